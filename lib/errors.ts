@@ -1,0 +1,96 @@
+/**
+ * The error family of weightmap. Every failure a caller can act on is one of these classes
+ * with a stable `code`; Node's own argument errors (TypeError, RangeError) cover misuse.
+ */
+
+/** Stable codes of WeightFormatError. */
+export type WeightFormatErrorCode =
+  | 'BAD_MAGIC' // the file does not start with the format's magic bytes
+  | 'BAD_VERSION' // a version this reader does not know
+  | 'BAD_HEADER' // a header or metadata field that cannot be parsed
+  | 'TRUNCATED' // the file ends before a structure it promises
+  | 'TRAILING_DATA' // bytes after the last structure where the format allows none
+  | 'SHAPE_MISMATCH' // a tensor's dimensions disagree with the configuration
+  | 'OUT_OF_BOUNDS' // an offset or size points outside the file or its section
+  | 'OVERLAP' // two tensors share bytes
+  | 'CHECKSUM_MISMATCH' // a stored CRC does not match the bytes
+  | 'CONFIG_MISMATCH' // configuration values that contradict each other or are out of range
+  | 'BAD_NAME' // a tensor or key name that is too long, empty, duplicated, not UTF-8 or unknown
+  | 'BAD_DTYPE' // an unknown dtype code or one the tensor cannot have
+  | 'MISSING_TENSOR' // a tensor the architecture needs is absent
+  | 'UNSUPPORTED'; // valid in the format but not handled (a flag, a quantization type)
+
+export interface WeightFormatErrorDetails {
+  path?: string;
+  offset?: number;
+  expected?: unknown;
+  found?: unknown;
+  cause?: unknown;
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'bigint') return `${value}`;
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/** A malformed, truncated, hostile or unsupported weight file. Never thrown for misuse. */
+export class WeightFormatError extends Error {
+  readonly code: WeightFormatErrorCode;
+  /** The file (or folder) being read. */
+  readonly path: string | undefined;
+  /** Byte offset in `path` where the problem was found, when one applies. */
+  readonly offset: number | undefined;
+  readonly expected: unknown;
+  readonly found: unknown;
+
+  constructor(code: WeightFormatErrorCode, message: string, details: WeightFormatErrorDetails = {}) {
+    const where: string[] = [];
+    if (details.path !== undefined) where.push(details.path);
+    if (details.offset !== undefined) where.push(`byte ${details.offset}`);
+    const wanted =
+      details.expected !== undefined || details.found !== undefined
+        ? ` (expected ${describe(details.expected)}, found ${describe(details.found)})`
+        : '';
+    super(`${code}: ${message}${wanted}${where.length ? ` [${where.join(' @ ')}]` : ''}`, {
+      cause: details.cause,
+    });
+    this.name = 'WeightFormatError';
+    this.code = code;
+    this.path = details.path;
+    this.offset = details.offset;
+    this.expected = details.expected;
+    this.found = details.found;
+  }
+}
+
+/** A valid request that this build cannot serve (an architecture, dtype or ISA it lacks). */
+export class UnsupportedError extends Error {
+  readonly code = 'ERR_WEIGHTMAP_UNSUPPORTED';
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnsupportedError';
+  }
+}
+
+/** An operation stopped by its AbortSignal. Same name and code as the DOM/Node AbortError. */
+export class AbortError extends Error {
+  readonly code = 'ABORT_ERR';
+  constructor(message = 'The operation was aborted', options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'AbortError';
+  }
+}
+
+/** A method called on an object after its dispose(). */
+export class DisposedError extends Error {
+  readonly code = 'ERR_WEIGHTMAP_DISPOSED';
+  constructor(what: string) {
+    super(`${what} was disposed`);
+    this.name = 'DisposedError';
+  }
+}

@@ -1,0 +1,35 @@
+/** CRC-32 (IEEE, zlib's) and FNV-1a 32-bit, as EMBD uses them (FORMATS.md §3.2, §3.5). */
+import * as zlib from 'node:zlib';
+
+const zlibCrc32 = (zlib as unknown as { crc32?: (data: Uint8Array, value?: number) => number }).crc32;
+
+let table: Uint32Array | undefined;
+function crcTable(): Uint32Array {
+  if (table) return table;
+  table = new Uint32Array(256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    table[n] = c >>> 0;
+  }
+  return table;
+}
+
+/** CRC-32 of `data`, continuing from `previous` (the CRC of the bytes before it). */
+export function crc32(data: Uint8Array, previous = 0): number {
+  if (zlibCrc32) return zlibCrc32(data, previous) >>> 0;
+  const t = crcTable();
+  let c = (previous ^ 0xffffffff) >>> 0;
+  for (let i = 0; i < data.length; i++) c = t[(c ^ data[i]) & 0xff] ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+/** FNV-1a 32-bit over the UTF-8 bytes of `text`. */
+export function fnv1a32(text: string): number {
+  let h = 0x811c9dc5;
+  for (const byte of Buffer.from(text, 'utf8')) {
+    h ^= byte;
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h >>> 0;
+}

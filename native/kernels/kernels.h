@@ -1,0 +1,85 @@
+// The kernel interface every engine calls. Each kernel has a scalar reference (kernels_scalar.cc)
+// and optional variants per instruction set (kernels_avx2.cc, kernels_avx512.cc, kernels_neon.cc,
+// ...), each compiled with its own flags; dispatch.cc picks one table at run time from the CPU's
+// features (WEIGHTMAP_ISA=scalar|avx2|avx512|neon forces a lower one).
+//
+// Conventions: row-major; "[out,in]" weights are applied as y = W·x; f16 is IEEE binary16 stored
+// as uint16_t; Q8_0 data is int8 values plus one f32 scale per `group` consecutive elements of
+// the flattened tensor (rows are whole groups: cols % group == 0).
+//
+// The table holds single-threaded kernels over a row range; the threaded entry points below
+// split rows across a ThreadPool and call the table.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace weightmap {
+
+class ThreadPool;
+
+namespace kernels {
+
+struct KernelTable {
+  const char* isa;  // "scalar", "avx2", "avx512", "avx512vnni", "neon", ...
+
+  // Q8_0 quantization of activations: q = round_half_away(x / s), s = max|x| / 127 per group
+  // (s = 0 and q = 0 for an all-zero group). x[n] -> q[n], s[n / group].
+  void (*quantize_q8)(const float* x, int64_t n, int group, int8_t* q, float* s);
+
+  // Rows [r0, r1) of y = W·x for Q8_0 W [rows, cols] and quantized x [cols]:
+  // y[r] = Σ_g w_s[r, g] · x_s[g] · Σ_{i in g} w_q[r, i] · x_q[i]   (int32 inside a group).
+  void (*matvec_q8)(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs,
+                    float* y, int64_t cols, int group, int64_t r0, int64_t r1);
+
+  // Rows [r0, r1) of Y = X·Wᵀ for m quantized activation rows X [m, cols] and Q8_0 W [rows, cols]:
+  // Y [m, rows]. ldy = leading dimension of Y (>= rows).
+  void (*matmul_q8)(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs,
+                    float* y, int64_t m, int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1);
+
+  // Columns [n0, n1) of C [m, n] = A [m, k] · B [k, n], B f16 ("weights [in,out]", batched prefill).
+  void (*hgemm)(const float* a, const uint16_t* b, float* c, int64_t m, int64_t k, int64_t n,
+                int64_t n0, int64_t n1);
+  // Columns [n0, n1) of C [m, n] = A [m, k] · B [n, k]ᵀ, B f16 ("weights [out,in]", decode).
+  void (*hgemm_trans)(const float* a, const uint16_t* b, float* c, int64_t m, int64_t k, int64_t n,
+                      int64_t n0, int64_t n1);
+  // The same two for f32 weights.
+  void (*sgemm)(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n,
+                int64_t n0, int64_t n1);
+  void (*sgemm_trans)(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n,
+                      int64_t n0, int64_t n1);
+
+  // Conversions.
+  void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
+  void (*f32_to_f16)(const float* x, uint16_t* y, int64_t n);  // round to nearest even
+  void (*bf16_to_f32)(const uint16_t* x, float* y, int64_t n);
+
+  // f32 dot product and y += a·x.
+  float (*dot_f32)(const float* a, const float* b, int64_t n);
+  void (*axpy_f32)(float a, const float* x, float* y, int64_t n);
+};
+
+// The table chosen for this CPU (or forced by WEIGHTMAP_ISA / SetIsa).
+const KernelTable& Active();
+// A specific table by name, or nullptr if this build or CPU lacks it.
+const KernelTable* Find(const std::string& isa);
+// Every table this build has AND this CPU can run, best last. "scalar" is always first.
+const KernelTable* const* Available(int* count);
+// Forces the active table (tests, benchmarks). Returns false if unavailable.
+bool SetIsa(const std::string& isa);
+
+// Elementwise and row kernels: memory-bound, one scalar implementation that compilers
+// vectorize well; exact semantics in kernels_common.cc.
+void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps);        // y = w·x/√(mean(x²)+eps)
+void layernorm(const float* x, const float* g, const float* b, float* y, int64_t n, float eps);
+void softmax(float* x, int64_t n);                                                    // in place, max-subtracted
+void silu_mul(const float* gate, const float* up, float* y, int64_t n);              // y = gate·σ(gate)·up
+void gelu_tanh(float* x, int64_t n);
+void gelu_erf(float* x, int64_t n);
+// RoPE on one head vector x[head_dim] at position pos, rotating the first rot_dim dims:
+// half pairing (i, i + rot_dim/2) or interleaved (2i, 2i+1); angle = pos · theta^(-2i/rot_dim).
+void rope(float* x, int64_t rot_dim, int64_t pos, float theta, bool interleaved);
+
+}  // namespace kernels
+}  // namespace weightmap

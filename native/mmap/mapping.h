@@ -1,0 +1,61 @@
+// A read-only memory mapping of one file. Shared by the JS MappedFile object and by every engine
+// that holds raw pointers into it: the pages are unmapped when the last holder lets go, so a
+// disposed JS handle can never pull the memory out from under a running kernel.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace weightmap {
+
+// Thrown for I/O failures; `code` is the POSIX-style name ("ENOENT", "EACCES", ...).
+class SystemError : public std::runtime_error {
+ public:
+  SystemError(std::string code, const std::string& message)
+      : std::runtime_error(message), code_(std::move(code)) {}
+  const std::string& code() const { return code_; }
+
+ private:
+  std::string code_;
+};
+
+enum class Advice { Normal, Sequential, Random, WillNeed, DontNeed };
+
+class Mapping {
+ public:
+  static std::shared_ptr<Mapping> Open(const std::string& path);
+  ~Mapping();
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+  // True when [offset, offset+length) lies inside the mapping (overflow-safe).
+  bool Contains(uint64_t offset, uint64_t length) const {
+    return offset <= size_ && length <= size_ - offset;
+  }
+  // Pointer to `length` bytes at `offset`, or throws std::out_of_range. Every native read of a
+  // tensor goes through here (or through Contains) first.
+  const uint8_t* At(uint64_t offset, uint64_t length) const;
+
+  void Advise(uint64_t offset, uint64_t length, Advice advice) const;
+  // Bytes of the range currently resident in RAM (mincore); -1 where the OS cannot tell.
+  int64_t ResidentBytes(uint64_t offset, uint64_t length) const;
+
+ private:
+  Mapping() = default;
+  std::string path_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+#ifdef _WIN32
+  void* file_ = nullptr;
+  void* section_ = nullptr;
+#endif
+};
+
+}  // namespace weightmap
