@@ -1,0 +1,52 @@
+/**
+ * Canonical tensor names and shapes of the Llama/Qwen3 decoder (HF transformers' keys, [out,in]
+ * matrices). Every reader of a decoder format names its tensors with these, every writer maps
+ * from them, and the engine looks them up here.
+ */
+import type { DecoderConfig } from '../weights';
+
+export const DECODER_NAMES = {
+  embed: 'model.embed_tokens.weight',
+  norm: 'model.norm.weight',
+  lmHead: 'lm_head.weight',
+  attnNorm: (l: number) => `model.layers.${l}.input_layernorm.weight`,
+  q: (l: number) => `model.layers.${l}.self_attn.q_proj.weight`,
+  k: (l: number) => `model.layers.${l}.self_attn.k_proj.weight`,
+  v: (l: number) => `model.layers.${l}.self_attn.v_proj.weight`,
+  o: (l: number) => `model.layers.${l}.self_attn.o_proj.weight`,
+  qNorm: (l: number) => `model.layers.${l}.self_attn.q_norm.weight`,
+  kNorm: (l: number) => `model.layers.${l}.self_attn.k_norm.weight`,
+  ffnNorm: (l: number) => `model.layers.${l}.post_attention_layernorm.weight`,
+  gate: (l: number) => `model.layers.${l}.mlp.gate_proj.weight`,
+  up: (l: number) => `model.layers.${l}.mlp.up_proj.weight`,
+  down: (l: number) => `model.layers.${l}.mlp.down_proj.weight`,
+} as const;
+
+/** Every tensor the decoder needs, with its canonical shape, in HF order. */
+export function decoderTensorShapes(c: DecoderConfig): { name: string; shape: number[] }[] {
+  const d = c.hiddenSize;
+  const qDim = c.numHeads * c.headDim;
+  const kvDim = c.numKvHeads * c.headDim;
+  const out: { name: string; shape: number[] }[] = [{ name: DECODER_NAMES.embed, shape: [c.vocabSize, d] }];
+  for (let l = 0; l < c.numLayers; l++) {
+    out.push(
+      { name: DECODER_NAMES.attnNorm(l), shape: [d] },
+      { name: DECODER_NAMES.q(l), shape: [qDim, d] },
+      { name: DECODER_NAMES.k(l), shape: [kvDim, d] },
+      { name: DECODER_NAMES.v(l), shape: [kvDim, d] },
+      { name: DECODER_NAMES.o(l), shape: [d, qDim] },
+    );
+    if (c.qkNorm) {
+      out.push({ name: DECODER_NAMES.qNorm(l), shape: [c.headDim] }, { name: DECODER_NAMES.kNorm(l), shape: [c.headDim] });
+    }
+    out.push(
+      { name: DECODER_NAMES.ffnNorm(l), shape: [d] },
+      { name: DECODER_NAMES.gate(l), shape: [c.intermediateSize, d] },
+      { name: DECODER_NAMES.up(l), shape: [c.intermediateSize, d] },
+      { name: DECODER_NAMES.down(l), shape: [d, c.intermediateSize] },
+    );
+  }
+  out.push({ name: DECODER_NAMES.norm, shape: [d] });
+  if (!c.tieWordEmbeddings) out.push({ name: DECODER_NAMES.lmHead, shape: [c.vocabSize, d] });
+  return out;
+}
