@@ -1,0 +1,97 @@
+/** `weightmap inspect PATH [--json]`: format, architecture, config, tensors, checksum status. */
+import type { Command } from 'commander';
+import { readWeights } from '../formats';
+import { closeWeights, type ModelWeights } from '../weights';
+import { action } from './run-command';
+
+export interface InspectReport {
+  path: string;
+  format: string;
+  architecture: string;
+  config: unknown;
+  checksums: string;
+  tensorCount: number;
+  totalBytes: number;
+  tensors: { name: string; dtype: string; shape: number[]; file: string; offset: number; bytes: number; transposed?: boolean }[];
+  metadata: Record<string, unknown>;
+  tokenizer?: { kind: string; tokens: number };
+}
+
+export function inspectReport(weights: ModelWeights): InspectReport {
+  const tensors = weights.tensors.map((t) => ({
+    name: t.name,
+    dtype: t.dtype,
+    shape: t.shape,
+    file: t.source.path,
+    offset: t.byteOffset,
+    bytes: t.byteLength + (t.scales?.byteLength ?? 0),
+    ...(t.transposed ? { transposed: true } : {}),
+  }));
+  const checksums = typeof weights.metadata.checksums === 'string' ? weights.metadata.checksums : 'none in this format';
+  const metadata = Object.fromEntries(
+    Object.entries(weights.metadata).filter(([, v]) => !(Array.isArray(v) && v.length > 64) && !ArrayBuffer.isView(v)),
+  );
+  return {
+    path: weights.path,
+    format: weights.format,
+    architecture: weights.architecture,
+    config: weights.config,
+    checksums,
+    tensorCount: tensors.length,
+    totalBytes: tensors.reduce((a, t) => a + t.bytes, 0),
+    tensors,
+    metadata,
+    ...(weights.tokenizer ? { tokenizer: { kind: weights.tokenizer.kind, tokens: weights.tokenizer.tokens.length } } : {}),
+  };
+}
+
+function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v.toFixed(v < 10 ? 2 : 1)} ${units[i]}`;
+}
+
+export function renderReport(r: InspectReport): string {
+  const lines = [
+    `file:         ${r.path}`,
+    `format:       ${r.format}`,
+    `architecture: ${r.architecture}`,
+    `checksums:    ${r.checksums}`,
+    `tensors:      ${r.tensorCount} (${formatBytes(r.totalBytes)})`,
+  ];
+  if (r.tokenizer) lines.push(`tokenizer:    ${r.tokenizer.kind}, ${r.tokenizer.tokens} tokens`);
+  lines.push('config:');
+  for (const [k, v] of Object.entries(r.config as Record<string, unknown>)) lines.push(`  ${k}: ${JSON.stringify(v)}`);
+  const rows = r.tensors.map((t) => [t.name, t.dtype, `[${t.shape.join(', ')}]${t.transposed ? ' T' : ''}`, String(t.offset), String(t.bytes)]);
+  const header = ['name', 'dtype', 'shape', 'offset', 'bytes'];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
+  const fmt = (row: string[]) => row.map((c, i) => (i >= 3 ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join('  ');
+  lines.push('', fmt(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(fmt));
+  return `${lines.join('\n')}\n`;
+}
+
+export function registerInspect(program: Command): void {
+  program
+    .command('inspect')
+    .description('show the format, architecture, configuration and tensor table of a weight file or folder')
+    .argument('<path>', 'weight file or folder')
+    .option('--json', 'print a JSON report')
+    .option('--parts <spec>', 'sepweight: parts to map ("f", "b 0-5", "7-12", "75-80 e")')
+    .action(
+      action(async (filePath: string, opts: { json?: boolean; parts?: string }) => {
+        const weights = await readWeights(filePath, { parts: opts.parts });
+        try {
+          const report = inspectReport(weights);
+          process.stdout.write(opts.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report));
+        } finally {
+          closeWeights(weights);
+        }
+      }),
+    );
+}

@@ -1,0 +1,85 @@
+/**
+ * The format registry: detection by magic bytes and folder shape, and the generic read/write
+ * entry points. Conversion is any reader plus any writer (lib/convert.ts).
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { WeightFormatError } from '../errors';
+import type { FormatName, ModelWeights } from '../weights';
+import { ajc1Format } from './ajc1';
+import { embdFormat } from './embd';
+import { ggufFormat } from './gguf';
+import { llama2cFormat } from './llama2c';
+import { moonFormat } from './moon';
+import { npyFormat } from './npy';
+import { safetensorsFormat } from './safetensors';
+import { sepweightFormat } from './sepweight';
+import { tllmFormat } from './tllm';
+import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
+
+export type { FormatModule, ReadOptions, WriteOptions, WriteProgress } from './types';
+
+/** In detection order: formats with a magic first, llama2.c v0 (no magic) last. */
+export const FORMATS: readonly FormatModule[] = [
+  tllmFormat,
+  moonFormat,
+  embdFormat,
+  ajc1Format,
+  ggufFormat,
+  npyFormat,
+  safetensorsFormat,
+  sepweightFormat,
+  llama2cFormat,
+];
+
+export function formatModule(name: FormatName): FormatModule {
+  const found = FORMATS.find((f) => f.name === name);
+  if (!found) throw new RangeError(`unknown format '${name}'; known: ${FORMATS.map((f) => f.name).join(', ')}`);
+  return found;
+}
+
+function probe(filePath: string): Probe {
+  const stat = fs.statSync(filePath);
+  if (stat.isDirectory()) return { path: filePath, isDirectory: true, head: Buffer.alloc(0), entries: fs.readdirSync(filePath) };
+  const head = Buffer.alloc(Math.min(64, stat.size));
+  const fd = fs.openSync(filePath, 'r');
+  try {
+    fs.readSync(fd, head, 0, head.length, 0);
+  } finally {
+    fs.closeSync(fd);
+  }
+  return { path: filePath, isDirectory: false, head, entries: [] };
+}
+
+/** The format of a file or folder, from its magic bytes or folder shape. */
+export function detectFormat(filePath: string): FormatName {
+  const p = probe(filePath);
+  const found = FORMATS.find((f) => f.detect(p));
+  if (!found) {
+    throw new WeightFormatError('BAD_MAGIC', 'not a weight file or folder weightmap knows', {
+      path: filePath,
+      offset: 0,
+      expected: FORMATS.map((f) => f.name).join(' | '),
+      found: p.isDirectory ? `folder of ${p.entries.slice(0, 8).join(', ')}` : p.head.subarray(0, 8).toString('hex'),
+    });
+  }
+  return found.name;
+}
+
+/** Reads (maps and validates) weights in any known format. */
+export async function readWeights(filePath: string, options: ReadOptions & { format?: FormatName } = {}): Promise<ModelWeights> {
+  const format = options.format ?? detectFormat(filePath);
+  return formatModule(format).read(filePath, options);
+}
+
+/** Writes weights in `options.format`. */
+export async function writeWeights(
+  weights: ModelWeights,
+  outPath: string,
+  options: WriteOptions & { format: FormatName },
+): Promise<void> {
+  const module = formatModule(options.format);
+  if (!module.write) throw new RangeError(`weightmap cannot write ${module.title}`);
+  fs.mkdirSync(path.dirname(path.resolve(outPath)), { recursive: true });
+  await module.write(weights, outPath, options);
+}

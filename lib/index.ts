@@ -1,0 +1,26 @@
+/**
+ * weightmap: memory-mapped LLM weights and fast CPU inference.
+ *
+ *   import { readWeights, convert, loadModel, loadEmbedder } from 'weightmap';
+ */
+export { AbortError, DisposedError, UnsupportedError, WeightFormatError } from './errors';
+export type { WeightFormatErrorCode } from './errors';
+export { MappedSource, mapFile } from './mapping';
+export { detectFormat, formatModule, readWeights, writeWeights, FORMATS } from './formats';
+export type { FormatModule, ReadOptions, WriteOptions, WriteProgress } from './formats';
+export { convert } from './convert';
+export type { ConvertOptions } from './convert';
+export { closeWeights, findTensor, numel, DTYPE_BYTES } from './weights';
+export type {
+  Architecture,
+  BertConfig,
+  DecoderConfig,
+  DType,
+  FormatName,
+  ModelConfig,
+  ModelWeights,
+  MoondreamConfig,
+  TensorView,
+  TllmConfig,
+  TokenizerData,
+} from './weights';
