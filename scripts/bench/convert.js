@@ -1,0 +1,49 @@
+#!/usr/bin/env node
+// Conversion throughput and peak memory: converts IN to OUT in this fresh process and reports
+// seconds, MB/s of input read, MB/s of output written, and peak RSS (VmHWM). Writers stream, so
+// peak RSS must stay far below the model size (mapped input pages are shared file cache, and
+// they count in RSS only while resident).
+//   node scripts/bench/convert.js IN OUT --to ajc1 [--quant q8_0] [--group-size 64] [--dtype f16]
+'use strict';
+const fs = require('node:fs');
+const path = require('node:path');
+const { performance } = require('node:perf_hooks');
+const { convert } = require('../../dist/cjs/index.js');
+
+function sizeOf(p) {
+  const st = fs.statSync(p);
+  if (!st.isDirectory()) return st.size;
+  return fs.readdirSync(p).reduce((a, e) => a + sizeOf(path.join(p, e)), 0);
+}
+
+function peakRssMb() {
+  const m = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync('/proc/self/status', 'utf8'));
+  return m ? Number(m[1]) / 1024 : process.memoryUsage().rss / 1048576;
+}
+
+async function main() {
+  const [input, output, ...rest] = process.argv.slice(2);
+  const opt = (n) => (rest.includes(`--${n}`) ? rest[rest.indexOf(`--${n}`) + 1] : undefined);
+  if (!input || !output || !opt('to')) {
+    console.error('usage: convert.js IN OUT --to FORMAT [--quant q8_0] [--group-size N] [--dtype f32|f16]');
+    process.exit(1);
+  }
+  const t0 = performance.now();
+  await convert(input, output, {
+    to: opt('to'),
+    quant: opt('quant'),
+    groupSize: opt('group-size') ? Number(opt('group-size')) : undefined,
+    dtype: opt('dtype'),
+  });
+  const seconds = (performance.now() - t0) / 1000;
+  const inBytes = sizeOf(input);
+  const outBytes = sizeOf(output.endsWith('/') ? output : fs.existsSync(output) ? output : path.dirname(output));
+  console.log(JSON.stringify({
+    input, output, to: opt('to'), seconds: +seconds.toFixed(2),
+    inputMB: +(inBytes / 1e6).toFixed(1), outputMB: +(outBytes / 1e6).toFixed(1),
+    readMBps: +(inBytes / 1e6 / seconds).toFixed(1), writeMBps: +(outBytes / 1e6 / seconds).toFixed(1),
+    peakRssMB: +peakRssMb().toFixed(1),
+  }, null, 2));
+}
+
+main().catch((e) => { console.error(e); process.exit(1); });
