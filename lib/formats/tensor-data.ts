@@ -138,3 +138,17 @@ export function* rawChunks(view: TensorView, byteOffset = view.byteOffset, byteL
   const bytes = viewBytes(view, byteOffset, byteLength);
   for (let o = 0; o < bytes.length; o += chunkBytes) yield bytes.subarray(o, Math.min(bytes.length, o + chunkBytes));
 }
+
+/** The canonical shape of a view: its stored shape, reversed when stored transposed. */
+export function canonicalShape(view: TensorView): number[] {
+  return view.transposed ? [...view.shape].reverse() : [...view.shape];
+}
+
+/**
+ * A 2-D (or any rank, when no transposition is needed) tensor read as float32 chunks in the
+ * orientation a writer stores: `storeTransposed` = the target keeps the matrix [in,out].
+ */
+export function orientedF32Chunks(view: TensorView, storeTransposed: boolean, chunk = CHUNK_ELEMENTS): Iterable<Float32Array> {
+  const needTranspose = (view.transposed ?? false) !== storeTransposed;
+  return needTranspose ? transposedF32Chunks(view, chunk) : f32Chunks(view, chunk);
+}

@@ -1,0 +1,60 @@
+/**
+ * Canonical tensor names and shapes of the TLLM GPT-style model (FORMATS.md §1), HF-style keys.
+ * Shapes here are canonical ([out,in] for linear layers); the TLLM file stores those matrices
+ * [in,out], so its views carry the reversed shape and `transposed: true`.
+ */
+import type { TllmConfig } from '../weights';
+
+export const TLLM_NAMES = {
+  embed: 'model.embed_tokens.weight',
+  positions: 'model.embed_positions.weight',
+  q: (l: number) => `model.layers.${l}.self_attn.q_proj.weight`,
+  k: (l: number) => `model.layers.${l}.self_attn.k_proj.weight`,
+  v: (l: number) => `model.layers.${l}.self_attn.v_proj.weight`,
+  o: (l: number) => `model.layers.${l}.self_attn.o_proj.weight`,
+  fc1: (l: number) => `model.layers.${l}.mlp.fc1.weight`,
+  fc1Bias: (l: number) => `model.layers.${l}.mlp.fc1.bias`,
+  fc2: (l: number) => `model.layers.${l}.mlp.fc2.weight`,
+  fc2Bias: (l: number) => `model.layers.${l}.mlp.fc2.bias`,
+  ln1: (l: number) => `model.layers.${l}.input_layernorm.weight`,
+  ln1Bias: (l: number) => `model.layers.${l}.input_layernorm.bias`,
+  ln2: (l: number) => `model.layers.${l}.post_attention_layernorm.weight`,
+  ln2Bias: (l: number) => `model.layers.${l}.post_attention_layernorm.bias`,
+  lmHead: 'lm_head.weight',
+} as const;
+
+export interface TllmTensorSpec {
+  name: string;
+  /** Canonical shape ([out,in] for linear layers). */
+  shape: number[];
+  /** A linear layer's weight: TLLM stores it [in,out]. */
+  linear: boolean;
+}
+
+/** Every tensor of the model, in TLLM file order. */
+export function tllmTensorSpecs(c: TllmConfig): TllmTensorSpec[] {
+  const d = c.hiddenSize;
+  const f = c.intermediateSize;
+  const out: TllmTensorSpec[] = [
+    { name: TLLM_NAMES.embed, shape: [c.vocabSize, d], linear: false },
+    { name: TLLM_NAMES.positions, shape: [c.maxSeqLen, d], linear: false },
+  ];
+  for (let l = 0; l < c.numLayers; l++) {
+    out.push(
+      { name: TLLM_NAMES.q(l), shape: [d, d], linear: true },
+      { name: TLLM_NAMES.k(l), shape: [d, d], linear: true },
+      { name: TLLM_NAMES.v(l), shape: [d, d], linear: true },
+      { name: TLLM_NAMES.o(l), shape: [d, d], linear: true },
+      { name: TLLM_NAMES.fc1(l), shape: [f, d], linear: true },
+      { name: TLLM_NAMES.fc1Bias(l), shape: [f], linear: false },
+      { name: TLLM_NAMES.fc2(l), shape: [d, f], linear: true },
+      { name: TLLM_NAMES.fc2Bias(l), shape: [d], linear: false },
+      { name: TLLM_NAMES.ln1(l), shape: [d], linear: false },
+      { name: TLLM_NAMES.ln1Bias(l), shape: [d], linear: false },
+      { name: TLLM_NAMES.ln2(l), shape: [d], linear: false },
+      { name: TLLM_NAMES.ln2Bias(l), shape: [d], linear: false },
+    );
+  }
+  out.push({ name: TLLM_NAMES.lmHead, shape: [c.vocabSize, d], linear: true });
+  return out;
+}

@@ -1,0 +1,117 @@
+/**
+ * The shared skeleton of a streaming writer: a FileSink plus progress reporting and abort checks
+ * between chunks, and removal of the partial file when anything fails.
+ */
+import { AbortError } from '../errors';
+import type { WriteOptions } from './types';
+import { FileSink } from './sink';
+import { encodeFloats, type FloatDType } from './dtype-convert';
+import type { ModelWeights, TensorView } from '../weights';
+import { fail } from './bytes';
+import { canonicalShape, orientedF32Chunks, rawChunks } from './tensor-data';
+
+export class WriteJob {
+  constructor(
+    readonly sink: FileSink,
+    readonly totalBytes: number,
+    private readonly options: WriteOptions,
+  ) {}
+
+  get position(): number {
+    return this.sink.position;
+  }
+
+  checkAbort(): void {
+    const signal = this.options.signal;
+    if (signal?.aborted) throw new AbortError('The write was aborted', { cause: signal.reason });
+  }
+
+  /** Writes bytes, then reports progress (optionally naming the tensor being written). */
+  async write(data: Uint8Array, tensor?: string): Promise<void> {
+    this.checkAbort();
+    await this.sink.write(data);
+    this.options.onProgress?.({ bytesWritten: this.sink.position, totalBytes: this.totalBytes, tensor });
+  }
+
+  /** Encodes float32 chunks as `dtype` and writes them. */
+  async writeFloats(chunks: Iterable<Float32Array>, dtype: FloatDType, tensor?: string): Promise<void> {
+    for (const chunk of chunks) await this.write(encodeFloats(chunk, dtype), tensor);
+  }
+
+  /**
+   * Writes a tensor as `dtype` in the target orientation (`storeTransposed`: [in,out]); bytes are
+   * copied unchanged when neither dtype nor orientation changes.
+   */
+  async writeTensor(view: TensorView, dtype: FloatDType, storeTransposed = false): Promise<void> {
+    const sameOrientation = (view.transposed ?? false) === storeTransposed || view.shape.length < 2;
+    if (view.dtype === dtype && sameOrientation) await this.writeRaw(rawChunks(view), view.name);
+    else await this.writeFloats(orientedF32Chunks(view, storeTransposed && view.shape.length >= 2), dtype, view.name);
+  }
+
+  /** Writes raw chunks unchanged. */
+  async writeRaw(chunks: Iterable<Uint8Array>, tensor?: string): Promise<void> {
+    for (const chunk of chunks) await this.write(chunk, tensor);
+  }
+}
+
+/**
+ * Creates `path`, runs `body` with a WriteJob, checks that exactly `totalBytes` were written, and
+ * closes the file; on any failure (abort included) the partial file is deleted and the error rethrown.
+ */
+export async function runWriteJob(
+  path: string,
+  totalBytes: number,
+  options: WriteOptions,
+  body: (job: WriteJob) => Promise<void>,
+): Promise<void> {
+  if (options.signal?.aborted) throw new AbortError('The write was aborted', { cause: options.signal.reason });
+  const sink = await FileSink.create(path);
+  try {
+    const job = new WriteJob(sink, totalBytes, options);
+    await body(job);
+    if (sink.position !== totalBytes) {
+      throw new Error(`internal: wrote ${sink.position} bytes to ${path}, planned ${totalBytes}`);
+    }
+    await sink.close();
+  } catch (error) {
+    await sink.abandon();
+    throw error;
+  }
+}
+
+/** Source tensors by name; duplicate names in the source are a BAD_NAME error. */
+export function tensorsByName(weights: ModelWeights): Map<string, TensorView> {
+  const map = new Map<string, TensorView>();
+  for (const t of weights.tensors) {
+    if (map.has(t.name)) fail('BAD_NAME', `tensor '${t.name}' appears twice in the source`, { path: weights.path });
+    map.set(t.name, t);
+  }
+  return map;
+}
+
+/**
+ * The source tensor `name`, checked to have the canonical shape `shape` and a dtype the writer
+ * can read (`dtypes`); MISSING_TENSOR / SHAPE_MISMATCH / BAD_DTYPE otherwise.
+ */
+export function requireTensor(
+  weights: ModelWeights,
+  byName: Map<string, TensorView>,
+  name: string,
+  shape: readonly number[],
+  dtypes: readonly string[] = ['f32', 'f16', 'bf16'],
+): TensorView {
+  const view = byName.get(name);
+  if (!view) return fail('MISSING_TENSOR', `the source has no tensor '${name}'`, { path: weights.path });
+  const canon = canonicalShape(view);
+  if (canon.length !== shape.length || canon.some((v, i) => v !== shape[i])) {
+    fail('SHAPE_MISMATCH', `tensor '${name}' has the wrong shape for the configuration`, {
+      path: weights.path,
+      expected: shape,
+      found: canon,
+    });
+  }
+  if (!dtypes.includes(view.dtype)) {
+    fail('BAD_DTYPE', `tensor '${name}' has dtype ${view.dtype}`, { path: weights.path, expected: dtypes, found: view.dtype });
+  }
+  return view;
+}
