@@ -1,0 +1,125 @@
+/**
+ * Byte-level BPE tokenizer (GPT-2, Qwen2/3, Llama 3 families): added tokens cut out first, the
+ * rest normalized, pre-tokenized by regex, each word BPE-merged over its UTF-8 bytes. Decoding
+ * maps tokens back to bytes and reads them as UTF-8 (lossy), like HF's ByteLevel decoder.
+ */
+import { AddedToken, AddedTokenSplitter } from './added-tokens';
+import { byteLevelToBytes } from './byte-level';
+import { byteStreamDecoder } from './byte-stream';
+import { BpeModel, BpeModelOptions } from './bpe-model';
+import type { MergeTable } from './merge-table';
+import type { Normalizer } from './normalizers';
+import { finishEncoding, NO_WRAPPING, SpecialWrapping } from './post-process';
+import type { PreTokenizer } from './pretokenizers';
+import type { DecodeOptions, EncodeOptions, SpecialTokenIds, StreamDecoder, Tokenizer } from './types';
+import { concatBytes, decodeUtf8Lossy } from './utf8';
+
+export interface ByteLevelBpeConfig {
+  /** Model vocabulary: byte-level string -> id. */
+  vocab: Map<string, number>;
+  merges: MergeTable;
+  addedTokens: AddedToken[];
+  normalizer?: Normalizer;
+  preTokenizer: PreTokenizer;
+  model?: BpeModelOptions;
+  specialIds?: SpecialTokenIds;
+  wrapping?: SpecialWrapping;
+  truncation?: number;
+}
+
+export class ByteLevelBpeTokenizer implements Tokenizer {
+  readonly kind = 'byte-level-bpe' as const;
+  readonly vocabSize: number;
+  readonly specialIds: Readonly<SpecialTokenIds>;
+  readonly truncation: number | undefined;
+  private readonly model: BpeModel;
+  private readonly splitter: AddedTokenSplitter;
+  private readonly preTokenizer: PreTokenizer;
+  private readonly wrapping: SpecialWrapping;
+  private readonly tokens: (string | undefined)[] = [];
+  private readonly added = new Map<string, AddedToken>();
+  private readonly special = new Set<number>();
+  private readonly bytesCache: (Uint8Array | undefined)[] = [];
+
+  constructor(private readonly config: ByteLevelBpeConfig) {
+    let size = 0;
+    for (const [token, id] of config.vocab) {
+      this.tokens[id] = token;
+      if (id + 1 > size) size = id + 1;
+    }
+    for (const t of config.addedTokens) {
+      this.tokens[t.id] = t.content;
+      this.added.set(t.content, t);
+      if (t.id + 1 > size) size = t.id + 1;
+    }
+    // HF marks special by content: every added token whose content is a special token's.
+    const specialContents = new Set(config.addedTokens.filter((t) => t.special).map((t) => t.content));
+    for (const t of config.addedTokens) if (specialContents.has(t.content)) this.special.add(t.id);
+    this.vocabSize = size;
+    this.specialIds = { ...config.specialIds };
+    this.truncation = config.truncation;
+    this.model = new BpeModel(config.vocab, config.merges, config.model);
+    this.splitter = new AddedTokenSplitter(config.addedTokens, config.normalizer);
+    this.preTokenizer = config.preTokenizer;
+    this.wrapping = config.wrapping ?? NO_WRAPPING;
+  }
+
+  encode(text: string, options?: EncodeOptions): number[] {
+    const ids: number[] = [];
+    const words: string[] = [];
+    for (const seg of this.splitter.split(text)) {
+      if (typeof seg === 'number') {
+        ids.push(seg);
+        continue;
+      }
+      if (seg.length === 0) continue;
+      words.length = 0;
+      this.preTokenizer(seg, words);
+      for (let i = 0; i < words.length; i++) this.model.encodeWord(words[i], ids);
+    }
+    return finishEncoding(ids, this.wrapping, options, this.truncation);
+  }
+
+  /** The bytes a token decodes to; undefined for ids outside the vocabulary. */
+  tokenBytes(id: number): Uint8Array | undefined {
+    let b = this.bytesCache[id];
+    if (b === undefined) {
+      const token = this.tokens[id];
+      if (token === undefined) return undefined;
+      // Added tokens too: HF's ByteLevel decoder maps every token whose characters all are
+      // byte stand-ins, and takes the UTF-8 of the others.
+      b = byteLevelToBytes(token);
+      this.bytesCache[id] = b;
+    }
+    return b;
+  }
+
+  decode(ids: ArrayLike<number>, options?: DecodeOptions): string {
+    const skip = options?.skipSpecialTokens === true;
+    const chunks: Uint8Array[] = [];
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i];
+      if (skip && this.special.has(id)) continue;
+      const b = this.tokenBytes(id);
+      if (b !== undefined) chunks.push(b);
+    }
+    return decodeUtf8Lossy(concatBytes(chunks));
+  }
+
+  createStreamDecoder(options?: DecodeOptions): StreamDecoder {
+    const skip = options?.skipSpecialTokens === true;
+    return byteStreamDecoder((id) => (skip && this.special.has(id) ? undefined : this.tokenBytes(id)));
+  }
+
+  idToToken(id: number): string | undefined {
+    return Number.isInteger(id) && id >= 0 ? this.tokens[id] : undefined;
+  }
+
+  tokenToId(token: string): number | undefined {
+    return this.added.get(token)?.id ?? this.config.vocab.get(token);
+  }
+
+  isSpecial(id: number): boolean {
+    return this.special.has(id);
+  }
+}

@@ -1,0 +1,263 @@
+/**
+ * Pre-tokenizers: the regex splits of the byte-level BPE models. Hugging Face compiles these
+ * patterns with Oniguruma; JavaScript's RegExp differs in two places that matter here, so
+ * patterns are translated before use:
+ *  - `\s` is Unicode White_Space in Oniguruma (it has U+0085, lacks U+FEFF); in JS it is the
+ *    reverse. We spell it `\p{White_Space}`.
+ *  - `(?i:...)` inline flags do not exist in Node 20's RegExp; the (literal) group is expanded
+ *    into case classes with the simple case folds Oniguruma applies (`s` also matches U+017F,
+ *    `k` also matches U+212A).
+ */
+import { UnsupportedError } from '../errors';
+
+/** Qwen2 / Qwen2.5 / Qwen3 (tokenizer.json Split pattern, and GGUF pre `qwen2`). */
+export const QWEN2_PATTERN =
+  "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+/** Llama 3 (GGUF pre `llama-bpe`): Qwen2's with digit runs of up to 3. */
+export const LLAMA3_PATTERN =
+  "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+/** GPT-2's, used by HF's ByteLevel pre-tokenizer when `use_regex` is true. */
+export const GPT2_PATTERN = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+
+const EXTRA_FOLDS: Record<string, string> = { s: '\u017f', k: '\u212a' };
+
+function expandCaseInsensitive(group: string, pattern: string): string {
+  let out = '';
+  for (let i = 0; i < group.length; i++) {
+    const c = group[i];
+    if (c === '\\' || c === '[' || c === '(') {
+      throw new UnsupportedError(`regex ${JSON.stringify(pattern)}: only literal text is supported inside (?i:...)`);
+    }
+    const lower = c.toLowerCase();
+    if (lower !== c.toUpperCase()) out += `[${lower}${c.toUpperCase()}${EXTRA_FOLDS[lower] ?? ''}]`;
+    else out += c === '|' ? '|' : c.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  }
+  return `(?:${out})`;
+}
+
+/** Translates an Oniguruma pattern (as HF tokenizer.json stores it) into an equivalent JS RegExp source. */
+export function translateOnigPattern(pattern: string): string {
+  let out = '';
+  let inClass = false;
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i];
+    if (!inClass && pattern.startsWith('(?i:', i)) {
+      let depth = 1;
+      let j = i + 4;
+      for (; j < pattern.length && depth > 0; j++) {
+        if (pattern[j] === '\\') j++;
+        else if (pattern[j] === '(') depth++;
+        else if (pattern[j] === ')') depth--;
+      }
+      out += expandCaseInsensitive(pattern.slice(i + 4, j - 1), pattern);
+      i = j - 1;
+      continue;
+    }
+    if (c === '\\') {
+      const d = pattern[i + 1];
+      if (d === 's') out += inClass ? '\\p{White_Space}' : '\\p{White_Space}';
+      else if (d === 'S') out += inClass ? '\\P{White_Space}' : '\\P{White_Space}';
+      else if (d === 'p' || d === 'P') {
+        // \pL (one-letter form) -> \p{L}
+        if (pattern[i + 2] === '{') {
+          const end = pattern.indexOf('}', i + 2);
+          out += pattern.slice(i, end + 1);
+          i = end;
+          continue;
+        }
+        out += `\\${d}{${pattern[i + 2]}}`;
+        i += 2;
+        continue;
+      } else out += c + d;
+      i++;
+      continue;
+    }
+    if (c === '[') inClass = true;
+    else if (c === ']') inClass = false;
+    else if (!inClass && (pattern.startsWith('(?>', i) || /^[*+?}]\+/.test(pattern.slice(i, i + 2)) && i > 0)) {
+      throw new UnsupportedError(`regex ${JSON.stringify(pattern)}: atomic groups and possessive quantifiers are not supported`);
+    }
+    out += c;
+  }
+  return out;
+}
+
+export function compileOnigPattern(pattern: string): RegExp {
+  try {
+    return new RegExp(translateOnigPattern(pattern), 'gu');
+  } catch (e) {
+    throw new UnsupportedError(`regex ${JSON.stringify(pattern)} cannot be compiled: ${(e as Error).message}`);
+  }
+}
+
+export type SplitBehavior = 'Isolated' | 'Removed' | 'MergedWithPrevious' | 'MergedWithNext' | 'Contiguous';
+
+/**
+ * Splits `text` by the matches of `re` (a 'g' RegExp) the way HF's Split pre-tokenizer does and
+ * appends the pieces to `out`. Fast path for Isolated without invert (every byte-level model).
+ */
+export function splitByRegex(text: string, re: RegExp, behavior: SplitBehavior, invert: boolean, out: string[]): void {
+  re.lastIndex = 0;
+  if (behavior === 'Isolated' && !invert) {
+    let last = 0;
+    for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+      const len = m[0].length;
+      if (len === 0) {
+        re.lastIndex++;
+        continue;
+      }
+      if (m.index > last) out.push(text.slice(last, m.index));
+      out.push(m[0]);
+      last = m.index + len;
+    }
+    if (last < text.length) out.push(text.slice(last));
+    return;
+  }
+  // General case: (piece, isDelimiter) segments covering the text, then HF's fold per behavior.
+  const pieces: string[] = [];
+  const delim: boolean[] = [];
+  let last = 0;
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+    if (m[0].length === 0) {
+      re.lastIndex++;
+      continue;
+    }
+    if (m.index > last) {
+      pieces.push(text.slice(last, m.index));
+      delim.push(invert);
+    }
+    pieces.push(m[0]);
+    delim.push(!invert);
+    last = m.index + m[0].length;
+  }
+  if (last < text.length) {
+    pieces.push(text.slice(last));
+    delim.push(invert);
+  }
+  const merged: string[] = [];
+  let previousDelim = false;
+  switch (behavior) {
+    case 'Isolated':
+      merged.push(...pieces);
+      break;
+    case 'Removed':
+      for (let i = 0; i < pieces.length; i++) if (!delim[i]) merged.push(pieces[i]);
+      break;
+    case 'Contiguous':
+      for (let i = 0; i < pieces.length; i++) {
+        if (delim[i] && previousDelim) merged[merged.length - 1] += pieces[i];
+        else merged.push(pieces[i]);
+        previousDelim = delim[i];
+      }
+      break;
+    case 'MergedWithPrevious':
+      for (let i = 0; i < pieces.length; i++) {
+        if (delim[i] && !previousDelim && merged.length > 0) merged[merged.length - 1] += pieces[i];
+        else merged.push(pieces[i]);
+        previousDelim = delim[i];
+      }
+      break;
+    case 'MergedWithNext': {
+      const rev: string[] = [];
+      for (let i = pieces.length - 1; i >= 0; i--) {
+        if (delim[i] && !previousDelim && rev.length > 0) rev[rev.length - 1] = pieces[i] + rev[rev.length - 1];
+        else rev.push(pieces[i]);
+        previousDelim = delim[i];
+      }
+      merged.push(...rev.reverse());
+      break;
+    }
+  }
+  for (const p of merged) out.push(p);
+}
+
+/** Splits one normalized text segment into the words the model encodes (appended to `out`). */
+export type PreTokenizer = (text: string, out: string[]) => void;
+
+type Stage = (pieces: string[]) => string[];
+
+/** A pre-tokenizer that splits with one Oniguruma-style pattern, matches isolated. */
+export function regexPreTokenizer(pattern: string): PreTokenizer {
+  const re = compileOnigPattern(pattern);
+  return (text, out) => splitByRegex(text, re, 'Isolated', false, out);
+}
+
+function stageFromJson(json: any): Stage[] {
+  switch (json?.type) {
+    case 'Sequence':
+      return (json.pretokenizers as any[]).flatMap(stageFromJson);
+    case 'Split': {
+      const pattern = json.pattern ?? {};
+      const source =
+        pattern.Regex !== undefined
+          ? translateOnigPattern(String(pattern.Regex))
+          : String(pattern.String).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      const re = new RegExp(source, 'gu');
+      const behavior = String(json.behavior) as SplitBehavior;
+      if (!['Isolated', 'Removed', 'MergedWithPrevious', 'MergedWithNext', 'Contiguous'].includes(behavior)) {
+        throw new UnsupportedError(`Split behavior ${JSON.stringify(json.behavior)} is not supported`);
+      }
+      const invert = !!json.invert;
+      return [
+        (pieces) => {
+          const out: string[] = [];
+          for (const p of pieces) splitByRegex(p, re, behavior, invert, out);
+          return out;
+        },
+      ];
+    }
+    case 'ByteLevel': {
+      const stages: Stage[] = [];
+      if (json.add_prefix_space) stages.push((pieces) => pieces.map((p) => (p.startsWith(' ') ? p : ' ' + p)));
+      if (json.use_regex !== false) {
+        const re = compileOnigPattern(GPT2_PATTERN);
+        stages.push((pieces) => {
+          const out: string[] = [];
+          for (const p of pieces) splitByRegex(p, re, 'Isolated', false, out);
+          return out;
+        });
+      }
+      return stages;
+    }
+    case 'Digits': {
+      const re = json.individual_digits ? /\p{N}/gu : /\p{N}+/gu;
+      return [
+        (pieces) => {
+          const out: string[] = [];
+          for (const p of pieces) splitByRegex(p, re, 'Isolated', false, out);
+          return out;
+        },
+      ];
+    }
+    default:
+      throw new UnsupportedError(`pre-tokenizer type ${JSON.stringify(json?.type)} is not supported with byte-level BPE`);
+  }
+}
+
+/** The pre-tokenizer of a byte-level BPE tokenizer.json (`pre_tokenizer` entry). */
+export function preTokenizerFromJson(json: any): PreTokenizer {
+  if (json === null || json === undefined) return (text, out) => void (text.length > 0 && out.push(text));
+  // The common shapes compile to one regex pass.
+  if (json.type === 'ByteLevel' && !json.add_prefix_space && json.use_regex !== false) return regexPreTokenizer(GPT2_PATTERN);
+  if (
+    json.type === 'Sequence' &&
+    json.pretokenizers?.length === 2 &&
+    json.pretokenizers[0].type === 'Split' &&
+    json.pretokenizers[0].pattern?.Regex !== undefined &&
+    json.pretokenizers[0].behavior === 'Isolated' &&
+    !json.pretokenizers[0].invert &&
+    json.pretokenizers[1].type === 'ByteLevel' &&
+    json.pretokenizers[1].use_regex === false &&
+    !json.pretokenizers[1].add_prefix_space
+  ) {
+    return regexPreTokenizer(String(json.pretokenizers[0].pattern.Regex));
+  }
+  const stages = stageFromJson(json);
+  return (text, out) => {
+    let pieces = [text];
+    for (const s of stages) pieces = s(pieces);
+    for (const p of pieces) if (p.length > 0) out.push(p);
+  };
+}
