@@ -172,8 +172,14 @@ export type TokenizerData =
       eosId?: number;
       unkId?: number;
       padId?: number;
+      /** BERT vocabularies: [SEP], [CLS], [MASK]. */
+      sepId?: number;
+      clsId?: number;
+      maskId?: number;
       addBos?: boolean;
       addEos?: boolean;
+      /** SentencePiece vocabularies: prepend a space to the text (llama.cpp default true). */
+      addSpacePrefix?: boolean;
     };
 
 export interface ModelWeights {
