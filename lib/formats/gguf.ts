@@ -1,0 +1,542 @@
+/**
+ * GGUF v2/v3 (FORMATS.md §7; ggml-org/ggml docs/gguf.md): "GGUF", u32 version, u64 tensor count,
+ * u64 metadata count, typed key/values, tensor infos (name, u32 n_dims, u64 dims innermost first,
+ * u32 ggml type, u64 offset relative to the data section), padding to `general.alignment`
+ * (default 32), data. Little-endian only (a byte-swapped version is a big-endian file: UNSUPPORTED).
+ *
+ * Every metadata type is decoded: u8..i64, f32, f64, bool, string, arrays (numeric arrays become
+ * typed arrays, 64-bit ints BigInt64Array/BigUint64Array, nested arrays plain arrays); scalar 64-bit
+ * integers are numbers when safe, else bigints. Counts and lengths are checked against the bytes
+ * left before anything is allocated.
+ *
+ * Tensors of type F32, F16, BF16 and Q8_0 (dtype 'ggml_q8_0') become views. Every other known
+ * ggml type is validated (its block size and bytes per block are known), listed in
+ * metadata['gguf.tensors'] with supported: false and left out of `tensors`; it is an UNSUPPORTED
+ * error only when the architecture needs that tensor.
+ *
+ * Architectures: `llama` (q/k rows in llama.cpp's permuted Meta order: ropePairing
+ * 'interleaved') and `qwen3` ('half', QK-norm), with llama.cpp names mapped to the canonical
+ * decoder names; other architectures, and vocabulary-only files (no tensors), read as 'unknown'
+ * with their own tensor names. `tokenizer.ggml.*` becomes TokenizerData kind 'gguf'.
+ */
+import { DECODER_NAMES, decoderTensorShapes } from '../architectures/decoder';
+import { mapFile, type MappedSource } from '../mapping';
+import type { DecoderConfig, DType, ModelConfig, ModelWeights, TensorView, TokenizerData } from '../weights';
+import { ByteCursor, checkNoOverlap, checkRange, fail } from './bytes';
+import type { FormatModule, Probe, ReadOptions } from './types';
+
+export const GGUF_MAGIC = 0x46554747; // "GGUF" on disk
+export const GGUF_DEFAULT_ALIGNMENT = 32;
+const MAX_DIMS = 4;
+const MAX_NESTING = 8;
+
+export enum GgufValueType {
+  UINT8 = 0,
+  INT8 = 1,
+  UINT16 = 2,
+  INT16 = 3,
+  UINT32 = 4,
+  INT32 = 5,
+  FLOAT32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  UINT64 = 10,
+  INT64 = 11,
+  FLOAT64 = 12,
+}
+
+/** Smallest encoded size of one value of each type (arrays: type + count; strings: length). */
+const MIN_VALUE_BYTES: Record<number, number> = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 8: 8, 9: 12, 10: 8, 11: 8, 12: 8 };
+
+export interface GgmlType {
+  name: string;
+  /** Elements per block. */
+  blockSize: number;
+  /** Bytes per block. */
+  typeSize: number;
+  /** Our dtype, when weightmap can use the tensor. */
+  dtype?: DType;
+}
+
+/** ggml_type ids (ggml.h) with their block layout; removed ids (4, 5, 31-33, 36-38) are absent. */
+export const GGML_TYPES: Readonly<Record<number, GgmlType>> = {
+  0: { name: 'F32', blockSize: 1, typeSize: 4, dtype: 'f32' },
+  1: { name: 'F16', blockSize: 1, typeSize: 2, dtype: 'f16' },
+  2: { name: 'Q4_0', blockSize: 32, typeSize: 18 },
+  3: { name: 'Q4_1', blockSize: 32, typeSize: 20 },
+  6: { name: 'Q5_0', blockSize: 32, typeSize: 22 },
+  7: { name: 'Q5_1', blockSize: 32, typeSize: 24 },
+  8: { name: 'Q8_0', blockSize: 32, typeSize: 34, dtype: 'ggml_q8_0' },
+  9: { name: 'Q8_1', blockSize: 32, typeSize: 36 },
+  10: { name: 'Q2_K', blockSize: 256, typeSize: 84 },
+  11: { name: 'Q3_K', blockSize: 256, typeSize: 110 },
+  12: { name: 'Q4_K', blockSize: 256, typeSize: 144 },
+  13: { name: 'Q5_K', blockSize: 256, typeSize: 176 },
+  14: { name: 'Q6_K', blockSize: 256, typeSize: 210 },
+  15: { name: 'Q8_K', blockSize: 256, typeSize: 292 },
+  16: { name: 'IQ2_XXS', blockSize: 256, typeSize: 66 },
+  17: { name: 'IQ2_XS', blockSize: 256, typeSize: 74 },
+  18: { name: 'IQ3_XXS', blockSize: 256, typeSize: 98 },
+  19: { name: 'IQ1_S', blockSize: 256, typeSize: 50 },
+  20: { name: 'IQ4_NL', blockSize: 32, typeSize: 18 },
+  21: { name: 'IQ3_S', blockSize: 256, typeSize: 110 },
+  22: { name: 'IQ2_S', blockSize: 256, typeSize: 82 },
+  23: { name: 'IQ4_XS', blockSize: 256, typeSize: 136 },
+  24: { name: 'I8', blockSize: 1, typeSize: 1 },
+  25: { name: 'I16', blockSize: 1, typeSize: 2 },
+  26: { name: 'I32', blockSize: 1, typeSize: 4 },
+  27: { name: 'I64', blockSize: 1, typeSize: 8 },
+  28: { name: 'F64', blockSize: 1, typeSize: 8 },
+  29: { name: 'IQ1_M', blockSize: 256, typeSize: 56 },
+  30: { name: 'BF16', blockSize: 1, typeSize: 2, dtype: 'bf16' },
+  34: { name: 'TQ1_0', blockSize: 256, typeSize: 54 },
+  35: { name: 'TQ2_0', blockSize: 256, typeSize: 66 },
+  39: { name: 'MXFP4', blockSize: 32, typeSize: 17 },
+};
+
+export interface GgufTensorInfo {
+  /** The name in the file. */
+  name: string;
+  /** As stored: innermost (fastest-varying) first. */
+  dims: number[];
+  /** Our convention: outermost first (dims reversed). */
+  shape: number[];
+  ggmlType: number;
+  typeName: string;
+  /** Relative to the data section. */
+  offset: number;
+  /** Absolute. */
+  byteOffset: number;
+  byteLength: number;
+  supported: boolean;
+}
+
+export interface GgufFile {
+  version: number;
+  metadata: Record<string, unknown>;
+  /** The value type of every key (for writers and strict lookups). */
+  types: Record<string, GgufValueType>;
+  tensors: GgufTensorInfo[];
+  alignment: number;
+  dataOffset: number;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function readString(cur: ByteCursor, what: string, code: 'BAD_NAME' | 'BAD_HEADER'): string {
+  const at = cur.offset;
+  const len = cur.u64(`the length of ${what}`);
+  const view = cur.bytesView(len, what);
+  try {
+    return utf8.decode(view);
+  } catch {
+    return fail(code, `${what} is not valid UTF-8`, { path: cur.path, offset: at });
+  }
+}
+
+/** A fresh, aligned copy of `n` little-endian elements as a typed array. */
+function typedCopy<T>(cur: ByteCursor, n: number, size: number, make: (b: ArrayBuffer) => T, what: string): T {
+  const view = cur.bytesView(n * size, what);
+  const copy = new Uint8Array(n * size);
+  copy.set(view);
+  return make(copy.buffer);
+}
+
+function readValue(cur: ByteCursor, type: number, what: string, depth: number): unknown {
+  const at = cur.offset;
+  switch (type) {
+    case GgufValueType.UINT8: return cur.u8(what);
+    case GgufValueType.INT8: { const v = cur.u8(what); return v > 127 ? v - 256 : v; }
+    case GgufValueType.UINT16: return cur.u16(what);
+    case GgufValueType.INT16: { const v = cur.u16(what); return v > 32767 ? v - 65536 : v; }
+    case GgufValueType.UINT32: return cur.u32(what);
+    case GgufValueType.INT32: return cur.i32(what);
+    case GgufValueType.FLOAT32: return cur.f32(what);
+    case GgufValueType.FLOAT64: return cur.f64(what);
+    case GgufValueType.BOOL: {
+      const v = cur.u8(what);
+      if (v > 1) fail('BAD_HEADER', `${what} is a bool that is neither 0 nor 1`, { path: cur.path, offset: at, expected: '0 | 1', found: v });
+      return v === 1;
+    }
+    case GgufValueType.UINT64: {
+      cur.need(8, what);
+      const v = cur.bytes.readBigUInt64LE(cur.offset);
+      cur.offset += 8;
+      return v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
+    }
+    case GgufValueType.INT64: {
+      const v = cur.i64(what);
+      return v <= BigInt(Number.MAX_SAFE_INTEGER) && v >= BigInt(Number.MIN_SAFE_INTEGER) ? Number(v) : v;
+    }
+    case GgufValueType.STRING: return readString(cur, what, 'BAD_HEADER');
+    case GgufValueType.ARRAY: {
+      if (depth >= MAX_NESTING) fail('BAD_HEADER', `${what} nests arrays too deeply`, { path: cur.path, offset: at, expected: `<= ${MAX_NESTING}`, found: depth + 1 });
+      const elemType = cur.u32(`the element type of ${what}`);
+      if (MIN_VALUE_BYTES[elemType] === undefined) fail('BAD_HEADER', `${what} has an unknown element type`, { path: cur.path, offset: at, expected: '0..12', found: elemType });
+      const countAt = cur.offset;
+      const n = cur.u64(`the length of ${what}`);
+      if (n * MIN_VALUE_BYTES[elemType] > cur.remaining) {
+        fail('TRUNCATED', `${what} claims more elements than the file holds`, { path: cur.path, offset: countAt, expected: `<= ${Math.floor(cur.remaining / MIN_VALUE_BYTES[elemType])}`, found: n });
+      }
+      switch (elemType) {
+        case GgufValueType.UINT8: return typedCopy(cur, n, 1, (b) => new Uint8Array(b), what);
+        case GgufValueType.INT8: return typedCopy(cur, n, 1, (b) => new Int8Array(b), what);
+        case GgufValueType.UINT16: return typedCopy(cur, n, 2, (b) => new Uint16Array(b), what);
+        case GgufValueType.INT16: return typedCopy(cur, n, 2, (b) => new Int16Array(b), what);
+        case GgufValueType.UINT32: return typedCopy(cur, n, 4, (b) => new Uint32Array(b), what);
+        case GgufValueType.INT32: return typedCopy(cur, n, 4, (b) => new Int32Array(b), what);
+        case GgufValueType.FLOAT32: return typedCopy(cur, n, 4, (b) => new Float32Array(b), what);
+        case GgufValueType.UINT64: return typedCopy(cur, n, 8, (b) => new BigUint64Array(b), what);
+        case GgufValueType.INT64: return typedCopy(cur, n, 8, (b) => new BigInt64Array(b), what);
+        case GgufValueType.FLOAT64: return typedCopy(cur, n, 8, (b) => new Float64Array(b), what);
+        default: {
+          const out: unknown[] = new Array(n);
+          for (let i = 0; i < n; i++) out[i] = readValue(cur, elemType, `${what}[${i}]`, depth + 1);
+          return out;
+        }
+      }
+    }
+    default:
+      return fail('BAD_HEADER', `${what} has an unknown value type`, { path: cur.path, offset: at, expected: '0..12', found: type });
+  }
+}
+
+/** Parses and validates the header, metadata and tensor infos of a GGUF file held in `bytes`. */
+export function parseGguf(bytes: Buffer, path: string): GgufFile {
+  const cur = new ByteCursor(bytes, path);
+  if (bytes.length < 4 || bytes.readUInt32LE(0) !== GGUF_MAGIC) {
+    fail('BAD_MAGIC', 'not a GGUF file', { path, offset: 0, expected: '47 47 55 46 ("GGUF")', found: bytes.subarray(0, 4).toString('hex') });
+  }
+  cur.skip(4, 'the magic');
+  const version = cur.u32('the version');
+  if (version !== 2 && version !== 3) {
+    const swapped = ((version & 0xff) << 24) | ((version >>> 8) & 0xff) << 16 | ((version >>> 16) & 0xff) << 8 | (version >>> 24);
+    if (swapped === 2 || swapped === 3) fail('UNSUPPORTED', 'big-endian GGUF', { path, offset: 4, expected: 'little-endian', found: 'big-endian' });
+    fail('BAD_VERSION', 'unsupported GGUF version', { path, offset: 4, expected: '2 or 3', found: version });
+  }
+  const countsAt = cur.offset;
+  const nTensors = cur.u64('the tensor count');
+  const nKv = cur.u64('the metadata count');
+  // Each tensor info takes at least 8+4+4+8 bytes, each key/value at least 8+4+1.
+  if (nTensors * 24 > cur.remaining || nKv * 13 > cur.remaining) {
+    fail('TRUNCATED', 'the header counts more tensors or keys than the file can hold', { path, offset: countsAt, expected: `<= ${Math.floor(cur.remaining / 13)}`, found: `${nTensors} tensors, ${nKv} keys` });
+  }
+
+  const metadata: Record<string, unknown> = {};
+  const types: Record<string, GgufValueType> = {};
+  for (let i = 0; i < nKv; i++) {
+    const at = cur.offset;
+    const key = readString(cur, `metadata key ${i}`, 'BAD_NAME');
+    if (key.length === 0) fail('BAD_NAME', 'empty metadata key', { path, offset: at });
+    if (Object.prototype.hasOwnProperty.call(types, key)) fail('BAD_NAME', `duplicate metadata key '${key}'`, { path, offset: at });
+    const type = cur.u32(`the type of '${key}'`);
+    const value = readValue(cur, type, `'${key}'`, 0);
+    Object.defineProperty(metadata, key, { value, enumerable: true, writable: true, configurable: true });
+    types[key] = type;
+  }
+
+  let alignment = GGUF_DEFAULT_ALIGNMENT;
+  if ('general.alignment' in types) {
+    const a = metadata['general.alignment'];
+    if (types['general.alignment'] !== GgufValueType.UINT32 || typeof a !== 'number' || a === 0 || (a & (a - 1)) !== 0) {
+      fail('BAD_HEADER', 'general.alignment must be a u32 power of two', { path, expected: 'u32 power of two', found: a });
+    }
+    alignment = a as number;
+  }
+
+  const infos: Omit<GgufTensorInfo, 'byteOffset'>[] = [];
+  const names = new Set<string>();
+  for (let i = 0; i < nTensors; i++) {
+    const at = cur.offset;
+    const name = readString(cur, `the name of tensor ${i}`, 'BAD_NAME');
+    if (name.length === 0 || names.has(name)) fail('BAD_NAME', name.length === 0 ? 'empty tensor name' : `duplicate tensor name '${name}'`, { path, offset: at });
+    names.add(name);
+    const nDims = cur.u32(`the rank of '${name}'`);
+    if (nDims > MAX_DIMS) fail('BAD_HEADER', `tensor '${name}' has too many dimensions`, { path, offset: cur.offset - 4, expected: `<= ${MAX_DIMS}`, found: nDims });
+    const dims: number[] = [];
+    for (let d = 0; d < nDims; d++) dims.push(cur.u64(`dimension ${d} of '${name}'`));
+    const typeAt = cur.offset;
+    const ggmlType = cur.u32(`the type of '${name}'`);
+    const type = GGML_TYPES[ggmlType];
+    if (!type) fail('BAD_DTYPE', `tensor '${name}' has an unknown ggml type`, { path, offset: typeAt, expected: Object.keys(GGML_TYPES).join(','), found: ggmlType });
+    const offset = cur.u64(`the offset of '${name}'`);
+    const elements = dims.reduce((a, b) => a * b, 1);
+    if (!Number.isSafeInteger(elements)) fail('OUT_OF_BOUNDS', `tensor '${name}' is absurdly large`, { path, offset: at, found: dims });
+    if ((dims[0] ?? 1) % type.blockSize !== 0) {
+      fail('SHAPE_MISMATCH', `tensor '${name}' has a row length that is not a multiple of its ${type.name} block`, { path, offset: at, expected: `multiple of ${type.blockSize}`, found: dims[0] });
+    }
+    if (offset % alignment !== 0) fail('BAD_HEADER', `tensor '${name}' is not aligned`, { path, offset: at, expected: `multiple of ${alignment}`, found: offset });
+    infos.push({
+      name,
+      dims,
+      shape: [...dims].reverse(),
+      ggmlType,
+      typeName: type.name,
+      offset,
+      byteLength: (elements / type.blockSize) * type.typeSize,
+      supported: type.dtype !== undefined,
+    });
+  }
+
+  const dataOffset = Math.ceil(cur.offset / alignment) * alignment;
+  const tensors: GgufTensorInfo[] = infos.map((t) => {
+    const byteOffset = dataOffset + t.offset;
+    checkRange(path, byteOffset, t.byteLength, bytes.length, `the data of tensor '${t.name}'`);
+    return { ...t, byteOffset };
+  });
+  checkNoOverlap(path, tensors.map((t) => ({ name: t.name, byteOffset: t.byteOffset, byteLength: t.byteLength })));
+  return { version, metadata, types, tensors, alignment, dataOffset };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Architectures
+
+/** llama.cpp tensor name -> canonical decoder name. */
+export function canonicalDecoderName(ggufName: string): string | undefined {
+  switch (ggufName) {
+    case 'token_embd.weight': return DECODER_NAMES.embed;
+    case 'output_norm.weight': return DECODER_NAMES.norm;
+    case 'output.weight': return DECODER_NAMES.lmHead;
+  }
+  const m = /^blk\.(0|[1-9][0-9]*)\.([a-z_]+)\.weight$/.exec(ggufName);
+  if (!m) return undefined;
+  const l = Number(m[1]);
+  const perLayer: Record<string, (l: number) => string> = {
+    attn_norm: DECODER_NAMES.attnNorm,
+    attn_q: DECODER_NAMES.q,
+    attn_k: DECODER_NAMES.k,
+    attn_v: DECODER_NAMES.v,
+    attn_output: DECODER_NAMES.o,
+    attn_q_norm: DECODER_NAMES.qNorm,
+    attn_k_norm: DECODER_NAMES.kNorm,
+    ffn_norm: DECODER_NAMES.ffnNorm,
+    ffn_gate: DECODER_NAMES.gate,
+    ffn_up: DECODER_NAMES.up,
+    ffn_down: DECODER_NAMES.down,
+  };
+  return perLayer[m[2]]?.(l);
+}
+
+/** The float32 `x` as the shortest decimal that reads back to the same float32 (1e-5, not 9.99999974e-6). */
+export function shortestF32(x: number): number {
+  const f = Math.fround(x);
+  for (let p = 1; p <= 9; p++) {
+    const v = Number(f.toPrecision(p));
+    if (Math.fround(v) === f) return v;
+  }
+  return f;
+}
+
+class Kv {
+  constructor(
+    readonly file: GgufFile,
+    readonly path: string,
+  ) {}
+
+  private wrong(key: string, expected: string): never {
+    return fail('BAD_HEADER', `metadata '${key}' has the wrong type`, { path: this.path, expected, found: this.file.metadata[key] });
+  }
+
+  has(key: string): boolean {
+    return key in this.file.types;
+  }
+
+  /** An integer key ≥ min (any integer value type). */
+  int(key: string, fallback?: number, min = 1): number {
+    if (!this.has(key)) {
+      if (fallback === undefined) return fail('CONFIG_MISMATCH', `metadata '${key}' is missing`, { path: this.path, expected: key, found: 'absent' });
+      return fallback;
+    }
+    const v = this.file.metadata[key];
+    if (Array.isArray(v) || ArrayBuffer.isView(v)) return fail('UNSUPPORTED', `per-layer values for '${key}'`, { path: this.path, found: 'an array' });
+    if (typeof v !== 'number' || !Number.isInteger(v)) this.wrong(key, 'an integer');
+    if ((v as number) < min || (v as number) > 0x7fffffff) fail('CONFIG_MISMATCH', `metadata '${key}' is out of range`, { path: this.path, expected: `${min}..2^31-1`, found: v });
+    return v as number;
+  }
+
+  float(key: string, fallback: number): number {
+    if (!this.has(key)) return fallback;
+    const v = this.file.metadata[key];
+    if (typeof v !== 'number' || !Number.isFinite(v)) this.wrong(key, 'a number');
+    if ((v as number) <= 0) fail('CONFIG_MISMATCH', `metadata '${key}' must be positive`, { path: this.path, expected: '> 0', found: v });
+    return this.file.types[key] === GgufValueType.FLOAT32 ? shortestF32(v as number) : (v as number);
+  }
+
+  str(key: string): string | undefined {
+    if (!this.has(key)) return undefined;
+    const v = this.file.metadata[key];
+    if (typeof v !== 'string') this.wrong(key, 'a string');
+    return v as string;
+  }
+
+  bool(key: string): boolean | undefined {
+    if (!this.has(key)) return undefined;
+    const v = this.file.metadata[key];
+    if (typeof v !== 'boolean') this.wrong(key, 'a bool');
+    return v as boolean;
+  }
+}
+
+function decoderConfig(kv: Kv, arch: 'llama' | 'qwen3', byName: Map<string, GgufTensorInfo>, tokenizer: TokenizerData | undefined): DecoderConfig {
+  const path = kv.path;
+  const hiddenSize = kv.int(`${arch}.embedding_length`);
+  const numHeads = kv.int(`${arch}.attention.head_count`);
+  const numKvHeads = kv.int(`${arch}.attention.head_count_kv`, numHeads);
+  if (numHeads % numKvHeads !== 0) fail('CONFIG_MISMATCH', 'head_count is not a multiple of head_count_kv', { path, expected: `multiple of ${numKvHeads}`, found: numHeads });
+  let headDim: number;
+  if (kv.has(`${arch}.attention.key_length`)) headDim = kv.int(`${arch}.attention.key_length`);
+  else {
+    if (hiddenSize % numHeads !== 0) fail('CONFIG_MISMATCH', 'embedding_length is not a multiple of head_count', { path, expected: `multiple of ${numHeads}`, found: hiddenSize });
+    headDim = hiddenSize / numHeads;
+  }
+  if (kv.has(`${arch}.attention.value_length`) && kv.int(`${arch}.attention.value_length`) !== headDim) {
+    fail('UNSUPPORTED', 'value_length different from key_length', { path, expected: headDim, found: kv.int(`${arch}.attention.value_length`) });
+  }
+  if (kv.has(`${arch}.rope.dimension_count`) && kv.int(`${arch}.rope.dimension_count`) !== headDim) {
+    fail('UNSUPPORTED', 'partial rotary embeddings (rope.dimension_count != head dim)', { path, expected: headDim, found: kv.int(`${arch}.rope.dimension_count`) });
+  }
+  const scaling = kv.str(`${arch}.rope.scaling.type`);
+  if (scaling !== undefined && scaling !== 'none') fail('UNSUPPORTED', `rope scaling '${scaling}'`, { path, found: scaling });
+  if (headDim % 2 !== 0) fail('CONFIG_MISMATCH', 'the head dim must be even for RoPE', { path, expected: 'even', found: headDim });
+
+  const embd = byName.get('token_embd.weight');
+  if (!embd) fail('MISSING_TENSOR', "the model has no 'token_embd.weight'", { path });
+  const vocabSize = embd.shape[0];
+  if (kv.has(`${arch}.vocab_size`) && kv.int(`${arch}.vocab_size`) !== vocabSize) {
+    fail('CONFIG_MISMATCH', 'vocab_size disagrees with token_embd.weight', { path, expected: vocabSize, found: kv.int(`${arch}.vocab_size`) });
+  }
+  const config: DecoderConfig = {
+    architecture: arch,
+    hiddenSize,
+    intermediateSize: kv.int(`${arch}.feed_forward_length`),
+    numLayers: kv.int(`${arch}.block_count`),
+    numHeads,
+    numKvHeads,
+    headDim,
+    vocabSize,
+    maxSeqLen: kv.int(`${arch}.context_length`),
+    rmsNormEps: kv.float(`${arch}.attention.layer_norm_rms_epsilon`, arch === 'llama' ? 1e-5 : 1e-6),
+    ropeTheta: kv.float(`${arch}.rope.freq_base`, 10000),
+    ropePairing: arch === 'llama' ? 'interleaved' : 'half',
+    tieWordEmbeddings: !byName.has('output.weight'),
+    qkNorm: arch === 'qwen3',
+  };
+  if (tokenizer?.kind === 'gguf') {
+    if (tokenizer.bosId !== undefined) config.bosTokenId = tokenizer.bosId;
+    if (tokenizer.eosId !== undefined) config.eosTokenIds = [tokenizer.eosId];
+  }
+  return config;
+}
+
+function tokenizerOf(kv: Kv): TokenizerData | undefined {
+  const meta = kv.file.metadata;
+  const path = kv.path;
+  if (!kv.has('tokenizer.ggml.tokens')) return undefined;
+  const tokens = meta['tokenizer.ggml.tokens'];
+  if (!Array.isArray(tokens) || !tokens.every((t) => typeof t === 'string')) {
+    return fail('BAD_HEADER', "'tokenizer.ggml.tokens' is not an array of strings", { path });
+  }
+  const n = tokens.length;
+  const out: Extract<TokenizerData, { kind: 'gguf' }> = { kind: 'gguf', model: kv.str('tokenizer.ggml.model') ?? 'llama', tokens: tokens as string[] };
+  const pre = kv.str('tokenizer.ggml.pre');
+  if (pre !== undefined) out.pre = pre;
+  if (kv.has('tokenizer.ggml.scores')) {
+    const s = meta['tokenizer.ggml.scores'];
+    if (!(s instanceof Float32Array) || s.length !== n) fail('BAD_HEADER', "'tokenizer.ggml.scores' is not an f32 array with one score per token", { path, expected: n, found: ArrayBuffer.isView(s) ? (s as Float32Array).length : typeof s });
+    out.scores = s as Float32Array;
+  }
+  if (kv.has('tokenizer.ggml.token_type')) {
+    const t = meta['tokenizer.ggml.token_type'];
+    if (!(t instanceof Int32Array) || t.length !== n) fail('BAD_HEADER', "'tokenizer.ggml.token_type' is not an i32 array with one type per token", { path, expected: n, found: ArrayBuffer.isView(t) ? (t as Int32Array).length : typeof t });
+    out.tokenTypes = t as Int32Array;
+  }
+  if (kv.has('tokenizer.ggml.merges')) {
+    const m = meta['tokenizer.ggml.merges'];
+    if (!Array.isArray(m) || !m.every((x) => typeof x === 'string')) fail('BAD_HEADER', "'tokenizer.ggml.merges' is not an array of strings", { path });
+    out.merges = m as string[];
+  }
+  // Ids outside the vocabulary (llama.cpp writes 0xFFFFFFFF for "none") mean absent.
+  const ids: [keyof typeof out, string][] = [['bosId', 'bos_token_id'], ['eosId', 'eos_token_id'], ['unkId', 'unknown_token_id'], ['padId', 'padding_token_id']];
+  for (const [field, key] of ids) {
+    if (!kv.has(`tokenizer.ggml.${key}`)) continue;
+    const raw = meta[`tokenizer.ggml.${key}`];
+    if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 0) fail('BAD_HEADER', `'tokenizer.ggml.${key}' is not a token id`, { path, found: raw });
+    const v = raw < n ? raw : undefined;
+    if (v !== undefined) (out as Record<string, unknown>)[field] = v;
+  }
+  const addBos = kv.bool('tokenizer.ggml.add_bos_token');
+  if (addBos !== undefined) out.addBos = addBos;
+  const addEos = kv.bool('tokenizer.ggml.add_eos_token');
+  if (addEos !== undefined) out.addEos = addEos;
+  return out;
+}
+
+function viewOf(src: MappedSource, info: GgufTensorInfo, name: string): TensorView {
+  return { name, dtype: GGML_TYPES[info.ggmlType].dtype!, shape: info.shape, source: src, byteOffset: info.byteOffset, byteLength: info.byteLength };
+}
+
+function build(src: MappedSource, file: GgufFile): Omit<ModelWeights, 'path' | 'sources'> {
+  const path = src.path;
+  const kv = new Kv(file, path);
+  const arch = kv.str('general.architecture');
+  const tokenizer = tokenizerOf(kv);
+  const metadata: Record<string, unknown> = {
+    'gguf.version': file.version,
+    'gguf.alignment': file.alignment,
+    'gguf.tensors': file.tensors.map(({ name, shape, typeName, offset, byteLength, supported }) => ({ name, shape, type: typeName, offset, byteLength, supported })),
+    ...file.metadata,
+  };
+  const common = { format: 'gguf' as const, metadata, ...(tokenizer ? { tokenizer } : {}) };
+
+  if ((arch === 'llama' || arch === 'qwen3') && file.tensors.length > 0) {
+    const byName = new Map(file.tensors.map((t) => [t.name, t]));
+    const config = decoderConfig(kv, arch, byName, tokenizer);
+    const canonical = new Map<string, GgufTensorInfo>();
+    for (const t of file.tensors) {
+      const name = canonicalDecoderName(t.name);
+      if (name === undefined) continue;
+      const layer = /^blk\.(\d+)\./.exec(t.name);
+      if (layer && Number(layer[1]) >= config.numLayers) {
+        fail('CONFIG_MISMATCH', `tensor '${t.name}' belongs to a layer past block_count`, { path, offset: t.byteOffset, expected: `< ${config.numLayers}`, found: Number(layer[1]) });
+      }
+      canonical.set(name, t);
+    }
+    for (const spec of decoderTensorShapes(config)) {
+      const t = canonical.get(spec.name);
+      if (!t) fail('MISSING_TENSOR', `the ${arch} model has no tensor for '${spec.name}'`, { path, expected: spec.name, found: 'absent' });
+      if (t.shape.length !== spec.shape.length || t.shape.some((v, i) => v !== spec.shape[i])) {
+        fail('SHAPE_MISMATCH', `tensor '${t.name}' disagrees with the metadata`, { path, offset: t.byteOffset, expected: spec.shape, found: t.shape });
+      }
+      if (!t.supported) fail('UNSUPPORTED', `tensor '${t.name}' has ggml type ${t.typeName}; weightmap reads F32, F16, BF16 and Q8_0`, { path, offset: t.byteOffset, found: t.typeName });
+    }
+    const tensors = file.tensors
+      .filter((t) => t.supported)
+      .map((t) => viewOf(src, t, canonicalDecoderName(t.name) ?? t.name));
+    return { ...common, architecture: arch, config, tensors };
+  }
+  const config: ModelConfig = { architecture: 'unknown' };
+  return { ...common, architecture: 'unknown', config, tensors: file.tensors.filter((t) => t.supported).map((t) => viewOf(src, t, t.name)) };
+}
+
+async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeights> {
+  const src = mapFile(path);
+  try {
+    const file = parseGguf(src.bytes, path);
+    return { ...build(src, file), path, sources: [src] };
+  } catch (error) {
+    src.close();
+    throw error;
+  }
+}
+
+function detect(probe: Probe): boolean {
+  return !probe.isDirectory && probe.head.length >= 4 && probe.head.readUInt32LE(0) === GGUF_MAGIC;
+}
+
+export const ggufFormat: FormatModule = {
+  name: 'gguf',
+  title: 'GGUF (llama.cpp)',
+  detect,
+  read,
+};

@@ -1,0 +1,385 @@
+/**
+ * Hugging Face `config.json` (plus the sentence-transformers side files) <-> our configs.
+ *
+ * Read: LlamaForCausalLM / model_type "llama" and Qwen3ForCausalLM / "qwen3" -> DecoderConfig;
+ * BertModel (and other Bert* heads) / "bert" -> BertConfig, completed from `modules.json`,
+ * `sentence_bert_config.json` and `<pooling>/config.json` when present; anything else 'unknown'.
+ * Structural sizes are required; the rest default as transformers' config classes do. Features a
+ * DecoderConfig cannot express (rope_scaling, attention/MLP biases, another activation) are
+ * UNSUPPORTED rather than silently dropped. Two keys of ours ride along in decoder configs:
+ * `rope_pairing` ('half' | 'interleaved'; HF checkpoints are 'half') and, in sepweight trees,
+ * `sepweight_key_scheme`.
+ *
+ * Without sentence-transformers files a BERT reads as mean pooling, no normalization and
+ * max_seq_length = max_position_embeddings (a decision: what embedding users most often want).
+ */
+import * as fs from 'node:fs';
+import * as nodePath from 'node:path';
+import type { BertConfig, DecoderConfig, ModelConfig } from '../weights';
+import { fail } from './bytes';
+
+export type HfJson = Record<string, unknown>;
+
+/** config.json files above this are not configs. */
+const MAX_JSON_BYTES = 16 << 20;
+
+export type HfArchitecture = 'llama' | 'qwen3' | 'bert' | 'unknown';
+
+function isObject(v: unknown): v is HfJson {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Which of our architectures an HF config describes. */
+export function hfArchitecture(hf: HfJson): HfArchitecture {
+  const modelType = typeof hf.model_type === 'string' ? hf.model_type : undefined;
+  const classes = Array.isArray(hf.architectures) ? hf.architectures.filter((a): a is string => typeof a === 'string') : [];
+  if (modelType === 'llama' || (!modelType && classes.some((c) => c.startsWith('Llama')))) return 'llama';
+  if (modelType === 'qwen3' || (!modelType && classes.some((c) => c.startsWith('Qwen3') && !c.startsWith('Qwen3Moe')))) return 'qwen3';
+  if (modelType === 'bert' || (!modelType && classes.some((c) => c.startsWith('Bert')))) return 'bert';
+  return 'unknown';
+}
+
+/** Typed field access with WeightFormatErrors that name the file and the key. */
+class Fields {
+  constructor(
+    readonly json: HfJson,
+    readonly path: string | undefined,
+  ) {}
+
+  private wrongType(key: string, expected: string): never {
+    return fail('BAD_HEADER', `config key '${key}' has the wrong type`, { path: this.path, expected, found: this.json[key] });
+  }
+
+  has(key: string): boolean {
+    return this.json[key] !== undefined && this.json[key] !== null;
+  }
+
+  /** A positive integer (or ≥ min); required unless a default is given. */
+  int(key: string, fallback?: number, min = 1): number {
+    if (!this.has(key)) {
+      if (fallback === undefined) return fail('CONFIG_MISMATCH', `config.json lacks '${key}'`, { path: this.path, expected: key, found: 'absent' });
+      return fallback;
+    }
+    const v = this.json[key];
+    if (typeof v !== 'number' || !Number.isSafeInteger(v)) this.wrongType(key, 'an integer');
+    if ((v as number) < min || (v as number) > 0x7fffffff) {
+      fail('CONFIG_MISMATCH', `config key '${key}' is out of range`, { path: this.path, expected: `${min}..2^31-1`, found: v });
+    }
+    return v as number;
+  }
+
+  /** A finite positive number. */
+  num(key: string, fallback: number): number {
+    if (!this.has(key)) return fallback;
+    const v = this.json[key];
+    if (typeof v !== 'number' || !Number.isFinite(v)) this.wrongType(key, 'a number');
+    if ((v as number) <= 0) fail('CONFIG_MISMATCH', `config key '${key}' must be positive`, { path: this.path, expected: '> 0', found: v });
+    return v as number;
+  }
+
+  bool(key: string, fallback: boolean): boolean {
+    if (!this.has(key)) return fallback;
+    const v = this.json[key];
+    if (typeof v !== 'boolean') this.wrongType(key, 'true or false');
+    return v as boolean;
+  }
+
+  str(key: string): string | undefined {
+    if (!this.has(key)) return undefined;
+    const v = this.json[key];
+    if (typeof v !== 'string') this.wrongType(key, 'a string');
+    return v as string;
+  }
+
+  /** A token id, or a list of them (eos_token_id). */
+  ids(key: string): number[] | undefined {
+    if (!this.has(key)) return undefined;
+    const v = this.json[key];
+    const list = Array.isArray(v) ? v : [v];
+    if (!list.every((x) => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0)) this.wrongType(key, 'a token id or a list of token ids');
+    return list as number[];
+  }
+}
+
+function unsupported(path: string | undefined, what: string, found: unknown): never {
+  return fail('UNSUPPORTED', what, { path, found });
+}
+
+/** DecoderConfig from an HF Llama or Qwen3 config.json. */
+export function decoderConfigFromHf(hf: HfJson, path?: string): DecoderConfig {
+  const architecture = hfArchitecture(hf);
+  if (architecture !== 'llama' && architecture !== 'qwen3') {
+    return fail('CONFIG_MISMATCH', 'config.json does not describe a Llama or Qwen3 model', { path, expected: 'llama | qwen3', found: hf.model_type ?? hf.architectures });
+  }
+  const f = new Fields(hf, path);
+  const act = f.str('hidden_act') ?? f.str('hidden_activation') ?? 'silu';
+  if (act !== 'silu') unsupported(path, `activation '${act}' (the decoder runs SwiGLU with silu)`, act);
+  if (f.has('rope_scaling')) {
+    const scaling = hf.rope_scaling;
+    const type = isObject(scaling) ? scaling.rope_type ?? scaling.type : scaling;
+    if (type !== 'default') unsupported(path, 'rope_scaling (only plain RoPE is implemented)', scaling);
+  }
+  if (f.bool('attention_bias', false)) unsupported(path, 'attention biases', true);
+  if (f.bool('mlp_bias', false)) unsupported(path, 'MLP biases', true);
+  if (architecture === 'qwen3' && f.bool('use_sliding_window', false)) unsupported(path, 'sliding-window attention', true);
+
+  const hiddenSize = f.int('hidden_size');
+  const numHeads = f.int('num_attention_heads');
+  const numKvHeads = f.int('num_key_value_heads', numHeads);
+  let headDim: number;
+  if (f.has('head_dim')) headDim = f.int('head_dim');
+  else {
+    if (hiddenSize % numHeads !== 0) fail('CONFIG_MISMATCH', 'hidden_size is not a multiple of num_attention_heads and head_dim is absent', { path, expected: `multiple of ${numHeads}`, found: hiddenSize });
+    headDim = hiddenSize / numHeads;
+  }
+  if (numHeads % numKvHeads !== 0) fail('CONFIG_MISMATCH', 'num_attention_heads is not a multiple of num_key_value_heads', { path, expected: `multiple of ${numKvHeads}`, found: numHeads });
+  if (headDim % 2 !== 0) fail('CONFIG_MISMATCH', 'head_dim must be even for RoPE', { path, expected: 'even', found: headDim });
+
+  // transformers ≥ 4.56 may nest theta under rope_parameters.
+  const ropeParams = isObject(hf.rope_parameters) ? new Fields(hf.rope_parameters, path) : undefined;
+  const ropeTheta = f.has('rope_theta') ? f.num('rope_theta', 10000) : ropeParams?.num('rope_theta', 10000) ?? 10000;
+  const pairing = f.str('rope_pairing') ?? 'half';
+  if (pairing !== 'half' && pairing !== 'interleaved') fail('CONFIG_MISMATCH', "rope_pairing must be 'half' or 'interleaved'", { path, expected: 'half | interleaved', found: pairing });
+
+  const config: DecoderConfig = {
+    architecture,
+    hiddenSize,
+    intermediateSize: f.int('intermediate_size'),
+    numLayers: f.int('num_hidden_layers'),
+    numHeads,
+    numKvHeads,
+    headDim,
+    vocabSize: f.int('vocab_size'),
+    maxSeqLen: f.int('max_position_embeddings', architecture === 'llama' ? 2048 : 32768),
+    rmsNormEps: f.num('rms_norm_eps', 1e-6),
+    ropeTheta,
+    ropePairing: pairing,
+    tieWordEmbeddings: f.bool('tie_word_embeddings', false),
+    qkNorm: architecture === 'qwen3',
+  };
+  const bos = f.ids('bos_token_id');
+  if (bos && bos.length === 1) config.bosTokenId = bos[0];
+  const eos = f.ids('eos_token_id');
+  if (eos && eos.length > 0) config.eosTokenIds = eos;
+  return config;
+}
+
+/** An HF config.json object for a DecoderConfig; `extra` keys are appended (rope_pairing, torch_dtype, ...). */
+export function hfConfigFromDecoder(c: DecoderConfig, extra: HfJson = {}): HfJson {
+  const out: HfJson = {
+    architectures: [c.architecture === 'llama' ? 'LlamaForCausalLM' : 'Qwen3ForCausalLM'],
+    model_type: c.architecture,
+    hidden_size: c.hiddenSize,
+    intermediate_size: c.intermediateSize,
+    num_hidden_layers: c.numLayers,
+    num_attention_heads: c.numHeads,
+    num_key_value_heads: c.numKvHeads,
+    head_dim: c.headDim,
+    vocab_size: c.vocabSize,
+    max_position_embeddings: c.maxSeqLen,
+    rms_norm_eps: c.rmsNormEps,
+    rope_theta: c.ropeTheta,
+    hidden_act: 'silu',
+    attention_bias: false,
+    tie_word_embeddings: c.tieWordEmbeddings,
+  };
+  if (c.bosTokenId !== undefined) out.bos_token_id = c.bosTokenId;
+  if (c.eosTokenIds !== undefined) out.eos_token_id = c.eosTokenIds.length === 1 ? c.eosTokenIds[0] : [...c.eosTokenIds];
+  return { ...out, ...extra };
+}
+
+/** The sentence-transformers files beside a BERT config.json, as parsed JSON. */
+export interface SentenceTransformersFiles {
+  /** modules.json: the pipeline (Transformer, Pooling, Normalize, ...). */
+  modules?: unknown;
+  /** sentence_bert_config.json: max_seq_length, do_lower_case. */
+  sentenceBert?: HfJson;
+  /** <pooling path>/config.json (1_Pooling/config.json). */
+  pooling?: HfJson;
+}
+
+function poolingMode(pooling: HfJson | undefined, path: string | undefined): BertConfig['pooling'] {
+  if (!pooling) return 'mean';
+  const f = new Fields(pooling, path);
+  const modes: BertConfig['pooling'][] = [];
+  if (f.bool('pooling_mode_mean_tokens', false)) modes.push('mean');
+  if (f.bool('pooling_mode_cls_token', false)) modes.push('cls');
+  if (f.bool('pooling_mode_max_tokens', false)) modes.push('max');
+  for (const other of ['pooling_mode_mean_sqrt_len_tokens', 'pooling_mode_weightedmean_tokens', 'pooling_mode_lasttoken']) {
+    if (f.bool(other, false)) unsupported(path, `sentence-transformers pooling '${other}'`, true);
+  }
+  if (modes.length !== 1) {
+    return fail('CONFIG_MISMATCH', 'exactly one pooling mode must be set', { path, expected: 'one of mean, cls, max', found: modes });
+  }
+  return modes[0];
+}
+
+function moduleTypes(modules: unknown): string[] {
+  if (!Array.isArray(modules)) return [];
+  return modules.filter(isObject).map((m) => (typeof m.type === 'string' ? m.type : ''));
+}
+
+/** BertConfig from a config.json plus the sentence-transformers files. */
+export function bertConfigFromHf(hf: HfJson, st: SentenceTransformersFiles = {}, path?: string): BertConfig {
+  if (hfArchitecture(hf) !== 'bert') {
+    return fail('CONFIG_MISMATCH', 'config.json does not describe a BERT model', { path, expected: 'bert', found: hf.model_type ?? hf.architectures });
+  }
+  const f = new Fields(hf, path);
+  const act = f.str('hidden_act') ?? 'gelu';
+  let hiddenAct: BertConfig['hiddenAct'];
+  if (act === 'gelu') hiddenAct = 'gelu';
+  else if (act === 'gelu_new' || act === 'gelu_pytorch_tanh') hiddenAct = 'gelu_tanh';
+  else return unsupported(path, `BERT activation '${act}'`, act);
+  const posType = f.str('position_embedding_type') ?? 'absolute';
+  if (posType !== 'absolute') unsupported(path, `position_embedding_type '${posType}'`, posType);
+  const hiddenSize = f.int('hidden_size');
+  const numHeads = f.int('num_attention_heads');
+  if (hiddenSize % numHeads !== 0) fail('CONFIG_MISMATCH', 'hidden_size is not a multiple of num_attention_heads', { path, expected: `multiple of ${numHeads}`, found: hiddenSize });
+  const maxPositionEmbeddings = f.int('max_position_embeddings', 512);
+  const sb = st.sentenceBert ? new Fields(st.sentenceBert, path) : undefined;
+  const maxSeqLength = sb?.int('max_seq_length', maxPositionEmbeddings) ?? maxPositionEmbeddings;
+  if (maxSeqLength > maxPositionEmbeddings) {
+    fail('CONFIG_MISMATCH', 'max_seq_length exceeds max_position_embeddings', { path, expected: `<= ${maxPositionEmbeddings}`, found: maxSeqLength });
+  }
+  return {
+    architecture: 'bert',
+    hiddenSize,
+    numLayers: f.int('num_hidden_layers'),
+    numHeads,
+    intermediateSize: f.int('intermediate_size'),
+    vocabSize: f.int('vocab_size'),
+    maxPositionEmbeddings,
+    typeVocabSize: f.int('type_vocab_size', 2),
+    layerNormEps: f.num('layer_norm_eps', 1e-12),
+    hiddenAct,
+    maxSeqLength,
+    pooling: poolingMode(st.pooling, path),
+    normalize: moduleTypes(st.modules).some((t) => t.endsWith('models.Normalize')),
+  };
+}
+
+/** config.json and the sentence-transformers files for a BertConfig. */
+export function hfFilesFromBert(c: BertConfig): { config: HfJson; modules: HfJson[]; sentenceBert: HfJson; pooling: HfJson } {
+  const modules: HfJson[] = [
+    { idx: 0, name: '0', path: '', type: 'sentence_transformers.models.Transformer' },
+    { idx: 1, name: '1', path: '1_Pooling', type: 'sentence_transformers.models.Pooling' },
+  ];
+  if (c.normalize) modules.push({ idx: 2, name: '2', path: '2_Normalize', type: 'sentence_transformers.models.Normalize' });
+  return {
+    config: {
+      architectures: ['BertModel'],
+      model_type: 'bert',
+      hidden_size: c.hiddenSize,
+      num_hidden_layers: c.numLayers,
+      num_attention_heads: c.numHeads,
+      intermediate_size: c.intermediateSize,
+      vocab_size: c.vocabSize,
+      max_position_embeddings: c.maxPositionEmbeddings,
+      type_vocab_size: c.typeVocabSize,
+      layer_norm_eps: c.layerNormEps,
+      hidden_act: c.hiddenAct === 'gelu' ? 'gelu' : 'gelu_new',
+      position_embedding_type: 'absolute',
+    },
+    modules,
+    sentenceBert: { max_seq_length: c.maxSeqLength, do_lower_case: false },
+    pooling: {
+      word_embedding_dimension: c.hiddenSize,
+      pooling_mode_cls_token: c.pooling === 'cls',
+      pooling_mode_mean_tokens: c.pooling === 'mean',
+      pooling_mode_max_tokens: c.pooling === 'max',
+      pooling_mode_mean_sqrt_len_tokens: false,
+    },
+  };
+}
+
+/** Our config for any HF config.json: decoder, BERT or 'unknown'. */
+export function modelConfigFromHf(hf: HfJson, st: SentenceTransformersFiles = {}, path?: string): ModelConfig {
+  switch (hfArchitecture(hf)) {
+    case 'llama':
+    case 'qwen3':
+      return decoderConfigFromHf(hf, path);
+    case 'bert':
+      return bertConfigFromHf(hf, st, path);
+    default:
+      return { architecture: 'unknown' };
+  }
+}
+
+/** Reads and parses a small JSON file; BAD_HEADER when it is not JSON (or not an object, when `object`). */
+export function readJsonFile(path: string, object = true): unknown {
+  const stat = fs.statSync(path);
+  if (stat.size > MAX_JSON_BYTES) fail('BAD_HEADER', 'JSON file too large to be a config', { path, expected: `<= ${MAX_JSON_BYTES} bytes`, found: stat.size });
+  const bytes = fs.readFileSync(path);
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+  } catch (cause) {
+    return fail('BAD_HEADER', `not valid UTF-8 JSON: ${(cause as Error).message}`, { path });
+  }
+  if (object && !isObject(value)) fail('BAD_HEADER', 'the JSON is not an object', { path, expected: 'an object', found: Array.isArray(value) ? 'an array' : typeof value });
+  return value;
+}
+
+function readOptionalJson(path: string, object = true): unknown {
+  return fs.existsSync(path) ? readJsonFile(path, object) : undefined;
+}
+
+/** The sentence-transformers files of an HF folder (any may be absent). */
+export function readSentenceTransformersFiles(dir: string): SentenceTransformersFiles {
+  const modules = readOptionalJson(nodePath.join(dir, 'modules.json'), false);
+  if (modules !== undefined && !Array.isArray(modules)) {
+    fail('BAD_HEADER', 'modules.json is not a list', { path: nodePath.join(dir, 'modules.json'), expected: 'a list', found: typeof modules });
+  }
+  let poolingDir = '1_Pooling';
+  if (Array.isArray(modules)) {
+    const entry = modules.filter(isObject).find((m) => typeof m.type === 'string' && m.type.endsWith('models.Pooling'));
+    if (entry && typeof entry.path === 'string') {
+      // The pooling folder must stay inside the model folder.
+      const resolved = nodePath.resolve(dir, entry.path);
+      if (!resolved.startsWith(nodePath.resolve(dir) + nodePath.sep)) {
+        fail('BAD_HEADER', 'modules.json points outside the model folder', { path: nodePath.join(dir, 'modules.json'), found: entry.path });
+      }
+      poolingDir = entry.path;
+    }
+  }
+  return {
+    modules,
+    sentenceBert: readOptionalJson(nodePath.join(dir, 'sentence_bert_config.json')) as HfJson | undefined,
+    pooling: readOptionalJson(nodePath.join(dir, poolingDir, 'config.json')) as HfJson | undefined,
+  };
+}
+
+/** config.json of `dir` (if any) mapped to our config, with the raw JSON. */
+export function readHfFolderConfig(dir: string): { config: ModelConfig; hf: HfJson } | undefined {
+  const file = nodePath.join(dir, 'config.json');
+  if (!fs.existsSync(file)) return undefined;
+  const hf = readJsonFile(file) as HfJson;
+  const st = hfArchitecture(hf) === 'bert' ? readSentenceTransformersFiles(dir) : {};
+  return { config: modelConfigFromHf(hf, st, file), hf };
+}
+
+/** Canonical JSON text of our writers: two-space indent, trailing newline. */
+export function jsonText(value: unknown): string {
+  return `${JSON.stringify(value, null, 2)}\n`;
+}
+
+/**
+ * Writes config.json (and for BERT the sentence-transformers files) for a known architecture
+ * into `dir`; returns false (writing nothing) for architectures HF configs do not describe.
+ */
+export function writeHfFolderConfig(dir: string, config: ModelConfig, extra: HfJson = {}): boolean {
+  if (config.architecture === 'llama' || config.architecture === 'qwen3') {
+    fs.writeFileSync(nodePath.join(dir, 'config.json'), jsonText(hfConfigFromDecoder(config, extra)));
+    return true;
+  }
+  if (config.architecture === 'bert') {
+    const files = hfFilesFromBert(config);
+    fs.writeFileSync(nodePath.join(dir, 'config.json'), jsonText({ ...files.config, ...extra }));
+    fs.writeFileSync(nodePath.join(dir, 'modules.json'), jsonText(files.modules));
+    fs.writeFileSync(nodePath.join(dir, 'sentence_bert_config.json'), jsonText(files.sentenceBert));
+    fs.mkdirSync(nodePath.join(dir, '1_Pooling'), { recursive: true });
+    fs.writeFileSync(nodePath.join(dir, '1_Pooling', 'config.json'), jsonText(files.pooling));
+    return true;
+  }
+  return false;
+}

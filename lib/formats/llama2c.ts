@@ -1,0 +1,389 @@
+/**
+ * llama2.c checkpoints (FORMATS.md §7; karpathy/llama2.c export.py, run.c, runq.c).
+ *
+ * v0 (legacy, no magic): 7 × i32 (dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size,
+ * seq_len; a negative vocab_size means a separate classifier), then fp32 tensors in run.c order:
+ * token embedding [V,D], rms_att [L,D], wq [L,H·hs,D], wk [L,KV·hs,D], wv [L,KV·hs,D],
+ * wo [L,D,H·hs], rms_ffn [L,D], w1 [L,F,D], w2 [L,D,F], w3 [L,F,D], rms_final [D], the two legacy
+ * freq_cis blocks [seq_len, hs/2] (unused by run.c), then wcls [V,D] if not shared. hs = D/H.
+ * v1/v2 ("ak42" = u32 0x616B3432, i32 version): a 256-byte header holding the 7 ints at 8,
+ * u8 shared_classifier at 36 and (v2) i32 group_size at 37. v1: fp32 norms (att ×L, ffn ×L,
+ * final), then embedding, wq.., w3, [wcls]. v2: the same norms, then Q8_0 tensors, each one (per
+ * layer) as int8 q[numel] followed by f32 scales[numel/GS]. Nothing may follow the last tensor.
+ * RoPE pairs are interleaved (2i, 2i+1), θ = 10000, RMSNorm eps = 1e-5, BOS 1 / EOS 2.
+ *
+ * The tokenizer (`tokenizer.bin`: i32 max_token_length, then per token f32 score, i32 length,
+ * bytes) is looked up beside the checkpoint as `tokenizer.bin`, then `tok<vocab>.bin` (the name
+ * llama2.c's custom-vocabulary tooling gives it); readLlama2cTokenizer reads any path.
+ *
+ * Writer: v0 (fp32). q/k rows are permuted back to interleaved order when the source is 'half';
+ * the classifier is shared when the config ties it or its bytes equal the embedding's (as
+ * export.py decides); the freq_cis blocks are copied from a v0 source of the same shape, else
+ * computed in float64 and rounded to float32 (run.c never reads them).
+ */
+import * as fs from 'node:fs';
+import * as nodePath from 'node:path';
+import { UnsupportedError } from '../errors';
+import { DECODER_NAMES, decoderTensorShapes } from '../architectures/decoder';
+import { mapFile, type MappedSource } from '../mapping';
+import { numel, type DecoderConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import { ByteCursor, fail } from './bytes';
+import { viewBytes } from './tensor-data';
+import { permutedRowChunks, qkRowSources } from './rope-order';
+import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
+import { requireTensor, runWriteJob, tensorsByName } from './write-job';
+
+export const LLAMA2C_MAGIC = 0x616b3432;
+export const LLAMA2C_V0_HEADER_BYTES = 28;
+export const LLAMA2C_HEADER_BYTES = 256;
+const THETA = 10000;
+const EPS = 1e-5;
+const BOS = 1;
+const EOS = 2;
+/** Limits that keep every size computation far inside safe integers. */
+const MAX_DIM = 1 << 20;
+const MAX_LAYERS = 4096;
+const MAX_VOCAB = 1 << 24;
+
+interface Llama2cHeader {
+  version: 0 | 1 | 2;
+  dim: number;
+  hiddenDim: number;
+  nLayers: number;
+  nHeads: number;
+  nKvHeads: number;
+  vocabSize: number;
+  seqLen: number;
+  shared: boolean;
+  groupSize?: number;
+  /** Where the tensors start. */
+  payloadOffset: number;
+}
+
+function readHeader(bytes: Buffer, path: string): Llama2cHeader {
+  const cur = new ByteCursor(bytes, path);
+  let version: 0 | 1 | 2 = 0;
+  if (bytes.length >= 4 && bytes.readUInt32LE(0) === LLAMA2C_MAGIC) {
+    cur.u32('the magic');
+    const v = cur.i32('the version');
+    if (v !== 1 && v !== 2) fail('BAD_VERSION', 'unsupported llama2.c "ak42" version', { path, offset: 4, expected: '1 or 2', found: v });
+    version = v;
+    cur.need(LLAMA2C_HEADER_BYTES - 8, 'the 256-byte header');
+  }
+  const at = cur.offset;
+  const ints = [cur.i32('dim'), cur.i32('hidden_dim'), cur.i32('n_layers'), cur.i32('n_heads'), cur.i32('n_kv_heads'), cur.i32('vocab_size'), cur.i32('seq_len')];
+  const [dim, hiddenDim, nLayers, nHeads, nKvHeads, rawVocab, seqLen] = ints;
+  const names = ['dim', 'hidden_dim', 'n_layers', 'n_heads', 'n_kv_heads', 'vocab_size', 'seq_len'];
+  const limits = [MAX_DIM, MAX_DIM * 4, MAX_LAYERS, MAX_DIM, MAX_DIM, MAX_VOCAB, MAX_DIM * 16];
+  ints.forEach((v, i) => {
+    const value = i === 5 && version === 0 ? Math.abs(v) : v;
+    if (value <= 0 || value > limits[i]) {
+      fail('CONFIG_MISMATCH', `${names[i]} is out of range`, { path, offset: at + 4 * i, expected: `1..${limits[i]}`, found: v });
+    }
+  });
+  if (dim % nHeads !== 0) fail('CONFIG_MISMATCH', 'dim is not a multiple of n_heads', { path, offset: at, expected: `multiple of ${nHeads}`, found: dim });
+  if (nKvHeads > nHeads || nHeads % nKvHeads !== 0) fail('CONFIG_MISMATCH', 'n_heads is not a multiple of n_kv_heads', { path, offset: at + 16, expected: `divisor of ${nHeads}`, found: nKvHeads });
+  if ((dim / nHeads) % 2 !== 0) fail('CONFIG_MISMATCH', 'the head size must be even for RoPE', { path, offset: at, expected: 'even', found: dim / nHeads });
+  let shared = rawVocab > 0;
+  let groupSize: number | undefined;
+  if (version > 0) {
+    const flag = bytes[36];
+    if (flag > 1) fail('BAD_HEADER', 'shared_classifier must be 0 or 1', { path, offset: 36, expected: '0 | 1', found: flag });
+    shared = flag === 1;
+    if (version === 2) {
+      groupSize = bytes.readInt32LE(37);
+      if (groupSize <= 0 || groupSize > MAX_DIM) fail('CONFIG_MISMATCH', 'group_size is out of range', { path, offset: 37, expected: `1..${MAX_DIM}`, found: groupSize });
+    }
+  }
+  return {
+    version,
+    dim,
+    hiddenDim,
+    nLayers,
+    nHeads,
+    nKvHeads,
+    vocabSize: Math.abs(rawVocab),
+    seqLen,
+    shared,
+    groupSize,
+    payloadOffset: version === 0 ? LLAMA2C_V0_HEADER_BYTES : LLAMA2C_HEADER_BYTES,
+  };
+}
+
+function configOf(h: Llama2cHeader): DecoderConfig {
+  return {
+    architecture: 'llama',
+    hiddenSize: h.dim,
+    intermediateSize: h.hiddenDim,
+    numLayers: h.nLayers,
+    numHeads: h.nHeads,
+    numKvHeads: h.nKvHeads,
+    headDim: h.dim / h.nHeads,
+    vocabSize: h.vocabSize,
+    maxSeqLen: h.seqLen,
+    rmsNormEps: EPS,
+    ropeTheta: THETA,
+    ropePairing: 'interleaved',
+    tieWordEmbeddings: h.shared,
+    qkNorm: false,
+    bosTokenId: BOS,
+    eosTokenIds: [EOS],
+    ...(h.groupSize !== undefined ? { groupSize: h.groupSize } : {}),
+  };
+}
+
+/** One group of tensors in file order: a name per layer (or one name) and the canonical shape. */
+interface Group {
+  names: string[];
+  shape: number[];
+  quantized: boolean;
+}
+
+function groups(c: DecoderConfig, version: 0 | 1 | 2, shared: boolean): { before: Group[]; after: Group[] } {
+  const layers = (f: (l: number) => string) => Array.from({ length: c.numLayers }, (_, l) => f(l));
+  const shape = new Map(decoderTensorShapes({ ...c, tieWordEmbeddings: false }).map((t) => [t.name, t.shape]));
+  const g = (names: string[], quantized: boolean): Group => ({ names, shape: shape.get(names[0])!, quantized });
+  const q = version === 2;
+  const embed = g([DECODER_NAMES.embed], q);
+  const attnNorm = g(layers(DECODER_NAMES.attnNorm), false);
+  const ffnNorm = g(layers(DECODER_NAMES.ffnNorm), false);
+  const norm = g([DECODER_NAMES.norm], false);
+  const matrices = [DECODER_NAMES.q, DECODER_NAMES.k, DECODER_NAMES.v, DECODER_NAMES.o].map((f) => g(layers(f), q));
+  const ffn = [DECODER_NAMES.gate, DECODER_NAMES.down, DECODER_NAMES.up].map((f) => g(layers(f), q));
+  const head = shared ? [] : [g([DECODER_NAMES.lmHead], q)];
+  if (version === 0) {
+    // freq_cis sits between rms_final and wcls: `after` follows it.
+    return { before: [embed, attnNorm, ...matrices, ffnNorm, ...ffn, norm], after: head };
+  }
+  return { before: [attnNorm, ffnNorm, norm, embed, ...matrices, ...ffn, ...head], after: [] };
+}
+
+interface Parsed {
+  header: Llama2cHeader;
+  config: DecoderConfig;
+  tensors: TensorView[];
+  freqCis?: { byteOffset: number; byteLength: number };
+}
+
+function parse(src: MappedSource): Parsed {
+  const path = src.path;
+  const header = readHeader(src.bytes, path);
+  const config = configOf(header);
+  const cur = new ByteCursor(src.bytes, path, header.payloadOffset);
+  const tensors: TensorView[] = [];
+  const take = (group: Group) => {
+    const n = numel(group.shape);
+    for (const name of group.names) {
+      if (group.quantized) {
+        const gs = header.groupSize!;
+        if (n % gs !== 0) fail('CONFIG_MISMATCH', `${name} has ${n} elements, not a multiple of group_size`, { path, offset: 37, expected: `multiple of ${gs}`, found: n });
+        const byteOffset = cur.offset;
+        cur.skip(n, `the int8 values of ${name}`);
+        const scalesOffset = cur.offset;
+        cur.skip((n / gs) * 4, `the scales of ${name}`);
+        tensors.push({ name, dtype: 'q8_0', shape: group.shape, source: src, byteOffset, byteLength: n, scales: { byteOffset: scalesOffset, byteLength: (n / gs) * 4, groupSize: gs } });
+      } else {
+        const byteOffset = cur.offset;
+        cur.skip(n * 4, `the data of ${name}`);
+        tensors.push({ name, dtype: 'f32', shape: group.shape, source: src, byteOffset, byteLength: n * 4 });
+      }
+    }
+  };
+  const { before, after } = groups(config, header.version, header.shared);
+  before.forEach(take);
+  let freqCis: Parsed['freqCis'];
+  if (header.version === 0) {
+    const byteLength = header.seqLen * (config.headDim / 2) * 4 * 2;
+    freqCis = { byteOffset: cur.offset, byteLength };
+    cur.skip(byteLength, 'the legacy freq_cis blocks');
+  }
+  after.forEach(take);
+  if (cur.remaining > 0) {
+    fail('TRAILING_DATA', 'bytes follow the last tensor', { path, offset: cur.offset, expected: 0, found: cur.remaining });
+  }
+  return { header, config, tensors, freqCis };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tokenizer
+
+/**
+ * Reads a llama2.c tokenizer.bin: i32 max_token_length, then per token f32 score, i32 length,
+ * bytes. Reads exactly `vocabSize` entries when given (like run.c; later bytes are ignored),
+ * else to the end of the file.
+ */
+export function readLlama2cTokenizer(path: string, vocabSize?: number): TokenizerData {
+  const bytes = fs.readFileSync(path);
+  const cur = new ByteCursor(bytes, path);
+  const maxTokenLength = cur.i32('max_token_length');
+  if (maxTokenLength <= 0 || maxTokenLength > 1 << 16) {
+    fail('BAD_HEADER', 'max_token_length is out of range', { path, offset: 0, expected: '1..65536', found: maxTokenLength });
+  }
+  const tokens: Uint8Array[] = [];
+  const scores: number[] = [];
+  while (vocabSize === undefined ? cur.remaining > 0 : tokens.length < vocabSize) {
+    scores.push(cur.f32(`the score of token ${tokens.length}`));
+    const at = cur.offset;
+    const len = cur.i32(`the length of token ${tokens.length}`);
+    if (len < 0 || len > maxTokenLength) {
+      fail('BAD_HEADER', `token ${tokens.length} is longer than max_token_length`, { path, offset: at, expected: `0..${maxTokenLength}`, found: len });
+    }
+    tokens.push(cur.bytesView(len, `the bytes of token ${tokens.length}`));
+  }
+  return { kind: 'scored', style: 'llama2c', tokens, scores: Float32Array.from(scores), maxTokenLength, bosId: BOS, eosId: EOS };
+}
+
+/** The bytes of a llama2.c tokenizer.bin for scored token data. */
+export function encodeLlama2cTokenizer(t: Extract<TokenizerData, { kind: 'scored' }>): Buffer {
+  let size = 4;
+  for (const tok of t.tokens) size += 8 + tok.length;
+  const out = Buffer.alloc(size);
+  out.writeInt32LE(t.maxTokenLength, 0);
+  let at = 4;
+  t.tokens.forEach((tok, i) => {
+    out.writeFloatLE(t.scores[i], at);
+    out.writeInt32LE(tok.length, at + 4);
+    out.set(tok, at + 8);
+    at += 8 + tok.length;
+  });
+  return out;
+}
+
+/** tokenizer.bin or tok<vocab>.bin beside the checkpoint, if one holds exactly `vocabSize` tokens. */
+function findTokenizer(checkpoint: string, vocabSize: number): { path: string; tokenizer: TokenizerData } | undefined {
+  const dir = nodePath.dirname(checkpoint);
+  for (const name of ['tokenizer.bin', `tok${vocabSize}.bin`]) {
+    const file = nodePath.join(dir, name);
+    if (!fs.existsSync(file) || !fs.statSync(file).isFile()) continue;
+    const tokenizer = readLlama2cTokenizer(file);
+    if (tokenizer.kind === 'scored' && tokenizer.tokens.length === vocabSize) return { path: file, tokenizer };
+  }
+  return undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reader
+
+async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeights> {
+  const src = mapFile(path);
+  try {
+    const { header, config, tensors, freqCis } = parse(src);
+    const found = findTokenizer(path, config.vocabSize);
+    const metadata: Record<string, unknown> = { version: header.version, sharedClassifier: header.shared };
+    if (freqCis) metadata.freqCis = freqCis;
+    if (found) metadata.tokenizerPath = found.path;
+    return {
+      format: 'llama2c',
+      path,
+      architecture: 'llama',
+      config,
+      tensors,
+      metadata,
+      ...(found ? { tokenizer: found.tokenizer } : {}),
+      sources: [src],
+    };
+  } catch (error) {
+    src.close();
+    throw error;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writer (v0)
+
+/** freq_cis_real then freq_cis_imag, [seqLen, hs/2] each: cos/sin(pos · θ^(-2i/hs)). */
+function computeFreqCis(seqLen: number, headSize: number): Buffer {
+  const half = headSize / 2;
+  const out = Buffer.alloc(seqLen * half * 8);
+  for (let p = 0; p < seqLen; p++) {
+    for (let i = 0; i < half; i++) {
+      const angle = p / THETA ** ((2 * i) / headSize);
+      out.writeFloatLE(Math.cos(angle), (p * half + i) * 4);
+      out.writeFloatLE(Math.sin(angle), seqLen * half * 4 + (p * half + i) * 4);
+    }
+  }
+  return out;
+}
+
+function sameBytes(a: TensorView, b: TensorView): boolean {
+  if (a.dtype !== b.dtype || a.byteLength !== b.byteLength || a.dtype === 'q8_0' || a.transposed !== b.transposed) return false;
+  return viewBytes(a).equals(viewBytes(b));
+}
+
+async function write(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
+  const c = weights.config;
+  if (c.architecture !== 'llama' && c.architecture !== 'qwen3') {
+    throw new UnsupportedError(`llama2.c holds Llama models, not ${c.architecture}`);
+  }
+  if (c.qkNorm) throw new UnsupportedError('llama2.c has no q/k norms (Qwen3 cannot be stored)');
+  if (c.headDim * c.numHeads !== c.hiddenSize) throw new UnsupportedError(`llama2.c derives head_dim = dim / n_heads; this model has head_dim ${c.headDim}`);
+  if (Math.fround(c.ropeTheta) !== Math.fround(THETA) || Math.fround(c.rmsNormEps) !== Math.fround(EPS)) {
+    throw new UnsupportedError(`llama2.c fixes rope θ = 10000 and eps = 1e-5; this model has θ = ${c.ropeTheta}, eps = ${c.rmsNormEps}`);
+  }
+  const byName = tensorsByName(weights);
+  const floats = ['f32', 'f16', 'bf16', 'f64', 'q8_0', 'ggml_q8_0'];
+  const plan = new Map(
+    decoderTensorShapes({ ...c, tieWordEmbeddings: false })
+      .filter((t) => t.name !== DECODER_NAMES.lmHead || byName.has(t.name))
+      .map((t) => [t.name, requireTensor(weights, byName, t.name, t.shape, floats)]),
+  );
+  const embed = plan.get(DECODER_NAMES.embed)!;
+  const head = plan.get(DECODER_NAMES.lmHead);
+  const shared = c.tieWordEmbeddings || head === undefined || sameBytes(embed, head);
+  if (!shared && head === undefined) throw new UnsupportedError('untied model without lm_head.weight');
+  const config: DecoderConfig = { ...c, tieWordEmbeddings: shared };
+  const headSize = c.hiddenSize / c.numHeads;
+
+  let freqCis: Buffer | undefined;
+  const meta = weights.metadata.freqCis as { byteOffset: number; byteLength: number } | undefined;
+  if (weights.format === 'llama2c' && meta && meta.byteLength === c.maxSeqLen * headSize * 4 && weights.sources.length === 1) {
+    const src = weights.sources[0].bytes;
+    if (meta.byteOffset >= 0 && meta.byteOffset + meta.byteLength <= src.length) freqCis = src.subarray(meta.byteOffset, meta.byteOffset + meta.byteLength);
+  }
+  freqCis ??= computeFreqCis(c.maxSeqLen, headSize);
+
+  const { before, after } = groups(config, 0, shared);
+  const count = (gs: Group[]) => gs.reduce((a, g) => a + g.names.length * numel(g.shape) * 4, 0);
+  const total = LLAMA2C_V0_HEADER_BYTES + count(before) + freqCis.length + count(after);
+  await runWriteJob(path, total, options, async (job) => {
+    const header = Buffer.alloc(LLAMA2C_V0_HEADER_BYTES);
+    [c.hiddenSize, c.intermediateSize, c.numLayers, c.numHeads, c.numKvHeads, shared ? c.vocabSize : -c.vocabSize, c.maxSeqLen].forEach((v, i) =>
+      header.writeInt32LE(v, 4 * i),
+    );
+    await job.write(header);
+    const emit = async (g: Group) => {
+      for (const name of g.names) {
+        const view = plan.get(name)!;
+        const rows = qkRowSources(c, name, 'interleaved');
+        if (rows) await job.writeFloats(permutedRowChunks(view, rows), 'f32', name);
+        else await job.writeTensor(view, 'f32', false);
+      }
+    };
+    for (const g of before) await emit(g);
+    await job.write(freqCis!, 'freq_cis');
+    for (const g of after) await emit(g);
+  });
+}
+
+/**
+ * v0 has no magic: accept a header of sane, mutually consistent sizes whose file could hold the
+ * tensors (llama2c is last in detection order). "ak42" files are recognised by their magic.
+ */
+function detect(probe: Probe): boolean {
+  if (probe.isDirectory || probe.head.length < LLAMA2C_V0_HEADER_BYTES) return false;
+  if (probe.head.readUInt32LE(0) === LLAMA2C_MAGIC) return true;
+  try {
+    const h = readHeader(probe.head, probe.path);
+    return h.version === 0;
+  } catch {
+    return false;
+  }
+}
+
+export const llama2cFormat: FormatModule = {
+  name: 'llama2c',
+  title: 'llama2.c checkpoint (.bin v0 fp32, ak42 v1 fp32 / v2 Q8_0)',
+  detect,
+  read,
+  write,
+};
