@@ -153,6 +153,16 @@ export function encodeFloats(values: Float32Array, dtype: FloatDType): Uint8Arra
 
 /** Round half to even, as torch.round / numpy.round do. */
 export function roundHalfEven(x: number): number {
+  if (x > -2147483648 && x < 2147483647) {
+    // Integer part by truncation (no Math call: this runs once per quantized weight).
+    const t = x | 0;
+    const frac = x - t;
+    if (frac > 0.5) return t + 1;
+    if (frac < -0.5) return t - 1;
+    if (frac === 0.5) return t + (t & 1);
+    if (frac === -0.5) return t - (t & 1);
+    return t;
+  }
   const r = Math.round(x); // half up
   return r - x === 0.5 && r % 2 !== 0 ? r - 1 : r;
 }

@@ -47,16 +47,23 @@ export function readF32(view: TensorView, start: number, count: number, out = ne
   }
 }
 
+// The hot loops below walk group by group and let the Float32Array store do the float32 rounding:
+// no Math.* call per element (those are not inlined under jest's VM contexts, and cost nothing to avoid).
+
 function dequantQ8(view: TensorView, start: number, count: number, out: Float32Array): Float32Array {
   if (!view.scales) throw new RangeError(`q8_0 tensor '${view.name}' has no scales`);
+  if (count === 0) return out;
   const gs = view.scales.groupSize;
-  const q = viewBytes(view, view.byteOffset + start, count);
+  const qBytes = viewBytes(view, view.byteOffset + start, count);
+  const q = new Int8Array(qBytes.buffer, qBytes.byteOffset, count);
   const g0 = Math.floor(start / gs);
   const g1 = Math.floor((start + count - 1) / gs) + 1;
-  const scales = count === 0 ? new Float32Array(0) : decodeFloats(viewBytes(view, view.scales.byteOffset + g0 * 4, (g1 - g0) * 4), 'f32', g1 - g0, new Float32Array(g1 - g0));
-  for (let i = 0; i < count; i++) {
-    const v = q[i] > 127 ? q[i] - 256 : q[i];
-    out[i] = Math.fround(v * scales[Math.floor((start + i) / gs) - g0]);
+  const scales = decodeFloats(viewBytes(view, view.scales.byteOffset + g0 * 4, (g1 - g0) * 4), 'f32', g1 - g0, new Float32Array(g1 - g0));
+  let i = 0;
+  for (let g = 0; g < g1 - g0; g++) {
+    const s = scales[g];
+    const end = Math.min(count, (g0 + g + 1) * gs - start);
+    for (; i < end; i++) out[i] = q[i] * s;
   }
   return out;
 }
@@ -64,12 +71,17 @@ function dequantQ8(view: TensorView, start: number, count: number, out: Float32A
 /** ggml Q8_0: blocks of 34 bytes, an f16 scale then 32 int8. */
 function dequantGgmlQ8(view: TensorView, start: number, count: number, out: Float32Array): Float32Array {
   const bytes = viewBytes(view);
-  for (let i = 0; i < count; i++) {
+  const q = new Int8Array(bytes.buffer, bytes.byteOffset, bytes.length);
+  let i = 0;
+  while (i < count) {
     const e = start + i;
-    const block = Math.floor(e / 32) * 34;
-    const scale = f16ToF32(bytes[block] | (bytes[block + 1] << 8));
-    const qb = bytes[block + 2 + (e % 32)];
-    out[i] = Math.fround((qb > 127 ? qb - 256 : qb) * scale);
+    const block = Math.floor(e / 32);
+    const base = block * 34;
+    const scale = f16ToF32(bytes[base] | (bytes[base + 1] << 8));
+    const inBlock = e - block * 32;
+    const n = Math.min(32 - inBlock, count - i);
+    for (let k = 0; k < n; k++) out[i + k] = q[base + 2 + inBlock + k] * scale;
+    i += n;
   }
   return out;
 }

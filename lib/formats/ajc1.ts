@@ -1,0 +1,399 @@
+/**
+ * ajc1 (adriancable/qwen3.c), FORMATS.md §5: a 256-byte header (u32 magic 0x616A6331, i32 version
+ * 1, dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, max_seq_len, head_dim,
+ * shared_classifier, group_size, zero padding), f32 norms, then Q8_0 matrices [out,in], each as
+ * `int8 q[numel]` then `f32 s[numel/GS]`. Sidecars: `<file>.tokenizer` and `<file>.template*`.
+ */
+import * as fs from 'node:fs/promises';
+import { UnsupportedError } from '../errors';
+import { mapFile, type MappedSource } from '../mapping';
+import { numel, type DecoderConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import { DECODER_NAMES as N } from '../architectures/decoder';
+import { ByteCursor, fail } from './bytes';
+import { roundHalfEven } from './dtype-convert';
+import { CHUNK_ELEMENTS, orientedF32Chunks, rawChunks } from './tensor-data';
+import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
+import { requireTensor, runWriteJob, tensorsByName, type WriteJob } from './write-job';
+
+export const AJC1_MAGIC = 0x616a6331;
+export const AJC1_VERSION = 1;
+export const AJC1_HEADER_BYTES = 256;
+/** The last header field (group_size) ends here; the rest of the 256 bytes is zero. */
+const HEADER_FIELDS_END = 0x30;
+/** runq hard-codes these (Qwen3's values); the header does not carry them. */
+const AJC1_RMS_EPS = 1e-6;
+const AJC1_ROPE_THETA = 1e6;
+/** Score of tokenizer ids the .tokenizer file has no entry for (they never match). */
+export const MISSING_TOKEN_SCORE = -1e6;
+
+/** Sidecar suffixes of the four prompt templates and their metadata.templates keys. */
+export const AJC1_TEMPLATES = [
+  { suffix: '.template', key: 'default' },
+  { suffix: '.template.with-thinking', key: 'withThinking' },
+  { suffix: '.template.with-system', key: 'withSystem' },
+  { suffix: '.template.with-system-and-thinking', key: 'withSystemAndThinking' },
+] as const;
+
+export type Ajc1Templates = Partial<Record<(typeof AJC1_TEMPLATES)[number]['key'], string>>;
+
+/** One tensor of the payload, in file order. */
+interface Ajc1Tensor {
+  name: string;
+  shape: number[];
+  quantized: boolean;
+}
+
+/** The payload layout (FORMATS.md §5.2): norms (f32), then Q8_0 matrices, per layer one after another. */
+export function ajc1Layout(c: DecoderConfig): Ajc1Tensor[] {
+  const L = c.numLayers;
+  const d = c.hiddenSize;
+  const qDim = c.numHeads * c.headDim;
+  const kvDim = c.numKvHeads * c.headDim;
+  const out: Ajc1Tensor[] = [];
+  const perLayer = (name: (l: number) => string, shape: number[], quantized: boolean) => {
+    for (let l = 0; l < L; l++) out.push({ name: name(l), shape, quantized });
+  };
+  perLayer(N.attnNorm, [d], false);
+  perLayer(N.ffnNorm, [d], false);
+  out.push({ name: N.norm, shape: [d], quantized: false });
+  perLayer(N.qNorm, [c.headDim], false);
+  perLayer(N.kNorm, [c.headDim], false);
+  out.push({ name: N.embed, shape: [c.vocabSize, d], quantized: true });
+  perLayer(N.q, [qDim, d], true);
+  perLayer(N.k, [kvDim, d], true);
+  perLayer(N.v, [kvDim, d], true);
+  perLayer(N.o, [d, qDim], true);
+  perLayer(N.gate, [c.intermediateSize, d], true);
+  perLayer(N.down, [d, c.intermediateSize], true);
+  perLayer(N.up, [c.intermediateSize, d], true);
+  if (!c.tieWordEmbeddings) out.push({ name: N.lmHead, shape: [c.vocabSize, d], quantized: true });
+  return out;
+}
+
+/** Bytes of one payload tensor: f32 values, or int8 values plus f32 group scales. */
+function tensorBytes(t: Ajc1Tensor, groupSize: number): number {
+  const n = numel(t.shape);
+  return t.quantized ? n + 4 * (n / groupSize) : 4 * n;
+}
+
+export function ajc1FileSize(c: DecoderConfig, groupSize: number): number {
+  return ajc1Layout(c).reduce((sum, t) => sum + tensorBytes(t, groupSize), AJC1_HEADER_BYTES);
+}
+
+/** Whether `gs` splits every row of every matrix (dim, hidden_dim, n_heads·head_dim) evenly. */
+export function groupSizeFits(c: DecoderConfig, gs: number): boolean {
+  return gs > 0 && c.hiddenSize % gs === 0 && c.intermediateSize % gs === 0 && (c.numHeads * c.headDim) % gs === 0;
+}
+
+/** Throws CONFIG_MISMATCH unless the configuration can be stored in ajc1 and run. */
+export function validateAjc1Config(c: DecoderConfig, groupSize: number, shared: number, path?: string): void {
+  const ints: [string, number][] = [
+    ['dim', c.hiddenSize], ['hidden_dim', c.intermediateSize], ['n_layers', c.numLayers], ['n_heads', c.numHeads],
+    ['n_kv_heads', c.numKvHeads], ['vocab_size', c.vocabSize], ['max_seq_len', c.maxSeqLen], ['head_dim', c.headDim],
+    ['group_size', groupSize],
+  ];
+  for (const [name, v] of ints) {
+    if (!Number.isInteger(v) || v <= 0 || v > 0x7fffffff) fail('CONFIG_MISMATCH', `${name} must be a positive 32-bit integer`, { path, expected: '1..2^31-1', found: v });
+  }
+  const check = (ok: boolean, message: string, expected: unknown, found: unknown) => ok || fail('CONFIG_MISMATCH', message, { path, expected, found });
+  check(shared === 0 || shared === 1, 'shared_classifier must be 0 or 1', '0 or 1', shared);
+  check(c.numHeads % c.numKvHeads === 0, 'n_heads is not a multiple of n_kv_heads', `multiple of ${c.numKvHeads}`, c.numHeads);
+  check(c.headDim % 2 === 0, 'head_dim must be even (RoPE pairs j, j+head_dim/2)', 'even', c.headDim);
+  check(groupSizeFits(c, groupSize), 'group_size does not divide dim, hidden_dim and n_heads*head_dim', `a divisor of ${c.hiddenSize}, ${c.intermediateSize}, ${c.numHeads * c.headDim}`, groupSize);
+}
+
+// ---- reader ----------------------------------------------------------------------------------
+
+function readHeader(cur: ByteCursor): { config: DecoderConfig; groupSize: number } {
+  const path = cur.path;
+  const magic = cur.u32('the ajc1 magic');
+  if (magic !== AJC1_MAGIC) fail('BAD_MAGIC', 'not an ajc1 checkpoint', { path, offset: 0, expected: AJC1_MAGIC, found: magic });
+  const version = cur.i32('the ajc1 version');
+  if (version !== AJC1_VERSION) fail('BAD_VERSION', 'unsupported ajc1 version', { path, offset: 4, expected: AJC1_VERSION, found: version });
+  const f = ['dim', 'hidden_dim', 'n_layers', 'n_heads', 'n_kv_heads', 'vocab_size', 'max_seq_len', 'head_dim', 'shared_classifier', 'group_size'].map((n) =>
+    cur.i32(n),
+  );
+  const [dim, hidden, layers, heads, kvHeads, vocab, seqLen, headDim, shared, groupSize] = f;
+  cur.need(AJC1_HEADER_BYTES - HEADER_FIELDS_END, 'the header padding');
+  for (let o = HEADER_FIELDS_END; o < AJC1_HEADER_BYTES; o++) {
+    if (cur.bytes[o] !== 0) fail('BAD_HEADER', 'the header padding after group_size is not zero', { path, offset: o, expected: 0, found: cur.bytes[o] });
+  }
+  cur.offset = AJC1_HEADER_BYTES;
+  const config: DecoderConfig = {
+    architecture: 'qwen3',
+    hiddenSize: dim,
+    intermediateSize: hidden,
+    numLayers: layers,
+    numHeads: heads,
+    numKvHeads: kvHeads,
+    headDim,
+    vocabSize: vocab,
+    maxSeqLen: seqLen,
+    rmsNormEps: AJC1_RMS_EPS,
+    ropeTheta: AJC1_ROPE_THETA,
+    ropePairing: 'half',
+    tieWordEmbeddings: shared === 1,
+    qkNorm: true,
+    groupSize,
+  };
+  validateAjc1Config(config, groupSize, shared, path);
+  return { config, groupSize };
+}
+
+function parse(src: MappedSource): { config: DecoderConfig; tensors: TensorView[] } {
+  const cur = new ByteCursor(src.bytes, src.path);
+  const { config, groupSize } = readHeader(cur);
+  const tensors: TensorView[] = [];
+  for (const t of ajc1Layout(config)) {
+    const n = numel(t.shape);
+    const byteOffset = cur.offset;
+    if (!t.quantized) {
+      cur.skip(4 * n, `the values of ${t.name}`);
+      tensors.push({ name: t.name, dtype: 'f32', shape: t.shape, source: src, byteOffset, byteLength: 4 * n });
+      continue;
+    }
+    cur.skip(n, `the int8 values of ${t.name}`);
+    const scalesAt = cur.offset;
+    cur.skip(4 * (n / groupSize), `the scales of ${t.name}`);
+    tensors.push({
+      name: t.name,
+      dtype: 'q8_0',
+      shape: t.shape,
+      source: src,
+      byteOffset,
+      byteLength: n,
+      scales: { byteOffset: scalesAt, byteLength: 4 * (n / groupSize), groupSize },
+    });
+  }
+  if (cur.remaining > 0) {
+    const expected = ajc1FileSize(config, groupSize);
+    fail('TRAILING_DATA', 'bytes follow the last tensor', { path: src.path, offset: cur.offset, expected: `${expected} bytes`, found: `${src.byteLength} bytes` });
+  }
+  return { config, tensors };
+}
+
+/** Reads a sidecar file; undefined when it does not exist. */
+async function readSidecar(path: string): Promise<Buffer | undefined> {
+  try {
+    return await fs.readFile(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Parses a `.tokenizer` (u32 max_token_length, u32 bos, u32 eos, then `f32 score, u32 len, bytes`
+ * to the end of the file). Ids the file has no entry for, up to vocab_size, are empty byte strings
+ * with score -1e6.
+ */
+export function parseAjc1Tokenizer(bytes: Buffer, path: string, vocabSize: number): TokenizerData {
+  const cur = new ByteCursor(bytes, path);
+  const maxTokenLength = cur.u32('max_token_length');
+  const bosId = cur.u32('bos_token_id');
+  const eosId = cur.u32('eos_token_id');
+  for (const [name, id, at] of [['bos_token_id', bosId, 4], ['eos_token_id', eosId, 8]] as const) {
+    if (id >= vocabSize) fail('CONFIG_MISMATCH', `${name} lies outside the vocabulary`, { path, offset: at, expected: `< ${vocabSize}`, found: id });
+  }
+  const tokens: Uint8Array[] = [];
+  const scores = new Float32Array(vocabSize).fill(MISSING_TOKEN_SCORE);
+  while (cur.remaining > 0) {
+    if (tokens.length === vocabSize) {
+      fail('CONFIG_MISMATCH', 'the tokenizer has more entries than the checkpoint vocab_size', { path, offset: cur.offset, expected: vocabSize, found: `> ${vocabSize}` });
+    }
+    const score = cur.f32('a token score');
+    const length = cur.u32('a token length');
+    scores[tokens.length] = score;
+    tokens.push(cur.bytesView(length, `the bytes of token ${tokens.length}`));
+  }
+  while (tokens.length < vocabSize) tokens.push(new Uint8Array(0));
+  return { kind: 'scored', style: 'ajc1', tokens, scores, maxTokenLength, bosId, eosId };
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+async function readTemplates(file: string): Promise<Ajc1Templates> {
+  const templates: Ajc1Templates = {};
+  for (const { suffix, key } of AJC1_TEMPLATES) {
+    const bytes = await readSidecar(file + suffix);
+    if (!bytes) continue;
+    try {
+      templates[key] = utf8.decode(bytes);
+    } catch {
+      fail('BAD_HEADER', 'prompt template is not valid UTF-8', { path: file + suffix });
+    }
+  }
+  return templates;
+}
+
+async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeights> {
+  const src = mapFile(path);
+  try {
+    const { config, tensors } = parse(src);
+    const tokBytes = await readSidecar(`${path}.tokenizer`);
+    const tokenizer = tokBytes ? parseAjc1Tokenizer(tokBytes, `${path}.tokenizer`, config.vocabSize) : undefined;
+    if (tokenizer?.kind === 'scored') {
+      config.bosTokenId = tokenizer.bosId;
+      config.eosTokenIds = tokenizer.eosId === undefined ? undefined : [tokenizer.eosId];
+    }
+    const templates = await readTemplates(path);
+    return {
+      format: 'ajc1',
+      path,
+      architecture: 'qwen3',
+      config,
+      tensors,
+      metadata: Object.keys(templates).length ? { templates } : {},
+      tokenizer,
+      sources: [src],
+    };
+  } catch (error) {
+    src.close();
+    throw error;
+  }
+}
+
+// ---- writer ----------------------------------------------------------------------------------
+
+/**
+ * Q8_0 quantization of one chunk (a whole number of groups) in float32 arithmetic, as export.py's
+ * torch code: scale = max|w|/127, q = round-half-to-even(w/scale). An all-zero group gets scale 0
+ * and q 0 (runq's quantize would divide by zero).
+ */
+export function quantizeQ8(values: Float32Array, groupSize: number, q: Int8Array, scales: Float32Array): void {
+  const groups = values.length / groupSize;
+  const quotient = new Float32Array(1); // rounds w/scale to float32, like torch's division
+  for (let g = 0; g < groups; g++) {
+    const base = g * groupSize;
+    let max = 0;
+    for (let i = 0; i < groupSize; i++) {
+      const v = values[base + i];
+      const a = v < 0 ? -v : v;
+      if (a > max) max = a;
+    }
+    scales[g] = max / 127;
+    const scale = scales[g];
+    for (let i = 0; i < groupSize; i++) {
+      if (scale === 0) {
+        q[base + i] = 0;
+        continue;
+      }
+      quotient[0] = values[base + i] / scale;
+      const r = roundHalfEven(quotient[0]);
+      q[base + i] = r > 127 ? 127 : r < -127 ? -127 : r;
+    }
+  }
+}
+
+/** The group size to write: options, else the source's Q8_0 group size, else 64 halved until it fits. */
+export function chooseGroupSize(c: DecoderConfig, requested: number | undefined, sourceGroupSize: number | undefined): number {
+  if (requested !== undefined) {
+    if (!Number.isInteger(requested) || !groupSizeFits(c, requested)) {
+      throw new RangeError(`groupSize ${requested} does not divide dim ${c.hiddenSize}, hidden_dim ${c.intermediateSize} and n_heads*head_dim ${c.numHeads * c.headDim}`);
+    }
+    return requested;
+  }
+  if (sourceGroupSize !== undefined && groupSizeFits(c, sourceGroupSize)) return sourceGroupSize;
+  let gs = 64;
+  while (gs > 1 && !groupSizeFits(c, gs)) gs /= 2;
+  return gs;
+}
+
+async function writeQuantized(job: WriteJob, view: TensorView, groupSize: number): Promise<void> {
+  const n = numel(view.shape);
+  if (view.dtype === 'q8_0' && view.scales?.groupSize === groupSize && !view.transposed) {
+    await job.writeRaw(rawChunks(view), view.name);
+    await job.writeRaw(rawChunks(view, view.scales.byteOffset, view.scales.byteLength), view.name);
+    return;
+  }
+  // Whole rows per chunk (row lengths are multiples of the group size), scales kept until the values are out.
+  const scales = new Float32Array(n / groupSize);
+  const chunk = Math.max(groupSize, Math.floor(CHUNK_ELEMENTS / groupSize) * groupSize);
+  let done = 0;
+  for (const values of orientedF32Chunks(view, false, chunk)) {
+    const q = new Int8Array(values.length);
+    quantizeQ8(values, groupSize, q, scales.subarray(done / groupSize, (done + values.length) / groupSize));
+    done += values.length;
+    await job.write(new Uint8Array(q.buffer), view.name);
+  }
+  await job.write(new Uint8Array(scales.buffer), view.name);
+}
+
+function tokenizerFile(t: Extract<TokenizerData, { kind: 'scored' }>, fallbackBos: number, fallbackEos: number): Buffer {
+  let count = t.tokens.length;
+  // Trailing empty entries are the ids the original file had no entry for.
+  while (count > 0 && t.tokens[count - 1].length === 0) count--;
+  let size = 12;
+  for (let i = 0; i < count; i++) size += 8 + t.tokens[i].length;
+  const out = Buffer.alloc(size);
+  out.writeUInt32LE(t.maxTokenLength, 0);
+  out.writeUInt32LE(t.bosId ?? fallbackBos, 4);
+  out.writeUInt32LE(t.eosId ?? fallbackEos, 8);
+  let o = 12;
+  for (let i = 0; i < count; i++) {
+    out.writeFloatLE(t.scores[i], o);
+    out.writeUInt32LE(t.tokens[i].length, o + 4);
+    out.set(t.tokens[i], o + 8);
+    o += 8 + t.tokens[i].length;
+  }
+  return out;
+}
+
+async function write(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
+  const c = weights.config;
+  if (c.architecture !== 'qwen3' && c.architecture !== 'llama') {
+    throw new UnsupportedError(`ajc1 holds Qwen3-style decoders, not a ${c.architecture} model`);
+  }
+  if (!c.qkNorm || c.ropePairing !== 'half' || c.ropeTheta !== AJC1_ROPE_THETA || c.rmsNormEps !== AJC1_RMS_EPS) {
+    throw new UnsupportedError(
+      'ajc1 (qwen3.c) fixes QK-norm, half-split RoPE pairs, rope theta 1e6 and RMSNorm eps 1e-6; this model has ' +
+        `qkNorm ${c.qkNorm}, ${c.ropePairing} pairs, theta ${c.ropeTheta}, eps ${c.rmsNormEps}`,
+    );
+  }
+  const byName = tensorsByName(weights);
+  const sourceGs = byName.get(N.embed)?.dtype === 'q8_0' ? byName.get(N.embed)?.scales?.groupSize : undefined;
+  const groupSize = chooseGroupSize(c, options.groupSize, sourceGs ?? c.groupSize);
+  const shared = c.tieWordEmbeddings ? 1 : 0;
+  validateAjc1Config(c, groupSize, shared, weights.path);
+  const readable = ['f32', 'f16', 'bf16', 'f64', 'q8_0', 'ggml_q8_0'];
+  const plan = ajc1Layout(c).map((t) => ({ t, view: requireTensor(weights, byName, t.name, t.shape, readable) }));
+  const total = ajc1FileSize(c, groupSize);
+
+  await runWriteJob(path, total, options, async (job) => {
+    const header = Buffer.alloc(AJC1_HEADER_BYTES);
+    header.writeUInt32LE(AJC1_MAGIC, 0);
+    [AJC1_VERSION, c.hiddenSize, c.intermediateSize, c.numLayers, c.numHeads, c.numKvHeads, c.vocabSize, c.maxSeqLen, c.headDim, shared, groupSize].forEach(
+      (v, i) => header.writeInt32LE(v, 4 + 4 * i),
+    );
+    await job.write(header);
+    for (const { t, view } of plan) {
+      if (t.quantized) await writeQuantized(job, view, groupSize);
+      else await job.writeTensor(view, 'f32');
+    }
+  });
+
+  const tok = weights.tokenizer;
+  if (tok?.kind === 'scored' && tok.style === 'ajc1') {
+    if (tok.tokens.length > c.vocabSize) throw new RangeError(`the tokenizer has ${tok.tokens.length} entries, more than vocab_size ${c.vocabSize}`);
+    await fs.writeFile(`${path}.tokenizer`, tokenizerFile(tok, c.bosTokenId ?? 0, c.eosTokenIds?.[0] ?? 0));
+  }
+  const templates = weights.metadata.templates as Ajc1Templates | undefined;
+  if (templates && typeof templates === 'object') {
+    for (const { suffix, key } of AJC1_TEMPLATES) {
+      const text = templates[key];
+      if (typeof text === 'string') await fs.writeFile(path + suffix, text, 'utf8');
+    }
+  }
+}
+
+function detect(probe: Probe): boolean {
+  return !probe.isDirectory && probe.head.length >= 4 && probe.head.readUInt32LE(0) === AJC1_MAGIC;
+}
+
+export const ajc1Format: FormatModule = {
+  name: 'ajc1',
+  title: 'ajc1 (qwen3.c)',
+  detect,
+  read,
+  write,
+};
