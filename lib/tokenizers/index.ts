@@ -1,0 +1,12 @@
+/** weightmap tokenizers: exact (Hugging Face / llama.cpp-identical) tokenization in TypeScript. */
+export type { Tokenizer, TokenizerKind, EncodeOptions, DecodeOptions, StreamDecoder, SpecialTokenIds } from './types';
+export type { AddedToken } from './added-tokens';
+export { loadTokenizer, loadTokenizerSync, loadAjc1Tokenizer, wordPieceFromVocabTxt } from './load';
+export { tokenizerFromData } from './from-data';
+export { tokenizerFromJson, tokenizerFromVocabMerges } from './hf-json';
+export { ByteLevelBpeTokenizer } from './byte-level-bpe';
+export { WordPieceTokenizer } from './wordpiece';
+export { SentencePieceBpeTokenizer } from './sentencepiece-bpe';
+export { TllmTokenizer } from './tllm';
+export { readGgufMetadata, ggufTokenizerData } from './gguf-metadata';
+export { QWEN2_PATTERN, LLAMA3_PATTERN, GPT2_PATTERN } from './pretokenizers';

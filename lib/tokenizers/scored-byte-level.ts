@@ -1,0 +1,79 @@
+/**
+ * Byte-level BPE rebuilt from an ajc1 `.tokenizer` alone (FORMATS.md §5.3): tokens are raw byte
+ * strings, and a token made by merge number `rank` carries the score -ln(rank + 1); bytes and
+ * added tokens carry -1e6. The merges themselves are not stored, only their results, so every
+ * split of a merged token into two earlier tokens is accepted as that merge (a superset of the
+ * true merge list; the true pair is always among them). With the Qwen2 pre-tokenizer and NFC
+ * this reproduces Hugging Face's ids, which runq's own encode (no pre-tokenizer) does not.
+ */
+import { WeightFormatError } from '../errors';
+import type { AddedToken } from './added-tokens';
+import { bytesToByteLevel } from './byte-level';
+import { ByteLevelBpeTokenizer } from './byte-level-bpe';
+import { MergeTable } from './merge-table';
+import { QWEN2_PATTERN, regexPreTokenizer } from './pretokenizers';
+import type { TokenizerData } from '../weights';
+
+/** Scores at or below this mark tokens that are no merge result (bytes, added tokens, absent ids). */
+const NOT_A_MERGE = -1e5;
+
+/** merge rank from a stored score; exact for every rank below 2^24 (f32 resolution of ln). */
+export function rankFromScore(score: number): number {
+  return Math.round(Math.exp(-score) - 1);
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: false });
+
+export function byteLevelBpeFromScored(
+  data: Extract<TokenizerData, { kind: 'scored' }>,
+  where = 'ajc1 tokenizer',
+): ByteLevelBpeTokenizer {
+  const n = data.tokens.length;
+  const vocab = new Map<string, number>();
+  const rank = new Int32Array(n).fill(-1);
+  const addedTokens: AddedToken[] = [];
+  const ranked: number[] = [];
+  for (let id = 0; id < n; id++) {
+    const bytes = data.tokens[id];
+    if (bytes.length === 0) continue; // ids the file has no entry for
+    const score = data.scores[id];
+    if (score <= NOT_A_MERGE && bytes.length > 1) {
+      const content = utf8.decode(bytes);
+      const special = id === data.bosId || id === data.eosId || /^<\|.*\|>$/s.test(content);
+      addedTokens.push({ id, content, special, singleWord: false, lstrip: false, rstrip: false, normalized: false });
+      continue;
+    }
+    const key = bytesToByteLevel(bytes);
+    if (!vocab.has(key)) vocab.set(key, id);
+    if (score > NOT_A_MERGE) {
+      if (!(score <= 0) || bytes.length < 2) {
+        throw new WeightFormatError('BAD_HEADER', `token ${id} has score ${score}, which is no merge rank`, { path: where });
+      }
+      rank[id] = rankFromScore(score);
+      ranked.push(id);
+    }
+  }
+  const table = new MergeTable(ranked.length * 4);
+  for (const id of ranked) {
+    const r = rank[id];
+    const key = bytesToByteLevel(data.tokens[id]);
+    for (let i = 1; i < key.length; i++) {
+      const left = vocab.get(key.slice(0, i));
+      const right = vocab.get(key.slice(i));
+      if (left === undefined || right === undefined) continue;
+      if (rank[left] >= r || rank[right] >= r) continue;
+      table.add(left, right, r, id);
+    }
+  }
+  return new ByteLevelBpeTokenizer({
+    vocab,
+    merges: table,
+    addedTokens,
+    normalizer: (s) => s.normalize('NFC'),
+    preTokenizer: regexPreTokenizer(QWEN2_PATTERN),
+    specialIds: {
+      ...(data.bosId !== undefined ? { bos: data.bosId } : {}),
+      ...(data.eosId !== undefined ? { eos: data.eosId } : {}),
+    },
+  });
+}
