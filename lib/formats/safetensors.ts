@@ -1,0 +1,364 @@
+/**
+ * safetensors (FORMATS.md §7; huggingface/safetensors): u64 LE header length N, N bytes of JSON
+ * `{name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__": {str: str}}` (offsets
+ * relative to the end of the header), then the data. As the reference implementation requires,
+ * the tensors must tile the data section exactly: sorted by offset, each begins where the previous
+ * ends and the last ends at the end of the file; byte length = numel × dtype size.
+ *
+ * HF model folders: `config.json` plus `model.safetensors`, or shards listed by
+ * `model.safetensors.index.json` (`weight_map`: name -> shard file); a lone .safetensors file
+ * takes the config.json beside it. Llama/Qwen3 and BERT configs (hf-config.ts) give decoder or
+ * encoder weights with canonical names (a `bert.` prefix and legacy LayerNorm gamma/beta are
+ * normalised; rotary inv_freq, position_ids and MLM `cls.*` heads are dropped); anything else
+ * reads as 'unknown' with the file's names.
+ *
+ * Writer: one file from any ModelWeights. Tensors keep their dtype when safetensors has it
+ * (q8_0 kinds are dequantized to f32; options.dtype converts every float tensor), matrices stored
+ * transposed are written in canonical orientation, decoders with interleaved q/k are permuted into
+ * HF order. Tensors are laid out by element size (largest first, stable) so every tensor is
+ * aligned to its element size; `__metadata__` comes first with "format": "pt". config.json (and
+ * the sentence-transformers files for BERT) go beside the file for known architectures.
+ */
+import * as fs from 'node:fs';
+import * as nodePath from 'node:path';
+import { UnsupportedError } from '../errors';
+import { DECODER_NAMES, decoderTensorShapes } from '../architectures/decoder';
+import { bertTensorSpecs } from '../architectures/bert';
+import { mapFile, type MappedSource } from '../mapping';
+import { DTYPE_BYTES, numel, type DType, type ModelConfig, type ModelWeights, type TensorView } from '../weights';
+import { ByteCursor, fail } from './bytes';
+import type { FloatDType } from './dtype-convert';
+import { readHfFolderConfig, readJsonFile, writeHfFolderConfig, type HfJson } from './hf-config';
+import { permutedRowChunks, qkRowSources } from './rope-order';
+import { canonicalShape, rawChunks } from './tensor-data';
+import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
+import { runWriteJob } from './write-job';
+
+/** The reference implementation's limit (safetensors MAX_HEADER_SIZE). */
+export const SAFETENSORS_MAX_HEADER_BYTES = 100_000_000;
+export const SAFETENSORS_INDEX = 'model.safetensors.index.json';
+export const SAFETENSORS_SINGLE = 'model.safetensors';
+
+type PlainDType = Exclude<DType, 'q8_0' | 'ggml_q8_0'>;
+
+const DTYPES: Readonly<Record<string, PlainDType>> = {
+  BOOL: 'bool', U8: 'u8', I8: 'i8', I16: 'i16', U16: 'u16', F16: 'f16', BF16: 'bf16',
+  I32: 'i32', U32: 'u32', F32: 'f32', F64: 'f64', I64: 'i64', U64: 'u64',
+};
+/** Valid safetensors dtypes weightmap cannot represent. */
+const UNSUPPORTED_DTYPES = ['F8_E5M2', 'F8_E4M3', 'F8_E8M0', 'F6_E2M3', 'F6_E3M2', 'F4', 'C64'];
+const DTYPE_NAMES: Readonly<Record<PlainDType, string>> = Object.fromEntries(Object.entries(DTYPES).map(([k, v]) => [v, k])) as Record<PlainDType, string>;
+
+export interface SafetensorsFile {
+  /** Absolute offset of the data section (8 + N). */
+  dataOffset: number;
+  tensors: TensorView[];
+  metadata: Record<string, string>;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Parses and validates one mapped .safetensors file; views are named as in the file. */
+export function parseSafetensors(src: MappedSource): SafetensorsFile {
+  const { bytes, path } = src;
+  const cur = new ByteCursor(bytes, path);
+  const n = cur.u64('the header length');
+  if (n > SAFETENSORS_MAX_HEADER_BYTES) fail('BAD_HEADER', 'the header length is absurd', { path, offset: 0, expected: `<= ${SAFETENSORS_MAX_HEADER_BYTES}`, found: n });
+  cur.need(n, 'the JSON header');
+  if (n < 2 || bytes[8] !== 0x7b) fail('BAD_HEADER', 'the header is not a JSON object', { path, offset: 8, expected: '{', found: bytes.subarray(8, 9).toString('hex') });
+  let header: unknown;
+  try {
+    header = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(8, 8 + n)));
+  } catch (cause) {
+    return fail('BAD_HEADER', `the header is not valid UTF-8 JSON: ${(cause as Error).message}`, { path, offset: 8 });
+  }
+  if (!isObject(header)) return fail('BAD_HEADER', 'the header is not a JSON object', { path, offset: 8 });
+  const dataOffset = 8 + n;
+  const dataLength = bytes.length - dataOffset;
+  const metadata: Record<string, string> = {};
+  const tensors: (TensorView & { begin: number; end: number })[] = [];
+  for (const [name, info] of Object.entries(header)) {
+    if (name === '__metadata__') {
+      if (!isObject(info) || !Object.values(info).every((v) => typeof v === 'string')) {
+        fail('BAD_HEADER', '__metadata__ must map strings to strings', { path, offset: 8 });
+      }
+      Object.assign(metadata, info);
+      continue;
+    }
+    if (name.length === 0) fail('BAD_NAME', 'empty tensor name', { path, offset: 8 });
+    if (!isObject(info)) return fail('BAD_HEADER', `the entry of '${name}' is not an object`, { path, offset: 8 });
+    const { dtype: dtypeName, shape, data_offsets: offsets } = info;
+    if (typeof dtypeName !== 'string') return fail('BAD_HEADER', `'${name}' has no dtype string`, { path, offset: 8, found: dtypeName });
+    const dtype = DTYPES[dtypeName];
+    if (!dtype) {
+      fail(UNSUPPORTED_DTYPES.includes(dtypeName) ? 'UNSUPPORTED' : 'BAD_DTYPE', `tensor '${name}' has dtype ${dtypeName}`, { path, offset: 8, expected: Object.keys(DTYPES).join(', '), found: dtypeName });
+    }
+    if (!Array.isArray(shape) || shape.length > 32 || !shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
+      return fail('BAD_HEADER', `'${name}' has an invalid shape`, { path, offset: 8, found: JSON.stringify(shape) });
+    }
+    if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every((o) => Number.isSafeInteger(o) && o >= 0) || offsets[0] > offsets[1]) {
+      return fail('BAD_HEADER', `'${name}' has invalid data_offsets`, { path, offset: 8, found: JSON.stringify(offsets) });
+    }
+    const [begin, end] = offsets as [number, number];
+    const byteLength = numel(shape as number[]) * DTYPE_BYTES[dtype];
+    if (!Number.isSafeInteger(byteLength) || end - begin !== byteLength) {
+      fail('SHAPE_MISMATCH', `the data of '${name}' does not match its shape and dtype`, { path, offset: dataOffset + begin, expected: `${byteLength} bytes`, found: `${end - begin} bytes` });
+    }
+    tensors.push({ name, dtype, shape: shape as number[], source: src, byteOffset: dataOffset + begin, byteLength, begin, end });
+  }
+  // The tensors must tile [0, dataLength) exactly (safetensors' own validation).
+  tensors.sort((a, b) => a.begin - b.begin || a.end - b.end);
+  let expected = 0;
+  for (const t of tensors) {
+    if (t.begin < expected) fail('OVERLAP', `tensor '${t.name}' overlaps the previous tensor`, { path, offset: t.byteOffset, expected: `offset >= ${expected}`, found: t.begin });
+    if (t.begin > expected) fail('BAD_HEADER', `a gap of unused bytes precedes tensor '${t.name}'`, { path, offset: dataOffset + expected, expected: `data_offsets[0] = ${expected}`, found: t.begin });
+    expected = t.end;
+  }
+  if (expected > dataLength) fail('TRUNCATED', 'the file ends inside the tensor data', { path, offset: dataOffset + dataLength, expected: `${expected} data bytes`, found: `${dataLength} bytes` });
+  if (expected < dataLength) fail('TRAILING_DATA', 'bytes follow the last tensor', { path, offset: dataOffset + expected, expected: 0, found: dataLength - expected });
+  return { dataOffset, tensors: tensors.map(({ begin: _b, end: _e, ...view }) => view), metadata };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Folders and shards
+
+interface Located {
+  files: string[];
+  configDir: string;
+  /** weight_map of a sharded checkpoint. */
+  weightMap?: Record<string, string>;
+  indexPath?: string;
+}
+
+function locate(path: string): Located {
+  const stat = fs.statSync(path);
+  if (!stat.isDirectory()) {
+    if (path.endsWith('.index.json')) return fromIndex(path);
+    return { files: [path], configDir: nodePath.dirname(path) };
+  }
+  if (fs.existsSync(nodePath.join(path, SAFETENSORS_INDEX))) return fromIndex(nodePath.join(path, SAFETENSORS_INDEX));
+  if (fs.existsSync(nodePath.join(path, SAFETENSORS_SINGLE))) return { files: [nodePath.join(path, SAFETENSORS_SINGLE)], configDir: path };
+  const candidates = fs.readdirSync(path).filter((f) => f.endsWith('.safetensors'));
+  if (candidates.length === 1) return { files: [nodePath.join(path, candidates[0])], configDir: path };
+  return fail('MISSING_TENSOR', `the folder holds no ${SAFETENSORS_SINGLE} or ${SAFETENSORS_INDEX}`, { path, expected: SAFETENSORS_SINGLE, found: candidates.length ? candidates.join(', ') : 'nothing' });
+}
+
+function fromIndex(indexPath: string): Located {
+  const dir = nodePath.dirname(indexPath);
+  const index = readJsonFile(indexPath) as HfJson;
+  const map = index.weight_map;
+  if (!isObject(map) || !Object.values(map).every((v) => typeof v === 'string')) {
+    return fail('BAD_HEADER', 'weight_map must map tensor names to shard files', { path: indexPath });
+  }
+  const weightMap = map as Record<string, string>;
+  const files = [...new Set(Object.values(weightMap))];
+  for (const f of files) {
+    // Shards live in the folder itself: no paths, no escapes.
+    if (f.length === 0 || f.includes('/') || f.includes('\\') || f === '.' || f === '..') {
+      fail('BAD_NAME', 'a shard name in weight_map is not a plain file name', { path: indexPath, found: f });
+    }
+  }
+  return { files: files.map((f) => nodePath.join(dir, f)), configDir: dir, weightMap, indexPath };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Canonical names and validation
+
+function decoderName(name: string, prefixless: boolean): string | null {
+  if (/\.rotary_emb\.inv_freq$/.test(name)) return null;
+  if (prefixless && (name.startsWith('layers.') || name === 'embed_tokens.weight' || name === 'norm.weight')) return `model.${name}`;
+  return name;
+}
+
+function bertName(name: string): string | null {
+  let n = name.startsWith('bert.') ? name.slice(5) : name;
+  if (n === 'embeddings.position_ids' || n.startsWith('cls.')) return null;
+  n = n.replace(/\.LayerNorm\.gamma$/, '.LayerNorm.weight').replace(/\.LayerNorm\.beta$/, '.LayerNorm.bias');
+  return n;
+}
+
+function checkShape(t: TensorView, shape: number[]): void {
+  const got = canonicalShape(t);
+  if (got.length !== shape.length || got.some((v, i) => v !== shape[i])) {
+    fail('SHAPE_MISMATCH', `'${t.name}' disagrees with config.json`, { path: t.source.path, offset: t.byteOffset, expected: shape, found: got });
+  }
+  if (t.dtype !== 'f32' && t.dtype !== 'f16' && t.dtype !== 'bf16') {
+    fail('BAD_DTYPE', `'${t.name}' is ${t.dtype}; weights must be F32, F16 or BF16`, { path: t.source.path, offset: t.byteOffset, expected: 'F32 | F16 | BF16', found: DTYPE_NAMES[t.dtype as PlainDType] ?? t.dtype });
+  }
+}
+
+function canonicalize(config: ModelConfig, views: TensorView[], path: string): TensorView[] {
+  if (config.architecture === 'llama' || config.architecture === 'qwen3') {
+    const prefixless = !views.some((v) => v.name.startsWith('model.'));
+    const specs = new Map(decoderTensorShapes({ ...config, tieWordEmbeddings: false }).map((s) => [s.name, s.shape]));
+    const out: TensorView[] = [];
+    for (const v of views) {
+      const name = decoderName(v.name, prefixless);
+      if (name === null) continue;
+      const shape = specs.get(name);
+      if (!shape) fail('BAD_NAME', `'${v.name}' is not a tensor of a ${config.architecture} model`, { path: v.source.path, offset: v.byteOffset, found: v.name });
+      const view = { ...v, name };
+      checkShape(view, shape);
+      out.push(view);
+    }
+    const have = new Set(out.map((v) => v.name));
+    for (const s of decoderTensorShapes(config)) {
+      if (!have.has(s.name)) fail('MISSING_TENSOR', `the checkpoint has no '${s.name}'`, { path, expected: s.name, found: 'absent' });
+    }
+    return out;
+  }
+  if (config.architecture === 'bert') {
+    const specs = new Map(bertTensorSpecs(config).map((s) => [s.name, s]));
+    const out: TensorView[] = [];
+    for (const v of views) {
+      const name = bertName(v.name);
+      if (name === null) continue;
+      const spec = specs.get(name);
+      if (!spec) fail('BAD_NAME', `'${v.name}' is not a tensor of a BERT encoder`, { path: v.source.path, offset: v.byteOffset, found: v.name });
+      const view = { ...v, name };
+      checkShape(view, spec.shape);
+      out.push(view);
+    }
+    const have = new Set(out.map((v) => v.name));
+    for (const s of bertTensorSpecs(config)) {
+      if (!s.optional && !have.has(s.name)) fail('MISSING_TENSOR', `the checkpoint has no '${s.name}'`, { path, expected: s.name, found: 'absent' });
+    }
+    return out;
+  }
+  return views;
+}
+
+async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeights> {
+  const where = locate(path);
+  const sources: MappedSource[] = [];
+  try {
+    const views: TensorView[] = [];
+    const metadata: Record<string, string> = {};
+    const seen = new Map<string, string>();
+    for (const file of where.files) {
+      const src = mapFile(file);
+      sources.push(src);
+      const parsed = parseSafetensors(src);
+      Object.assign(metadata, parsed.metadata);
+      for (const v of parsed.tensors) {
+        const other = seen.get(v.name);
+        if (other !== undefined) fail('BAD_NAME', `tensor '${v.name}' appears in two shards`, { path: file, found: `${other} and ${file}` });
+        seen.set(v.name, file);
+        if (where.weightMap && where.weightMap[v.name] !== nodePath.basename(file)) {
+          fail('BAD_NAME', `tensor '${v.name}' is not where weight_map says`, { path: where.indexPath, expected: where.weightMap[v.name] ?? 'listed', found: nodePath.basename(file) });
+        }
+        views.push(v);
+      }
+    }
+    if (where.weightMap) {
+      for (const name of Object.keys(where.weightMap)) {
+        if (!seen.has(name)) fail('MISSING_TENSOR', `weight_map lists '${name}' but its shard does not hold it`, { path: where.indexPath, expected: name, found: 'absent' });
+      }
+    }
+    const hf = readHfFolderConfig(where.configDir);
+    const config: ModelConfig = hf?.config ?? { architecture: 'unknown' };
+    const tensors = canonicalize(config, views, path);
+    return { format: 'safetensors', path, architecture: config.architecture, config, tensors, metadata, sources };
+  } catch (error) {
+    for (const s of sources) s.close();
+    throw error;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writer
+
+interface Planned {
+  view: TensorView;
+  dtype: PlainDType;
+  shape: number[];
+  byteLength: number;
+  /** How the bytes are produced. */
+  mode: 'raw' | 'floats' | 'permuted';
+  rows?: Int32Array;
+}
+
+function plan(weights: ModelWeights, options: WriteOptions): Planned[] {
+  const c = weights.config;
+  const out: Planned[] = [];
+  for (const view of weights.tensors) {
+    const shape = canonicalShape(view);
+    const isFloat = ['f32', 'f16', 'bf16', 'f64', 'q8_0', 'ggml_q8_0'].includes(view.dtype);
+    let dtype: PlainDType;
+    if (isFloat && options.dtype) dtype = options.dtype;
+    else if (view.dtype === 'q8_0' || view.dtype === 'ggml_q8_0') dtype = 'f32';
+    else dtype = view.dtype as PlainDType;
+    const rows = c.architecture === 'llama' || c.architecture === 'qwen3' ? qkRowSources(c, view.name, 'half') : undefined;
+    let mode: Planned['mode'] = 'raw';
+    if (rows) mode = 'permuted';
+    else if (dtype !== view.dtype || view.transposed) mode = 'floats';
+    if (mode !== 'raw' && !isFloat) throw new UnsupportedError(`cannot convert or transpose the ${view.dtype} tensor '${view.name}'`);
+    if (mode !== 'raw' && dtype !== 'f32' && dtype !== 'f16' && dtype !== 'bf16') throw new UnsupportedError(`cannot write '${view.name}' as ${dtype}`);
+    out.push({ view, dtype, shape, byteLength: numel(shape) * DTYPE_BYTES[dtype], mode, rows });
+  }
+  // Largest elements first keeps every tensor aligned to its element size.
+  return out
+    .map((p, i) => ({ p, i }))
+    .sort((a, b) => DTYPE_BYTES[b.p.dtype] - DTYPE_BYTES[a.p.dtype] || a.i - b.i)
+    .map(({ p }) => p);
+}
+
+/** The padded JSON header for planned tensors. */
+function encodeHeader(planned: Planned[], metadata: Record<string, string>): Buffer {
+  const header: Record<string, unknown> = { __metadata__: metadata };
+  let offset = 0;
+  for (const p of planned) {
+    if (p.view.name === '__metadata__' || Object.prototype.hasOwnProperty.call(header, p.view.name)) {
+      throw new RangeError(`duplicate or reserved tensor name '${p.view.name}'`);
+    }
+    header[p.view.name] = { dtype: DTYPE_NAMES[p.dtype], shape: p.shape, data_offsets: [offset, offset + p.byteLength] };
+    offset += p.byteLength;
+  }
+  const json = Buffer.from(JSON.stringify(header), 'utf8');
+  const padded = Buffer.alloc(Math.ceil(json.length / 8) * 8, 0x20);
+  json.copy(padded);
+  return padded;
+}
+
+async function write(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
+  const planned = plan(weights, options);
+  const metadata: Record<string, string> = { format: 'pt' };
+  if (weights.format === 'safetensors') {
+    for (const [k, v] of Object.entries(weights.metadata)) if (typeof v === 'string') metadata[k] = v;
+  }
+  const header = encodeHeader(planned, metadata);
+  const total = 8 + header.length + planned.reduce((a, p) => a + p.byteLength, 0);
+  await runWriteJob(path, total, options, async (job) => {
+    const length = Buffer.alloc(8);
+    length.writeBigUInt64LE(BigInt(header.length));
+    await job.write(length);
+    await job.write(header);
+    for (const p of planned) {
+      if (p.mode === 'raw') await job.writeRaw(rawChunks(p.view), p.view.name);
+      else if (p.mode === 'permuted') await job.writeFloats(permutedRowChunks(p.view, p.rows!), p.dtype as FloatDType, p.view.name);
+      else await job.writeTensor(p.view, p.dtype as FloatDType, false);
+    }
+  });
+  const c = weights.config;
+  const dtypes = new Set(planned.map((p) => p.dtype));
+  const torchDtype = dtypes.has('f32') ? 'float32' : dtypes.has('bf16') ? 'bfloat16' : dtypes.has('f16') ? 'float16' : undefined;
+  const config = c.architecture === 'llama' || c.architecture === 'qwen3' ? { ...c, ropePairing: 'half' as const } : c;
+  writeHfFolderConfig(nodePath.dirname(nodePath.resolve(path)), config, torchDtype ? { torch_dtype: torchDtype } : {});
+}
+
+function detect(probe: Probe): boolean {
+  if (probe.isDirectory) return probe.entries.includes(SAFETENSORS_SINGLE) || probe.entries.includes(SAFETENSORS_INDEX);
+  if (probe.head.length < 9) return false;
+  const n = probe.head.readBigUInt64LE(0);
+  return n >= 2n && n <= BigInt(SAFETENSORS_MAX_HEADER_BYTES) && probe.head[8] === 0x7b;
+}
+
+export const safetensorsFormat: FormatModule = {
+  name: 'safetensors',
+  title: 'safetensors (Hugging Face)',
+  detect,
+  read,
+  write,
+};
