@@ -1,0 +1,187 @@
+/**
+ * Moondream's engines (native/engines/phi.h, vit.h) behind a promise API: the text model with
+ * its sessions, and the vision encoder + projection. Both bind the same mapped MOON weights.
+ */
+import type { PhiModel, PhiSession, VitModel } from '../../binding';
+import { DisposedError, UnsupportedError } from '../errors';
+import { native } from '../native';
+import type { ModelWeights, MoondreamConfig } from '../weights';
+import type { EngineOptions } from './gpt';
+import { fromNativeError, withAbort } from './native-errors';
+import { nativeWeightsSpec } from './native-spec';
+
+export type LogitsRows = 'none' | 'last' | 'all';
+
+export interface MoondreamEvalOptions {
+  /** Which logits to return: none, the last row's [V] (default), or every row's [n, V]. */
+  logits?: LogitsRows;
+  /**
+   * Positions [0, prefix) attend to each other bidirectionally (upstream Moondream uses 730 =
+   * BOS + 729 image positions); default 0, plain causal attention (moondream-zig, the MOON source).
+   */
+  prefixAttention?: number;
+  signal?: AbortSignal;
+}
+
+export interface EncodeOptions {
+  /** Also return the post-LN vision features [patches, visionHidden]. */
+  features?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface EncodedImage {
+  /** Image embeddings [patches, textHidden], rows of the text model's input. */
+  embeddings: Float32Array;
+  features?: Float32Array;
+}
+
+export class MoondreamEngine {
+  readonly config: MoondreamConfig;
+  private text: PhiModel | undefined;
+  private vision: VitModel | undefined;
+  private encoding: Promise<unknown> = Promise.resolve();
+
+  private constructor(config: MoondreamConfig, text: PhiModel, vision: VitModel) {
+    this.config = config;
+    this.text = text;
+    this.vision = vision;
+  }
+
+  static load(weights: ModelWeights, options: EngineOptions = {}): MoondreamEngine {
+    if (weights.config.architecture !== 'moondream') {
+      throw new UnsupportedError(`the Moondream engines run Moondream weights, not ${weights.config.architecture}`);
+    }
+    const config = weights.config;
+    const threads = { threads: options.threads ?? 0 };
+    let text: PhiModel | undefined;
+    try {
+      text = new (native().PhiModel)(nativeWeightsSpec(weights, (n) => n.startsWith('model.text.')), config.text, threads);
+      const vision = new (native().VitModel)(
+        nativeWeightsSpec(weights, (n) => n.startsWith('model.vision.')),
+        { ...config.vision, textHiddenSize: config.text.hiddenSize },
+        threads,
+      );
+      return new MoondreamEngine(config, text, vision);
+    } catch (error) {
+      text?.dispose();
+      throw fromNativeError(error, 'MoondreamEngine', weights.path);
+    }
+  }
+
+  get vocabSize(): number {
+    return this.config.text.vocabSize;
+  }
+
+  get maxSeqLen(): number {
+    return this.config.text.maxSeqLen;
+  }
+
+  get threads(): number {
+    return this.text?.threads ?? 0;
+  }
+
+  get disposed(): boolean {
+    return this.text === undefined;
+  }
+
+  createSession(): MoondreamSession {
+    if (!this.text) throw new DisposedError('MoondreamEngine');
+    return new MoondreamSession(new (native().PhiSession)(this.text), this.config.text.hiddenSize, this.config.text.maxSeqLen);
+  }
+
+  /** Word-embedding rows of `ids` as f32 [ids.length, textHidden]. */
+  embed(ids: ArrayLike<number>): Float32Array {
+    if (!this.text) throw new DisposedError('MoondreamEngine');
+    try {
+      return this.text.embed(Int32Array.from(ids));
+    } catch (error) {
+      throw fromNativeError(error, 'MoondreamEngine');
+    }
+  }
+
+  /**
+   * Encodes RGB bytes already at the encoder's size ([imageSize, imageSize, 3], row-major).
+   * Calls queue: one image is encoded at a time.
+   */
+  encodeRgb(rgb: Uint8Array, options: EncodeOptions = {}): Promise<EncodedImage> {
+    const size = this.config.vision.imageSize;
+    if (rgb.length !== size * size * 3) {
+      throw new RangeError(`the vision encoder takes ${size}x${size} RGB (${size * size * 3} bytes), got ${rgb.length} bytes`);
+    }
+    const run = async (): Promise<EncodedImage> => {
+      const vision = this.vision;
+      if (!vision) throw new DisposedError('MoondreamEngine');
+      return withAbort(() => vision.encode(rgb, options.features ?? false), () => vision.abort(), options.signal, 'MoondreamEngine');
+    };
+    const result = this.encoding.then(run, run);
+    this.encoding = result.catch(() => undefined);
+    return result;
+  }
+
+  dispose(): void {
+    this.text?.dispose();
+    this.vision?.dispose();
+    this.text = undefined;
+    this.vision = undefined;
+  }
+}
+
+/** Float32Array from any realm (the addon's arrays are not `instanceof` a vm context's). */
+function isFloat32Array(x: unknown): x is Float32Array {
+  return ArrayBuffer.isView(x) && Object.prototype.toString.call(x) === '[object Float32Array]';
+}
+
+export class MoondreamSession {
+  private session: PhiSession | undefined;
+  readonly hiddenSize: number;
+  readonly maxSeqLen: number;
+
+  constructor(session: PhiSession, hiddenSize: number, maxSeqLen: number) {
+    this.session = session;
+    this.hiddenSize = hiddenSize;
+    this.maxSeqLen = maxSeqLen;
+  }
+
+  get position(): number {
+    return this.session?.position ?? 0;
+  }
+
+  /** Feeds token ids, or embedding rows (Float32Array [n, textHidden]), after the current position. */
+  async eval(input: ArrayLike<number> | Float32Array, options: MoondreamEvalOptions = {}): Promise<Float32Array> {
+    const session = this.live();
+    const rows = isFloat32Array(input) ? input : Int32Array.from(input);
+    const n = isFloat32Array(rows) ? rows.length / this.hiddenSize : rows.length;
+    if (!Number.isInteger(n) || n === 0) {
+      throw new RangeError(`eval: embedding rows must be a non-empty whole number of ${this.hiddenSize}-float rows`);
+    }
+    if (session.position + n > this.maxSeqLen) {
+      throw new RangeError(`the sequence would hold ${session.position + n} positions, past this model's ${this.maxSeqLen}`);
+    }
+    const prefix = options.prefixAttention ?? 0;
+    if (!Number.isInteger(prefix) || prefix < 0) throw new RangeError('prefixAttention must be a non-negative integer');
+    const logits = options.logits ?? 'last';
+    return withAbort(() => session.eval(rows, logits, prefix), () => session.abort(), options.signal, 'MoondreamSession');
+  }
+
+  truncate(n: number): void {
+    try {
+      this.live().truncate(n);
+    } catch (error) {
+      throw fromNativeError(error, 'MoondreamSession');
+    }
+  }
+
+  abort(): void {
+    this.session?.abort();
+  }
+
+  dispose(): void {
+    this.session?.dispose();
+    this.session = undefined;
+  }
+
+  private live(): PhiSession {
+    if (!this.session) throw new DisposedError('MoondreamSession');
+    return this.session;
+  }
+}
