@@ -161,7 +161,19 @@ function ggufWordPiece(data: Gguf, where: string): Tokenizer {
   );
   const unk = data.unkId ?? tokens.indexOf('[UNK]');
   if (unk < 0) throw new WeightFormatError('BAD_HEADER', 'the BERT vocabulary has no unknown token', { path: where });
-  return wordPiece(tokens, { pad: data.padId, unk, cls: data.clsId, sep: data.sepId, mask: data.maskId }, true, where);
+  const named = (name: string) => (tokens.indexOf(name) >= 0 ? tokens.indexOf(name) : undefined);
+  return wordPiece(
+    tokens,
+    {
+      pad: data.padId ?? named('[PAD]'),
+      unk,
+      cls: data.clsId ?? named('[CLS]'),
+      sep: data.sepId ?? named('[SEP]'),
+      mask: data.maskId ?? named('[MASK]'),
+    },
+    true,
+    where,
+  );
 }
 
 /** Builds the tokenizer a TokenizerData describes. `where` names its source in errors. */

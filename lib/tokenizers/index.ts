@@ -8,5 +8,5 @@ export { ByteLevelBpeTokenizer } from './byte-level-bpe';
 export { WordPieceTokenizer } from './wordpiece';
 export { SentencePieceBpeTokenizer } from './sentencepiece-bpe';
 export { TllmTokenizer } from './tllm';
-export { readGgufMetadata, ggufTokenizerData } from './gguf-metadata';
+export { readGgufTokenizerData, ggufTokenizerData } from './gguf-vocab';
 export { QWEN2_PATTERN, LLAMA3_PATTERN, GPT2_PATTERN } from './pretokenizers';

@@ -12,7 +12,7 @@ import { parseAjc1Tokenizer } from '../formats/ajc1';
 import { readLlama2cTokenizer } from '../formats/llama2c';
 import { fail } from '../formats/bytes';
 import { tokenizerFromData } from './from-data';
-import { ggufTokenizerData, readGgufMetadata } from './gguf-metadata';
+import { readGgufTokenizerData } from './gguf-vocab';
 import { tokenizerFromJson, tokenizerFromVocabMerges } from './hf-json';
 import { TllmTokenizer } from './tllm';
 import type { Tokenizer } from './types';
@@ -104,9 +104,7 @@ export function loadTokenizerSync(path: string): Tokenizer {
   if (stat.isDirectory()) return fromFolder(path);
   const base = nodePath.basename(path);
   if (startsWithGguf(path)) {
-    const data = ggufTokenizerData(readGgufMetadata(path), path);
-    if (!data) fail('BAD_HEADER', 'the GGUF file holds no tokenizer.ggml vocabulary', { path });
-    return tokenizerFromData(data, path);
+    return tokenizerFromData(readGgufTokenizerData(path), path);
   }
   if (base.endsWith('.json')) {
     const json = readJson(path);
