@@ -11,6 +11,9 @@ import { fail } from './bytes';
 import { canonicalShape, orientedF32Chunks, rawChunks } from './tensor-data';
 
 export class WriteJob {
+  /** Sees every chunk written while set (EMBD feeds its running CRCs from it). */
+  tap: ((chunk: Uint8Array) => void) | undefined;
+
   constructor(
     readonly sink: FileSink,
     readonly totalBytes: number,
@@ -29,6 +32,7 @@ export class WriteJob {
   /** Writes bytes, then reports progress (optionally naming the tensor being written). */
   async write(data: Uint8Array, tensor?: string): Promise<void> {
     this.checkAbort();
+    this.tap?.(data);
     await this.sink.write(data);
     this.options.onProgress?.({ bytesWritten: this.sink.position, totalBytes: this.totalBytes, tensor });
   }
