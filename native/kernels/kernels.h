@@ -1,14 +1,26 @@
 // The kernel interface every engine calls. Each kernel has a scalar reference (kernels_scalar.cc)
 // and optional variants per instruction set (kernels_avx2.cc, kernels_avx512.cc, kernels_neon.cc,
 // ...), each compiled with its own flags; dispatch.cc picks one table at run time from the CPU's
-// features (WEIGHTMAP_ISA=scalar|avx2|avx512|neon forces a lower one).
+// features (WEIGHTMAP_ISA=scalar|avx2|avx512|avx512vnni|neon forces a lower one).
 //
 // Conventions: row-major; "[out,in]" weights are applied as y = W·x; f16 is IEEE binary16 stored
 // as uint16_t; Q8_0 data is int8 values plus one f32 scale per `group` consecutive elements of
 // the flattened tensor (rows are whole groups: cols % group == 0).
 //
-// The table holds single-threaded kernels over a row range; the threaded entry points below
-// split rows across a ThreadPool and call the table.
+// The table holds single-threaded kernels over a row range; the threaded entry points in
+// kernels/parallel.h split rows across a ThreadPool and call the table.
+//
+// Changes since the first draft (all additive, same names and semantics):
+//  - Q8_0 preconditions stated: group >= 1 and cols % group == 0; activations xq in [-127, 127]
+//    (what quantize_q8 produces; the AVX2/AVX-512 int8 products rely on it), weights any int8.
+//    Every group size works; the SIMD tables are fastest for group % 32 == 0 (matvec) and
+//    group % 4 == 0 (matmul), and fall back to the scalar code otherwise.
+//  - quantize_q8 clamps q to [-127, 127] and maps NaN to 0 (finite inputs never need the clamp).
+//  - f16 NaNs convert to quiet NaNs with the payload kept (as F16C and AArch64 FCVT do).
+//  - layernorm accepts b == nullptr (no bias).
+//  - rope_cos_sin + rope_apply: rope split in two, so an engine computes the angles once per
+//    position and applies them to every head.
+//  - parallel.h: MatvecQ8, MatmulQ8, Hgemm, HgemmTrans, Sgemm, SgemmTrans over a ThreadPool.
 #pragma once
 
 #include <cstddef>
@@ -22,19 +34,21 @@ class ThreadPool;
 namespace kernels {
 
 struct KernelTable {
-  const char* isa;  // "scalar", "avx2", "avx512", "avx512vnni", "neon", ...
+  const char* isa;  // "scalar", "avx2", "avx512", "avx512vnni", "neon"
 
   // Q8_0 quantization of activations: q = round_half_away(x / s), s = max|x| / 127 per group
-  // (s = 0 and q = 0 for an all-zero group). x[n] -> q[n], s[n / group].
+  // (s = 0 and q = 0 for an all-zero group). x[n] -> q[n], s[n / group]; n % group == 0.
   void (*quantize_q8)(const float* x, int64_t n, int group, int8_t* q, float* s);
 
   // Rows [r0, r1) of y = W·x for Q8_0 W [rows, cols] and quantized x [cols]:
   // y[r] = Σ_g w_s[r, g] · x_s[g] · Σ_{i in g} w_q[r, i] · x_q[i]   (int32 inside a group).
+  // The int32 of every group is exact; the f32 sum over groups may be taken in any order.
   void (*matvec_q8)(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs,
                     float* y, int64_t cols, int group, int64_t r0, int64_t r1);
 
   // Rows [r0, r1) of Y = X·Wᵀ for m quantized activation rows X [m, cols] and Q8_0 W [rows, cols]:
-  // Y [m, rows]. ldy = leading dimension of Y (>= rows).
+  // Y [m, rows]. ldy = leading dimension of Y (>= rows). Each weight row is reused across the m
+  // activation rows (prefill); the same per-group arithmetic as matvec_q8.
   void (*matmul_q8)(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs,
                     float* y, int64_t m, int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1);
 
@@ -50,7 +64,7 @@ struct KernelTable {
   void (*sgemm_trans)(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n,
                       int64_t n0, int64_t n1);
 
-  // Conversions.
+  // Conversions (exact, including subnormals, Inf and NaN).
   void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
   void (*f32_to_f16)(const float* x, uint16_t* y, int64_t n);  // round to nearest even
   void (*bf16_to_f32)(const uint16_t* x, float* y, int64_t n);
@@ -72,7 +86,7 @@ bool SetIsa(const std::string& isa);
 // Elementwise and row kernels: memory-bound, one scalar implementation that compilers
 // vectorize well; exact semantics in kernels_common.cc.
 void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps);        // y = w·x/√(mean(x²)+eps)
-void layernorm(const float* x, const float* g, const float* b, float* y, int64_t n, float eps);
+void layernorm(const float* x, const float* g, const float* b, float* y, int64_t n, float eps);  // b may be null
 void softmax(float* x, int64_t n);                                                    // in place, max-subtracted
 void silu_mul(const float* gate, const float* up, float* y, int64_t n);              // y = gate·σ(gate)·up
 void gelu_tanh(float* x, int64_t n);
@@ -80,6 +94,9 @@ void gelu_erf(float* x, int64_t n);
 // RoPE on one head vector x[head_dim] at position pos, rotating the first rot_dim dims:
 // half pairing (i, i + rot_dim/2) or interleaved (2i, 2i+1); angle = pos · theta^(-2i/rot_dim).
 void rope(float* x, int64_t rot_dim, int64_t pos, float theta, bool interleaved);
+// The same in two steps: cos/sin[rot_dim/2] of every angle at `pos`, then the rotation.
+void rope_cos_sin(int64_t rot_dim, int64_t pos, float theta, float* cos_out, float* sin_out);
+void rope_apply(float* x, int64_t rot_dim, const float* cos_v, const float* sin_v, bool interleaved);
 
 }  // namespace kernels
 }  // namespace weightmap

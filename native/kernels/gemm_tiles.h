@@ -1,0 +1,188 @@
+// Register-blocked f32-accumulating gemm bodies shared by the SIMD files. This header is included
+// INSIDE an anonymous namespace of an *_<isa>.cc file, after the intrinsics headers and a vector
+// traits struct F, so each file gets its own internal copy built with its own flags:
+//
+//   struct F {
+//     using V = ...;  static constexpr int W = lanes;
+//     static V zero(); static V set1(float);
+//     static V ld(const float*); static V ld(const uint16_t*);                  // W elements (f16 widened)
+//     static V ld_part(const float*, int n); static V ld_part(const uint16_t*, int n);  // n < W, rest 0
+//     static void st(float*, V); static void st_part(float*, V, int n);
+//     static V fma(V a, V b, V c);  // a·b + c
+//     static V add(V a, V b);
+//     static float reduce(V);
+//     static constexpr int kTransNB, kTransMB;  // hgemm_trans tile: B rows × A rows (m > 1)
+//     static constexpr int kDecodeNB;           // hgemm_trans B rows per tile when m == 1
+//     static constexpr int kOuterMB, kOuterNV;  // hgemm tile: A rows × vectors of C columns (m > 1)
+//     static constexpr int kDecodeNV;           // hgemm vectors of columns when m == 1
+//   };
+#pragma once
+
+constexpr int64_t kGemmKBlock = 256;               // hgemm: rows of B per pass (B strip stays in L1)
+constexpr int64_t kGemmTransBlockBytes = 256 << 10;  // hgemm_trans: bytes of B rows per block (L2)
+
+inline int64_t MinI64(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t MaxI64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+// ---- C = A·Bᵀ, B [n, k]: NB rows of B against MB rows of A, vectors along k, one reduction per
+// output at the end.
+template <class BT, int NB, int MB>
+void TransTile(const float* a, const BT* b, float* c, int64_t k, int64_t n, int64_t i0, int64_t j0) {
+  using V = typename F::V;
+  constexpr int W = F::W;
+  V acc[NB][MB];
+  for (int x = 0; x < NB; ++x)
+    for (int y = 0; y < MB; ++y) acc[x][y] = F::zero();
+  const float* ap[MB];
+  const BT* bp[NB];
+  for (int y = 0; y < MB; ++y) ap[y] = a + (i0 + y) * k;
+  for (int x = 0; x < NB; ++x) bp[x] = b + (j0 + x) * k;
+  int64_t p = 0;
+  for (; p + W <= k; p += W) {
+    V av[MB];
+    for (int y = 0; y < MB; ++y) av[y] = F::ld(ap[y] + p);
+    for (int x = 0; x < NB; ++x) {
+      const V bv = F::ld(bp[x] + p);
+      for (int y = 0; y < MB; ++y) acc[x][y] = F::fma(bv, av[y], acc[x][y]);
+    }
+  }
+  if (p < k) {
+    const int rest = int(k - p);
+    V av[MB];
+    for (int y = 0; y < MB; ++y) av[y] = F::ld_part(ap[y] + p, rest);
+    for (int x = 0; x < NB; ++x) {
+      const V bv = F::ld_part(bp[x] + p, rest);
+      for (int y = 0; y < MB; ++y) acc[x][y] = F::fma(bv, av[y], acc[x][y]);
+    }
+  }
+  for (int x = 0; x < NB; ++x)
+    for (int y = 0; y < MB; ++y) c[(i0 + y) * n + j0 + x] = F::reduce(acc[x][y]);
+}
+
+// Runs the NB×MB tile, or the largest smaller one that fits nb ≤ NB, mb ≤ MB.
+template <class BT, int NB, int MB>
+void TransTileAny(int nb, int mb, const float* a, const BT* b, float* c, int64_t k, int64_t n, int64_t i0,
+                  int64_t j0) {
+  if constexpr (NB > 1) {
+    if (nb < NB) return TransTileAny<BT, NB - 1, MB>(nb, mb, a, b, c, k, n, i0, j0);
+  }
+  if constexpr (MB > 1) {
+    if (mb < MB) return TransTileAny<BT, NB, MB - 1>(nb, mb, a, b, c, k, n, i0, j0);
+  }
+  TransTile<BT, NB, MB>(a, b, c, k, n, i0, j0);
+}
+
+template <class BT>
+void GemmTrans(const float* a, const BT* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0, int64_t n1) {
+  if (m == 1) {
+    // Decode: stream kDecodeNB rows of B at a time, each read exactly once.
+    constexpr int NB = F::kDecodeNB;
+    for (int64_t j = n0; j < n1; j += NB)
+      TransTileAny<BT, NB, 1>(int(MinI64(NB, n1 - j)), 1, a, b, c, k, n, 0, j);
+    return;
+  }
+  constexpr int NB = F::kTransNB, MB = F::kTransMB;
+  // A block of B rows stays in L2 while every row tile of A passes over it.
+  const int64_t row_bytes = MaxI64(1, k * int64_t(sizeof(BT)));
+  const int64_t jb = MaxI64(NB, (kGemmTransBlockBytes / row_bytes) / NB * NB);
+  for (int64_t jb0 = n0; jb0 < n1; jb0 += jb) {
+    const int64_t jb1 = MinI64(n1, jb0 + jb);
+    for (int64_t i = 0; i < m; i += MB)
+      for (int64_t j = jb0; j < jb1; j += NB)
+        TransTileAny<BT, NB, MB>(int(MinI64(NB, jb1 - j)), int(MinI64(MB, m - i)), a, b, c, k, n, i, j);
+  }
+}
+
+// ---- C = A·B, B [k, n]: MB rows of A against NV vectors of C columns, one broadcast of A per
+// row and step of k. Rows [p0, p1) of B; `first` stores C, otherwise adds to it. `cols` valid
+// columns from j0 (< NV·W only at the right edge).
+template <class BT, int MB, int NV, bool Edge>
+void OuterTile(const float* a, const BT* b, float* c, int64_t k, int64_t n, int64_t i0, int64_t j0, int64_t p0,
+               int64_t p1, bool first, int cols) {
+  using V = typename F::V;
+  constexpr int W = F::W;
+  const int full = Edge ? cols / W : NV;  // whole vectors
+  const int part = Edge ? cols % W : 0;   // columns in the vector after them
+  V acc[MB][NV];
+  for (int y = 0; y < MB; ++y)
+    for (int v = 0; v < NV; ++v) {
+      float* cp = c + (i0 + y) * n + j0 + v * W;
+      if (first || (Edge && v > full) || (Edge && v == full && part == 0)) acc[y][v] = F::zero();
+      else if (Edge && v == full) acc[y][v] = F::ld_part(cp, part);
+      else acc[y][v] = F::ld(cp);
+    }
+  for (int64_t p = p0; p < p1; ++p) {
+    const BT* bp = b + p * n + j0;
+    V bv[NV];
+    for (int v = 0; v < NV; ++v) {
+      if (!Edge || v < full) bv[v] = F::ld(bp + v * W);
+      else if (v == full && part) bv[v] = F::ld_part(bp + v * W, part);
+      else bv[v] = F::zero();
+    }
+    for (int y = 0; y < MB; ++y) {
+      const V av = F::set1(a[(i0 + y) * k + p]);
+      for (int v = 0; v < NV; ++v) acc[y][v] = F::fma(av, bv[v], acc[y][v]);
+    }
+  }
+  for (int y = 0; y < MB; ++y)
+    for (int v = 0; v < NV; ++v) {
+      float* cp = c + (i0 + y) * n + j0 + v * W;
+      if (!Edge || v < full) F::st(cp, acc[y][v]);
+      else if (v == full && part) F::st_part(cp, acc[y][v], part);
+    }
+}
+
+template <class BT, int MB, int NV>
+void OuterPanel(const float* a, const BT* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0, int64_t n1) {
+  constexpr int64_t CW = int64_t(NV) * F::W;
+  const int64_t kb = m == 1 ? 64 : kGemmKBlock;
+  for (int64_t j = n0; j < n1; j += CW) {
+    const int cols = int(MinI64(CW, n1 - j));
+    for (int64_t p0 = 0; p0 < k || p0 == 0; p0 += kb) {
+      const int64_t p1 = MinI64(k, p0 + kb);
+      const bool first = p0 == 0;
+      int64_t i = 0;
+      for (; i + MB <= m; i += MB) {
+        if (cols == CW) OuterTile<BT, MB, NV, false>(a, b, c, k, n, i, j, p0, p1, first, cols);
+        else OuterTile<BT, MB, NV, true>(a, b, c, k, n, i, j, p0, p1, first, cols);
+      }
+      for (; i < m; ++i) {
+        if (cols == CW) OuterTile<BT, 1, NV, false>(a, b, c, k, n, i, j, p0, p1, first, cols);
+        else OuterTile<BT, 1, NV, true>(a, b, c, k, n, i, j, p0, p1, first, cols);
+      }
+      if (k == 0) break;
+    }
+  }
+}
+
+template <class BT>
+void Gemm(const float* a, const BT* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0, int64_t n1) {
+  if (m == 1) OuterPanel<BT, 1, F::kDecodeNV>(a, b, c, m, k, n, n0, n1);
+  else OuterPanel<BT, F::kOuterMB, F::kOuterNV>(a, b, c, m, k, n, n0, n1);
+}
+
+// ---- Level-1 helpers.
+inline float DotF32(const float* a, const float* b, int64_t n) {
+  using V = typename F::V;
+  constexpr int W = F::W;
+  V s0 = F::zero(), s1 = F::zero(), s2 = F::zero(), s3 = F::zero();
+  int64_t i = 0;
+  for (; i + 4 * W <= n; i += 4 * W) {
+    s0 = F::fma(F::ld(a + i), F::ld(b + i), s0);
+    s1 = F::fma(F::ld(a + i + W), F::ld(b + i + W), s1);
+    s2 = F::fma(F::ld(a + i + 2 * W), F::ld(b + i + 2 * W), s2);
+    s3 = F::fma(F::ld(a + i + 3 * W), F::ld(b + i + 3 * W), s3);
+  }
+  for (; i + W <= n; i += W) s0 = F::fma(F::ld(a + i), F::ld(b + i), s0);
+  if (i < n) s1 = F::fma(F::ld_part(a + i, int(n - i)), F::ld_part(b + i, int(n - i)), s1);
+  return F::reduce(F::add(F::add(s0, s1), F::add(s2, s3)));
+}
+
+inline void AxpyF32(float alpha, const float* x, float* y, int64_t n) {
+  using V = typename F::V;
+  constexpr int W = F::W;
+  const V av = F::set1(alpha);
+  int64_t i = 0;
+  for (; i + W <= n; i += W) F::st(y + i, F::fma(av, F::ld(x + i), F::ld(y + i)));
+  if (i < n) F::st_part(y + i, F::fma(av, F::ld_part(x + i, int(n - i)), F::ld_part(y + i, int(n - i))), int(n - i));
+}

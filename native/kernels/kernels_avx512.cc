@@ -1,0 +1,266 @@
+// AVX-512 tables (F + BW + DQ + VL; this file is built with those flags plus VNNI, FMA, F16C):
+//  * "avx512vnni": Q8_0 dots with vpdpbusd (u8 × s8 -> int32). The weights become u8 as w ^ 0x80
+//    = w + 128 and each group's int32 is corrected by -128·Σx, so it is exact for every int8.
+//  * "avx512": the same without VNNI (Skylake-X): |w| × (x·sign w) with vpmaddubsw, then vpmaddwd;
+//    exact for xq in [-127, 127]. Only the "avx512" functions may run on a CPU without VNNI, and
+//    they use no VNNI instruction (checked with objdump when this file changes).
+// f16 is widened with vcvtph2ps and narrowed with vcvtps2ph (round to nearest even).
+#include "kernels/tables.h"
+
+#if WEIGHTMAP_KERNELS_X86
+
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12 flags the deliberately undefined vectors inside its own AVX-512 intrinsics.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/kernels.h"
+
+namespace weightmap {
+namespace kernels {
+namespace {
+
+struct F {
+  using V = __m512;
+  static constexpr int W = 16;
+  static constexpr int kTransNB = 4, kTransMB = 3, kDecodeNB = 8;
+  static constexpr int kOuterMB = 6, kOuterNV = 2, kDecodeNV = 8;
+  static __mmask16 mask(int n) { return __mmask16((1u << n) - 1u); }
+  static V zero() { return _mm512_setzero_ps(); }
+  static V set1(float x) { return _mm512_set1_ps(x); }
+  static V ld(const float* p) { return _mm512_loadu_ps(p); }
+  static V ld(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static V ld_part(const float* p, int n) { return _mm512_maskz_loadu_ps(mask(n), p); }
+  static V ld_part(const uint16_t* p, int n) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask(n), p)); }
+  static void st(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static void st_part(float* p, V v, int n) { _mm512_mask_storeu_ps(p, mask(n), v); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static float reduce(V v) { return _mm512_reduce_add_ps(v); }
+};
+
+#include "kernels/gemm_tiles.h"
+#include "kernels/q8_tiles.h"
+
+// Float side shared by the int8 traits below.
+struct FloatZ {
+  using FV = __m512;
+  static FV cvt(__m512i a) { return _mm512_cvtepi32_ps(a); }
+  static FV fzero() { return _mm512_setzero_ps(); }
+  static FV fset1(float x) { return _mm512_set1_ps(x); }
+  static FV fld(const float* p) { return _mm512_loadu_ps(p); }
+  static FV fmul(FV a, FV b) { return _mm512_mul_ps(a, b); }
+  static FV ffma(FV a, FV b, FV c) { return _mm512_fmadd_ps(a, b, c); }
+  static float freduce(FV v) { return _mm512_reduce_add_ps(v); }
+  static __m512i ld(const void* p) { return _mm512_loadu_si512(p); }
+  static __m512i acc_zero() { return _mm512_setzero_si512(); }
+  static __m512i acc_lane0(int32_t v) { return _mm512_maskz_set1_epi32(1, v); }
+  static __m512i acc_ld(const int32_t* p) { return _mm512_loadu_si512(p); }
+};
+
+struct FloatY {
+  using FV = __m256;
+  static FV cvt(__m256i a) { return _mm256_cvtepi32_ps(a); }
+  static FV fzero() { return _mm256_setzero_ps(); }
+  static FV fset1(float x) { return _mm256_set1_ps(x); }
+  static FV fld(const float* p) { return _mm256_loadu_ps(p); }
+  static FV fmul(FV a, FV b) { return _mm256_mul_ps(a, b); }
+  static FV ffma(FV a, FV b, FV c) { return _mm256_fmadd_ps(a, b, c); }
+  static float freduce(FV v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  static __m256i ld(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+  static __m256i acc_zero() { return _mm256_setzero_si256(); }
+  static __m256i acc_lane0(int32_t v) { return _mm256_set_epi32(0, 0, 0, 0, 0, 0, 0, v); }
+  static __m256i acc_ld(const int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+};
+
+// vpdpbusd on zmm: u8 weights (w ^ 0x80) × s8 activations.
+struct QVnniZ : FloatZ {
+  static constexpr int kBytes = 64;
+  static constexpr bool kBias = true;
+  using D = __m512i;
+  using A = __m512i;
+  using WP = __m512i;
+  static WP prep_raw(D w) { return _mm512_xor_si512(w, _mm512_set1_epi8(char(0x80))); }
+  static WP prep_relaid(D w) { return w; }
+  static A dot(A acc, const WP& w, D x) { return _mm512_dpbusd_epi32(acc, w, x); }
+};
+
+// vpdpbusd on ymm (AVX512-VL), for groups that are odd multiples of 32.
+struct QVnniY : FloatY {
+  static constexpr int kBytes = 32;
+  static constexpr bool kBias = true;
+  using D = __m256i;
+  using A = __m256i;
+  using WP = __m256i;
+  static WP prep_raw(D w) { return _mm256_xor_si256(w, _mm256_set1_epi8(char(0x80))); }
+  static WP prep_relaid(D w) { return w; }
+  static A dot(A acc, const WP& w, D x) { return _mm256_dpbusd_epi32(acc, w, x); }
+};
+
+// No VNNI, zmm: |w| (u8, up to 128) × (x with w's sign) (s8) with vpmaddubsw, pairs summed by vpmaddwd.
+struct QBwZ : FloatZ {
+  static constexpr int kBytes = 64;
+  static constexpr bool kBias = false;
+  using D = __m512i;
+  using A = __m512i;
+  struct WP {
+    __m512i abs;
+    __mmask64 neg;
+  };
+  static WP prep_raw(D w) { return WP{_mm512_abs_epi8(w), _mm512_movepi8_mask(w)}; }
+  static WP prep_relaid(D w) { return prep_raw(w); }
+  static A dot(A acc, const WP& w, D x) {
+    const __m512i xs = _mm512_mask_sub_epi8(x, w.neg, _mm512_setzero_si512(), x);
+    const __m512i pairs = _mm512_maddubs_epi16(w.abs, xs);
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(pairs, _mm512_set1_epi16(1)));
+  }
+};
+
+// No VNNI, ymm: the AVX2 form, for groups that are odd multiples of 32.
+struct QBwY : FloatY {
+  static constexpr int kBytes = 32;
+  static constexpr bool kBias = false;
+  using D = __m256i;
+  using A = __m256i;
+  struct WP {
+    __m256i abs, w;
+  };
+  static WP prep_raw(D w) { return WP{_mm256_abs_epi8(w), w}; }
+  static WP prep_relaid(D w) { return prep_raw(w); }
+  static A dot(A acc, const WP& w, D x) {
+    const __m256i pairs = _mm256_maddubs_epi16(w.abs, _mm256_sign_epi8(x, w.w));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+  }
+};
+
+// ---------------------------------------------------------------- Q8_0
+void QuantizeQ8(const float* x, int64_t n, int group, int8_t* q, float* s) {
+  if (group % 16 != 0) return scalar::quantize_q8(x, n, group, q, s);
+  const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
+  const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+  const __m512i sign = _mm512_set1_epi32(int(0x80000000u));
+  for (int64_t g = 0; g * group < n; ++g) {
+    const float* xg = x + g * group;
+    int8_t* qg = q + g * group;
+    __m512 mx = _mm512_setzero_ps();
+    for (int i = 0; i < group; i += 16) mx = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(xg + i)), mx);  // NaN-skipping
+    const float scale = _mm512_reduce_max_ps(mx) / 127.0f;
+    s[g] = scale;
+    if (scale == 0.0f) {
+      std::memset(qg, 0, size_t(group));
+      continue;
+    }
+    const __m512 sv = _mm512_set1_ps(scale);
+    for (int i = 0; i < group; i += 16) {
+      // round half away from zero: trunc, then one step away from zero when |fraction| >= 0.5
+      const __m512 v = _mm512_div_ps(_mm512_loadu_ps(xg + i), sv);
+      const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+      const __mmask16 up = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, t)), half, _CMP_GE_OQ);
+      const __m512 away = _mm512_castsi512_ps(_mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(v), sign),
+                                                              _mm512_castps_si512(one)));
+      __m512 r = _mm512_mask_add_ps(t, up, t, away);
+      r = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), r);  // NaN -> 0
+      r = _mm512_min_ps(_mm512_max_ps(r, lo), hi);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qg + i), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(r)));
+    }
+  }
+}
+
+template <class QZ, class QY>
+void MatvecQ8T(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t cols,
+               int group, int64_t r0, int64_t r1) {
+  if (group % 64 == 0) return Q8Matvec<QZ>(wq, ws, xq, xs, y, cols, group, r0, r1);
+  if (group % 32 == 0) return Q8Matvec<QY>(wq, ws, xq, xs, y, cols, group, r0, r1);
+  if (group % 4 == 0) return Q8Matmul<QZ, 1, 1>(wq, ws, xq, xs, y, 1, cols, 0, group, r0, r1);
+  scalar::matvec_q8(wq, ws, xq, xs, y, cols, group, r0, r1);
+}
+
+template <class QZ>
+void MatmulQ8T(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t m,
+               int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1) {
+  if (group % 4 != 0) return scalar::matmul_q8(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
+  Q8Matmul<QZ, 4, 3>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
+}
+
+// ---------------------------------------------------------------- f16 / f32
+void Hgemm(const float* a, const uint16_t* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0, int64_t n1) {
+  Gemm<uint16_t>(a, b, c, m, k, n, n0, n1);
+}
+void HgemmTrans(const float* a, const uint16_t* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0,
+                int64_t n1) {
+  GemmTrans<uint16_t>(a, b, c, m, k, n, n0, n1);
+}
+void Sgemm(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0, int64_t n1) {
+  Gemm<float>(a, b, c, m, k, n, n0, n1);
+}
+void SgemmTrans(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0,
+                int64_t n1) {
+  GemmTrans<float>(a, b, c, m, k, n, n0, n1);
+}
+
+void F16ToF32(const uint16_t* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, F::ld(x + i));
+  if (i < n) F::st_part(y + i, F::ld_part(x + i, int(n - i)), int(n - i));
+}
+
+void F32ToF16(const float* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i),
+                        _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  if (i < n) {
+    const __mmask16 mk = F::mask(int(n - i));
+    _mm256_mask_storeu_epi16(y + i, mk,
+                             _mm512_cvtps_ph(_mm512_maskz_loadu_ps(mk, x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+}
+
+void Bf16ToF32(const uint16_t* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)));
+    _mm512_storeu_si512(y + i, _mm512_slli_epi32(w, 16));
+  }
+  if (i < n) {
+    const __mmask16 mk = F::mask(int(n - i));
+    const __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mk, x + i));
+    _mm512_mask_storeu_ps(y + i, mk, _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)));
+  }
+}
+
+float Dot(const float* a, const float* b, int64_t n) { return DotF32(a, b, n); }
+void Axpy(float alpha, const float* x, float* y, int64_t n) { AxpyF32(alpha, x, y, n); }
+
+}  // namespace
+
+const KernelTable& Avx512Table() {
+  static const KernelTable table = {
+      "avx512", QuantizeQ8, MatvecQ8T<QBwZ, QBwY>, MatmulQ8T<QBwZ>, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
+      F16ToF32, F32ToF16,   Bf16ToF32,             Dot,             Axpy,
+  };
+  return table;
+}
+
+const KernelTable& Avx512VnniTable() {
+  static const KernelTable table = {
+      "avx512vnni", QuantizeQ8, MatvecQ8T<QVnniZ, QVnniY>, MatmulQ8T<QVnniZ>, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
+      F16ToF32,     F32ToF16,   Bf16ToF32,                 Dot,               Axpy,
+  };
+  return table;
+}
+
+}  // namespace kernels
+}  // namespace weightmap
+
+#endif  // WEIGHTMAP_KERNELS_X86

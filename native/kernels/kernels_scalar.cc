@@ -1,0 +1,178 @@
+// The scalar reference of every table kernel: plain loops in the order the contract states, so
+// that each SIMD variant can be checked against it. Also the table used on CPUs without a
+// vector variant.
+#include <cmath>
+#include <cstring>
+
+#include "kernels/kernels.h"
+#include "kernels/tables.h"
+
+namespace weightmap {
+namespace kernels {
+namespace scalar {
+
+// Round half away from zero, clamped to the int8 range Q8_0 uses; NaN becomes 0.
+static int8_t QuantizeOne(float v) {
+  if (!(v == v)) return 0;
+  float r = std::round(v);
+  if (r > 127.0f) r = 127.0f;
+  if (r < -127.0f) r = -127.0f;
+  return static_cast<int8_t>(r);
+}
+
+void quantize_q8(const float* x, int64_t n, int group, int8_t* q, float* s) {
+  for (int64_t g = 0; g * group < n; ++g) {
+    const float* xg = x + g * group;
+    float amax = 0.0f;
+    for (int i = 0; i < group; ++i) amax = std::fmax(amax, std::fabs(xg[i]));
+    const float scale = amax / 127.0f;
+    s[g] = scale;
+    for (int i = 0; i < group; ++i) q[g * group + i] = scale == 0.0f ? 0 : QuantizeOne(xg[i] / scale);
+  }
+}
+
+// One row: Σ_g (w_s·x_s)·(Σ_{i in g} w_q·x_q), the int32 sum exact inside each group.
+static float DotQ8(const int8_t* w, const float* ws, const int8_t* x, const float* xs, int64_t cols,
+                   int group) {
+  float sum = 0.0f;
+  for (int64_t g = 0; g * group < cols; ++g) {
+    int32_t isum = 0;
+    for (int i = 0; i < group; ++i) isum += int32_t(w[g * group + i]) * int32_t(x[g * group + i]);
+    sum += (ws[g] * xs[g]) * static_cast<float>(isum);
+  }
+  return sum;
+}
+
+void matvec_q8(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y,
+               int64_t cols, int group, int64_t r0, int64_t r1) {
+  const int64_t groups = cols / group;
+  for (int64_t r = r0; r < r1; ++r) y[r] = DotQ8(wq + r * cols, ws + r * groups, xq, xs, cols, group);
+}
+
+void matmul_q8(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y,
+               int64_t m, int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1) {
+  const int64_t groups = cols / group;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t r = r0; r < r1; ++r)
+      y[i * ldy + r] = DotQ8(wq + r * cols, ws + r * groups, xq + i * cols, xs + i * groups, cols, group);
+}
+
+float f16_to_f32_one(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  const uint32_t mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0x1f) {
+    // Inf, or NaN with its payload kept and the quiet bit set (as F16C and AArch64 FCVT do).
+    bits = sign | 0x7f800000u | (mant << 13) | (mant ? 0x400000u : 0u);
+  } else if (exp == 0) {
+    // Zero or subnormal: mant · 2^-24, exact in f32.
+    float v = std::ldexp(static_cast<float>(mant), -24);
+    std::memcpy(&bits, &v, 4);
+    bits |= sign;
+  } else {
+    bits = sign | ((exp + 112u) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t f32_to_f16_one(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
+  const uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return sign | 0x7e00u | static_cast<uint16_t>((a >> 13) & 0x3ffu);  // quiet NaN
+  if (a >= 0x477ff000u) return sign | 0x7c00u;  // >= 65520 rounds (to even) past 65504: Inf
+  if (a < 0x38800000u) {
+    // Below 2^-14: a multiple of 2^-24 after rounding. |f|·2^24 is exact; rint rounds to even.
+    float v;
+    std::memcpy(&v, &a, 4);
+    return sign | static_cast<uint16_t>(std::nearbyint(v * 16777216.0f));
+  }
+  uint32_t h = ((((a >> 23) - 112u) << 10) | ((a >> 13) & 0x3ffu));
+  const uint32_t rest = a & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // a carry into the exponent is right
+  return sign | static_cast<uint16_t>(h);
+}
+
+void hgemm(const float* a, const uint16_t* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0,
+           int64_t n1) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = n0; j < n1; ++j) {
+      float sum = 0.0f;
+      for (int64_t p = 0; p < k; ++p) sum += a[i * k + p] * f16_to_f32_one(b[p * n + j]);
+      c[i * n + j] = sum;
+    }
+}
+
+void hgemm_trans(const float* a, const uint16_t* b, float* c, int64_t m, int64_t k, int64_t n,
+                 int64_t n0, int64_t n1) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = n0; j < n1; ++j) {
+      float sum = 0.0f;
+      for (int64_t p = 0; p < k; ++p) sum += a[i * k + p] * f16_to_f32_one(b[j * k + p]);
+      c[i * n + j] = sum;
+    }
+}
+
+void sgemm(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0,
+           int64_t n1) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = n0; j < n1; ++j) {
+      float sum = 0.0f;
+      for (int64_t p = 0; p < k; ++p) sum += a[i * k + p] * b[p * n + j];
+      c[i * n + j] = sum;
+    }
+}
+
+void sgemm_trans(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0,
+                 int64_t n1) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = n0; j < n1; ++j) {
+      float sum = 0.0f;
+      for (int64_t p = 0; p < k; ++p) sum += a[i * k + p] * b[j * k + p];
+      c[i * n + j] = sum;
+    }
+}
+
+void f16_to_f32(const uint16_t* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = f16_to_f32_one(x[i]);
+}
+
+void f32_to_f16(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = f32_to_f16_one(x[i]);
+}
+
+void bf16_to_f32(const uint16_t* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t bits = uint32_t(x[i]) << 16;
+    std::memcpy(&y[i], &bits, 4);
+  }
+}
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+void axpy_f32(float a, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+}  // namespace scalar
+
+const KernelTable& ScalarTable() {
+  static const KernelTable table = {
+      "scalar",          scalar::quantize_q8, scalar::matvec_q8,  scalar::matmul_q8,
+      scalar::hgemm,     scalar::hgemm_trans, scalar::sgemm,      scalar::sgemm_trans,
+      scalar::f16_to_f32, scalar::f32_to_f16, scalar::bf16_to_f32, scalar::dot_f32,
+      scalar::axpy_f32,
+  };
+  return table;
+}
+
+}  // namespace kernels
+}  // namespace weightmap

@@ -1,0 +1,59 @@
+// The threaded entry points engines call: each splits the output rows (Q8_0) or output columns
+// (gemms) across a ThreadPool and runs the table's single-threaded kernel on every chunk.
+// `pool` may be null (run on the calling thread). Without a table argument they use Active().
+// Shapes and semantics are those of the KernelTable members in kernels.h; Y/C are written whole.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/kernels.h"
+
+namespace weightmap {
+
+class ThreadPool;
+
+namespace kernels {
+
+// y [rows] = W [rows, cols] · x (Q8_0).
+void MatvecQ8(ThreadPool* pool, const KernelTable& t, const int8_t* wq, const float* ws, const int8_t* xq,
+              const float* xs, float* y, int64_t rows, int64_t cols, int group);
+// Y [m, ldy] (first `rows` columns) = X [m, cols] · Wᵀ, W [rows, cols] (Q8_0). m == 1 runs matvec_q8.
+void MatmulQ8(ThreadPool* pool, const KernelTable& t, const int8_t* wq, const float* ws, const int8_t* xq,
+              const float* xs, float* y, int64_t m, int64_t rows, int64_t cols, int64_t ldy, int group);
+// C [m, n] = A [m, k] · B, B f16 [k, n] (Hgemm) or [n, k] (HgemmTrans); Sgemm* for f32 B.
+void Hgemm(ThreadPool* pool, const KernelTable& t, const float* a, const uint16_t* b, float* c, int64_t m,
+           int64_t k, int64_t n);
+void HgemmTrans(ThreadPool* pool, const KernelTable& t, const float* a, const uint16_t* b, float* c,
+                int64_t m, int64_t k, int64_t n);
+void Sgemm(ThreadPool* pool, const KernelTable& t, const float* a, const float* b, float* c, int64_t m,
+           int64_t k, int64_t n);
+void SgemmTrans(ThreadPool* pool, const KernelTable& t, const float* a, const float* b, float* c, int64_t m,
+                int64_t k, int64_t n);
+
+inline void MatvecQ8(ThreadPool* pool, const int8_t* wq, const float* ws, const int8_t* xq, const float* xs,
+                     float* y, int64_t rows, int64_t cols, int group) {
+  MatvecQ8(pool, Active(), wq, ws, xq, xs, y, rows, cols, group);
+}
+inline void MatmulQ8(ThreadPool* pool, const int8_t* wq, const float* ws, const int8_t* xq, const float* xs,
+                     float* y, int64_t m, int64_t rows, int64_t cols, int64_t ldy, int group) {
+  MatmulQ8(pool, Active(), wq, ws, xq, xs, y, m, rows, cols, ldy, group);
+}
+inline void Hgemm(ThreadPool* pool, const float* a, const uint16_t* b, float* c, int64_t m, int64_t k,
+                  int64_t n) {
+  Hgemm(pool, Active(), a, b, c, m, k, n);
+}
+inline void HgemmTrans(ThreadPool* pool, const float* a, const uint16_t* b, float* c, int64_t m, int64_t k,
+                       int64_t n) {
+  HgemmTrans(pool, Active(), a, b, c, m, k, n);
+}
+inline void Sgemm(ThreadPool* pool, const float* a, const float* b, float* c, int64_t m, int64_t k,
+                  int64_t n) {
+  Sgemm(pool, Active(), a, b, c, m, k, n);
+}
+inline void SgemmTrans(ThreadPool* pool, const float* a, const float* b, float* c, int64_t m, int64_t k,
+                       int64_t n) {
+  SgemmTrans(pool, Active(), a, b, c, m, k, n);
+}
+
+}  // namespace kernels
+}  // namespace weightmap

@@ -1,0 +1,230 @@
+// Q8_0 kernel bodies shared by the SIMD files (included INSIDE an anonymous namespace of an
+// *_<isa>.cc file, after its intrinsics headers; see gemm_tiles.h for why). Parameterized by an
+// int8 traits struct Q:
+//
+//   struct Q {
+//     static constexpr int kBytes;     // bytes of int8 per vector; kLanes = kBytes / 4 int32 lanes
+//     static constexpr bool kBias;     // the dot takes u8 weights: w ^ 0x80 = w + 128, corrected by
+//                                      // -128·Σx of the group (exact for every int8 w)
+//     using D;  using A;  using FV;    // int8 data, int32 accumulator, f32 vectors
+//     struct WP;                       // a weight vector prepared for dot()
+//     static D ld(const void*);
+//     static A acc_zero(); static A acc_lane0(int32_t); static A acc_ld(const int32_t*);
+//     static WP prep_raw(D w);         // weights as stored
+//     static WP prep_relaid(D w);      // weights written by Relayout (already ^0x80 when kBias)
+//     static A dot(A acc, const WP& w, D x);  // acc[l] += Σ_{b<4} w[4l+b]·x[4l+b], exact
+//     static FV cvt(A); static FV fzero(); static FV fset1(float); static FV fld(const float*);
+//     static FV fmul(FV, FV); static FV ffma(FV a, FV b, FV c); static float freduce(FV);
+//   };
+//
+// Two shapes of the same arithmetic:
+//  * Q8Matvec (m = 1, memory-bound): weights read once, straight from the tensor. Each group's
+//    int32 comes from dot() over its vectors; then acc += cvt(int32 lanes) · (w_s·x_s).
+//  * Q8Matmul (prefill, compute-bound): both operands are first relaid out so that int32 lane j
+//    of a vector belongs to group j of a "superblock" of kLanes groups (4 bytes of each group per
+//    vector). The int32 of kLanes groups then accumulate side by side, and the f32 scaling runs
+//    once per superblock instead of once per group: per output and superblock, group/4 dot()s
+//    and three float ops. Weight rows are relaid in blocks that stay in L2 and reused by every
+//    activation row; X is relaid once per call.
+#pragma once
+
+constexpr int64_t kQ8WeightBlockBytes = 128 << 10;  // relaid weight rows per block (L2-resident)
+
+// ---------------------------------------------------------------- matvec (m == 1)
+template <class Q, int R>
+void Q8MatvecRows(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, const int32_t* corr,
+                  float* y, int64_t cols, int group, int64_t r) {
+  using A = typename Q::A;
+  using FV = typename Q::FV;
+  const int64_t groups = cols / group;
+  const int vecs = group / Q::kBytes;
+  const int8_t* w[R];
+  const float* s[R];
+  FV acc[R];
+  for (int i = 0; i < R; ++i) {
+    w[i] = wq + (r + i) * cols;
+    s[i] = ws + (r + i) * groups;
+    acc[i] = Q::fzero();
+  }
+  for (int64_t g = 0; g < groups; ++g) {
+    A ia[R];
+    for (int i = 0; i < R; ++i) ia[i] = Q::kBias ? Q::acc_lane0(corr[g]) : Q::acc_zero();
+    const int64_t off = g * group;
+    for (int v = 0; v < vecs; ++v) {
+      const auto xv = Q::ld(xq + off + v * Q::kBytes);
+      for (int i = 0; i < R; ++i) ia[i] = Q::dot(ia[i], Q::prep_raw(Q::ld(w[i] + off + v * Q::kBytes)), xv);
+    }
+    const float sx = xs[g];
+    for (int i = 0; i < R; ++i) acc[i] = Q::ffma(Q::cvt(ia[i]), Q::fset1(s[i][g] * sx), acc[i]);
+  }
+  for (int i = 0; i < R; ++i) y[r + i] = Q::freduce(acc[i]);
+}
+
+// Needs group % Q::kBytes == 0.
+template <class Q>
+void Q8Matvec(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t cols,
+              int group, int64_t r0, int64_t r1) {
+  const int64_t groups = cols / group;
+  int32_t* corr = nullptr;
+  if (Q::kBias) {
+    corr = static_cast<int32_t*>(Scratch(kScratchA, sizeof(int32_t) * size_t(groups)));
+    for (int64_t g = 0; g < groups; ++g) {
+      int32_t sum = 0;
+      for (int i = 0; i < group; ++i) sum += xq[g * group + i];
+      corr[g] = -128 * sum;
+    }
+  }
+  int64_t r = r0;
+  for (; r + 4 <= r1; r += 4) Q8MatvecRows<Q, 4>(wq, ws, xq, xs, corr, y, cols, group, r);
+  for (; r < r1; ++r) Q8MatvecRows<Q, 1>(wq, ws, xq, xs, corr, y, cols, group, r);
+}
+
+// ---------------------------------------------------------------- matmul (prefill)
+struct Q8Layout {
+  int64_t groups;       // per row
+  int64_t superblocks;  // ceil(groups / lanes)
+  int steps;            // group / 4: vectors per superblock
+  int64_t row_bytes;    // relaid bytes per row: superblocks · steps · vector bytes
+  int64_t lanes_total;  // superblocks · lanes: padded scales per row
+};
+
+// One row of int8 [cols] -> [superblock][step][lane][4 bytes]: lane j of step s holds bytes
+// 4s..4s+3 of group (superblock·lanes + j), each byte xored with `flip`; missing groups are 0.
+template <int Lanes>
+void Q8Relayout(const int8_t* src, const Q8Layout& l, int group, uint32_t flip, uint8_t* dst) {
+  uint32_t* d = reinterpret_cast<uint32_t*>(dst);
+  for (int64_t sb = 0; sb < l.superblocks; ++sb) {
+    uint32_t* block = d + sb * l.steps * Lanes;
+    for (int j = 0; j < Lanes; ++j) {
+      const int64_t g = sb * Lanes + j;
+      if (g < l.groups) {
+        const int8_t* gp = src + g * group;
+        for (int s = 0; s < l.steps; ++s) {
+          uint32_t v;
+          std::memcpy(&v, gp + 4 * s, 4);
+          block[s * Lanes + j] = v ^ flip;
+        }
+      } else {
+        for (int s = 0; s < l.steps; ++s) block[s * Lanes + j] = 0;
+      }
+    }
+  }
+}
+
+// Per-group values of one row, padded with zeros to whole superblocks.
+template <class T>
+void Q8Pad(const T* src, const Q8Layout& l, T* dst) {
+  for (int64_t g = 0; g < l.lanes_total; ++g) dst[g] = g < l.groups ? src[g] : T(0);
+}
+
+template <class Q, int R, int M>
+void Q8MatmulTile(const uint8_t* wr, const float* wsr, const uint8_t* xr, const float* xsr, const int32_t* corr,
+                  const Q8Layout& l, float* y, int64_t ldy, int64_t i0, int64_t r) {
+  using A = typename Q::A;
+  using FV = typename Q::FV;
+  constexpr int L = Q::kBytes / 4;
+  const int64_t sb_bytes = int64_t(l.steps) * Q::kBytes;
+  FV acc[R][M];
+  for (int a = 0; a < R; ++a)
+    for (int b = 0; b < M; ++b) acc[a][b] = Q::fzero();
+  for (int64_t sb = 0; sb < l.superblocks; ++sb) {
+    A ia[R][M];
+    for (int b = 0; b < M; ++b) {
+      const A init = Q::kBias ? Q::acc_ld(corr + (i0 + b) * l.lanes_total + sb * L) : Q::acc_zero();
+      for (int a = 0; a < R; ++a) ia[a][b] = init;
+    }
+    const uint8_t* wp = wr + sb * sb_bytes;
+    const uint8_t* xp = xr + sb * sb_bytes;
+    for (int s = 0; s < l.steps; ++s) {
+      typename Q::D xv[M];
+      for (int b = 0; b < M; ++b) xv[b] = Q::ld(xp + (i0 + b) * l.row_bytes + int64_t(s) * Q::kBytes);
+      for (int a = 0; a < R; ++a) {
+        const auto wv = Q::prep_relaid(Q::ld(wp + a * l.row_bytes + int64_t(s) * Q::kBytes));
+        for (int b = 0; b < M; ++b) ia[a][b] = Q::dot(ia[a][b], wv, xv[b]);
+      }
+    }
+    for (int a = 0; a < R; ++a) {
+      const FV wsv = Q::fld(wsr + a * l.lanes_total + sb * L);
+      for (int b = 0; b < M; ++b)
+        acc[a][b] = Q::ffma(Q::cvt(ia[a][b]), Q::fmul(wsv, Q::fld(xsr + (i0 + b) * l.lanes_total + sb * L)),
+                            acc[a][b]);
+    }
+  }
+  for (int a = 0; a < R; ++a)
+    for (int b = 0; b < M; ++b) y[(i0 + b) * ldy + r + a] = Q::freduce(acc[a][b]);
+}
+
+template <class Q, int R, int M>
+void Q8MatmulTileAny(int rr, int mm, const uint8_t* wr, const float* wsr, const uint8_t* xr, const float* xsr,
+                     const int32_t* corr, const Q8Layout& l, float* y, int64_t ldy, int64_t i0, int64_t r) {
+  if constexpr (R > 1) {
+    if (rr < R) return Q8MatmulTileAny<Q, R - 1, M>(rr, mm, wr, wsr, xr, xsr, corr, l, y, ldy, i0, r);
+  }
+  if constexpr (M > 1) {
+    if (mm < M) return Q8MatmulTileAny<Q, R, M - 1>(rr, mm, wr, wsr, xr, xsr, corr, l, y, ldy, i0, r);
+  }
+  Q8MatmulTile<Q, R, M>(wr, wsr, xr, xsr, corr, l, y, ldy, i0, r);
+}
+
+inline int64_t Q8Align64(int64_t bytes) { return (bytes + 63) & ~int64_t(63); }
+
+// Needs group % 4 == 0. R×M: weight rows × activation rows per register tile.
+template <class Q, int R, int M>
+void Q8Matmul(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t m,
+              int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1) {
+  constexpr int L = Q::kBytes / 4;
+  Q8Layout l;
+  l.groups = cols / group;
+  l.superblocks = (l.groups + L - 1) / L;
+  l.steps = group / 4;
+  l.row_bytes = l.superblocks * l.steps * Q::kBytes;
+  l.lanes_total = l.superblocks * L;
+  if (r1 <= r0 || m <= 0) return;
+
+  // X: relaid rows, padded scales and (kBias) the int32 corrections -128·Σx per group.
+  const int64_t x_bytes = Q8Align64(m * l.row_bytes);
+  const int64_t xs_bytes = Q8Align64(m * l.lanes_total * int64_t(sizeof(float)));
+  const int64_t corr_bytes = Q::kBias ? Q8Align64(m * l.lanes_total * int64_t(sizeof(int32_t))) : 0;
+  uint8_t* xbuf = static_cast<uint8_t*>(Scratch(kScratchA, size_t(x_bytes + xs_bytes + corr_bytes)));
+  uint8_t* xr = xbuf;
+  float* xsr = reinterpret_cast<float*>(xbuf + x_bytes);
+  int32_t* corr = Q::kBias ? reinterpret_cast<int32_t*>(xbuf + x_bytes + xs_bytes) : nullptr;
+  for (int64_t i = 0; i < m; ++i) {
+    const int8_t* xi = xq + i * cols;
+    Q8Relayout<L>(xi, l, group, 0u, xr + i * l.row_bytes);
+    Q8Pad(xs + i * l.groups, l, xsr + i * l.lanes_total);
+    if (Q::kBias) {
+      int32_t* ci = corr + i * l.lanes_total;
+      for (int64_t g = 0; g < l.lanes_total; ++g) {
+        int32_t sum = 0;
+        if (g < l.groups)
+          for (int e = 0; e < group; ++e) sum += xi[g * group + e];
+        ci[g] = -128 * sum;
+      }
+    }
+  }
+
+  // W in blocks of rows that stay in L2 while all of X passes over them.
+  int64_t block_rows = kQ8WeightBlockBytes / (l.row_bytes > 0 ? l.row_bytes : 1) / R * R;
+  if (block_rows < R) block_rows = R;
+  const int64_t w_bytes = Q8Align64(block_rows * l.row_bytes);
+  uint8_t* wbuf = static_cast<uint8_t*>(
+      Scratch(kScratchB, size_t(w_bytes + Q8Align64(block_rows * l.lanes_total * int64_t(sizeof(float))))));
+  float* wsr = reinterpret_cast<float*>(wbuf + w_bytes);
+  const uint32_t flip = Q::kBias ? 0x80808080u : 0u;
+  for (int64_t b0 = r0; b0 < r1; b0 += block_rows) {
+    const int64_t rows = (r1 - b0) < block_rows ? (r1 - b0) : block_rows;
+    for (int64_t a = 0; a < rows; ++a) {
+      Q8Relayout<L>(wq + (b0 + a) * cols, l, group, flip, wbuf + a * l.row_bytes);
+      Q8Pad(ws + (b0 + a) * l.groups, l, wsr + a * l.lanes_total);
+    }
+    for (int64_t i = 0; i < m; i += M) {
+      const int mm = int((m - i) < M ? (m - i) : M);
+      for (int64_t a = 0; a < rows; a += R) {
+        const int rr = int((rows - a) < R ? (rows - a) : R);
+        Q8MatmulTileAny<Q, R, M>(rr, mm, wbuf + a * l.row_bytes, wsr + a * l.lanes_total, xr, xsr, corr, l, y, ldy,
+                                 i, b0 + a);
+      }
+    }
+  }
+}

@@ -1,0 +1,416 @@
+// `kernels`: a small synchronous surface over native/kernels for tests and benchmarks (engines
+// call the kernels from C++). Every entry point names the table to run ("scalar", "avx2", ...),
+// and the Q8_0/gemm ones take a thread count (1 = the table's kernel on the calling thread,
+// more = the parallel.h helpers over a cached ThreadPool of that size). Every length is checked
+// against the shapes before any memory is touched; misuse throws TypeError/RangeError.
+#include <napi.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <type_traits>
+
+#include "kernels/kernels.h"
+#include "kernels/parallel.h"
+#include "napi/errors.h"
+#include "napi/register.h"
+#include "threadpool.h"
+
+namespace weightmap {
+
+namespace {
+
+using kernels::KernelTable;
+
+constexpr int kMaxThreads = 64;
+
+[[noreturn]] void ThrowRange(Napi::Env env, const std::string& message) {
+  Napi::Error error = Napi::RangeError::New(env, message);
+  error.Set("code", Napi::String::New(env, "ERR_OUT_OF_RANGE"));
+  throw error;
+}
+
+// A pool per thread count, created on first use and kept for the life of the process.
+ThreadPool* PoolFor(int threads) {
+  static std::mutex mu;
+  static ThreadPool* pools[kMaxThreads + 1] = {};
+  if (threads <= 1) return nullptr;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!pools[threads]) pools[threads] = new ThreadPool(threads);
+  return pools[threads];
+}
+
+std::string AvailableList() {
+  int count = 0;
+  const KernelTable* const* tables = kernels::Available(&count);
+  std::string names;
+  for (int i = 0; i < count; ++i) names += (i ? ", " : "") + std::string(tables[i]->isa);
+  return names;
+}
+
+const KernelTable& TableArg(const Napi::CallbackInfo& info, size_t i) {
+  Napi::Env env = info.Env();
+  if (info.Length() <= i || !info[i].IsString()) ThrowTypeError(env, "isa must be a string");
+  const std::string name = info[i].As<Napi::String>().Utf8Value();
+  const KernelTable* t = kernels::Find(name);
+  if (!t) throw MakeError(env, "ERR_WEIGHTMAP_ISA", "isa '" + name + "' is not available here (available: " + AvailableList() + ")");
+  return *t;
+}
+
+int64_t IntArg(const Napi::CallbackInfo& info, size_t i, const char* what, int64_t min, int64_t max) {
+  Napi::Env env = info.Env();
+  if (info.Length() <= i || !info[i].IsNumber()) ThrowTypeError(env, std::string(what) + " must be a number");
+  const double d = info[i].As<Napi::Number>().DoubleValue();
+  if (!(d == std::floor(d)) || d < double(min) || d > double(max))
+    ThrowRange(env, std::string(what) + " must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+  return int64_t(d);
+}
+
+int ThreadsArg(const Napi::CallbackInfo& info, size_t i) {
+  if (info.Length() <= i || info[i].IsUndefined()) return 1;
+  return int(IntArg(info, i, "threads", 1, kMaxThreads));
+}
+
+float FloatArg(const Napi::CallbackInfo& info, size_t i, const char* what) {
+  Napi::Env env = info.Env();
+  if (info.Length() <= i || !info[i].IsNumber()) ThrowTypeError(env, std::string(what) + " must be a number");
+  return info[i].As<Napi::Number>().FloatValue();
+}
+
+template <class T>
+struct ArrayInfo;
+template <>
+struct ArrayInfo<float> {
+  static constexpr napi_typedarray_type kType = napi_float32_array;
+  static constexpr const char* kName = "Float32Array";
+};
+template <>
+struct ArrayInfo<int8_t> {
+  static constexpr napi_typedarray_type kType = napi_int8_array;
+  static constexpr const char* kName = "Int8Array";
+};
+template <>
+struct ArrayInfo<uint16_t> {
+  static constexpr napi_typedarray_type kType = napi_uint16_array;
+  static constexpr const char* kName = "Uint16Array";
+};
+
+template <class T>
+struct Span {
+  T* data;
+  int64_t length;
+};
+
+// A typed array of exactly element type T and, when `expected` >= 0, exactly that length.
+template <class T>
+Span<T> ArrayArg(const Napi::CallbackInfo& info, size_t i, const char* what, int64_t expected) {
+  Napi::Env env = info.Env();
+  if (info.Length() <= i || !info[i].IsTypedArray() ||
+      info[i].As<Napi::TypedArray>().TypedArrayType() != ArrayInfo<T>::kType)
+    ThrowTypeError(env, std::string(what) + " must be a " + ArrayInfo<T>::kName);
+  Napi::TypedArrayOf<T> a = info[i].As<Napi::TypedArrayOf<T>>();
+  const int64_t length = int64_t(a.ElementLength());
+  if (expected >= 0 && length != expected)
+    ThrowRange(env, std::string(what) + " has " + std::to_string(length) + " elements, expected " + std::to_string(expected));
+  return Span<T>{a.Data(), length};
+}
+
+// a·b, or a RangeError when the product passes 2^53 (no typed array is that long).
+int64_t Mul(Napi::Env env, int64_t a, int64_t b) {
+  if (a != 0 && b > (int64_t(1) << 53) / a) ThrowRange(env, "shape too large");
+  return a * b;
+}
+
+constexpr int64_t kMaxDim = int64_t(1) << 40;
+
+void CheckActivations(Napi::Env env, Span<int8_t> xq) {
+  for (int64_t i = 0; i < xq.length; ++i)
+    if (xq.data[i] == -128) ThrowRange(env, "xq must lie in [-127, 127] (as quantizeQ8 produces)");
+}
+
+// ---------------------------------------------------------------- isa
+Napi::Value Isa(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), kernels::Active().isa); }
+
+Napi::Value AvailableIsas(const Napi::CallbackInfo& info) {
+  int count = 0;
+  const KernelTable* const* tables = kernels::Available(&count);
+  Napi::Array out = Napi::Array::New(info.Env(), size_t(count));
+  for (int i = 0; i < count; ++i) out.Set(uint32_t(i), Napi::String::New(info.Env(), tables[i]->isa));
+  return out;
+}
+
+Napi::Value SetIsa(const Napi::CallbackInfo& info) {
+  const KernelTable& t = TableArg(info, 0);
+  kernels::SetIsa(t.isa);
+  return info.Env().Undefined();
+}
+
+Napi::Value PhysicalCores(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), ThreadPool::PhysicalCores());
+}
+
+// ---------------------------------------------------------------- Q8_0
+// quantizeQ8(isa, x, group, q, s)
+Napi::Value QuantizeQ8(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const KernelTable& t = TableArg(info, 0);
+  auto x = ArrayArg<float>(info, 1, "x", -1);
+  const int group = int(IntArg(info, 2, "group", 1, 1 << 20));
+  if (x.length % group != 0) ThrowRange(env, "x.length must be a multiple of group");
+  auto q = ArrayArg<int8_t>(info, 3, "q", x.length);
+  auto s = ArrayArg<float>(info, 4, "s", x.length / group);
+  t.quantize_q8(x.data, x.length, group, q.data, s.data);
+  return env.Undefined();
+}
+
+struct Q8Args {
+  Span<int8_t> wq, xq;
+  Span<float> ws, xs, y;
+  int64_t m, rows, cols;
+  int group;
+};
+
+// (isa, wq, ws, xq, xs, y, [m,] rows, cols, group, threads)
+Q8Args ParseQ8(const Napi::CallbackInfo& info, bool batched) {
+  Napi::Env env = info.Env();
+  Q8Args a;
+  size_t i = 6;
+  a.m = batched ? IntArg(info, i++, "m", 1, kMaxDim) : 1;
+  a.rows = IntArg(info, i++, "rows", 0, kMaxDim);
+  a.cols = IntArg(info, i++, "cols", 0, kMaxDim);
+  a.group = int(IntArg(info, i++, "group", 1, 1 << 20));
+  if (a.cols % a.group != 0) ThrowRange(env, "cols must be a multiple of group");
+  const int64_t groups = a.cols / a.group;
+  a.wq = ArrayArg<int8_t>(info, 1, "wq", Mul(env, a.rows, a.cols));
+  a.ws = ArrayArg<float>(info, 2, "ws", Mul(env, a.rows, groups));
+  a.xq = ArrayArg<int8_t>(info, 3, "xq", Mul(env, a.m, a.cols));
+  a.xs = ArrayArg<float>(info, 4, "xs", Mul(env, a.m, groups));
+  a.y = ArrayArg<float>(info, 5, "y", Mul(env, a.m, a.rows));
+  CheckActivations(env, a.xq);
+  return a;
+}
+
+Napi::Value MatvecQ8(const Napi::CallbackInfo& info) {
+  const KernelTable& t = TableArg(info, 0);
+  Q8Args a = ParseQ8(info, false);
+  const int threads = ThreadsArg(info, 10);
+  if (threads == 1) t.matvec_q8(a.wq.data, a.ws.data, a.xq.data, a.xs.data, a.y.data, a.cols, a.group, 0, a.rows);
+  else kernels::MatvecQ8(PoolFor(threads), t, a.wq.data, a.ws.data, a.xq.data, a.xs.data, a.y.data, a.rows, a.cols, a.group);
+  return info.Env().Undefined();
+}
+
+Napi::Value MatmulQ8(const Napi::CallbackInfo& info) {
+  const KernelTable& t = TableArg(info, 0);
+  Q8Args a = ParseQ8(info, true);
+  const int threads = ThreadsArg(info, 11);
+  if (threads == 1)
+    t.matmul_q8(a.wq.data, a.ws.data, a.xq.data, a.xs.data, a.y.data, a.m, a.cols, a.rows, a.group, 0, a.rows);
+  else
+    kernels::MatmulQ8(PoolFor(threads), t, a.wq.data, a.ws.data, a.xq.data, a.xs.data, a.y.data, a.m, a.rows, a.cols,
+                      a.rows, a.group);
+  return info.Env().Undefined();
+}
+
+// ---------------------------------------------------------------- gemms
+// (isa, a [m,k], b, c [m,n], m, k, n, threads); b is [k,n] or [n,k] (same length).
+template <class BT, bool Trans>
+Napi::Value Gemm(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const KernelTable& t = TableArg(info, 0);
+  const int64_t m = IntArg(info, 4, "m", 0, kMaxDim);
+  const int64_t k = IntArg(info, 5, "k", 0, kMaxDim);
+  const int64_t n = IntArg(info, 6, "n", 0, kMaxDim);
+  auto a = ArrayArg<float>(info, 1, "a", Mul(env, m, k));
+  auto b = ArrayArg<BT>(info, 2, "b", Mul(env, k, n));
+  auto c = ArrayArg<float>(info, 3, "c", Mul(env, m, n));
+  const int threads = ThreadsArg(info, 7);
+  ThreadPool* pool = PoolFor(threads);
+  if constexpr (std::is_same<BT, uint16_t>::value) {
+    if (Trans) kernels::HgemmTrans(pool, t, a.data, b.data, c.data, m, k, n);
+    else kernels::Hgemm(pool, t, a.data, b.data, c.data, m, k, n);
+  } else {
+    if (Trans) kernels::SgemmTrans(pool, t, a.data, b.data, c.data, m, k, n);
+    else kernels::Sgemm(pool, t, a.data, b.data, c.data, m, k, n);
+  }
+  return env.Undefined();
+}
+
+// ---------------------------------------------------------------- conversions, level 1
+Napi::Value F16ToF32(const Napi::CallbackInfo& info) {
+  const KernelTable& t = TableArg(info, 0);
+  auto x = ArrayArg<uint16_t>(info, 1, "x", -1);
+  auto y = ArrayArg<float>(info, 2, "y", x.length);
+  t.f16_to_f32(x.data, y.data, x.length);
+  return info.Env().Undefined();
+}
+
+Napi::Value Bf16ToF32(const Napi::CallbackInfo& info) {
+  const KernelTable& t = TableArg(info, 0);
+  auto x = ArrayArg<uint16_t>(info, 1, "x", -1);
+  auto y = ArrayArg<float>(info, 2, "y", x.length);
+  t.bf16_to_f32(x.data, y.data, x.length);
+  return info.Env().Undefined();
+}
+
+Napi::Value F32ToF16(const Napi::CallbackInfo& info) {
+  const KernelTable& t = TableArg(info, 0);
+  auto x = ArrayArg<float>(info, 1, "x", -1);
+  auto y = ArrayArg<uint16_t>(info, 2, "y", x.length);
+  t.f32_to_f16(x.data, y.data, x.length);
+  return info.Env().Undefined();
+}
+
+Napi::Value DotF32(const Napi::CallbackInfo& info) {
+  const KernelTable& t = TableArg(info, 0);
+  auto a = ArrayArg<float>(info, 1, "a", -1);
+  auto b = ArrayArg<float>(info, 2, "b", a.length);
+  return Napi::Number::New(info.Env(), t.dot_f32(a.data, b.data, a.length));
+}
+
+Napi::Value AxpyF32(const Napi::CallbackInfo& info) {
+  const KernelTable& t = TableArg(info, 0);
+  const float alpha = FloatArg(info, 1, "alpha");
+  auto x = ArrayArg<float>(info, 2, "x", -1);
+  auto y = ArrayArg<float>(info, 3, "y", x.length);
+  t.axpy_f32(alpha, x.data, y.data, x.length);
+  return info.Env().Undefined();
+}
+
+// ---------------------------------------------------------------- row kernels
+Napi::Value Rmsnorm(const Napi::CallbackInfo& info) {  // (x, w, y, eps)
+  auto x = ArrayArg<float>(info, 0, "x", -1);
+  if (x.length == 0) ThrowRange(info.Env(), "x must not be empty");
+  auto w = ArrayArg<float>(info, 1, "w", x.length);
+  auto y = ArrayArg<float>(info, 2, "y", x.length);
+  kernels::rmsnorm(x.data, w.data, y.data, x.length, FloatArg(info, 3, "eps"));
+  return info.Env().Undefined();
+}
+
+Napi::Value Layernorm(const Napi::CallbackInfo& info) {  // (x, g, b | null, y, eps)
+  auto x = ArrayArg<float>(info, 0, "x", -1);
+  if (x.length == 0) ThrowRange(info.Env(), "x must not be empty");
+  auto g = ArrayArg<float>(info, 1, "g", x.length);
+  const float* b = nullptr;
+  if (info.Length() > 2 && !info[2].IsNull() && !info[2].IsUndefined()) b = ArrayArg<float>(info, 2, "b", x.length).data;
+  auto y = ArrayArg<float>(info, 3, "y", x.length);
+  kernels::layernorm(x.data, g.data, b, y.data, x.length, FloatArg(info, 4, "eps"));
+  return info.Env().Undefined();
+}
+
+Napi::Value Softmax(const Napi::CallbackInfo& info) {  // (x) in place
+  auto x = ArrayArg<float>(info, 0, "x", -1);
+  kernels::softmax(x.data, x.length);
+  return info.Env().Undefined();
+}
+
+Napi::Value SiluMul(const Napi::CallbackInfo& info) {  // (gate, up, y)
+  auto gate = ArrayArg<float>(info, 0, "gate", -1);
+  auto up = ArrayArg<float>(info, 1, "up", gate.length);
+  auto y = ArrayArg<float>(info, 2, "y", gate.length);
+  kernels::silu_mul(gate.data, up.data, y.data, gate.length);
+  return info.Env().Undefined();
+}
+
+Napi::Value GeluTanh(const Napi::CallbackInfo& info) {
+  auto x = ArrayArg<float>(info, 0, "x", -1);
+  kernels::gelu_tanh(x.data, x.length);
+  return info.Env().Undefined();
+}
+
+Napi::Value GeluErf(const Napi::CallbackInfo& info) {
+  auto x = ArrayArg<float>(info, 0, "x", -1);
+  kernels::gelu_erf(x.data, x.length);
+  return info.Env().Undefined();
+}
+
+Napi::Value Rope(const Napi::CallbackInfo& info) {  // (x, rotDim, pos, theta, interleaved)
+  Napi::Env env = info.Env();
+  auto x = ArrayArg<float>(info, 0, "x", -1);
+  const int64_t rot_dim = IntArg(info, 1, "rotDim", 0, x.length);
+  if (rot_dim % 2 != 0) ThrowRange(env, "rotDim must be even");
+  const int64_t pos = IntArg(info, 2, "pos", 0, int64_t(1) << 31);
+  const float theta = FloatArg(info, 3, "theta");
+  if (!(theta > 0.0f) || !std::isfinite(theta)) ThrowRange(env, "theta must be a positive finite number");
+  if (info.Length() <= 4 || !info[4].IsBoolean()) ThrowTypeError(env, "interleaved must be a boolean");
+  kernels::rope(x.data, rot_dim, pos, theta, info[4].As<Napi::Boolean>().Value());
+  return env.Undefined();
+}
+
+// ---------------------------------------------------------------- bandwidth probe
+volatile uint64_t bandwidth_sink;
+
+// readBandwidth(view, threads, passes) -> seconds for `passes` full reads of the view's bytes,
+// split across `threads` threads (integer sums of 8-byte words, so the loads cannot be skipped).
+Napi::Value ReadBandwidth(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsTypedArray()) ThrowTypeError(env, "view must be a typed array");
+  Napi::TypedArray view = info[0].As<Napi::TypedArray>();
+  const uint8_t* base = static_cast<const uint8_t*>(view.ArrayBuffer().Data()) + view.ByteOffset();
+  const int64_t words = int64_t(view.ByteLength() / 8);
+  const int threads = int(IntArg(info, 1, "threads", 1, kMaxThreads));
+  const int64_t passes = IntArg(info, 2, "passes", 1, 1 << 20);
+  ThreadPool* pool = PoolFor(threads);
+  std::atomic<uint64_t> total{0};
+  auto body = [&](int64_t w0, int64_t w1) {
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int64_t w = w0;
+    for (; w + 4 <= w1; w += 4) {
+      uint64_t v[4];
+      std::memcpy(v, base + w * 8, 32);
+      s0 += v[0], s1 += v[1], s2 += v[2], s3 += v[3];
+    }
+    for (; w < w1; ++w) {
+      uint64_t v;
+      std::memcpy(&v, base + w * 8, 8);
+      s0 += v;
+    }
+    total.fetch_add(s0 + s1 + s2 + s3, std::memory_order_relaxed);
+  };
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t p = 0; p < passes; ++p) {
+    if (pool) pool->ParallelFor(words, 1024, body);
+    else body(0, words);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  bandwidth_sink = total.load();
+  return Napi::Number::New(env, seconds);
+}
+
+void Register(Napi::Env env, Napi::Object exports) {
+  Napi::Object k = Napi::Object::New(env);
+  k.Set("isa", Napi::Function::New(env, Isa, "isa"));
+  k.Set("availableIsas", Napi::Function::New(env, AvailableIsas, "availableIsas"));
+  k.Set("setIsa", Napi::Function::New(env, SetIsa, "setIsa"));
+  k.Set("physicalCores", Napi::Function::New(env, PhysicalCores, "physicalCores"));
+  k.Set("quantizeQ8", Napi::Function::New(env, QuantizeQ8, "quantizeQ8"));
+  k.Set("matvecQ8", Napi::Function::New(env, MatvecQ8, "matvecQ8"));
+  k.Set("matmulQ8", Napi::Function::New(env, MatmulQ8, "matmulQ8"));
+  k.Set("hgemm", Napi::Function::New(env, Gemm<uint16_t, false>, "hgemm"));
+  k.Set("hgemmTrans", Napi::Function::New(env, Gemm<uint16_t, true>, "hgemmTrans"));
+  k.Set("sgemm", Napi::Function::New(env, Gemm<float, false>, "sgemm"));
+  k.Set("sgemmTrans", Napi::Function::New(env, Gemm<float, true>, "sgemmTrans"));
+  k.Set("f16ToF32", Napi::Function::New(env, F16ToF32, "f16ToF32"));
+  k.Set("f32ToF16", Napi::Function::New(env, F32ToF16, "f32ToF16"));
+  k.Set("bf16ToF32", Napi::Function::New(env, Bf16ToF32, "bf16ToF32"));
+  k.Set("dotF32", Napi::Function::New(env, DotF32, "dotF32"));
+  k.Set("axpyF32", Napi::Function::New(env, AxpyF32, "axpyF32"));
+  k.Set("rmsnorm", Napi::Function::New(env, Rmsnorm, "rmsnorm"));
+  k.Set("layernorm", Napi::Function::New(env, Layernorm, "layernorm"));
+  k.Set("softmax", Napi::Function::New(env, Softmax, "softmax"));
+  k.Set("siluMul", Napi::Function::New(env, SiluMul, "siluMul"));
+  k.Set("geluTanh", Napi::Function::New(env, GeluTanh, "geluTanh"));
+  k.Set("geluErf", Napi::Function::New(env, GeluErf, "geluErf"));
+  k.Set("rope", Napi::Function::New(env, Rope, "rope"));
+  k.Set("readBandwidth", Napi::Function::New(env, ReadBandwidth, "readBandwidth"));
+  exports.Set("kernels", k);
+}
+
+}  // namespace
+
+WEIGHTMAP_REGISTER(kernels, Register);
+
+}  // namespace weightmap
