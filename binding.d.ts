@@ -125,6 +125,56 @@ export declare class VitModel {
   dispose(): void;
 }
 
+/** A kernel table name (native/kernels); which ones exist depends on the CPU and build. */
+export type KernelIsa = 'scalar' | 'avx2' | 'avx512' | 'avx512vnni' | 'neon';
+
+/**
+ * Synchronous kernel entry points for tests and benchmarks (native/napi/kernels_napi.cc). Each
+ * runs one table (`isa`) on caller-allocated typed arrays whose lengths must match the shapes
+ * exactly (RangeError otherwise; an unavailable isa throws with code ERR_WEIGHTMAP_ISA).
+ * `threads` (default 1) > 1 runs the threaded helpers of kernels/parallel.h over a cached pool.
+ * Q8_0: values plus one f32 scale per `group` consecutive elements; xq must lie in [-127, 127].
+ */
+export interface KernelsBinding {
+  /** The active table (best for this CPU, or WEIGHTMAP_ISA, or setIsa). */
+  isa(): string;
+  /** Tables this build and CPU can run, "scalar" first, best last. */
+  availableIsas(): string[];
+  setIsa(isa: string): void;
+  physicalCores(): number;
+  /** q[n], s[n / group]: s = max|x| / 127 per group, q = round half away from zero (x / s). */
+  quantizeQ8(isa: string, x: Float32Array, group: number, q: Int8Array, s: Float32Array): void;
+  /** y[rows] = W·x: wq [rows·cols], ws [rows·cols/group], xq [cols], xs [cols/group]. */
+  matvecQ8(isa: string, wq: Int8Array, ws: Float32Array, xq: Int8Array, xs: Float32Array, y: Float32Array,
+    rows: number, cols: number, group: number, threads?: number): void;
+  /** y [m, rows] = X·Wᵀ: xq [m·cols], xs [m·cols/group]. */
+  matmulQ8(isa: string, wq: Int8Array, ws: Float32Array, xq: Int8Array, xs: Float32Array, y: Float32Array,
+    m: number, rows: number, cols: number, group: number, threads?: number): void;
+  /** c [m, n] = a [m, k] · b: b f16 [k, n] (hgemm) or [n, k] (hgemmTrans). */
+  hgemm(isa: string, a: Float32Array, b: Uint16Array, c: Float32Array, m: number, k: number, n: number, threads?: number): void;
+  hgemmTrans(isa: string, a: Float32Array, b: Uint16Array, c: Float32Array, m: number, k: number, n: number, threads?: number): void;
+  sgemm(isa: string, a: Float32Array, b: Float32Array, c: Float32Array, m: number, k: number, n: number, threads?: number): void;
+  sgemmTrans(isa: string, a: Float32Array, b: Float32Array, c: Float32Array, m: number, k: number, n: number, threads?: number): void;
+  f16ToF32(isa: string, x: Uint16Array, y: Float32Array): void;
+  /** Round to nearest even; NaN stays NaN (quiet, payload truncated). */
+  f32ToF16(isa: string, x: Float32Array, y: Uint16Array): void;
+  bf16ToF32(isa: string, x: Uint16Array, y: Float32Array): void;
+  dotF32(isa: string, a: Float32Array, b: Float32Array): number;
+  /** y += alpha·x */
+  axpyF32(isa: string, alpha: number, x: Float32Array, y: Float32Array): void;
+  rmsnorm(x: Float32Array, w: Float32Array, y: Float32Array, eps: number): void;
+  layernorm(x: Float32Array, g: Float32Array, b: Float32Array | null, y: Float32Array, eps: number): void;
+  /** In place. */
+  softmax(x: Float32Array): void;
+  siluMul(gate: Float32Array, up: Float32Array, y: Float32Array): void;
+  geluTanh(x: Float32Array): void;
+  geluErf(x: Float32Array): void;
+  /** In place on the first rotDim entries: pairs (i, i + rotDim/2), or (2i, 2i+1) when interleaved. */
+  rope(x: Float32Array, rotDim: number, pos: number, theta: number, interleaved: boolean): void;
+  /** Seconds to read every byte of `view` `passes` times, split across `threads` threads. */
+  readBandwidth(view: ArrayBufferView, threads: number, passes: number): number;
+}
+
 export interface NativeBinding {
   MappedFile: typeof MappedFile;
   GptModel: typeof GptModel;
@@ -132,4 +182,5 @@ export interface NativeBinding {
   PhiModel: typeof PhiModel;
   PhiSession: typeof PhiSession;
   VitModel: typeof VitModel;
+  kernels: KernelsBinding;
 }
