@@ -45,7 +45,7 @@ export function checkNoOverlap(
   }
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 export class ByteCursor {
   /** Absolute offset of the next read. */

@@ -122,7 +122,7 @@ export interface GgufFile {
   dataOffset: number;
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 function readString(cur: ByteCursor, what: string, code: 'BAD_NAME' | 'BAD_HEADER'): string {
   const at = cur.offset;
