@@ -86,7 +86,10 @@ function dequantGgmlQ8(view: TensorView, start: number, count: number, out: Floa
   return out;
 }
 
-/** The whole flattened tensor as float32, in chunks of at most `chunk` elements (storage order). */
+/**
+ * The whole flattened tensor as float32, in chunks of at most `chunk` elements (storage order).
+ * The chunks share one buffer: each is valid until the next one is requested.
+ */
 export function* f32Chunks(view: TensorView, chunk = CHUNK_ELEMENTS): Generator<Float32Array> {
   const n = numel(view.shape);
   const buf = new Float32Array(Math.min(chunk, n));
@@ -99,7 +102,7 @@ export function* f32Chunks(view: TensorView, chunk = CHUNK_ELEMENTS): Generator<
 /**
  * A 2-D tensor [rows, cols] read as its transpose [cols, rows], in chunks of whole output rows
  * (each chunk is row-major [k, rows]). Source rows are decoded in blocks, so each source byte is
- * read once per output block.
+ * read once per output block. The chunks share one buffer: each is valid until the next one.
  */
 export function* transposedF32Chunks(view: TensorView, chunk = CHUNK_ELEMENTS): Generator<Float32Array> {
   if (view.shape.length !== 2) throw new RangeError(`cannot transpose '${view.name}' of rank ${view.shape.length}`);
