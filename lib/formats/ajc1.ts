@@ -358,6 +358,18 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   const readable = ['f32', 'f16', 'bf16', 'f64', 'q8_0', 'ggml_q8_0'];
   const plan = ajc1Layout(c).map((t) => ({ t, view: requireTensor(weights, byName, t.name, t.shape, readable) }));
   const total = ajc1FileSize(c, groupSize);
+  // Sidecars are prepared (and checked) before the checkpoint is written.
+  const tok = weights.tokenizer;
+  let tokenizer: Buffer | undefined;
+  if (tok?.kind === 'scored' && tok.style === 'ajc1') {
+    if (tok.tokens.length > c.vocabSize) throw new RangeError(`the tokenizer has ${tok.tokens.length} entries, more than vocab_size ${c.vocabSize}`);
+    tokenizer = tokenizerFile(tok, c.bosTokenId ?? 0, c.eosTokenIds?.[0] ?? 0);
+  }
+  const templates = weights.metadata.templates as Ajc1Templates | undefined;
+  const templateFiles = AJC1_TEMPLATES.flatMap(({ suffix, key }) => {
+    const text = templates && typeof templates === 'object' ? templates[key] : undefined;
+    return typeof text === 'string' ? [{ path: path + suffix, text }] : [];
+  });
 
   await runWriteJob(path, total, options, async (job) => {
     const header = Buffer.alloc(AJC1_HEADER_BYTES);
@@ -371,19 +383,8 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
       else await job.writeTensor(view, 'f32');
     }
   });
-
-  const tok = weights.tokenizer;
-  if (tok?.kind === 'scored' && tok.style === 'ajc1') {
-    if (tok.tokens.length > c.vocabSize) throw new RangeError(`the tokenizer has ${tok.tokens.length} entries, more than vocab_size ${c.vocabSize}`);
-    await fs.writeFile(`${path}.tokenizer`, tokenizerFile(tok, c.bosTokenId ?? 0, c.eosTokenIds?.[0] ?? 0));
-  }
-  const templates = weights.metadata.templates as Ajc1Templates | undefined;
-  if (templates && typeof templates === 'object') {
-    for (const { suffix, key } of AJC1_TEMPLATES) {
-      const text = templates[key];
-      if (typeof text === 'string') await fs.writeFile(path + suffix, text, 'utf8');
-    }
-  }
+  if (tokenizer) await fs.writeFile(`${path}.tokenizer`, tokenizer);
+  for (const file of templateFiles) await fs.writeFile(file.path, file.text, 'utf8');
 }
 
 function detect(probe: Probe): boolean {

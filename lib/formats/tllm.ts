@@ -35,8 +35,9 @@ export function validateTllmConfig(c: TllmConfig, path?: string): void {
   if (c.hiddenSize % c.numHeads !== 0) {
     fail('CONFIG_MISMATCH', 'model_dim is not a multiple of num_heads', { path, expected: `multiple of ${c.numHeads}`, found: c.hiddenSize });
   }
-  if (!Number.isFinite(c.dropout) || c.dropout < 0 || c.dropout >= 1) {
-    fail('CONFIG_MISMATCH', 'dropout_rate must lie in [0, 1)', { path, expected: '[0, 1)', found: c.dropout });
+  // Stored only, never used; a value outside [0, 1] still means the header is not what it claims.
+  if (!(c.dropout >= 0 && c.dropout <= 1)) {
+    fail('CONFIG_MISMATCH', 'dropout_rate must lie in [0, 1]', { path, expected: '[0, 1]', found: c.dropout });
   }
 }
 
