@@ -225,6 +225,22 @@ describe('ajc1 writer', () => {
     closeWeights(src);
   });
 
+  test('dequantised f32 weights quantize back to the identical checkpoint (export rounding reproduced)', async () => {
+    const w = await ajc1Format.read(MODEL);
+    const f32 = blobWeights(
+      tmp.dir,
+      'dequantised.bin',
+      'safetensors',
+      { ...(w.config as DecoderConfig), groupSize: undefined },
+      w.tensors.map((t) => ({ name: t.name, dtype: 'f32' as const, shape: t.shape, bytes: f32Bytes(readF32(t, 0, numel(t.shape))) })),
+    );
+    const out = path.join(tmp.dir, 'requantised.bin');
+    await ajc1Format.write!(f32, out, { groupSize: X.group_size });
+    expect(fs.readFileSync(out).equals(fs.readFileSync(MODEL))).toBe(true);
+    closeWeights(f32);
+    closeWeights(w);
+  });
+
   test('requantizing to another group size stays within half a step', async () => {
     const w = await ajc1Format.read(MODEL);
     const out = path.join(tmp.dir, 'gs64.bin');
