@@ -36,11 +36,14 @@ function countAjc1Entries(bytes: Buffer, path: string): number {
   let at = 12;
   let n = 0;
   while (at < bytes.length) {
-    if (at + 8 > bytes.length) return n + 1; // the parser reports the truncation
-    at += 8 + bytes.readUInt32LE(at + 4);
+    const end = at + 8 > bytes.length ? at + 8 : at + 8 + bytes.readUInt32LE(at + 4);
+    if (end > bytes.length) {
+      fail('TRUNCATED', `the file ends inside token ${n}`, { path, offset: at, expected: `${end - at} bytes`, found: `${bytes.length - at} bytes` });
+    }
+    at = end;
     n++;
   }
-  return at > bytes.length ? n + 1 : n;
+  return n;
 }
 
 /** An ajc1 `.tokenizer` read on its own (no checkpoint to give vocab_size). */
