@@ -231,6 +231,9 @@ function readVocab(src: MappedSource, h: EmbdHeader): Extract<TokenizerData, { k
     });
   }
   const entriesEnd = entriesAt + totalSize;
+  if (2 * count > totalSize) {
+    fail('BAD_HEADER', 'token_count is larger than the token entries can hold', { path, offset: start, expected: `<= ${totalSize / 2}`, found: count });
+  }
   const cur = new ByteCursor(src.bytes, path, entriesAt, entriesEnd);
   const tokens: string[] = new Array(count);
   for (let i = 0; i < count; i++) {

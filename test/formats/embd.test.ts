@@ -340,6 +340,7 @@ describe('EMBD validation', () => {
     expect(await codeOf(signed((b) => void b.writeUInt32LE(vo + 100, vo + 8)))).toBe('OUT_OF_BOUNDS'); // inside the entries
     expect(await codeOf(signed((b) => void b.writeUInt32LE(30522, b.readUInt32LE(vo + 8) + 4)))).toBe('CONFIG_MISMATCH'); // unk id
     expect(await codeOf(signed((b) => void b.writeUInt32LE(30521, vo)))).toBe('BAD_HEADER'); // token_count one short
+    expect(await codeOf(signed((b) => void b.writeUInt32LE(0xffffffff, vo)))).toBe('BAD_HEADER'); // absurd token_count
   });
 
   test('sections out of bounds or overlapping', async () => {
