@@ -141,6 +141,22 @@ describe('EMBD reader', () => {
   });
 });
 
+describe('EMBD checksum verification', () => {
+  test('yields to the event loop while it runs the CRCs', async () => {
+    let ticks = 0;
+    let done = false;
+    const spin = () => {
+      ticks++;
+      if (!done) setImmediate(spin);
+    };
+    setImmediate(spin);
+    const w = await embdFormat.read(MODEL);
+    done = true;
+    expect(ticks).toBeGreaterThan(0);
+    closeWeights(w);
+  });
+});
+
 describe('EMBD writer', () => {
   let tmp: ReturnType<typeof tempDir>;
   beforeEach(() => {
