@@ -6,6 +6,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import type { WeightFormatErrorCode } from '../../lib/errors';
 import { ggufFormat } from '../../lib/formats/gguf';
 import { encodeLlama2cTokenizer, llama2cFormat, readLlama2cTokenizer } from '../../lib/formats/llama2c';
 import { sepweightFormat } from '../../lib/formats/sepweight';
@@ -280,7 +281,7 @@ describe('llama2.c v0 corruptions', () => {
   const bad = async (edit: (b: Buffer) => Buffer | void, code: Parameters<typeof expectFormatError>[1]) => {
     await expectFormatError(llama2cFormat.read(writeEdited(STORIES_BIN, tmpFile('bad.bin'), edit)), code);
   };
-  test.each([
+  const cases: [string, (b: Buffer) => Buffer | void, WeightFormatErrorCode][] = [
     ['a truncated file', (b: Buffer) => b.subarray(0, b.length - 4), 'TRUNCATED'],
     ['a file cut inside the header', (b: Buffer) => b.subarray(0, 20), 'TRUNCATED'],
     ['one extra byte', (b: Buffer) => Buffer.concat([b, Buffer.alloc(1)]), 'TRAILING_DATA'],
@@ -290,7 +291,8 @@ describe('llama2.c v0 corruptions', () => {
     ['an absurd layer count', (b: Buffer) => void b.writeInt32LE(0x7fffffff, 8), 'CONFIG_MISMATCH'],
     // A negative vocab means a separate classifier, which this file does not have room for.
     ['a negative vocab_size', (b: Buffer) => void b.writeInt32LE(-512, 20), 'TRUNCATED'],
-  ] as const)('%s', async (_what, edit, code) => {
+  ];
+  test.each(cases)('%s', async (_what, edit, code) => {
     await bad(edit, code);
   });
 });
