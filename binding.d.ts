@@ -175,6 +175,47 @@ export interface KernelsBinding {
   readBandwidth(view: ArrayBufferView, threads: number, passes: number): number;
 }
 
+/**
+ * Sampling parameters as the native sampler reads them (native/napi/sampling_params.cc); every
+ * field optional (defaults: greedy, no truncation, no penalties). lib/sampling.ts validates ranges
+ * and builds this from the user's SamplingOptions. Order of operations: logit bias, penalties over
+ * the last penaltyLastN tokens, then argmax if temperature <= 0, else top-k, top-p, min-p,
+ * temperature, softmax and one seeded draw (native/sampling/sampler.h).
+ */
+export interface NativeSamplingParams {
+  temperature?: number;
+  /** <= 0: off. */
+  topK?: number;
+  /** >= 1: off. */
+  topP?: number;
+  /** <= 0: off. */
+  minP?: number;
+  /** 1: off. */
+  repeatPenalty?: number;
+  frequencyPenalty?: number;
+  presencePenalty?: number;
+  /** 0: no penalties; < 0: all tokens so far. */
+  penaltyLastN?: number;
+  /** Added to the logits of these ids (same length; ids outside the vocabulary are ignored). */
+  logitBiasIds?: Int32Array;
+  logitBiasValues?: Float32Array;
+}
+
+/** A seed: a non-negative safe integer or a BigInt below 2^64 (0 is replaced by a fixed constant). */
+export type NativeSeed = number | bigint;
+
+/** The token sampler with its xorshift64* generator (native/napi/sampler_napi.cc). Synchronous. */
+export declare class Sampler {
+  constructor(seed: NativeSeed);
+  /** Picks a token id from `logits` (not modified); `recent` = the sequence so far, oldest first. */
+  sample(logits: Float32Array, params?: NativeSamplingParams, recent?: Int32Array): number;
+  reseed(seed: NativeSeed): void;
+  /** A copy of `logits` after the logit bias and the penalties (the deterministic first stages). */
+  static adjustLogits(logits: Float32Array, params?: NativeSamplingParams, recent?: Int32Array): Float32Array;
+  /** The generator's u64 state. */
+  readonly rngState: bigint;
+}
+
 export interface NativeBinding {
   MappedFile: typeof MappedFile;
   GptModel: typeof GptModel;
@@ -183,4 +224,7 @@ export interface NativeBinding {
   PhiSession: typeof PhiSession;
   VitModel: typeof VitModel;
   kernels: KernelsBinding;
+  Sampler: typeof Sampler;
+  /** `count` draws of two generators with the same seed: one read as u32, one as f32 in [0, 1). */
+  rngDraws(seed: NativeSeed, count: number): { u32: Uint32Array; f32: Float32Array };
 }

@@ -5,6 +5,16 @@
 //   logit bias -> repetition / frequency / presence penalties over the last `penalty_last_n`
 //   tokens -> if temperature <= 0: argmax (lowest id wins ties) -> top-k -> top-p -> min-p
 //   -> temperature -> softmax -> draw with the seeded RNG.
+//
+// top-k keeps the k highest logits (lower id first on ties); top-p the shortest such prefix whose
+// probability exceeds top_p; min-p the tokens with prob >= min_p * max prob. top-p and min-p look
+// at the softmax of the logits before temperature (as llama.cpp does).
+// The draw (FORMATS.md §5.7, runq's generator and inverse-cdf walk): one coin = Rng::NextF32() per
+// sampled token (greedy draws none); the kept tokens, in id order, with weights
+// exp((logit - max) / T), are walked and the first whose cumulative weight exceeds coin * total
+// wins. Cost over a 150k vocabulary: one pass for greedy, O(n) expected for every other path
+// (bounded heap or nth_element for top-k, mass-guided selection for top-p; nothing sorts the
+// vocabulary).
 #pragma once
 
 #include <cstdint>
@@ -15,24 +25,37 @@ namespace weightmap {
 
 struct SamplingParams {
   float temperature = 0.0f;      // <= 0: greedy
-  int32_t top_k = 0;             // <= 0: off
-  float top_p = 1.0f;            // >= 1: off
-  float min_p = 0.0f;            // <= 0: off
-  float repeat_penalty = 1.0f;   // 1: off (divides positive logits, multiplies negative ones)
-  float frequency_penalty = 0.0f;
-  float presence_penalty = 0.0f;
-  int32_t penalty_last_n = 64;   // window of recent tokens the penalties look at
-  std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, added to its logit)
+  int32_t top_k = 0;             // <= 0 or >= n: off
+  float top_p = 1.0f;            // >= 1: off (keeps the smallest prefix whose probability exceeds top_p)
+  float min_p = 0.0f;            // <= 0: off (keeps tokens with prob >= min_p * max prob)
+  float repeat_penalty = 1.0f;   // 1: off (divides positive logits, multiplies the others)
+  float frequency_penalty = 0.0f;  // subtracted once per occurrence in the window
+  float presence_penalty = 0.0f;   // subtracted once if the token occurs in the window
+  int32_t penalty_last_n = 64;   // window of recent tokens the penalties look at; 0: none, < 0: all
+  std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, added to its logit); ids outside [0,n) are ignored
+
+  bool HasPenalties() const {
+    return penalty_last_n != 0 && (repeat_penalty != 1.0f || frequency_penalty != 0.0f || presence_penalty != 0.0f);
+  }
 };
 
 // xorshift64* as qwen3.c's runq uses it (FORMATS.md §5.7): same seed, same draws.
+// Seed 0 would stay 0 forever, so it is replaced by a fixed odd constant.
 class Rng {
  public:
   explicit Rng(uint64_t seed) : state_(seed ? seed : 0x9E3779B97F4A7C15ull) {}
   uint32_t NextU32();
-  float NextF32();  // in [0, 1)
+  float NextF32();  // (u32 >> 8) / 2^24, in [0, 1)
+  uint64_t state() const { return state_; }
+
  private:
   uint64_t state_;
+};
+
+struct Candidate {
+  float logit;
+  int32_t id;
+  float w;  // a weight ∝ probability, when a stage has computed one
 };
 
 class Sampler {
@@ -42,11 +65,29 @@ class Sampler {
   // scratch space owned by the sampler. `recent` are the sequence's tokens so far, oldest first.
   int32_t Sample(float* logits, int32_t n, const SamplingParams& params, const int32_t* recent, int32_t n_recent);
   void Reseed(uint64_t seed) { rng_ = Rng(seed); }
+  const Rng& rng() const { return rng_; }
 
  private:
   Rng rng_;
-  std::vector<std::pair<float, int32_t>> candidates_;
-  std::vector<float> probs_;
+  // Buckets tokens by distance below the max logit (bucket_of_, probs_ = exp(logit - max), per-bucket
+  // counts and masses) for the large top-k and top-p selections. `keep` is a Boundary (sampler.cc).
+  void FillBuckets(const float* logits, int32_t n, float max, const void* keep);
+
+  std::vector<Candidate> candidates_;
+  std::vector<Candidate> edge_;        // the tokens of the bucket where a cut falls
+  std::vector<float> probs_;           // [n] weights over the vocabulary
+  std::vector<float> block_sums_;      // [ceil(n / 256)] sums of probs_ by block
+  std::vector<uint16_t> bucket_of_;    // [n]
+  std::vector<double> bucket_count_;   // [4097]
+  std::vector<double> bucket_mass_;    // [4097]
+  std::vector<int32_t> window_;        // the penalty window, sorted
 };
+
+// The pieces of Sample, exposed for the engines and tests.
+void ApplyLogitBias(float* logits, int32_t n, const SamplingParams& params);
+void ApplyPenalties(float* logits, int32_t n, const SamplingParams& params, const int32_t* recent,
+                    int32_t n_recent, std::vector<int32_t>* scratch);
+// Index of the largest logit; the lowest index wins ties; NaN never wins.
+int32_t Argmax(const float* logits, int32_t n);
 
 }  // namespace weightmap

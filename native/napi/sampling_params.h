@@ -1,0 +1,21 @@
+// Reading sampling parameters and seeds from JS (the NativeSamplingParams object of binding.d.ts),
+// shared by the Sampler class and every engine session that samples in its worker.
+#pragma once
+
+#include <napi.h>
+
+#include <cstdint>
+#include <string>
+
+#include "sampling/sampler.h"
+
+namespace weightmap {
+
+// `value` is undefined (all defaults) or an object with the optional fields of
+// NativeSamplingParams. Wrong types throw a TypeError; ranges are the facade's job (lib/sampling.ts).
+SamplingParams ParseSamplingParams(Napi::Env env, Napi::Value value);
+
+// A u64 seed from a non-negative safe integer or a BigInt in [0, 2^64).
+uint64_t ParseSeed(Napi::Env env, Napi::Value value, const char* what = "seed");
+
+}  // namespace weightmap
