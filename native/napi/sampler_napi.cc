@@ -7,12 +7,16 @@
 
 #include "napi/errors.h"
 #include "napi/register.h"
+#include "napi/sampler_napi.h"
 #include "napi/sampling_params.h"
 #include "sampling/sampler.h"
 
 namespace weightmap {
 
 namespace {
+
+// Marks JS objects made by this class, so UnwrapSampler can tell them apart from any other.
+constexpr napi_type_tag kSamplerTag = {0x7f3c2a9e5b1d4e60ull, 0x9a4b8c2d1e0f3a57ull};
 
 class SamplerWrap : public Napi::ObjectWrap<SamplerWrap> {
  public:
@@ -26,7 +30,11 @@ class SamplerWrap : public Napi::ObjectWrap<SamplerWrap> {
   }
 
   explicit SamplerWrap(const Napi::CallbackInfo& info)
-      : Napi::ObjectWrap<SamplerWrap>(info), sampler_(ParseSeed(info.Env(), info[0])) {}
+      : Napi::ObjectWrap<SamplerWrap>(info), sampler_(ParseSeed(info.Env(), info[0])) {
+    info.This().As<Napi::Object>().TypeTag(&kSamplerTag);
+  }
+
+  Sampler* native() { return &sampler_; }
 
  private:
   // sample(logits: Float32Array, params?, recent?: Int32Array): the logits are copied, not changed.
@@ -111,6 +119,17 @@ Napi::Value RngDraws(const Napi::CallbackInfo& info) {
   out.Set("f32", f32);
   return out;
 }
+
+}  // namespace
+
+Sampler* UnwrapSampler(Napi::Value value) {
+  if (!value.IsObject()) return nullptr;
+  Napi::Object object = value.As<Napi::Object>();
+  if (!object.CheckTypeTag(&kSamplerTag)) return nullptr;
+  return SamplerWrap::Unwrap(object)->native();
+}
+
+namespace {
 
 void Register(Napi::Env env, Napi::Object exports) {
   SamplerWrap::Init(env, exports);
