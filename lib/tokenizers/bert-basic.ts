@@ -3,6 +3,7 @@
  * BertPreTokenizer). Where FORMATS.md §3.7 differs, HF wins: "control" means categories Cc, Cf
  * and Co (unassigned code points are kept and end up as [UNK]); the CJK ranges are HF's.
  */
+import { EXTRA_PUNCT, NOT_DROPPED, NOT_PUNCT } from './bert-unicode';
 import { lowercaseByChar, stripNonspacingMarks } from './normalizers';
 
 export interface BertNormalizerOptions {
@@ -13,8 +14,9 @@ export interface BertNormalizerOptions {
   lowercase: boolean;
 }
 
-// NUL, U+FFFD and Cc/Cf/Co except tab, newline, carriage return are dropped.
-const DROPPED = /[\0\uFFFD]|(?![\t\n\r])[\p{Cc}\p{Cf}\p{Co}]/gu;
+// NUL, U+FFFD and Cc/Cf/Co except tab, newline, carriage return are dropped (as HF's older
+// Unicode tables classify them: see bert-unicode.ts).
+const DROPPED = new RegExp(`[\\0\\uFFFD]|(?![\\t\\n\\r${NOT_DROPPED}])[\\p{Cc}\\p{Cf}\\p{Co}]`, 'gu');
 // Rust char::is_whitespace (White_Space) plus tab/newline/CR; after the drop above.
 const WHITESPACE = /\p{White_Space}/gu;
 const CJK =
@@ -45,8 +47,12 @@ export function bertNormalizerFromJson(json: any): (text: string) => string {
 }
 
 // A word is a run of characters that are neither whitespace nor punctuation; every punctuation
-// character (ASCII punctuation or Unicode P*) is a word of its own.
-const BERT_WORD = /[^\p{White_Space}\p{P}!-/:-@[-`{-~]+|[\p{P}!-/:-@[-`{-~]/gu;
+// character (ASCII punctuation or Unicode P*, in HF's Unicode version) is a word of its own.
+const ASCII_PUNCT = '!-\\/:-@\\[-`{-~';
+const BERT_WORD = new RegExp(
+  `(?:[^\\p{White_Space}\\p{P}${ASCII_PUNCT}${EXTRA_PUNCT}]|[${NOT_PUNCT}])+|(?![${NOT_PUNCT}])[\\p{P}${ASCII_PUNCT}]|[${EXTRA_PUNCT}]`,
+  'gu',
+);
 
 /** BertPreTokenizer: splits on whitespace (dropped) and isolates punctuation. */
 export function bertPreTokenize(text: string, out: string[]): void {

@@ -1,5 +1,6 @@
 /** Text normalizers of HF tokenizers (the subset weightmap's models use), as plain string functions. */
 import { UnsupportedError } from '../errors';
+import { EXTRA_STRIPPED, NOT_STRIPPED } from './bert-unicode';
 
 export type Normalizer = (text: string) => string;
 
@@ -35,7 +36,8 @@ export function lowercaseByChar(text: string): string {
   return out;
 }
 
-const NONSPACING_MARK = /\p{Mn}/gu;
+// \p{Mn} as HF's (older) Unicode tables have it: see bert-unicode.ts.
+const NONSPACING_MARK = new RegExp(`(?![${NOT_STRIPPED}])\\p{Mn}|[${EXTRA_STRIPPED}]`, 'gu');
 
 /** Removes nonspacing marks (HF StripAccents; run after NFD). */
 export function stripNonspacingMarks(text: string): string {
