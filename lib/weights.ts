@@ -192,6 +192,8 @@ export interface ModelWeights {
   tensors: TensorView[];
   /** Format-specific extras: EMBD metadata entries, GGUF key/values, safetensors __metadata__, ... */
   metadata: Record<string, unknown>;
+  /** What the reader verified of the format's checksums, for formats that have them (EMBD). */
+  checksums?: 'verified' | 'not verified' | 'absent';
   /** Vocabulary found in or beside the weights, if any. */
   tokenizer?: TokenizerData;
   /** Every file mapped for these weights. */

@@ -27,7 +27,7 @@ export function inspectReport(weights: ModelWeights): InspectReport {
     bytes: t.byteLength + (t.scales?.byteLength ?? 0),
     ...(t.transposed ? { transposed: true } : {}),
   }));
-  const checksums = typeof weights.metadata.checksums === 'string' ? weights.metadata.checksums : 'none in this format';
+  const checksums = weights.checksums ?? 'none in this format';
   const metadata = Object.fromEntries(
     Object.entries(weights.metadata).filter(([, v]) => !(Array.isArray(v) && v.length > 64) && !ArrayBuffer.isView(v)),
   );

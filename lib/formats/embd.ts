@@ -461,6 +461,7 @@ async function read(path: string, options: ReadOptions = {}): Promise<ModelWeigh
       config,
       tensors,
       metadata: Object.fromEntries(entries),
+      checksums: !(h.flags & FLAG_CHECKSUM_ENABLED) ? 'absent' : verify ? 'verified' : 'not verified',
       tokenizer,
       sources: [src],
     };
