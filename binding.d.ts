@@ -216,6 +216,62 @@ export declare class Sampler {
   readonly rngState: bigint;
 }
 
+/** The BERT encoder's configuration (BertConfig's fields the native side reads). */
+export interface BertEncoderConfig {
+  hiddenSize: number;
+  numLayers: number;
+  numHeads: number;
+  intermediateSize: number;
+  vocabSize: number;
+  maxPositionEmbeddings: number;
+  typeVocabSize: number;
+  layerNormEps: number;
+  hiddenAct: 'gelu' | 'gelu_tanh';
+}
+
+export interface BertEncoderInfo {
+  hiddenSize: number;
+  threads: number;
+  quant: 'f32' | 'q8_0';
+  /** The kernel table in use ("scalar", "avx2", "avx512", ...). */
+  isa: string;
+  loadMs: number;
+  /** Bytes copied at load: biases and norms, plus every converted or quantized matrix. */
+  copiedBytes: number;
+  convertedMatrices: number;
+}
+
+/** One running encode: its result and a way to stop it at the next layer (rejects with ABORT_ERR). */
+export interface BertEncodeJob {
+  promise: Promise<Float32Array>;
+  abort(): void;
+}
+
+/**
+ * A BERT sentence encoder (native/napi/bert_napi.cc) over mapped HF [out,in] weights: f32 used in
+ * place (f16 through hgemm_trans), or every linear layer quantized to Q8_0 at load. Any number of
+ * encode() calls may run at once; dispose() lets running ones finish.
+ */
+export declare class BertEncoder {
+  private constructor();
+  /** Checks every tensor against the config (rejects with a WeightFormatError code) and prepares the weights. */
+  static load(options: {
+    config: BertEncoderConfig;
+    weights: EngineWeightsSpec;
+    threads?: number;
+    quant?: 'f32' | 'q8_0';
+  }): Promise<BertEncoder>;
+  readonly disposed: boolean;
+  readonly info: BertEncoderInfo;
+  /**
+   * Packed batch: sequence i is ids[Σ_{j<i} lengths[j] ...] (each length in [1, maxPositionEmbeddings],
+   * ids in [0, vocabSize), else a RangeError with code ERR_OUT_OF_RANGE). Resolves to
+   * [lengths.length, hiddenSize] pooled vectors.
+   */
+  encode(ids: Int32Array, lengths: Int32Array, pooling: 'mean' | 'cls' | 'max', normalize: boolean): BertEncodeJob;
+  dispose(): void;
+}
+
 export interface NativeBinding {
   MappedFile: typeof MappedFile;
   GptModel: typeof GptModel;
@@ -225,6 +281,7 @@ export interface NativeBinding {
   VitModel: typeof VitModel;
   kernels: KernelsBinding;
   Sampler: typeof Sampler;
+  BertEncoder: typeof BertEncoder;
   /** `count` draws of two generators with the same seed: one read as u32, one as f32 in [0, 1). */
   rngDraws(seed: NativeSeed, count: number): { u32: Uint32Array; f32: Float32Array };
 }

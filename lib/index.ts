@@ -24,3 +24,5 @@ export type {
   TllmConfig,
   TokenizerData,
 } from './weights';
+export { Embedder, loadEmbedder, similarity } from './embedder';
+export type { EmbedOptions, EmbedderInfo, LoadEmbedderOptions, Pooling } from './embedder';

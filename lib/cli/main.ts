@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import { Command } from 'commander';
 import { packageRoot } from '../native';
 import { registerConvert } from './convert';
+import { registerEmbed } from './embed';
 import { registerInspect } from './inspect';
 
 export function buildProgram(): Command {
@@ -13,6 +14,7 @@ export function buildProgram(): Command {
   program.name('weightmap').description('memory-mapped LLM weights and fast CPU inference').version(version);
   registerInspect(program);
   registerConvert(program);
+  registerEmbed(program);
   return program;
 }
 

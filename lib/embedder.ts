@@ -1,0 +1,219 @@
+/**
+ * Sentence embeddings: `loadEmbedder(path)` for EMBD files and Hugging Face sentence-transformers
+ * folders, `embedder.embed(texts)`, `similarity(a, b)`.
+ *
+ *   const embedder = await loadEmbedder('all-MiniLM-L6-v2.embd');
+ *   const [a, b] = await embedder.embed(['first sentence', 'second one']);
+ *   similarity(a, b);
+ *
+ * Texts are tokenized (truncated to the model's max_seq_length), sorted by length and cut into
+ * batches of `batchSize`; each batch runs natively as one packed GEMM batch (no padding rows),
+ * so a text's vector does not depend on the batch it lands in.
+ */
+import * as fs from 'node:fs';
+import * as nodePath from 'node:path';
+import { BertEngine, type Pooling } from './engines/bert';
+import { AbortError, DisposedError, UnsupportedError } from './errors';
+import { readWeights } from './formats';
+import { loadTokenizer, tokenizerFromData, type Tokenizer } from './tokenizers';
+import { closeWeights, type BertConfig, type FormatName, type ModelWeights } from './weights';
+
+export type { Pooling } from './engines/bert';
+
+export interface LoadEmbedderOptions {
+  /** Encoder threads (the calling thread counts); default: the physical cores. */
+  threads?: number;
+  /** 'q8_0': int8 linear layers (quantized once at load); default 'f32' (weights used in place). */
+  quant?: 'f32' | 'q8_0';
+  /** Truncation length in tokens, [CLS]/[SEP] included; default the model's max_seq_length. */
+  maxSeqLength?: number;
+  /** A tokenizer file/folder or a Tokenizer, instead of the one in or beside the weights. */
+  tokenizer?: string | Tokenizer;
+  /** Input format (default: detected). */
+  format?: FormatName;
+  /** Verify the file's checksums where the format has them (EMBD); default true. */
+  verifyChecksums?: boolean;
+}
+
+export interface EmbedOptions {
+  /** Texts per native call; default 32. */
+  batchSize?: number;
+  /** L2-normalize each vector (norm clamped at 1e-12); default: the model's setting (true for EMBD and MiniLM). */
+  normalize?: boolean;
+  /** 'mean' over the tokens ([CLS] and [SEP] included), 'cls' (first token) or 'max'; default: the model's. */
+  pooling?: Pooling;
+  signal?: AbortSignal;
+}
+
+export interface EmbedderInfo {
+  path: string;
+  format: FormatName;
+  threads: number;
+  quant: 'f32' | 'q8_0';
+  /** The kernel set in use ("avx2", "avx512", ...). */
+  isa: string;
+  /** Bytes the engine copied at load (biases and norms; all the linear layers when quantized). */
+  copiedBytes: number;
+  loadMs: number;
+}
+
+const DEFAULT_BATCH = 32;
+
+function abortError(signal: AbortSignal): AbortError {
+  return new AbortError(undefined, { cause: signal.reason });
+}
+
+export class Embedder {
+  /** Length of every vector. */
+  readonly dimension: number;
+  /** Truncation length in tokens ([CLS] and [SEP] included). */
+  readonly maxSeqLength: number;
+  private closed = false;
+
+  constructor(
+    private readonly engine: BertEngine,
+    private readonly weights: ModelWeights,
+    readonly tokenizer: Tokenizer,
+    readonly config: BertConfig,
+    maxSeqLength: number,
+  ) {
+    this.dimension = config.hiddenSize;
+    this.maxSeqLength = maxSeqLength;
+  }
+
+  get info(): EmbedderInfo {
+    this.assertOpen();
+    const i = this.engine.info;
+    return {
+      path: this.weights.path,
+      format: this.weights.format,
+      threads: i.threads,
+      quant: i.quant,
+      isa: i.isa,
+      copiedBytes: i.copiedBytes,
+      loadMs: i.loadMs,
+    };
+  }
+
+  get disposed(): boolean {
+    return this.closed;
+  }
+
+  /** One vector per text, in the order given. */
+  async embed(texts: readonly string[], options: EmbedOptions = {}): Promise<Float32Array[]> {
+    this.assertOpen();
+    if (!Array.isArray(texts)) throw new TypeError('embed() takes an array of strings');
+    const ids = texts.map((text, i) => {
+      if (typeof text !== 'string') throw new TypeError(`texts[${i}] is not a string`);
+      return this.tokenizer.encode(text, { maxLength: this.maxSeqLength });
+    });
+    return this.embedTokens(ids, options);
+  }
+
+  /** embed() for texts already tokenized (each sequence with its [CLS] ... [SEP]). */
+  async embedTokens(sequences: readonly ArrayLike<number>[], options: EmbedOptions = {}): Promise<Float32Array[]> {
+    this.assertOpen();
+    const batchSize = options.batchSize ?? DEFAULT_BATCH;
+    if (!Number.isInteger(batchSize) || batchSize < 1) throw new RangeError(`batchSize must be an integer >= 1, got ${batchSize}`);
+    const pooling = options.pooling ?? this.config.pooling;
+    if (pooling !== 'mean' && pooling !== 'cls' && pooling !== 'max') {
+      throw new RangeError(`pooling must be 'mean', 'cls' or 'max', got ${String(pooling)}`);
+    }
+    const normalize = options.normalize ?? this.config.normalize;
+    const { signal } = options;
+    if (signal?.aborted) throw abortError(signal);
+    sequences.forEach((s, i) => {
+      if (s.length < 1 || s.length > this.config.maxPositionEmbeddings) {
+        throw new RangeError(`sequence ${i} has ${s.length} tokens; the model takes 1 to ${this.config.maxPositionEmbeddings}`);
+      }
+    });
+
+    // Longest first, so each batch holds texts of similar length; ties keep the input order.
+    const order = sequences.map((_, i) => i).sort((a, b) => sequences[b].length - sequences[a].length || a - b);
+    const out: Float32Array[] = new Array(sequences.length);
+    const H = this.dimension;
+    for (let start = 0; start < order.length; start += batchSize) {
+      if (signal?.aborted) throw abortError(signal);
+      const batch = order.slice(start, start + batchSize);
+      const lengths = Int32Array.from(batch, (i) => sequences[i].length);
+      const ids = new Int32Array(lengths.reduce((a, b) => a + b, 0));
+      let at = 0;
+      for (const i of batch) {
+        ids.set(sequences[i], at);
+        at += sequences[i].length;
+      }
+      const vectors = await this.engine.encode(ids, lengths, { pooling, normalize, signal });
+      // Copies in this realm: each vector owns its buffer.
+      batch.forEach((i, j) => {
+        out[i] = new Float32Array(vectors.subarray(j * H, (j + 1) * H));
+      });
+    }
+    return out;
+  }
+
+  /**
+   * Releases the encoder and unmaps the weights. Calls already running finish (the native side
+   * keeps its own hold on the mapping); later calls throw DisposedError.
+   */
+  dispose(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.engine.dispose();
+    closeWeights(this.weights);
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new DisposedError('Embedder');
+  }
+}
+
+/** The tokenizer in the weights (EMBD), in the folder, or beside the file. */
+async function findTokenizer(weights: ModelWeights, path: string): Promise<Tokenizer> {
+  if (weights.tokenizer) return tokenizerFromData(weights.tokenizer, path);
+  const dir = fs.statSync(path).isDirectory() ? path : nodePath.dirname(path);
+  try {
+    return await loadTokenizer(dir);
+  } catch (cause) {
+    throw new UnsupportedError(
+      `${path} has no embedded vocabulary and no tokenizer was found in ${dir} (${(cause as Error).message}); pass options.tokenizer`,
+    );
+  }
+}
+
+/** Loads a BERT sentence embedder from an EMBD file or a sentence-transformers folder. */
+export async function loadEmbedder(path: string, options: LoadEmbedderOptions = {}): Promise<Embedder> {
+  const weights = await readWeights(path, { format: options.format, verifyChecksums: options.verifyChecksums });
+  try {
+    if (weights.config.architecture !== 'bert') {
+      throw new UnsupportedError(`${path} holds a ${weights.architecture} model; loadEmbedder takes BERT encoders`);
+    }
+    const config = weights.config;
+    const maxSeqLength = options.maxSeqLength ?? config.maxSeqLength;
+    if (!Number.isInteger(maxSeqLength) || maxSeqLength < 2 || maxSeqLength > config.maxPositionEmbeddings) {
+      throw new RangeError(`maxSeqLength must be an integer in [2, ${config.maxPositionEmbeddings}], got ${maxSeqLength}`);
+    }
+    const tokenizer =
+      typeof options.tokenizer === 'string'
+        ? await loadTokenizer(options.tokenizer)
+        : (options.tokenizer ?? (await findTokenizer(weights, path)));
+    const engine = await BertEngine.load(weights, { threads: options.threads, quant: options.quant });
+    return new Embedder(engine, weights, tokenizer, config, maxSeqLength);
+  } catch (error) {
+    closeWeights(weights);
+    throw error;
+  }
+}
+
+/** Cosine similarity of two vectors (0 when either is all zeros). */
+export function similarity(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  if (a.length !== b.length) throw new RangeError(`vectors of different lengths: ${a.length} and ${b.length}`);
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += a[i] * b[i];
+    na += a[i] * a[i];
+    nb += b[i] * b[i];
+  }
+  return na === 0 || nb === 0 ? 0 : dot / Math.sqrt(na * nb);
+}

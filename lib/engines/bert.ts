@@ -1,0 +1,91 @@
+/**
+ * The native BERT encoder (native/engines/bert.h) seen from TS: builds the tensor-view spec from
+ * ModelWeights, loads the encoder, runs packed batches with AbortSignal support and turns native
+ * failures into weightmap's error classes.
+ */
+import type { BertEncoder as NativeBertEncoder, BertEncoderInfo } from '../../binding';
+import { DisposedError, UnsupportedError } from '../errors';
+import { native } from '../native';
+import type { BertConfig, ModelWeights } from '../weights';
+import { fromNativeError, withAbort } from './native-errors';
+import { nativeWeightsSpec } from './native-spec';
+
+export type Pooling = BertConfig['pooling'];
+
+export interface BertEngineOptions {
+  /** Worker threads of the encoder (the calling thread counts); default: the physical cores. */
+  threads?: number;
+  /** 'q8_0' quantizes the linear layers at load (int8 weights and activations); default 'f32'. */
+  quant?: 'f32' | 'q8_0';
+}
+
+export interface EncodeBatchOptions {
+  pooling: Pooling;
+  normalize: boolean;
+  signal?: AbortSignal;
+}
+
+/** A loaded native encoder. One instance serves any number of concurrent calls. */
+export class BertEngine {
+  private constructor(
+    private readonly encoder: NativeBertEncoder,
+    readonly config: BertConfig,
+  ) {}
+
+  static async load(weights: ModelWeights, options: BertEngineOptions = {}): Promise<BertEngine> {
+    if (weights.config.architecture !== 'bert') {
+      throw new UnsupportedError(`${weights.path} holds a ${weights.architecture} model, not a BERT encoder`);
+    }
+    const config = weights.config;
+    const transposed = weights.tensors.find((t) => t.transposed);
+    if (transposed) throw new UnsupportedError(`tensor ${transposed.name} is stored [in,out]; the BERT engine takes HF [out,in] matrices`);
+    if (options.threads !== undefined && !(Number.isInteger(options.threads) && options.threads >= 0)) {
+      throw new RangeError(`threads must be a non-negative integer, got ${options.threads}`);
+    }
+    if (options.quant !== undefined && options.quant !== 'f32' && options.quant !== 'q8_0') {
+      throw new RangeError(`quant must be 'f32' or 'q8_0', got ${String(options.quant)}`);
+    }
+    try {
+      const encoder = await native().BertEncoder.load({
+        config,
+        weights: nativeWeightsSpec(weights),
+        threads: options.threads,
+        quant: options.quant,
+      });
+      return new BertEngine(encoder, config);
+    } catch (error) {
+      throw fromNativeError(error, 'Embedder', weights.path);
+    }
+  }
+
+  get info(): BertEncoderInfo {
+    if (this.encoder.disposed) throw new DisposedError('Embedder');
+    return this.encoder.info;
+  }
+
+  get disposed(): boolean {
+    return this.encoder.disposed;
+  }
+
+  /**
+   * Encodes a packed batch: sequence i is ids[offset_i .. offset_i + lengths[i]). Resolves to
+   * Float32Array [lengths.length, hiddenSize].
+   */
+  async encode(ids: Int32Array, lengths: Int32Array, options: EncodeBatchOptions): Promise<Float32Array> {
+    let job: ReturnType<NativeBertEncoder['encode']> | undefined;
+    return withAbort(
+      () => {
+        job = this.encoder.encode(ids, lengths, options.pooling, options.normalize);
+        return job.promise;
+      },
+      () => job?.abort(),
+      options.signal,
+      'Embedder',
+    );
+  }
+
+  /** Releases this handle; calls already running finish, later ones throw DisposedError. */
+  dispose(): void {
+    this.encoder.dispose();
+  }
+}

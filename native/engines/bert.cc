@@ -1,0 +1,429 @@
+#include "engines/bert.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string>
+
+#include "kernels/kernels.h"
+#include "kernels/parallel.h"
+
+namespace weightmap {
+namespace bert {
+
+namespace {
+
+std::string LayerName(int64_t l, const char* rest) { return "encoder.layer." + std::to_string(l) + "." + rest; }
+
+bool Aligned(const void* p, size_t alignment) { return reinterpret_cast<uintptr_t>(p) % alignment == 0; }
+
+// Row r of a [rows, cols] tensor as f32 (cols = the last dimension). Reads unaligned bytes
+// through memcpy: the mapping promises no alignment.
+void ReadRow(const TensorRef& t, int64_t r, float* out) {
+  const int64_t cols = t.shape.back();
+  const kernels::KernelTable& k = kernels::Active();
+  switch (t.dtype) {
+    case DType::F32:
+      std::memcpy(out, t.data + r * cols * 4, cols * 4);
+      return;
+    case DType::F16:
+    case DType::BF16: {
+      std::vector<uint16_t> half(cols);
+      std::memcpy(half.data(), t.data + r * cols * 2, cols * 2);
+      if (t.dtype == DType::F16)
+        k.f16_to_f32(half.data(), out, cols);
+      else
+        k.bf16_to_f32(half.data(), out, cols);
+      return;
+    }
+    case DType::Q8_0: {
+      // int8 values, one f32 scale per `group` consecutive elements of the flattened tensor.
+      const int8_t* q = reinterpret_cast<const int8_t*>(t.data) + r * cols;
+      for (int64_t i = 0; i < cols; i++) {
+        float s;
+        std::memcpy(&s, t.scales + ((r * cols + i) / t.group) * 4, 4);
+        out[i] = q[i] * s;
+      }
+      return;
+    }
+    case DType::GgmlQ8_0: {
+      // Blocks of 32: an f16 scale, then 32 int8.
+      const uint8_t* blocks = t.data + r * (cols / 32) * 34;
+      for (int64_t b = 0; b < cols / 32; b++) {
+        uint16_t h;
+        std::memcpy(&h, blocks + b * 34, 2);
+        float s;
+        k.f16_to_f32(&h, &s, 1);
+        const int8_t* q = reinterpret_cast<const int8_t*>(blocks + b * 34 + 2);
+        for (int i = 0; i < 32; i++) out[b * 32 + i] = q[i] * s;
+      }
+      return;
+    }
+  }
+}
+
+// A bias or LayerNorm vector as an owned f32 copy (they are tiny).
+std::vector<float> LoadVector(const WeightsSpec& spec, const std::string& name, int64_t n, LoadCost* cost) {
+  const TensorRef& t = spec.Require(name, {n});
+  std::vector<float> out(n);
+  TensorRef row = t;
+  row.shape = {1, n};
+  ReadRow(row, 0, out.data());
+  cost->copied_bytes += n * 4;
+  return out;
+}
+
+constexpr int kQ8Group = 32;
+
+// W [rows, cols] for the kernels: the mapping's bytes when they fit a kernel as stored, else an
+// f32 copy; with `q8`, a Q8_0 copy (when rows are whole groups).
+Linear PrepareLinear(const TensorRef& t, bool q8, LoadCost* cost) {
+  if ((t.dtype == DType::Q8_0 || t.dtype == DType::GgmlQ8_0) && t.shape[1] % t.group != 0)
+    throw SpecError("SHAPE_MISMATCH", "rows of " + t.Describe() + " are not whole groups of " + std::to_string(t.group));
+  Linear w;
+  w.rows = t.shape[0];
+  w.cols = t.shape[1];
+  const int64_t n = t.numel;
+  const kernels::KernelTable& k = kernels::Active();
+  if (q8 && w.cols % kQ8Group == 0) {
+    w.kind = Linear::Kind::Q8;
+    w.group = kQ8Group;
+    w.q_own.resize(n);
+    w.s_own.resize(n / kQ8Group);
+    std::vector<float> row(w.cols);
+    for (int64_t r = 0; r < w.rows; r++) {
+      ReadRow(t, r, row.data());
+      k.quantize_q8(row.data(), w.cols, kQ8Group, &w.q_own[r * w.cols], &w.s_own[r * (w.cols / kQ8Group)]);
+    }
+    w.q = w.q_own.data();
+    w.s = w.s_own.data();
+    cost->copied_bytes += n + n / kQ8Group * 4;
+    cost->converted++;
+    return w;
+  }
+  if (t.dtype == DType::F32 && Aligned(t.data, 4)) {
+    w.f = reinterpret_cast<const float*>(t.data);
+    return w;
+  }
+  if (t.dtype == DType::F16 && Aligned(t.data, 2)) {
+    w.kind = Linear::Kind::F16;
+    w.h = reinterpret_cast<const uint16_t*>(t.data);
+    return w;
+  }
+  w.f_own.resize(n);
+  for (int64_t r = 0; r < w.rows; r++) ReadRow(t, r, &w.f_own[r * w.cols]);
+  w.f = w.f_own.data();
+  cost->copied_bytes += n * 4;
+  cost->converted++;
+  return w;
+}
+
+// A layer input X [m, cols], quantized to Q8_0 the first time a Q8 weight needs it.
+class Input {
+ public:
+  Input(const float* x, int64_t m, int64_t cols) : x_(x), m_(m), cols_(cols) {}
+  const float* x() const { return x_; }
+
+  void Quantize(ThreadPool& pool, int group) {
+    if (group_ == group) return;
+    group_ = group;
+    q_.resize(m_ * cols_);
+    s_.resize(m_ * cols_ / group);
+    const kernels::KernelTable& k = kernels::Active();
+    const int64_t grain = std::max<int64_t>(1, 16384 / cols_);
+    auto rows = [&](int64_t r0, int64_t r1) {
+      k.quantize_q8(x_ + r0 * cols_, (r1 - r0) * cols_, group, &q_[r0 * cols_], &s_[r0 * cols_ / group]);
+    };
+    if (m_ <= grain) rows(0, m_); else pool.ParallelFor(m_, grain, rows);
+  }
+  const int8_t* q() const { return q_.data(); }
+  const float* s() const { return s_.data(); }
+
+ private:
+  const float* x_;
+  int64_t m_, cols_;
+  int group_ = 0;
+  std::vector<int8_t> q_;  // [m, cols]
+  std::vector<float> s_;   // [m, cols / group]
+};
+
+// y [m, rows] = x [m, cols] · Wᵀ, the columns split across the pool.
+void Product(ThreadPool& pool, const Linear& w, Input& in, int64_t m, float* y) {
+  switch (w.kind) {
+    case Linear::Kind::F32:
+      kernels::SgemmTrans(&pool, in.x(), w.f, y, m, w.cols, w.rows);
+      return;
+    case Linear::Kind::F16:
+      kernels::HgemmTrans(&pool, in.x(), w.h, y, m, w.cols, w.rows);
+      return;
+    case Linear::Kind::Q8:
+      in.Quantize(pool, w.group);
+      kernels::MatmulQ8(&pool, w.q, w.s, in.q(), in.s(), y, m, w.rows, w.cols, w.rows, w.group);
+      return;
+  }
+}
+
+// A [rows, cols] embedding table read row by row from the mapping.
+const TensorRef& RequireTable(const WeightsSpec& spec, const std::string& name, int64_t rows, int64_t cols) {
+  const TensorRef& t = spec.Require(name, {rows, cols});
+  if ((t.dtype == DType::Q8_0 || t.dtype == DType::GgmlQ8_0) && cols % t.group != 0)
+    throw SpecError("SHAPE_MISMATCH", "rows of " + t.Describe() + " are not whole groups of " + std::to_string(t.group));
+  return t;
+}
+
+// Splits rows [0, n) of a row-wise job over the pool, keeping small jobs on the calling thread:
+// a chunk is at least ~32K elements of `width` each.
+void ForRows(ThreadPool& pool, int64_t n, int64_t width, const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(width, 1));
+  if (n <= grain || pool.size() == 1) {
+    fn(0, n);
+    return;
+  }
+  pool.ParallelFor(n, grain, fn);
+}
+
+void CheckAbort(const std::atomic<bool>& abort) {
+  if (abort.load(std::memory_order_relaxed)) throw Aborted();
+}
+
+}  // namespace
+
+void Config::Validate() const {
+  auto fail = [](const std::string& what) { throw SpecError("CONFIG_MISMATCH", what); };
+  if (hidden <= 0 || layers <= 0 || heads <= 0 || intermediate <= 0 || vocab <= 0 || max_positions <= 0 || type_vocab <= 0)
+    fail("BERT sizes must be positive");
+  if (hidden % heads != 0)
+    fail("hiddenSize (" + std::to_string(hidden) + ") is not a multiple of numHeads (" + std::to_string(heads) + ")");
+  if (vocab > INT32_MAX) fail("vocabSize does not fit token ids");
+  if (!(eps > 0) || !(eps < 1)) fail("layerNormEps must be in (0, 1)");
+}
+
+std::shared_ptr<Model> Model::Load(const Config& config, std::shared_ptr<const WeightsSpec> spec, const Options& options) {
+  const auto start = std::chrono::steady_clock::now();
+  config.Validate();
+  auto model = std::shared_ptr<Model>(new Model());
+  Model& m = *model;
+  m.config_ = config;
+  m.spec_ = spec;
+  m.q8_ = options.q8;
+  const WeightsSpec& s = *spec;
+  const Config& c = config;
+  const int64_t H = c.hidden, I = c.intermediate;
+  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
+    return PrepareLinear(s.Require(name, {rows, cols}), options.q8, &m.cost_);
+  };
+
+  m.word_ = &RequireTable(s, "embeddings.word_embeddings.weight", c.vocab, H);
+  m.position_ = &RequireTable(s, "embeddings.position_embeddings.weight", c.max_positions, H);
+  const TensorRef& types = RequireTable(s, "embeddings.token_type_embeddings.weight", c.type_vocab, H);
+  m.type0_.resize(H);
+  ReadRow(types, 0, m.type0_.data());
+  m.emb_ln_g_ = LoadVector(s, "embeddings.LayerNorm.weight", H, &m.cost_);
+  m.emb_ln_b_ = LoadVector(s, "embeddings.LayerNorm.bias", H, &m.cost_);
+
+  m.layers_.resize(c.layers);
+  for (int64_t l = 0; l < c.layers; l++) {
+    Layer& L = m.layers_[l];
+    L.wq = matrix(LayerName(l, "attention.self.query.weight"), H, H);
+    L.wk = matrix(LayerName(l, "attention.self.key.weight"), H, H);
+    L.wv = matrix(LayerName(l, "attention.self.value.weight"), H, H);
+    L.wo = matrix(LayerName(l, "attention.output.dense.weight"), H, H);
+    L.w1 = matrix(LayerName(l, "intermediate.dense.weight"), I, H);
+    L.w2 = matrix(LayerName(l, "output.dense.weight"), H, I);
+    L.bq = LoadVector(s, LayerName(l, "attention.self.query.bias"), H, &m.cost_);
+    L.bk = LoadVector(s, LayerName(l, "attention.self.key.bias"), H, &m.cost_);
+    L.bv = LoadVector(s, LayerName(l, "attention.self.value.bias"), H, &m.cost_);
+    L.bo = LoadVector(s, LayerName(l, "attention.output.dense.bias"), H, &m.cost_);
+    L.b1 = LoadVector(s, LayerName(l, "intermediate.dense.bias"), I, &m.cost_);
+    L.b2 = LoadVector(s, LayerName(l, "output.dense.bias"), H, &m.cost_);
+    L.ln1_g = LoadVector(s, LayerName(l, "attention.output.LayerNorm.weight"), H, &m.cost_);
+    L.ln1_b = LoadVector(s, LayerName(l, "attention.output.LayerNorm.bias"), H, &m.cost_);
+    L.ln2_g = LoadVector(s, LayerName(l, "output.LayerNorm.weight"), H, &m.cost_);
+    L.ln2_b = LoadVector(s, LayerName(l, "output.LayerNorm.bias"), H, &m.cost_);
+  }
+  m.pool_ = std::make_unique<ThreadPool>(options.threads);
+  m.load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return model;
+}
+
+namespace {
+
+// The activations of one packed batch of N tokens.
+struct Scratch {
+  std::vector<float> x;     // [N, H] hidden states (the residual stream)
+  std::vector<float> q;     // [N, H] queries, head h = columns [h·hd, (h+1)·hd)
+  std::vector<float> k;     // [N, H] keys
+  std::vector<float> v;     // [N, H] values
+  std::vector<float> ctx;   // [N, H] attention output, heads concatenated
+  std::vector<float> proj;  // [N, H] output of wo / w2 before the residual add and LayerNorm
+  std::vector<float> ff;    // [N, I] intermediate activations
+};
+
+}  // namespace
+
+void Model::Attention(const float* q, const float* k, const float* v, float* ctx, const int64_t* starts,
+                      const int32_t* lengths, int64_t n_seq) const {
+  const kernels::KernelTable& kt = kernels::Active();
+  const int64_t H = config_.hidden, hd = config_.head_dim(), n_heads = config_.heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  int64_t longest = 0;
+  for (int64_t i = 0; i < n_seq; i++) longest = std::max<int64_t>(longest, lengths[i]);
+
+  // One task per (sequence, head): gather that head's q, k and vᵀ into contiguous tiles, then two
+  // small GEMMs. Only the sequence's own keys take part, which is the padding mask.
+  pool_->ParallelFor(n_seq * n_heads, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> qh(longest * hd);       // [T, hd]
+    std::vector<float> kh(longest * hd);       // [T, hd]
+    std::vector<float> vt(hd * longest);       // [hd, T] (vᵀ, so both products are sgemm_trans)
+    std::vector<float> scores(longest * longest);  // [T, T] scores, then probabilities
+    std::vector<float> out(longest * hd);      // [T, hd]
+    for (int64_t task = begin; task < end; task++) {
+      const int64_t seq = task / n_heads, h = task % n_heads;
+      const int64_t T = lengths[seq];
+      const int64_t row0 = starts[seq];
+      for (int64_t t = 0; t < T; t++) {
+        const int64_t src = (row0 + t) * H + h * hd;
+        std::memcpy(&qh[t * hd], q + src, hd * sizeof(float));
+        std::memcpy(&kh[t * hd], k + src, hd * sizeof(float));
+        for (int64_t d = 0; d < hd; d++) vt[d * T + t] = v[src + d];
+      }
+      kt.sgemm_trans(qh.data(), kh.data(), scores.data(), T, hd, T, 0, T);  // scores = q·kᵀ
+      for (int64_t t = 0; t < T; t++) {
+        float* row = &scores[t * T];
+        for (int64_t j = 0; j < T; j++) row[j] *= scale;
+        kernels::softmax(row, T);
+      }
+      kt.sgemm_trans(scores.data(), vt.data(), out.data(), T, T, hd, 0, hd);  // out = p·v
+      for (int64_t t = 0; t < T; t++) std::memcpy(ctx + (row0 + t) * H + h * hd, &out[t * hd], hd * sizeof(float));
+    }
+  });
+}
+
+void Model::Encode(const int32_t* ids, const int32_t* lengths, int64_t n_seq, Pooling pooling, bool normalize,
+                   float* out, const std::atomic<bool>& abort) const {
+  CheckAbort(abort);
+  const Config& c = config_;
+  const int64_t H = c.hidden, I = c.intermediate;
+  ThreadPool& pool = *pool_;
+  std::vector<int64_t> starts(n_seq);  // first row of each sequence in the packed batch
+  int64_t N = 0;
+  for (int64_t i = 0; i < n_seq; i++) {
+    starts[i] = N;
+    N += lengths[i];
+  }
+
+  Scratch s;
+  s.x.resize(N * H);
+  s.q.resize(N * H);
+  s.k.resize(N * H);
+  s.v.resize(N * H);
+  s.ctx.resize(N * H);
+  s.proj.resize(N * H);
+  s.ff.resize(N * I);
+  float* x = s.x.data();
+  float* proj = s.proj.data();
+  float* ff = s.ff.data();
+
+  // x[t] = LN((word[id] + type[0]) + position[p]), in HF's order of additions.
+  std::vector<int32_t> position(N);
+  for (int64_t i = 0; i < n_seq; i++)
+    for (int32_t p = 0; p < lengths[i]; p++) position[starts[i] + p] = p;
+  ForRows(pool, N, H, [&](int64_t t0, int64_t t1) {
+    std::vector<float> sum(H), pos(H);
+    for (int64_t t = t0; t < t1; t++) {
+      ReadRow(*word_, ids[t], sum.data());
+      ReadRow(*position_, position[t], pos.data());
+      for (int64_t j = 0; j < H; j++) sum[j] = (sum[j] + type0_[j]) + pos[j];
+      kernels::layernorm(sum.data(), emb_ln_g_.data(), emb_ln_b_.data(), x + t * H, H, c.eps);
+    }
+  });
+
+  // y[t] = LN((proj[t] + bias) + x[t]) written back to x: the post-LN residual of both blocks.
+  auto residual_norm = [&](const std::vector<float>& bias, const std::vector<float>& g, const std::vector<float>& b) {
+    ForRows(pool, N, H, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; t++) {
+        float* p = proj + t * H;
+        const float* r = x + t * H;
+        for (int64_t j = 0; j < H; j++) p[j] = (p[j] + bias[j]) + r[j];
+        kernels::layernorm(p, g.data(), b.data(), x + t * H, H, c.eps);
+      }
+    });
+  };
+
+  for (const Layer& L : layers_) {
+    CheckAbort(abort);
+    // q, k, v [N, H] = x·Wᵀ + b, one parallel region for the three products.
+    Input xin(x, N, H);
+    Product(pool, L.wq, xin, N, s.q.data());
+    Product(pool, L.wk, xin, N, s.k.data());
+    Product(pool, L.wv, xin, N, s.v.data());
+    ForRows(pool, N, 3 * H, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; t++)
+        for (int64_t j = 0; j < H; j++) {
+          s.q[t * H + j] += L.bq[j];
+          s.k[t * H + j] += L.bk[j];
+          s.v[t * H + j] += L.bv[j];
+        }
+    });
+
+    Attention(s.q.data(), s.k.data(), s.v.data(), s.ctx.data(), starts.data(), lengths, n_seq);
+
+    // x = LN(x + ctx·Woᵀ + bo)
+    Input ctx_in(s.ctx.data(), N, H);
+    Product(pool, L.wo, ctx_in, N, proj);
+    residual_norm(L.bo, L.ln1_g, L.ln1_b);
+
+    // x = LN(x + gelu(x·W1ᵀ + b1)·W2ᵀ + b2)
+    Input ffn_in(x, N, H);
+    Product(pool, L.w1, ffn_in, N, ff);
+    ForRows(pool, N, I, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; t++) {
+        float* f = ff + t * I;
+        for (int64_t j = 0; j < I; j++) f[j] += L.b1[j];
+        if (c.gelu_tanh)
+          kernels::gelu_tanh(f, I);
+        else
+          kernels::gelu_erf(f, I);
+      }
+    });
+    Input down_in(ff, N, I);
+    Product(pool, L.w2, down_in, N, proj);
+    residual_norm(L.b2, L.ln2_g, L.ln2_b);
+  }
+  CheckAbort(abort);
+
+  // Pooling, then e / max(‖e‖₂, 1e-12). Sums in double: the order of rows cannot matter.
+  std::vector<double> acc(H);
+  for (int64_t i = 0; i < n_seq; i++) {
+    const float* h = x + starts[i] * H;  // [T, H] rows of this sequence
+    const int64_t T = lengths[i];
+    float* e = out + i * H;
+    switch (pooling) {
+      case Pooling::Mean:
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t t = 0; t < T; t++)
+          for (int64_t j = 0; j < H; j++) acc[j] += h[t * H + j];
+        for (int64_t j = 0; j < H; j++) e[j] = static_cast<float>(acc[j] / static_cast<double>(T));
+        break;
+      case Pooling::Cls:
+        std::memcpy(e, h, H * sizeof(float));
+        break;
+      case Pooling::Max:
+        std::memcpy(e, h, H * sizeof(float));
+        for (int64_t t = 1; t < T; t++)
+          for (int64_t j = 0; j < H; j++) e[j] = std::max(e[j], h[t * H + j]);
+        break;
+    }
+    if (normalize) {
+      double sq = 0;
+      for (int64_t j = 0; j < H; j++) sq += static_cast<double>(e[j]) * e[j];
+      const double norm = std::max(std::sqrt(sq), 1e-12);
+      for (int64_t j = 0; j < H; j++) e[j] = static_cast<float>(e[j] / norm);
+    }
+  }
+}
+
+}  // namespace bert
+}  // namespace weightmap

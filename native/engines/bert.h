@@ -1,0 +1,132 @@
+// BERT sentence encoders (MiniLM and its kin; FORMATS.md §3.7, Hugging Face semantics):
+// embeddings + LayerNorm, post-LN blocks with bidirectional attention, erf GELU, then pooling
+// (mean over the tokens, the [CLS] row, or the elementwise max) and optional L2 normalization.
+//
+// A batch is packed: the tokens of all its sequences are stacked into one [N, H] matrix
+// (N = Σ lengths, no padding rows), so every linear layer runs as one GEMM over N rows and
+// attention runs per sequence over that sequence's own keys. This equals right-padding with the
+// padded keys masked out, without computing the padding. The kernels compute every output row
+// from its own input row only, so a text gets the same vector alone or in any batch.
+//
+// Weights stay in the mapping where the kernels take them as stored (f32 [out,in] through
+// sgemm_trans, f16 through hgemm_trans); bf16, misaligned or Q8_0-stored matrices are converted
+// to f32 once, and the `q8` option quantizes every linear layer to Q8_0 once at load.
+// Pure C++: the N-API glue is native/napi/bert_napi.cc.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "engines/weights_spec.h"
+#include "threadpool.h"
+
+namespace weightmap {
+namespace bert {
+
+struct Config {
+  int64_t hidden = 0;         // H
+  int64_t layers = 0;
+  int64_t heads = 0;          // head_dim = H / heads
+  int64_t intermediate = 0;   // I, the FFN width
+  int64_t vocab = 0;
+  int64_t max_positions = 0;  // rows of the position table: the longest sequence
+  int64_t type_vocab = 0;     // rows of the token-type table (type 0 is used)
+  float eps = 1e-12f;         // every LayerNorm
+  bool gelu_tanh = false;     // false: erf GELU (HF "gelu")
+
+  int64_t head_dim() const { return hidden / heads; }
+  // Throws SpecError CONFIG_MISMATCH for values the engine cannot run.
+  void Validate() const;
+};
+
+enum class Pooling { Mean, Cls, Max };
+
+struct Options {
+  int threads = 0;  // 0: physical cores
+  bool q8 = false;  // quantize the linear layers to Q8_0 (groups of 32) at load
+};
+
+// Thrown by Encode when the abort flag was seen set.
+class Aborted : public std::runtime_error {
+ public:
+  Aborted() : std::runtime_error("The operation was aborted") {}
+};
+
+// What preparing the weights copied (reported to JS).
+struct LoadCost {
+  uint64_t copied_bytes = 0;  // owned copies: vectors, converted or quantized matrices
+  int converted = 0;          // matrices not used in place
+};
+
+// A linear layer's weight W [rows, cols] (HF [out,in], y = x·Wᵀ) in the form a kernel takes.
+struct Linear {
+  enum class Kind { F32, F16, Q8 };
+  Kind kind = Kind::F32;
+  int64_t rows = 0, cols = 0;
+  const float* f = nullptr;     // F32 [rows, cols]
+  const uint16_t* h = nullptr;  // F16 [rows, cols]
+  const int8_t* q = nullptr;    // Q8 [rows, cols]
+  const float* s = nullptr;     // Q8 scales [rows, cols / group]
+  int group = 0;
+  // Copies made at load when the stored bytes cannot be used as they are (moves keep the
+  // pointers above valid: a moved vector keeps its buffer).
+  std::vector<float> f_own;
+  std::vector<int8_t> q_own;
+  std::vector<float> s_own;
+};
+
+struct Layer {
+  Linear wq, wk, wv, wo;  // [H, H]
+  Linear w1;              // [I, H] intermediate.dense
+  Linear w2;              // [H, I] output.dense
+  std::vector<float> bq, bk, bv, bo;  // [H]
+  std::vector<float> b1;              // [I]
+  std::vector<float> b2;              // [H]
+  std::vector<float> ln1_g, ln1_b;    // [H] attention.output.LayerNorm
+  std::vector<float> ln2_g, ln2_b;    // [H] output.LayerNorm
+};
+
+class Model {
+ public:
+  // Checks every tensor against the config and prepares the matrices. Throws SpecError.
+  static std::shared_ptr<Model> Load(const Config& config, std::shared_ptr<const WeightsSpec> spec,
+                                     const Options& options);
+
+  // Encodes n_seq sequences whose ids lie one after another in ids[Σ lengths] and writes one
+  // pooled vector per sequence to out[n_seq, H]. Every length must be in [1, max_positions] and
+  // every id in [0, vocab) (the N-API layer checks). Thread-safe: each call has its own scratch,
+  // concurrent calls share the thread pool. Checks `abort` between layers (throws Aborted).
+  void Encode(const int32_t* ids, const int32_t* lengths, int64_t n_seq, Pooling pooling, bool normalize, float* out,
+              const std::atomic<bool>& abort) const;
+
+  const Config& config() const { return config_; }
+  const LoadCost& cost() const { return cost_; }
+  double load_ms() const { return load_ms_; }
+  int threads() const { return pool_->size(); }
+  bool q8() const { return q8_; }
+
+ private:
+  Model() = default;
+  // ctx [N, H] = softmax(q·kᵀ/√hd)·v per sequence and head, for q, k, v [N, H] of a packed batch
+  // whose sequence i occupies rows [starts[i], starts[i] + lengths[i]).
+  void Attention(const float* q, const float* k, const float* v, float* ctx, const int64_t* starts,
+                 const int32_t* lengths, int64_t n_seq) const;
+
+  Config config_;
+  std::shared_ptr<const WeightsSpec> spec_;  // keeps the mappings (and the tables below) alive
+  const TensorRef* word_ = nullptr;          // [vocab, H], rows read per token
+  const TensorRef* position_ = nullptr;      // [max_positions, H]
+  std::vector<float> type0_;                 // [H] token-type row 0
+  std::vector<float> emb_ln_g_, emb_ln_b_;   // [H] embeddings.LayerNorm
+  std::vector<Layer> layers_;
+  std::unique_ptr<ThreadPool> pool_;
+  bool q8_ = false;
+  LoadCost cost_;
+  double load_ms_ = 0;
+};
+
+}  // namespace bert
+}  // namespace weightmap
