@@ -21,13 +21,15 @@ interface Target {
   file: string;
   /** For folder formats: the folder to copy and read. */
   folder?: string;
+  /** Files copied unchanged beside the mutated one (MOON's config.json). */
+  sidecars?: string[];
   options?: ReadOptions;
 }
 
 const sepweight = fixture('llama-stories260k', 'sepweight');
 const targets: Target[] = [
   { format: 'tllm', file: fixture('tllm-tiny', 'model.tllm') },
-  { format: 'moon', file: fixture('moon-tiny', 'model.moon') },
+  { format: 'moon', file: fixture('moon-tiny', 'model.moon'), sidecars: [fixture('moon-tiny', 'config.json')] },
   { format: 'embd', file: fixture('embd-minilm-tiny', 'model.weights') },
   { format: 'embd', file: fixture('embd-minilm-tiny', 'model.weights'), options: { verifyChecksums: false } },
   { format: 'ajc1', file: fixture('ajc1-qwen3-tiny', 'model.bin') },
@@ -126,14 +128,16 @@ describe('reader fuzzing', () => {
       const target = targets[iterations % targets.length];
       const original = originals.get(target)!;
       const m = mutation(rand, original.length);
-      let readPath: string;
+      // One folder per case: the (copied) tree, or the mutated file with its sidecars.
+      const caseDir = path.join(tmp.dir, `case-${iterations}`);
+      let readPath = caseDir;
       if (target.folder) {
-        readPath = path.join(tmp.dir, `tree-${iterations}`);
-        fs.cpSync(target.folder, readPath, { recursive: true });
-        fs.writeFileSync(path.join(readPath, target.file), m.apply(original));
+        fs.cpSync(target.folder, caseDir, { recursive: true });
+        fs.writeFileSync(path.join(caseDir, target.file), m.apply(original));
       } else {
-        // Sidecars (ajc1 .tokenizer/.template*, tokenizer.bin) are not copied: the weights file is the target.
-        readPath = path.join(tmp.dir, `case-${iterations}${path.extname(target.file)}`);
+        fs.mkdirSync(caseDir);
+        for (const sidecar of target.sidecars ?? []) fs.copyFileSync(sidecar, path.join(caseDir, path.basename(sidecar)));
+        readPath = path.join(caseDir, path.basename(target.file));
         fs.writeFileSync(readPath, m.apply(original));
       }
       const key = `${target.format}:${path.basename(target.file)}${target.options ? ' (checksums off)' : ''}`;
@@ -156,7 +160,7 @@ describe('reader fuzzing', () => {
       } catch (error) {
         if (!(error instanceof WeightFormatError)) throw error;
       }
-      fs.rmSync(readPath, { recursive: true, force: true });
+      fs.rmSync(caseDir, { recursive: true, force: true });
       iterations++;
     }
     const lines = [...stats].map(([k, s]) => `  ${k}: ${s.runs} runs, ${s.ok} read, errors ${JSON.stringify(s.codes)}`);
