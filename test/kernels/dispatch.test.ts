@@ -1,0 +1,98 @@
+/**
+ * Table choice (cpuid/xgetbv, WEIGHTMAP_ISA, setIsa) and the thread pool under concurrent callers.
+ */
+import { spawnSync } from 'node:child_process';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { packageRoot } from '../../lib/native';
+import { ISAS, kernels, thrown } from './reference';
+
+/** The .node file this test process loaded, for child processes and workers. */
+function addonPath(): string {
+  if (process.env.WEIGHTMAP_ADDON) return path.resolve(process.env.WEIGHTMAP_ADDON);
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (require('node-gyp-build') as { path(dir: string): string }).path(packageRoot);
+}
+
+function isaInChild(env: Record<string, string>): { stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, ['-e', `process.stdout.write(require(${JSON.stringify(addonPath())}).kernels.isa())`], {
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+  });
+  return { stdout: r.stdout, stderr: r.stderr };
+}
+
+describe('dispatch', () => {
+  test('scalar is always available and listed first; the active table is one of the list', () => {
+    expect(ISAS[0]).toBe('scalar');
+    expect(ISAS).toContain(kernels.isa());
+    if (process.arch === 'x64') expect(ISAS.every((i) => ['scalar', 'avx2', 'avx512', 'avx512vnni'].includes(i))).toBe(true);
+    if (process.arch === 'arm64') expect(ISAS.every((i) => ['scalar', 'neon'].includes(i))).toBe(true);
+  });
+
+  test('WEIGHTMAP_ISA forces an available table; an unknown one warns and keeps the best', () => {
+    for (const isa of ISAS) expect(isaInChild({ WEIGHTMAP_ISA: isa }).stdout).toBe(isa);
+    const bad = isaInChild({ WEIGHTMAP_ISA: 'no-such-isa' });
+    expect(bad.stdout).toBe(ISAS[ISAS.length - 1]);
+    expect(bad.stderr).toMatch(/WEIGHTMAP_ISA=no-such-isa is not available/);
+  });
+
+  test('setIsa switches the active table and rejects unknown names', () => {
+    const before = kernels.isa();
+    try {
+      for (const isa of ISAS) {
+        kernels.setIsa(isa);
+        expect(kernels.isa()).toBe(isa);
+      }
+      expect(thrown(() => kernels.setIsa('no-such-isa')).code).toBe('ERR_WEIGHTMAP_ISA');
+    } finally {
+      kernels.setIsa(before);
+    }
+  });
+
+  test('physicalCores is between 1 and the logical CPU count', () => {
+    const cores = kernels.physicalCores();
+    expect(Number.isInteger(cores)).toBe(true);
+    expect(cores).toBeGreaterThanOrEqual(1);
+    expect(cores).toBeLessThanOrEqual(os.cpus().length);
+  });
+});
+
+// Each worker builds the same deterministic problem, computes it on one thread, then runs it
+// many times on the shared 2-thread pool while the other workers do the same: concurrent
+// ParallelFor calls on one pool must queue, and every result must equal the one-thread one.
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const k = require(workerData.addon).kernels;
+const isa = workerData.isa;
+const m = 4, rows = 300, cols = 256, group = 32;
+let s = workerData.seed;
+const next = () => { s = (s * 1103515245 + 12345) >>> 0; return s >>> 24; };
+const wq = Int8Array.from({ length: rows * cols }, () => (next() % 255) - 127);
+const xq = Int8Array.from({ length: m * cols }, () => (next() % 255) - 127);
+const ws = Float32Array.from({ length: rows * cols / group }, () => next() / 4096);
+const xs = Float32Array.from({ length: m * cols / group }, () => next() / 4096);
+const one = new Float32Array(m * rows);
+k.matmulQ8(isa, wq, ws, xq, xs, one, m, rows, cols, group, 1);
+let mismatches = 0;
+for (let r = 0; r < workerData.reps; r++) {
+  const y = new Float32Array(m * rows);
+  k.matmulQ8(isa, wq, ws, xq, xs, y, m, rows, cols, group, 2);
+  for (let i = 0; i < y.length; i++) if (y[i] !== one[i]) { mismatches++; break; }
+}
+parentPort.postMessage(mismatches);
+`;
+
+test('concurrent callers of one pool (worker threads) all get the one-thread results', async () => {
+  const isa = ISAS[ISAS.length - 1];
+  const runs = [1, 2, 3, 4].map(
+    (seed) =>
+      new Promise<number>((resolve, reject) => {
+        const w = new Worker(WORKER_SOURCE, { eval: true, workerData: { addon: addonPath(), isa, seed, reps: 200 } });
+        w.once('message', resolve);
+        w.once('error', reject);
+      }),
+  );
+  expect(await Promise.all(runs)).toEqual([0, 0, 0, 0]);
+});
