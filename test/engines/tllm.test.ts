@@ -1,0 +1,126 @@
+/**
+ * The gpt engine on tllm-tiny (fixtures README §2): logits at every prompt position against the
+ * float64 reference, and the greedy continuation with a KV cache (the reference recomputes the
+ * whole sequence each step).
+ */
+import { tllmFormat } from '../../lib/formats/tllm';
+import { GptEngine } from '../../lib/engines/gpt';
+import { AbortError, DisposedError } from '../../lib/errors';
+import { closeWeights, type ModelWeights } from '../../lib/weights';
+import { fixture, readF32, readJson } from '../helpers/fixtures';
+
+const expected = readJson('tllm-tiny', 'expected.json');
+const TOL = expected.tolerances?.logits_abs ?? 0.001;
+const V = 100;
+
+function argmax(x: Float32Array, offset = 0, n = x.length - offset): number {
+  let best = 0;
+  for (let i = 1; i < n; i++) if (x[offset + i] > x[offset + best]) best = i;
+  return best;
+}
+
+function maxAbsDiff(a: Float32Array, b: Float32Array): number {
+  expect(a.length).toBe(b.length);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
+  return m;
+}
+
+describe('gpt engine (TLLM) on tllm-tiny', () => {
+  let weights: ModelWeights;
+  let engine: GptEngine;
+  const kase = expected.cases[0];
+  const prompt: number[] = kase.prompt.ids;
+
+  beforeAll(async () => {
+    weights = await tllmFormat.read(fixture('tllm-tiny', 'model.tllm'));
+    engine = GptEngine.load(weights, { threads: 2 });
+  });
+  afterAll(() => {
+    engine.dispose();
+    closeWeights(weights);
+  });
+
+  test('logits at every prompt position are within tolerance of case0.logits.f32', async () => {
+    const reference = readF32('tllm-tiny', kase.logits_file.path ?? 'case0.logits.f32');
+    const session = engine.createSession();
+    const logits = await session.eval(prompt, { allLogits: true });
+    expect(logits.length).toBe(prompt.length * V);
+    expect(maxAbsDiff(logits, reference)).toBeLessThanOrEqual(TOL);
+    expect(session.position).toBe(prompt.length);
+    session.dispose();
+  });
+
+  test('feeding the prompt in pieces gives the same last-position logits (KV cache)', async () => {
+    const reference = readF32('tllm-tiny', 'case0.logits.f32');
+    const session = engine.createSession();
+    await session.eval(prompt.slice(0, 1));
+    await session.eval(prompt.slice(1, 7));
+    const last = await session.eval(prompt.slice(7));
+    expect(maxAbsDiff(last, reference.subarray((prompt.length - 1) * V))).toBeLessThanOrEqual(TOL);
+    session.dispose();
+  });
+
+  test('greedy continuation with the KV cache equals the reference', async () => {
+    const session = engine.createSession();
+    let logits = await session.eval(prompt);
+    const tokens: number[] = [];
+    for (let i = 0; i < kase.greedy.max_new_tokens; i++) {
+      const t = argmax(logits);
+      tokens.push(t);
+      if (kase.greedy.stop_ids.includes(t)) break;
+      logits = await session.eval([t]);
+    }
+    expect(tokens).toEqual(kase.greedy.tokens);
+    session.dispose();
+  });
+
+  test('truncate rewinds the cache: re-feeding gives the same logits', async () => {
+    const session = engine.createSession();
+    const first = await session.eval(prompt);
+    session.truncate(4);
+    expect(session.position).toBe(4);
+    const again = await session.eval(prompt.slice(4));
+    expect(maxAbsDiff(first, again)).toBeLessThanOrEqual(1e-4);
+    session.dispose();
+  });
+
+  test('a sequence past max_sequence_length is refused with a RangeError, nothing fed', async () => {
+    const session = engine.createSession();
+    const tooLong = new Array(weights.config.architecture === 'tllm' ? weights.config.maxSeqLen + 1 : 0).fill(1);
+    await expect(session.eval(tooLong)).rejects.toThrow(RangeError);
+    await expect(session.eval(tooLong)).rejects.toThrow(/max_sequence_length 128/);
+    expect(session.position).toBe(0);
+    await session.eval(new Array(128).fill(1));
+    await expect(session.eval([1])).rejects.toThrow(RangeError);
+    session.dispose();
+  });
+
+  test('a token id outside the vocabulary is a RangeError', async () => {
+    const session = engine.createSession();
+    await expect(session.eval([V])).rejects.toThrow(RangeError);
+    await expect(session.eval([-1])).rejects.toThrow(RangeError);
+    expect(session.position).toBe(0);
+    session.dispose();
+  });
+
+  test('an aborted signal rejects with AbortError and leaves the position unchanged', async () => {
+    const session = engine.createSession();
+    const controller = new AbortController();
+    controller.abort();
+    await expect(session.eval(prompt, { signal: controller.signal })).rejects.toThrow(AbortError);
+    expect(session.position).toBe(0);
+    session.dispose();
+  });
+
+  test('calls on a disposed session throw DisposedError', async () => {
+    const session = engine.createSession();
+    session.dispose();
+    await expect(session.eval(prompt)).rejects.toThrow(DisposedError);
+  });
+
+  test('weights missing a tensor are a WeightFormatError MISSING_TENSOR', () => {
+    const broken: ModelWeights = { ...weights, tensors: weights.tensors.filter((t) => t.name !== 'lm_head.weight') };
+    expect(() => GptEngine.load(broken)).toThrow(expect.objectContaining({ name: 'WeightFormatError', code: 'MISSING_TENSOR' }));
+  });
+});
