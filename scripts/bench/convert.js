@@ -16,9 +16,15 @@ function sizeOf(p) {
   return fs.readdirSync(p).reduce((a, e) => a + sizeOf(path.join(p, e)), 0);
 }
 
-function peakRssMb() {
-  const m = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync('/proc/self/status', 'utf8'));
-  return m ? Number(m[1]) / 1024 : process.memoryUsage().rss / 1048576;
+// Peak RSS split into anonymous memory (what the converter allocates) and file-backed pages
+// (the input mapping, shared with the page cache), sampled every 20 ms while converting.
+const peaks = { anon: 0, file: 0, total: 0 };
+function sampleRss() {
+  const status = fs.readFileSync('/proc/self/status', 'utf8');
+  const kb = (key) => Number((new RegExp(`${key}:\\s+(\\d+) kB`).exec(status) || [0, 0])[1]) / 1024;
+  peaks.anon = Math.max(peaks.anon, kb('RssAnon'));
+  peaks.file = Math.max(peaks.file, kb('RssFile') + kb('RssShmem'));
+  peaks.total = Math.max(peaks.total, kb('VmHWM'));
 }
 
 async function main() {
@@ -28,6 +34,7 @@ async function main() {
     console.error('usage: convert.js IN OUT --to FORMAT [--quant q8_0] [--group-size N] [--dtype f32|f16]');
     process.exit(1);
   }
+  const sampler = setInterval(sampleRss, 20);
   const t0 = performance.now();
   await convert(input, output, {
     to: opt('to'),
@@ -36,13 +43,17 @@ async function main() {
     dtype: opt('dtype'),
   });
   const seconds = (performance.now() - t0) / 1000;
+  clearInterval(sampler);
+  sampleRss();
   const inBytes = sizeOf(input);
   const outBytes = sizeOf(output.endsWith('/') ? output : fs.existsSync(output) ? output : path.dirname(output));
   console.log(JSON.stringify({
     input, output, to: opt('to'), seconds: +seconds.toFixed(2),
     inputMB: +(inBytes / 1e6).toFixed(1), outputMB: +(outBytes / 1e6).toFixed(1),
     readMBps: +(inBytes / 1e6 / seconds).toFixed(1), writeMBps: +(outBytes / 1e6 / seconds).toFixed(1),
-    peakRssMB: +peakRssMb().toFixed(1),
+    peakRssMB: +peaks.total.toFixed(1),
+    peakAnonRssMB: +peaks.anon.toFixed(1),
+    peakFileRssMB: +peaks.file.toFixed(1),
   }, null, 2));
 }
 
