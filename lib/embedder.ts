@@ -58,6 +58,11 @@ export interface EmbedderInfo {
 }
 
 const DEFAULT_BATCH = 32;
+/**
+ * Most tokens in one native call: its activations take ~(6·H + I)·4 bytes per token (~16 MB per
+ * 1,000 tokens for MiniLM), so a batch past this is cut in two (vectors do not depend on the cut).
+ */
+const MAX_BATCH_TOKENS = 16384;
 
 function abortError(signal: AbortSignal): AbortError {
   return new AbortError(undefined, { cause: signal.reason });
@@ -132,11 +137,19 @@ export class Embedder {
     const order = sequences.map((_, i) => i).sort((a, b) => sequences[b].length - sequences[a].length || a - b);
     const out: Float32Array[] = new Array(sequences.length);
     const H = this.dimension;
-    for (let start = 0; start < order.length; start += batchSize) {
+    for (let start = 0; start < order.length; ) {
       if (signal?.aborted) throw abortError(signal);
-      const batch = order.slice(start, start + batchSize);
+      // Up to batchSize texts, and no more than MAX_BATCH_TOKENS tokens unless one text alone is longer.
+      let end = start;
+      let tokens = 0;
+      while (end < order.length && end - start < batchSize && (end === start || tokens + sequences[order[end]].length <= MAX_BATCH_TOKENS)) {
+        tokens += sequences[order[end]].length;
+        end++;
+      }
+      const batch = order.slice(start, end);
+      start = end;
       const lengths = Int32Array.from(batch, (i) => sequences[i].length);
-      const ids = new Int32Array(lengths.reduce((a, b) => a + b, 0));
+      const ids = new Int32Array(tokens);
       let at = 0;
       for (const i of batch) {
         ids.set(sequences[i], at);

@@ -144,6 +144,10 @@ describe('embd-minilm-tiny', () => {
     expect(ids[255]).toBe(102);
     const [v] = await embedder.embed([long]);
     expect(maxAbsDiff(v, reference.embed(ids, 'mean', true))).toBeLessThanOrEqual(1e-5);
+    // 70 × 256 tokens is past one native call's token budget: the batch is cut, the vectors are not.
+    const many = await embedder.embed([...new Array(70).fill(long), texts[0]], { batchSize: 71 });
+    many.slice(0, 70).forEach((m) => expect(maxAbsDiff(m, v)).toBeLessThanOrEqual(1e-6));
+    expect(maxAbsDiff(many[70], sentences[0].embedding)).toBeLessThanOrEqual(1e-4);
   });
 
   test('embedTokens takes ids directly and checks them', async () => {
