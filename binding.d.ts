@@ -272,6 +272,96 @@ export declare class BertEncoder {
   dispose(): void;
 }
 
+/** The config fields of a Llama/Qwen3 model the decoder engine reads (lib/weights.ts DecoderConfig). */
+export interface DecoderNativeConfig {
+  hiddenSize: number;
+  intermediateSize: number;
+  numLayers: number;
+  numHeads: number;
+  numKvHeads: number;
+  headDim: number;
+  vocabSize: number;
+  maxSeqLen: number;
+  rmsNormEps: number;
+  ropeTheta: number;
+  ropePairing: 'half' | 'interleaved';
+  tieWordEmbeddings: boolean;
+  qkNorm: boolean;
+}
+
+export interface DecoderNativeOptions {
+  /** 0 or absent: physical cores. */
+  threads?: number;
+  /** 'none' (default): weights as stored; 'q8_0': quantize float matrices at load; 'f32': dequantize all. */
+  quant?: 'none' | 'q8_0' | 'f32';
+  /** Q8_0 group size for quant 'q8_0' (default 32). */
+  groupSize?: number;
+}
+
+export interface DecoderLoadInfo {
+  /** Time to check and prepare the weights. */
+  loadMs: number;
+  /** Bytes allocated for converted copies (norms, bf16, GGUF Q8_0 repacking, quantization, misaligned data). */
+  copiedBytes: number;
+  /** Matrices converted at load. */
+  converted: number;
+  /** Matrices left as stored because the Q8_0 group size does not divide their rows. */
+  kept: string[];
+  threads: number;
+  isa: string;
+}
+
+/**
+ * A loaded Llama/Qwen3 decoder (native/napi/decoder_napi.cc): Q8_0 (int8 kernels, runq-style
+ * activations), f16 and f32 weights used in place from the mappings. Errors carry a `code`: a
+ * WeightFormatError code for a bad spec, ERR_OUT_OF_RANGE, ERR_WEIGHTMAP_BUSY,
+ * ERR_WEIGHTMAP_DISPOSED, ABORT_ERR.
+ */
+export declare class DecoderModel {
+  private constructor();
+  /**
+   * Checks the views against their mappings synchronously (throws), then checks every tensor
+   * against the config and prepares the weights in a worker.
+   */
+  static load(spec: EngineWeightsSpec, config: DecoderNativeConfig, options?: DecoderNativeOptions): Promise<DecoderModel>;
+  readonly loadInfo: DecoderLoadInfo;
+  readonly disposed: boolean;
+  /** A session with its own KV cache of `contextLength` positions (1..maxSeqLen), reserved, not written. */
+  createSession(options: { contextLength: number }): DecoderSession;
+  /** Sessions made from it reject further calls with ERR_WEIGHTMAP_DISPOSED. */
+  dispose(): void;
+}
+
+/** One sequence of a DecoderModel with its KV cache. One call at a time. */
+export declare class DecoderSession {
+  private constructor();
+  /** Tokens in the KV cache. */
+  readonly position: number;
+  readonly contextLength: number;
+  /** True while an eval runs. */
+  readonly busy: boolean;
+  readonly disposed: boolean;
+  /**
+   * Appends `ids` at `position`; resolves to the logits of the last position [vocab] or of all
+   * new positions [ids.length, vocab]. Throws ERR_WEIGHTMAP_BUSY while another eval runs;
+   * rejects with ABORT_ERR after abort() (position unchanged) and ERR_OUT_OF_RANGE when the ids
+   * do not fit the context or lie outside the vocabulary.
+   */
+  eval(ids: Int32Array, allLogits?: boolean): Promise<Float32Array>;
+  /**
+   * eval() of `ids`, then the next token chosen from the last position's logits by `sampler` in the
+   * same worker, with the session's tokens (positions 0..position) as the penalty history. Throws
+   * ERR_WEIGHTMAP_BUSY while the sampler serves another step.
+   */
+  step(ids: Int32Array, sampler: Sampler, params?: NativeSamplingParams): Promise<number>;
+  /** Rewinds to `n` positions (0..position). Throws ERR_WEIGHTMAP_BUSY while an eval runs. */
+  truncate(n: number): void;
+  /** Makes the running (or next) eval reject with ABORT_ERR at its next layer. */
+  abort(): void;
+  /** Frees the KV cache once no call uses it. */
+  dispose(): void;
+}
+
 export interface NativeBinding {
   MappedFile: typeof MappedFile;
   GptModel: typeof GptModel;
@@ -284,4 +374,6 @@ export interface NativeBinding {
   BertEncoder: typeof BertEncoder;
   /** `count` draws of two generators with the same seed: one read as u32, one as f32 in [0, 1). */
   rngDraws(seed: NativeSeed, count: number): { u32: Uint32Array; f32: Float32Array };
+  DecoderModel: typeof DecoderModel;
+  DecoderSession: typeof DecoderSession;
 }

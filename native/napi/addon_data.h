@@ -3,10 +3,15 @@
 
 #include <napi.h>
 
+#include <map>
+#include <string>
+
 namespace weightmap {
 
 struct AddonData {
   Napi::FunctionReference mapped_file_ctor;
+  // Constructors of the engine classes, by class name; each N-API file sets its own at registration.
+  std::map<std::string, Napi::FunctionReference> classes;
 
   static AddonData* Get(Napi::Env env) { return env.GetInstanceData<AddonData>(); }
 };

@@ -1,0 +1,249 @@
+/**
+ * The Llama/Qwen3 decoder engine (native/engines/decoder*): loads ModelWeights into the native
+ * engine with the tensors used in place from their mappings, and runs sessions (one KV cache
+ * each). Calls on one session run one after another, in call order; different sessions and models
+ * run concurrently.
+ *
+ *   const engine = await DecoderEngine.load(weights, { threads: 2 });
+ *   const session = engine.createSession({ contextLength: 2048 });
+ *   const logits = await session.eval(promptIds);        // Float32Array [vocab], last position
+ */
+import type {
+  DecoderLoadInfo,
+  DecoderModel as NativeDecoderModel,
+  DecoderSession as NativeDecoderSession,
+  NativeSamplingParams,
+  Sampler,
+} from '../../binding';
+import { DECODER_NAMES, decoderTensorShapes } from '../architectures/decoder';
+import { AbortError, DisposedError, UnsupportedError, WeightFormatError } from '../errors';
+import { native } from '../native';
+import type { DecoderConfig, ModelWeights } from '../weights';
+import { fromNativeError } from './native-errors';
+import { nativeWeightsSpec } from './native-spec';
+
+export type { DecoderLoadInfo } from '../../binding';
+
+export interface DecoderLoadOptions {
+  /** Worker threads of the model (the calling thread counts as one). Default: physical cores. */
+  threads?: number;
+  /**
+   * What to do with the weights at load. Default 'none': use them as stored (Q8_0 with int8
+   * kernels and runq-style Q8_0 activations, f32/f16 with the float kernels; bf16 becomes f32,
+   * GGUF Q8_0 blocks are repacked). 'q8_0': quantize f32/f16/bf16 matrices to Q8_0 (faster,
+   * approximate). 'f32': dequantize everything to f32 (the exact path: no activation quantization).
+   */
+  quant?: 'none' | 'q8_0' | 'f32';
+  /** Q8_0 group size for quant 'q8_0' (matrices whose rows it does not divide stay as stored). Default 32. */
+  groupSize?: number;
+}
+
+export interface SessionOptions {
+  /** Positions the KV cache holds. Default: the model's maximum, capped at 4096. */
+  contextLength?: number;
+}
+
+export interface EvalOptions {
+  /** Return the logits of every new position [n, vocab] instead of only the last [vocab]. */
+  allLogits?: boolean;
+  signal?: AbortSignal;
+}
+
+const DEFAULT_CONTEXT = 4096;
+
+/** The config fields the native engine reads (binding.d.ts DecoderNativeConfig). */
+function nativeConfig(c: DecoderConfig) {
+  const { hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, vocabSize, maxSeqLen } = c;
+  const { rmsNormEps, ropeTheta, ropePairing, tieWordEmbeddings, qkNorm } = c;
+  return { hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, vocabSize, maxSeqLen, rmsNormEps, ropeTheta, ropePairing, tieWordEmbeddings, qkNorm };
+}
+
+/** The tensors of `weights` the decoder reads, as native views (the native side checks them all again). */
+export function decoderWeightsSpec(weights: ModelWeights) {
+  const c = weights.config;
+  if (c.architecture !== 'llama' && c.architecture !== 'qwen3') {
+    throw new UnsupportedError(`the decoder engine runs llama and qwen3 models, not '${c.architecture}'`);
+  }
+  const needed = new Set(decoderTensorShapes(c).map((t) => t.name));
+  if (c.tieWordEmbeddings) needed.delete(DECODER_NAMES.lmHead);
+  for (const t of weights.tensors) {
+    if (needed.has(t.name) && t.transposed) {
+      throw new WeightFormatError('UNSUPPORTED', `tensor ${t.name} is stored transposed; the decoder needs [out,in]`, { path: weights.path });
+    }
+  }
+  return { spec: nativeWeightsSpec(weights, (name) => needed.has(name)), config: nativeConfig(c) };
+}
+
+export class DecoderEngine {
+  readonly config: DecoderConfig;
+  /** What preparing the weights cost (time, bytes copied, matrices converted), and the ISA and threads. */
+  readonly loadInfo: DecoderLoadInfo;
+  private native: NativeDecoderModel | undefined;
+  private readonly sessions = new Set<DecoderEngineSession>();
+
+  private constructor(model: NativeDecoderModel, config: DecoderConfig, private readonly weightsPath: string) {
+    this.native = model;
+    this.config = config;
+    this.loadInfo = model.loadInfo;
+  }
+
+  static async load(weights: ModelWeights, options: DecoderLoadOptions = {}): Promise<DecoderEngine> {
+    const { spec, config } = decoderWeightsSpec(weights);
+    let model: NativeDecoderModel;
+    try {
+      model = await native().DecoderModel.load(spec, config, options);
+    } catch (error) {
+      throw fromNativeError(error, 'DecoderEngine', weights.path);
+    }
+    return new DecoderEngine(model, weights.config as DecoderConfig, weights.path);
+  }
+
+  get disposed(): boolean {
+    return this.native === undefined;
+  }
+
+  createSession(options: SessionOptions = {}): DecoderEngineSession {
+    if (!this.native) throw new DisposedError('DecoderEngine');
+    const contextLength = options.contextLength ?? Math.min(this.config.maxSeqLen, DEFAULT_CONTEXT);
+    let session: NativeDecoderSession;
+    try {
+      session = this.native.createSession({ contextLength });
+    } catch (error) {
+      throw fromNativeError(error, 'DecoderEngine', this.weightsPath);
+    }
+    const wrapped = new DecoderEngineSession(session, this.config.vocabSize, this.weightsPath, () => this.sessions.delete(wrapped));
+    this.sessions.add(wrapped);
+    return wrapped;
+  }
+
+  /** Frees the model and every session made from it. Calls in flight stop at their next layer. */
+  dispose(): void {
+    for (const s of [...this.sessions]) s.dispose();
+    this.native?.dispose();
+    this.native = undefined;
+  }
+}
+
+export class DecoderEngineSession {
+  private native: NativeDecoderSession | undefined;
+  /** The last queued call: the next one starts when it settles. */
+  private tail: Promise<unknown> = Promise.resolve();
+  private pending = 0;
+  /** Bumped by abort(): calls queued before it reject instead of starting. */
+  private abortEpoch = 0;
+
+  /** @internal Made by DecoderEngine.createSession. */
+  constructor(
+    session: NativeDecoderSession,
+    readonly vocabSize: number,
+    private readonly weightsPath: string,
+    private readonly onDispose: () => void,
+  ) {
+    this.native = session;
+  }
+
+  /** Tokens in the KV cache (the position the next eval starts at). */
+  get position(): number {
+    return this.native?.position ?? 0;
+  }
+
+  get contextLength(): number {
+    return this.native?.contextLength ?? 0;
+  }
+
+  get disposed(): boolean {
+    return this.native === undefined || this.native.disposed;
+  }
+
+  /**
+   * Appends `ids` at the current position and runs them through the model as one batch.
+   * Resolves to the logits of the last new position [vocab], or of every new position
+   * [ids.length, vocab] with `allLogits`. Rejects with AbortError when `signal` fires (the
+   * session's position is then unchanged) and RangeError (code ERR_WEIGHTMAP_CONTEXT_FULL) when
+   * the ids do not fit the context.
+   */
+  eval(ids: ArrayLike<number>, options: EvalOptions = {}): Promise<Float32Array> {
+    const input = ids instanceof Int32Array ? ids : Int32Array.from(ids);
+    return this.enqueue(options.signal, (session) => session.eval(input, options.allLogits === true));
+  }
+
+  /**
+   * One generation step in one native call: evaluates `ids` like eval(), then picks the next token
+   * from the last position's logits with `sampler` (its generator state carries over between
+   * steps), the penalties looking at every token the session holds. Resolves to the token id; the
+   * token is not fed yet (pass it to the next step). A Sampler serves one step at a time.
+   */
+  step(ids: ArrayLike<number>, sampler: Sampler, params: NativeSamplingParams = {}, options: { signal?: AbortSignal } = {}): Promise<number> {
+    const input = ids instanceof Int32Array ? ids : Int32Array.from(ids);
+    return this.enqueue(options.signal, (session) => session.step(input, sampler, params));
+  }
+
+  /**
+   * Forgets every position from `n` on (reusing a prompt prefix). Only between calls: throws
+   * (code ERR_WEIGHTMAP_BUSY) while one is running or queued.
+   */
+  truncate(n: number): void {
+    const session = this.live();
+    if (this.pending > 0) {
+      const busy = new Error('truncate() while calls are running or queued on this session; await them first');
+      throw Object.assign(busy, { code: 'ERR_WEIGHTMAP_BUSY' });
+    }
+    try {
+      session.truncate(n);
+    } catch (error) {
+      throw fromNativeError(error, 'DecoderEngineSession');
+    }
+  }
+
+  /** Stops the running call and rejects every queued one with AbortError. */
+  abort(): void {
+    this.abortEpoch++;
+    this.native?.abort();
+  }
+
+  /** Frees the KV cache. A running call stops at its next layer; queued calls reject with DisposedError. */
+  dispose(): void {
+    if (!this.native) return;
+    this.native.dispose();
+    this.native = undefined;
+    this.onDispose();
+  }
+
+  /** Calls not yet settled (running or queued). */
+  get queued(): number {
+    return this.pending;
+  }
+
+  private live(): NativeDecoderSession {
+    if (!this.native) throw new DisposedError('DecoderEngineSession');
+    return this.native;
+  }
+
+  private enqueue<T>(signal: AbortSignal | undefined, run: (session: NativeDecoderSession) => Promise<T>): Promise<T> {
+    const epoch = this.abortEpoch;
+    this.pending++;
+    const start = async (): Promise<T> => {
+      try {
+        if (signal?.aborted || epoch !== this.abortEpoch) throw new AbortError(undefined, { cause: signal?.reason });
+        const session = this.live();
+        const onAbort = () => session.abort();
+        signal?.addEventListener('abort', onAbort, { once: true });
+        try {
+          return await run(session);
+        } catch (error) {
+          throw fromNativeError(error, 'DecoderEngineSession', this.weightsPath);
+        } finally {
+          signal?.removeEventListener('abort', onAbort);
+        }
+      } finally {
+        this.pending--;
+      }
+    };
+    const result = this.tail.then(start, start);
+    this.tail = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    return result;
+  }
+}

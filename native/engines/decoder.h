@@ -1,0 +1,170 @@
+// The Llama / Qwen3 decoder (FORMATS.md §4.5, §5.6, §7): RMSNorm, GQA, optional per-head
+// QK-norm before RoPE, RoPE with 'half' or 'interleaved' pairs, SwiGLU, tied or separate head.
+// Weights stay in the mapping (see decoder_linear.h for the layouts); every session owns its KV
+// cache. Pure C++: the N-API glue is native/napi/decoder_napi.cc.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engines/decoder_linear.h"
+#include "engines/weights_spec.h"
+#include "threadpool.h"
+
+namespace weightmap {
+namespace decoder {
+
+struct DecoderConfig {
+  int64_t dim = 0;         // hidden size
+  int64_t hidden = 0;      // FFN intermediate size
+  int64_t n_layers = 0;
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;    // may differ from dim / n_heads (Qwen3)
+  int64_t vocab = 0;
+  int64_t max_seq_len = 0;
+  float eps = 1e-5f;       // RMSNorm epsilon
+  double theta = 10000.0;  // RoPE base
+  bool interleaved = false;  // RoPE pairs (2i, 2i+1) instead of (i, i + head_dim/2)
+  bool tied = false;         // classifier = token embedding
+  bool qk_norm = false;      // Qwen3
+
+  int64_t q_dim() const { return n_heads * head_dim; }
+  int64_t kv_dim() const { return n_kv_heads * head_dim; }
+  // Throws SpecError CONFIG_MISMATCH for values the engine cannot run.
+  void Validate() const;
+};
+
+struct DecoderOptions {
+  int threads = 0;  // 0: physical cores
+  WeightQuant quant = WeightQuant::Keep;
+  int group_size = 32;  // Q8 group when quant == Q8
+};
+
+// A failure while running, with the code the promise rejects with ("ABORT_ERR", ...).
+class EngineError : public std::runtime_error {
+ public:
+  EngineError(std::string code, const std::string& message) : std::runtime_error(message), code_(std::move(code)) {}
+  const std::string& code() const { return code_; }
+
+ private:
+  std::string code_;
+};
+
+struct DecoderLayer {
+  std::vector<float> attn_norm;  // [dim]
+  std::vector<float> ffn_norm;   // [dim]
+  std::vector<float> q_norm;     // [head_dim] (qk_norm only)
+  std::vector<float> k_norm;     // [head_dim] (qk_norm only)
+  Matrix wq;  // [q_dim, dim]
+  Matrix wk;  // [kv_dim, dim]
+  Matrix wv;  // [kv_dim, dim]
+  Matrix wo;  // [dim, q_dim]
+  Matrix w_gate;  // [hidden, dim]
+  Matrix w_up;    // [hidden, dim]
+  Matrix w_down;  // [dim, hidden]
+};
+
+class DecoderModel {
+ public:
+  // Checks every tensor against the config and prepares the matrices (the slow part when
+  // conversions are needed). Throws SpecError.
+  static std::shared_ptr<DecoderModel> Load(const DecoderConfig& config, std::shared_ptr<const WeightsSpec> spec,
+                                            const DecoderOptions& options);
+
+  const DecoderConfig& config() const { return config_; }
+  const LoadCost& cost() const { return cost_; }
+  double load_ms() const { return load_ms_; }
+  int threads() const { return pool_->size(); }
+  ThreadPool& pool() const { return *pool_; }
+
+  const DecoderLayer& layer(int64_t l) const { return layers_[l]; }
+  const Matrix& classifier() const { return classifier_; }
+  const std::vector<float>& final_norm() const { return final_norm_; }
+  // x[dim] = row `token` of the token embedding, dequantized from the mapping.
+  void Embed(int32_t token, float* x) const { DequantizeRow(*embed_, token, x); }
+
+ private:
+  DecoderConfig config_;
+  std::shared_ptr<const WeightsSpec> spec_;  // keeps the mappings (and embed_) alive
+  const TensorRef* embed_ = nullptr;         // [vocab, dim]
+  std::vector<DecoderLayer> layers_;
+  std::vector<float> final_norm_;  // [dim]
+  Matrix classifier_;              // [vocab, dim]
+  std::unique_ptr<ThreadPool> pool_;
+  LoadCost cost_;
+  double load_ms_ = 0;
+};
+
+// One sequence: its KV cache and scratch. Not thread-safe: the N-API layer runs one call on a
+// session at a time.
+class DecoderSession {
+ public:
+  DecoderSession(std::shared_ptr<const DecoderModel> model, int64_t context_length);
+
+  // Appends ids[0..n) at position() and runs them through the model, prefilling in batches of at
+  // most kMaxBatch tokens. Writes the logits of the last position to logits[vocab], or of every
+  // position to logits[n, vocab] when `all_logits`. On abort (checked between layers) throws
+  // EngineError ABORT_ERR and leaves position() as it was.
+  void Eval(const int32_t* ids, int64_t n, bool all_logits, float* logits, const std::atomic<bool>& abort);
+
+  // Safe to read while Eval runs on another thread (it changes only when Eval returns).
+  int64_t position() const { return position_.load(); }
+  int64_t context_length() const { return context_; }
+  // Forgets every position from n on (n <= position()).
+  void Truncate(int64_t n);
+  // The token ids at positions [0, position()), oldest first (for the sampler's penalties).
+  const std::vector<int32_t>& tokens() const { return tokens_; }
+  const std::shared_ptr<const DecoderModel>& model() const { return model_; }
+
+  static constexpr int64_t kMaxBatch = 512;
+
+ private:
+  // One batch of n tokens at positions [pos0, pos0 + n). logits_rows: 0 (none), 1 (the last
+  // position) or n.
+  void Forward(const int32_t* ids, int64_t n, int64_t pos0, int64_t logits_rows, float* logits,
+               const std::atomic<bool>& abort);
+  // att_ [n, q_dim] = causal softmax(q·kᵀ/√hd)·v for the n queries in q_ at positions
+  // [pos0, pos0 + n), against the cache of `layer` (which already holds their keys/values).
+  void Attention(int64_t layer, int64_t pos0, int64_t n);
+  void EnsureScratch(int64_t n);
+  float* KeyCache(int64_t layer, int64_t kv_head) { return k_cache_.get() + (layer * cfg_.n_kv_heads + kv_head) * context_ * cfg_.head_dim; }
+  float* ValueCache(int64_t layer, int64_t kv_head) { return v_cache_.get() + (layer * cfg_.n_kv_heads + kv_head) * context_ * cfg_.head_dim; }
+
+  std::shared_ptr<const DecoderModel> model_;
+  const DecoderConfig& cfg_;
+  int64_t context_;
+  std::atomic<int64_t> position_{0};
+  std::vector<int32_t> tokens_;  // [position_]
+
+  // KV cache [n_layers][n_kv_heads][context][head_dim]: each head's keys (values) contiguous, so
+  // attention multiplies with them directly.
+  // Allocated without being written: the pages are committed only as positions fill.
+  std::unique_ptr<float[]> k_cache_;
+  std::unique_ptr<float[]> v_cache_;
+
+  // Activations of one batch of n tokens (allocated for the largest batch seen).
+  int64_t capacity_ = 0;
+  std::vector<float> x_;     // [n, dim] residual stream
+  std::vector<float> xb_;    // [n, dim] normed input of a block
+  std::vector<float> q_;     // [n, q_dim]
+  std::vector<float> k_;     // [n, kv_dim]
+  std::vector<float> v_;     // [n, kv_dim]
+  std::vector<float> att_;   // [n, q_dim] attention output, heads concatenated
+  std::vector<float> proj_;  // [n, dim] output of wo / w_down before the residual add
+  std::vector<float> gate_;  // [n, hidden]
+  std::vector<float> up_;    // [n, hidden]
+  std::vector<float> rope_;  // [n, head_dim] cos of the pair angles then sin, per token
+  std::vector<QuantizedInput> qin_;
+  // Attention scratch per worker slot: a query tile [kAttnTile, hd], its scores
+  // [kAttnTile, context] and its output [kAttnTile, hd].
+  std::vector<std::vector<float>> attn_scratch_;
+  static constexpr int64_t kAttnTile = 32;
+};
+
+}  // namespace decoder
+}  // namespace weightmap

@@ -1,0 +1,197 @@
+// The forward pass of one batch of tokens (prefill: the prompt as one batch, decode: n = 1), in
+// llama2.c's style: one function, every buffer's shape beside it.
+#include <cmath>
+#include <cstring>
+
+#include "engines/decoder.h"
+#include "kernels/kernels.h"
+
+namespace weightmap {
+namespace decoder {
+
+namespace {
+
+// Runs fn(row0, row1) over rows [0, n): in the pool when the batch is large enough to pay for
+// the dispatch (elementwise work of `width` per row), else inline.
+template <typename Fn>
+void ForRows(ThreadPool& pool, int64_t n, int64_t width, const Fn& fn) {
+  if (n == 1 || n * width < (1 << 15)) {
+    fn(int64_t{0}, n);
+  } else {
+    pool.ParallelFor(n, 1, [&](int64_t b, int64_t e) { fn(b, e); });
+  }
+}
+
+}  // namespace
+
+DecoderSession::DecoderSession(std::shared_ptr<const DecoderModel> model, int64_t context_length)
+    : model_(std::move(model)), cfg_(model_->config()), context_(context_length) {
+  if (context_ <= 0 || context_ > cfg_.max_seq_len)
+    throw EngineError("ERR_OUT_OF_RANGE", "contextLength " + std::to_string(context_) + " outside [1, " +
+                                              std::to_string(cfg_.max_seq_len) + "]");
+  const size_t cache = static_cast<size_t>(cfg_.n_layers * cfg_.n_kv_heads * context_ * cfg_.head_dim);
+  k_cache_.reset(new float[cache]);
+  v_cache_.reset(new float[cache]);
+}
+
+void DecoderSession::Truncate(int64_t n) {
+  if (n < 0 || n > position_) throw EngineError("ERR_OUT_OF_RANGE", "truncate(" + std::to_string(n) + ") outside [0, " +
+                                                                        std::to_string(position()) + "]");
+  position_ = n;
+  tokens_.resize(n);
+}
+
+void DecoderSession::EnsureScratch(int64_t n) {
+  if (n <= capacity_) return;
+  const DecoderConfig& c = cfg_;
+  x_.resize(n * c.dim);
+  xb_.resize(n * c.dim);
+  q_.resize(n * c.q_dim());
+  k_.resize(n * c.kv_dim());
+  v_.resize(n * c.kv_dim());
+  att_.resize(n * c.q_dim());
+  proj_.resize(n * c.dim);
+  gate_.resize(n * c.hidden);
+  up_.resize(n * c.hidden);
+  rope_.resize(n * c.head_dim);
+  capacity_ = n;
+}
+
+void DecoderSession::Eval(const int32_t* ids, int64_t n, bool all_logits, float* logits, const std::atomic<bool>& abort) {
+  if (n <= 0) throw EngineError("ERR_OUT_OF_RANGE", "eval needs at least one token");
+  const int64_t start = position_.load();
+  if (n > context_ - start)
+    throw EngineError("ERR_OUT_OF_RANGE", "the session holds " + std::to_string(start) + " of " +
+                                              std::to_string(context_) + " positions; " + std::to_string(n) +
+                                              " more do not fit");
+  for (int64_t i = 0; i < n; i++)
+    if (ids[i] < 0 || ids[i] >= cfg_.vocab)
+      throw EngineError("ERR_OUT_OF_RANGE", "token id " + std::to_string(ids[i]) + " at index " + std::to_string(i) +
+                                                " is outside the vocabulary [0, " + std::to_string(cfg_.vocab) + ")");
+  for (int64_t done = 0; done < n;) {
+    const int64_t batch = std::min(kMaxBatch, n - done);
+    const bool last = done + batch == n;
+    if (all_logits)
+      Forward(ids + done, batch, start + done, batch, logits + done * cfg_.vocab, abort);
+    else
+      Forward(ids + done, batch, start + done, last ? 1 : 0, logits, abort);
+    done += batch;
+  }
+  tokens_.insert(tokens_.end(), ids, ids + n);
+  position_.store(start + n);
+}
+
+void DecoderSession::Forward(const int32_t* ids, int64_t n, int64_t pos0, int64_t logits_rows, float* logits,
+                             const std::atomic<bool>& abort) {
+  const DecoderModel& M = *model_;
+  const DecoderConfig& c = cfg_;
+  ThreadPool& pool = M.pool();
+  const int64_t dim = c.dim, hd = c.head_dim, hidden = c.hidden;
+  EnsureScratch(n);
+  float* x = x_.data();        // [n, dim]
+  float* xb = xb_.data();      // [n, dim]
+  float* q = q_.data();        // [n, q_dim]
+  float* k = k_.data();        // [n, kv_dim]
+  float* v = v_.data();        // [n, kv_dim]
+  float* att = att_.data();    // [n, q_dim]
+  float* proj = proj_.data();  // [n, dim]
+  float* gate = gate_.data();  // [n, hidden]
+  float* up = up_.data();      // [n, hidden]
+  float* rope = rope_.data();  // [n, hd]: cos of the hd/2 pair angles, then their sin
+
+  for (int64_t t = 0; t < n; t++) M.Embed(ids[t], x + t * dim);
+
+  // angle_i = pos · θ^(-2i/hd), in double as the references compute it.
+  for (int64_t t = 0; t < n; t++) {
+    for (int64_t i = 0; i < hd / 2; i++) {
+      const double angle = static_cast<double>(pos0 + t) * std::pow(c.theta, -2.0 * i / hd);
+      rope[t * hd + i] = static_cast<float>(std::cos(angle));
+      rope[t * hd + hd / 2 + i] = static_cast<float>(std::sin(angle));
+    }
+  }
+  // Rotates one head vector h[hd] of token t.
+  auto rotate = [&](float* h, int64_t t) {
+    const float* cs = rope + t * hd;
+    const float* sn = cs + hd / 2;
+    for (int64_t i = 0; i < hd / 2; i++) {
+      float* a = c.interleaved ? h + 2 * i : h + i;
+      float* b = c.interleaved ? h + 2 * i + 1 : h + i + hd / 2;
+      const float a0 = *a, b0 = *b;
+      *a = a0 * cs[i] - b0 * sn[i];
+      *b = a0 * sn[i] + b0 * cs[i];
+    }
+  };
+
+  for (int64_t l = 0; l < c.n_layers; l++) {
+    if (abort.load(std::memory_order_relaxed)) throw EngineError("ABORT_ERR", "The operation was aborted");
+    const DecoderLayer& L = M.layer(l);
+
+    // Attention block: xb = rmsnorm(x); q, k, v = W·xb.
+    ForRows(pool, n, dim, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; t++) kernels::rmsnorm(x + t * dim, L.attn_norm.data(), xb + t * dim, dim, c.eps);
+    });
+    const LinearJob qkv[3] = {{&L.wq, xb, q}, {&L.wk, xb, k}, {&L.wv, xb, v}};
+    RunLinear(pool, qkv, 3, n, qin_);
+
+    // Per head: QK-norm (Qwen3), then RoPE; k and v go into the cache at their positions.
+    ForRows(pool, n, c.q_dim() + c.kv_dim(), [&](int64_t t0, int64_t t1) {
+      std::vector<float> head(hd);
+      for (int64_t t = t0; t < t1; t++) {
+        for (int64_t h = 0; h < c.n_heads; h++) {
+          float* qh = q + t * c.q_dim() + h * hd;
+          if (c.qk_norm) {
+            std::memcpy(head.data(), qh, hd * sizeof(float));
+            kernels::rmsnorm(head.data(), L.q_norm.data(), qh, hd, c.eps);
+          }
+          rotate(qh, t);
+        }
+        for (int64_t g = 0; g < c.n_kv_heads; g++) {
+          float* kh = k + t * c.kv_dim() + g * hd;
+          if (c.qk_norm) {
+            std::memcpy(head.data(), kh, hd * sizeof(float));
+            kernels::rmsnorm(head.data(), L.k_norm.data(), kh, hd, c.eps);
+          }
+          rotate(kh, t);
+          std::memcpy(KeyCache(l, g) + (pos0 + t) * hd, kh, hd * sizeof(float));
+          std::memcpy(ValueCache(l, g) + (pos0 + t) * hd, v + t * c.kv_dim() + g * hd, hd * sizeof(float));
+        }
+      }
+    });
+
+    Attention(l, pos0, n);  // att [n, q_dim]
+
+    // x += Wo·att
+    const LinearJob o[1] = {{&L.wo, att, proj}};
+    RunLinear(pool, o, 1, n, qin_);
+    ForRows(pool, n, dim, [&](int64_t t0, int64_t t1) {
+      kernels::Active().axpy_f32(1.0f, proj + t0 * dim, x + t0 * dim, (t1 - t0) * dim);
+    });
+
+    // FFN block: x += W_down·(silu(W_gate·xb) ⊙ W_up·xb), xb = rmsnorm(x).
+    ForRows(pool, n, dim, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; t++) kernels::rmsnorm(x + t * dim, L.ffn_norm.data(), xb + t * dim, dim, c.eps);
+    });
+    const LinearJob gate_up[2] = {{&L.w_gate, xb, gate}, {&L.w_up, xb, up}};
+    RunLinear(pool, gate_up, 2, n, qin_);
+    ForRows(pool, n, hidden, [&](int64_t t0, int64_t t1) {
+      kernels::silu_mul(gate + t0 * hidden, up + t0 * hidden, gate + t0 * hidden, (t1 - t0) * hidden);
+    });
+    const LinearJob down[1] = {{&L.w_down, gate, proj}};
+    RunLinear(pool, down, 1, n, qin_);
+    ForRows(pool, n, dim, [&](int64_t t0, int64_t t1) {
+      kernels::Active().axpy_f32(1.0f, proj + t0 * dim, x + t0 * dim, (t1 - t0) * dim);
+    });
+  }
+  if (logits_rows == 0) return;
+  if (abort.load(std::memory_order_relaxed)) throw EngineError("ABORT_ERR", "The operation was aborted");
+
+  // logits [logits_rows, vocab] = Wcls · rmsnorm(x) of the last logits_rows positions.
+  const int64_t first = n - logits_rows;
+  for (int64_t t = first; t < n; t++)
+    kernels::rmsnorm(x + t * dim, M.final_norm().data(), xb + (t - first) * dim, dim, c.eps);
+  const LinearJob head[1] = {{&M.classifier(), xb, logits}};
+  RunLinear(pool, head, 1, logits_rows, qin_);
+}
+
+}  // namespace decoder
+}  // namespace weightmap

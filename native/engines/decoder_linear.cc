@@ -1,0 +1,225 @@
+#include "engines/decoder_linear.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels/kernels.h"
+#include "threadpool.h"
+
+namespace weightmap {
+namespace decoder {
+
+namespace {
+
+bool Aligned(const void* p, size_t alignment) { return reinterpret_cast<uintptr_t>(p) % alignment == 0; }
+
+float F16ToF32(uint16_t h) {
+  float f;
+  kernels::Active().f16_to_f32(&h, &f, 1);
+  return f;
+}
+
+// One row of a ggml_q8_0 tensor ([cols / 32] blocks of {f16 scale, int8[32]}) as int8 + f32 scales.
+void UnpackGgmlRow(const uint8_t* blocks, int64_t cols, int8_t* q, float* s) {
+  for (int64_t b = 0; b < cols / 32; b++) {
+    const uint8_t* block = blocks + b * 34;
+    uint16_t scale;
+    std::memcpy(&scale, block, 2);
+    s[b] = F16ToF32(scale);
+    std::memcpy(q + b * 32, block + 2, 32);
+  }
+}
+
+}  // namespace
+
+void DequantizeRow(const TensorRef& t, int64_t r, float* out) {
+  const int64_t cols = t.shape.back();
+  const kernels::KernelTable& k = kernels::Active();
+  switch (t.dtype) {
+    case DType::F32:
+      std::memcpy(out, t.data + r * cols * 4, cols * 4);
+      break;
+    case DType::F16: {
+      std::vector<uint16_t> row(cols);  // the mapping gives no alignment guarantee
+      std::memcpy(row.data(), t.data + r * cols * 2, cols * 2);
+      k.f16_to_f32(row.data(), out, cols);
+      break;
+    }
+    case DType::BF16: {
+      std::vector<uint16_t> row(cols);
+      std::memcpy(row.data(), t.data + r * cols * 2, cols * 2);
+      k.bf16_to_f32(row.data(), out, cols);
+      break;
+    }
+    case DType::Q8_0: {
+      const int8_t* q = reinterpret_cast<const int8_t*>(t.data) + r * cols;
+      for (int64_t g = 0; g < cols / t.group; g++) {
+        float s;
+        std::memcpy(&s, t.scales + ((r * cols) / t.group + g) * 4, 4);
+        for (int i = 0; i < t.group; i++) out[g * t.group + i] = q[g * t.group + i] * s;
+      }
+      break;
+    }
+    case DType::GgmlQ8_0: {
+      std::vector<int8_t> q(cols);
+      std::vector<float> s(cols / 32);
+      UnpackGgmlRow(t.data + r * (cols / 32) * 34, cols, q.data(), s.data());
+      for (int64_t i = 0; i < cols; i++) out[i] = q[i] * s[i / 32];
+      break;
+    }
+  }
+}
+
+Matrix Matrix::Prepare(const TensorRef& t, WeightQuant quant, int group, LoadCost* cost) {
+  if (t.shape.size() != 2) throw SpecError("SHAPE_MISMATCH", "tensor " + t.Describe() + " is not a matrix");
+  const kernels::KernelTable& k = kernels::Active();
+  Matrix m;
+  m.rows_ = t.shape[0];
+  m.cols_ = t.shape[1];
+  const int64_t n = t.numel;
+
+  // Stored Q8 (groups along the flattened tensor, which must not straddle rows).
+  if (t.dtype == DType::Q8_0 || t.dtype == DType::GgmlQ8_0) {
+    const int stored_group = t.group;
+    if (m.cols_ % stored_group != 0)
+      throw SpecError("SHAPE_MISMATCH", "tensor " + t.Describe() + ": rows of " + std::to_string(m.cols_) +
+                                            " elements are not whole groups of " + std::to_string(stored_group));
+    if (quant == WeightQuant::F32) {
+      m.kind_ = MatrixKind::F32;
+      m.f_own_.resize(n);
+      for (int64_t r = 0; r < m.rows_; r++) DequantizeRow(t, r, m.f_own_.data() + r * m.cols_);
+      m.f_ = m.f_own_.data();
+      cost->copied_bytes += n * 4;
+      cost->converted++;
+      return m;
+    }
+    m.kind_ = MatrixKind::Q8;
+    m.group_ = stored_group;
+    if (t.dtype == DType::GgmlQ8_0) {
+      m.q_own_.resize(n);
+      m.s_own_.resize(n / 32);
+      for (int64_t r = 0; r < m.rows_; r++)
+        UnpackGgmlRow(t.data + r * (m.cols_ / 32) * 34, m.cols_, m.q_own_.data() + r * m.cols_,
+                      m.s_own_.data() + r * (m.cols_ / 32));
+      m.q_ = m.q_own_.data();
+      m.s_ = m.s_own_.data();
+      cost->copied_bytes += n + n / 32 * 4;
+      cost->converted++;
+      return m;
+    }
+    m.q_ = reinterpret_cast<const int8_t*>(t.data);
+    if (Aligned(t.scales, 4)) {
+      m.s_ = reinterpret_cast<const float*>(t.scales);
+    } else {
+      m.s_own_.resize(n / stored_group);
+      std::memcpy(m.s_own_.data(), t.scales, m.s_own_.size() * 4);
+      m.s_ = m.s_own_.data();
+      cost->copied_bytes += m.s_own_.size() * 4;
+    }
+    return m;
+  }
+
+  // Float weights.
+  const bool can_quantize = quant == WeightQuant::Q8 && group > 0 && m.cols_ % group == 0;
+  if (quant == WeightQuant::Q8 && !can_quantize) cost->kept.push_back(t.name);
+  if (can_quantize) {
+    m.kind_ = MatrixKind::Q8;
+    m.group_ = group;
+    m.q_own_.resize(n);
+    m.s_own_.resize(n / group);
+    std::vector<float> row(m.cols_);
+    for (int64_t r = 0; r < m.rows_; r++) {
+      DequantizeRow(t, r, row.data());
+      k.quantize_q8(row.data(), m.cols_, group, m.q_own_.data() + r * m.cols_, m.s_own_.data() + r * (m.cols_ / group));
+    }
+    m.q_ = m.q_own_.data();
+    m.s_ = m.s_own_.data();
+    cost->copied_bytes += n + n / group * 4;
+    cost->converted++;
+    return m;
+  }
+  if (t.dtype == DType::F16 && quant != WeightQuant::F32 && Aligned(t.data, 2)) {
+    m.kind_ = MatrixKind::F16;
+    m.h_ = reinterpret_cast<const uint16_t*>(t.data);
+    return m;
+  }
+  m.kind_ = MatrixKind::F32;
+  if (t.dtype == DType::F32 && Aligned(t.data, 4)) {
+    m.f_ = reinterpret_cast<const float*>(t.data);
+    return m;
+  }
+  // bf16, f16 asked as f32, or misaligned f32: one converted copy.
+  m.f_own_.resize(n);
+  for (int64_t r = 0; r < m.rows_; r++) DequantizeRow(t, r, m.f_own_.data() + r * m.cols_);
+  m.f_ = m.f_own_.data();
+  cost->copied_bytes += n * 4;
+  cost->converted++;
+  return m;
+}
+
+void RunLinear(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, std::vector<QuantizedInput>& scratch) {
+  const kernels::KernelTable& k = kernels::Active();
+
+  // Quantized inputs of the Q8 jobs, one per distinct (x, group).
+  const QuantizedInput* xin[8] = {};
+  size_t used = 0;
+  for (int j = 0; j < n_jobs; j++) {
+    const Matrix& w = *jobs[j].w;
+    if (w.kind() != MatrixKind::Q8) continue;
+    for (size_t u = 0; u < used; u++)
+      if (scratch[u].source == jobs[j].x && scratch[u].group == w.group()) xin[j] = &scratch[u];
+    if (xin[j]) continue;
+    if (scratch.size() <= used) scratch.resize(used + 1);
+    QuantizedInput& qi = scratch[used++];
+    const int64_t cols = w.cols();
+    const int group = w.group();
+    qi.source = jobs[j].x;
+    qi.group = group;
+    if (static_cast<int64_t>(qi.q.size()) < m * cols) qi.q.resize(m * cols);
+    if (static_cast<int64_t>(qi.s.size()) < m * cols / group) qi.s.resize(m * cols / group);
+    int8_t* q = qi.q.data();
+    float* s = qi.s.data();
+    const float* x = jobs[j].x;
+    if (m == 1) {
+      k.quantize_q8(x, cols, group, q, s);
+    } else {
+      pool.ParallelFor(m, 1, [&](int64_t b, int64_t e) {
+        k.quantize_q8(x + b * cols, (e - b) * cols, group, q + b * cols, s + b * (cols / group));
+      });
+    }
+    xin[j] = &qi;
+  }
+  for (size_t u = 0; u < used; u++) scratch[u].source = nullptr;  // the buffers behind x change after this call
+
+  int64_t offsets[9] = {0};
+  for (int j = 0; j < n_jobs; j++) offsets[j + 1] = offsets[j] + jobs[j].w->rows();
+  const int64_t total = offsets[n_jobs];
+
+  pool.ParallelFor(total, 16, [&](int64_t b, int64_t e) {
+    for (int j = 0; j < n_jobs; j++) {
+      const int64_t r0 = std::max(b, offsets[j]) - offsets[j];
+      const int64_t r1 = std::min(e, offsets[j + 1]) - offsets[j];
+      if (r0 >= r1) continue;
+      const Matrix& w = *jobs[j].w;
+      const int64_t rows = w.rows(), cols = w.cols();
+      float* y = jobs[j].y;
+      switch (w.kind()) {
+        case MatrixKind::Q8:
+          if (m == 1)
+            k.matvec_q8(w.q(), w.s(), xin[j]->q.data(), xin[j]->s.data(), y, cols, w.group(), r0, r1);
+          else
+            k.matmul_q8(w.q(), w.s(), xin[j]->q.data(), xin[j]->s.data(), y, m, cols, rows, w.group(), r0, r1);
+          break;
+        case MatrixKind::F16:
+          k.hgemm_trans(jobs[j].x, w.h(), y, m, cols, rows, r0, r1);
+          break;
+        case MatrixKind::F32:
+          k.sgemm_trans(jobs[j].x, w.f(), y, m, cols, rows, r0, r1);
+          break;
+      }
+    }
+  });
+}
+
+}  // namespace decoder
+}  // namespace weightmap

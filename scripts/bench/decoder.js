@@ -1,0 +1,127 @@
+#!/usr/bin/env node
+// Decoder engine speed on a Qwen3-0.6B-shaped ajc1 file with random Q8_0 weights (made by
+// make-ajc1.js in the temp folder if absent): prefill tok/s (one prompt as one batch) and decode
+// tok/s (one token per call, greedy), per thread count, with min/median/max over runs, the ISA,
+// and the memory-bandwidth bound of decode (weight bytes read per token ÷ read bandwidth).
+// Needs `npm run build:ts` (dist/) and the addon (WEIGHTMAP_ADDON or build/).
+//   node scripts/bench/decoder.js [--model PATH] [--threads 1,2] [--prompt 512] [--decode 128] [--runs 3]
+//                                 [--bandwidth GBps]
+'use strict';
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { spawnSync } = require('node:child_process');
+const { performance } = require('node:perf_hooks');
+const { ajc1Format } = require('../../dist/cjs/formats/ajc1');
+const { DecoderEngine } = require('../../dist/cjs/engines/decoder');
+
+const args = process.argv.slice(2);
+const opt = (name, def) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : def);
+
+function argmax(x) {
+  let best = 0;
+  for (let i = 1; i < x.length; i++) if (x[i] > x[best]) best = i;
+  return best;
+}
+
+function stats(values) {
+  const s = [...values].sort((a, b) => a - b);
+  const r = (v) => +v.toFixed(1);
+  return { median: r(s[Math.floor(s.length / 2)]), min: r(s[0]), max: r(s[s.length - 1]), runs: s.length };
+}
+
+/** Bytes of weights one decode step reads: every matrix (values + scales), the classifier, one embedding row. */
+function bytesPerToken(weights) {
+  const c = weights.config;
+  let bytes = 0;
+  for (const t of weights.tensors) {
+    const size = t.byteLength + (t.scales ? t.scales.byteLength : 0);
+    if (t.name === 'model.embed_tokens.weight') bytes += c.tieWordEmbeddings ? size : size / c.vocabSize;
+    else bytes += size;
+  }
+  return bytes;
+}
+
+/** Read bandwidth in GB/s per thread count: --bandwidth, else scripts/bench/bandwidth.js --json if present. */
+function readBandwidth(threads) {
+  if (opt('bandwidth')) return Number(opt('bandwidth'));
+  const script = path.join(__dirname, 'bandwidth.js');
+  if (!fs.existsSync(script)) return undefined;
+  const r = spawnSync(process.execPath, [script, '--json', '--threads', String(threads)], { encoding: 'utf8' });
+  try {
+    const out = JSON.parse(r.stdout);
+    return out.readGBps ?? out.read_gbps ?? out.gbps;
+  } catch {
+    return undefined;
+  }
+}
+
+async function main() {
+  const model = opt('model', path.join(os.tmpdir(), 'weightmap-bench-qwen3-0.6b.ajc1'));
+  const threadList = opt('threads', '1,2').split(',').map(Number);
+  const promptLen = Number(opt('prompt', '512'));
+  const decodeLen = Number(opt('decode', '128'));
+  const runs = Number(opt('runs', '3'));
+  if (!fs.existsSync(model)) {
+    const made = spawnSync(process.execPath, [path.join(__dirname, 'make-ajc1.js'), model], { stdio: 'inherit' });
+    if (made.status !== 0) process.exit(1);
+  }
+  const weights = await ajc1Format.read(model);
+  const c = weights.config;
+  const prompt = Int32Array.from({ length: promptLen }, (_, i) => (i * 7919 + 13) % c.vocabSize);
+  const perToken = bytesPerToken(weights);
+  const report = {
+    model,
+    cpu: os.cpus()[0]?.model,
+    shape: { dim: c.hiddenSize, layers: c.numLayers, heads: c.numHeads, kvHeads: c.numKvHeads, headDim: c.headDim, hidden: c.intermediateSize, vocab: c.vocabSize, group: c.groupSize },
+    weightMBPerDecodeToken: +(perToken / 1e6).toFixed(1),
+    results: [],
+  };
+
+  for (const threads of threadList) {
+    const engine = await DecoderEngine.load(weights, { threads });
+    // Warm-up: fault every page of the mapping in and let the CPU clock settle.
+    {
+      const s = engine.createSession({ contextLength: 64 });
+      let l = await s.eval(prompt.subarray(0, 16));
+      for (let i = 0; i < 8; i++) l = await s.eval([argmax(l)]);
+      s.dispose();
+    }
+    const prefill = [];
+    const decode = [];
+    for (let r = 0; r < runs; r++) {
+      const s = engine.createSession({ contextLength: promptLen + 8 });
+      const t0 = performance.now();
+      await s.eval(prompt);
+      prefill.push(promptLen / ((performance.now() - t0) / 1000));
+      s.dispose();
+
+      const d = engine.createSession({ contextLength: 16 + decodeLen + 1 });
+      let logits = await d.eval(prompt.subarray(0, 16));
+      let spent = 0;
+      for (let i = 0; i < decodeLen; i++) {
+        const next = argmax(logits); // outside the timing: the engine's share only
+        const t = performance.now();
+        logits = await d.eval([next]);
+        spent += performance.now() - t;
+      }
+      decode.push(decodeLen / (spent / 1000));
+      d.dispose();
+    }
+    const bandwidth = readBandwidth(threads);
+    report.results.push({
+      threads,
+      isa: engine.loadInfo.isa,
+      prefillTokPerS: stats(prefill),
+      decodeTokPerS: stats(decode),
+      ...(bandwidth ? { readGBps: bandwidth, decodeBoundTokPerS: +((bandwidth * 1e9) / perToken).toFixed(1) } : {}),
+    });
+    engine.dispose();
+  }
+  console.log(JSON.stringify(report, null, 2));
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,190 @@
+/**
+ * The decoder engine on the real stories260K model (llama-stories260k fixture): llama2.c's
+ * golden greedy run from the .bin (interleaved RoPE), the GGUF (interleaved) and the sepweight
+ * tree (q/k permuted, half RoPE), every step's logits within 0.001 of the float64 reference.
+ */
+import { DecoderEngine } from '../../lib/engines/decoder';
+import { ggufFormat } from '../../lib/formats/gguf';
+import { llama2cFormat } from '../../lib/formats/llama2c';
+import { sepweightFormat } from '../../lib/formats/sepweight';
+import type { FormatModule } from '../../lib/formats/types';
+import { native } from '../../lib/native';
+import { closeWeights, type ModelWeights } from '../../lib/weights';
+import { fixture } from '../helpers/fixtures';
+import { argmax, greedy, maxAbsDiff, storiesExpected } from './decoder-helpers';
+
+const TOLERANCE = 0.001;
+const expected = storiesExpected();
+const V = expected.vocab;
+const STEPS = expected.tokens.length; // 200
+
+/** Row `i` of the reference logits [200, 512]. */
+const refRow = (i: number) => expected.logits.subarray(i * V, (i + 1) * V);
+
+const sources: [string, FormatModule, string, 'interleaved' | 'half'][] = [
+  ['llama2.c .bin', llama2cFormat, 'stories260K.bin', 'interleaved'],
+  ['GGUF', ggufFormat, 'stories260K.gguf', 'interleaved'],
+  ['sepweight tree', sepweightFormat, 'sepweight', 'half'],
+];
+
+describe.each(sources)('stories260K from the %s', (_label, format, file, pairing) => {
+  let weights: ModelWeights;
+  let engine: DecoderEngine;
+
+  beforeAll(async () => {
+    weights = await format.read(fixture('llama-stories260k', file));
+    engine = await DecoderEngine.load(weights, { threads: 2 });
+  });
+  afterAll(() => {
+    engine.dispose();
+    closeWeights(weights);
+  });
+
+  test('reads as the config the fixture states', () => {
+    expect(weights.config).toMatchObject({ architecture: 'llama', hiddenSize: 64, numLayers: 5, numHeads: 8, numKvHeads: 4, ropePairing: pairing });
+    expect(engine.loadInfo.converted).toBe(0); // f32 weights are used in place
+  });
+
+  test('greedy 200 tokens from BOS equal llama2.c, every step within 0.001', async () => {
+    const session = engine.createSession({ contextLength: 256 });
+    const run = await greedy(session, [expected.bos], STEPS);
+    expect(run.tokens).toEqual(expected.tokens);
+    for (let i = 0; i < STEPS; i++) {
+      const diff = maxAbsDiff(run.logits[i], refRow(i));
+      if (diff > TOLERANCE) throw new Error(`step ${i}: logits differ by ${diff}`);
+    }
+    expect(session.position).toBe(STEPS);
+    session.dispose();
+  });
+
+  test('the prompt as one batch equals feeding it token by token (all positions)', async () => {
+    const ids = [expected.bos, ...expected.tokens.slice(0, 199)];
+    const session = engine.createSession({ contextLength: 256 });
+    const all = await session.eval(ids, { allLogits: true });
+    expect(all.length).toBe(200 * V);
+    expect(session.position).toBe(200);
+    for (let i = 0; i < 200; i++) {
+      const diff = maxAbsDiff(all.subarray(i * V, (i + 1) * V), refRow(i));
+      if (diff > TOLERANCE) throw new Error(`position ${i}: batched logits differ by ${diff}`);
+      expect(argmax(all, V, i)).toBe(expected.tokens[i]);
+    }
+    session.dispose();
+  });
+});
+
+describe('sessions of one model', () => {
+  let weights: ModelWeights;
+  let engine: DecoderEngine;
+
+  beforeAll(async () => {
+    weights = await llama2cFormat.read(fixture('llama-stories260k', 'stories260K.bin'));
+    engine = await DecoderEngine.load(weights, { threads: 2 });
+  });
+  afterAll(() => {
+    engine.dispose();
+    closeWeights(weights);
+  });
+
+  test('two sessions interleaved step by step give what each gives alone', async () => {
+    const a = engine.createSession({ contextLength: 256 });
+    const b = engine.createSession({ contextLength: 256 });
+    // a decodes from BOS; b starts from a 60-token prefix (one batch) and decodes from there.
+    const prefix = [expected.bos, ...expected.tokens.slice(0, 59)];
+    let la = await a.eval([expected.bos]);
+    let lb = await b.eval(prefix);
+    for (let i = 0; i < 80; i++) {
+      expect(maxAbsDiff(la, refRow(i))).toBeLessThanOrEqual(TOLERANCE);
+      expect(maxAbsDiff(lb, refRow(59 + i))).toBeLessThanOrEqual(TOLERANCE);
+      // Both calls in flight at once: the model runs them concurrently.
+      [la, lb] = await Promise.all([a.eval([argmax(la)]), b.eval([argmax(lb)])]);
+    }
+    expect(a.position).toBe(81);
+    expect(b.position).toBe(140);
+    a.dispose();
+    b.dispose();
+  });
+
+  test('calls queued on one session run in call order', async () => {
+    const s = engine.createSession({ contextLength: 64 });
+    const pending = [s.eval([expected.bos]), ...expected.tokens.slice(0, 9).map((t) => s.eval([t]))];
+    expect(s.queued).toBe(10);
+    const results = await Promise.all(pending);
+    results.forEach((logits, i) => expect(maxAbsDiff(logits, refRow(i))).toBeLessThanOrEqual(TOLERANCE));
+    expect(s.position).toBe(10);
+    s.dispose();
+  });
+
+  test('truncate rewinds the cache: a re-fed suffix gives the reference again', async () => {
+    const s = engine.createSession({ contextLength: 256 });
+    await s.eval([expected.bos, ...expected.tokens.slice(0, 99)]);
+    expect(s.position).toBe(100);
+    s.truncate(50);
+    expect(s.position).toBe(50);
+    const again = await s.eval(expected.tokens.slice(49, 99), { allLogits: true });
+    for (let i = 0; i < 50; i++) expect(maxAbsDiff(again.subarray(i * V, (i + 1) * V), refRow(50 + i))).toBeLessThanOrEqual(TOLERANCE);
+    expect(() => s.truncate(101)).toThrow(RangeError);
+    const pending = s.eval([1]);
+    expect(() => s.truncate(0)).toThrow(expect.objectContaining({ code: 'ERR_WEIGHTMAP_BUSY' }));
+    await pending;
+    s.dispose();
+  });
+
+  test('step() with a greedy sampler gives the 200 golden tokens', async () => {
+    const s = engine.createSession({ contextLength: 256 });
+    const sampler = new (native().Sampler)(1);
+    const tokens: number[] = [];
+    let feed = [expected.bos];
+    for (let i = 0; i < STEPS; i++) {
+      const next = await s.step(feed, sampler, { temperature: 0 });
+      tokens.push(next);
+      feed = [next];
+    }
+    expect(tokens).toEqual(expected.tokens);
+    expect(s.position).toBe(STEPS);
+    s.dispose();
+  });
+
+  test('step() samples exactly as eval() followed by Sampler.sample over the same history', async () => {
+    const { Sampler } = native();
+    const params = { temperature: 0.9, topK: 40, topP: 0.9, repeatPenalty: 1.3, penaltyLastN: 16 };
+    const stepping = engine.createSession({ contextLength: 128 });
+    const evaluating = engine.createSession({ contextLength: 128 });
+    const a = new Sampler(1234n);
+    const b = new Sampler(1234n);
+    const prompt = [expected.bos, ...expected.tokens.slice(0, 5)];
+    const history = [...prompt];
+    let feedA = prompt;
+    let feedB = prompt;
+    const fromStep: number[] = [];
+    const fromEval: number[] = [];
+    for (let i = 0; i < 60; i++) {
+      const ta = await stepping.step(feedA, a, params);
+      const logits = await evaluating.eval(feedB);
+      const tb = b.sample(logits, params, Int32Array.from(history));
+      fromStep.push(ta);
+      fromEval.push(tb);
+      history.push(tb);
+      feedA = [ta];
+      feedB = [tb];
+    }
+    expect(fromStep).toEqual(fromEval);
+    // Sampling at temperature 0.9 with a repetition penalty leaves the greedy path.
+    expect(fromStep).not.toEqual(expected.tokens.slice(5, 65));
+    // One Sampler serves one step at a time.
+    const first = stepping.step([1], a);
+    await expect(evaluating.step([1], a)).rejects.toMatchObject({ code: 'ERR_WEIGHTMAP_BUSY' });
+    await first;
+    stepping.dispose();
+    evaluating.dispose();
+  });
+
+  test('the same logits with 1 thread as with 2', async () => {
+    const single = await DecoderEngine.load(weights, { threads: 1 });
+    expect(single.loadInfo.threads).toBe(1);
+    const s = single.createSession({ contextLength: 64 });
+    const ids = [expected.bos, ...expected.tokens.slice(0, 49)];
+    const all = await s.eval(ids, { allLogits: true });
+    for (let i = 0; i < 50; i++) expect(maxAbsDiff(all.subarray(i * V, (i + 1) * V), refRow(i))).toBeLessThanOrEqual(TOLERANCE);
+    single.dispose();
+  });
+});
