@@ -26,3 +26,11 @@ export type {
 } from './weights';
 export { Embedder, loadEmbedder, similarity } from './embedder';
 export type { EmbedOptions, EmbedderInfo, LoadEmbedderOptions, Pooling } from './embedder';
+export { Model, loadModel } from './model';
+export type { ChatOptions, LoadModelOptions, ModelInfo } from './model';
+export { startGeneration, StopStringFilter } from './generate';
+export type { GenerateOptions, GeneratedPiece, Generation, GenerationHost, LanguageSession, SessionLease, StopReason } from './generate';
+export { resolveSampling, SAMPLING_DEFAULTS } from './sampling';
+export type { ResolvedSampling, SamplingOptions } from './sampling';
+export { ajc1ChatTemplate, jinjaChatTemplate, qwen3ChatTemplate, splitThinking } from './chat';
+export type { ChatMessage, ChatRenderOptions, ChatRole, ChatTemplate } from './chat';

@@ -1,0 +1,398 @@
+/**
+ * loadModel(path): a text-generation model from any weight format weightmap reads, with its
+ * tokenizer and chat template, over the engine of its architecture.
+ *
+ *   const model = await loadModel('qwen3-0.6b.ajc1');
+ *   for await (const piece of model.generate('Once upon a time', { maxTokens: 64, temperature: 0.7 })) process.stdout.write(piece.text);
+ *   const reply = await model.chat([{ role: 'user', content: 'Hi!' }], { enableThinking: false }).text();
+ *   model.dispose();
+ *
+ * Engines: llama and qwen3 → the decoder engine; tllm → gpt; moondream → phi (text only).
+ */
+import * as fs from 'node:fs';
+import * as nodePath from 'node:path';
+import {
+  ajc1ChatTemplate,
+  checkMessages,
+  jinjaChatTemplate,
+  qwen3ChatTemplate,
+  type Ajc1TemplateTexts,
+  type ChatMessage,
+  type ChatRenderOptions,
+  type ChatTemplate,
+} from './chat';
+import { GptEngine } from './engines/gpt';
+import { MoondreamEngine } from './engines/moondream';
+import { DisposedError, UnsupportedError, WeightFormatError } from './errors';
+import { readWeights } from './formats';
+import { checkTokenIds, startGeneration, type GenerateOptions, type Generation, type LanguageSession } from './generate';
+import type { NativeSamplingParams, Sampler } from '../binding';
+import { native } from './native';
+import { SessionPool } from './session-pool';
+import { loadTokenizer, tokenizerFromData, type Tokenizer } from './tokenizers';
+import { closeWeights, type FormatName, type ModelConfig, type ModelWeights } from './weights';
+
+export interface LoadModelOptions {
+  /** A tokenizer file or folder, or a Tokenizer, instead of the one found with the weights. */
+  tokenizer?: string | Tokenizer;
+  /** Engine threads (the calling thread counts); default: the physical cores. */
+  threads?: number;
+  /** Positions each session (KV cache) holds; default min(the model's maximum, 4096). */
+  contextLength?: number;
+  /**
+   * Decoder models: 'none' (default) uses the weights as stored; 'q8_0' quantizes float matrices at
+   * load (faster, approximate); 'f32' dequantizes everything (exact, slower).
+   */
+  quant?: 'none' | 'q8_0' | 'f32';
+  /** Input format (default: detected). */
+  format?: FormatName;
+}
+
+export interface ChatOptions extends GenerateOptions, ChatRenderOptions {}
+
+export interface ModelInfo {
+  path: string;
+  format: FormatName;
+  architecture: string;
+  threads: number;
+  /** The kernel set in use ("avx2", "avx512", ...). */
+  isa: string;
+  contextLength: number;
+  loadMs: number;
+}
+
+/** What Model needs from an engine (lib/engines/*). */
+interface LanguageEngine {
+  readonly vocabSize: number;
+  readonly maxSeqLen: number;
+  readonly threads: number;
+  /** The kernel set the engine runs, when it says. */
+  readonly isa?: string;
+  createSession(contextLength: number): LanguageSession;
+  dispose(): void;
+}
+
+const DEFAULT_CONTEXT = 4096;
+
+export class Model {
+  /** Stop tokens of plain generation: the model's EOS and BOS ids. */
+  readonly stopTokens: readonly number[];
+  private readonly pool: SessionPool;
+  private closed = false;
+
+  constructor(
+    private readonly engine: LanguageEngine,
+    private readonly weights: ModelWeights,
+    readonly tokenizer: Tokenizer,
+    /** undefined: chat() is not available. */
+    readonly chatTemplate: ChatTemplate | undefined,
+    readonly contextLength: number,
+    readonly info: ModelInfo,
+  ) {
+    this.pool = new SessionPool(() => engine.createSession(contextLength));
+    const stops = new Set<number>();
+    const config = weights.config as { bosTokenId?: number; eosTokenIds?: number[]; text?: { bosTokenId: number; eosTokenId: number } };
+    for (const id of [config.bosTokenId, ...(config.eosTokenIds ?? []), config.text?.bosTokenId, config.text?.eosTokenId,
+      tokenizer.specialIds.bos, tokenizer.specialIds.eos]) {
+      if (id !== undefined && id >= 0 && id < engine.vocabSize) stops.add(id);
+    }
+    this.stopTokens = [...stops].sort((a, b) => a - b);
+  }
+
+  get config(): ModelConfig {
+    return this.weights.config;
+  }
+
+  get vocabSize(): number {
+    return this.engine.vocabSize;
+  }
+
+  get disposed(): boolean {
+    return this.closed;
+  }
+
+  /** Token ids of `text` (with the tokenizer's BOS where the model expects one). */
+  encode(text: string): number[] {
+    return this.tokenizer.encode(text);
+  }
+
+  /** The logits [V] after the last of `ids`, all fed as one prefill from position 0. */
+  async logits(ids: ArrayLike<number>, options: { signal?: AbortSignal } = {}): Promise<Float32Array> {
+    const input = this.checkIds(ids);
+    if (input.length === 0) throw new RangeError('logits: no token ids');
+    if (input.length > this.contextLength) throw new RangeError(`logits: ${input.length} ids exceed the context length ${this.contextLength}`);
+    const lease = this.pool.acquire([]);
+    try {
+      if (lease.session.position > 0) lease.session.truncate(0);
+      lease.history.length = 0;
+      const logits = await lease.session.eval(input, options);
+      lease.history.push(...input);
+      return logits;
+    } catch (error) {
+      lease.history.length = Math.min(lease.history.length, lease.session.position);
+      throw error;
+    } finally {
+      lease.release();
+    }
+  }
+
+  /**
+   * Generates after a prompt (text, encoded with the tokenizer's BOS where the model expects one,
+   * or token ids). Iterate the result for { token, text } pieces, or `await gen.text()`.
+   */
+  generate(prompt: string | ArrayLike<number>, options: GenerateOptions = {}): Generation {
+    this.live();
+    const ids = typeof prompt === 'string' ? this.tokenizer.encode(prompt) : this.checkIds(prompt);
+    return startGeneration(this.host(), ids, { ...options, stopTokens: options.stopTokens ?? this.stopTokens });
+  }
+
+  /** The prompt text of a conversation, ending with the opening of the assistant's turn. */
+  renderChat(messages: readonly ChatMessage[], options: ChatRenderOptions = {}): string {
+    if (!this.chatTemplate) {
+      throw new UnsupportedError(`${this.info.path} has no chat template (tokenizer_config.json chat_template, GGUF tokenizer.chat_template or ajc1 .template)`);
+    }
+    return this.chatTemplate.render(messages, options);
+  }
+
+  /**
+   * The assistant's reply to `messages`. Sessions keep their caches: the next turn (the same
+   * messages plus the reply and a new user message) feeds only what follows the shared prefix.
+   */
+  chat(messages: readonly ChatMessage[], options: ChatOptions = {}): Generation {
+    this.live();
+    checkMessages(messages);
+    const text = this.renderChat(messages, options);
+    // Templates write their own special tokens (BOS included) as text.
+    const ids = this.tokenizer.encode(text, { addSpecialTokens: false });
+    const stops = new Set(options.stopTokens ?? this.stopTokens);
+    for (const t of this.chatTemplate!.stopTokenTexts) {
+      const id = this.tokenizer.tokenToId(t);
+      if (id !== undefined) stops.add(id);
+    }
+    const stopStrings = [...this.chatTemplate!.stopStrings, ...(options.stop === undefined ? [] : typeof options.stop === 'string' ? [options.stop] : options.stop)];
+    return startGeneration(this.host(), ids, { ...options, stopTokens: [...stops], stop: stopStrings });
+  }
+
+  /** Releases the engine and the mapped weights; running generations are aborted. */
+  dispose(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.pool.dispose();
+    this.engine.dispose();
+    closeWeights(this.weights);
+  }
+
+  private host() {
+    return {
+      tokenizer: this.tokenizer,
+      contextLength: this.contextLength,
+      vocabSize: this.engine.vocabSize,
+      acquire: (ids: readonly number[]) => this.pool.acquire(ids),
+    };
+  }
+
+  private checkIds(ids: ArrayLike<number>): number[] {
+    this.live();
+    if (typeof ids !== 'object' || ids === null || typeof ids.length !== 'number') throw new TypeError('expected a prompt string or an array of token ids');
+    return checkTokenIds(ids, this.engine.vocabSize);
+  }
+
+  private live(): void {
+    if (this.closed) throw new DisposedError('Model');
+  }
+}
+
+/** The decoder engine (lib/engines/decoder.ts) as this module uses it; loaded when first needed. */
+interface DecoderEngineModule {
+  DecoderEngine: {
+    load(weights: ModelWeights, options: { threads?: number; quant?: string }): Promise<{
+      readonly config: { vocabSize: number; maxSeqLen: number };
+      readonly loadInfo: { threads: number; isa: string };
+      createSession(options: { contextLength: number }): DecoderSessionLike;
+      dispose(): void;
+    }>;
+  };
+}
+
+interface DecoderSessionLike {
+  readonly position: number;
+  eval(ids: ArrayLike<number>, options?: { signal?: AbortSignal }): Promise<Float32Array>;
+  step(ids: ArrayLike<number>, sampler: Sampler, params?: NativeSamplingParams, options?: { signal?: AbortSignal }): Promise<number>;
+  truncate(n: number): void;
+  abort(): void;
+  dispose(): void;
+}
+
+async function loadEngine(weights: ModelWeights, options: LoadModelOptions): Promise<LanguageEngine> {
+  const arch = weights.config.architecture;
+  switch (arch) {
+    case 'llama':
+    case 'qwen3': {
+      let module: DecoderEngineModule;
+      try {
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        module = require('./engines/decoder') as DecoderEngineModule;
+      } catch (error) {
+        throw new UnsupportedError(`this build has no decoder engine for ${arch} (${(error as Error).message})`);
+      }
+      const engine = await module.DecoderEngine.load(weights, { threads: options.threads, ...(options.quant ? { quant: options.quant } : {}) });
+      return {
+        vocabSize: engine.config.vocabSize,
+        maxSeqLen: engine.config.maxSeqLen,
+        threads: engine.loadInfo.threads,
+        isa: engine.loadInfo.isa,
+        createSession: (contextLength) => {
+          const session = engine.createSession({ contextLength });
+          // The engine samples in its worker (penalties over the tokens the session holds).
+          return {
+            get position() {
+              return session.position;
+            },
+            eval: (ids, opts) => session.eval(ids, opts),
+            step: (ids, params, sampler, _recent, opts) => session.step(ids, sampler, params, opts),
+            truncate: (n) => session.truncate(n),
+            abort: () => session.abort(),
+            dispose: () => session.dispose(),
+          };
+        },
+        dispose: () => engine.dispose(),
+      };
+    }
+    case 'tllm':
+    case 'moondream': {
+      if (options.quant !== undefined && options.quant !== 'none') throw new UnsupportedError(`the ${arch} engine has no quant option`);
+      const engine = arch === 'tllm' ? GptEngine.load(weights, { threads: options.threads }) : MoondreamEngine.load(weights, { threads: options.threads });
+      return {
+        get vocabSize() {
+          return engine.vocabSize;
+        },
+        get maxSeqLen() {
+          return engine.maxSeqLen;
+        },
+        get threads() {
+          return engine.threads;
+        },
+        createSession: () => engine.createSession(),
+        dispose: () => engine.dispose(),
+      };
+    }
+    case 'bert':
+      throw new UnsupportedError(`${weights.path} is a BERT embedding model: load it with loadEmbedder()`);
+    default:
+      throw new UnsupportedError(`${weights.path}: no text-generation engine for architecture '${arch}'`);
+  }
+}
+
+/** The folder a model lives in: the path itself for a folder, else its parent. */
+function modelFolder(path: string): string {
+  return fs.statSync(path).isDirectory() ? path : nodePath.dirname(path);
+}
+
+function readJsonIfPresent(path: string): any {
+  if (!fs.existsSync(path)) return undefined;
+  try {
+    return JSON.parse(fs.readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new WeightFormatError('BAD_HEADER', `not valid JSON: ${(error as Error).message}`, { path });
+  }
+}
+
+/**
+ * The tokenizer: the caller's; else a tokenizer.json or vocab.json + merges.txt beside the model;
+ * else the one inside or beside the weights (ajc1 .tokenizer, llama2.c tokenizer.bin, GGUF vocab,
+ * the one a sepweight config.json names).
+ */
+async function resolveTokenizer(weights: ModelWeights, folder: string, given: LoadModelOptions['tokenizer']): Promise<Tokenizer> {
+  if (given !== undefined) {
+    if (typeof given === 'string') return loadTokenizer(given);
+    if (typeof given === 'object' && given !== null && typeof given.encode === 'function') return given;
+    throw new TypeError('tokenizer must be a path or a Tokenizer');
+  }
+  const at = (name: string) => nodePath.join(folder, name);
+  if (fs.existsSync(at('tokenizer.json'))) return loadTokenizer(at('tokenizer.json'));
+  if (fs.existsSync(at('vocab.json')) && fs.existsSync(at('merges.txt'))) return loadTokenizer(folder);
+  if (weights.tokenizer) return tokenizerFromData(weights.tokenizer, weights.path);
+  if (weights.config.architecture === 'tllm' && fs.existsSync(at('vocab.txt')) && fs.existsSync(at('merges.txt'))) return loadTokenizer(folder);
+  throw new WeightFormatError('BAD_HEADER', 'no tokenizer in or beside the weights; pass { tokenizer: PATH }', { path: weights.path });
+}
+
+function tokenText(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (value && typeof value === 'object' && typeof (value as { content?: unknown }).content === 'string') return (value as { content: string }).content;
+  return undefined;
+}
+
+/**
+ * The chat template: the model's own Jinja template (tokenizer_config.json beside it, or GGUF
+ * metadata), else qwen3.c's .template files, else Qwen3's for a qwen3 model; undefined otherwise.
+ */
+function resolveChatTemplate(weights: ModelWeights, folder: string, tokenizer: Tokenizer): ChatTemplate | undefined {
+  const config = readJsonIfPresent(nodePath.join(folder, 'tokenizer_config.json'));
+  let source: unknown = config?.chat_template;
+  if (Array.isArray(source)) source = source.find((t) => t?.name === 'default')?.template ?? source[0]?.template;
+  const tokens = {
+    bosToken: tokenText(config?.bos_token) ?? (tokenizer.specialIds.bos !== undefined ? tokenizer.idToToken(tokenizer.specialIds.bos) : undefined),
+    eosToken: tokenText(config?.eos_token) ?? (tokenizer.specialIds.eos !== undefined ? tokenizer.idToToken(tokenizer.specialIds.eos) : undefined),
+  };
+  if (typeof source !== 'string' && typeof weights.metadata['tokenizer.chat_template'] === 'string') {
+    source = weights.metadata['tokenizer.chat_template'];
+  }
+  if (typeof source === 'string' && source.length > 0) return jinjaChatTemplate(source, tokens);
+  const templates = weights.metadata.templates as Ajc1TemplateTexts | undefined;
+  if (templates && typeof templates === 'object' && templates.default !== undefined) return ajc1ChatTemplate(templates);
+  if (weights.config.architecture === 'qwen3') return qwen3ChatTemplate;
+  return undefined;
+}
+
+function checkLoadOptions(options: LoadModelOptions): void {
+  if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object');
+  const { threads, contextLength } = options;
+  if (threads !== undefined && !(Number.isInteger(threads) && threads >= 0 && threads <= 1024)) {
+    throw new RangeError(`threads must be an integer in [0, 1024] (0 = physical cores), got ${threads}`);
+  }
+  if (contextLength !== undefined && !(Number.isInteger(contextLength) && contextLength >= 1)) {
+    throw new RangeError(`contextLength must be an integer >= 1, got ${contextLength}`);
+  }
+  if (options.quant !== undefined && !['none', 'q8_0', 'f32'].includes(options.quant)) {
+    throw new RangeError(`quant must be 'none', 'q8_0' or 'f32', got ${String(options.quant)}`);
+  }
+}
+
+/** Reads the weights at `path` (format found by its bytes), binds them to their engine, finds the tokenizer. */
+export async function loadModel(path: string, options: LoadModelOptions = {}): Promise<Model> {
+  if (typeof path !== 'string') throw new TypeError('loadModel(path): path must be a string');
+  checkLoadOptions(options);
+  const started = Date.now();
+  const weights = await readWeights(path, options.format ? { format: options.format } : {});
+  let engine: LanguageEngine | undefined;
+  try {
+    const folder = modelFolder(path);
+    engine = await loadEngine(weights, options);
+    const tokenizer = await resolveTokenizer(weights, folder, options.tokenizer);
+    if (tokenizer.vocabSize > engine.vocabSize) {
+      throw new WeightFormatError('CONFIG_MISMATCH', 'the tokenizer has more tokens than the model has logits', {
+        path: weights.path,
+        expected: `<= ${engine.vocabSize}`,
+        found: tokenizer.vocabSize,
+      });
+    }
+    const maxContext = engine.maxSeqLen;
+    const contextLength = options.contextLength ?? Math.min(maxContext, DEFAULT_CONTEXT);
+    if (contextLength > maxContext) throw new RangeError(`contextLength ${contextLength} exceeds this model's maximum ${maxContext}`);
+    const chatTemplate = resolveChatTemplate(weights, folder, tokenizer);
+    const info: ModelInfo = {
+      path: weights.path,
+      format: weights.format,
+      architecture: weights.config.architecture,
+      threads: engine.threads,
+      isa: engine.isa ?? native().kernels.isa(),
+      contextLength,
+      loadMs: Date.now() - started,
+    };
+    return new Model(engine, weights, tokenizer, chatTemplate, contextLength, info);
+  } catch (error) {
+    engine?.dispose();
+    closeWeights(weights);
+    throw error;
+  }
+}

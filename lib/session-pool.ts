@@ -1,0 +1,75 @@
+/**
+ * The sessions (KV caches) of one model. A generation borrows the idle session whose cache shares
+ * the longest prefix with its prompt, so a chat's next turn, or a prompt that extends an earlier
+ * one, feeds only what is new; concurrent generations get sessions of their own.
+ */
+import { DisposedError } from './errors';
+import { commonPrefixLength, type LanguageSession, type SessionLease } from './generate';
+
+interface Slot {
+  session: LanguageSession;
+  history: number[];
+  /** Last time the slot was given back (for dropping the least recently used). */
+  used: number;
+}
+
+export class SessionPool {
+  private readonly idle: Slot[] = [];
+  private readonly busy = new Set<Slot>();
+  private clock = 0;
+  private disposed = false;
+
+  /** `create` makes a new session; at most `maxIdle` idle sessions keep their caches. */
+  constructor(
+    private readonly create: () => LanguageSession,
+    private readonly maxIdle = 2,
+  ) {}
+
+  /** Sessions in use and idle. */
+  get size(): { busy: number; idle: number } {
+    return { busy: this.busy.size, idle: this.idle.length };
+  }
+
+  acquire(ids: readonly number[]): SessionLease {
+    if (this.disposed) throw new DisposedError('Model');
+    let best = -1;
+    let bestLength = -1;
+    this.idle.forEach((slot, i) => {
+      const length = commonPrefixLength(slot.history, ids);
+      if (length > bestLength) {
+        best = i;
+        bestLength = length;
+      }
+    });
+    const slot: Slot = best >= 0 ? this.idle.splice(best, 1)[0] : { session: this.create(), history: [], used: 0 };
+    this.busy.add(slot);
+    let released = false;
+    return {
+      session: slot.session,
+      history: slot.history,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.busy.delete(slot);
+        if (this.disposed) {
+          slot.session.dispose();
+          return;
+        }
+        slot.used = ++this.clock;
+        this.idle.push(slot);
+        if (this.idle.length > this.maxIdle) {
+          this.idle.sort((a, b) => a.used - b.used);
+          this.idle.shift()!.session.dispose();
+        }
+      },
+    };
+  }
+
+  /** Disposes the idle sessions now and aborts the busy ones (disposed when given back). */
+  dispose(): void {
+    this.disposed = true;
+    for (const slot of this.idle) slot.session.dispose();
+    this.idle.length = 0;
+    for (const slot of this.busy) slot.session.abort();
+  }
+}
