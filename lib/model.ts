@@ -21,12 +21,12 @@ import {
   type ChatRenderOptions,
   type ChatTemplate,
 } from './chat';
+import { DecoderEngine } from './engines/decoder';
 import { GptEngine } from './engines/gpt';
 import { MoondreamEngine } from './engines/moondream';
 import { DisposedError, UnsupportedError, WeightFormatError } from './errors';
 import { readWeights } from './formats';
 import { checkTokenIds, startGeneration, type GenerateOptions, type Generation, type LanguageSession } from './generate';
-import type { NativeSamplingParams, Sampler } from '../binding';
 import { native } from './native';
 import { SessionPool } from './session-pool';
 import { loadTokenizer, tokenizerFromData, type Tokenizer } from './tokenizers';
@@ -202,40 +202,12 @@ export class Model {
   }
 }
 
-/** The decoder engine (lib/engines/decoder.ts) as this module uses it; loaded when first needed. */
-interface DecoderEngineModule {
-  DecoderEngine: {
-    load(weights: ModelWeights, options: { threads?: number; quant?: string }): Promise<{
-      readonly config: { vocabSize: number; maxSeqLen: number };
-      readonly loadInfo: { threads: number; isa: string };
-      createSession(options: { contextLength: number }): DecoderSessionLike;
-      dispose(): void;
-    }>;
-  };
-}
-
-interface DecoderSessionLike {
-  readonly position: number;
-  eval(ids: ArrayLike<number>, options?: { signal?: AbortSignal }): Promise<Float32Array>;
-  step(ids: ArrayLike<number>, sampler: Sampler, params?: NativeSamplingParams, options?: { signal?: AbortSignal }): Promise<number>;
-  truncate(n: number): void;
-  abort(): void;
-  dispose(): void;
-}
-
 async function loadEngine(weights: ModelWeights, options: LoadModelOptions): Promise<LanguageEngine> {
   const arch = weights.config.architecture;
   switch (arch) {
     case 'llama':
     case 'qwen3': {
-      let module: DecoderEngineModule;
-      try {
-        // eslint-disable-next-line @typescript-eslint/no-require-imports
-        module = require('./engines/decoder') as DecoderEngineModule;
-      } catch (error) {
-        throw new UnsupportedError(`this build has no decoder engine for ${arch} (${(error as Error).message})`);
-      }
-      const engine = await module.DecoderEngine.load(weights, { threads: options.threads, ...(options.quant ? { quant: options.quant } : {}) });
+      const engine = await DecoderEngine.load(weights, { threads: options.threads, ...(options.quant ? { quant: options.quant } : {}) });
       return {
         vocabSize: engine.config.vocabSize,
         maxSeqLen: engine.config.maxSeqLen,

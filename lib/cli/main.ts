@@ -4,8 +4,11 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Command } from 'commander';
 import { packageRoot } from '../native';
+import { registerBench } from './bench';
+import { registerChat } from './chat';
 import { registerConvert } from './convert';
 import { registerEmbed } from './embed';
+import { registerGenerate } from './generate';
 import { registerInspect } from './inspect';
 
 export function buildProgram(): Command {
@@ -15,6 +18,9 @@ export function buildProgram(): Command {
   registerInspect(program);
   registerConvert(program);
   registerEmbed(program);
+  registerGenerate(program);
+  registerChat(program);
+  registerBench(program);
   return program;
 }
 

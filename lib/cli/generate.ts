@@ -1,0 +1,76 @@
+/**
+ * `weightmap generate MODEL PROMPT [options]`: streams only the generated text to stdout (PROMPT
+ * '-' reads it from stdin). Ctrl-C stops generation.
+ */
+import type { Command } from 'commander';
+import { AbortError } from '../errors';
+import { loadModel } from '../model';
+import { addModelOptions, addSamplingOptions, modelOptions, samplingOptions } from './model-options';
+import { action, intOption } from './run-command';
+
+/** Writes to stdout, waiting when the pipe is full. */
+export async function writeOut(text: string): Promise<void> {
+  if (text.length === 0) return;
+  if (!process.stdout.write(text)) await new Promise<void>((resolve) => process.stdout.once('drain', resolve));
+}
+
+export async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** An AbortSignal fired by Ctrl-C while `fn` runs. */
+export async function withInterrupt<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  const onInt = () => controller.abort();
+  process.once('SIGINT', onInt);
+  try {
+    return await fn(controller.signal);
+  } finally {
+    process.removeListener('SIGINT', onInt);
+  }
+}
+
+function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+export function registerGenerate(program: Command): void {
+  const command = program
+    .command('generate')
+    .description('generate text after a prompt; only the generated text goes to stdout')
+    .argument('<model>', 'weight file or folder')
+    .argument('<prompt>', "the prompt text ('' for none, '-' to read stdin)")
+    .option('--max-tokens <n>', 'most tokens to generate (default: until a stop token or the context is full)', intOption('max-tokens', 0))
+    .option('--stop <text>', 'stop before this text (repeatable)', collect)
+    .option('--ids', 'print the generated token ids (one line) instead of the text');
+  addModelOptions(command);
+  addSamplingOptions(command);
+  command.action(
+    action(async (modelPath: string, prompt: string, opts: Record<string, unknown>) => {
+      const text = prompt === '-' ? await readStdin() : prompt;
+      const model = await loadModel(modelPath, modelOptions(opts));
+      try {
+        await withInterrupt(async (signal) => {
+          const generation = model.generate(text, {
+            ...samplingOptions(opts),
+            ...(opts.maxTokens !== undefined ? { maxTokens: opts.maxTokens as number } : {}),
+            ...(opts.stop !== undefined ? { stop: opts.stop as string[] } : {}),
+            signal,
+          });
+          try {
+            for await (const piece of generation) if (!opts.ids) await writeOut(piece.text);
+          } catch (error) {
+            if (!(error instanceof AbortError)) throw error;
+            process.exitCode = 130;
+          }
+          if (opts.ids) await writeOut(`${generation.tokens.join(' ')}\n`);
+          else if (process.stdout.isTTY) await writeOut('\n');
+        });
+      } finally {
+        model.dispose();
+      }
+    }),
+  );
+}

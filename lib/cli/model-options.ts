@@ -1,0 +1,57 @@
+/** Options shared by the commands that load a model and sample from it (generate, chat, bench). */
+import type { Command } from 'commander';
+import type { LoadModelOptions } from '../model';
+import type { SamplingOptions } from '../sampling';
+import { intOption, numberOption } from './run-command';
+
+export function addModelOptions(command: Command): Command {
+  return command
+    .option('--tokenizer <path>', 'tokenizer file or folder (default: beside or inside the weights)')
+    .option('--threads <n>', 'engine threads (default: physical cores)', intOption('threads', 0))
+    .option('--context <n>', 'context length in tokens (default: min(model maximum, 4096))', intOption('context', 1))
+    .option('--quant <type>', "decoder weights: none (as stored), q8_0 (quantize at load) or f32 (dequantize)");
+}
+
+export function modelOptions(opts: Record<string, unknown>): LoadModelOptions {
+  const out: LoadModelOptions = {};
+  if (opts.tokenizer !== undefined) out.tokenizer = opts.tokenizer as string;
+  if (opts.threads !== undefined) out.threads = opts.threads as number;
+  if (opts.context !== undefined) out.contextLength = opts.context as number;
+  if (opts.quant !== undefined) out.quant = opts.quant as LoadModelOptions['quant'];
+  return out;
+}
+
+function seedOption(value: string): bigint {
+  if (!/^\d+$/.test(value)) throw new Error(`--seed must be a non-negative integer, got '${value}'`);
+  return BigInt(value);
+}
+
+export function addSamplingOptions(command: Command): Command {
+  return command
+    .option('--temperature <t>', '0 = greedy (default 0)', numberOption('temperature'))
+    .option('--top-k <k>', 'keep the k most likely tokens (default 40, 0 = off)', intOption('top-k', 0))
+    .option('--top-p <p>', 'nucleus sampling (default 0.95, 1 = off)', numberOption('top-p'))
+    .option('--min-p <p>', 'keep tokens with prob >= p x the top prob (default 0 = off)', numberOption('min-p'))
+    .option('--repeat-penalty <r>', 'penalize repeated tokens (default 1 = off)', numberOption('repeat-penalty'))
+    .option('--frequency-penalty <f>', 'subtract f per occurrence (default 0)', numberOption('frequency-penalty'))
+    .option('--presence-penalty <p>', 'subtract p once per present token (default 0)', numberOption('presence-penalty'))
+    .option('--penalty-last-n <n>', 'tokens the penalties look at (default 64, -1 = all)', intOption('penalty-last-n', -1))
+    .option('--seed <s>', 'random seed (default: random)', seedOption);
+}
+
+export function samplingOptions(opts: Record<string, unknown>): SamplingOptions {
+  const map: [string, keyof SamplingOptions][] = [
+    ['temperature', 'temperature'],
+    ['topK', 'topK'],
+    ['topP', 'topP'],
+    ['minP', 'minP'],
+    ['repeatPenalty', 'repeatPenalty'],
+    ['frequencyPenalty', 'frequencyPenalty'],
+    ['presencePenalty', 'presencePenalty'],
+    ['penaltyLastN', 'penaltyLastN'],
+    ['seed', 'seed'],
+  ];
+  const out: Record<string, unknown> = {};
+  for (const [from, to] of map) if (opts[from] !== undefined) out[to] = opts[from];
+  return out as SamplingOptions;
+}

@@ -1,0 +1,73 @@
+/**
+ * The generate / chat / bench commands end to end on the fixtures: stories260K's greedy text
+ * (llama2.c's golden output) from the .bin, the GGUF and the sepweight tree; the ajc1 Qwen3 chat.
+ */
+import * as fs from 'node:fs';
+import { runCli } from '../helpers/cli';
+import { fixture, readJson } from '../helpers/fixtures';
+
+const stories = (...p: string[]) => fixture('llama-stories260k', ...p);
+const golden = fs.readFileSync(stories('expected_greedy_200steps.txt'), 'utf8');
+
+describe('weightmap generate', () => {
+  it.each([
+    ['the llama2.c checkpoint (tok512.bin found beside it)', [stories('stories260K.bin')]],
+    ['the llama2.c checkpoint with --tokenizer', [stories('stories260K.bin'), '--tokenizer', stories('tok512.bin')]],
+    ['the GGUF (its own vocabulary)', [stories('stories260K.gguf')]],
+    ['the sepweight tree (tokenizer named in config.json)', [stories('sepweight')]],
+  ])('prints exactly llama2.c\'s greedy 200 tokens from %s', async (_name, model) => {
+    const [path, ...rest] = model;
+    const result = await runCli(['generate', path, '', '--temperature', '0', '--max-tokens', '200', '--threads', '1', ...rest]);
+    expect(result.stderr).toBe('');
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toBe(golden);
+  });
+
+  it('prints the generated ids with --ids', async () => {
+    const expected = readJson('llama-stories260k', 'expected.json').greedy.tokens as number[];
+    const result = await runCli(['generate', stories('stories260K.bin'), '', '--max-tokens', '20', '--ids', '--threads', '1']);
+    expect(result.stdout).toBe(`${expected.slice(0, 20).join(' ')}\n`);
+  });
+
+  it('stops before a stop string and does not print it', async () => {
+    const result = await runCli(['generate', stories('stories260K.bin'), '', '--max-tokens', '200', '--stop', 'Lily.', '--threads', '1']);
+    expect(result.stdout).toBe(golden.slice(0, golden.indexOf('Lily.')));
+  });
+
+  it('reports bad options and files with an exit code', async () => {
+    const bad = await runCli(['generate', stories('stories260K.bin'), '', '--top-p', '2']);
+    expect(bad.exitCode).toBe(1);
+    expect(bad.stderr).toMatch(/topP must be in \[0, 1\]/);
+    const missing = await runCli(['generate', stories('nope.bin'), 'x']);
+    expect(missing.exitCode).not.toBe(0);
+    expect(missing.stdout).toBe('');
+  });
+});
+
+describe('weightmap chat', () => {
+  it('answers a line of stdin with the Qwen3 template and stops at /exit', async () => {
+    const c = readJson('ajc1-qwen3-tiny', 'expected.json').cases[0];
+    const reply = (c.greedy.text as string).replace('<|im_end|>', '');
+    const result = await runCli(['chat', fixture('ajc1-qwen3-tiny', 'model.bin'), '--threads', '1', '--max-tokens', '24'], `${c.prompt.user_text}\n/exit\nnot read\n`);
+    expect(result.stderr).toBe('');
+    expect(result.stdout).toBe(`${reply}\n`);
+  });
+});
+
+describe('weightmap bench', () => {
+  it('reports prefill and decode speed with their spread, threads and ISA', async () => {
+    const result = await runCli(['bench', stories('stories260K.bin'), '--prompt-tokens', '32', '--gen-tokens', '16', '--repetitions', '3', '--threads', '1', '--json']);
+    expect(result.stderr).toBe('');
+    const report = JSON.parse(result.stdout);
+    expect(report).toMatchObject({ format: 'llama2c', architecture: 'llama', threads: 1, promptTokens: 32, genTokens: 16, repetitions: 3 });
+    expect(typeof report.isa).toBe('string');
+    for (const s of [report.prefill, report.decode]) {
+      expect(s.min).toBeGreaterThan(0);
+      expect(s.min).toBeLessThanOrEqual(s.median);
+      expect(s.median).toBeLessThanOrEqual(s.max);
+    }
+    const text = await runCli(['bench', stories('stories260K.bin'), '--prompt-tokens', '8', '--gen-tokens', '4', '--repetitions', '1', '--threads', '1']);
+    expect(text.stdout).toMatch(/prefill: 8 tokens: [\d.]+ tok\/s \(min [\d.]+, max [\d.]+\)/);
+    expect(text.stdout).toMatch(/threads: 1, isa: \w+/);
+  });
+});
