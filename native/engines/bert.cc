@@ -265,20 +265,21 @@ struct Scratch {
 
 void Model::Attention(const float* q, const float* k, const float* v, float* ctx, const int64_t* starts,
                       const int32_t* lengths, int64_t n_seq) const {
-  const kernels::KernelTable& kt = kernels::Active();
+  const kernels::KernelTable& table = kernels::Active();
   const int64_t H = config_.hidden, hd = config_.head_dim(), n_heads = config_.heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   int64_t longest = 0;
   for (int64_t i = 0; i < n_seq; i++) longest = std::max<int64_t>(longest, lengths[i]);
 
-  // One task per (sequence, head): gather that head's q, k and vᵀ into contiguous tiles, then two
-  // small GEMMs. Only the sequence's own keys take part, which is the padding mask.
+  // One task per (sequence, head): gather that head's q, kᵀ and v into contiguous tiles, then two
+  // small GEMMs (sgemm: B [k, n], the fast form for these short inner dimensions). Only the
+  // sequence's own keys take part, which is the padding mask.
   pool_->ParallelFor(n_seq * n_heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> qh(longest * hd);       // [T, hd]
-    std::vector<float> kh(longest * hd);       // [T, hd]
-    std::vector<float> vt(hd * longest);       // [hd, T] (vᵀ, so both products are sgemm_trans)
+    std::vector<float> qh(longest * hd);           // [T, hd]
+    std::vector<float> kt(hd * longest);           // [hd, T] (kᵀ)
+    std::vector<float> vh(longest * hd);           // [T, hd]
     std::vector<float> scores(longest * longest);  // [T, T] scores, then probabilities
-    std::vector<float> out(longest * hd);      // [T, hd]
+    std::vector<float> out(longest * hd);          // [T, hd]
     for (int64_t task = begin; task < end; task++) {
       const int64_t seq = task / n_heads, h = task % n_heads;
       const int64_t T = lengths[seq];
@@ -286,16 +287,16 @@ void Model::Attention(const float* q, const float* k, const float* v, float* ctx
       for (int64_t t = 0; t < T; t++) {
         const int64_t src = (row0 + t) * H + h * hd;
         std::memcpy(&qh[t * hd], q + src, hd * sizeof(float));
-        std::memcpy(&kh[t * hd], k + src, hd * sizeof(float));
-        for (int64_t d = 0; d < hd; d++) vt[d * T + t] = v[src + d];
+        std::memcpy(&vh[t * hd], v + src, hd * sizeof(float));
+        for (int64_t d = 0; d < hd; d++) kt[d * T + t] = k[src + d];
       }
-      kt.sgemm_trans(qh.data(), kh.data(), scores.data(), T, hd, T, 0, T);  // scores = q·kᵀ
+      table.sgemm(qh.data(), kt.data(), scores.data(), T, hd, T, 0, T);  // scores = q·kᵀ
       for (int64_t t = 0; t < T; t++) {
         float* row = &scores[t * T];
         for (int64_t j = 0; j < T; j++) row[j] *= scale;
         kernels::softmax(row, T);
       }
-      kt.sgemm_trans(scores.data(), vt.data(), out.data(), T, T, hd, 0, hd);  // out = p·v
+      table.sgemm(scores.data(), vh.data(), out.data(), T, T, hd, 0, hd);  // out = p·v
       for (int64_t t = 0; t < T; t++) std::memcpy(ctx + (row0 + t) * H + h * hd, &out[t * hd], hd * sizeof(float));
     }
   });
