@@ -35,22 +35,28 @@ void MatmulF16Trans(ThreadPool& pool, const float* a, const uint16_t* b, float* 
   kernels::HgemmTrans(&pool, a, b, c, m, k, n);
 }
 
-void Attention(ThreadPool& pool, const AttentionShape& s, const float* q, const float* k, const float* v, float* out) {
+namespace {
+
+// Keys row i sees: j <= pos0 + i, and every j < prefix when pos0 + i < prefix.
+int64_t VisibleKeys(const AttentionShape& s, int64_t i) {
+  const int64_t pos = s.pos0 + i;
+  int64_t visible = pos + 1;
+  if (pos < s.prefix) visible = std::max(visible, s.prefix);
+  return std::min(visible, s.n_keys);
+}
+
+// Few query rows (decode): one task per (row, head), dot products against the keys and a
+// weighted sum of the values, straight from the strided rows.
+void AttentionRows(ThreadPool& pool, const AttentionShape& s, const float* q, const float* k, const float* v, float* out) {
   const kernels::KernelTable& kt = kernels::Active();
   const int64_t hd = s.head_dim;
   const int64_t out_stride = s.n_heads * hd;
-  // One task per (row, head): scores over the visible keys, softmax, weighted sum of values.
-  const int64_t tasks = s.t * s.n_heads;
-  pool.ParallelFor(tasks, 1, [&](int64_t t0, int64_t t1) {
-    thread_local std::vector<float> scores;
-    if (static_cast<int64_t>(scores.size()) < s.n_keys) scores.resize(s.n_keys);
+  pool.ParallelFor(s.t * s.n_heads, 1, [&](int64_t t0, int64_t t1) {
+    std::vector<float> scores(static_cast<size_t>(s.n_keys));
     for (int64_t task = t0; task < t1; task++) {
       const int64_t i = task / s.n_heads;
       const int64_t h = task % s.n_heads;
-      const int64_t pos = s.pos0 + i;
-      int64_t visible = pos + 1;
-      if (pos < s.prefix) visible = std::max(visible, s.prefix);
-      visible = std::min(visible, s.n_keys);
+      const int64_t visible = VisibleKeys(s, i);
       const float* qh = q + i * s.q_stride + h * hd;
       for (int64_t j = 0; j < visible; j++) scores[j] = kt.dot_f32(qh, k + j * s.kv_stride + h * hd, hd) * s.scale;
       kernels::softmax(scores.data(), visible);
@@ -59,6 +65,47 @@ void Attention(ThreadPool& pool, const AttentionShape& s, const float* q, const 
       for (int64_t j = 0; j < visible; j++) kt.axpy_f32(scores[j], v + j * s.kv_stride + h * hd, oh, hd);
     }
   });
+}
+
+// Many query rows (prefill, vision): per head, gather Q_h [t, hd], K_h [n, hd], V_h [n, hd]
+// contiguous, S = Q_h·K_hᵀ (sgemm_trans), masked softmax per row (masked keys get probability 0),
+// O_h = S·V_h (sgemm). One head per task.
+void AttentionGemm(ThreadPool& pool, const AttentionShape& s, const float* q, const float* k, const float* v, float* out) {
+  const kernels::KernelTable& kt = kernels::Active();
+  const int64_t hd = s.head_dim, t = s.t, n = s.n_keys;
+  const int64_t out_stride = s.n_heads * hd;
+  pool.ParallelFor(s.n_heads, 1, [&](int64_t h0, int64_t h1) {
+    std::vector<float> qh(static_cast<size_t>(t * hd)), kh(static_cast<size_t>(n * hd)), vh(kh.size());
+    std::vector<float> scores(static_cast<size_t>(t * n)), oh(qh.size());
+    for (int64_t h = h0; h < h1; h++) {
+      for (int64_t i = 0; i < t; i++)
+        for (int64_t e = 0; e < hd; e++) qh[i * hd + e] = q[i * s.q_stride + h * hd + e] * s.scale;
+      for (int64_t j = 0; j < n; j++) {
+        std::memcpy(&kh[j * hd], k + j * s.kv_stride + h * hd, sizeof(float) * hd);
+        std::memcpy(&vh[j * hd], v + j * s.kv_stride + h * hd, sizeof(float) * hd);
+      }
+      kt.sgemm_trans(qh.data(), kh.data(), scores.data(), t, hd, n, 0, n);
+      for (int64_t i = 0; i < t; i++) {
+        float* row = &scores[i * n];
+        const int64_t visible = VisibleKeys(s, i);
+        kernels::softmax(row, visible);
+        std::fill(row + visible, row + n, 0.0f);
+      }
+      kt.sgemm(scores.data(), vh.data(), oh.data(), t, n, hd, 0, hd);
+      for (int64_t i = 0; i < t; i++) std::memcpy(out + i * out_stride + h * hd, &oh[i * hd], sizeof(float) * hd);
+    }
+  });
+}
+
+}  // namespace
+
+void Attention(ThreadPool& pool, const AttentionShape& s, const float* q, const float* k, const float* v, float* out) {
+  // Below a few rows the gathers cost more than the GEMMs save.
+  if (s.t >= 4) {
+    AttentionGemm(pool, s, q, k, v, out);
+  } else {
+    AttentionRows(pool, s, q, k, v, out);
+  }
 }
 
 KvCache::KvCache(int64_t n_layers, int64_t width, int64_t max_positions)
