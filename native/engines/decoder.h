@@ -132,8 +132,9 @@ class DecoderSession {
   // [pos0, pos0 + n), against the cache of `layer` (which already holds their keys/values).
   void Attention(int64_t layer, int64_t pos0, int64_t n);
   void EnsureScratch(int64_t n);
-  float* KeyCache(int64_t layer, int64_t kv_head) { return k_cache_.get() + (layer * cfg_.n_kv_heads + kv_head) * context_ * cfg_.head_dim; }
-  float* ValueCache(int64_t layer, int64_t kv_head) { return v_cache_.get() + (layer * cfg_.n_kv_heads + kv_head) * context_ * cfg_.head_dim; }
+  // Kᵀ [head_dim, context] and V [context, head_dim] of one kv head of one layer.
+  float* KeysT(int64_t layer, int64_t kv_head) { return k_cache_.get() + (layer * cfg_.n_kv_heads + kv_head) * context_ * cfg_.head_dim; }
+  float* Values(int64_t layer, int64_t kv_head) { return v_cache_.get() + (layer * cfg_.n_kv_heads + kv_head) * context_ * cfg_.head_dim; }
 
   std::shared_ptr<const DecoderModel> model_;
   const DecoderConfig& cfg_;
@@ -141,8 +142,9 @@ class DecoderSession {
   std::atomic<int64_t> position_{0};
   std::vector<int32_t> tokens_;  // [position_]
 
-  // KV cache [n_layers][n_kv_heads][context][head_dim]: each head's keys (values) contiguous, so
-  // attention multiplies with them directly.
+  // KV cache per layer and kv head: keys transposed [head_dim][context] and values
+  // [context][head_dim], so that both products of attention (q·Kᵀ and p·V) are plain gemms
+  // over the cache with the positions as the long dimension.
   // Allocated without being written: the pages are committed only as positions fill.
   std::unique_ptr<float[]> k_cache_;
   std::unique_ptr<float[]> v_cache_;
@@ -160,10 +162,9 @@ class DecoderSession {
   std::vector<float> up_;    // [n, hidden]
   std::vector<float> rope_;  // [n, head_dim] cos of the pair angles then sin, per token
   std::vector<QuantizedInput> qin_;
-  // Attention scratch per worker slot: a query tile [kAttnTile, hd], its scores
-  // [kAttnTile, context] and its output [kAttnTile, hd].
+  // Attention scratch per worker slot (see decoder_attention.cc).
   std::vector<std::vector<float>> attn_scratch_;
-  static constexpr int64_t kAttnTile = 32;
+  static constexpr int64_t kAttnTile = 32;  // tokens per work item
 };
 
 }  // namespace decoder

@@ -1,6 +1,7 @@
-// Causal grouped-query attention of a batch of queries against the session's KV cache, as
-// matrix products per (query head, tile of tokens): S = Q·Kᵀ, softmax by row up to each token's
-// own position, O = S·V.
+// Causal grouped-query attention of a batch of queries against the session's KV cache, as two
+// gemms per (kv head, tile of tokens), the query heads that share the kv head stacked so every
+// key and value is read once per tile: S = Q·Kᵀ, row-wise softmax up to each token's own
+// position, O = P·V.
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -17,44 +18,54 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n) {
   ThreadPool& pool = model_->pool();
   const int64_t hd = c.head_dim;
   const int64_t group = c.n_heads / c.n_kv_heads;  // query heads per kv head
+  const int64_t rows_max = group * kAttnTile;      // stacked query rows per work item
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const int64_t tiles = (n + kAttnTile - 1) / kAttnTile;
-  const int64_t items = tiles * c.n_heads;
+  const int64_t items = tiles * c.n_kv_heads;
   const int64_t slots = std::min<int64_t>(pool.size(), items);
 
-  // The scratch of each slot: query tile [kAttnTile, hd], scores [kAttnTile, context],
-  // output tile [kAttnTile, hd].
-  const size_t scratch = static_cast<size_t>(kAttnTile * (2 * hd + context_));
+  // Per slot: queries A [rows, hd], output O [rows, hd], scores S [rows, context] (compacted in
+  // place into the probabilities P [rows, keys]).
+  const size_t scratch = static_cast<size_t>(rows_max * (2 * hd + context_));
   if (static_cast<int64_t>(attn_scratch_.size()) < slots) attn_scratch_.resize(slots);
   for (int64_t s = 0; s < slots; s++)
     if (attn_scratch_[s].size() < scratch) attn_scratch_[s].resize(scratch);
 
-  // Work items, the longest first (the last tile of tokens sees the most keys); each slot
-  // takes the next one until none are left, which balances the causal triangle.
+  // Work items, the longest first (the last tile of tokens sees the most keys); each slot takes
+  // the next one until none are left, which balances the causal triangle.
   std::atomic<int64_t> next{0};
   auto work = [&](int64_t slot) {
-    float* a = attn_scratch_[slot].data();  // [m, hd]
-    float* o = a + kAttnTile * hd;          // [m, hd]
-    float* s = o + kAttnTile * hd;          // [m, keys]
+    float* a = attn_scratch_[slot].data();  // [rows, hd]
+    float* o = a + rows_max * hd;           // [rows, hd]
+    float* s = o + rows_max * hd;           // [rows, context], then [rows, keys]
     for (int64_t item; (item = next.fetch_add(1)) < items;) {
-      const int64_t tile = tiles - 1 - item / c.n_heads;
-      const int64_t h = item % c.n_heads;
+      const int64_t tile = tiles - 1 - item / c.n_kv_heads;
+      const int64_t g = item % c.n_kv_heads;
       const int64_t t0 = tile * kAttnTile, t1 = std::min(n, t0 + kAttnTile), m = t1 - t0;
-      const int64_t keys = pos0 + t1;  // keys the last query of the tile sees
-      const float* kc = KeyCache(layer, h / group);    // [keys, hd]
-      const float* vc = ValueCache(layer, h / group);  // [keys, hd]
+      const int64_t rows = group * m;   // row r: query head g·group + r / m, token t0 + r % m
+      const int64_t keys = pos0 + t1;   // positions the last token of the tile sees
+      const float* keys_t = KeysT(layer, g);  // [hd, context]
+      const float* values = Values(layer, g);  // [context, hd]
 
-      for (int64_t i = 0; i < m; i++) std::memcpy(a + i * hd, q_.data() + (t0 + i) * c.q_dim() + h * hd, hd * sizeof(float));
-      k.sgemm_trans(a, kc, s, m, hd, keys, 0, keys);  // s [m, keys] = a · kcᵀ
-      for (int64_t i = 0; i < m; i++) {
-        float* row = s + i * keys;
-        const int64_t visible = pos0 + t0 + i + 1;  // keys 0..own position
+      for (int64_t r = 0; r < rows; r++) {
+        const int64_t h = g * group + r / m, t = t0 + r % m;
+        std::memcpy(a + r * hd, q_.data() + t * c.q_dim() + h * hd, hd * sizeof(float));
+      }
+      k.sgemm(a, keys_t, s, rows, hd, context_, 0, keys);  // S [rows, context], columns [0, keys)
+      for (int64_t r = 0; r < rows; r++) {
+        float* row = s + r * context_;
+        float* p = s + r * keys;  // r·keys <= r·context: compacting forward never overwrites a later row
+        const int64_t visible = pos0 + t0 + r % m + 1;  // keys 0..own position
         for (int64_t j = 0; j < visible; j++) row[j] *= scale;
         kernels::softmax(row, visible);
-        std::memset(row + visible, 0, (keys - visible) * sizeof(float));
+        std::memmove(p, row, visible * sizeof(float));
+        std::memset(p + visible, 0, (keys - visible) * sizeof(float));
       }
-      k.sgemm(s, vc, o, m, keys, hd, 0, hd);  // o [m, hd] = s · vc
-      for (int64_t i = 0; i < m; i++) std::memcpy(att_.data() + (t0 + i) * c.q_dim() + h * hd, o + i * hd, hd * sizeof(float));
+      k.sgemm(s, values, o, rows, keys, hd, 0, hd);  // O [rows, hd] = P [rows, keys] · V [keys, hd]
+      for (int64_t r = 0; r < rows; r++) {
+        const int64_t h = g * group + r / m, t = t0 + r % m;
+        std::memcpy(att_.data() + t * c.q_dim() + h * hd, o + r * hd, hd * sizeof(float));
+      }
     }
   };
   if (slots == 1) {

@@ -152,8 +152,9 @@ void DecoderSession::Forward(const int32_t* ids, int64_t n, int64_t pos0, int64_
             kernels::rmsnorm(head.data(), L.k_norm.data(), kh, hd, c.eps);
           }
           rotate(kh, t);
-          std::memcpy(KeyCache(l, g) + (pos0 + t) * hd, kh, hd * sizeof(float));
-          std::memcpy(ValueCache(l, g) + (pos0 + t) * hd, v + t * c.kv_dim() + g * hd, hd * sizeof(float));
+          float* keys_t = KeysT(l, g) + pos0 + t;  // column pos0+t of Kᵀ [hd, context]
+          for (int64_t d = 0; d < hd; d++) keys_t[d * context_] = kh[d];
+          std::memcpy(Values(l, g) + (pos0 + t) * hd, v + t * c.kv_dim() + g * hd, hd * sizeof(float));
         }
       }
     });

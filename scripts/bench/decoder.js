@@ -5,7 +5,7 @@
 // and the memory-bandwidth bound of decode (weight bytes read per token ÷ read bandwidth).
 // Needs `npm run build:ts` (dist/) and the addon (WEIGHTMAP_ADDON or build/).
 //   node scripts/bench/decoder.js [--model PATH] [--threads 1,2] [--prompt 512] [--decode 128] [--runs 3]
-//                                 [--bandwidth GBps]
+//                                 [--bandwidth GBps] [--quant none|q8_0|f32]
 'use strict';
 const fs = require('node:fs');
 const os = require('node:os');
@@ -14,6 +14,7 @@ const { spawnSync } = require('node:child_process');
 const { performance } = require('node:perf_hooks');
 const { ajc1Format } = require('../../dist/cjs/formats/ajc1');
 const { DecoderEngine } = require('../../dist/cjs/engines/decoder');
+const { native } = require('../../dist/cjs/native');
 
 const args = process.argv.slice(2);
 const opt = (name, def) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : def);
@@ -42,18 +43,17 @@ function bytesPerToken(weights) {
   return bytes;
 }
 
-/** Read bandwidth in GB/s per thread count: --bandwidth, else scripts/bench/bandwidth.js --json if present. */
-function readBandwidth(threads) {
+/**
+ * Read bandwidth in GB/s with `threads` threads: --bandwidth, else the kernels' streaming probe
+ * (the one scripts/bench/bandwidth.js uses) over the model file itself, median of 3 passes.
+ */
+function readBandwidth(threads, bytes) {
   if (opt('bandwidth')) return Number(opt('bandwidth'));
-  const script = path.join(__dirname, 'bandwidth.js');
-  if (!fs.existsSync(script)) return undefined;
-  const r = spawnSync(process.execPath, [script, '--json', '--threads', String(threads)], { encoding: 'utf8' });
-  try {
-    const out = JSON.parse(r.stdout);
-    return out.readGBps ?? out.read_gbps ?? out.gbps;
-  } catch {
-    return undefined;
-  }
+  const { kernels } = native();
+  const view = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  kernels.readBandwidth(view, threads, 1);
+  const runs = [0, 1, 2].map(() => view.byteLength / kernels.readBandwidth(view, threads, 1) / 1e9).sort((x, y) => x - y);
+  return +runs[1].toFixed(1);
 }
 
 async function main() {
@@ -79,7 +79,7 @@ async function main() {
   };
 
   for (const threads of threadList) {
-    const engine = await DecoderEngine.load(weights, { threads });
+    const engine = await DecoderEngine.load(weights, { threads, quant: opt('quant', 'none') });
     // Warm-up: fault every page of the mapping in and let the CPU clock settle.
     {
       const s = engine.createSession({ contextLength: 64 });
@@ -108,7 +108,7 @@ async function main() {
       decode.push(decodeLen / (spent / 1000));
       d.dispose();
     }
-    const bandwidth = readBandwidth(threads);
+    const bandwidth = readBandwidth(threads, weights.sources[0].bytes);
     report.results.push({
       threads,
       isa: engine.loadInfo.isa,
