@@ -27,6 +27,7 @@ import { MoondreamEngine } from './engines/moondream';
 import { DisposedError, UnsupportedError, WeightFormatError } from './errors';
 import { readWeights } from './formats';
 import { checkTokenIds, startGeneration, type GenerateOptions, type Generation, type LanguageSession } from './generate';
+import { idsOnlyTokenizer } from './ids-tokenizer';
 import { native } from './native';
 import { SessionPool } from './session-pool';
 import { loadTokenizer, tokenizerFromData, type Tokenizer } from './tokenizers';
@@ -233,20 +234,8 @@ async function loadEngine(weights: ModelWeights, options: LoadModelOptions): Pro
     case 'tllm':
     case 'moondream': {
       if (options.quant !== undefined && options.quant !== 'none') throw new UnsupportedError(`the ${arch} engine has no quant option`);
-      const engine = arch === 'tllm' ? GptEngine.load(weights, { threads: options.threads }) : MoondreamEngine.load(weights, { threads: options.threads });
-      return {
-        get vocabSize() {
-          return engine.vocabSize;
-        },
-        get maxSeqLen() {
-          return engine.maxSeqLen;
-        },
-        get threads() {
-          return engine.threads;
-        },
-        createSession: () => engine.createSession(),
-        dispose: () => engine.dispose(),
-      };
+      // Both engines are LanguageEngines as they are (Moondream's is kept whole for its vision side).
+      return arch === 'tllm' ? GptEngine.load(weights, { threads: options.threads }) : MoondreamEngine.load(weights, { threads: options.threads });
     }
     case 'bert':
       throw new UnsupportedError(`${weights.path} is a BERT embedding model: load it with loadEmbedder()`);
@@ -285,6 +274,9 @@ async function resolveTokenizer(weights: ModelWeights, folder: string, given: Lo
   if (fs.existsSync(at('vocab.json')) && fs.existsSync(at('merges.txt'))) return loadTokenizer(folder);
   if (weights.tokenizer) return tokenizerFromData(weights.tokenizer, weights.path);
   if (weights.config.architecture === 'tllm' && fs.existsSync(at('vocab.txt')) && fs.existsSync(at('merges.txt'))) return loadTokenizer(folder);
+  // TLLM files carry no vocabulary: without vocab.txt + merges.txt beside them, prompts are token ids
+  // (FORMATS.md §1.6). Every other architecture still needs a tokenizer (moon-tiny has none: an error).
+  if (weights.config.architecture === 'tllm') return idsOnlyTokenizer(weights.config.vocabSize, weights.path);
   throw new WeightFormatError('BAD_HEADER', 'no tokenizer in or beside the weights; pass { tokenizer: PATH }', { path: weights.path });
 }
 
@@ -295,11 +287,16 @@ function tokenText(value: unknown): string | undefined {
 }
 
 /**
- * The chat template: the model's own Jinja template (tokenizer_config.json beside it, or GGUF
- * metadata), else qwen3.c's .template files, else Qwen3's for a qwen3 model; undefined otherwise.
+ * The chat template: the model's own Jinja template (tokenizer_config.json beside the tokenizer the
+ * caller named or beside the model, or GGUF metadata), else qwen3.c's .template files, else Qwen3's
+ * for a qwen3 model; undefined otherwise.
  */
-function resolveChatTemplate(weights: ModelWeights, folder: string, tokenizer: Tokenizer): ChatTemplate | undefined {
-  const config = readJsonIfPresent(nodePath.join(folder, 'tokenizer_config.json'));
+function resolveChatTemplate(weights: ModelWeights, folders: string[], tokenizer: Tokenizer): ChatTemplate | undefined {
+  let config: any;
+  for (const folder of folders) {
+    config = readJsonIfPresent(nodePath.join(folder, 'tokenizer_config.json'));
+    if (config !== undefined) break;
+  }
   let source: unknown = config?.chat_template;
   if (Array.isArray(source)) source = source.find((t) => t?.name === 'default')?.template ?? source[0]?.template;
   const tokens = {
@@ -351,7 +348,8 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
     const maxContext = engine.maxSeqLen;
     const contextLength = options.contextLength ?? Math.min(maxContext, DEFAULT_CONTEXT);
     if (contextLength > maxContext) throw new RangeError(`contextLength ${contextLength} exceeds this model's maximum ${maxContext}`);
-    const chatTemplate = resolveChatTemplate(weights, folder, tokenizer);
+    const templateFolders = typeof options.tokenizer === 'string' ? [modelFolder(options.tokenizer), folder] : [folder];
+    const chatTemplate = resolveChatTemplate(weights, templateFolders, tokenizer);
     const info: ModelInfo = {
       path: weights.path,
       format: weights.format,
@@ -361,6 +359,12 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
       contextLength,
       loadMs: Date.now() - started,
     };
+    if (engine instanceof MoondreamEngine) {
+      // Loaded here, not imported above: lib/moondream.ts extends Model.
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { MoondreamModel } = require('./moondream') as typeof import('./moondream');
+      return new MoondreamModel(engine, weights, tokenizer, chatTemplate, contextLength, info);
+    }
     return new Model(engine, weights, tokenizer, chatTemplate, contextLength, info);
   } catch (error) {
     engine?.dispose();

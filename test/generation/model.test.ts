@@ -133,6 +133,20 @@ describe('ajc1 Qwen3 (qwen3.c)', () => {
     }
   });
 
+  it('with the HF tokenizer folder, renders the model\'s own Jinja template and replies the same', async () => {
+    const hf = await loadModel(qwenPath, { threads: 1, tokenizer: fixture('tokenizers', 'qwen3') });
+    try {
+      expect(hf.chatTemplate?.kind).toBe('jinja');
+      const messages = [{ role: 'user' as const, content: qwenCase.prompt.user_text }];
+      expect(hf.renderChat(messages, { enableThinking: false })).toBe(qwenCase.prompt.text);
+      const gen = hf.chat(messages, { maxTokens: 24 });
+      await gen.text();
+      expect(gen.tokens).toEqual(qwenCase.greedy.tokens);
+    } finally {
+      hf.dispose();
+    }
+  });
+
   it('samples reproducibly: same seed same tokens, another seed other tokens', async () => {
     const messages = [{ role: 'user' as const, content: 'Tell me a story.' }];
     const run = async (seed: number) => {
