@@ -37,7 +37,8 @@ export interface SpecialTokenIds {
   mask?: number;
 }
 
-export type TokenizerKind = 'byte-level-bpe' | 'wordpiece' | 'sentencepiece-bpe' | 'tllm';
+/** 'none': a model without a vocabulary (lib/ids-tokenizer.ts): prompts are token ids. */
+export type TokenizerKind = 'byte-level-bpe' | 'wordpiece' | 'sentencepiece-bpe' | 'tllm' | 'none';
 
 export interface Tokenizer {
   readonly kind: TokenizerKind;
