@@ -28,6 +28,8 @@ export { Embedder, loadEmbedder, similarity } from './embedder';
 export type { EmbedOptions, EmbedderInfo, LoadEmbedderOptions, Pooling } from './embedder';
 export { Model, loadModel } from './model';
 export type { ChatOptions, LoadModelOptions, ModelInfo } from './model';
+export { ChatSession } from './chat-session';
+export type { ChatSessionOptions, PromptOptions } from './chat-session';
 export { startGeneration, StopStringFilter } from './generate';
 export type { GenerateOptions, GeneratedPiece, Generation, GenerationHost, LanguageSession, SessionLease, StopReason } from './generate';
 export { resolveSampling, SAMPLING_DEFAULTS } from './sampling';

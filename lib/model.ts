@@ -21,6 +21,7 @@ import {
   type ChatRenderOptions,
   type ChatTemplate,
 } from './chat';
+import { ChatSession, type ChatSessionOptions } from './chat-session';
 import { DecoderEngine } from './engines/decoder';
 import { GptEngine } from './engines/gpt';
 import { MoondreamEngine } from './engines/moondream';
@@ -172,6 +173,13 @@ export class Model {
     }
     const stopStrings = [...this.chatTemplate!.stopStrings, ...(options.stop === undefined ? [] : typeof options.stop === 'string' ? [options.stop] : options.stop)];
     return startGeneration(this.host(), ids, { ...options, stopTokens: [...stops], stop: stopStrings });
+  }
+
+  /** A conversation that remembers its messages: `await session.prompt('Hi!')`. */
+  createChatSession(options: ChatSessionOptions = {}): ChatSession {
+    this.live();
+    if (!this.chatTemplate) this.renderChat([]); // throws the UnsupportedError
+    return new ChatSession(this, options);
   }
 
   /** Releases the engine and the mapped weights; running generations are aborted. */

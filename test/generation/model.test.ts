@@ -147,6 +147,23 @@ describe('ajc1 Qwen3 (qwen3.c)', () => {
     }
   });
 
+  it('a ChatSession remembers the conversation and answers like chat() over the same messages', async () => {
+    const session = model.createChatSession({ systemPrompt: 'You are terse.' });
+    const chunks: string[] = [];
+    const first = await session.prompt(qwenCase.prompt.user_text, { maxTokens: 24, onTextChunk: (t) => chunks.push(t) });
+    expect(chunks.join('')).toBe(first);
+    const second = await session.prompt('And in Rome?', { maxTokens: 8 });
+    expect(session.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'user', 'assistant']);
+    expect(session.messages[2].content).toBe(first);
+    expect(await model.chat(session.messages.slice(0, 4), { maxTokens: 8 }).text()).toBe(second);
+    const controller = new AbortController();
+    controller.abort();
+    await expect(session.prompt('stop', { signal: controller.signal })).rejects.toBeInstanceOf(AbortError);
+    expect(session.messages.length).toBe(5); // an aborted turn leaves no trace
+    session.reset();
+    expect(session.messages).toEqual([{ role: 'system', content: 'You are terse.' }]);
+  });
+
   it('samples reproducibly: same seed same tokens, another seed other tokens', async () => {
     const messages = [{ role: 'user' as const, content: 'Tell me a story.' }];
     const run = async (seed: number) => {
@@ -275,6 +292,7 @@ describe('control', () => {
     expect(() => model.generate(Array(65).fill(5))).toThrow(/context length 64/);
     expect(() => model.generate(5 as unknown as string)).toThrow(TypeError);
     expect(() => model.chat([{ role: 'user', content: 'hi' }])).toThrow(UnsupportedError); // llama2.c has no template
+    expect(() => model.createChatSession()).toThrow(UnsupportedError);
     await expect(model.logits([])).rejects.toThrow(RangeError);
     const running = model.generate('', { maxTokens: 60 });
     await running.next();
