@@ -4,6 +4,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Command } from 'commander';
 import { packageRoot } from '../native';
+import { registerAnswer } from './answer';
 import { registerBench } from './bench';
 import { registerChat } from './chat';
 import { registerConvert } from './convert';
@@ -21,6 +22,7 @@ export function buildProgram(): Command {
   registerGenerate(program);
   registerChat(program);
   registerBench(program);
+  registerAnswer(program);
   return program;
 }
 

@@ -1,0 +1,60 @@
+/**
+ * `weightmap answer MODEL IMAGE QUESTION [options]`: Moondream's answer about an image, streamed
+ * to stdout. IMAGE is any file sharp decodes (JPEG, PNG, WebP, ...). Ctrl-C stops generation.
+ */
+import type { Command } from 'commander';
+import { AbortError } from '../errors';
+import { loadMoondream } from '../moondream';
+import { withInterrupt, writeOut } from './generate';
+import { addModelOptions, addSamplingOptions, modelOptions, samplingOptions } from './model-options';
+import { action, intOption } from './run-command';
+
+function prefixOption(value: string): number | boolean {
+  if (value === 'image') return true;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`--prefix-attention must be 'image' or an integer >= 0, got '${value}'`);
+  return n;
+}
+
+export function registerAnswer(program: Command): void {
+  const command = program
+    .command('answer')
+    .description('answer a question about an image with a Moondream model; only the answer goes to stdout')
+    .argument('<model>', 'MOON weights (config.json and tokenizer.json beside them)')
+    .argument('<image>', 'image file (JPEG, PNG, WebP, GIF, TIFF, AVIF)')
+    .argument('<question>', 'the question')
+    .option('--max-tokens <n>', 'most tokens to generate (default: until EOS or the context is full)', intOption('max-tokens', 0))
+    .option(
+      '--prefix-attention <n>',
+      "let the first n positions attend to each other ('image' = BOS + every patch, upstream Moondream's 730); default: causal",
+      prefixOption,
+    )
+    .option('--ids', 'print the generated token ids (one line) instead of the text');
+  addModelOptions(command);
+  addSamplingOptions(command);
+  command.action(
+    action(async (modelPath: string, image: string, question: string, opts: Record<string, unknown>) => {
+      const model = await loadMoondream(modelPath, modelOptions(opts));
+      try {
+        await withInterrupt(async (signal) => {
+          const generation = model.answer(image, question, {
+            ...samplingOptions(opts),
+            ...(opts.maxTokens !== undefined ? { maxTokens: opts.maxTokens as number } : {}),
+            ...(opts.prefixAttention !== undefined ? { prefixAttention: opts.prefixAttention as number | boolean } : {}),
+            signal,
+          });
+          try {
+            for await (const piece of generation) if (!opts.ids) await writeOut(piece.text);
+          } catch (error) {
+            if (!(error instanceof AbortError)) throw error;
+            process.exitCode = 130;
+          }
+          if (opts.ids) await writeOut(`${generation.tokens.join(' ')}\n`);
+          else if (process.stdout.isTTY) await writeOut('\n');
+        });
+      } finally {
+        model.dispose();
+      }
+    }),
+  );
+}
