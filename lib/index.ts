@@ -28,6 +28,8 @@ export { Embedder, loadEmbedder, similarity } from './embedder';
 export type { EmbedOptions, EmbedderInfo, LoadEmbedderOptions, Pooling } from './embedder';
 export { Model, loadModel } from './model';
 export type { ChatOptions, LoadModelOptions, ModelInfo } from './model';
+export { MoondreamModel, loadMoondream } from './moondream';
+export type { AnswerOptions, EncodeImageOptions, ImageInput, RawImage } from './moondream';
 export { ChatSession } from './chat-session';
 export type { ChatSessionOptions, PromptOptions } from './chat-session';
 export { startGeneration, StopStringFilter } from './generate';
