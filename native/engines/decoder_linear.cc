@@ -39,16 +39,18 @@ void DequantizeRow(const TensorRef& t, int64_t r, float* out) {
     case DType::F32:
       std::memcpy(out, t.data + r * cols * 4, cols * 4);
       break;
-    case DType::F16: {
-      std::vector<uint16_t> row(cols);  // the mapping gives no alignment guarantee
-      std::memcpy(row.data(), t.data + r * cols * 2, cols * 2);
-      k.f16_to_f32(row.data(), out, cols);
-      break;
-    }
+    case DType::F16:
     case DType::BF16: {
-      std::vector<uint16_t> row(cols);
-      std::memcpy(row.data(), t.data + r * cols * 2, cols * 2);
-      k.bf16_to_f32(row.data(), out, cols);
+      const uint8_t* src = t.data + r * cols * 2;
+      std::vector<uint16_t> copy;  // only when the mapping's bytes are not 2-aligned
+      if (!Aligned(src, 2)) {
+        copy.resize(cols);
+        std::memcpy(copy.data(), src, cols * 2);
+        src = reinterpret_cast<const uint8_t*>(copy.data());
+      }
+      const uint16_t* h = reinterpret_cast<const uint16_t*>(src);
+      if (t.dtype == DType::F16) k.f16_to_f32(h, out, cols);
+      else k.bf16_to_f32(h, out, cols);
       break;
     }
     case DType::Q8_0: {
@@ -70,7 +72,17 @@ void DequantizeRow(const TensorRef& t, int64_t r, float* out) {
   }
 }
 
-Matrix Matrix::Prepare(const TensorRef& t, WeightQuant quant, int group, LoadCost* cost) {
+namespace {
+
+// fn(r0, r1) over the rows [0, rows) of a conversion, across the pool.
+template <typename Fn>
+void ForRowChunks(ThreadPool& pool, int64_t rows, const Fn& fn) {
+  pool.ParallelFor(rows, 16, [&](int64_t r0, int64_t r1) { fn(r0, r1); });
+}
+
+}  // namespace
+
+Matrix Matrix::Prepare(const TensorRef& t, WeightQuant quant, int group, LoadCost* cost, ThreadPool& pool) {
   if (t.shape.size() != 2) throw SpecError("SHAPE_MISMATCH", "tensor " + t.Describe() + " is not a matrix");
   const kernels::KernelTable& k = kernels::Active();
   Matrix m;
@@ -87,7 +99,9 @@ Matrix Matrix::Prepare(const TensorRef& t, WeightQuant quant, int group, LoadCos
     if (quant == WeightQuant::F32) {
       m.kind_ = MatrixKind::F32;
       m.f_own_.resize(n);
-      for (int64_t r = 0; r < m.rows_; r++) DequantizeRow(t, r, m.f_own_.data() + r * m.cols_);
+      ForRowChunks(pool, m.rows_, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; r++) DequantizeRow(t, r, m.f_own_.data() + r * m.cols_);
+      });
       m.f_ = m.f_own_.data();
       cost->copied_bytes += n * 4;
       cost->converted++;
@@ -98,9 +112,11 @@ Matrix Matrix::Prepare(const TensorRef& t, WeightQuant quant, int group, LoadCos
     if (t.dtype == DType::GgmlQ8_0) {
       m.q_own_.resize(n);
       m.s_own_.resize(n / 32);
-      for (int64_t r = 0; r < m.rows_; r++)
-        UnpackGgmlRow(t.data + r * (m.cols_ / 32) * 34, m.cols_, m.q_own_.data() + r * m.cols_,
-                      m.s_own_.data() + r * (m.cols_ / 32));
+      ForRowChunks(pool, m.rows_, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; r++)
+          UnpackGgmlRow(t.data + r * (m.cols_ / 32) * 34, m.cols_, m.q_own_.data() + r * m.cols_,
+                        m.s_own_.data() + r * (m.cols_ / 32));
+      });
       m.q_ = m.q_own_.data();
       m.s_ = m.s_own_.data();
       cost->copied_bytes += n + n / 32 * 4;
@@ -127,11 +143,13 @@ Matrix Matrix::Prepare(const TensorRef& t, WeightQuant quant, int group, LoadCos
     m.group_ = group;
     m.q_own_.resize(n);
     m.s_own_.resize(n / group);
-    std::vector<float> row(m.cols_);
-    for (int64_t r = 0; r < m.rows_; r++) {
-      DequantizeRow(t, r, row.data());
-      k.quantize_q8(row.data(), m.cols_, group, m.q_own_.data() + r * m.cols_, m.s_own_.data() + r * (m.cols_ / group));
-    }
+    ForRowChunks(pool, m.rows_, [&](int64_t r0, int64_t r1) {
+      std::vector<float> row(m.cols_);
+      for (int64_t r = r0; r < r1; r++) {
+        DequantizeRow(t, r, row.data());
+        k.quantize_q8(row.data(), m.cols_, group, m.q_own_.data() + r * m.cols_, m.s_own_.data() + r * (m.cols_ / group));
+      }
+    });
     m.q_ = m.q_own_.data();
     m.s_ = m.s_own_.data();
     cost->copied_bytes += n + n / group * 4;
@@ -150,7 +168,9 @@ Matrix Matrix::Prepare(const TensorRef& t, WeightQuant quant, int group, LoadCos
   }
   // bf16, f16 asked as f32, or misaligned f32: one converted copy.
   m.f_own_.resize(n);
-  for (int64_t r = 0; r < m.rows_; r++) DequantizeRow(t, r, m.f_own_.data() + r * m.cols_);
+  ForRowChunks(pool, m.rows_, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++) DequantizeRow(t, r, m.f_own_.data() + r * m.cols_);
+  });
   m.f_ = m.f_own_.data();
   cost->copied_bytes += n * 4;
   cost->converted++;

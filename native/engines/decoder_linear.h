@@ -42,9 +42,9 @@ struct LoadCost {
 
 class Matrix {
  public:
-  // Prepares `t` (a [rows, cols] tensor) for the kernels. `group` is the Q8 group size used
-  // when `quant` is Q8.
-  static Matrix Prepare(const TensorRef& t, WeightQuant quant, int group, LoadCost* cost);
+  // Prepares `t` (a [rows, cols] tensor) for the kernels; conversions run across `pool`.
+  // `group` is the Q8 group size used when `quant` is Q8.
+  static Matrix Prepare(const TensorRef& t, WeightQuant quant, int group, LoadCost* cost, ThreadPool& pool);
 
   Matrix() = default;
   Matrix(Matrix&&) = default;  // the pointers follow the moved buffers

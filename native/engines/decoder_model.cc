@@ -24,8 +24,8 @@ std::vector<float> LoadVector(const WeightsSpec& spec, const std::string& name, 
 }
 
 Matrix LoadMatrix(const WeightsSpec& spec, const std::string& name, int64_t rows, int64_t cols,
-                  const DecoderOptions& options, LoadCost* cost) {
-  return Matrix::Prepare(spec.Require(name, {rows, cols}), options.quant, options.group_size, cost);
+                  const DecoderOptions& options, LoadCost* cost, ThreadPool& pool) {
+  return Matrix::Prepare(spec.Require(name, {rows, cols}), options.quant, options.group_size, cost, pool);
 }
 
 }  // namespace
@@ -62,6 +62,7 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
                                           std::to_string(embed.group));
   m.embed_ = &embed;
 
+  m.pool_ = std::make_unique<ThreadPool>(options.threads);
   m.layers_.resize(c.n_layers);
   for (int64_t l = 0; l < c.n_layers; l++) {
     DecoderLayer& L = m.layers_[l];
@@ -71,19 +72,18 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
       L.q_norm = LoadVector(s, LayerName(l, "self_attn.q_norm.weight"), c.head_dim, &m.cost_);
       L.k_norm = LoadVector(s, LayerName(l, "self_attn.k_norm.weight"), c.head_dim, &m.cost_);
     }
-    L.wq = LoadMatrix(s, LayerName(l, "self_attn.q_proj.weight"), c.q_dim(), c.dim, options, &m.cost_);
-    L.wk = LoadMatrix(s, LayerName(l, "self_attn.k_proj.weight"), c.kv_dim(), c.dim, options, &m.cost_);
-    L.wv = LoadMatrix(s, LayerName(l, "self_attn.v_proj.weight"), c.kv_dim(), c.dim, options, &m.cost_);
-    L.wo = LoadMatrix(s, LayerName(l, "self_attn.o_proj.weight"), c.dim, c.q_dim(), options, &m.cost_);
-    L.w_gate = LoadMatrix(s, LayerName(l, "mlp.gate_proj.weight"), c.hidden, c.dim, options, &m.cost_);
-    L.w_up = LoadMatrix(s, LayerName(l, "mlp.up_proj.weight"), c.hidden, c.dim, options, &m.cost_);
-    L.w_down = LoadMatrix(s, LayerName(l, "mlp.down_proj.weight"), c.dim, c.hidden, options, &m.cost_);
+    L.wq = LoadMatrix(s, LayerName(l, "self_attn.q_proj.weight"), c.q_dim(), c.dim, options, &m.cost_, *m.pool_);
+    L.wk = LoadMatrix(s, LayerName(l, "self_attn.k_proj.weight"), c.kv_dim(), c.dim, options, &m.cost_, *m.pool_);
+    L.wv = LoadMatrix(s, LayerName(l, "self_attn.v_proj.weight"), c.kv_dim(), c.dim, options, &m.cost_, *m.pool_);
+    L.wo = LoadMatrix(s, LayerName(l, "self_attn.o_proj.weight"), c.dim, c.q_dim(), options, &m.cost_, *m.pool_);
+    L.w_gate = LoadMatrix(s, LayerName(l, "mlp.gate_proj.weight"), c.hidden, c.dim, options, &m.cost_, *m.pool_);
+    L.w_up = LoadMatrix(s, LayerName(l, "mlp.up_proj.weight"), c.hidden, c.dim, options, &m.cost_, *m.pool_);
+    L.w_down = LoadMatrix(s, LayerName(l, "mlp.down_proj.weight"), c.dim, c.hidden, options, &m.cost_, *m.pool_);
   }
   m.final_norm_ = LoadVector(s, "model.norm.weight", c.dim, &m.cost_);
   const TensorRef& head = c.tied ? embed : s.Require("lm_head.weight", {c.vocab, c.dim});
-  m.classifier_ = Matrix::Prepare(head, options.quant, options.group_size, &m.cost_);
+  m.classifier_ = Matrix::Prepare(head, options.quant, options.group_size, &m.cost_, *m.pool_);
 
-  m.pool_ = std::make_unique<ThreadPool>(options.threads);
   m.load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return model;
 }
