@@ -160,6 +160,9 @@ function fromIndex(indexPath: string): Located {
       fail('BAD_NAME', 'a shard name in weight_map is not a plain file name', { path: indexPath, found: f });
     }
   }
+  for (const f of files) {
+    if (!fs.existsSync(nodePath.join(dir, f))) fail('MISSING_TENSOR', `shard '${f}' listed in weight_map is missing`, { path: indexPath, expected: f, found: 'absent' });
+  }
   return { files: files.map((f) => nodePath.join(dir, f)), configDir: dir, weightMap, indexPath };
 }
 
