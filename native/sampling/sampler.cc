@@ -406,22 +406,21 @@ int32_t Sampler::Sample(float* logits, int32_t n, const SamplingParams& params, 
   if (params.min_p > 0.0f) {
     // prob_i >= min_p · prob_max  <=>  logit_i >= max + ln(min_p); the max itself always stays.
     const float threshold = std::min(max, static_cast<float>(max + std::log(static_cast<double>(params.min_p))));
+    const Boundary cut{Key(threshold), n - 1};
+    const Boundary shorter = Boundary::Shorter(keep, cut);
     if (listed) {
       size_t kept = 0;
       for (const Candidate& c : candidates_)
         if (c.logit >= threshold) candidates_[kept++] = c;
       candidates_.resize(kept);
-    } else {
-      const Boundary before = keep;
-      keep = Boundary::Shorter(keep, {Key(threshold), n - 1});
-      if (keep.key != before.key || keep.id != before.id) {  // min-p is the binding cut: list it if small
-        candidates_.clear();
-        for (int32_t i = 0; i < n && candidates_.size() <= kSmallSet; ++i)
-          if (logits[i] >= threshold) candidates_.push_back({logits[i], i, 0.0f});
-        listed = candidates_.size() <= kSmallSet;
-      }
+    } else if (shorter.key == cut.key && shorter.id == cut.id) {
+      // min-p is the binding cut (a prefix of the kept set): list its tokens if they are few.
+      candidates_.clear();
+      for (int32_t i = 0; i < n && candidates_.size() <= kSmallSet; ++i)
+        if (logits[i] >= threshold) candidates_.push_back({logits[i], i, 0.0f});
+      listed = candidates_.size() <= kSmallSet;
     }
-    keep = Boundary::Shorter(keep, {Key(threshold), n - 1});
+    keep = shorter;
   }
 
   // Temperature, softmax weights and the inverse-cdf walk in id order.

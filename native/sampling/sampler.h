@@ -12,9 +12,10 @@
 // The draw (FORMATS.md §5.7, runq's generator and inverse-cdf walk): one coin = Rng::NextF32() per
 // sampled token (greedy draws none); the kept tokens, in id order, with weights
 // exp((logit - max) / T), are walked and the first whose cumulative weight exceeds coin * total
-// wins. Cost over a 150k vocabulary: one pass for greedy, O(n) expected for every other path
-// (bounded heap or nth_element for top-k, mass-guided selection for top-p; nothing sorts the
-// vocabulary).
+// wins. Cost over a 150k vocabulary (measured 30-650 us on one core): one vectorized pass for
+// greedy; for sampling, vectorized weight passes plus a bounded heap for small top-k, or a
+// histogram of the tokens by distance below the max logit for large top-k and top-p, sorting only
+// the bucket the cut falls in. Nothing sorts the vocabulary.
 #pragma once
 
 #include <cstdint>
