@@ -18,7 +18,7 @@
 //   };
 #pragma once
 
-constexpr int64_t kGemmKBlock = 256;               // hgemm: rows of B per pass (B strip stays in L1)
+constexpr int64_t kGemmKBlock = 128;               // hgemm: rows of B per packed panel (stays in L1)
 constexpr int64_t kGemmTransBlockBytes = 256 << 10;  // hgemm_trans: bytes of B rows per block (L2)
 
 inline int64_t MinI64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -27,7 +27,7 @@ inline int64_t MaxI64(int64_t a, int64_t b) { return a > b ? a : b; }
 // ---- C = A·Bᵀ, B [n, k]: NB rows of B against MB rows of A, vectors along k, one reduction per
 // output at the end.
 template <class BT, int NB, int MB>
-void TransTile(const float* a, const BT* b, float* c, int64_t k, int64_t n, int64_t i0, int64_t j0) {
+void TransTile(const float* a, int64_t lda, const BT* b, float* c, int64_t k, int64_t n, int64_t i0, int64_t j0) {
   using V = typename F::V;
   constexpr int W = F::W;
   V acc[NB][MB];
@@ -35,7 +35,7 @@ void TransTile(const float* a, const BT* b, float* c, int64_t k, int64_t n, int6
     for (int y = 0; y < MB; ++y) acc[x][y] = F::zero();
   const float* ap[MB];
   const BT* bp[NB];
-  for (int y = 0; y < MB; ++y) ap[y] = a + (i0 + y) * k;
+  for (int y = 0; y < MB; ++y) ap[y] = a + (i0 + y) * lda;
   for (int x = 0; x < NB; ++x) bp[x] = b + (j0 + x) * k;
   int64_t p = 0;
   for (; p + W <= k; p += W) {
@@ -61,15 +61,15 @@ void TransTile(const float* a, const BT* b, float* c, int64_t k, int64_t n, int6
 
 // Runs the NB×MB tile, or the largest smaller one that fits nb ≤ NB, mb ≤ MB.
 template <class BT, int NB, int MB>
-void TransTileAny(int nb, int mb, const float* a, const BT* b, float* c, int64_t k, int64_t n, int64_t i0,
-                  int64_t j0) {
+void TransTileAny(int nb, int mb, const float* a, int64_t lda, const BT* b, float* c, int64_t k, int64_t n,
+                  int64_t i0, int64_t j0) {
   if constexpr (NB > 1) {
-    if (nb < NB) return TransTileAny<BT, NB - 1, MB>(nb, mb, a, b, c, k, n, i0, j0);
+    if (nb < NB) return TransTileAny<BT, NB - 1, MB>(nb, mb, a, lda, b, c, k, n, i0, j0);
   }
   if constexpr (MB > 1) {
-    if (mb < MB) return TransTileAny<BT, NB, MB - 1>(nb, mb, a, b, c, k, n, i0, j0);
+    if (mb < MB) return TransTileAny<BT, NB, MB - 1>(nb, mb, a, lda, b, c, k, n, i0, j0);
   }
-  TransTile<BT, NB, MB>(a, b, c, k, n, i0, j0);
+  TransTile<BT, NB, MB>(a, lda, b, c, k, n, i0, j0);
 }
 
 template <class BT>
@@ -78,10 +78,16 @@ void GemmTrans(const float* a, const BT* b, float* c, int64_t m, int64_t k, int6
     // Decode: stream kDecodeNB rows of B at a time, each read exactly once.
     constexpr int NB = F::kDecodeNB;
     for (int64_t j = n0; j < n1; j += NB)
-      TransTileAny<BT, NB, 1>(int(MinI64(NB, n1 - j)), 1, a, b, c, k, n, 0, j);
+      TransTileAny<BT, NB, 1>(int(MinI64(NB, n1 - j)), 1, a, k, b, c, k, n, 0, j);
     return;
   }
   constexpr int NB = F::kTransNB, MB = F::kTransMB;
+  // A copy of A whose rows are not 4 KiB apart (rows of a power-of-two length share L1 sets
+  // with each other and with the rows of B).
+  const int64_t lda = ((k + 15) & ~int64_t(15)) + 16;
+  float* ac = static_cast<float*>(Scratch(kScratchA, sizeof(float) * size_t(m * lda)));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t p = 0; p < k; ++p) ac[i * lda + p] = a[i * k + p];
   // A block of B rows stays in L2 while every row tile of A passes over it.
   const int64_t row_bytes = MaxI64(1, k * int64_t(sizeof(BT)));
   const int64_t jb = MaxI64(NB, (kGemmTransBlockBytes / row_bytes) / NB * NB);
@@ -89,13 +95,14 @@ void GemmTrans(const float* a, const BT* b, float* c, int64_t m, int64_t k, int6
     const int64_t jb1 = MinI64(n1, jb0 + jb);
     for (int64_t i = 0; i < m; i += MB)
       for (int64_t j = jb0; j < jb1; j += NB)
-        TransTileAny<BT, NB, MB>(int(MinI64(NB, jb1 - j)), int(MinI64(MB, m - i)), a, b, c, k, n, i, j);
+        TransTileAny<BT, NB, MB>(int(MinI64(NB, jb1 - j)), int(MinI64(MB, m - i)), ac, lda, b, c, k, n, i, j);
   }
 }
 
 // ---- C = A·B, B [k, n]: MB rows of A against NV vectors of C columns, one broadcast of A per
-// row and step of k. Rows [p0, p1) of B; `first` stores C, otherwise adds to it. `cols` valid
-// columns from j0 (< NV·W only at the right edge).
+// row and step of k. Rows [p0, p1) of B; `first` stores C, otherwise adds the block's sum to it.
+// `cols` valid columns from j0 (< NV·W only at the right edge). The accumulators start at zero
+// and C is read only after the k loop: with a conditional start GCC keeps them in memory.
 template <class BT, int MB, int NV, bool Edge>
 void OuterTile(const float* a, const BT* b, float* c, int64_t k, int64_t n, int64_t i0, int64_t j0, int64_t p0,
                int64_t p1, bool first, int cols) {
@@ -105,14 +112,10 @@ void OuterTile(const float* a, const BT* b, float* c, int64_t k, int64_t n, int6
   const int part = Edge ? cols % W : 0;   // columns in the vector after them
   V acc[MB][NV];
   for (int y = 0; y < MB; ++y)
-    for (int v = 0; v < NV; ++v) {
-      float* cp = c + (i0 + y) * n + j0 + v * W;
-      if (first || (Edge && v > full) || (Edge && v == full && part == 0)) acc[y][v] = F::zero();
-      else if (Edge && v == full) acc[y][v] = F::ld_part(cp, part);
-      else acc[y][v] = F::ld(cp);
-    }
-  for (int64_t p = p0; p < p1; ++p) {
-    const BT* bp = b + p * n + j0;
+    for (int v = 0; v < NV; ++v) acc[y][v] = F::zero();
+  const float* ap = a + i0 * k + p0;  // row y at ap + y·k
+  const BT* bp = b + p0 * n + j0;
+  for (int64_t p = p0; p < p1; ++p, ++ap, bp += n) {
     V bv[NV];
     for (int v = 0; v < NV; ++v) {
       if (!Edge || v < full) bv[v] = F::ld(bp + v * W);
@@ -120,15 +123,15 @@ void OuterTile(const float* a, const BT* b, float* c, int64_t k, int64_t n, int6
       else bv[v] = F::zero();
     }
     for (int y = 0; y < MB; ++y) {
-      const V av = F::set1(a[(i0 + y) * k + p]);
+      const V av = F::set1(ap[y * k]);
       for (int v = 0; v < NV; ++v) acc[y][v] = F::fma(av, bv[v], acc[y][v]);
     }
   }
   for (int y = 0; y < MB; ++y)
     for (int v = 0; v < NV; ++v) {
       float* cp = c + (i0 + y) * n + j0 + v * W;
-      if (!Edge || v < full) F::st(cp, acc[y][v]);
-      else if (v == full && part) F::st_part(cp, acc[y][v], part);
+      if (!Edge || v < full) F::st(cp, first ? acc[y][v] : F::add(acc[y][v], F::ld(cp)));
+      else if (v == full && part) F::st_part(cp, first ? acc[y][v] : F::add(acc[y][v], F::ld_part(cp, part)), part);
     }
 }
 
@@ -155,10 +158,75 @@ void OuterPanel(const float* a, const BT* b, float* c, int64_t m, int64_t k, int
   }
 }
 
+// ---- m > 1: packed panels. B[p0:p1, j:j+CW] is widened once into a contiguous f32 panel that
+// stays in L1 (rows of B lie n elements apart, and with n a multiple of 1024 a strip of them
+// would fall into a couple of cache sets), and A[:, p0:p1] into MB-row panels; every B element
+// is converted exactly once per call.
+template <int MB, int NV>
+void PanelTile(const float* ap, const float* bp, int64_t kc, float* c, int64_t n, int64_t i0, int rows,
+               int64_t j0, int cols, bool first) {
+  using V = typename F::V;
+  constexpr int W = F::W;
+  constexpr int CW = NV * W;
+  V acc[MB][NV];
+  for (int y = 0; y < MB; ++y)
+    for (int v = 0; v < NV; ++v) acc[y][v] = F::zero();
+  for (int64_t p = 0; p < kc; ++p, ap += MB, bp += CW) {
+    V bv[NV];
+    for (int v = 0; v < NV; ++v) bv[v] = F::ld(bp + v * W);
+    for (int y = 0; y < MB; ++y) {
+      const V av = F::set1(ap[y]);
+      for (int v = 0; v < NV; ++v) acc[y][v] = F::fma(av, bv[v], acc[y][v]);
+    }
+  }
+  for (int y = 0; y < MB && y < rows; ++y)
+    for (int v = 0; v < NV && v * W < cols; ++v) {
+      float* cp = c + (i0 + y) * n + j0 + v * W;
+      const int left = cols - v * W;
+      if (left >= W) F::st(cp, first ? acc[y][v] : F::add(acc[y][v], F::ld(cp)));
+      else F::st_part(cp, first ? acc[y][v] : F::add(acc[y][v], F::ld_part(cp, left)), left);
+    }
+}
+
+template <class BT>
+void PackedGemm(const float* a, const BT* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0, int64_t n1) {
+  constexpr int MB = F::kOuterMB, NV = F::kOuterNV, W = F::W, CW = NV * W;
+  const int64_t tiles = (m + MB - 1) / MB;
+  const int64_t kc_max = MinI64(kGemmKBlock, MaxI64(k, 1));
+  float* apack = static_cast<float*>(Scratch(kScratchA, sizeof(float) * size_t(tiles * MB * kc_max)));
+  float* bpack = static_cast<float*>(Scratch(kScratchB, sizeof(float) * size_t(kc_max * CW)));
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = n0; j < n1; ++j) c[i * n + j] = 0.0f;
+    return;
+  }
+  for (int64_t p0 = 0; p0 < k; p0 += kGemmKBlock) {
+    const int64_t kc = MinI64(kGemmKBlock, k - p0);
+    for (int64_t t = 0; t < tiles; ++t)  // apack [tile][p][MB], rows past m are 0
+      for (int64_t p = 0; p < kc; ++p)
+        for (int y = 0; y < MB; ++y) {
+          const int64_t i = t * MB + y;
+          apack[(t * kc + p) * MB + y] = i < m ? a[i * k + p0 + p] : 0.0f;
+        }
+    for (int64_t j = n0; j < n1; j += CW) {
+      const int cols = int(MinI64(CW, n1 - j));
+      for (int64_t p = 0; p < kc; ++p) {  // bpack [p][CW], columns past n1 are 0
+        const BT* row = b + (p0 + p) * n + j;
+        for (int v = 0; v < NV; ++v) {
+          const int left = cols - v * W;
+          F::st(bpack + p * CW + v * W, left >= W ? F::ld(row + v * W) : left > 0 ? F::ld_part(row + v * W, left) : F::zero());
+        }
+      }
+      for (int64_t t = 0; t < tiles; ++t)
+        PanelTile<MB, NV>(apack + t * kc * MB, bpack, kc, c, n, t * MB, int(MinI64(MB, m - t * MB)), j, cols, p0 == 0);
+    }
+  }
+}
+
 template <class BT>
 void Gemm(const float* a, const BT* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0, int64_t n1) {
-  if (m == 1) OuterPanel<BT, 1, F::kDecodeNV>(a, b, c, m, k, n, n0, n1);
-  else OuterPanel<BT, F::kOuterMB, F::kOuterNV>(a, b, c, m, k, n, n0, n1);
+  if (m == 1) OuterPanel<BT, 1, F::kDecodeNV>(a, b, c, m, k, n, n0, n1);  // decode: stream B once
+  else PackedGemm<BT>(a, b, c, m, k, n, n0, n1);
 }
 
 // ---- Level-1 helpers.

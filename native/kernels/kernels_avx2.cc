@@ -52,6 +52,41 @@ struct F {
 #include "kernels/gemm_tiles.h"
 #include "kernels/q8_tiles.h"
 
+// Q8Relayout for 8 lanes with 8×8 dword transposes: the 32-byte block c of each of the 8 groups
+// of a superblock becomes steps 8c..8c+7. Other group sizes take the scalar loop.
+void RelayoutY(const int8_t* src, const Q8Layout& l, int group, uint32_t flip, uint8_t* dst) {
+  if (group % 32 != 0) return Q8Relayout<8>(src, l, group, flip, dst);
+  const __m256i fl = _mm256_set1_epi32(int(flip));
+  const int blocks = group / 32;
+  for (int64_t sb = 0; sb < l.superblocks; ++sb) {
+    uint8_t* out = dst + sb * l.steps * 32;
+    const int64_t present = l.groups - sb * 8 < 8 ? l.groups - sb * 8 : 8;
+    for (int c = 0; c < blocks; ++c) {
+      __m256i r[8], a[8], b[8];
+      for (int j = 0; j < 8; ++j)
+        r[j] = j < present ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + (sb * 8 + j) * group + 32 * c))
+                           : _mm256_setzero_si256();
+      for (int i = 0; i < 4; ++i) {
+        a[2 * i] = _mm256_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        a[2 * i + 1] = _mm256_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+      }
+      // b[4i+c'] lane k: column 4k+c' of rows 4i..4i+3
+      for (int i = 0; i < 2; ++i) {
+        b[4 * i + 0] = _mm256_unpacklo_epi64(a[4 * i], a[4 * i + 2]);
+        b[4 * i + 1] = _mm256_unpackhi_epi64(a[4 * i], a[4 * i + 2]);
+        b[4 * i + 2] = _mm256_unpacklo_epi64(a[4 * i + 1], a[4 * i + 3]);
+        b[4 * i + 3] = _mm256_unpackhi_epi64(a[4 * i + 1], a[4 * i + 3]);
+      }
+      for (int cc = 0; cc < 4; ++cc) {
+        const __m256i lo = _mm256_permute2x128_si256(b[cc], b[4 + cc], 0x20);  // column cc
+        const __m256i hi = _mm256_permute2x128_si256(b[cc], b[4 + cc], 0x31);  // column 4 + cc
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (8 * c + cc) * 32), _mm256_xor_si256(lo, fl));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (8 * c + 4 + cc) * 32), _mm256_xor_si256(hi, fl));
+      }
+    }
+  }
+}
+
 struct QAvx2 {
   static constexpr int kBytes = 32;
   static constexpr bool kBias = false;
@@ -78,6 +113,9 @@ struct QAvx2 {
   static FV fmul(FV a, FV b) { return _mm256_mul_ps(a, b); }
   static FV ffma(FV a, FV b, FV c) { return _mm256_fmadd_ps(a, b, c); }
   static float freduce(FV v) { return Reduce8(v); }
+  static void relayout(const int8_t* src, const Q8Layout& l, int group, uint32_t flip, uint8_t* dst) {
+    RelayoutY(src, l, group, flip, dst);
+  }
 };
 
 // ---------------------------------------------------------------- Q8_0

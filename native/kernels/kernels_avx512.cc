@@ -47,6 +47,53 @@ struct F {
 #include "kernels/gemm_tiles.h"
 #include "kernels/q8_tiles.h"
 
+// Q8Relayout for 16 lanes with 16×16 dword transposes: the 64-byte block c of each of the 16
+// groups of a superblock becomes steps 16c..16c+15 (the last block of an odd multiple of 32 is
+// 32 bytes: 8 steps). Other group sizes take the scalar loop.
+void RelayoutZ(const int8_t* src, const Q8Layout& l, int group, uint32_t flip, uint8_t* dst) {
+  if (group % 32 != 0) return Q8Relayout<16>(src, l, group, flip, dst);
+  const __m512i fl = _mm512_set1_epi32(int(flip));
+  const int blocks = (group + 63) / 64;
+  for (int64_t sb = 0; sb < l.superblocks; ++sb) {
+    uint8_t* out = dst + sb * l.steps * 64;
+    const int64_t present = l.groups - sb * 16 < 16 ? l.groups - sb * 16 : 16;
+    for (int c = 0; c < blocks; ++c) {
+      const int dwords = group - 64 * c >= 64 ? 16 : 8;
+      const __mmask16 mk = dwords == 16 ? __mmask16(0xffff) : __mmask16(0x00ff);
+      __m512i r[16], a[16], b[16];
+      for (int j = 0; j < 16; ++j)
+        r[j] = j < present ? _mm512_maskz_loadu_epi32(mk, src + (sb * 16 + j) * group + 64 * c) : _mm512_setzero_si512();
+      // a[2i], a[2i+1]: rows 2i, 2i+1 interleaved by dword within each 128-bit lane
+      for (int i = 0; i < 8; ++i) {
+        a[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        a[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+      }
+      // b[4i+c'] lane k: column 4k+c' of rows 4i..4i+3
+      for (int i = 0; i < 4; ++i) {
+        b[4 * i + 0] = _mm512_unpacklo_epi64(a[4 * i], a[4 * i + 2]);
+        b[4 * i + 1] = _mm512_unpackhi_epi64(a[4 * i], a[4 * i + 2]);
+        b[4 * i + 2] = _mm512_unpacklo_epi64(a[4 * i + 1], a[4 * i + 3]);
+        b[4 * i + 3] = _mm512_unpackhi_epi64(a[4 * i + 1], a[4 * i + 3]);
+      }
+      // column 4k+c' = lane k of b[c'], b[4+c'], b[8+c'], b[12+c']: a 4×4 transpose of 128-bit lanes
+      for (int cc = 0; cc < 4; ++cc) {
+        const __m512i t0 = _mm512_shuffle_i32x4(b[cc], b[4 + cc], _MM_SHUFFLE(1, 0, 1, 0));
+        const __m512i t1 = _mm512_shuffle_i32x4(b[cc], b[4 + cc], _MM_SHUFFLE(3, 2, 3, 2));
+        const __m512i t2 = _mm512_shuffle_i32x4(b[8 + cc], b[12 + cc], _MM_SHUFFLE(1, 0, 1, 0));
+        const __m512i t3 = _mm512_shuffle_i32x4(b[8 + cc], b[12 + cc], _MM_SHUFFLE(3, 2, 3, 2));
+        const __m512i col[4] = {_mm512_shuffle_i32x4(t0, t2, _MM_SHUFFLE(2, 0, 2, 0)),
+                                _mm512_shuffle_i32x4(t0, t2, _MM_SHUFFLE(3, 1, 3, 1)),
+                                _mm512_shuffle_i32x4(t1, t3, _MM_SHUFFLE(2, 0, 2, 0)),
+                                _mm512_shuffle_i32x4(t1, t3, _MM_SHUFFLE(3, 1, 3, 1))};
+        for (int k = 0; k < 4; ++k) {
+          const int step = 4 * k + cc;
+          if (step < dwords) _mm512_storeu_si512(out + (16 * c + step) * 64, _mm512_xor_si512(col[k], fl));
+        }
+      }
+    }
+  }
+}
+
 // Float side shared by the int8 traits below.
 struct FloatZ {
   using FV = __m512;
@@ -92,7 +139,19 @@ struct QVnniZ : FloatZ {
   using WP = __m512i;
   static WP prep_raw(D w) { return _mm512_xor_si512(w, _mm512_set1_epi8(char(0x80))); }
   static WP prep_relaid(D w) { return w; }
-  static A dot(A acc, const WP& w, D x) { return _mm512_dpbusd_epi32(acc, w, x); }
+  static A dot(A acc, const WP& w, D x) {
+#if defined(__GNUC__)
+    // GCC 12 copies the accumulator to another register and back around every vpdpbusd of the
+    // intrinsic (two extra moves per dot in the matmul loop); the tied asm operand avoids that.
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(w), "vm"(x));
+    return acc;
+#else
+    return _mm512_dpbusd_epi32(acc, w, x);
+#endif
+  }
+  static void relayout(const int8_t* src, const Q8Layout& l, int group, uint32_t flip, uint8_t* dst) {
+    RelayoutZ(src, l, group, flip, dst);
+  }
 };
 
 // vpdpbusd on ymm (AVX512-VL), for groups that are odd multiples of 32.
@@ -123,6 +182,9 @@ struct QBwZ : FloatZ {
     const __m512i xs = _mm512_mask_sub_epi8(x, w.neg, _mm512_setzero_si512(), x);
     const __m512i pairs = _mm512_maddubs_epi16(w.abs, xs);
     return _mm512_add_epi32(acc, _mm512_madd_epi16(pairs, _mm512_set1_epi16(1)));
+  }
+  static void relayout(const int8_t* src, const Q8Layout& l, int group, uint32_t flip, uint8_t* dst) {
+    RelayoutZ(src, l, group, flip, dst);
   }
 };
 
@@ -185,11 +247,13 @@ void MatvecQ8T(const int8_t* wq, const float* ws, const int8_t* xq, const float*
   scalar::matvec_q8(wq, ws, xq, xs, y, cols, group, r0, r1);
 }
 
-template <class QZ>
+// R×M register tile: 4×4 with VNNI (16 accumulators, 8 loads per 16 vpdpbusd); 4×3 without (the
+// sign trick needs more registers per weight row).
+template <class QZ, int R, int M>
 void MatmulQ8T(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t m,
                int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1) {
   if (group % 4 != 0) return scalar::matmul_q8(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
-  Q8Matmul<QZ, 4, 3>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
+  Q8Matmul<QZ, R, M>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
 }
 
 // ---------------------------------------------------------------- f16 / f32
@@ -246,7 +310,7 @@ void Axpy(float alpha, const float* x, float* y, int64_t n) { AxpyF32(alpha, x, 
 
 const KernelTable& Avx512Table() {
   static const KernelTable table = {
-      "avx512", QuantizeQ8, MatvecQ8T<QBwZ, QBwY>, MatmulQ8T<QBwZ>, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
+      "avx512", QuantizeQ8, MatvecQ8T<QBwZ, QBwY>, MatmulQ8T<QBwZ, 4, 3>, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
       F16ToF32, F32ToF16,   Bf16ToF32,             Dot,             Axpy,
   };
   return table;
@@ -254,7 +318,7 @@ const KernelTable& Avx512Table() {
 
 const KernelTable& Avx512VnniTable() {
   static const KernelTable table = {
-      "avx512vnni", QuantizeQ8, MatvecQ8T<QVnniZ, QVnniY>, MatmulQ8T<QVnniZ>, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
+      "avx512vnni", QuantizeQ8, MatvecQ8T<QVnniZ, QVnniY>, MatmulQ8T<QVnniZ, 4, 4>, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
       F16ToF32,     F32ToF16,   Bf16ToF32,                 Dot,               Axpy,
   };
   return table;

@@ -70,6 +70,9 @@ struct QNeon {
   static FV fmul(FV a, FV b) { return vmulq_f32(a, b); }
   static FV ffma(FV a, FV b, FV c) { return vfmaq_f32(c, a, b); }
   static float freduce(FV v) { return vaddvq_f32(v); }
+  static void relayout(const int8_t* src, const Q8Layout& l, int group, uint32_t flip, uint8_t* dst) {
+    Q8Relayout<4>(src, l, group, flip, dst);
+  }
 };
 
 void MatvecQ8(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t cols,

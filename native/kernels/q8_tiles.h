@@ -15,6 +15,8 @@
 //     static A dot(A acc, const WP& w, D x);  // acc[l] += Σ_{b<4} w[4l+b]·x[4l+b], exact
 //     static FV cvt(A); static FV fzero(); static FV fset1(float); static FV fld(const float*);
 //     static FV fmul(FV, FV); static FV ffma(FV a, FV b, FV c); static float freduce(FV);
+//     static void relayout(const int8_t* src, const Q8Layout&, int group, uint32_t flip, uint8_t* dst);
+//                                      // Q8Relayout below, or a vector transpose with the same result
 //   };
 //
 // Two shapes of the same arithmetic:
@@ -89,7 +91,8 @@ struct Q8Layout {
 };
 
 // One row of int8 [cols] -> [superblock][step][lane][4 bytes]: lane j of step s holds bytes
-// 4s..4s+3 of group (superblock·lanes + j), each byte xored with `flip`; missing groups are 0.
+// 4s..4s+3 of group (superblock·lanes + j), each byte xored with `flip`; missing groups are 0
+// (or flip: their scales are 0 and their activations 0, so they add nothing either way).
 template <int Lanes>
 void Q8Relayout(const int8_t* src, const Q8Layout& l, int group, uint32_t flip, uint8_t* dst) {
   uint32_t* d = reinterpret_cast<uint32_t*>(dst);
@@ -128,11 +131,12 @@ void Q8MatmulTile(const uint8_t* wr, const float* wsr, const uint8_t* xr, const 
   for (int a = 0; a < R; ++a)
     for (int b = 0; b < M; ++b) acc[a][b] = Q::fzero();
   for (int64_t sb = 0; sb < l.superblocks; ++sb) {
+    // One load per accumulator (not one value copied R times): GCC then keeps each accumulator
+    // in one register across the loop instead of shuffling copies around the back edge.
     A ia[R][M];
-    for (int b = 0; b < M; ++b) {
-      const A init = Q::kBias ? Q::acc_ld(corr + (i0 + b) * l.lanes_total + sb * L) : Q::acc_zero();
-      for (int a = 0; a < R; ++a) ia[a][b] = init;
-    }
+    for (int a = 0; a < R; ++a)
+      for (int b = 0; b < M; ++b)
+        ia[a][b] = Q::kBias ? Q::acc_ld(corr + (i0 + b) * l.lanes_total + sb * L) : Q::acc_zero();
     const uint8_t* wp = wr + sb * sb_bytes;
     const uint8_t* xp = xr + sb * sb_bytes;
     for (int s = 0; s < l.steps; ++s) {
@@ -191,7 +195,7 @@ void Q8Matmul(const int8_t* wq, const float* ws, const int8_t* xq, const float* 
   int32_t* corr = Q::kBias ? reinterpret_cast<int32_t*>(xbuf + x_bytes + xs_bytes) : nullptr;
   for (int64_t i = 0; i < m; ++i) {
     const int8_t* xi = xq + i * cols;
-    Q8Relayout<L>(xi, l, group, 0u, xr + i * l.row_bytes);
+    Q::relayout(xi, l, group, 0u, xr + i * l.row_bytes);
     Q8Pad(xs + i * l.groups, l, xsr + i * l.lanes_total);
     if (Q::kBias) {
       int32_t* ci = corr + i * l.lanes_total;
@@ -215,7 +219,7 @@ void Q8Matmul(const int8_t* wq, const float* ws, const int8_t* xq, const float* 
   for (int64_t b0 = r0; b0 < r1; b0 += block_rows) {
     const int64_t rows = (r1 - b0) < block_rows ? (r1 - b0) : block_rows;
     for (int64_t a = 0; a < rows; ++a) {
-      Q8Relayout<L>(wq + (b0 + a) * cols, l, group, flip, wbuf + a * l.row_bytes);
+      Q::relayout(wq + (b0 + a) * cols, l, group, flip, wbuf + a * l.row_bytes);
       Q8Pad(ws + (b0 + a) * l.groups, l, wsr + a * l.lanes_total);
     }
     for (int64_t i = 0; i < m; i += M) {

@@ -1,0 +1,153 @@
+#!/usr/bin/env node
+// Kernel throughput per table and thread count, median [min..max] over repetitions:
+//  - matvec_q8 (decode, memory-bound): GB/s of weights+scales streamed, and GFLOP/s;
+//  - matmul_q8 (prefill, compute-bound): GFLOP/s, plus the linear layers of Qwen3-0.6B
+//    (28 layers of q,k,v,o,gate,up,down; attention, norms and lm_head excluded) as tokens/s;
+//  - hgemm / hgemm_trans: m = 1 (decode, GB/s of f16 weights) and m = 64 (GFLOP/s).
+//   node scripts/bench/kernels.js [--isa avx512vnni,avx2] [--threads 1,2] [--reps 9] [--m 128]
+//     [--only matvec,matmul,qwen3,hgemm]
+'use strict';
+const loadAddon = require('./addon');
+
+const args = process.argv.slice(2);
+const opt = (name, def) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : def;
+};
+const { kernels } = loadAddon();
+const isas = opt('isa', kernels.availableIsas().filter((i) => i !== 'scalar').join(',')).split(',');
+const threadCounts = opt('threads', [...new Set([1, kernels.physicalCores()])].join(',')).split(',').map(Number);
+const reps = Number(opt('reps', '9'));
+const prefillM = Number(opt('m', '128'));
+const only = opt('only', 'matvec,matmul,qwen3,hgemm').split(',');
+
+let seed = 12345;
+const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8) / 16777216;
+const int8 = (n) => Int8Array.from({ length: n }, () => Math.floor(rand() * 255) - 127);
+const f32 = (n, scale = 1) => Float32Array.from({ length: n }, () => (rand() * 2 - 1) * scale);
+const f16 = (n) => {
+  const h = new Uint16Array(n);
+  kernels.f32ToF16('scalar', f32(n, 0.1), h);
+  return h;
+};
+
+/** Seconds per call: median [min..max] of `reps` timings, each long enough to be measured. */
+function time(fn) {
+  fn();
+  let inner = 1;
+  for (;;) {
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < inner; i++) fn();
+    if (Number(process.hrtime.bigint() - t0) > 2e7 || inner >= 1 << 16) break;
+    inner *= 2;
+  }
+  const samples = [];
+  for (let r = 0; r < reps; r++) {
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < inner; i++) fn();
+    samples.push(Number(process.hrtime.bigint() - t0) / 1e9 / inner);
+  }
+  samples.sort((a, b) => a - b);
+  return { median: samples[Math.floor(samples.length / 2)], min: samples[0], max: samples[samples.length - 1] };
+}
+
+/** "median [lo..hi]" of work/seconds (higher is better, so lo comes from the slowest run). */
+function rate(work, t, unit) {
+  const f = (s) => (work / s).toFixed(work / s >= 100 ? 0 : 1);
+  return `${f(t.median)} ${unit} [${f(t.max)}..${f(t.min)}]`.padEnd(28);
+}
+
+function q8Weights(rows, cols, group) {
+  return { wq: int8(rows * cols), ws: f32((rows * cols) / group, 0.01) };
+}
+
+function q8Acts(m, cols, group) {
+  const x = f32(m * cols);
+  const xq = new Int8Array(m * cols);
+  const xs = new Float32Array((m * cols) / group);
+  kernels.quantizeQ8('scalar', x, group, xq, xs);
+  return { xq, xs };
+}
+
+console.log(`kernels: ${isas.join(', ')}; threads ${threadCounts.join(', ')}; ${reps} repetitions; median [min..max]`);
+
+if (only.includes('matvec')) {
+  console.log('\nmatvec_q8 (decode): W [rows, cols] Q8_0 · x');
+  for (const [rows, cols, group] of [
+    [3072, 1024, 64],
+    [1024, 3072, 64],
+    [3072, 1024, 32],
+  ]) {
+    const w = q8Weights(rows, cols, group);
+    const x = q8Acts(1, cols, group);
+    const y = new Float32Array(rows);
+    const bytes = rows * cols + (rows * cols * 4) / group;
+    for (const isa of isas)
+      for (const threads of threadCounts) {
+        const t = time(() => kernels.matvecQ8(isa, w.wq, w.ws, x.xq, x.xs, y, rows, cols, group, threads));
+        console.log(
+          `  ${`${rows}x${cols} g${group}`.padEnd(16)} ${isa.padEnd(11)} ${threads}t  ${rate(bytes / 1e9, t, 'GB/s')} ${rate((2 * rows * cols) / 1e9, t, 'GFLOP/s')}`,
+        );
+      }
+  }
+}
+
+if (only.includes('matmul')) {
+  console.log(`\nmatmul_q8 (prefill): X [${prefillM}, cols] · W [rows, cols]ᵀ, Q8_0`);
+  for (const [rows, cols, group] of [
+    [3072, 1024, 64],
+    [1024, 3072, 64],
+    [3072, 1024, 32],
+  ]) {
+    const w = q8Weights(rows, cols, group);
+    const x = q8Acts(prefillM, cols, group);
+    const y = new Float32Array(prefillM * rows);
+    for (const isa of isas)
+      for (const threads of threadCounts) {
+        const t = time(() => kernels.matmulQ8(isa, w.wq, w.ws, x.xq, x.xs, y, prefillM, rows, cols, group, threads));
+        console.log(`  ${`${rows}x${cols} g${group}`.padEnd(16)} ${isa.padEnd(11)} ${threads}t  ${rate((2 * prefillM * rows * cols) / 1e9, t, 'GFLOP/s')}`);
+      }
+  }
+}
+
+if (only.includes('qwen3')) {
+  // Qwen3-0.6B: hidden 1024, 16 q heads and 8 kv heads of 128, intermediate 3072, 28 layers.
+  const layer = [
+    [2048, 1024],
+    [1024, 1024],
+    [1024, 1024],
+    [1024, 2048],
+    [3072, 1024],
+    [3072, 1024],
+    [1024, 3072],
+  ];
+  for (const group of [64, 32]) {
+    console.log(`\nQwen3-0.6B linear layers, prefill of ${prefillM} tokens (Q8_0 group ${group}; 28 layers; no attention/lm_head)`);
+    const mats = layer.map(([rows, cols]) => ({ rows, cols, ...q8Weights(rows, cols, group), x: q8Acts(prefillM, cols, group), y: new Float32Array(prefillM * rows) }));
+    for (const isa of isas)
+      for (const threads of threadCounts) {
+        const t = time(() => {
+          for (const mt of mats) kernels.matmulQ8(isa, mt.wq, mt.ws, mt.x.xq, mt.x.xs, mt.y, prefillM, mt.rows, mt.cols, group, threads);
+        });
+        console.log(`  ${isa.padEnd(11)} ${threads}t  ${rate(prefillM / 28, t, 'tok/s')}`);
+      }
+  }
+}
+
+if (only.includes('hgemm')) {
+  for (const m of [1, 64]) {
+    console.log(`\nhgemm (B f16 [k, n]) and hgemm_trans (B f16 [n, k]), m = ${m}, k = 1024, n = 3072`);
+    const k = 1024;
+    const n = 3072;
+    const a = f32(m * k);
+    const b = f16(k * n);
+    const c = new Float32Array(m * n);
+    for (const name of ['hgemm', 'hgemmTrans'])
+      for (const isa of isas)
+        for (const threads of threadCounts) {
+          const t = time(() => kernels[name](isa, a, b, c, m, k, n, threads));
+          const extra = m === 1 ? rate((2 * k * n) / 1e9, t, 'GB/s') : '';
+          console.log(`  ${name.padEnd(11)} ${isa.padEnd(11)} ${threads}t  ${rate((2 * m * k * n) / 1e9, t, 'GFLOP/s')} ${extra}`);
+        }
+  }
+}
