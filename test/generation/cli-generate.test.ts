@@ -3,6 +3,7 @@
  * (llama2.c's golden output) from the .bin, the GGUF and the sepweight tree; the ajc1 Qwen3 chat.
  */
 import * as fs from 'node:fs';
+import { loadModel } from '../../lib/model';
 import { runCli } from '../helpers/cli';
 import { fixture, readJson } from '../helpers/fixtures';
 
@@ -29,6 +30,13 @@ describe('weightmap generate', () => {
     expect(result.stdout).toBe(`${expected.slice(0, 20).join(' ')}\n`);
   });
 
+  it("reads the prompt from stdin with '-' and prints only the continuation", async () => {
+    const prompt = 'Once upon a time,';
+    const result = await runCli(['generate', stories('stories260K.bin'), '-', '--max-tokens', '30', '--threads', '1'], prompt);
+    expect(result.stdout.length).toBeGreaterThan(0);
+    expect(golden.startsWith(prompt + result.stdout)).toBe(true);
+  });
+
   it('stops before a stop string and does not print it', async () => {
     const result = await runCli(['generate', stories('stories260K.bin'), '', '--max-tokens', '200', '--stop', 'Lily.', '--threads', '1']);
     expect(result.stdout).toBe(golden.slice(0, golden.indexOf('Lily.')));
@@ -51,6 +59,29 @@ describe('weightmap chat', () => {
     const result = await runCli(['chat', fixture('ajc1-qwen3-tiny', 'model.bin'), '--threads', '1', '--max-tokens', '24'], `${c.prompt.user_text}\n/exit\nnot read\n`);
     expect(result.stderr).toBe('');
     expect(result.stdout).toBe(`${reply}\n`);
+  });
+});
+
+describe('weightmap chat, two turns', () => {
+  it('keeps the conversation: the second reply is the model\'s reply to both turns', async () => {
+    const c = readJson('ajc1-qwen3-tiny', 'expected.json').cases[0];
+    const path = fixture('ajc1-qwen3-tiny', 'model.bin');
+    const result = await runCli(['chat', path, '--threads', '1', '--max-tokens', '24', '--system', 'Be brief.'], `${c.prompt.user_text}\n\nAnd in Rome?\n`);
+    expect(result.stderr).toBe('');
+    const [first, second, rest] = result.stdout.split('\n');
+    expect(rest).toBe('');
+    const model = await loadModel(path, { threads: 1 });
+    try {
+      const messages = [
+        { role: 'system' as const, content: 'Be brief.' },
+        { role: 'user' as const, content: c.prompt.user_text },
+      ];
+      expect(first).toBe(await model.chat(messages, { maxTokens: 24 }).text());
+      const both = [...messages, { role: 'assistant' as const, content: first }, { role: 'user' as const, content: 'And in Rome?' }];
+      expect(second).toBe(await model.chat(both, { maxTokens: 24 }).text());
+    } finally {
+      model.dispose();
+    }
   });
 });
 
