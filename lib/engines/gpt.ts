@@ -6,8 +6,10 @@ import type { GptModel, GptSession } from '../../binding';
 import { DisposedError, UnsupportedError } from '../errors';
 import { native } from '../native';
 import type { ModelWeights, TllmConfig } from '../weights';
+import { tllmTensorSpecs } from '../architectures/tllm';
 import { fromNativeError, withAbort } from './native-errors';
 import { nativeWeightsSpec } from './native-spec';
+import { requireOrientation } from './orientation';
 
 export interface EngineOptions {
   /** Worker threads (the calling thread included); default: physical cores. */
@@ -35,6 +37,8 @@ export class GptEngine {
       throw new UnsupportedError(`the gpt engine runs TLLM weights, not ${weights.config.architecture}`);
     }
     const config = weights.config;
+    const linears = tllmTensorSpecs(config).filter((t) => t.linear).map((t) => t.name);
+    requireOrientation(weights, linears, true, 'the gpt engine');
     try {
       const model = new (native().GptModel)(nativeWeightsSpec(weights), config, { threads: options.threads ?? 0 });
       return new GptEngine(config, model);

@@ -7,8 +7,10 @@ import { DisposedError, UnsupportedError } from '../errors';
 import { native } from '../native';
 import type { ModelWeights, MoondreamConfig } from '../weights';
 import type { EngineOptions } from './gpt';
+import { moondreamTensorSpecs } from '../architectures/moondream';
 import { fromNativeError, withAbort } from './native-errors';
 import { nativeWeightsSpec } from './native-spec';
+import { requireOrientation } from './orientation';
 
 export type LogitsRows = 'none' | 'last' | 'all';
 
@@ -52,6 +54,10 @@ export class MoondreamEngine {
       throw new UnsupportedError(`the Moondream engines run Moondream weights, not ${weights.config.architecture}`);
     }
     const config = weights.config;
+    // Linear weights are the 2-D `.weight` tensors other than the embeddings.
+    const linears = moondreamTensorSpecs(config).filter((t) => t.name.endsWith('.weight') && t.shape.length === 2 && t.name !== 'model.text.wte');
+    requireOrientation(weights, linears.filter((t) => !t.visionLinear).map((t) => t.name), false, 'the Moondream text engine');
+    requireOrientation(weights, linears.filter((t) => t.visionLinear).map((t) => t.name), true, 'the Moondream vision engine');
     const threads = { threads: options.threads ?? 0 };
     let text: PhiModel | undefined;
     try {

@@ -6,7 +6,7 @@
 import * as fs from 'node:fs';
 import { moonFormat } from '../../lib/formats/moon';
 import { MoondreamEngine, type MoondreamSession } from '../../lib/engines/moondream';
-import { AbortError, DisposedError } from '../../lib/errors';
+import { AbortError, DisposedError, UnsupportedError } from '../../lib/errors';
 import { closeWeights, type ModelWeights } from '../../lib/weights';
 import { fixture, readF32, readJson } from '../helpers/fixtures';
 
@@ -147,5 +147,11 @@ describe('Moondream engines on moon-tiny', () => {
     expect(() => MoondreamEngine.load({ ...weights, tensors })).toThrow(
       expect.objectContaining({ name: 'WeightFormatError', code: 'SHAPE_MISMATCH' }),
     );
+  });
+
+  test('matrices in the other orientation than MOON stores are refused, not misread', () => {
+    const flip = (name: string) => weights.tensors.map((t) => (t.name === name ? { ...t, transposed: !t.transposed } : t));
+    expect(() => MoondreamEngine.load({ ...weights, tensors: flip('model.text.blocks.0.attn.proj.weight') })).toThrow(UnsupportedError);
+    expect(() => MoondreamEngine.load({ ...weights, tensors: flip('model.vision.blocks.1.attn.proj.weight') })).toThrow(UnsupportedError);
   });
 });

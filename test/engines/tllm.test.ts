@@ -5,7 +5,7 @@
  */
 import { tllmFormat } from '../../lib/formats/tllm';
 import { GptEngine } from '../../lib/engines/gpt';
-import { AbortError, DisposedError } from '../../lib/errors';
+import { AbortError, DisposedError, UnsupportedError } from '../../lib/errors';
 import { closeWeights, type ModelWeights } from '../../lib/weights';
 import { fixture, readF32, readJson } from '../helpers/fixtures';
 
@@ -122,5 +122,10 @@ describe('gpt engine (TLLM) on tllm-tiny', () => {
   test('weights missing a tensor are a WeightFormatError MISSING_TENSOR', () => {
     const broken: ModelWeights = { ...weights, tensors: weights.tensors.filter((t) => t.name !== 'lm_head.weight') };
     expect(() => GptEngine.load(broken)).toThrow(expect.objectContaining({ name: 'WeightFormatError', code: 'MISSING_TENSOR' }));
+  });
+
+  test('a linear weight stored [out,in] (not the TLLM layout) is refused, not misread', () => {
+    const tensors = weights.tensors.map((t) => (t.name === 'model.layers.0.self_attn.q_proj.weight' ? { ...t, transposed: false } : t));
+    expect(() => GptEngine.load({ ...weights, tensors })).toThrow(UnsupportedError);
   });
 });
