@@ -372,6 +372,49 @@ describe('sepweight writer', () => {
     expect(progress.every((v, i) => i === 0 || v >= progress[i - 1])).toBe(true);
   });
 
+  test('Q8_0 sources (llama2.c/ajc1 groups and ggml blocks) are dequantized as q × scale', async () => {
+    const tree = await read(STORIES_TREE);
+    // up_proj of layer 0 as q8_0 in groups of 64 (172 groups): q[i] = (i % 255) - 127, s[g] = (g + 1) / 1024.
+    const n = 172 * 64;
+    const q8 = Buffer.alloc(n + 172 * 4);
+    for (let i = 0; i < n; i++) q8.writeInt8((i % 255) - 127, i);
+    for (let g = 0; g < 172; g++) q8.writeFloatLE((g + 1) / 1024, n + 4 * g);
+    // down_proj of layer 1 as ggml Q8_0: blocks of 34 bytes (f16 scale 0.25 = 0x3400, then 32 int8 = j - 16).
+    const blocks = (64 * 172) / 32;
+    const ggml = Buffer.alloc(blocks * 34);
+    for (let b = 0; b < blocks; b++) {
+      ggml.writeUInt16LE(0x3400, b * 34);
+      for (let j = 0; j < 32; j++) ggml.writeInt8(j - 16, b * 34 + 2 + j);
+    }
+    const dir = path.join(tmp.dir, `q8-src-${counter++}`);
+    fs.mkdirSync(dir);
+    fs.writeFileSync(path.join(dir, 'q8.bin'), q8);
+    fs.writeFileSync(path.join(dir, 'ggml.bin'), ggml);
+    const { mapFile } = await import('../../lib/mapping');
+    const q8src = mapFile(path.join(dir, 'q8.bin'));
+    const ggmlSrc = mapFile(path.join(dir, 'ggml.bin'));
+    const up = 'model.layers.0.mlp.up_proj.weight';
+    const down = 'model.layers.1.mlp.down_proj.weight';
+    const weights: ModelWeights = {
+      ...tree,
+      tensors: tree.tensors.map((t) => {
+        if (t.name === up) return { ...t, dtype: 'q8_0' as const, source: q8src, byteOffset: 0, byteLength: n, scales: { byteOffset: n, byteLength: 172 * 4, groupSize: 64 } };
+        if (t.name === down) return { ...t, dtype: 'ggml_q8_0' as const, source: ggmlSrc, byteOffset: 0, byteLength: ggml.length };
+        return t;
+      }),
+      sources: [...tree.sources, q8src, ggmlSrc],
+    };
+    const out = path.join(tmp.dir, `q8-${counter++}`);
+    await sepweightFormat.write!(weights, out);
+    const back = await read(out);
+    const upValues = readF32(findTensor(back, up)!, 0, n);
+    for (const i of [0, 1, 63, 64, 5000, n - 1]) expect(upValues[i]).toBe(Math.fround((((i % 255) - 127) * (Math.floor(i / 64) + 1)) / 1024));
+    const downValues = readF32(findTensor(back, down)!, 0, 64 * 172);
+    for (const i of [0, 31, 32, 1000, 64 * 172 - 1]) expect(downValues[i]).toBe(((i % 32) - 16) * 0.25);
+    q8src.close();
+    ggmlSrc.close();
+  });
+
   test('refuses non-decoders and non-empty output folders', async () => {
     const tree = await read(STORIES_TREE);
     await expect(sepweightFormat.write!({ ...tree, config: { architecture: 'unknown' } }, path.join(tmp.dir, 'u'))).rejects.toThrow(/Llama\/Qwen3/);
