@@ -5,10 +5,12 @@
  * and the errors of misuse.
  */
 import * as fs from 'node:fs';
+import * as nodePath from 'node:path';
+import { convert } from '../../lib/convert';
 import { AbortError, DisposedError, UnsupportedError, WeightFormatError } from '../../lib/errors';
 import { loadModel, type Model } from '../../lib/model';
 import type { DecodeOptions, StreamDecoder, Tokenizer } from '../../lib/tokenizers';
-import { fixture, readF32, readJson } from '../helpers/fixtures';
+import { fixture, readF32, readJson, tempDir } from '../helpers/fixtures';
 
 const stories = (...p: string[]) => fixture('llama-stories260k', ...p);
 const golden = fs.readFileSync(stories('expected_greedy_200steps.txt'), 'utf8');
@@ -52,6 +54,22 @@ describe('stories260K (llama2.c golden output)', () => {
       expect(model.stopTokens).toEqual([1, 2]);
     } finally {
       model.dispose();
+    }
+  });
+
+  it('an HF safetensors folder converted from the .bin (q/k permuted to half pairs) gives the same text', async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      await convert(stories('stories260K.bin'), nodePath.join(dir, 'model.safetensors'), { to: 'safetensors' });
+      const model = await loadModel(dir, { threads: 1, tokenizer: stories('tok512.bin') });
+      try {
+        expect(model.info.format).toBe('safetensors');
+        expect(await model.generate('', { maxTokens: 200 }).text()).toBe(golden);
+      } finally {
+        model.dispose();
+      }
+    } finally {
+      cleanup();
     }
   });
 
