@@ -156,6 +156,16 @@ export class MoondreamModel extends Model {
     this.moondream = engine;
   }
 
+  /** Token ids of `text` after Moondream's BOS (its GPT-2 tokenizer.json adds none). */
+  override encode(text: string): number[] {
+    return [this.moondream.config.text.bosTokenId, ...this.tokenizer.encode(text, { addSpecialTokens: false })];
+  }
+
+  /** Text generation; a text prompt starts with BOS, as every Moondream sequence does. */
+  override generate(prompt: string | ArrayLike<number>, options: GenerateOptions = {}): Generation {
+    return super.generate(typeof prompt === 'string' ? this.encode(prompt) : prompt, options);
+  }
+
   /** Image embeddings [patches × textHidden] (rows the text model reads). */
   encodeImage(image: ImageInput, options: EncodeImageOptions = {}): Promise<Float32Array> {
     if (this.disposed) return Promise.reject(new DisposedError('Model'));

@@ -73,4 +73,18 @@ describe('weightmap answer', () => {
     expect(bad.stderr).toMatch(/cannot decode the image/);
     expect(bad.stdout).toBe('');
   });
+
+  test('text prompts of a MoondreamModel start with BOS', async () => {
+    const model = await loadMoondream(fixture('moon-tiny', 'model.moon'), { tokenizer: tokenizerPath, threads: 1 });
+    try {
+      expect(model.encode('Hi!')).toEqual([511, 72, 105, 33]);
+      const fromText = model.generate('Hi!', { maxTokens: 3 });
+      const fromIds = model.generate([511, 72, 105, 33], { maxTokens: 3 });
+      await fromText.text();
+      await fromIds.text();
+      expect(fromText.tokens).toEqual(fromIds.tokens);
+    } finally {
+      model.dispose();
+    }
+  });
 });
