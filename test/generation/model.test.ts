@@ -325,7 +325,14 @@ describe('control', () => {
     await expect(loadModel(stories('stories260K.bin'), { contextLength: 100000 })).rejects.toThrow(/exceeds this model's maximum 512/);
     await expect(loadModel(stories('stories260K.bin'), { threads: -1 })).rejects.toThrow(RangeError);
     await expect(loadModel(stories('stories260K.bin'), { quant: 'q4' as 'q8_0' })).rejects.toThrow(RangeError);
-    await expect(loadModel(fixture('tllm-tiny', 'model.tllm'))).rejects.toThrow(WeightFormatError);
+    const { dir, cleanup } = tempDir();
+    try {
+      fs.copyFileSync(stories('stories260K.bin'), nodePath.join(dir, 'stories260K.bin')); // no tok512.bin beside it
+      await expect(loadModel(nodePath.join(dir, 'stories260K.bin'))).rejects.toThrow(WeightFormatError);
+      await expect(loadModel(nodePath.join(dir, 'stories260K.bin'))).rejects.toThrow(/no tokenizer/);
+    } finally {
+      cleanup();
+    }
     await expect(loadModel(stories('stories260K.bin'), { tokenizer: fixture('tokenizers', 'llama2c', 'tokenizer.bin') })).rejects.toThrow(/more tokens than the model/);
   });
 });
