@@ -18,11 +18,14 @@
  * 'interleaved') and `qwen3` ('half', QK-norm), with llama.cpp names mapped to the canonical
  * decoder names; other architectures, and vocabulary-only files (no tensors), read as 'unknown'
  * with their own tensor names. `tokenizer.ggml.*` becomes TokenizerData kind 'gguf'.
+ * metadata holds every key/value, plus 'gguf.version', 'gguf.alignment', 'gguf.types' (the value
+ * type of each key) and 'gguf.tensors' (every tensor info, supported or not). Writer: gguf-writer.ts.
  */
 import { DECODER_NAMES, decoderTensorShapes } from '../architectures/decoder';
 import { mapFile, type MappedSource } from '../mapping';
 import type { DecoderConfig, DType, ModelConfig, ModelWeights, TensorView, TokenizerData } from '../weights';
 import { ByteCursor, checkNoOverlap, checkRange, fail } from './bytes';
+import { writeGguf } from './gguf-writer';
 import type { FormatModule, Probe, ReadOptions } from './types';
 
 export const GGUF_MAGIC = 0x46554747; // "GGUF" on disk
@@ -45,6 +48,11 @@ export enum GgufValueType {
   INT64 = 11,
   FLOAT64 = 12,
 }
+
+/** Value type names as metadata['gguf.types'] records them. */
+export const GGUF_TYPE_NAMES: Readonly<Record<number, string>> = {
+  0: 'u8', 1: 'i8', 2: 'u16', 3: 'i16', 4: 'u32', 5: 'i32', 6: 'f32', 7: 'bool', 8: 'string', 9: 'array', 10: 'u64', 11: 'i64', 12: 'f64',
+};
 
 /** Smallest encoded size of one value of each type (arrays: type + count; strings: length). */
 const MIN_VALUE_BYTES: Record<number, number> = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 8: 8, 9: 12, 10: 8, 11: 8, 12: 8 };
@@ -115,8 +123,10 @@ export interface GgufTensorInfo {
 export interface GgufFile {
   version: number;
   metadata: Record<string, unknown>;
-  /** The value type of every key (for writers and strict lookups). */
+  /** The value type of every key (for strict lookups). */
   types: Record<string, GgufValueType>;
+  /** The same as names, arrays with their element type ('u32', 'string', 'array<f32>'), for writers. */
+  typeNames: Record<string, string>;
   tensors: GgufTensorInfo[];
   alignment: number;
   dataOffset: number;
@@ -225,13 +235,16 @@ export function parseGguf(bytes: Buffer, path: string): GgufFile {
 
   const metadata: Record<string, unknown> = {};
   const types: Record<string, GgufValueType> = {};
+  const typeNames: Record<string, string> = {};
   for (let i = 0; i < nKv; i++) {
     const at = cur.offset;
     const key = readString(cur, `metadata key ${i}`, 'BAD_NAME');
     if (key.length === 0) fail('BAD_NAME', 'empty metadata key', { path, offset: at });
     if (Object.prototype.hasOwnProperty.call(types, key)) fail('BAD_NAME', `duplicate metadata key '${key}'`, { path, offset: at });
     const type = cur.u32(`the type of '${key}'`);
+    const elemType = type === GgufValueType.ARRAY && cur.remaining >= 4 ? bytes.readUInt32LE(cur.offset) : undefined;
     const value = readValue(cur, type, `'${key}'`, 0);
+    typeNames[key] = elemType === undefined ? GGUF_TYPE_NAMES[type] : `array<${GGUF_TYPE_NAMES[elemType]}>`;
     Object.defineProperty(metadata, key, { value, enumerable: true, writable: true, configurable: true });
     types[key] = type;
   }
@@ -286,7 +299,7 @@ export function parseGguf(bytes: Buffer, path: string): GgufFile {
     return { ...t, byteOffset };
   });
   checkNoOverlap(path, tensors.map((t) => ({ name: t.name, byteOffset: t.byteOffset, byteLength: t.byteLength })));
-  return { version, metadata, types, tensors, alignment, dataOffset };
+  return { version, metadata, types, typeNames, tensors, alignment, dataOffset };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -316,6 +329,31 @@ export function canonicalDecoderName(ggufName: string): string | undefined {
     ffn_down: DECODER_NAMES.down,
   };
   return perLayer[m[2]]?.(l);
+}
+
+/** Canonical decoder name -> llama.cpp tensor name (the inverse of canonicalDecoderName); other names unchanged. */
+export function ggufTensorName(canonical: string): string {
+  switch (canonical) {
+    case DECODER_NAMES.embed: return 'token_embd.weight';
+    case DECODER_NAMES.norm: return 'output_norm.weight';
+    case DECODER_NAMES.lmHead: return 'output.weight';
+  }
+  const m = /^model\.layers\.(0|[1-9][0-9]*)\.(.+)$/.exec(canonical);
+  const perLayer: Record<string, string> = {
+    'input_layernorm.weight': 'attn_norm',
+    'self_attn.q_proj.weight': 'attn_q',
+    'self_attn.k_proj.weight': 'attn_k',
+    'self_attn.v_proj.weight': 'attn_v',
+    'self_attn.o_proj.weight': 'attn_output',
+    'self_attn.q_norm.weight': 'attn_q_norm',
+    'self_attn.k_norm.weight': 'attn_k_norm',
+    'post_attention_layernorm.weight': 'ffn_norm',
+    'mlp.gate_proj.weight': 'ffn_gate',
+    'mlp.up_proj.weight': 'ffn_up',
+    'mlp.down_proj.weight': 'ffn_down',
+  };
+  const short = m ? perLayer[m[2]] : undefined;
+  return m && short ? `blk.${m[1]}.${short}.weight` : canonical;
 }
 
 /** The float32 `x` as the shortest decimal that reads back to the same float32 (1e-5, not 9.99999974e-6). */
@@ -484,7 +522,8 @@ function build(src: MappedSource, file: GgufFile): Omit<ModelWeights, 'path' | '
   const metadata: Record<string, unknown> = {
     'gguf.version': file.version,
     'gguf.alignment': file.alignment,
-    'gguf.tensors': file.tensors.map(({ name, shape, typeName, offset, byteLength, supported }) => ({ name, shape, type: typeName, offset, byteLength, supported })),
+    'gguf.types': file.typeNames,
+    'gguf.tensors': file.tensors.map(({ name, shape, typeName, ggmlType, offset, byteOffset, byteLength, supported }) => ({ name, shape, type: typeName, ggmlType, offset, byteOffset, byteLength, supported })),
     ...file.metadata,
   };
   const common = { format: 'gguf' as const, metadata, ...(tokenizer ? { tokenizer } : {}) };
@@ -539,4 +578,6 @@ export const ggufFormat: FormatModule = {
   title: 'GGUF (llama.cpp)',
   detect,
   read,
+  // gguf-writer imports this module's tables: resolve it at call time.
+  write: (weights, path, options) => writeGguf(weights, path, options),
 };

@@ -466,3 +466,74 @@ describe('synthetic GGUF files', () => {
     expect(bytesOf(t).equals(file.subarray(14176 + 131072, 14176 + 131072 + 256))).toBe(true);
   });
 });
+
+describe('GGUF writer', () => {
+  const out = () => path.join(tmp.dir, `out-${counter++}.gguf`);
+
+  test.each([
+    ['stories260K.gguf', STORIES_GGUF],
+    ['ggml-vocab-bert-bge.gguf', fixture('tokenizers', 'llama.cpp-vocab', 'ggml-vocab-bert-bge.gguf')],
+    ['ggml-vocab-llama-spm.gguf', fixture('tokenizers', 'llama.cpp-vocab', 'ggml-vocab-llama-spm.gguf')],
+  ])('reading %s and writing it again gives the identical file', async (_name, file) => {
+    const dst = out();
+    await ggufFormat.write!(await read(file), dst);
+    expect(fs.readFileSync(dst).equals(fs.readFileSync(file))).toBe(true);
+  });
+
+  test('synthetic files round trip byte for byte: every value type; Qwen3 with alignment 64, BF16, Q8_0 and a Q4_K tensor copied as stored', async () => {
+    const kv: Kv[] = [
+      ['t.u8', T.U8, 200], ['t.i64', T.I64, -(1n << 62n)], ['t.f64', T.F64, 0.1], ['t.bool', T.BOOL, false],
+      ['t.nested', T.ARR, { elem: T.ARR, items: [{ elem: T.U32, items: [1, 2] }, { elem: T.STR, items: ['q'] }, { elem: T.BOOL, items: [true] }] }],
+      ['t.empty', T.ARR, { elem: T.STR, items: [] }], ['t.u64s', T.ARR, { elem: T.U64, items: [1n << 63n, 5n] }],
+    ];
+    for (const bytes of [buildGguf({ kv }), buildGguf({ kv: qwen3Kv(), tensors: qwen3Tensors(), alignment: 64 })]) {
+      const src = save(bytes);
+      const dst = out();
+      await ggufFormat.write!(await read(src), dst);
+      expect(fs.readFileSync(dst).equals(bytes)).toBe(true);
+    }
+  });
+
+  test('from stories260K.bin + tok512.bin: the tensors of the .bin and the vocabulary llama.cpp wrote for it', async () => {
+    const { llama2cFormat } = await import('../../lib/formats/llama2c');
+    const bin = await llama2cFormat.read(fixture('llama-stories260k', 'stories260K.bin'));
+    opened.push(bin);
+    const dst = out();
+    await ggufFormat.write!(bin, dst);
+    const mine = await read(dst);
+    const theirs = await read(STORIES_GGUF);
+    expect(mine.config).toEqual({ ...(theirs.config as DecoderConfig), maxSeqLen: 512, tieWordEmbeddings: true });
+    for (const t of bin.tensors) expect(bytesOf(findTensor(mine, t.name)!).equals(bytesOf(t))).toBe(true);
+    const a = mine.tokenizer as Extract<TokenizerData, { kind: 'gguf' }>;
+    const b = theirs.tokenizer as Extract<TokenizerData, { kind: 'gguf' }>;
+    expect(a.tokens).toEqual(b.tokens);
+    expect(a.scores).toEqual(b.scores);
+    expect(a.tokenTypes).toEqual(b.tokenTypes);
+    expect([a.model, a.bosId, a.eosId, a.unkId]).toEqual([b.model, b.bosId, b.eosId, b.unkId]);
+  });
+
+  test('from the sepweight tree (HF order): q/k go back to llama.cpp order, equal to stories260K.gguf; f16 matrices, f32 vectors', async () => {
+    const { sepweightFormat } = await import('../../lib/formats/sepweight');
+    const tree = await sepweightFormat.read(fixture('llama-stories260k', 'sepweight'));
+    opened.push(tree);
+    const dst = out();
+    await ggufFormat.write!(tree, dst);
+    const mine = await read(dst);
+    const theirs = await read(STORIES_GGUF);
+    expect((mine.config as DecoderConfig).ropePairing).toBe('interleaved');
+    for (const t of theirs.tensors) expect([t.name, bytesOf(findTensor(mine, t.name)!).equals(bytesOf(t))]).toEqual([t.name, true]);
+
+    const half = out();
+    await ggufFormat.write!(tree, half, { dtype: 'f16' });
+    const h = await read(half);
+    for (const t of h.tensors) expect([t.name, t.dtype]).toEqual([t.name, t.shape.length >= 2 ? 'f16' : 'f32']);
+    const q = readF32(findTensor(h, 'model.layers.2.self_attn.q_proj.weight')!, 0, 4096);
+    const ref = readF32(findTensor(theirs, 'model.layers.2.self_attn.q_proj.weight')!, 0, 4096);
+    for (let i = 0; i < 4096; i++) expect(Math.abs(q[i] - ref[i])).toBeLessThanOrEqual(Math.abs(ref[i]) * 2 ** -11 + 2 ** -24);
+  });
+
+  test('weights that are neither a decoder nor read from GGUF are refused', async () => {
+    const w = await read(STORIES_GGUF);
+    await expect(ggufFormat.write!({ ...w, format: 'npy', config: { architecture: 'unknown' }, architecture: 'unknown' }, out())).rejects.toThrow(/Llama\/Qwen3/);
+  });
+});

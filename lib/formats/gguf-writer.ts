@@ -1,0 +1,307 @@
+/**
+ * Writing GGUF v3 (FORMATS.md §7, "W optional").
+ *
+ * Weights read from a GGUF file are written back with their own key/values (in order, with the
+ * value types recorded in metadata['gguf.types']) and every tensor, including those of types
+ * weightmap cannot use (copied as raw blocks): reading a GGUF file and writing it again gives the
+ * same bytes when nothing was converted. Weights from other formats must be a Llama or Qwen3
+ * decoder: the `llama.*` / `qwen3.*` keys are derived from the config, q/k rows are put in the
+ * order llama.cpp expects (Meta 'interleaved' for llama, 'half' for qwen3), and a llama2.c scored
+ * vocabulary becomes `tokenizer.ggml.*` of model "llama" (spaces as U+2581, `<0xXX>` byte tokens
+ * typed 6, <unk> 2, <s>/</s> 3), as llama.cpp's llama2.c converter writes it; a GGUF-kind
+ * vocabulary is written as it came.
+ *
+ * Tensor types: F32, F16, BF16 as stored, ggml Q8_0 copied, llama2.c/ajc1 q8_0 dequantized to F32;
+ * options.dtype converts every float matrix (rank ≥ 2; vectors stay F32, as llama.cpp keeps them).
+ * Tensors start at multiples of the alignment (32, or the source's general.alignment), padded with
+ * zeros; the file ends with the last tensor.
+ */
+import { UnsupportedError } from '../errors';
+import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import type { FloatDType } from './dtype-convert';
+import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggufTensorName } from './gguf';
+import { permutedRowChunks, qkRowSources } from './rope-order';
+import { canonicalShape, rawChunks } from './tensor-data';
+import type { WriteOptions } from './types';
+import { runWriteJob } from './write-job';
+
+const TYPE_CODES: Readonly<Record<string, number>> = {
+  u8: 0, i8: 1, u16: 2, i16: 3, u32: 4, i32: 5, f32: 6, bool: 7, string: 8, array: 9, u64: 10, i64: 11, f64: 12,
+};
+
+type KvEntry = [key: string, type: string, value: unknown];
+
+function u64(n: number | bigint): Buffer {
+  const b = Buffer.alloc(8);
+  b.writeBigUInt64LE(BigInt(n));
+  return b;
+}
+
+function u32(n: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeUInt32LE(n >>> 0);
+  return b;
+}
+
+function encodeString(s: string): Buffer {
+  const b = Buffer.from(s, 'utf8');
+  return Buffer.concat([u64(b.length), b]);
+}
+
+/** The GGUF type name of an array element value (for nested arrays, whose element types are not recorded). */
+function typeOfValue(v: unknown): string {
+  if (v instanceof Uint8Array && !Buffer.isBuffer(v)) return 'array<u8>';
+  if (v instanceof Int8Array) return 'array<i8>';
+  if (v instanceof Uint16Array) return 'array<u16>';
+  if (v instanceof Int16Array) return 'array<i16>';
+  if (v instanceof Uint32Array) return 'array<u32>';
+  if (v instanceof Int32Array) return 'array<i32>';
+  if (v instanceof Float32Array) return 'array<f32>';
+  if (v instanceof Float64Array) return 'array<f64>';
+  if (v instanceof BigUint64Array) return 'array<u64>';
+  if (v instanceof BigInt64Array) return 'array<i64>';
+  if (Array.isArray(v)) {
+    if (v.length === 0 || typeof v[0] === 'string') return 'array<string>';
+    if (typeof v[0] === 'boolean') return 'array<bool>';
+    return 'array<array>';
+  }
+  if (typeof v === 'string') return 'string';
+  if (typeof v === 'boolean') return 'bool';
+  throw new RangeError(`cannot encode ${typeof v} as a GGUF value`);
+}
+
+function encodeScalar(type: string, v: unknown): Buffer {
+  const b = Buffer.alloc(8);
+  switch (type) {
+    case 'u8': b.writeUInt8(v as number); return b.subarray(0, 1);
+    case 'i8': b.writeInt8(v as number); return b.subarray(0, 1);
+    case 'u16': b.writeUInt16LE(v as number); return b.subarray(0, 2);
+    case 'i16': b.writeInt16LE(v as number); return b.subarray(0, 2);
+    case 'u32': b.writeUInt32LE(v as number); return b.subarray(0, 4);
+    case 'i32': b.writeInt32LE(v as number); return b.subarray(0, 4);
+    case 'f32': b.writeFloatLE(v as number); return b.subarray(0, 4);
+    case 'f64': b.writeDoubleLE(v as number); return b;
+    case 'u64': b.writeBigUInt64LE(BigInt(v as number | bigint)); return b;
+    case 'i64': b.writeBigInt64LE(BigInt(v as number | bigint)); return b;
+    case 'bool': return Buffer.from([v ? 1 : 0]);
+    case 'string': return encodeString(v as string);
+    default: throw new RangeError(`unknown GGUF value type '${type}'`);
+  }
+}
+
+/** The payload of a value of `type` (no type code). */
+function encodeValue(type: string, v: unknown): Buffer {
+  const m = /^array<(.+)>$/.exec(type);
+  if (!m) return encodeScalar(type, v);
+  const elem = m[1];
+  const items = ArrayBuffer.isView(v) ? Array.from(v as unknown as ArrayLike<unknown>) : (v as unknown[]);
+  if (elem === 'array') {
+    // Element type ARRAY, count, then each element as its own (element type, count, items).
+    return Buffer.concat([u32(TYPE_CODES.array), u64(items.length), ...items.map((item) => encodeValue(typeOfValue(item), item))]);
+  }
+  if (ArrayBuffer.isView(v) && !(v instanceof DataView)) {
+    // Typed arrays are little-endian on every platform Node runs on: copy their bytes.
+    const view = v as unknown as ArrayBufferView;
+    return Buffer.concat([u32(TYPE_CODES[elem]), u64(items.length), Buffer.from(view.buffer, view.byteOffset, view.byteLength)]);
+  }
+  return Buffer.concat([u32(TYPE_CODES[elem]), u64(items.length), ...items.map((x) => encodeScalar(elem, x))]);
+}
+
+function encodeKv([key, type, value]: KvEntry): Buffer {
+  const top = type.startsWith('array<') ? 'array' : type;
+  const code = TYPE_CODES[top];
+  if (code === undefined) throw new RangeError(`unknown GGUF value type '${type}' for '${key}'`);
+  const payload = encodeValue(type, value);
+  // encodeValue of an array starts with its element type: exactly what follows the ARRAY code.
+  return Buffer.concat([encodeString(key), u32(code), payload]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Key/values
+
+/** The key/values of a GGUF source, as read (our 'gguf.*' bookkeeping keys left out). */
+function sourceKvs(weights: ModelWeights): KvEntry[] {
+  const types = weights.metadata['gguf.types'] as Record<string, string>;
+  return Object.keys(types).map((key) => [key, types[key], weights.metadata[key]] as KvEntry);
+}
+
+function vocabularyKvs(t: TokenizerData | undefined): KvEntry[] {
+  if (!t) return [];
+  if (t.kind === 'gguf') {
+    const out: KvEntry[] = [['tokenizer.ggml.model', 'string', t.model]];
+    if (t.pre !== undefined) out.push(['tokenizer.ggml.pre', 'string', t.pre]);
+    out.push(['tokenizer.ggml.tokens', 'array<string>', t.tokens]);
+    if (t.scores) out.push(['tokenizer.ggml.scores', 'array<f32>', t.scores]);
+    if (t.tokenTypes) out.push(['tokenizer.ggml.token_type', 'array<i32>', t.tokenTypes]);
+    if (t.merges) out.push(['tokenizer.ggml.merges', 'array<string>', t.merges]);
+    const ids: [string, number | undefined][] = [['bos_token_id', t.bosId], ['eos_token_id', t.eosId], ['unknown_token_id', t.unkId], ['padding_token_id', t.padId]];
+    for (const [k, v] of ids) if (v !== undefined) out.push([`tokenizer.ggml.${k}`, 'u32', v]);
+    if (t.addBos !== undefined) out.push(['tokenizer.ggml.add_bos_token', 'bool', t.addBos]);
+    if (t.addEos !== undefined) out.push(['tokenizer.ggml.add_eos_token', 'bool', t.addEos]);
+    return out;
+  }
+  if (t.kind === 'scored' && t.style === 'llama2c') {
+    const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+    const tokens: string[] = [];
+    const types = new Int32Array(t.tokens.length);
+    t.tokens.forEach((bytes, i) => {
+      // llama2.c stores BOS/EOS as "\n<s>\n" / "\n</s>\n".
+      const text = decoder.decode(bytes).replace(/^\n(<\/?s>)\n$/, '$1');
+      tokens.push(text.replace(/ /g, '\u2581'));
+      types[i] = text === '<unk>' ? 2 : text === '<s>' || text === '</s>' ? 3 : /^<0x[0-9A-F]{2}>$/.test(text) ? 6 : 1;
+    });
+    return [
+      ['tokenizer.ggml.model', 'string', 'llama'],
+      ['tokenizer.ggml.tokens', 'array<string>', tokens],
+      ['tokenizer.ggml.scores', 'array<f32>', t.scores],
+      ['tokenizer.ggml.token_type', 'array<i32>', types],
+      ['tokenizer.ggml.unknown_token_id', 'u32', 0],
+      ['tokenizer.ggml.bos_token_id', 'u32', t.bosId ?? 1],
+      ['tokenizer.ggml.eos_token_id', 'u32', t.eosId ?? 2],
+    ];
+  }
+  return [];
+}
+
+function decoderKvs(weights: ModelWeights): KvEntry[] {
+  const c = weights.config;
+  if (c.architecture !== 'llama' && c.architecture !== 'qwen3') throw new Error('unreachable');
+  const a = c.architecture;
+  return [
+    ['general.architecture', 'string', a],
+    [`${a}.context_length`, 'u32', c.maxSeqLen],
+    [`${a}.embedding_length`, 'u32', c.hiddenSize],
+    [`${a}.feed_forward_length`, 'u32', c.intermediateSize],
+    [`${a}.block_count`, 'u32', c.numLayers],
+    [`${a}.attention.head_count`, 'u32', c.numHeads],
+    [`${a}.attention.head_count_kv`, 'u32', c.numKvHeads],
+    [`${a}.attention.key_length`, 'u32', c.headDim],
+    [`${a}.attention.value_length`, 'u32', c.headDim],
+    [`${a}.rope.dimension_count`, 'u32', c.headDim],
+    [`${a}.rope.freq_base`, 'f32', c.ropeTheta],
+    [`${a}.attention.layer_norm_rms_epsilon`, 'f32', c.rmsNormEps],
+    ...vocabularyKvs(weights.tokenizer),
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tensors
+
+interface Planned {
+  name: string;
+  /** innermost first */
+  dims: number[];
+  ggmlType: number;
+  byteLength: number;
+  emit: () => Iterable<Uint8Array> | { floats: Iterable<Float32Array>; dtype: FloatDType } | { view: TensorView; dtype: FloatDType };
+}
+
+const FLOAT_TYPES: Record<FloatDType, number> = { f32: 0, f16: 1, bf16: 30 };
+
+function planTensor(weights: ModelWeights, view: TensorView, options: WriteOptions): Planned {
+  const c = weights.config;
+  const shape = canonicalShape(view);
+  const dims = [...shape].reverse();
+  const name = c.architecture === 'llama' || c.architecture === 'qwen3' ? ggufTensorName(view.name) : view.name;
+  const rows = c.architecture === 'llama' || c.architecture === 'qwen3' ? qkRowSources(c, view.name, c.architecture === 'llama' ? 'interleaved' : 'half') : undefined;
+  const n = numel(shape);
+  const requested = options.dtype && shape.length >= 2 ? options.dtype : undefined;
+  if (view.dtype === 'ggml_q8_0' && !requested && !rows && !view.transposed) {
+    return { name, dims, ggmlType: 8, byteLength: view.byteLength, emit: () => rawChunks(view) };
+  }
+  const stored = view.dtype === 'f32' || view.dtype === 'f16' || view.dtype === 'bf16' ? view.dtype : undefined;
+  const dtype: FloatDType = requested ?? stored ?? 'f32';
+  if (!['f32', 'f16', 'bf16', 'f64', 'q8_0', 'ggml_q8_0'].includes(view.dtype)) {
+    if (rows || view.transposed) throw new UnsupportedError(`cannot reorder the ${view.dtype} tensor '${view.name}'`);
+    const ints: Record<string, number> = { i8: 24, i16: 25, i32: 26, i64: 27 };
+    const code = ints[view.dtype];
+    if (code === undefined) throw new UnsupportedError(`GGUF has no type for the ${view.dtype} tensor '${view.name}'`);
+    return { name, dims, ggmlType: code, byteLength: view.byteLength, emit: () => rawChunks(view) };
+  }
+  const byteLength = n * (dtype === 'f32' ? 4 : 2);
+  if (rows) return { name, dims, ggmlType: FLOAT_TYPES[dtype], byteLength, emit: () => ({ floats: permutedRowChunks(view, rows), dtype }) };
+  if (dtype === view.dtype && !view.transposed) return { name, dims, ggmlType: FLOAT_TYPES[dtype], byteLength, emit: () => rawChunks(view) };
+  return { name, dims, ggmlType: FLOAT_TYPES[dtype], byteLength, emit: () => ({ view, dtype }) };
+}
+
+interface ListedTensor {
+  name: string;
+  shape: number[];
+  ggmlType: number;
+  byteOffset: number;
+  byteLength: number;
+  supported: boolean;
+}
+
+/**
+ * The tensors of a GGUF source in their file order: viewed ones from `weights.tensors` (matched by
+ * their llama.cpp name), the ones weightmap could not view copied as stored; views the source file
+ * did not list come last.
+ */
+function ggufSourceTensors(weights: ModelWeights, options: WriteOptions): Planned[] {
+  const listed = (weights.metadata['gguf.tensors'] ?? []) as ListedTensor[];
+  const src = weights.sources[0];
+  const planned = weights.tensors.map((v) => planTensor(weights, v, options));
+  const byName = new Map(planned.map((p) => [p.name, p]));
+  const out: Planned[] = [];
+  for (const t of listed) {
+    if (t.supported) {
+      const p = byName.get(t.name);
+      if (p) {
+        out.push(p);
+        byName.delete(t.name);
+      }
+    } else if (src && t.byteOffset + t.byteLength <= src.byteLength) {
+      out.push({
+        name: t.name,
+        dims: [...t.shape].reverse(),
+        ggmlType: t.ggmlType,
+        byteLength: t.byteLength,
+        emit: () => [src.bytes.subarray(t.byteOffset, t.byteOffset + t.byteLength)],
+      });
+    }
+  }
+  return [...out, ...byName.values()];
+}
+
+export async function writeGguf(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
+  const fromGguf = weights.format === 'gguf' && weights.metadata['gguf.types'] !== undefined;
+  const arch = weights.config.architecture;
+  if (!fromGguf && arch !== 'llama' && arch !== 'qwen3') {
+    throw new UnsupportedError(`GGUF output is written for Llama/Qwen3 decoders (or GGUF sources), not ${arch}`);
+  }
+  const kvs = fromGguf ? sourceKvs(weights) : decoderKvs(weights);
+  const alignment = fromGguf && typeof weights.metadata['general.alignment'] === 'number' ? (weights.metadata['general.alignment'] as number) : GGUF_DEFAULT_ALIGNMENT;
+  const tensors = fromGguf ? ggufSourceTensors(weights, options) : weights.tensors.map((v) => planTensor(weights, v, options));
+  if (new Set(tensors.map((t) => t.name)).size !== tensors.length) throw new RangeError('duplicate tensor names');
+
+  const head = Buffer.concat([u32(GGUF_MAGIC), u32(3), u64(tensors.length), u64(kvs.length)]);
+  const kvBytes = kvs.map(encodeKv);
+  let offset = 0;
+  const offsets: number[] = [];
+  for (const t of tensors) {
+    offsets.push(offset);
+    offset = Math.ceil((offset + t.byteLength) / alignment) * alignment;
+  }
+  const infos = tensors.map((t, i) => Buffer.concat([encodeString(t.name), u32(t.dims.length), ...t.dims.map((d) => u64(d)), u32(t.ggmlType), u64(offsets[i])]));
+  const headerLength = head.length + kvBytes.reduce((a, b) => a + b.length, 0) + infos.reduce((a, b) => a + b.length, 0);
+  const dataStart = tensors.length > 0 ? Math.ceil(headerLength / alignment) * alignment : headerLength;
+  const total = tensors.length > 0 ? dataStart + offsets[offsets.length - 1] + tensors[tensors.length - 1].byteLength : headerLength;
+
+  await runWriteJob(path, total, options, async (job) => {
+    await job.write(head);
+    for (const kv of kvBytes) await job.write(kv);
+    for (const info of infos) await job.write(info);
+    await job.write(new Uint8Array(dataStart - headerLength));
+    for (let i = 0; i < tensors.length; i++) {
+      const t = tensors[i];
+      const pad = dataStart + offsets[i] - job.position;
+      if (pad > 0) await job.write(new Uint8Array(pad));
+      const out = t.emit();
+      if ('view' in out) await job.writeTensor(out.view, out.dtype, false);
+      else if ('floats' in out) await job.writeFloats(out.floats, out.dtype, t.name);
+      else await job.writeRaw(out, t.name);
+    }
+  });
+}
+
