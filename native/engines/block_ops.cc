@@ -67,24 +67,26 @@ void AttentionRows(ThreadPool& pool, const AttentionShape& s, const float* q, co
   });
 }
 
-// Many query rows (prefill, vision): per head, gather Q_h [t, hd], K_h [n, hd], V_h [n, hd]
-// contiguous, S = Q_h·K_hᵀ (sgemm_trans), masked softmax per row (masked keys get probability 0),
-// O_h = S·V_h (sgemm). One head per task.
+// Many query rows (prefill, vision): per head, gather Q_h [t, hd], K_hᵀ [hd, n], V_h [n, hd]
+// contiguous, S = Q_h·K_hᵀ and O_h = S·V_h as plain sgemms (B [k, n]: far faster than sgemm_trans
+// with a head_dim-long inner dimension), masked softmax per row in between (masked keys get
+// probability 0). One head per task.
 void AttentionGemm(ThreadPool& pool, const AttentionShape& s, const float* q, const float* k, const float* v, float* out) {
   const kernels::KernelTable& kt = kernels::Active();
   const int64_t hd = s.head_dim, t = s.t, n = s.n_keys;
   const int64_t out_stride = s.n_heads * hd;
   pool.ParallelFor(s.n_heads, 1, [&](int64_t h0, int64_t h1) {
-    std::vector<float> qh(static_cast<size_t>(t * hd)), kh(static_cast<size_t>(n * hd)), vh(kh.size());
+    std::vector<float> qh(static_cast<size_t>(t * hd)), kt_h(static_cast<size_t>(n * hd)), vh(kt_h.size());
     std::vector<float> scores(static_cast<size_t>(t * n)), oh(qh.size());
     for (int64_t h = h0; h < h1; h++) {
       for (int64_t i = 0; i < t; i++)
         for (int64_t e = 0; e < hd; e++) qh[i * hd + e] = q[i * s.q_stride + h * hd + e] * s.scale;
       for (int64_t j = 0; j < n; j++) {
-        std::memcpy(&kh[j * hd], k + j * s.kv_stride + h * hd, sizeof(float) * hd);
+        const float* kj = k + j * s.kv_stride + h * hd;
+        for (int64_t e = 0; e < hd; e++) kt_h[e * n + j] = kj[e];
         std::memcpy(&vh[j * hd], v + j * s.kv_stride + h * hd, sizeof(float) * hd);
       }
-      kt.sgemm_trans(qh.data(), kh.data(), scores.data(), t, hd, n, 0, n);
+      kt.sgemm(qh.data(), kt_h.data(), scores.data(), t, hd, n, 0, n);
       for (int64_t i = 0; i < t; i++) {
         float* row = &scores[i * n];
         const int64_t visible = VisibleKeys(s, i);
