@@ -19,8 +19,8 @@ namespace {
 struct F {
   using V = float32x4_t;
   static constexpr int W = 4;
-  static constexpr int kTransNB = 4, kTransMB = 3, kDecodeNB = 8;
-  static constexpr int kOuterMB = 4, kOuterNV = 4, kDecodeNV = 8;
+  static constexpr int kTransNB = 4, kTransMB = 3;
+  static constexpr int kOuterMB = 4, kOuterNV = 4;
   static V zero() { return vdupq_n_f32(0.0f); }
   static V set1(float x) { return vdupq_n_f32(x); }
   static V ld(const float* p) { return vld1q_f32(p); }

@@ -3,10 +3,16 @@
 //  - matvec_q8 (decode, memory-bound): GB/s of weights+scales streamed, and GFLOP/s;
 //  - matmul_q8 (prefill, compute-bound): GFLOP/s, plus the linear layers of Qwen3-0.6B
 //    (28 layers of q,k,v,o,gate,up,down; attention, norms and lm_head excluded) as tokens/s;
+//  - the same linear layers for decode (matvec_q8, one token), streaming 4 distinct layers (more
+//    than the L3) in turn: tokens/s, the memory-bound ceiling of decode;
 //  - hgemm / hgemm_trans: m = 1 (decode, GB/s of f16 weights) and m = 64 (GFLOP/s).
+// Wall-clock times: on a machine shared with other work the spread shows it (the load average is
+// printed first).
 //   node scripts/bench/kernels.js [--isa avx512vnni,avx2] [--threads 1,2] [--reps 9] [--m 128]
-//     [--only matvec,matmul,qwen3,hgemm]
+//     [--only matvec,matmul,qwen3,decode,hgemm]
 'use strict';
+const crypto = require('node:crypto');
+const os = require('node:os');
 const loadAddon = require('./addon');
 
 const args = process.argv.slice(2);
@@ -19,11 +25,15 @@ const isas = opt('isa', kernels.availableIsas().filter((i) => i !== 'scalar').jo
 const threadCounts = opt('threads', [...new Set([1, kernels.physicalCores()])].join(',')).split(',').map(Number);
 const reps = Number(opt('reps', '9'));
 const prefillM = Number(opt('m', '128'));
-const only = opt('only', 'matvec,matmul,qwen3,hgemm').split(',');
+const only = opt('only', 'matvec,matmul,qwen3,decode,hgemm').split(',');
 
 let seed = 12345;
 const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8) / 16777216;
-const int8 = (n) => Int8Array.from({ length: n }, () => Math.floor(rand() * 255) - 127);
+const int8 = (n) => {
+  const a = new Int8Array(n);
+  crypto.randomFillSync(a);
+  return a;
+};
 const f32 = (n, scale = 1) => Float32Array.from({ length: n }, () => (rand() * 2 - 1) * scale);
 const f16 = (n) => {
   const h = new Uint16Array(n);
@@ -69,7 +79,10 @@ function q8Acts(m, cols, group) {
   return { xq, xs };
 }
 
-console.log(`kernels: ${isas.join(', ')}; threads ${threadCounts.join(', ')}; ${reps} repetitions; median [min..max]`);
+console.log(
+  `kernels: ${isas.join(', ')}; threads ${threadCounts.join(', ')}; ${reps} repetitions; median [min..max]; ` +
+    `load average ${os.loadavg().map((v) => v.toFixed(1)).join(' ')} on ${os.cpus().length} CPUs`,
+);
 
 if (only.includes('matvec')) {
   console.log('\nmatvec_q8 (decode): W [rows, cols] Q8_0 · x');
@@ -132,6 +145,32 @@ if (only.includes('qwen3')) {
         console.log(`  ${isa.padEnd(11)} ${threads}t  ${rate(prefillM / 28, t, 'tok/s')}`);
       }
   }
+}
+
+if (only.includes('decode')) {
+  const layer = [
+    [2048, 1024],
+    [1024, 1024],
+    [1024, 1024],
+    [1024, 2048],
+    [3072, 1024],
+    [3072, 1024],
+    [1024, 3072],
+  ];
+  const group = 64;
+  const distinct = 4; // 4 × 15.7 MB of weights: more than any L3 here, so every token streams from memory
+  console.log(`\nQwen3-0.6B linear layers, decode of 1 token (Q8_0 group ${group}; 28 layers, ${distinct} distinct in turn)`);
+  const layers = Array.from({ length: distinct }, () =>
+    layer.map(([rows, cols]) => ({ rows, cols, ...q8Weights(rows, cols, group), x: q8Acts(1, cols, group), y: new Float32Array(rows) })),
+  );
+  for (const isa of isas)
+    for (const threads of threadCounts) {
+      const t = time(() => {
+        for (let l = 0; l < 28; l++)
+          for (const mt of layers[l % distinct]) kernels.matvecQ8(isa, mt.wq, mt.ws, mt.x.xq, mt.x.xs, mt.y, mt.rows, mt.cols, group, threads);
+      });
+      console.log(`  ${isa.padEnd(11)} ${threads}t  ${rate(1, t, 'tok/s')}`);
+    }
 }
 
 if (only.includes('hgemm')) {
