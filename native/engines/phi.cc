@@ -52,7 +52,7 @@ void PhiModel::Embed(const int32_t* tokens, int64_t n, float* rows) const {
 }
 
 PhiSession::PhiSession(std::shared_ptr<const PhiModel> model)
-    : model_(std::move(model)), cache_(model_->config().n_layers, 2 * model_->config().dim, model_->config().max_seq) {}
+    : model_(std::move(model)), cache_(model_->config().n_layers, model_->config().dim, model_->config().max_seq) {}
 
 void PhiSession::Rewind(int64_t pos) {
   if (pos < 0 || pos > pos_) throw std::out_of_range("rewind position " + std::to_string(pos) + " is outside [0, " + std::to_string(pos_) + "]");
@@ -93,20 +93,19 @@ bool PhiSession::Forward(ThreadPool& pool, const int32_t* tokens, const float* e
     m.Embed(tokens, n, h);
   }
   cache_.Reserve(pos_ + n);
-  const int64_t kv = 2 * d;  // cache row: [k (d) | v (d)]
   // Rotary angles of every new position, computed once and applied to every head of every layer.
   const int64_t half = c.rotary_dim / 2;
   rope_.resize(n * c.rotary_dim);
   for (int64_t i = 0; i < n; i++)
     kernels::rope_cos_sin(c.rotary_dim, pos_ + i, c.rope_theta, rope_.data() + i * c.rotary_dim, rope_.data() + i * c.rotary_dim + half);
 
-  // Keys/values live interleaved in one row per position so a layer's cache is one block.
-  AttentionShape shape{n, pos_, pos_ + n, H, hd, 3 * d, kv, prefix, 1.0f / std::sqrt(static_cast<float>(hd))};
+  AttentionShape shape{n, pos_, pos_ + n, H, hd, 3 * d, d, prefix, 1.0f / std::sqrt(static_cast<float>(hd))};
   for (int64_t l = 0; l < c.n_layers; l++) {
     if (abort && abort->load(std::memory_order_relaxed)) return false;
     const PhiLayerHalf& lw = w.layers[l];
     const PhiModel::LayerVectors& lv = m.layer(l);
-    float* cache = cache_.keys(l);
+    float* k_cache = cache_.keys(l);
+    float* v_cache = cache_.values(l);
     LayerNormRows(h, lv.ln_w.data(), lv.ln_b.data(), a_.data(), n, d, c.eps);
 
     // qkv [n, 3d] = a·Wqkvᵀ + b: [q | k | v]; rotary on the first rotary_dim dims of q and k heads.
@@ -119,9 +118,10 @@ bool PhiSession::Forward(ThreadPool& pool, const int32_t* tokens, const float* e
         kernels::rope_apply(row + hh * hd, c.rotary_dim, cs, cs + half, false);
         kernels::rope_apply(row + d + hh * hd, c.rotary_dim, cs, cs + half, false);
       }
-      std::memcpy(cache + (pos_ + i) * kv, row + d, sizeof(float) * 2 * d);
+      std::memcpy(k_cache + (pos_ + i) * d, row + d, sizeof(float) * d);
+      std::memcpy(v_cache + (pos_ + i) * d, row + 2 * d, sizeof(float) * d);
     }
-    Attention(pool, shape, qkv_.data(), cache, cache + d, att_.data());
+    Attention(pool, shape, qkv_.data(), k_cache, v_cache, att_.data());
     MatmulF16Trans(pool, att_.data(), lw.proj_w, proj_.data(), n, d, d);
     AddBiasRows(proj_.data(), lv.proj_b.data(), n, d);
 
