@@ -494,13 +494,13 @@ function tokenizerOf(kv: Kv): TokenizerData | undefined {
     if (!Array.isArray(m) || !m.every((x) => typeof x === 'string')) fail('BAD_HEADER', "'tokenizer.ggml.merges' is not an array of strings", { path });
     out.merges = m as string[];
   }
-  // Ids outside the vocabulary (llama.cpp writes 0xFFFFFFFF for "none") mean absent.
+  // Ids outside the vocabulary (llama.cpp writes 0xFFFFFFFF, some writers -1, for "none") mean absent.
   const ids: [keyof typeof out, string][] = [['bosId', 'bos_token_id'], ['eosId', 'eos_token_id'], ['unkId', 'unknown_token_id'], ['padId', 'padding_token_id']];
   for (const [field, key] of ids) {
     if (!kv.has(`tokenizer.ggml.${key}`)) continue;
     const raw = meta[`tokenizer.ggml.${key}`];
-    if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 0) fail('BAD_HEADER', `'tokenizer.ggml.${key}' is not a token id`, { path, found: raw });
-    const v = raw < n ? raw : undefined;
+    if (typeof raw !== 'number' || !Number.isInteger(raw)) fail('BAD_HEADER', `'tokenizer.ggml.${key}' is not a token id`, { path, found: raw });
+    const v = raw >= 0 && raw < n ? raw : undefined;
     if (v !== undefined) (out as Record<string, unknown>)[field] = v;
   }
   const addBos = kv.bool('tokenizer.ggml.add_bos_token');
