@@ -210,7 +210,8 @@ export function parseAjc1Tokenizer(bytes: Buffer, path: string, vocabSize: numbe
   return { kind: 'scored', style: 'ajc1', tokens, scores, maxTokenLength, bosId, eosId };
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM keeps a leading U+FEFF: some vocabularies have it as a token of its own.
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 async function readTemplates(file: string): Promise<Ajc1Templates> {
   const templates: Ajc1Templates = {};

@@ -45,7 +45,8 @@ const CRC_CHUNK = 16 << 20;
 
 const align = (n: number, a: number) => Math.ceil(n / a) * a;
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM keeps a leading U+FEFF: some vocabularies have it as a token of its own.
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** The header fields (offsets in §3.2's table). */
 export interface EmbdHeader {

@@ -22,7 +22,7 @@ export function rankFromScore(score: number): number {
   return Math.round(Math.exp(-score) - 1);
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: false });
+const utf8 = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
 
 export function byteLevelBpeFromScored(
   data: Extract<TokenizerData, { kind: 'scored' }>,
