@@ -24,6 +24,8 @@ export type {
   TllmConfig,
   TokenizerData,
 } from './weights';
+export { loadTokenizer, loadTokenizerSync, tokenizerFromData } from './tokenizers';
+export type { DecodeOptions, EncodeOptions, SpecialTokenIds, StreamDecoder, Tokenizer, TokenizerKind } from './tokenizers';
 export { Embedder, loadEmbedder, similarity } from './embedder';
 export type { EmbedOptions, EmbedderInfo, LoadEmbedderOptions, Pooling } from './embedder';
 export { Model, loadModel } from './model';
