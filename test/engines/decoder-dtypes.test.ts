@@ -146,6 +146,35 @@ describe('Q8_0 layouts (ajc1-qwen3-tiny)', () => {
   });
 });
 
+test('a separate classifier is used instead of the embedding: lm_head = 2·E doubles every logit exactly', async () => {
+  const embed = storiesF32.tensors.find((t) => t.name === 'model.embed_tokens.weight')!;
+  const separate = blobWeights(
+    tmp.dir,
+    'separate-head.blob',
+    storiesF32.format,
+    { ...storiesF32.config, tieWordEmbeddings: false } as typeof storiesF32.config,
+    [...storiesF32.tensors.map((t) => f32Tensor(t, values(t))), f32Tensor({ ...embed, name: 'lm_head.weight' }, values(embed).map((x) => 2 * x))],
+  );
+  opened.push(separate);
+  const tied = await allLogits(storiesF32, storiesIds);
+  const doubled = await allLogits(separate, storiesIds);
+  expect(maxAbsDiff(doubled.logits, tied.logits.map((x) => 2 * x))).toBe(0);
+});
+
+test("quant 'q8_0' with any group size that divides the rows: finer groups land closer", async () => {
+  // stories260K rows are 64 and 172 long: groups of 4 divide both, so nothing stays f32.
+  const fine = await allLogits(storiesF32, storiesIds, { quant: 'q8_0', groupSize: 4 });
+  const coarse = await allLogits(storiesF32, storiesIds, { quant: 'q8_0', groupSize: 64 });
+  expect(fine.info.kept).toEqual([]);
+  expect(fine.info.converted).toBe(36);
+  const fineDiff = maxAbsDiff(fine.logits, stories.logits, 64 * V);
+  const coarseDiff = maxAbsDiff(coarse.logits, stories.logits, 64 * V);
+  // (Q8_0 activations make the logits a step function of the inputs: a rounding that flips in one
+  // group moves a logit by up to a few tenths on this real model, for every group size.)
+  expect(fineDiff).toBeLessThan(coarseDiff);
+  expect(fineDiff).toBeLessThan(0.3);
+});
+
 test("quant 'q8_0' leaves matrices whose rows are not whole groups as stored", async () => {
   // stories260K: hidden 172 is not a multiple of 32, so the five down projections stay f32.
   const { logits, info } = await allLogits(storiesF32, storiesIds, { quant: 'q8_0', groupSize: 32 });
