@@ -33,33 +33,23 @@
 constexpr int64_t kQ8WeightBlockBytes = 128 << 10;  // relaid weight rows per block (L2-resident)
 
 // ---------------------------------------------------------------- matvec (m == 1)
-template <class Q, int R>
-void Q8MatvecRows(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, const int32_t* corr,
-                  float* y, int64_t cols, int group, int64_t r) {
+// One weight row. Two f32 accumulators (even and odd groups), so consecutive groups do not wait
+// on each other's multiply-add.
+template <class Q>
+float Q8MatvecRow(const int8_t* w, const float* ws, const int8_t* xq, const float* xs, const int32_t* corr,
+                  int64_t groups, int group) {
   using A = typename Q::A;
   using FV = typename Q::FV;
-  const int64_t groups = cols / group;
   const int vecs = group / Q::kBytes;
-  const int8_t* w[R];
-  const float* s[R];
-  FV acc[R];
-  for (int i = 0; i < R; ++i) {
-    w[i] = wq + (r + i) * cols;
-    s[i] = ws + (r + i) * groups;
-    acc[i] = Q::fzero();
-  }
+  FV acc[2] = {Q::fzero(), Q::fzero()};
   for (int64_t g = 0; g < groups; ++g) {
-    A ia[R];
-    for (int i = 0; i < R; ++i) ia[i] = Q::kBias ? Q::acc_lane0(corr[g]) : Q::acc_zero();
+    A ia = Q::kBias ? Q::acc_lane0(corr[g]) : Q::acc_zero();
     const int64_t off = g * group;
-    for (int v = 0; v < vecs; ++v) {
-      const auto xv = Q::ld(xq + off + v * Q::kBytes);
-      for (int i = 0; i < R; ++i) ia[i] = Q::dot(ia[i], Q::prep_raw(Q::ld(w[i] + off + v * Q::kBytes)), xv);
-    }
-    const float sx = xs[g];
-    for (int i = 0; i < R; ++i) acc[i] = Q::ffma(Q::cvt(ia[i]), Q::fset1(s[i][g] * sx), acc[i]);
+    for (int v = 0; v < vecs; ++v)
+      ia = Q::dot(ia, Q::prep_raw(Q::ld(w + off + v * Q::kBytes)), Q::ld(xq + off + v * Q::kBytes));
+    acc[g & 1] = Q::ffma(Q::cvt(ia), Q::fset1(ws[g] * xs[g]), acc[g & 1]);
   }
-  for (int i = 0; i < R; ++i) y[r + i] = Q::freduce(acc[i]);
+  return Q::freduce(acc[0]) + Q::freduce(acc[1]);
 }
 
 // Needs group % Q::kBytes == 0.
@@ -78,7 +68,7 @@ void Q8Matvec(const int8_t* wq, const float* ws, const int8_t* xq, const float* 
   }
   // One row at a time, so the weights are read in address order: rows interleaved in
   // group-sized pieces defeat the hardware prefetchers (3-4 GB/s instead of 12+ from DRAM).
-  for (int64_t r = r0; r < r1; ++r) Q8MatvecRows<Q, 1>(wq, ws, xq, xs, corr, y, cols, group, r);
+  for (int64_t r = r0; r < r1; ++r) y[r] = Q8MatvecRow<Q>(wq + r * cols, ws + r * groups, xq, xs, corr, groups, group);
 }
 
 // ---------------------------------------------------------------- matmul (prefill)
