@@ -25,6 +25,7 @@ const { encodeFloats } = require(path.join(dist, 'formats', 'dtype-convert.js'))
 const { moonFormat } = require(path.join(dist, 'formats', 'moon.js'));
 const { MOONDREAM2_CONFIG } = require(path.join(dist, 'architectures', 'moondream.js'));
 const { MoondreamEngine } = require(path.join(dist, 'engines', 'moondream.js'));
+const { native } = require(path.join(dist, 'native.js'));
 
 const visionLayers = Number(opt('vision-layers', '27'));
 const threadCounts = opt('threads', '1,2').split(',').map(Number);
@@ -121,18 +122,20 @@ function writeMoon() {
 
 // ---- measurements ----------------------------------------------------------------------------
 
-/** Read bandwidth of this machine in GB/s: memcmp of two equal 256 MiB buffers (2 reads per byte). */
-function readBandwidth() {
-  const a = Buffer.alloc(256 << 20, 1);
-  const b = Buffer.alloc(256 << 20, 1);
-  a.compare(b);
-  let best = Infinity;
-  for (let i = 0; i < 5; i++) {
-    const t0 = performance.now();
-    a.compare(b);
-    best = Math.min(best, performance.now() - t0);
-  }
-  return (2 * a.length) / (best / 1000) / 1e9;
+/**
+ * Read bandwidth in GB/s with `threads` threads: the kernels' streaming probe (as
+ * scripts/bench/decoder.js) over the text weights in the mapped file, median of 3 passes.
+ */
+function readBandwidth(weights, threads) {
+  const text = weights.tensors.filter((t) => t.name.startsWith('model.text.'));
+  const start = Math.min(...text.map((t) => t.byteOffset));
+  const end = Math.max(...text.map((t) => t.byteOffset + t.byteLength));
+  const bytes = weights.sources[0].bytes;
+  const view = new Uint8Array(bytes.buffer, bytes.byteOffset + start, end - start);
+  const { kernels } = native();
+  kernels.readBandwidth(view, threads, 1);
+  const runs = [0, 1, 2].map(() => view.byteLength / kernels.readBandwidth(view, threads, 1) / 1e9).sort((x, y) => x - y);
+  return runs[1];
 }
 
 /** Bytes of weights one decode step reads: every text matrix and vector, one embedding row. */
@@ -200,25 +203,27 @@ async function main() {
   }
   const weights = await moonFormat.read(file);
   warmPageCache(weights);
-  const bandwidth = readBandwidth();
   const perToken = decodeBytesPerToken(weights);
   const report = {
     file,
     fileGB: +(fileBytes / 1e9).toFixed(3),
     visionLayers: Lv,
     cpu: os.cpus()[0]?.model,
-    readBandwidthGBs: +bandwidth.toFixed(2),
+    isa: native().kernels.isa(),
     decodeBytesPerTokenGB: +(perToken / 1e9).toFixed(3),
-    decodeBoundTokPerS: +(bandwidth * 1e9 / perToken).toFixed(3),
     runs: [],
   };
   for (const threads of threadCounts) {
+    const bandwidth = readBandwidth(weights, threads);
+    const bound = (bandwidth * 1e9) / perToken;
     const decode = await benchDecode(weights, threads);
     const visionSeconds = args.includes('--no-vision') ? null : await benchVision(weights, threads);
     report.runs.push({
       threads,
+      readBandwidthGBs: +bandwidth.toFixed(2),
+      decodeBoundTokPerS: +bound.toFixed(3),
       ...decode,
-      decodeFractionOfBound: +(decode.decodeTokPerS / report.decodeBoundTokPerS).toFixed(3),
+      decodeFractionOfBound: +(decode.decodeTokPerS / bound).toFixed(3),
       visionEncodeSecondsPerImage: visionSeconds,
     });
     console.error(JSON.stringify(report.runs[report.runs.length - 1]));
