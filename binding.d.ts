@@ -171,6 +171,8 @@ export interface KernelsBinding {
   geluErf(x: Float32Array): void;
   /** In place on the first rotDim entries: pairs (i, i + rotDim/2), or (2i, 2i+1) when interleaved. */
   rope(x: Float32Array, rotDim: number, pos: number, theta: number, interleaved: boolean): void;
+  /** The [begin, end) chunks of one ThreadPool::ParallelFor over [0, n), flattened (pool contract tests). */
+  threadPoolChunks(n: number, grain: number, threads: number): number[];
   /** Seconds to read every byte of `view` `passes` times, split across `threads` threads. */
   readBandwidth(view: ArrayBufferView, threads: number, passes: number): number;
 }

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
@@ -346,6 +347,26 @@ Napi::Value Rope(const Napi::CallbackInfo& info) {  // (x, rotDim, pos, theta, i
   return env.Undefined();
 }
 
+// ---------------------------------------------------------------- thread pool
+// threadPoolChunks(n, grain, threads) -> [begin, end, begin, end, ...]: the chunks one
+// ParallelFor call handed out, in the order they finished (tests of the pool's contract).
+Napi::Value ThreadPoolChunks(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int64_t n = IntArg(info, 0, "n", 0, int64_t(1) << 32);
+  const int64_t grain = IntArg(info, 1, "grain", 1, int64_t(1) << 32);
+  const int threads = int(IntArg(info, 2, "threads", 2, kMaxThreads));
+  std::mutex mu;
+  std::vector<int64_t> chunks;
+  PoolFor(threads)->ParallelFor(n, grain, [&](int64_t b, int64_t e) {
+    std::lock_guard<std::mutex> lock(mu);
+    chunks.push_back(b);
+    chunks.push_back(e);
+  });
+  Napi::Array out = Napi::Array::New(env, chunks.size());
+  for (size_t i = 0; i < chunks.size(); ++i) out.Set(uint32_t(i), Napi::Number::New(env, double(chunks[i])));
+  return out;
+}
+
 // ---------------------------------------------------------------- bandwidth probe
 volatile uint64_t bandwidth_sink;
 
@@ -432,6 +453,7 @@ void Register(Napi::Env env, Napi::Object exports) {
   k.Set("geluTanh", Napi::Function::New(env, GeluTanh, "geluTanh"));
   k.Set("geluErf", Napi::Function::New(env, GeluErf, "geluErf"));
   k.Set("rope", Napi::Function::New(env, Rope, "rope"));
+  k.Set("threadPoolChunks", Napi::Function::New(env, ThreadPoolChunks, "threadPoolChunks"));
   k.Set("readBandwidth", Napi::Function::New(env, ReadBandwidth, "readBandwidth"));
   exports.Set("kernels", k);
 }

@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 // Kernel throughput per table and thread count, median [min..max] over repetitions:
-//  - matvec_q8 (decode, memory-bound): GB/s of weights+scales streamed, and GFLOP/s;
+//  - matvec_q8 (decode, memory-bound): GB/s of weights+scales streamed;
 //  - matmul_q8 (prefill, compute-bound): GFLOP/s, plus the linear layers of Qwen3-0.6B
 //    (28 layers of q,k,v,o,gate,up,down; attention, norms and lm_head excluded) as tokens/s;
 //  - the same linear layers for decode (matvec_q8, one token), streaming 4 distinct layers (more
 //    than the L3) in turn: tokens/s, the memory-bound ceiling of decode;
 //  - hgemm / hgemm_trans: m = 1 (decode, GB/s of f16 weights) and m = 64 (GFLOP/s).
+// One-thread rows also show the rate by this process's CPU time ("cpu-time"), which other
+// work on the machine does not inflate.
 // Wall-clock times: on a machine shared with other work the spread shows it (the load average is
 // printed first).
 //   node scripts/bench/kernels.js [--isa avx512vnni,avx2] [--threads 1,2] [--reps 9] [--m 128]
@@ -41,7 +43,11 @@ const f16 = (n) => {
   return h;
 };
 
-/** Seconds per call: median [min..max] of `reps` timings, each long enough to be measured. */
+/**
+ * Seconds per call: median [min..max] of `reps` wall-clock timings, each long enough to be
+ * measured, and the median CPU time of this process per call (with one thread, the time the
+ * kernel itself needed even when other work shares the cores).
+ */
 function time(fn) {
   fn();
   let inner = 1;
@@ -51,20 +57,33 @@ function time(fn) {
     if (Number(process.hrtime.bigint() - t0) > 2e7 || inner >= 1 << 16) break;
     inner *= 2;
   }
-  const samples = [];
+  const wall = [];
+  const cpu = [];
   for (let r = 0; r < reps; r++) {
+    const c0 = process.cpuUsage();
     const t0 = process.hrtime.bigint();
     for (let i = 0; i < inner; i++) fn();
-    samples.push(Number(process.hrtime.bigint() - t0) / 1e9 / inner);
+    wall.push(Number(process.hrtime.bigint() - t0) / 1e9 / inner);
+    const c = process.cpuUsage(c0);
+    cpu.push((c.user + c.system) / 1e6 / inner);
   }
-  samples.sort((a, b) => a - b);
-  return { median: samples[Math.floor(samples.length / 2)], min: samples[0], max: samples[samples.length - 1] };
+  wall.sort((a, b) => a - b);
+  cpu.sort((a, b) => a - b);
+  const mid = Math.floor(reps / 2);
+  return { median: wall[mid], min: wall[0], max: wall[wall.length - 1], cpu: cpu[mid] };
 }
 
 /** "median [lo..hi]" of work/seconds (higher is better, so lo comes from the slowest run). */
 function rate(work, t, unit) {
   const f = (s) => (work / s).toFixed(work / s >= 100 ? 0 : 1);
-  return `${f(t.median)} ${unit} [${f(t.max)}..${f(t.min)}]`.padEnd(28);
+  return `${f(t.median)} ${unit} [${f(t.max)}..${f(t.min)}]`.padEnd(30);
+}
+
+/** With one thread: the rate by CPU time (what an idle machine would give). */
+function cpuRate(work, t, unit, threads) {
+  if (threads !== 1) return '';
+  const v = work / t.cpu;
+  return `cpu-time ${v.toFixed(v >= 100 ? 0 : 1)} ${unit}`;
 }
 
 function q8Weights(rows, cols, group) {
@@ -99,7 +118,7 @@ if (only.includes('matvec')) {
       for (const threads of threadCounts) {
         const t = time(() => kernels.matvecQ8(isa, w.wq, w.ws, x.xq, x.xs, y, rows, cols, group, threads));
         console.log(
-          `  ${`${rows}x${cols} g${group}`.padEnd(16)} ${isa.padEnd(11)} ${threads}t  ${rate(bytes / 1e9, t, 'GB/s')} ${rate((2 * rows * cols) / 1e9, t, 'GFLOP/s')}`,
+          `  ${`${rows}x${cols} g${group}`.padEnd(16)} ${isa.padEnd(11)} ${threads}t  ${rate(bytes / 1e9, t, 'GB/s')} ${cpuRate(bytes / 1e9, t, 'GB/s', threads)}`,
         );
       }
   }
@@ -118,7 +137,8 @@ if (only.includes('matmul')) {
     for (const isa of isas)
       for (const threads of threadCounts) {
         const t = time(() => kernels.matmulQ8(isa, w.wq, w.ws, x.xq, x.xs, y, prefillM, rows, cols, group, threads));
-        console.log(`  ${`${rows}x${cols} g${group}`.padEnd(16)} ${isa.padEnd(11)} ${threads}t  ${rate((2 * prefillM * rows * cols) / 1e9, t, 'GFLOP/s')}`);
+        const flop = (2 * prefillM * rows * cols) / 1e9;
+        console.log(`  ${`${rows}x${cols} g${group}`.padEnd(16)} ${isa.padEnd(11)} ${threads}t  ${rate(flop, t, 'GFLOP/s')} ${cpuRate(flop, t, 'GFLOP/s', threads)}`);
       }
   }
 }
@@ -142,7 +162,7 @@ if (only.includes('qwen3')) {
         const t = time(() => {
           for (const mt of mats) kernels.matmulQ8(isa, mt.wq, mt.ws, mt.x.xq, mt.x.xs, mt.y, prefillM, mt.rows, mt.cols, group, threads);
         });
-        console.log(`  ${isa.padEnd(11)} ${threads}t  ${rate(prefillM / 28, t, 'tok/s')}`);
+        console.log(`  ${isa.padEnd(11)} ${threads}t  ${rate(prefillM / 28, t, 'tok/s')} ${cpuRate(prefillM / 28, t, 'tok/s', threads)}`);
       }
   }
 }
@@ -169,7 +189,7 @@ if (only.includes('decode')) {
         for (let l = 0; l < 28; l++)
           for (const mt of layers[l % distinct]) kernels.matvecQ8(isa, mt.wq, mt.ws, mt.x.xq, mt.x.xs, mt.y, mt.rows, mt.cols, group, threads);
       });
-      console.log(`  ${isa.padEnd(11)} ${threads}t  ${rate(1, t, 'tok/s')}`);
+      console.log(`  ${isa.padEnd(11)} ${threads}t  ${rate(1, t, 'tok/s')} ${cpuRate(1, t, 'tok/s', threads)}`);
     }
 }
 
@@ -185,8 +205,8 @@ if (only.includes('hgemm')) {
       for (const isa of isas)
         for (const threads of threadCounts) {
           const t = time(() => kernels[name](isa, a, b, c, m, k, n, threads));
-          const extra = m === 1 ? rate((2 * k * n) / 1e9, t, 'GB/s') : '';
-          console.log(`  ${name.padEnd(11)} ${isa.padEnd(11)} ${threads}t  ${rate((2 * m * k * n) / 1e9, t, 'GFLOP/s')} ${extra}`);
+          const [work, unit] = m === 1 ? [(2 * k * n) / 1e9, 'GB/s'] : [(2 * m * k * n) / 1e9, 'GFLOP/s'];
+          console.log(`  ${name.padEnd(11)} ${isa.padEnd(11)} ${threads}t  ${rate(work, t, unit)} ${cpuRate(work, t, unit, threads)}`);
         }
   }
 }

@@ -59,6 +59,36 @@ describe('dispatch', () => {
   });
 });
 
+describe('thread pool', () => {
+  test('ParallelFor hands out disjoint grain-aligned chunks covering [0, n), at most one per thread', () => {
+    for (const [n, grain, threads] of [
+      [1, 1, 2],
+      [7, 1, 2],
+      [100, 16, 2],
+      [1000, 64, 3],
+      [1023, 16, 4],
+      [33, 32, 2],
+      [5, 8, 2],
+      [0, 4, 2],
+    ]) {
+      const flat = kernels.threadPoolChunks(n, grain, threads);
+      const chunks: Array<[number, number]> = [];
+      for (let i = 0; i < flat.length; i += 2) chunks.push([flat[i], flat[i + 1]]);
+      chunks.sort((x, y) => x[0] - y[0]);
+      expect(chunks.length).toBeLessThanOrEqual(threads);
+      let next = 0;
+      for (const [b, e] of chunks) {
+        expect(b).toBe(next);
+        expect(e).toBeGreaterThan(b);
+        expect(b % grain).toBe(0);
+        if (e !== n) expect((e - b) % grain).toBe(0);
+        next = e;
+      }
+      expect(next).toBe(n);
+    }
+  });
+});
+
 // Each worker builds the same deterministic problem, computes it on one thread, then runs it
 // many times on the shared 2-thread pool while the other workers do the same: concurrent
 // ParallelFor calls on one pool must queue, and every result must equal the one-thread one.
