@@ -34,7 +34,7 @@ thread_local const void* current_pool = nullptr;  // the pool whose job this thr
 
 int SpinMicros() {
   const char* env = std::getenv("WEIGHTMAP_SPIN_US");
-  if (!env || !*env) return 50;
+  if (!env || !*env) return 0;
   const long v = std::strtol(env, nullptr, 10);
   return v < 0 ? 0 : (v > 100000 ? 100000 : int(v));
 }
@@ -55,7 +55,7 @@ bool SpinUntil(int micros, Pred done) {
 
 struct ThreadPool::Impl {
   int threads = 1;
-  int spin_us = 50;
+  int spin_us = 0;
   std::vector<std::thread> workers;
 
   std::mutex submit;  // one job at a time: concurrent ParallelFor callers queue here

@@ -2,9 +2,11 @@
 // condition variable between jobs (no spinning that would starve Node's own thread); the calling
 // thread takes a share of every job itself.
 //
-// Details (additive to the first draft): after a job a worker polls for the next one for a short
-// bounded time (WEIGHTMAP_SPIN_US, default 50 µs, 0 disables) before it sleeps, which saves the
-// wake-up latency between the back-to-back kernels of one decode step. A ParallelFor called from
+// Details (additive to the first draft): WEIGHTMAP_SPIN_US=N (default 0) makes a worker poll for
+// the next job, and the caller for the last chunk, for up to N µs before sleeping. It can save the
+// wake-up latency between the back-to-back kernels of a decode step on an idle machine; on a
+// loaded 2-core machine it measured slower (the spinning thread competes for the core), hence
+// off by default. A ParallelFor called from
 // inside a job of the same pool runs inline on the calling thread. An exception thrown by fn is
 // rethrown to the caller of ParallelFor (the first one; the other chunks still run).
 #pragma once
