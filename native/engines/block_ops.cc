@@ -51,7 +51,7 @@ void AttentionRows(ThreadPool& pool, const AttentionShape& s, const float* q, co
   const kernels::KernelTable& kt = kernels::Active();
   const int64_t hd = s.head_dim;
   const int64_t out_stride = s.n_heads * hd;
-  pool.ParallelFor(s.t * s.n_heads, 1, [&](int64_t t0, int64_t t1) {
+  auto rows = [&](int64_t t0, int64_t t1) {
     std::vector<float> scores(static_cast<size_t>(s.n_keys));
     for (int64_t task = t0; task < t1; task++) {
       const int64_t i = task / s.n_heads;
@@ -64,7 +64,14 @@ void AttentionRows(ThreadPool& pool, const AttentionShape& s, const float* q, co
       std::memset(oh, 0, sizeof(float) * hd);
       for (int64_t j = 0; j < visible; j++) kt.axpy_f32(scores[j], v + j * s.kv_stride + h * hd, oh, hd);
     }
-  });
+  };
+  // A short context is less work than waking the other threads.
+  const int64_t tasks = s.t * s.n_heads;
+  if (2 * tasks * s.n_keys * hd < (int64_t(1) << 17)) {
+    rows(0, tasks);
+  } else {
+    pool.ParallelFor(tasks, 1, rows);
+  }
 }
 
 // Many query rows (prefill, vision): per head, gather Q_h [t, hd], K_hᵀ [hd, n], V_h [n, hd]
