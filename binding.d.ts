@@ -328,8 +328,11 @@ export declare class DecoderModel {
   static load(spec: EngineWeightsSpec, config: DecoderNativeConfig, options?: DecoderNativeOptions): Promise<DecoderModel>;
   readonly loadInfo: DecoderLoadInfo;
   readonly disposed: boolean;
-  /** A session with its own KV cache of `contextLength` positions (1..maxSeqLen), reserved, not written. */
-  createSession(options: { contextLength: number }): DecoderSession;
+  /**
+   * A session with its own KV cache of `contextLength` positions (1..maxSeqLen), reserved, not
+   * written; `kvCache` 'f16' halves its size and the traffic per decoded token (default 'f32').
+   */
+  createSession(options: { contextLength: number; kvCache?: 'f32' | 'f16' }): DecoderSession;
   /** Sessions made from it reject further calls with ERR_WEIGHTMAP_DISPOSED. */
   dispose(): void;
 }
@@ -340,6 +343,8 @@ export declare class DecoderSession {
   /** Tokens in the KV cache. */
   readonly position: number;
   readonly contextLength: number;
+  /** Bytes reserved for the KV cache. */
+  readonly cacheBytes: number;
   /** True while an eval runs. */
   readonly busy: boolean;
   readonly disposed: boolean;

@@ -41,6 +41,11 @@ export interface DecoderLoadOptions {
 export interface SessionOptions {
   /** Positions the KV cache holds. Default: the model's maximum, capped at 4096. */
   contextLength?: number;
+  /**
+   * Element type of the KV cache. 'f32' (default) is exact; 'f16' halves the cache and the bytes
+   * read per decoded token (which grow with the context), rounding keys and values to f16.
+   */
+  kvCache?: 'f32' | 'f16';
 }
 
 export interface EvalOptions {
@@ -107,7 +112,7 @@ export class DecoderEngine {
     const contextLength = options.contextLength ?? Math.min(this.config.maxSeqLen, DEFAULT_CONTEXT);
     let session: NativeDecoderSession;
     try {
-      session = this.native.createSession({ contextLength });
+      session = this.native.createSession({ contextLength, ...(options.kvCache ? { kvCache: options.kvCache } : {}) });
     } catch (error) {
       throw fromNativeError(error, 'DecoderEngine', this.weightsPath);
     }
@@ -149,6 +154,11 @@ export class DecoderEngineSession {
 
   get contextLength(): number {
     return this.native?.contextLength ?? 0;
+  }
+
+  /** Bytes reserved for the KV cache (pages are committed as positions fill). */
+  get cacheBytes(): number {
+    return this.native?.cacheBytes ?? 0;
   }
 
   get disposed(): boolean {

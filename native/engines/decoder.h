@@ -100,11 +100,15 @@ class DecoderModel {
   double load_ms_ = 0;
 };
 
+// Element type of a session's KV cache: f32 (exact) or f16 (half the memory and the traffic per
+// decoded token, which grows with the context; ~1e-3 relative rounding of keys and values).
+enum class KvType { F32, F16 };
+
 // One sequence: its KV cache and scratch. Not thread-safe: the N-API layer runs one call on a
 // session at a time.
 class DecoderSession {
  public:
-  DecoderSession(std::shared_ptr<const DecoderModel> model, int64_t context_length);
+  DecoderSession(std::shared_ptr<const DecoderModel> model, int64_t context_length, KvType kv = KvType::F32);
 
   // Appends ids[0..n) at position() and runs them through the model, prefilling in batches of at
   // most kMaxBatch tokens. Writes the logits of the last position to logits[vocab], or of every
@@ -115,6 +119,9 @@ class DecoderSession {
   // Safe to read while Eval runs on another thread (it changes only when Eval returns).
   int64_t position() const { return position_.load(); }
   int64_t context_length() const { return context_; }
+  KvType kv_type() const { return kv_; }
+  // Bytes reserved for the KV cache (committed only as positions fill).
+  int64_t cache_bytes() const { return 2 * cfg_.n_layers * cfg_.n_kv_heads * context_ * cfg_.head_dim * KvBytes(); }
   // Forgets every position from n on (n <= position()).
   void Truncate(int64_t n);
   // The token ids at positions [0, position()), oldest first (for the sampler's penalties).
@@ -132,13 +139,24 @@ class DecoderSession {
   // [pos0, pos0 + n), against the cache of `layer` (which already holds their keys/values).
   void Attention(int64_t layer, int64_t pos0, int64_t n);
   void EnsureScratch(int64_t n);
-  // Kᵀ [head_dim, context] and V [context, head_dim] of one kv head of one layer.
-  float* KeysT(int64_t layer, int64_t kv_head) { return k_cache_.get() + (layer * cfg_.n_kv_heads + kv_head) * context_ * cfg_.head_dim; }
-  float* Values(int64_t layer, int64_t kv_head) { return v_cache_.get() + (layer * cfg_.n_kv_heads + kv_head) * context_ * cfg_.head_dim; }
+  int64_t KvBytes() const { return kv_ == KvType::F16 ? 2 : 4; }
+  // Kᵀ [head_dim, context] and V [context, head_dim] of one kv head of one layer, as T (float
+  // for an f32 cache, uint16_t for f16).
+  template <typename T>
+  T* KeysT(int64_t layer, int64_t kv_head) {
+    return reinterpret_cast<T*>(k_cache_.get()) + (layer * cfg_.n_kv_heads + kv_head) * context_ * cfg_.head_dim;
+  }
+  template <typename T>
+  T* Values(int64_t layer, int64_t kv_head) {
+    return reinterpret_cast<T*>(v_cache_.get()) + (layer * cfg_.n_kv_heads + kv_head) * context_ * cfg_.head_dim;
+  }
+  // Stores k and v [head_dim] of kv head g at position pos of `layer`.
+  void StoreKv(int64_t layer, int64_t g, int64_t pos, const float* k, const float* v);
 
   std::shared_ptr<const DecoderModel> model_;
   const DecoderConfig& cfg_;
   int64_t context_;
+  KvType kv_;
   std::atomic<int64_t> position_{0};
   std::vector<int32_t> tokens_;  // [position_]
 
@@ -146,8 +164,8 @@ class DecoderSession {
   // [context][head_dim], so that both products of attention (q·Kᵀ and p·V) are plain gemms
   // over the cache with the positions as the long dimension.
   // Allocated without being written: the pages are committed only as positions fill.
-  std::unique_ptr<float[]> k_cache_;
-  std::unique_ptr<float[]> v_cache_;
+  std::unique_ptr<uint8_t[]> k_cache_;
+  std::unique_ptr<uint8_t[]> v_cache_;
 
   // Activations of one batch of n tokens (allocated for the largest batch seen).
   int64_t capacity_ = 0;

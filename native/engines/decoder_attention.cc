@@ -44,14 +44,15 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n) {
       const int64_t t0 = tile * kAttnTile, t1 = std::min(n, t0 + kAttnTile), m = t1 - t0;
       const int64_t rows = group * m;   // row r: query head g·group + r / m, token t0 + r % m
       const int64_t keys = pos0 + t1;   // positions the last token of the tile sees
-      const float* keys_t = KeysT(layer, g);  // [hd, context]
-      const float* values = Values(layer, g);  // [context, hd]
+      const bool half = kv_ == KvType::F16;
 
       for (int64_t r = 0; r < rows; r++) {
         const int64_t h = g * group + r / m, t = t0 + r % m;
         std::memcpy(a + r * hd, q_.data() + t * c.q_dim() + h * hd, hd * sizeof(float));
       }
-      k.sgemm(a, keys_t, s, rows, hd, context_, 0, keys);  // S [rows, context], columns [0, keys)
+      // S [rows, context], columns [0, keys) = A · Kᵀ [hd, context]
+      if (half) k.hgemm(a, KeysT<uint16_t>(layer, g), s, rows, hd, context_, 0, keys);
+      else k.sgemm(a, KeysT<float>(layer, g), s, rows, hd, context_, 0, keys);
       for (int64_t r = 0; r < rows; r++) {
         float* row = s + r * context_;
         float* p = s + r * keys;  // r·keys <= r·context: compacting forward never overwrites a later row
@@ -61,7 +62,9 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n) {
         std::memmove(p, row, visible * sizeof(float));
         std::memset(p + visible, 0, (keys - visible) * sizeof(float));
       }
-      k.sgemm(s, values, o, rows, keys, hd, 0, hd);  // O [rows, hd] = P [rows, keys] · V [keys, hd]
+      // O [rows, hd] = P [rows, keys] · V [keys, hd]
+      if (half) k.hgemm(s, Values<uint16_t>(layer, g), o, rows, keys, hd, 0, hd);
+      else k.sgemm(s, Values<float>(layer, g), o, rows, keys, hd, 0, hd);
       for (int64_t r = 0; r < rows; r++) {
         const int64_t h = g * group + r / m, t = t0 + r % m;
         std::memcpy(att_.data() + t * c.q_dim() + h * hd, o + r * hd, hd * sizeof(float));

@@ -233,6 +233,7 @@ class DecoderSessionWrap : public Napi::ObjectWrap<DecoderSessionWrap> {
          InstanceMethod<&DecoderSessionWrap::Dispose>("dispose"),
          InstanceAccessor<&DecoderSessionWrap::Position>("position"),
          InstanceAccessor<&DecoderSessionWrap::ContextLength>("contextLength"),
+         InstanceAccessor<&DecoderSessionWrap::CacheBytes>("cacheBytes"),
          InstanceAccessor<&DecoderSessionWrap::Busy>("busy"),
          InstanceAccessor<&DecoderSessionWrap::Disposed>("disposed")});
     AddonData::Get(env)->classes["DecoderSession"] = Napi::Persistent(ctor);
@@ -330,6 +331,9 @@ class DecoderSessionWrap : public Napi::ObjectWrap<DecoderSessionWrap> {
   Napi::Value ContextLength(const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), state_ ? static_cast<double>(state_->session->context_length()) : 0);
   }
+  Napi::Value CacheBytes(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), state_ ? static_cast<double>(state_->session->cache_bytes()) : 0);
+  }
   Napi::Value Busy(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), state_ && state_->busy); }
   Napi::Value Disposed(const Napi::CallbackInfo& info) {
     return Napi::Boolean::New(info.Env(), !state_ || state_->model->disposed);
@@ -376,16 +380,26 @@ class DecoderModelWrap : public Napi::ObjectWrap<DecoderModelWrap> {
     return worker->Start();
   }
 
-  // createSession({ contextLength }): DecoderSession. The KV cache is reserved, not written.
+  // createSession({ contextLength, kvCache? }): DecoderSession. The KV cache is reserved, not written.
   Napi::Value CreateSession(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (!state_) throw DisposedError(env, "the DecoderModel");
     if (info.Length() < 1 || !info[0].IsObject()) ThrowTypeError(env, "createSession(options): options must be an object");
-    const int64_t context = ReadInt(info[0].As<Napi::Object>(), "contextLength", 1, state_->model->config().max_seq_len);
+    Napi::Object options = info[0].As<Napi::Object>();
+    const int64_t context = ReadInt(options, "contextLength", 1, state_->model->config().max_seq_len);
+    KvType kv = KvType::F32;
+    Napi::Value kv_value = options.Get("kvCache");
+    if (!kv_value.IsUndefined()) {
+      const std::string name = kv_value.IsString() ? kv_value.As<Napi::String>().Utf8Value() : "";
+      if (name == "f16") kv = KvType::F16;
+      else if (name != "f32") ThrowTypeError(env, "kvCache must be 'f32' or 'f16'");
+    }
     auto session = std::make_shared<SessionState>();
     session->model = state_;
     try {
-      session->session = std::make_unique<DecoderSession>(state_->model, context);
+      session->session = std::make_unique<DecoderSession>(state_->model, context, kv);
+    } catch (const EngineError& e) {
+      throw MakeError(env, e.code(), e.what());
     } catch (const std::bad_alloc&) {
       throw MakeError(env, "ERR_WEIGHTMAP_OUT_OF_MEMORY", "not enough memory for a KV cache of " + std::to_string(context) + " positions");
     }

@@ -63,7 +63,7 @@ describe.each(isas)('kernel table %s', (isa) => {
     const batched = qwenEngine.createSession({ contextLength: 64 });
     expect(maxAbsDiff(await batched.eval(qwenIds), qwenLast)).toBeLessThanOrEqual(0.12);
     const stepped = qwenEngine.createSession({ contextLength: 64 });
-    let last = new Float32Array(0);
+    let last: Float32Array = new Float32Array(0);
     for (const id of qwenIds) last = await stepped.eval([id]);
     expect(maxAbsDiff(last, qwenLast)).toBeLessThanOrEqual(0.12);
     batched.dispose();

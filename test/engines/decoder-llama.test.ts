@@ -178,6 +178,24 @@ describe('sessions of one model', () => {
     evaluating.dispose();
   });
 
+  test("an f16 KV cache is half the size and stays within 0.05 of the reference", async () => {
+    const f32 = engine.createSession({ contextLength: 256 });
+    const f16 = engine.createSession({ contextLength: 256, kvCache: 'f16' });
+    // 2 (k, v) x 5 layers x 4 kv heads x 256 positions x head_dim 8 x element size.
+    expect(f32.cacheBytes).toBe(2 * 5 * 4 * 256 * 8 * 4);
+    expect(f16.cacheBytes).toBe(f32.cacheBytes / 2);
+    const ids = [expected.bos, ...expected.tokens.slice(0, 199)];
+    const a = await f32.eval(ids, { allLogits: true });
+    const b = await f16.eval(ids, { allLogits: true });
+    expect(maxAbsDiff(b, expected.logits)).toBeLessThanOrEqual(0.05);
+    expect(maxAbsDiff(a, b)).toBeGreaterThan(1e-5); // the keys and values really are rounded
+    // Decoding reads the f16 cache too.
+    const next = await f16.eval([expected.tokens[199]]);
+    expect(next.length).toBe(V);
+    f32.dispose();
+    f16.dispose();
+  });
+
   test('the same logits with 1 thread as with 2', async () => {
     const single = await DecoderEngine.load(weights, { threads: 1 });
     expect(single.loadInfo.threads).toBe(1);

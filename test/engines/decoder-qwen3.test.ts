@@ -80,6 +80,15 @@ describe.each([
   });
 });
 
+test('an f16 KV cache keeps the greedy continuation and the 0.12 tolerance (Q8_0 path)', async () => {
+  const engine = await DecoderEngine.load(weights, { threads: 2 });
+  const session = engine.createSession({ contextLength: 64, kvCache: 'f16' });
+  const run = await greedy(session, promptIds, c0.greedy.max_new_tokens, c0.greedy.stop_ids);
+  expect(maxAbsDiff(run.logits[0], lastLogits)).toBeLessThanOrEqual(expected.tolerances.logits_abs_q8_activation_engine);
+  expect(run.tokens).toEqual(c0.greedy.tokens);
+  engine.dispose();
+});
+
 test('the Q8_0 weights are used in place: nothing copied but the norms', async () => {
   const engine = await DecoderEngine.load(weights, { threads: 1 });
   const c = expected.config;
