@@ -128,4 +128,29 @@ describe('gpt engine (TLLM) on tllm-tiny', () => {
     const tensors = weights.tensors.map((t) => (t.name === 'model.layers.0.self_attn.q_proj.weight' ? { ...t, transposed: false } : t));
     expect(() => GptEngine.load({ ...weights, tensors })).toThrow(UnsupportedError);
   });
+
+  test('two sessions of one engine run concurrently and both match the reference', async () => {
+    const reference = readF32('tllm-tiny', 'case0.logits.f32');
+    const a = engine.createSession();
+    const b = engine.createSession();
+    const [la, lb] = await Promise.all([a.eval(prompt, { allLogits: true }), b.eval(prompt.slice(0, 6), { allLogits: true })]);
+    expect(maxAbsDiff(la, reference)).toBeLessThanOrEqual(TOL);
+    expect(maxAbsDiff(lb, reference.subarray(0, 6 * V))).toBeLessThanOrEqual(TOL);
+    a.dispose();
+    b.dispose();
+  });
+
+  test('disposing a session while its eval runs settles the eval (logits or AbortError), never crashes', async () => {
+    const reference = readF32('tllm-tiny', 'case0.logits.f32');
+    for (let i = 0; i < 20; i++) {
+      const session = engine.createSession();
+      const pending = session.eval(prompt);
+      session.dispose();
+      const outcome = await pending.then(
+        (logits) => maxAbsDiff(logits, reference.subarray((prompt.length - 1) * V)) <= TOL,
+        (error) => error instanceof AbortError,
+      );
+      expect(outcome).toBe(true);
+    }
+  });
 });
