@@ -72,6 +72,26 @@ describe.each(sources)('stories260K from the %s', (_label, format, file, pairing
   });
 });
 
+test('a prompt longer than one prefill batch (512) runs in batches with the same logits', async () => {
+  // The GGUF states a 2048-token context, so 600 positions fit.
+  const weights = await ggufFormat.read(fixture('llama-stories260k', 'stories260K.gguf'));
+  const engine = await DecoderEngine.load(weights, { threads: 2 });
+  const ids = [expected.bos, ...expected.tokens.slice(0, 199)];
+  while (ids.length < 600) ids.push(expected.tokens[ids.length % 200]);
+  const whole = engine.createSession({ contextLength: 600 });
+  const all = await whole.eval(ids, { allLogits: true }); // batches of 512 + 88
+  const halves = engine.createSession({ contextLength: 600 });
+  const first = await halves.eval(ids.slice(0, 300), { allLogits: true });
+  const second = await halves.eval(ids.slice(300), { allLogits: true });
+  expect(maxAbsDiff(all, expected.logits, 200 * V)).toBeLessThanOrEqual(TOLERANCE);
+  expect(maxAbsDiff(all, first)).toBeLessThanOrEqual(1e-4);
+  expect(maxAbsDiff(all.subarray(300 * V), second)).toBeLessThanOrEqual(1e-4);
+  const last = await engine.createSession({ contextLength: 600 }).eval(ids);
+  expect(maxAbsDiff(last, all.subarray(599 * V))).toBeLessThanOrEqual(1e-4);
+  engine.dispose();
+  closeWeights(weights);
+});
+
 describe('sessions of one model', () => {
   let weights: ModelWeights;
   let engine: DecoderEngine;
