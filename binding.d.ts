@@ -383,4 +383,19 @@ export interface NativeBinding {
   rngDraws(seed: NativeSeed, count: number): { u32: Uint32Array; f32: Float32Array };
   DecoderModel: typeof DecoderModel;
   DecoderSession: typeof DecoderSession;
+  /**
+   * Q8_0 weight quantization off the JS thread (native/napi/quantize_napi.cc): `count` elements of
+   * `dtype` at `byteOffset` of `file` -> q [count] and scales [count / group], per group
+   * s = max|w| / 127 and q = round-half-to-even(w / s) in float32 (FORMATS.md §5.2; a zero group
+   * gets s = 0, q = 0; NaN -> 0). Resolves when both arrays are filled; keeps the mapping alive.
+   */
+  quantizeQ8Weights(
+    file: MappedFile,
+    byteOffset: number,
+    dtype: 'f32' | 'f16' | 'bf16',
+    count: number,
+    group: number,
+    q: Int8Array,
+    scales: Float32Array,
+  ): Promise<void>;
 }
