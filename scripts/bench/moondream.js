@@ -5,9 +5,10 @@
 // folder by streaming, then measures
 //   * text decode tokens/s against the memory-bandwidth bound (bytes of weights read per token
 //     ÷ measured read bandwidth), on 1 and 2 threads,
-//   * vision encode time per 378×378 image on 1 and 2 threads.
+//   * vision encode time per 378×378 image on 1 and 2 threads,
+//   * with --answer, the time to an answer's first token (encode + prefill of 740 positions).
 // Needs the built package (npm run build:ts) and addon (WEIGHTMAP_ADDON or build/Release).
-//   node scripts/bench/moondream.js [--dir DIR] [--threads 1,2] [--tokens 32] [--vision-layers 27] [--no-vision] [--remove]
+//   node scripts/bench/moondream.js [--dir DIR] [--threads 1,2] [--tokens 32] [--vision-layers 27] [--no-vision] [--answer] [--remove]
 // The file is kept for the next run (same size = reused) unless --remove is given.
 'use strict';
 const fs = require('node:fs');
@@ -190,6 +191,31 @@ async function benchVision(weights, threads) {
   return +(ms / 1000).toFixed(2);
 }
 
+/**
+ * --answer: time to the first answer token, i.e. encoding the image plus prefilling BOS + 729
+ * image rows + a 10-token question in the text model (what answer() does before decoding).
+ */
+async function benchFirstToken(weights, threads) {
+  const engine = MoondreamEngine.load(weights, { threads });
+  const size = Vc.imageSize;
+  const rgb = new Uint8Array(size * size * 3);
+  for (let i = 0; i < rgb.length; i++) rgb[i] = (i * 40503) >>> 8;
+  const t0 = performance.now();
+  const { embeddings } = await engine.encodeRgb(rgb);
+  const question = Array.from({ length: 10 }, (_, i) => 198 + i);
+  const rows = new Float32Array((1 + N + question.length) * d);
+  rows.set(engine.embed([T.bosTokenId]), 0);
+  rows.set(embeddings, d);
+  rows.set(engine.embed(question), (1 + N) * d);
+  const t1 = performance.now();
+  const session = engine.createSession();
+  await session.eval(rows);
+  const t2 = performance.now();
+  session.dispose();
+  engine.dispose();
+  return { firstTokenSeconds: +((t2 - t0) / 1000).toFixed(2), answerPrefillSeconds: +((t2 - t1) / 1000).toFixed(2) };
+}
+
 async function main() {
   if (!fs.existsSync(file) || fs.statSync(file).size !== fileBytes) {
     fs.mkdirSync(dir, { recursive: true });
@@ -225,6 +251,7 @@ async function main() {
       ...decode,
       decodeFractionOfBound: +(decode.decodeTokPerS / bound).toFixed(3),
       visionEncodeSecondsPerImage: visionSeconds,
+      ...(args.includes('--answer') ? await benchFirstToken(weights, threads) : {}),
     });
     console.error(JSON.stringify(report.runs[report.runs.length - 1]));
   }
