@@ -274,7 +274,7 @@ void Model::Attention(const float* q, const float* k, const float* v, float* ctx
   // One task per (sequence, head): gather that head's q, kᵀ and v into contiguous tiles, then two
   // small GEMMs (sgemm: B [k, n], the fast form for these short inner dimensions). Only the
   // sequence's own keys take part, which is the padding mask.
-  pool_->ParallelFor(n_seq * n_heads, 1, [&](int64_t begin, int64_t end) {
+  auto tasks = [&](int64_t begin, int64_t end) {
     std::vector<float> qh(longest * hd);           // [T, hd]
     std::vector<float> kt(hd * longest);           // [hd, T] (kᵀ)
     std::vector<float> vh(longest * hd);           // [T, hd]
@@ -299,7 +299,14 @@ void Model::Attention(const float* q, const float* k, const float* v, float* ctx
       table.sgemm(scores.data(), vh.data(), out.data(), T, T, hd, 0, hd);  // out = p·v
       for (int64_t t = 0; t < T; t++) std::memcpy(ctx + (row0 + t) * H + h * hd, &out[t * hd], hd * sizeof(float));
     }
-  });
+  };
+  // Short batches (a few hundred thousand multiply-adds) are not worth waking the pool for.
+  double work = 0;
+  for (int64_t i = 0; i < n_seq; i++) work += 2.0 * lengths[i] * lengths[i] * H;
+  if (work < (1 << 20) || pool_->size() == 1)
+    tasks(0, n_seq * n_heads);
+  else
+    pool_->ParallelFor(n_seq * n_heads, 1, tasks);
 }
 
 void Model::Encode(const int32_t* ids, const int32_t* lengths, int64_t n_seq, Pooling pooling, bool normalize,
