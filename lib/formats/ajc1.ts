@@ -10,8 +10,9 @@ import { mapFile, type MappedSource } from '../mapping';
 import { numel, type DecoderConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { DECODER_NAMES as N } from '../architectures/decoder';
 import { ByteCursor, fail } from './bytes';
-import { roundHalfEven } from './dtype-convert';
-import { CHUNK_ELEMENTS, orientedF32Chunks, rawChunks } from './tensor-data';
+import { ajc1TemplatesFromHf, ajc1TokenizerFromHf, hfSideFolder } from './ajc1-sidecars';
+import { q8Chunks } from './q8-quantize';
+import { rawChunks, releasePages } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { requireTensor, runWriteJob, tensorsByName, type WriteJob } from './write-job';
 
@@ -256,36 +257,6 @@ async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeig
 
 // ---- writer ----------------------------------------------------------------------------------
 
-/**
- * Q8_0 quantization of one chunk (a whole number of groups) in float32 arithmetic, as export.py's
- * torch code: scale = max|w|/127, q = round-half-to-even(w/scale). An all-zero group gets scale 0
- * and q 0 (runq's quantize would divide by zero).
- */
-export function quantizeQ8(values: Float32Array, groupSize: number, q: Int8Array, scales: Float32Array): void {
-  const groups = values.length / groupSize;
-  const quotient = new Float32Array(1); // rounds w/scale to float32, like torch's division
-  for (let g = 0; g < groups; g++) {
-    const base = g * groupSize;
-    let max = 0;
-    for (let i = 0; i < groupSize; i++) {
-      const v = values[base + i];
-      const a = v < 0 ? -v : v;
-      if (a > max) max = a;
-    }
-    scales[g] = max / 127;
-    const scale = scales[g];
-    for (let i = 0; i < groupSize; i++) {
-      if (scale === 0) {
-        q[base + i] = 0;
-        continue;
-      }
-      quotient[0] = values[base + i] / scale;
-      const r = roundHalfEven(quotient[0]);
-      q[base + i] = r > 127 ? 127 : r < -127 ? -127 : r;
-    }
-  }
-}
-
 /** The group size to write: options, else the source's Q8_0 group size, else 64 halved until it fits. */
 export function chooseGroupSize(c: DecoderConfig, requested: number | undefined, sourceGroupSize: number | undefined): number {
   if (requested !== undefined) {
@@ -301,21 +272,19 @@ export function chooseGroupSize(c: DecoderConfig, requested: number | undefined,
 }
 
 async function writeQuantized(job: WriteJob, view: TensorView, groupSize: number): Promise<void> {
-  const n = numel(view.shape);
   if (view.dtype === 'q8_0' && view.scales?.groupSize === groupSize && !view.transposed) {
     await job.writeRaw(rawChunks(view), view.name);
     await job.writeRaw(rawChunks(view, view.scales.byteOffset, view.scales.byteLength), view.name);
+    releasePages(view);
     return;
   }
-  // Whole rows per chunk (row lengths are multiples of the group size), scales kept until the values are out.
-  const scales = new Float32Array(n / groupSize);
-  const chunk = Math.max(groupSize, Math.floor(CHUNK_ELEMENTS / groupSize) * groupSize);
-  let done = 0;
-  for (const values of orientedF32Chunks(view, false, chunk)) {
-    const q = new Int8Array(values.length);
-    quantizeQ8(values, groupSize, q, scales.subarray(done / groupSize, (done + values.length) / groupSize));
-    done += values.length;
-    await job.write(new Uint8Array(q.buffer), view.name);
+  // The values go out chunk by chunk; the scales follow them, so they are kept until the end.
+  const scales = new Float32Array(numel(view.shape) / groupSize);
+  let groups = 0;
+  for await (const chunk of q8Chunks(view, groupSize)) {
+    await job.write(new Uint8Array(chunk.q.buffer, chunk.q.byteOffset, chunk.q.length), view.name);
+    scales.set(chunk.scales, groups);
+    groups += chunk.scales.length;
   }
   await job.write(new Uint8Array(scales.buffer), view.name);
 }
@@ -359,14 +328,17 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   const readable = ['f32', 'f16', 'bf16', 'f64', 'q8_0', 'ggml_q8_0'];
   const plan = ajc1Layout(c).map((t) => ({ t, view: requireTensor(weights, byName, t.name, t.shape, readable) }));
   const total = ajc1FileSize(c, groupSize);
-  // Sidecars are prepared (and checked) before the checkpoint is written.
-  const tok = weights.tokenizer;
+  // Sidecars are prepared (and checked) before the checkpoint is written: the source's own, else
+  // made from the tokenizer files of the HF folder the weights were read from (export.py).
+  const hfFolder = hfSideFolder(weights);
+  const own = weights.tokenizer?.kind === 'scored' && weights.tokenizer.style === 'ajc1' ? weights.tokenizer : undefined;
+  const tok = own ?? (hfFolder ? ajc1TokenizerFromHf(hfFolder, c) : undefined);
   let tokenizer: Buffer | undefined;
-  if (tok?.kind === 'scored' && tok.style === 'ajc1') {
+  if (tok) {
     if (tok.tokens.length > c.vocabSize) throw new RangeError(`the tokenizer has ${tok.tokens.length} entries, more than vocab_size ${c.vocabSize}`);
     tokenizer = tokenizerFile(tok, c.bosTokenId ?? 0, c.eosTokenIds?.[0] ?? 0);
   }
-  const templates = weights.metadata.templates as Ajc1Templates | undefined;
+  const templates = (weights.metadata.templates as Ajc1Templates | undefined) ?? (hfFolder ? ajc1TemplatesFromHf(hfFolder) : undefined);
   const templateFiles = AJC1_TEMPLATES.flatMap(({ suffix, key }) => {
     const text = templates && typeof templates === 'object' ? templates[key] : undefined;
     return typeof text === 'string' ? [{ path: path + suffix, text }] : [];

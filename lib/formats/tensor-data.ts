@@ -154,6 +154,23 @@ export function* rawChunks(view: TensorView, byteOffset = view.byteOffset, byteL
   for (let o = 0; o < bytes.length; o += chunkBytes) yield bytes.subarray(o, Math.min(bytes.length, o + chunkBytes));
 }
 
+/**
+ * Drops this process's mapping of a range of a view's file (madvise DONTNEED) once a writer is
+ * done with it, so converting a model larger than RAM keeps few source pages resident. Only a
+ * hint: the pages stay in the OS file cache, and a later read maps them again. Without a range,
+ * the whole view (its Q8_0 scales included).
+ */
+export function releasePages(view: TensorView, byteOffset?: number, byteLength?: number): void {
+  const src = view.source;
+  if (src.closed || typeof src.file?.advise !== 'function') return;
+  const release = (offset: number, length: number) => {
+    if (length > 0 && offset >= 0 && offset + length <= src.byteLength) src.file.advise(offset, length, 'dontneed');
+  };
+  if (byteOffset !== undefined) return release(byteOffset, byteLength ?? 0);
+  release(view.byteOffset, view.byteLength);
+  if (view.scales) release(view.scales.byteOffset, view.scales.byteLength);
+}
+
 /** The canonical shape of a view: its stored shape, reversed when stored transposed. */
 export function canonicalShape(view: TensorView): number[] {
   return view.transposed ? [...view.shape].reverse() : [...view.shape];

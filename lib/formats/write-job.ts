@@ -8,7 +8,7 @@ import { FileSink } from './sink';
 import { encodeFloats, type FloatDType } from './dtype-convert';
 import type { ModelWeights, TensorView } from '../weights';
 import { fail } from './bytes';
-import { canonicalShape, orientedF32Chunks, rawChunks } from './tensor-data';
+import { canonicalShape, orientedF32Chunks, rawChunks, releasePages } from './tensor-data';
 
 export class WriteJob {
   /** Sees every chunk written while set (EMBD feeds its running CRCs from it). */
@@ -50,6 +50,7 @@ export class WriteJob {
     const sameOrientation = (view.transposed ?? false) === storeTransposed || view.shape.length < 2;
     if (view.dtype === dtype && sameOrientation) await this.writeRaw(rawChunks(view), view.name);
     else await this.writeFloats(orientedF32Chunks(view, storeTransposed && view.shape.length >= 2), dtype, view.name);
+    releasePages(view);
   }
 
   /** Writes raw chunks unchanged. */

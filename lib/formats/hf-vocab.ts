@@ -1,0 +1,176 @@
+/**
+ * The vocabulary of a Hugging Face folder as its files state it, for writers that store it in
+ * another form (ajc1 `.tokenizer`, EMBD's embedded WordPiece vocabulary): token strings by id
+ * (byte-level BPE strings in their internal form, e.g. "Ġthe"), the BPE merges in rank order, and
+ * tokenizer_config.json. Sources, first found wins: `tokenizer.json` (BPE or WordPiece model plus
+ * `added_tokens`), `vocab.json` + `merges.txt` (+ the `added_tokens_decoder` of
+ * tokenizer_config.json), `vocab.txt` (WordPiece, id = line index, line ends trimmed as HF does).
+ * Encoding text is lib/tokenizers' job; nothing here tokenizes.
+ */
+import * as fs from 'node:fs';
+import * as nodePath from 'node:path';
+import type { TokenizerData } from '../weights';
+import { fail } from './bytes';
+import type { HfJson } from './hf-config';
+
+/** tokenizer.json files above this are not tokenizers (the largest real ones are ~35 MB). */
+const MAX_TOKENIZER_JSON_BYTES = 256 << 20;
+
+export interface HfVocabulary {
+  kind: 'bpe' | 'wordpiece';
+  /** Token string by id; ids the files do not name are undefined. */
+  tokens: (string | undefined)[];
+  /** BPE merges in rank order (empty for WordPiece). */
+  merges: [string, string][];
+  /** tokenizer_config.json, when present. */
+  config?: HfJson;
+  /** WordPiece: whether text is lowercased (normalizer.lowercase / do_lower_case; default true). */
+  lowercase: boolean;
+  /** The file the vocabulary came from. */
+  path: string;
+}
+
+function isObject(v: unknown): v is HfJson {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function readJson(path: string): unknown {
+  const size = fs.statSync(path).size;
+  if (size > MAX_TOKENIZER_JSON_BYTES) fail('BAD_HEADER', 'JSON file too large to be a tokenizer file', { path, expected: `<= ${MAX_TOKENIZER_JSON_BYTES} bytes`, found: size });
+  try {
+    return JSON.parse(new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(fs.readFileSync(path)));
+  } catch (cause) {
+    return fail('BAD_HEADER', `not valid UTF-8 JSON: ${(cause as Error).message}`, { path });
+  }
+}
+
+/** The text of a special-token field: "…" or { content: "…" }. */
+export function tokenText(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (isObject(value) && typeof value.content === 'string') return value.content;
+  return undefined;
+}
+
+function setToken(tokens: (string | undefined)[], id: unknown, text: string, path: string): void {
+  if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 0 || id >= 1 << 24) {
+    fail('BAD_HEADER', `token ${JSON.stringify(text)} has an invalid id`, { path, expected: 'an integer id in [0, 2^24)', found: id });
+  }
+  tokens[id as number] = text;
+}
+
+function vocabObject(vocab: unknown, tokens: (string | undefined)[], path: string): void {
+  if (!isObject(vocab)) fail('BAD_HEADER', 'the vocabulary is not an object of token -> id', { path });
+  for (const [text, id] of Object.entries(vocab as HfJson)) setToken(tokens, id, text, path);
+}
+
+/** "a b" lines or [a, b] pairs; anything else is BAD_HEADER. */
+function mergePair(entry: unknown, rank: number, path: string): [string, string] {
+  if (Array.isArray(entry) && entry.length === 2 && typeof entry[0] === 'string' && typeof entry[1] === 'string') return [entry[0], entry[1]];
+  if (typeof entry === 'string') {
+    const parts = entry.split(' ');
+    if (parts.length === 2 && parts[0].length > 0 && parts[1].length > 0) return [parts[0], parts[1]];
+  }
+  return fail('BAD_HEADER', `merge ${rank} is not a pair of tokens`, { path, found: entry });
+}
+
+function fromTokenizerJson(path: string, config: HfJson | undefined): HfVocabulary | undefined {
+  const json = readJson(path);
+  if (!isObject(json) || !isObject(json.model)) return fail('BAD_HEADER', 'tokenizer.json has no model object', { path });
+  const model = json.model;
+  const type = model.type ?? (model.merges !== undefined ? 'BPE' : undefined);
+  if (type !== 'BPE' && type !== 'WordPiece') return undefined;
+  const tokens: (string | undefined)[] = [];
+  vocabObject(model.vocab, tokens, path);
+  if (Array.isArray(json.added_tokens)) {
+    for (const t of json.added_tokens) {
+      if (!isObject(t) || typeof t.content !== 'string') fail('BAD_HEADER', 'an added token has no content', { path, found: t });
+      setToken(tokens, (t as HfJson).id, (t as HfJson).content as string, path);
+    }
+  }
+  const rawMerges = type === 'BPE' ? model.merges ?? [] : [];
+  if (!Array.isArray(rawMerges)) fail('BAD_HEADER', 'model.merges is not a list', { path });
+  const merges = (rawMerges as unknown[]).map((m, i) => mergePair(m, i, path));
+  const normalizer = isObject(json.normalizer) ? json.normalizer : undefined;
+  const lowercase = normalizer?.type === 'BertNormalizer' ? normalizer.lowercase !== false : config?.do_lower_case !== false;
+  return { kind: type === 'BPE' ? 'bpe' : 'wordpiece', tokens, merges, config, lowercase, path };
+}
+
+function addedFromConfig(config: HfJson | undefined, tokens: (string | undefined)[], path: string): void {
+  const decoder = config?.added_tokens_decoder;
+  if (!isObject(decoder)) return;
+  for (const [id, entry] of Object.entries(decoder)) {
+    const text = tokenText(entry);
+    if (text === undefined) fail('BAD_HEADER', `added token ${id} has no content`, { path });
+    setToken(tokens, /^(0|[1-9][0-9]*)$/.test(id) ? Number(id) : id, text!, path);
+  }
+}
+
+function fromVocabMerges(dir: string, config: HfJson | undefined): HfVocabulary {
+  const vocabPath = nodePath.join(dir, 'vocab.json');
+  const mergesPath = nodePath.join(dir, 'merges.txt');
+  const tokens: (string | undefined)[] = [];
+  vocabObject(readJson(vocabPath), tokens, vocabPath);
+  addedFromConfig(config, tokens, nodePath.join(dir, 'tokenizer_config.json'));
+  const merges: [string, string][] = [];
+  fs.readFileSync(mergesPath, 'utf8')
+    .split('\n')
+    .forEach((raw, i) => {
+      const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+      if (line.length === 0 || (i === 0 && line.startsWith('#version'))) return;
+      merges.push(mergePair(line, merges.length, mergesPath));
+    });
+  return { kind: 'bpe', tokens, merges, config, lowercase: false, path: vocabPath };
+}
+
+function fromVocabTxt(dir: string, config: HfJson | undefined): HfVocabulary {
+  const path = nodePath.join(dir, 'vocab.txt');
+  const lines = fs.readFileSync(path, 'utf8').split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  return { kind: 'wordpiece', tokens: lines.map((l) => l.replace(/\s+$/u, '')), merges: [], config, lowercase: config?.do_lower_case !== false, path };
+}
+
+/** The vocabulary of the HF folder `dir`, or undefined when it holds no tokenizer files. */
+export function readHfVocabulary(dir: string): HfVocabulary | undefined {
+  const at = (name: string) => nodePath.join(dir, name);
+  const configPath = at('tokenizer_config.json');
+  const config = fs.existsSync(configPath) ? readJson(configPath) : undefined;
+  if (config !== undefined && !isObject(config)) fail('BAD_HEADER', 'tokenizer_config.json is not an object', { path: configPath });
+  const cfg = config as HfJson | undefined;
+  if (fs.existsSync(at('tokenizer.json'))) return fromTokenizerJson(at('tokenizer.json'), cfg);
+  if (fs.existsSync(at('vocab.json')) && fs.existsSync(at('merges.txt'))) return fromVocabMerges(dir, cfg);
+  if (fs.existsSync(at('vocab.txt')) && !fs.existsSync(at('merges.txt'))) return fromVocabTxt(dir, cfg);
+  return undefined;
+}
+
+/** The id of a token string (the last one when a string repeats, as HF's vocabulary maps do). */
+export function tokenIdOf(v: HfVocabulary, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const i = v.tokens.lastIndexOf(text);
+  return i < 0 ? undefined : i;
+}
+
+/**
+ * A WordPiece vocabulary as TokenizerData: special tokens from tokenizer_config.json's
+ * *_token fields, else BERT's [PAD] [UNK] [CLS] [SEP] [MASK]. [UNK] must exist; another special
+ * token the vocabulary lacks falls back to it (EMBD's special block needs all five ids).
+ */
+export function wordPieceData(v: HfVocabulary): Extract<TokenizerData, { kind: 'wordpiece' }> {
+  if (v.kind !== 'wordpiece') throw new RangeError(`${v.path} is not a WordPiece vocabulary`);
+  const gaps = v.tokens.findIndex((t) => t === undefined);
+  if (gaps >= 0) fail('BAD_HEADER', `the vocabulary has no token for id ${gaps}`, { path: v.path, expected: 'ids 0..n-1', found: `no id ${gaps}` });
+  const id = (key: string, fallback: string) => tokenIdOf(v, tokenText(v.config?.[`${key}_token`]) ?? fallback);
+  const unk = id('unk', '[UNK]');
+  if (unk === undefined) return fail('BAD_HEADER', 'the WordPiece vocabulary has no unknown token', { path: v.path, expected: '[UNK]', found: 'absent' });
+  return {
+    kind: 'wordpiece',
+    tokens: v.tokens as string[],
+    specialIds: {
+      pad: id('pad', '[PAD]') ?? unk,
+      unk,
+      cls: id('cls', '[CLS]') ?? unk,
+      sep: id('sep', '[SEP]') ?? unk,
+      mask: id('mask', '[MASK]') ?? unk,
+    },
+    doLowerCase: v.lowercase,
+  };
+}
