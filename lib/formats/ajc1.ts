@@ -3,6 +3,11 @@
  * 1, dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, max_seq_len, head_dim,
  * shared_classifier, group_size, zero padding), f32 norms, then Q8_0 matrices [out,in], each as
  * `int8 q[numel]` then `f32 s[numel/GS]`. Sidecars: `<file>.tokenizer` and `<file>.template*`.
+ *
+ * Writer: Q8_0 as export.py quantizes (q8-quantize.ts; native, off the JS thread), or the stored
+ * q/s copied when the source is Q8_0 of the same group size. The sidecars are the source's own
+ * (an ajc1 or sepweight source), else made from the HF folder the weights came from
+ * (ajc1-sidecars.ts).
  */
 import * as fs from 'node:fs/promises';
 import { UnsupportedError } from '../errors';
@@ -214,7 +219,8 @@ export function parseAjc1Tokenizer(bytes: Buffer, path: string, vocabSize: numbe
 // ignoreBOM keeps a leading U+FEFF: some vocabularies have it as a token of its own.
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
-async function readTemplates(file: string): Promise<Ajc1Templates> {
+/** The `.template*` sidecars of `file` that exist. */
+export async function readAjc1Templates(file: string): Promise<Ajc1Templates> {
   const templates: Ajc1Templates = {};
   for (const { suffix, key } of AJC1_TEMPLATES) {
     const bytes = await readSidecar(file + suffix);
@@ -238,7 +244,7 @@ async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeig
       config.bosTokenId = tokenizer.bosId;
       config.eosTokenIds = tokenizer.eosId === undefined ? undefined : [tokenizer.eosId];
     }
-    const templates = await readTemplates(path);
+    const templates = await readAjc1Templates(path);
     return {
       format: 'ajc1',
       path,
@@ -289,7 +295,8 @@ async function writeQuantized(job: WriteJob, view: TensorView, groupSize: number
   await job.write(new Uint8Array(scales.buffer), view.name);
 }
 
-function tokenizerFile(t: Extract<TokenizerData, { kind: 'scored' }>, fallbackBos: number, fallbackEos: number): Buffer {
+/** The bytes of a `.tokenizer` for scored token data (trailing empty entries left out). */
+export function encodeAjc1Tokenizer(t: Extract<TokenizerData, { kind: 'scored' }>, fallbackBos: number, fallbackEos: number): Buffer {
   let count = t.tokens.length;
   // Trailing empty entries are the ids the original file had no entry for.
   while (count > 0 && t.tokens[count - 1].length === 0) count--;
@@ -336,13 +343,9 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   let tokenizer: Buffer | undefined;
   if (tok) {
     if (tok.tokens.length > c.vocabSize) throw new RangeError(`the tokenizer has ${tok.tokens.length} entries, more than vocab_size ${c.vocabSize}`);
-    tokenizer = tokenizerFile(tok, c.bosTokenId ?? 0, c.eosTokenIds?.[0] ?? 0);
+    tokenizer = encodeAjc1Tokenizer(tok, c.bosTokenId ?? 0, c.eosTokenIds?.[0] ?? 0);
   }
   const templates = (weights.metadata.templates as Ajc1Templates | undefined) ?? (hfFolder ? ajc1TemplatesFromHf(hfFolder) : undefined);
-  const templateFiles = AJC1_TEMPLATES.flatMap(({ suffix, key }) => {
-    const text = templates && typeof templates === 'object' ? templates[key] : undefined;
-    return typeof text === 'string' ? [{ path: path + suffix, text }] : [];
-  });
 
   await runWriteJob(path, total, options, async (job) => {
     const header = Buffer.alloc(AJC1_HEADER_BYTES);
@@ -357,7 +360,16 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
     }
   });
   if (tokenizer) await fs.writeFile(`${path}.tokenizer`, tokenizer);
-  for (const file of templateFiles) await fs.writeFile(file.path, file.text, 'utf8');
+  await writeAjc1Templates(path, templates);
+}
+
+/** Writes the `.template*` sidecars of `file` for the templates given. */
+export async function writeAjc1Templates(file: string, templates: Ajc1Templates | undefined): Promise<void> {
+  if (!templates || typeof templates !== 'object') return;
+  for (const { suffix, key } of AJC1_TEMPLATES) {
+    const text = templates[key];
+    if (typeof text === 'string') await fs.writeFile(file + suffix, text, 'utf8');
+  }
 }
 
 function detect(probe: Probe): boolean {

@@ -13,6 +13,7 @@ import { bertTensorSpecs, BERT_NAMES } from '../architectures/bert';
 import { ByteCursor, checkNoOverlap, checkRange, fail } from './bytes';
 import { crc32, fnv1a32 } from './checksums';
 import type { FloatDType } from './dtype-convert';
+import { EMBD_METADATA_PREFIX } from './safetensors';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { requireTensor, runWriteJob, tensorsByName } from './write-job';
 
@@ -490,14 +491,19 @@ function sameValue(text: string | undefined, value: string): boolean {
 }
 
 /**
- * The metadata entries to write, in order: the source's own entries (EMBD sources), then any
- * required key it lacks, in the seed's order, then the configuration extras. Values that follow
- * from the configuration are rewritten only when they differ from it.
+ * The metadata entries to write, in order: the source's own entries (EMBD sources, or the
+ * `embd.*` __metadata__ of a safetensors file written from one), then any required key it lacks,
+ * in the seed's order, then the configuration extras. Values that follow from the configuration
+ * are rewritten only when they differ from it.
  */
 export function embdMetadataEntries(weights: ModelWeights, config: BertConfig, now = creationTime()): [string, string][] {
   const out = new Map<string, string>();
   if (weights.format === 'embd') {
     for (const [k, v] of Object.entries(weights.metadata)) if (typeof v === 'string') out.set(k, v);
+  } else if (weights.format === 'safetensors') {
+    for (const [k, v] of Object.entries(weights.metadata)) {
+      if (typeof v === 'string' && k.startsWith(EMBD_METADATA_PREFIX) && k.length > EMBD_METADATA_PREFIX.length) out.set(k.slice(EMBD_METADATA_PREFIX.length), v);
+    }
   }
   const setDerived = (key: string, value: string) => {
     if (!sameValue(out.get(key), value)) out.set(key, value);
@@ -522,6 +528,10 @@ export function embdMetadataEntries(weights: ModelWeights, config: BertConfig, n
   setDerived('pooling', config.pooling);
   setDerived('normalize', String(config.normalize));
   setDerived('max_seq_length', String(config.maxSeqLength));
+  // The reader lowercases unless told otherwise.
+  const tok = weights.tokenizer;
+  if (tok?.kind === 'wordpiece' && !tok.doLowerCase) out.set('do_lower_case', 'false');
+  else if (tok?.kind === 'wordpiece' && out.get('do_lower_case') === 'false') out.delete('do_lower_case');
   return [...out];
 }
 

@@ -12,18 +12,27 @@
  *
  * Without sentence-transformers files a BERT reads as mean pooling, no normalization and
  * max_seq_length = max_position_embeddings (a decision: what embedding users most often want).
+ *
+ * Two more architectures, so that their weights survive a trip through an HF folder:
+ * Moondream2 (model_type "moondream1" / HfMoondream, as vikhyatk/moondream2 publishes it; its
+ * config.json names no sizes, so absent keys are Moondream2's, and present ones use the MOON
+ * config.json keys) and the TLLM GPT model (model_type "tllm", our own: hidden_size,
+ * num_hidden_layers, num_attention_heads, intermediate_size, max_position_embeddings, vocab_size,
+ * dropout, layer_norm_eps).
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import type { BertConfig, DecoderConfig, ModelConfig } from '../weights';
+import type { BertConfig, DecoderConfig, ModelConfig, MoondreamConfig, TllmConfig } from '../weights';
 import { fail } from './bytes';
+import { moondreamConfigFromJson, moondreamConfigToJson } from './moon';
+import { validateTllmConfig } from './tllm';
 
 export type HfJson = Record<string, unknown>;
 
 /** config.json files above this are not configs. */
 const MAX_JSON_BYTES = 16 << 20;
 
-export type HfArchitecture = 'llama' | 'qwen3' | 'bert' | 'unknown';
+export type HfArchitecture = 'llama' | 'qwen3' | 'bert' | 'tllm' | 'moondream' | 'unknown';
 
 function isObject(v: unknown): v is HfJson {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -36,6 +45,8 @@ export function hfArchitecture(hf: HfJson): HfArchitecture {
   if (modelType === 'llama' || (!modelType && classes.some((c) => c.startsWith('Llama')))) return 'llama';
   if (modelType === 'qwen3' || (!modelType && classes.some((c) => c.startsWith('Qwen3') && !c.startsWith('Qwen3Moe')))) return 'qwen3';
   if (modelType === 'bert' || (!modelType && classes.some((c) => c.startsWith('Bert')))) return 'bert';
+  if (modelType === 'tllm') return 'tllm';
+  if (modelType === 'moondream1' || modelType === 'moondream' || (!modelType && classes.includes('HfMoondream'))) return 'moondream';
   return 'unknown';
 }
 
@@ -292,7 +303,48 @@ export function hfFilesFromBert(c: BertConfig): { config: HfJson; modules: HfJso
   };
 }
 
-/** Our config for any HF config.json: decoder, BERT or 'unknown'. */
+/** TllmConfig from our model_type "tllm" config.json. */
+export function tllmConfigFromHf(hf: HfJson, path?: string): TllmConfig {
+  const f = new Fields(hf, path);
+  const dropout = hf.dropout ?? 0;
+  if (typeof dropout !== 'number') return fail('BAD_HEADER', "config key 'dropout' has the wrong type", { path, expected: 'a number', found: dropout });
+  const config: TllmConfig = {
+    architecture: 'tllm',
+    hiddenSize: f.int('hidden_size'),
+    numLayers: f.int('num_hidden_layers'),
+    numHeads: f.int('num_attention_heads'),
+    intermediateSize: f.int('intermediate_size'),
+    maxSeqLen: f.int('max_position_embeddings'),
+    vocabSize: f.int('vocab_size'),
+    dropout,
+    layerNormEps: f.num('layer_norm_eps', 1e-5),
+  };
+  validateTllmConfig(config, path);
+  return config;
+}
+
+export function hfConfigFromTllm(c: TllmConfig): HfJson {
+  return {
+    architectures: ['TllmForCausalLM'],
+    model_type: 'tllm',
+    hidden_size: c.hiddenSize,
+    num_hidden_layers: c.numLayers,
+    num_attention_heads: c.numHeads,
+    intermediate_size: c.intermediateSize,
+    max_position_embeddings: c.maxSeqLen,
+    vocab_size: c.vocabSize,
+    dropout: c.dropout,
+    layer_norm_eps: c.layerNormEps,
+  };
+}
+
+/** config.json for Moondream2 weights: HF's identification plus the MOON config keys. */
+export function hfConfigFromMoondream(c: MoondreamConfig): HfJson {
+  const { format: _format, ...sizes } = moondreamConfigToJson(c);
+  return { architectures: ['HfMoondream'], model_type: 'moondream1', ...sizes };
+}
+
+/** Our config for any HF config.json: decoder, BERT, TLLM, Moondream or 'unknown'. */
 export function modelConfigFromHf(hf: HfJson, st: SentenceTransformersFiles = {}, path?: string): ModelConfig {
   switch (hfArchitecture(hf)) {
     case 'llama':
@@ -300,6 +352,10 @@ export function modelConfigFromHf(hf: HfJson, st: SentenceTransformersFiles = {}
       return decoderConfigFromHf(hf, path);
     case 'bert':
       return bertConfigFromHf(hf, st, path);
+    case 'tllm':
+      return tllmConfigFromHf(hf, path);
+    case 'moondream':
+      return moondreamConfigFromJson(hf, path);
     default:
       return { architecture: 'unknown' };
   }
@@ -379,6 +435,11 @@ export function writeHfFolderConfig(dir: string, config: ModelConfig, extra: HfJ
     fs.writeFileSync(nodePath.join(dir, 'sentence_bert_config.json'), jsonText(files.sentenceBert));
     fs.mkdirSync(nodePath.join(dir, '1_Pooling'), { recursive: true });
     fs.writeFileSync(nodePath.join(dir, '1_Pooling', 'config.json'), jsonText(files.pooling));
+    return true;
+  }
+  if (config.architecture === 'tllm' || config.architecture === 'moondream') {
+    const hf = config.architecture === 'tllm' ? hfConfigFromTllm(config) : hfConfigFromMoondream(config);
+    fs.writeFileSync(nodePath.join(dir, 'config.json'), jsonText({ ...hf, ...extra }));
     return true;
   }
   return false;

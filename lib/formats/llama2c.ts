@@ -18,8 +18,9 @@
  *
  * Writer: v0 (fp32). q/k rows are permuted back to interleaved order when the source is 'half';
  * the classifier is shared when the config ties it or its bytes equal the embedding's (as
- * export.py decides); the freq_cis blocks are copied from a v0 source of the same shape, else
- * computed in float64 and rounded to float32 (run.c never reads them).
+ * export.py decides); the freq_cis blocks are the source's metadata.ropeTables when they have the
+ * right shape (a v0 file, or a sepweight tree written from one), else computed in float64 and
+ * rounded to float32 (run.c never reads them).
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
@@ -162,7 +163,25 @@ interface Parsed {
   header: Llama2cHeader;
   config: DecoderConfig;
   tensors: TensorView[];
-  freqCis?: { byteOffset: number; byteLength: number };
+  ropeTables?: RopeTables;
+}
+
+/**
+ * v0's legacy RoPE tables (`freqs_cos`, `freqs_sin`, f32 [seq_len, head_size/2] each), kept in
+ * metadata.ropeTables so that a conversion that passes through another format (sepweight stores
+ * them in start/) can write the original bytes back: they were computed by torch in float32, whose
+ * cos/sin no other code reproduces bit for bit.
+ */
+export interface RopeTables {
+  cos: TensorView;
+  sin: TensorView;
+}
+
+/** weights.metadata.ropeTables when both are float32 [seqLen, half]; else undefined. */
+export function ropeTablesOf(weights: ModelWeights, seqLen: number, half: number): RopeTables | undefined {
+  const t = weights.metadata.ropeTables as RopeTables | undefined;
+  const fits = (v: TensorView | undefined) => v !== undefined && v.dtype === 'f32' && v.shape.length === 2 && v.shape[0] === seqLen && v.shape[1] === half && !v.transposed;
+  return t && fits(t.cos) && fits(t.sin) ? t : undefined;
 }
 
 function parse(src: MappedSource): Parsed {
@@ -191,17 +210,22 @@ function parse(src: MappedSource): Parsed {
   };
   const { before, after } = groups(config, header.version, header.shared);
   before.forEach(take);
-  let freqCis: Parsed['freqCis'];
+  let ropeTables: RopeTables | undefined;
   if (header.version === 0) {
-    const byteLength = header.seqLen * (config.headDim / 2) * 4 * 2;
-    freqCis = { byteOffset: cur.offset, byteLength };
-    cur.skip(byteLength, 'the legacy freq_cis blocks');
+    const shape = [header.seqLen, config.headDim / 2];
+    const byteLength = numel(shape) * 4;
+    const table = (name: string): TensorView => {
+      const byteOffset = cur.offset;
+      cur.skip(byteLength, `the legacy ${name} block`);
+      return { name, dtype: 'f32', shape, source: src, byteOffset, byteLength };
+    };
+    ropeTables = { cos: table('freqs_cos'), sin: table('freqs_sin') };
   }
   after.forEach(take);
   if (cur.remaining > 0) {
     fail('TRAILING_DATA', 'bytes follow the last tensor', { path, offset: cur.offset, expected: 0, found: cur.remaining });
   }
-  return { header, config, tensors, freqCis };
+  return { header, config, tensors, ropeTables };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -267,10 +291,10 @@ function findTokenizer(checkpoint: string, vocabSize: number): { path: string; t
 async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeights> {
   const src = mapFile(path);
   try {
-    const { header, config, tensors, freqCis } = parse(src);
+    const { header, config, tensors, ropeTables } = parse(src);
     const found = findTokenizer(path, config.vocabSize);
     const metadata: Record<string, unknown> = { version: header.version, sharedClassifier: header.shared };
-    if (freqCis) metadata.freqCis = freqCis;
+    if (ropeTables) metadata.ropeTables = ropeTables;
     if (found) metadata.tokenizerPath = found.path;
     return {
       format: 'llama2c',
@@ -334,13 +358,8 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   const config: DecoderConfig = { ...c, tieWordEmbeddings: shared };
   const headSize = c.hiddenSize / c.numHeads;
 
-  let freqCis: Buffer | undefined;
-  const meta = weights.metadata.freqCis as { byteOffset: number; byteLength: number } | undefined;
-  if (weights.format === 'llama2c' && meta && meta.byteLength === c.maxSeqLen * headSize * 4 && weights.sources.length === 1) {
-    const src = weights.sources[0].bytes;
-    if (meta.byteOffset >= 0 && meta.byteOffset + meta.byteLength <= src.length) freqCis = src.subarray(meta.byteOffset, meta.byteOffset + meta.byteLength);
-  }
-  freqCis ??= computeFreqCis(c.maxSeqLen, headSize);
+  const tables = ropeTablesOf(weights, c.maxSeqLen, headSize / 2);
+  const freqCis = tables ? Buffer.concat([viewBytes(tables.cos), viewBytes(tables.sin)]) : computeFreqCis(c.maxSeqLen, headSize);
 
   const { before, after } = groups(config, 0, shared);
   const count = (gs: Group[]) => gs.reduce((a, g) => a + g.names.length * numel(g.shape) * 4, 0);

@@ -24,11 +24,14 @@ import * as nodePath from 'node:path';
 import { UnsupportedError } from '../errors';
 import { DECODER_NAMES, decoderTensorShapes } from '../architectures/decoder';
 import { bertTensorSpecs } from '../architectures/bert';
+import { moondreamTensorSpecs } from '../architectures/moondream';
+import { tllmTensorSpecs } from '../architectures/tllm';
 import { mapFile, type MappedSource } from '../mapping';
-import { DTYPE_BYTES, numel, type DType, type ModelConfig, type ModelWeights, type TensorView } from '../weights';
+import { DTYPE_BYTES, numel, type DType, type ModelConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { ByteCursor, fail } from './bytes';
 import type { FloatDType } from './dtype-convert';
-import { readHfFolderConfig, readJsonFile, writeHfFolderConfig, type HfJson } from './hf-config';
+import { jsonText, readHfFolderConfig, readJsonFile, writeHfFolderConfig, type HfJson } from './hf-config';
+import { readHfVocabulary, wordPieceData } from './hf-vocab';
 import { permutedRowChunks, qkRowSources } from './rope-order';
 import { canonicalShape, rawChunks } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
@@ -38,6 +41,8 @@ import { runWriteJob } from './write-job';
 export const SAFETENSORS_MAX_HEADER_BYTES = 100_000_000;
 export const SAFETENSORS_INDEX = 'model.safetensors.index.json';
 export const SAFETENSORS_SINGLE = 'model.safetensors';
+/** __metadata__ keys that carry an EMBD source's metadata entries (`embd.created_at`, ...). */
+export const EMBD_METADATA_PREFIX = 'embd.';
 
 type PlainDType = Exclude<DType, 'q8_0' | 'ggml_q8_0'>;
 
@@ -192,45 +197,64 @@ function checkShape(t: TensorView, shape: number[]): void {
   }
 }
 
+/** moondream2 checkpoints also hold the region (detection/pointing) heads, which MOON does not keep. */
+function moondreamName(name: string): string | null {
+  return name.startsWith('model.region.') || name.startsWith('region.') ? null : name;
+}
+
+interface NamedSpec {
+  name: string;
+  shape: number[];
+  /** May be absent (a tied lm_head, BERT's pooler). */
+  optional: boolean;
+}
+
+/** What a known architecture's checkpoint holds, and how its file names map to canonical ones. */
+function architectureTensors(config: ModelConfig, views: TensorView[]): { specs: NamedSpec[]; rename: (name: string) => string | null } | undefined {
+  switch (config.architecture) {
+    case 'llama':
+    case 'qwen3': {
+      const prefixless = !views.some((v) => v.name.startsWith('model.'));
+      const required = new Set(decoderTensorShapes(config).map((s) => s.name));
+      const specs = decoderTensorShapes({ ...config, tieWordEmbeddings: false }).map((s) => ({ ...s, optional: !required.has(s.name) }));
+      return { specs, rename: (name) => decoderName(name, prefixless) };
+    }
+    case 'bert':
+      return { specs: bertTensorSpecs(config), rename: bertName };
+    case 'tllm':
+      return { specs: tllmTensorSpecs(config).map((s) => ({ name: s.name, shape: s.shape, optional: false })), rename: (name) => name };
+    case 'moondream':
+      return { specs: moondreamTensorSpecs(config).map((s) => ({ name: s.name, shape: s.shape, optional: false })), rename: moondreamName };
+    default:
+      return undefined;
+  }
+}
+
 function canonicalize(config: ModelConfig, views: TensorView[], path: string): TensorView[] {
-  if (config.architecture === 'llama' || config.architecture === 'qwen3') {
-    const prefixless = !views.some((v) => v.name.startsWith('model.'));
-    const specs = new Map(decoderTensorShapes({ ...config, tieWordEmbeddings: false }).map((s) => [s.name, s.shape]));
-    const out: TensorView[] = [];
-    for (const v of views) {
-      const name = decoderName(v.name, prefixless);
-      if (name === null) continue;
-      const shape = specs.get(name);
-      if (!shape) fail('BAD_NAME', `'${v.name}' is not a tensor of a ${config.architecture} model`, { path: v.source.path, offset: v.byteOffset, found: v.name });
-      const view = { ...v, name };
-      checkShape(view, shape);
-      out.push(view);
-    }
-    const have = new Set(out.map((v) => v.name));
-    for (const s of decoderTensorShapes(config)) {
-      if (!have.has(s.name)) fail('MISSING_TENSOR', `the checkpoint has no '${s.name}'`, { path, expected: s.name, found: 'absent' });
-    }
-    return out;
+  const arch = architectureTensors(config, views);
+  if (!arch) return views;
+  const specs = new Map(arch.specs.map((s) => [s.name, s]));
+  const out: TensorView[] = [];
+  for (const v of views) {
+    const name = arch.rename(v.name);
+    if (name === null) continue;
+    const spec = specs.get(name);
+    if (!spec) fail('BAD_NAME', `'${v.name}' is not a tensor of a ${config.architecture} model`, { path: v.source.path, offset: v.byteOffset, found: v.name });
+    const view = { ...v, name };
+    checkShape(view, spec.shape);
+    out.push(view);
   }
-  if (config.architecture === 'bert') {
-    const specs = new Map(bertTensorSpecs(config).map((s) => [s.name, s]));
-    const out: TensorView[] = [];
-    for (const v of views) {
-      const name = bertName(v.name);
-      if (name === null) continue;
-      const spec = specs.get(name);
-      if (!spec) fail('BAD_NAME', `'${v.name}' is not a tensor of a BERT encoder`, { path: v.source.path, offset: v.byteOffset, found: v.name });
-      const view = { ...v, name };
-      checkShape(view, spec.shape);
-      out.push(view);
-    }
-    const have = new Set(out.map((v) => v.name));
-    for (const s of bertTensorSpecs(config)) {
-      if (!s.optional && !have.has(s.name)) fail('MISSING_TENSOR', `the checkpoint has no '${s.name}'`, { path, expected: s.name, found: 'absent' });
-    }
-    return out;
+  const have = new Set(out.map((v) => v.name));
+  for (const s of arch.specs) {
+    if (!s.optional && !have.has(s.name)) fail('MISSING_TENSOR', `the checkpoint has no '${s.name}'`, { path, expected: s.name, found: 'absent' });
   }
-  return views;
+  return out;
+}
+
+/** A BERT folder's WordPiece vocabulary (vocab.txt or tokenizer.json), for writers that embed it (EMBD). */
+function bertVocabulary(dir: string): TokenizerData | undefined {
+  const v = readHfVocabulary(dir);
+  return v?.kind === 'wordpiece' ? wordPieceData(v) : undefined;
 }
 
 async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeights> {
@@ -263,7 +287,8 @@ async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeig
     const hf = readHfFolderConfig(where.configDir);
     const config: ModelConfig = hf?.config ?? { architecture: 'unknown' };
     const tensors = canonicalize(config, views, path);
-    return { format: 'safetensors', path, architecture: config.architecture, config, tensors, metadata, sources };
+    const tokenizer = config.architecture === 'bert' ? bertVocabulary(where.configDir) : undefined;
+    return { format: 'safetensors', path, architecture: config.architecture, config, tensors, metadata, ...(tokenizer ? { tokenizer } : {}), sources };
   } catch (error) {
     for (const s of sources) s.close();
     throw error;
@@ -330,6 +355,9 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   const metadata: Record<string, string> = { format: 'pt' };
   if (weights.format === 'safetensors') {
     for (const [k, v] of Object.entries(weights.metadata)) if (typeof v === 'string') metadata[k] = v;
+  } else if (weights.format === 'embd') {
+    // EMBD's metadata entries (model name, created_at, ...) ride along, in order, for the way back.
+    for (const [k, v] of Object.entries(weights.metadata)) if (typeof v === 'string') metadata[`${EMBD_METADATA_PREFIX}${k}`] = v;
   }
   const header = encodeHeader(planned, metadata);
   const total = 8 + header.length + planned.reduce((a, p) => a + p.byteLength, 0);
@@ -348,7 +376,29 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   const dtypes = new Set(planned.map((p) => p.dtype));
   const torchDtype = dtypes.has('f32') ? 'float32' : dtypes.has('bf16') ? 'bfloat16' : dtypes.has('f16') ? 'float16' : undefined;
   const config = c.architecture === 'llama' || c.architecture === 'qwen3' ? { ...c, ropePairing: 'half' as const } : c;
-  writeHfFolderConfig(nodePath.dirname(nodePath.resolve(path)), config, torchDtype ? { torch_dtype: torchDtype } : {});
+  const dir = nodePath.dirname(nodePath.resolve(path));
+  writeHfFolderConfig(dir, config, torchDtype ? { torch_dtype: torchDtype } : {});
+  if (c.architecture === 'bert' && weights.tokenizer?.kind === 'wordpiece') writeBertVocabulary(dir, weights.tokenizer);
+}
+
+/** vocab.txt (one token per line, id = line) and the tokenizer_config.json naming its special tokens. */
+function writeBertVocabulary(dir: string, t: Extract<TokenizerData, { kind: 'wordpiece' }>): void {
+  const bad = t.tokens.findIndex((tok) => /[\r\n]|\s$/u.test(tok));
+  if (bad >= 0) throw new UnsupportedError(`token ${bad} (${JSON.stringify(t.tokens[bad])}) cannot be written to vocab.txt (a line break or trailing space)`);
+  const s = t.specialIds;
+  fs.writeFileSync(nodePath.join(dir, 'vocab.txt'), t.tokens.map((tok) => `${tok}\n`).join(''));
+  fs.writeFileSync(
+    nodePath.join(dir, 'tokenizer_config.json'),
+    jsonText({
+      tokenizer_class: 'BertTokenizer',
+      do_lower_case: t.doLowerCase,
+      unk_token: t.tokens[s.unk],
+      sep_token: t.tokens[s.sep],
+      pad_token: t.tokens[s.pad],
+      cls_token: t.tokens[s.cls],
+      mask_token: t.tokens[s.mask],
+    }),
+  );
 }
 
 function detect(probe: Probe): boolean {

@@ -22,7 +22,10 @@
  * order when the source pairs interleaved (recorded as 'half'); end/lm_head.weight.npy is always
  * written, as a copy of the embedding when tied, so that a node holding only end/ can compute
  * logits (config.json still says tie_word_embeddings). A llama2.c-style scored vocabulary is
- * written as tokenizer.bin and referenced from config.json.
+ * written as tokenizer.bin, an ajc1 one as model.tokenizer with its model.template* files beside
+ * it, and referenced from config.json. A llama2.c source's RoPE tables (its legacy freq_cis
+ * blocks, metadata.ropeTables) go to start/freqs_cos.npy and start/freqs_sin.npy (float32), and
+ * come back from there into metadata.ropeTables, so that .bin -> tree -> .bin is byte-identical.
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
@@ -31,7 +34,8 @@ import { DECODER_NAMES, decoderTensorShapes } from '../architectures/decoder';
 import type { DecoderConfig, ModelConfig, ModelWeights, TensorView, TokenizerData } from '../weights';
 import { fail } from './bytes';
 import { decoderConfigFromHf, hfArchitecture, hfConfigFromDecoder, jsonText, readJsonFile, type HfJson } from './hf-config';
-import { encodeLlama2cTokenizer, readLlama2cTokenizer } from './llama2c';
+import { encodeAjc1Tokenizer, parseAjc1Tokenizer, readAjc1Templates, writeAjc1Templates, type Ajc1Templates } from './ajc1';
+import { encodeLlama2cTokenizer, readLlama2cTokenizer, ropeTablesOf, type RopeTables } from './llama2c';
 import { mapNpy, npyFileSize, writeNpyFile, type NpyWritableDType } from './npy';
 import { permutedRowChunks, qkRowSources } from './rope-order';
 import { canonicalShape } from './tensor-data';
@@ -146,8 +150,15 @@ function canonicalName(scheme: KeyScheme, part: Part, stem: string, layer: numbe
   return META_MID[stem]?.(layer);
 }
 
+/** start/ stems of the RoPE tables a llama2.c source carries (its legacy freq_cis blocks). */
+const ROPE_TABLE_STEMS = { cos: 'freqs_cos', sin: 'freqs_sin' } as const;
+
+/** Where a tree keeps an ajc1 source's `.tokenizer` (its `.template*` files beside it). */
+const AJC1_TOKENIZER_FILE = 'model.tokenizer';
+
 /** The stem (file name without .npy) of a canonical decoder name in the hf scheme. */
 function hfStem(name: string): { part: Part; layer?: number; stem: string } {
+  if (name === ROPE_TABLE_STEMS.cos || name === ROPE_TABLE_STEMS.sin) return { part: 'start', stem: name };
   if (name === DECODER_NAMES.embed) return { part: 'start', stem: 'embed_tokens.weight' };
   if (name === DECODER_NAMES.norm) return { part: 'end', stem: 'norm.weight' };
   if (name === DECODER_NAMES.lmHead) return { part: 'end', stem: 'lm_head.weight' };
@@ -298,19 +309,26 @@ function validateDecoder(root: string, config: DecoderConfig, tensors: TensorVie
   }
 }
 
-/** The tokenizer config.json points at (llama2.c format), or tokenizer.bin at the root. */
-function treeTokenizer(root: string, hf: HfJson | undefined, vocabSize: number | undefined): TokenizerData | undefined {
+/**
+ * The tokenizer config.json points at (a llama2.c tokenizer.bin, or an ajc1 `.tokenizer` whose
+ * `.template*` files sit beside it), or tokenizer.bin at the root.
+ */
+async function treeTokenizer(root: string, hf: HfJson | undefined, vocabSize: number): Promise<{ tokenizer?: TokenizerData; templates?: Ajc1Templates }> {
   const entry = hf?.tokenizer;
   let file: string | undefined;
+  let ajc1 = false;
   if (typeof entry === 'object' && entry !== null && typeof (entry as HfJson).path === 'string') {
     const format = (entry as HfJson).format;
-    if (typeof format === 'string' && !format.toLowerCase().startsWith('llama2.c')) return undefined;
+    ajc1 = typeof format === 'string' && format.toLowerCase().startsWith('ajc1');
+    if (typeof format === 'string' && !ajc1 && !format.toLowerCase().startsWith('llama2.c')) return {};
     file = nodePath.resolve(root, (entry as HfJson).path as string);
   } else if (fs.existsSync(nodePath.join(root, 'tokenizer.bin'))) {
     file = nodePath.join(root, 'tokenizer.bin');
   }
-  if (!file || !fs.existsSync(file) || !fs.statSync(file).isFile()) return undefined;
-  return readLlama2cTokenizer(file, vocabSize);
+  if (!file || !fs.existsSync(file) || !fs.statSync(file).isFile()) return {};
+  if (!ajc1) return { tokenizer: readLlama2cTokenizer(file, vocabSize) };
+  const templates = await readAjc1Templates(file.replace(/\.tokenizer$/, ''));
+  return { tokenizer: parseAjc1Tokenizer(fs.readFileSync(file), file, vocabSize), ...(Object.keys(templates).length ? { templates } : {}) };
 }
 
 async function read(root: string, options: ReadOptions = {}): Promise<ModelWeights> {
@@ -345,7 +363,12 @@ async function read(root: string, options: ReadOptions = {}): Promise<ModelWeigh
     }
     metadata.keyScheme = scheme;
     const tensors: TensorView[] = [];
+    const tables: Partial<RopeTables> = {};
     for (const f of files) {
+      if (f.part === 'start' && (f.stem === ROPE_TABLE_STEMS.cos || f.stem === ROPE_TABLE_STEMS.sin)) {
+        tables[f.stem === ROPE_TABLE_STEMS.cos ? 'cos' : 'sin'] = { ...f.view, name: f.stem };
+        continue;
+      }
       const name = canonicalName(scheme, f.part, f.stem, f.layer);
       if (name === null) continue;
       if (name === undefined) {
@@ -355,7 +378,9 @@ async function read(root: string, options: ReadOptions = {}): Promise<ModelWeigh
     }
     const config = decoderConfigOf(root, hf, scheme, files, numLayers);
     validateDecoder(root, config, tensors, spec.begin, layers, spec.end);
-    const tokenizer = treeTokenizer(root, hf, config.vocabSize);
+    if (tables.cos && tables.sin) metadata.ropeTables = tables;
+    const { tokenizer, templates } = await treeTokenizer(root, hf, config.vocabSize);
+    if (templates) metadata.templates = templates;
     return { format: 'sepweight', path: root, architecture: config.architecture, config, tensors, metadata, ...(tokenizer ? { tokenizer } : {}), sources };
   } catch (error) {
     for (const f of files) f.view.source.close();
@@ -386,18 +411,25 @@ async function write(weights: ModelWeights, root: string, options: WriteOptions 
   const config: DecoderConfig = { ...c, ropePairing: 'half' };
 
   const extra: HfJson = { torch_dtype: dtype === 'f32' ? 'float32' : 'float16', sepweight_key_scheme: 'hf', rope_pairing: 'half' };
-  const tokenizer = weights.tokenizer?.kind === 'scored' && weights.tokenizer.style === 'llama2c' ? weights.tokenizer : undefined;
+  const tokenizer = weights.tokenizer?.kind === 'scored' ? weights.tokenizer : undefined;
+  const ajc1 = tokenizer?.style === 'ajc1';
   if (tokenizer) {
     extra.tokenizer = {
-      format: 'llama2.c tokenizer.bin',
-      path: 'tokenizer.bin',
+      format: ajc1 ? 'ajc1 .tokenizer' : 'llama2.c tokenizer.bin',
+      path: ajc1 ? AJC1_TOKENIZER_FILE : 'tokenizer.bin',
       vocab_size: tokenizer.tokens.length,
       ...(tokenizer.bosId !== undefined ? { bos_token_id: tokenizer.bosId } : {}),
       ...(tokenizer.eosId !== undefined ? { eos_token_id: tokenizer.eosId } : {}),
     };
   }
+  // A llama2.c source's RoPE tables go to start/ (f32 whatever the dtype), for the way back.
+  const tables = ropeTablesOf(weights, c.maxSeqLen, c.headDim / 2);
+  if (tables) {
+    plan.push({ name: ROPE_TABLE_STEMS.cos, shape: tables.cos.shape, view: tables.cos }, { name: ROPE_TABLE_STEMS.sin, shape: tables.sin.shape, view: tables.sin });
+  }
+  const fileDtype = (name: string): NpyWritableDType => (name === ROPE_TABLE_STEMS.cos || name === ROPE_TABLE_STEMS.sin ? 'f32' : dtype);
 
-  const totalBytes = plan.reduce((a, p) => a + npyFileSize(dtype, p.shape), 0);
+  const totalBytes = plan.reduce((a, p) => a + npyFileSize(fileDtype(p.name), p.shape), 0);
   let done = 0;
   fs.mkdirSync(root, { recursive: true });
   for (const p of plan) {
@@ -411,10 +443,16 @@ async function write(weights: ModelWeights, root: string, options: WriteOptions 
     };
     const rows = qkRowSources(c, p.name, 'half');
     const view = { ...p.view, name: p.name };
-    await writeNpyFile(nodePath.join(dir, `${where.stem}.npy`), view, dtype, fileOptions, rows ? permutedRowChunks(view, rows) : undefined);
-    done += npyFileSize(dtype, p.shape);
+    await writeNpyFile(nodePath.join(dir, `${where.stem}.npy`), view, fileDtype(p.name), fileOptions, rows ? permutedRowChunks(view, rows) : undefined);
+    done += npyFileSize(fileDtype(p.name), p.shape);
   }
-  if (tokenizer) fs.writeFileSync(nodePath.join(root, 'tokenizer.bin'), encodeLlama2cTokenizer(tokenizer));
+  if (tokenizer && ajc1) {
+    const file = nodePath.join(root, AJC1_TOKENIZER_FILE);
+    fs.writeFileSync(file, encodeAjc1Tokenizer(tokenizer, c.bosTokenId ?? 0, c.eosTokenIds?.[0] ?? 0));
+    await writeAjc1Templates(file.replace(/\.tokenizer$/, ''), weights.metadata.templates as Ajc1Templates | undefined);
+  } else if (tokenizer) {
+    fs.writeFileSync(nodePath.join(root, 'tokenizer.bin'), encodeLlama2cTokenizer(tokenizer));
+  }
   fs.writeFileSync(nodePath.join(root, 'config.json'), jsonText(hfConfigFromDecoder(config, extra)));
 }
 

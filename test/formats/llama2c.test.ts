@@ -77,7 +77,11 @@ describe('llama2.c v0: stories260K.bin', () => {
     expect(findTensor(w, 'model.layers.0.self_attn.k_proj.weight')!.shape).toEqual([32, 64]);
     expect(findTensor(w, 'model.layers.4.mlp.down_proj.weight')!.shape).toEqual([64, 172]);
     expect(findTensor(w, 'model.layers.4.mlp.up_proj.weight')!.shape).toEqual([172, 64]);
-    expect(w.metadata.freqCis).toEqual({ byteOffset: freqCis[0], byteLength: freqCis[1] - freqCis[0] });
+    // The legacy tables: freqs_cos then freqs_sin, f32 [seq_len, head_size / 2] each.
+    const half = (freqCis[1] - freqCis[0]) / 2;
+    const tables = w.metadata.ropeTables as { cos: { byteOffset: number; byteLength: number; shape: number[] }; sin: { byteOffset: number; byteLength: number; shape: number[] } };
+    expect([tables.cos.byteOffset, tables.cos.byteLength, tables.cos.shape]).toEqual([freqCis[0], half, [512, 4]]);
+    expect([tables.sin.byteOffset, tables.sin.byteLength, tables.sin.shape]).toEqual([freqCis[0] + half, half, [512, 4]]);
     expect(freqCis[1]).toBe(fs.statSync(STORIES_BIN).size);
   });
 
