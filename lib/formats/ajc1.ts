@@ -382,4 +382,5 @@ export const ajc1Format: FormatModule = {
   detect,
   read,
   write,
+  quantTypes: ['q8_0'],
 };

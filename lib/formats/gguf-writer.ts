@@ -21,7 +21,7 @@ import { numel, type ModelWeights, type TensorView, type TokenizerData } from '.
 import type { FloatDType } from './dtype-convert';
 import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggufTensorName } from './gguf';
 import { permutedRowChunks, qkRowSources } from './rope-order';
-import { canonicalShape, rawChunks } from './tensor-data';
+import { canonicalShape, rawChunks, releasePages } from './tensor-data';
 import type { WriteOptions } from './types';
 import { runWriteJob } from './write-job';
 
@@ -189,6 +189,8 @@ function decoderKvs(weights: ModelWeights): KvEntry[] {
 
 interface Planned {
   name: string;
+  /** The source tensor, when there is one (its pages are released once written). */
+  view?: TensorView;
   /** innermost first */
   dims: number[];
   ggmlType: number;
@@ -199,6 +201,10 @@ interface Planned {
 const FLOAT_TYPES: Record<FloatDType, number> = { f32: 0, f16: 1, bf16: 30 };
 
 function planTensor(weights: ModelWeights, view: TensorView, options: WriteOptions): Planned {
+  return { ...planTensorBytes(weights, view, options), view };
+}
+
+function planTensorBytes(weights: ModelWeights, view: TensorView, options: WriteOptions): Planned {
   const c = weights.config;
   const shape = canonicalShape(view);
   const dims = [...shape].reverse();
@@ -301,6 +307,7 @@ export async function writeGguf(weights: ModelWeights, path: string, options: Wr
       if ('view' in out) await job.writeTensor(out.view, out.dtype, false);
       else if ('floats' in out) await job.writeFloats(out.floats, out.dtype, t.name);
       else await job.writeRaw(out, t.name);
+      if (t.view) releasePages(t.view);
     }
   });
 }

@@ -4,7 +4,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { WeightFormatError } from '../errors';
+import { UnsupportedError, WeightFormatError } from '../errors';
 import type { FormatName, ModelWeights } from '../weights';
 import { ajc1Format } from './ajc1';
 import { embdFormat } from './embd';
@@ -80,6 +80,13 @@ export async function writeWeights(
 ): Promise<void> {
   const module = formatModule(options.format);
   if (!module.write) throw new RangeError(`weightmap cannot write ${module.title}`);
+  const quantTypes = module.quantTypes ?? [];
+  if (options.quant !== undefined && !quantTypes.includes(options.quant)) {
+    throw new UnsupportedError(`${module.title} stores no ${options.quant} weights${quantTypes.length ? ` (it stores ${quantTypes.join(', ')})` : ''}`);
+  }
+  if (options.groupSize !== undefined && quantTypes.length === 0) {
+    throw new UnsupportedError(`${module.title} stores no quantized weights: a group size does not apply`);
+  }
   fs.mkdirSync(path.dirname(path.resolve(outPath)), { recursive: true });
   await module.write(weights, outPath, options);
 }

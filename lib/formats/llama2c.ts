@@ -29,7 +29,7 @@ import { DECODER_NAMES, decoderTensorShapes } from '../architectures/decoder';
 import { mapFile, type MappedSource } from '../mapping';
 import { numel, type DecoderConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { ByteCursor, fail } from './bytes';
-import { viewBytes } from './tensor-data';
+import { releasePages, viewBytes } from './tensor-data';
 import { permutedRowChunks, qkRowSources } from './rope-order';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { requireTensor, runWriteJob, tensorsByName } from './write-job';
@@ -376,6 +376,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
         const rows = qkRowSources(c, name, 'interleaved');
         if (rows) await job.writeFloats(permutedRowChunks(view, rows), 'f32', name);
         else await job.writeTensor(view, 'f32', false);
+        releasePages(view);
       }
     };
     for (const g of before) await emit(g);

@@ -14,7 +14,7 @@ import { mapFile, type MappedSource } from '../mapping';
 import { DTYPE_BYTES, numel, type DType, type ModelWeights, type TensorView } from '../weights';
 import { fail } from './bytes';
 import type { FloatDType } from './dtype-convert';
-import { canonicalShape } from './tensor-data';
+import { canonicalShape, releasePages } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { runWriteJob, type WriteJob } from './write-job';
 
@@ -347,6 +347,7 @@ export async function writeNpyFile(
     await job.write(header, view.name);
     if (rows) await job.writeFloats(rows, dtype as FloatDType, view.name);
     else await job.writeTensor(view, dtype as FloatDType, false);
+    releasePages(view);
   });
 }
 

@@ -43,4 +43,6 @@ export interface FormatModule {
   read(path: string, options?: ReadOptions): Promise<ModelWeights>;
   /** Writes `weights` as this format; absent for read-only formats. */
   write?(weights: ModelWeights, path: string, options?: WriteOptions): Promise<void>;
+  /** The WriteOptions.quant values (and so groupSize) the writer honours; absent: none. */
+  quantTypes?: readonly NonNullable<WriteOptions['quant']>[];
 }
