@@ -8,12 +8,12 @@ import * as path from 'node:path';
 
 export interface RawTensor {
   name: string;
-  dtype: 'F32' | 'F16' | 'BF16';
+  dtype: 'F32' | 'F16' | 'BF16' | 'I64';
   shape: number[];
   data: Uint8Array;
 }
 
-const ELEMENT_BYTES = { F32: 4, F16: 2, BF16: 2 } as const;
+const ELEMENT_BYTES = { F32: 4, F16: 2, BF16: 2, I64: 8 } as const;
 
 /** A .safetensors file as the reference implementation lays it out: u64 header length, JSON padded with spaces, data in the order given. */
 export function writeSafetensors(file: string, tensors: RawTensor[], metadata?: Record<string, string>): void {
@@ -97,7 +97,33 @@ export function moonRecords(bytes: Buffer): MoonRecord[] {
   return out;
 }
 
-/** Bytes of every file under `dir`, by path relative to it. */
+export interface EmbdTensor {
+  name: string;
+  dtype: number;
+  shape: number[];
+  data: Uint8Array;
+}
+
+/**
+ * The tensors of an EMBD file (§3.5): 32-byte descriptors at `indexOffset` (u32 hash, u8 dtype,
+ * u8 ndim, u16 name_length, u32 shape[4], u64 data_offset relative to `dataOffset`), then the names.
+ */
+export function embdTensors(bytes: Buffer, indexOffset: number, count: number, dataOffset: number): EmbdTensor[] {
+  let names = indexOffset + 32 * count;
+  return Array.from({ length: count }, (_, i) => {
+    const d = indexOffset + 32 * i;
+    const ndim = bytes[d + 5];
+    const nameLength = bytes.readUInt16LE(d + 6);
+    const shape = Array.from({ length: ndim }, (_, k) => bytes.readUInt32LE(d + 8 + 4 * k));
+    const at = dataOffset + Number(bytes.readBigUInt64LE(d + 24));
+    const name = bytes.subarray(names, names + nameLength).toString('utf8');
+    names += nameLength;
+    const size = shape.reduce((a, b) => a * b, 1) * [4, 2, 2, 4, 2, 1, 4, 2, 1][bytes[d + 4]];
+    return { name, dtype: bytes[d + 4], shape, data: bytes.subarray(at, at + size) };
+  });
+}
+
+/** Every file under `dir`, by path relative to it, sorted. */
 export function listFiles(dir: string, base = dir): string[] {
   return fs
     .readdirSync(dir, { withFileTypes: true })
