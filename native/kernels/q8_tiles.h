@@ -32,43 +32,75 @@
 
 constexpr int64_t kQ8WeightBlockBytes = 128 << 10;  // relaid weight rows per block (L2-resident)
 
+inline int64_t Q8Align64(int64_t bytes) { return (bytes + 63) & ~int64_t(63); }
+
 // ---------------------------------------------------------------- matvec (m == 1)
-// One weight row. Two f32 accumulators (even and odd groups), so consecutive groups do not wait
-// on each other's multiply-add.
+// Memory-bound: the weights stream once, in address order (one row after another; rows read
+// side by side in group-sized pieces defeat the hardware prefetchers), so the loop only has to
+// keep up with DRAM. Per group: its int32 lanes from dot() over the group's vectors, then
+// acc += cvt(lanes) · (w_s·x_s), with four accumulators so that consecutive groups do not wait on
+// each other's multiply-add. Prepared once per call or per block of rows, not per group:
+//  * kBias: per group and int32 lane, -128·Σ of the activations that lane multiplies
+//    (corr [groups][lanes]), the dot's starting value: every lane then holds exactly
+//    Σ w·x over its bytes (w ^ 0x80 = w + 128 contributes 128·x too much per byte);
+//  * the scale products w_s·x_s of kQ8MatvecBlockRows rows at a time (cs [rows][groups]).
+constexpr int64_t kQ8MatvecBlockRows = 16;
+
 template <class Q>
-float Q8MatvecRow(const int8_t* w, const float* ws, const int8_t* xq, const float* xs, const int32_t* corr,
-                  int64_t groups, int group) {
+float Q8MatvecRow(const int8_t* w, const float* cs, const int8_t* xq, const int32_t* corr, int64_t groups,
+                  int group) {
   using A = typename Q::A;
   using FV = typename Q::FV;
+  constexpr int L = Q::kBytes / 4;
   const int vecs = group / Q::kBytes;
-  FV acc[2] = {Q::fzero(), Q::fzero()};
-  for (int64_t g = 0; g < groups; ++g) {
-    A ia = Q::kBias ? Q::acc_lane0(corr[g]) : Q::acc_zero();
+  FV acc[4] = {Q::fzero(), Q::fzero(), Q::fzero(), Q::fzero()};
+  auto one = [&](int64_t g, FV& a) {
+    A ia = Q::kBias ? Q::acc_ld(corr + g * L) : Q::acc_zero();
     const int64_t off = g * group;
     for (int v = 0; v < vecs; ++v)
       ia = Q::dot(ia, Q::prep_raw(Q::ld(w + off + v * Q::kBytes)), Q::ld(xq + off + v * Q::kBytes));
-    acc[g & 1] = Q::ffma(Q::cvt(ia), Q::fset1(ws[g] * xs[g]), acc[g & 1]);
+    a = Q::ffma(Q::cvt(ia), Q::fset1(cs[g]), a);
+  };
+  int64_t g = 0;
+  for (; g + 4 <= groups; g += 4) {
+    one(g, acc[0]);
+    one(g + 1, acc[1]);
+    one(g + 2, acc[2]);
+    one(g + 3, acc[3]);
   }
-  return Q::freduce(acc[0]) + Q::freduce(acc[1]);
+  for (; g < groups; ++g) one(g, acc[0]);
+  // a·1 + b: the exact sum rounded once (the traits have no plain vector add)
+  return Q::freduce(Q::ffma(acc[0], Q::fset1(1.0f), acc[1])) + Q::freduce(Q::ffma(acc[2], Q::fset1(1.0f), acc[3]));
 }
 
 // Needs group % Q::kBytes == 0.
 template <class Q>
 void Q8Matvec(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t cols,
               int group, int64_t r0, int64_t r1) {
+  constexpr int L = Q::kBytes / 4;
   const int64_t groups = cols / group;
-  int32_t* corr = nullptr;
-  if (Q::kBias) {
-    corr = static_cast<int32_t*>(Scratch(kScratchA, sizeof(int32_t) * size_t(groups)));
-    for (int64_t g = 0; g < groups; ++g) {
-      int32_t sum = 0;
-      for (int i = 0; i < group; ++i) sum += xq[g * group + i];
-      corr[g] = -128 * sum;
-    }
+  if (r1 <= r0) return;
+  const int64_t corr_bytes = Q::kBias ? Q8Align64(groups * L * int64_t(sizeof(int32_t))) : 0;
+  uint8_t* buf = static_cast<uint8_t*>(
+      Scratch(kScratchA, size_t(corr_bytes + kQ8MatvecBlockRows * groups * int64_t(sizeof(float)))));
+  int32_t* corr = reinterpret_cast<int32_t*>(buf);
+  float* cs = reinterpret_cast<float*>(buf + corr_bytes);
+  if constexpr (Q::kBias) {
+    for (int64_t g = 0; g < groups; ++g)
+      for (int l = 0; l < L; ++l) {
+        int32_t sum = 0;
+        for (int v = 0; v < group / Q::kBytes; ++v)
+          for (int b = 0; b < 4; ++b) sum += xq[g * group + v * Q::kBytes + 4 * l + b];
+        corr[g * L + l] = -128 * sum;
+      }
   }
-  // One row at a time, so the weights are read in address order: rows interleaved in
-  // group-sized pieces defeat the hardware prefetchers (3-4 GB/s instead of 12+ from DRAM).
-  for (int64_t r = r0; r < r1; ++r) y[r] = Q8MatvecRow<Q>(wq + r * cols, ws + r * groups, xq, xs, corr, groups, group);
+  for (int64_t b0 = r0; b0 < r1; b0 += kQ8MatvecBlockRows) {
+    const int64_t rows = (r1 - b0) < kQ8MatvecBlockRows ? (r1 - b0) : kQ8MatvecBlockRows;
+    for (int64_t a = 0; a < rows; ++a)
+      for (int64_t g = 0; g < groups; ++g) cs[a * groups + g] = ws[(b0 + a) * groups + g] * xs[g];
+    for (int64_t a = 0; a < rows; ++a)
+      y[b0 + a] = Q8MatvecRow<Q>(wq + (b0 + a) * cols, cs + a * groups, xq, corr, groups, group);
+  }
 }
 
 // ---------------------------------------------------------------- matmul (prefill)
@@ -159,8 +191,6 @@ void Q8MatmulTileAny(int rr, int mm, const uint8_t* wr, const float* wsr, const 
   }
   Q8MatmulTile<Q, R, M>(wr, wsr, xr, xsr, corr, l, y, ldy, i0, r);
 }
-
-inline int64_t Q8Align64(int64_t bytes) { return (bytes + 63) & ~int64_t(63); }
 
 // Needs group % 4 == 0. R×M: weight rows × activation rows per register tile.
 template <class Q, int R, int M>
