@@ -17,6 +17,8 @@ import { orientedF32Chunks, releasePages } from './tensor-data';
 
 /** Elements per chunk of q8Chunks (4 Mi: 4 MiB of int8 out). */
 const Q8_CHUNK_ELEMENTS = 4 << 20;
+/** Chunks quantized at once (libuv's pool has 4 threads; file writes need one). */
+const IN_FLIGHT = 2;
 
 /**
  * Q8_0 of `values` (a whole number of groups) into `q` and `scales`, in float32 arithmetic as
@@ -94,10 +96,19 @@ export async function* q8Chunks(view: TensorView, groupSize: number, chunkElemen
     done.catch(() => undefined);
     return done;
   };
-  let next = n > 0 ? start(0) : undefined;
+  // Up to IN_FLIGHT chunks are being quantized (on as many pool threads) while the caller writes.
+  const pending: Promise<Q8Chunk>[] = [];
+  let started = 0;
+  const fill = () => {
+    while (pending.length < IN_FLIGHT && started < n) {
+      pending.push(start(started));
+      started += chunk;
+    }
+  };
+  fill();
   for (let at = 0; at < n; at += chunk) {
-    const current = await next!;
-    next = at + chunk < n ? start(at + chunk) : undefined;
+    const current = await pending.shift()!;
+    fill();
     yield current;
     releasePages(view, view.byteOffset + at * elementBytes, current.q.length * elementBytes);
   }

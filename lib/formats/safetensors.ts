@@ -33,7 +33,7 @@ import type { FloatDType } from './dtype-convert';
 import { jsonText, readHfFolderConfig, readJsonFile, writeHfFolderConfig, type HfJson } from './hf-config';
 import { readHfVocabulary, wordPieceData } from './hf-vocab';
 import { permutedRowChunks, qkRowSources } from './rope-order';
-import { canonicalShape, rawChunks, releasePages } from './tensor-data';
+import { canonicalShape, releasePages } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { runWriteJob } from './write-job';
 
@@ -367,7 +367,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
     await job.write(length);
     await job.write(header);
     for (const p of planned) {
-      if (p.mode === 'raw') await job.writeRaw(rawChunks(p.view), p.view.name);
+      if (p.mode === 'raw') await job.copyView(p.view);
       else if (p.mode === 'permuted') await job.writeFloats(permutedRowChunks(p.view, p.rows!), p.dtype as FloatDType, p.view.name);
       else await job.writeTensor(p.view, p.dtype as FloatDType, false);
       releasePages(p.view);

@@ -48,9 +48,19 @@ export class WriteJob {
    */
   async writeTensor(view: TensorView, dtype: FloatDType, storeTransposed = false): Promise<void> {
     const sameOrientation = (view.transposed ?? false) === storeTransposed || view.shape.length < 2;
-    if (view.dtype === dtype && sameOrientation) await this.writeRaw(rawChunks(view), view.name);
+    if (view.dtype === dtype && sameOrientation) await this.copyView(view);
     else await this.writeFloats(orientedF32Chunks(view, storeTransposed && view.shape.length >= 2), dtype, view.name);
     releasePages(view);
+  }
+
+  /** Copies a view's bytes unchanged, releasing the source pages of each chunk once it is written. */
+  async copyView(view: TensorView): Promise<void> {
+    let at = view.byteOffset;
+    for (const chunk of rawChunks(view)) {
+      await this.write(chunk, view.name);
+      releasePages(view, at, chunk.length);
+      at += chunk.length;
+    }
   }
 
   /** Writes raw chunks unchanged. */

@@ -183,4 +183,3 @@ describe('native Q8_0 = the JavaScript reference, bit for bit', () => {
     await expect(q(file, 3, 'f32', 64, 32, new Int8Array(64), new Float32Array(2))).resolves.toBeUndefined();
   });
 });
-});
