@@ -69,6 +69,8 @@ export declare class GptSession {
   readonly cacheBytes: number;
   /** Appends ids at `position`; logits [V] of the last id, or [ids.length, V]. */
   eval(ids: Int32Array, allLogits: boolean): Promise<Float32Array>;
+  /** eval() of ids, then the next token drawn in the same worker (`recent` = penalty window). */
+  step(ids: Int32Array, sampler: Sampler, params?: NativeSamplingParams, recent?: Int32Array): Promise<number>;
   truncate(n: number): void;
   abort(): void;
   dispose(): void;
@@ -100,6 +102,8 @@ export declare class PhiSession {
    * bidirectionally (the whole prefix must be in one call from position 0).
    */
   eval(input: Int32Array | Float32Array, logits: 'none' | 'last' | 'all', prefix: number): Promise<Float32Array>;
+  /** eval() of token ids, then the next token drawn in the same worker (`recent` = penalty window). */
+  step(ids: Int32Array, sampler: Sampler, params?: NativeSamplingParams, recent?: Int32Array): Promise<number>;
   truncate(n: number): void;
   abort(): void;
   dispose(): void;

@@ -8,7 +8,10 @@ import { FileSink } from './sink';
 import { encodeFloats, type FloatDType } from './dtype-convert';
 import type { ModelWeights, TensorView } from '../weights';
 import { fail } from './bytes';
-import { canonicalShape, orientedF32Chunks, rawChunks, releasePages } from './tensor-data';
+import { canonicalShape, f32Chunks, orientedF32Chunks, rawChunks, releasePages } from './tensor-data';
+
+/** Bytes per element of the float dtypes stored one element after another. */
+const PLAIN_BYTES: Readonly<Record<string, number>> = { f32: 4, f16: 2, bf16: 2, f64: 8 };
 
 export class WriteJob {
   /** Sees every chunk written while set (EMBD feeds its running CRCs from it). */
@@ -49,8 +52,20 @@ export class WriteJob {
   async writeTensor(view: TensorView, dtype: FloatDType, storeTransposed = false): Promise<void> {
     const sameOrientation = (view.transposed ?? false) === storeTransposed || view.shape.length < 2;
     if (view.dtype === dtype && sameOrientation) await this.copyView(view);
+    else if (sameOrientation && PLAIN_BYTES[view.dtype] !== undefined) await this.convertView(view, dtype);
     else await this.writeFloats(orientedF32Chunks(view, storeTransposed && view.shape.length >= 2), dtype, view.name);
     releasePages(view);
+  }
+
+  /** Converts a plain float view element by element in storage order, releasing each chunk's source pages once written. */
+  private async convertView(view: TensorView, dtype: FloatDType): Promise<void> {
+    const size = PLAIN_BYTES[view.dtype]!;
+    let at = view.byteOffset;
+    for (const chunk of f32Chunks(view)) {
+      await this.write(encodeFloats(chunk, dtype), view.name);
+      releasePages(view, at, chunk.length * size);
+      at += chunk.length * size;
+    }
   }
 
   /** Copies a view's bytes unchanged, releasing the source pages of each chunk once it is written. */
