@@ -2,7 +2,7 @@
  * The TLLM engine (native/engines/gpt.h) behind a promise API: a GptEngine holds the mapped
  * weights and a thread pool, each GptEngineSession one sequence with its KV cache.
  */
-import type { GptModel, GptSession } from '../../binding';
+import type { GptModel, GptSession, NativeSamplingParams, Sampler } from '../../binding';
 import { DisposedError, UnsupportedError } from '../errors';
 import { native } from '../native';
 import type { ModelWeights, TllmConfig } from '../weights';
@@ -95,14 +95,26 @@ export class GptEngineSession {
    */
   async eval(ids: ArrayLike<number>, options: EvalOptions = {}): Promise<Float32Array> {
     const session = this.live();
-    if (ids.length === 0) throw new RangeError('eval: no token ids');
-    if (session.position + ids.length > this.maxSeqLen) {
-      throw new RangeError(
-        `the sequence would hold ${session.position + ids.length} tokens, past this model's max_sequence_length ${this.maxSeqLen}`,
-      );
-    }
+    this.checkLength(session, ids.length);
     const input = Int32Array.from(ids);
     return withAbort(() => session.eval(input, options.allLogits ?? false), () => session.abort(), options.signal, 'GptEngineSession');
+  }
+
+  /**
+   * Feeds `ids` and picks the next token in the same native call with `sampler` (its generator
+   * state carries over), `recent` being the penalty window. Resolves to the token id.
+   */
+  async step(
+    ids: ArrayLike<number>,
+    params: NativeSamplingParams,
+    sampler: Sampler,
+    recent: Int32Array | undefined,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<number> {
+    const session = this.live();
+    this.checkLength(session, ids.length);
+    const input = Int32Array.from(ids);
+    return withAbort(() => session.step(input, sampler, params, recent), () => session.abort(), options.signal, 'GptEngineSession');
   }
 
   /** Forgets every position from `n` on. */
@@ -122,6 +134,14 @@ export class GptEngineSession {
   dispose(): void {
     this.session?.dispose();
     this.session = undefined;
+  }
+
+  /** RangeError (nothing fed) for no ids or a sequence past max_sequence_length. */
+  private checkLength(session: GptSession, n: number): void {
+    if (n === 0) throw new RangeError('eval: no token ids');
+    if (session.position + n > this.maxSeqLen) {
+      throw new RangeError(`the sequence would hold ${session.position + n} tokens, past this model's max_sequence_length ${this.maxSeqLen}`);
+    }
   }
 
   private live(): GptSession {

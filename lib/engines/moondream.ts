@@ -2,7 +2,7 @@
  * Moondream's engines (native/engines/phi.h, vit.h) behind a promise API: the text model with
  * its sessions, and the vision encoder + projection. Both bind the same mapped MOON weights.
  */
-import type { PhiModel, PhiSession, VitModel } from '../../binding';
+import type { NativeSamplingParams, PhiModel, PhiSession, Sampler, VitModel } from '../../binding';
 import { DisposedError, UnsupportedError } from '../errors';
 import { native } from '../native';
 import type { ModelWeights, MoondreamConfig } from '../weights';
@@ -167,6 +167,26 @@ export class MoondreamSession {
     if (!Number.isInteger(prefix) || prefix < 0) throw new RangeError('prefixAttention must be a non-negative integer');
     const logits = options.logits ?? 'last';
     return withAbort(() => session.eval(rows, logits, prefix), () => session.abort(), options.signal, 'MoondreamSession');
+  }
+
+  /**
+   * Feeds token ids and picks the next token in the same native call with `sampler` (its
+   * generator state carries over), `recent` being the penalty window. Resolves to the token id.
+   */
+  async step(
+    ids: ArrayLike<number>,
+    params: NativeSamplingParams,
+    sampler: Sampler,
+    recent: Int32Array | undefined,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<number> {
+    const session = this.live();
+    if (ids.length === 0) throw new RangeError('step: no token ids');
+    if (session.position + ids.length > this.maxSeqLen) {
+      throw new RangeError(`the sequence would hold ${session.position + ids.length} positions, past this model's ${this.maxSeqLen}`);
+    }
+    const input = Int32Array.from(ids);
+    return withAbort(() => session.step(input, sampler, params, recent), () => session.abort(), options.signal, 'MoondreamSession');
   }
 
   truncate(n: number): void {

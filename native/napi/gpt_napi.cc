@@ -4,11 +4,13 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engines/gpt.h"
 #include "engines/weights_spec.h"
 #include "napi/errors.h"
+#include "napi/lent_sampler.h"
 #include "napi/promise_worker.h"
 #include "napi/register.h"
 #include "napi/spec_views.h"
@@ -122,6 +124,9 @@ class EvalWorker : public PromiseWorker {
   EvalWorker(Napi::Env env, std::shared_ptr<GptSessionState> state, std::vector<int32_t> ids, bool all_logits)
       : PromiseWorker(env, "weightmap:gpt.eval"), state_(std::move(state)), ids_(std::move(ids)), all_(all_logits) {}
 
+  // Makes this a step(): the next token is chosen in Execute() and the promise resolves to it.
+  void SampleWith(std::unique_ptr<LentSampler> lent) { lent_ = std::move(lent); }
+
  protected:
   void Execute() override {
     try {
@@ -130,22 +135,28 @@ class EvalWorker : public PromiseWorker {
       bool done = state_->session.Forward(*state_->core->pool, ids_.data(), static_cast<int64_t>(ids_.size()), all_,
                                           logits_.data(), &state_->abort);
       if (!done) Fail(kAbortCode, kAbortMessage);
+      else if (lent_) token_ = lent_->Sample(logits_.data(), static_cast<int32_t>(V));
     } catch (const std::exception& e) {
       FailureInfo f = DescribeFailure(e);
       Fail(f.code, f.message);
     }
   }
   Napi::Value Result(Napi::Env env) override {
+    if (stepped_) return Napi::Number::New(env, token_);
     Napi::Float32Array out = Napi::Float32Array::New(env, logits_.size());
     std::copy(logits_.begin(), logits_.end(), out.Data());
     return out;
   }
+  // The session and the sampler are free again before the promise settles.
   void OnOK() override {
     state_->busy = false;
+    stepped_ = lent_ != nullptr;
+    lent_.reset();
     PromiseWorker::OnOK();
   }
   void OnError(const Napi::Error& e) override {
     state_->busy = false;
+    lent_.reset();
     PromiseWorker::OnError(e);
   }
 
@@ -154,6 +165,9 @@ class EvalWorker : public PromiseWorker {
   std::vector<int32_t> ids_;
   bool all_;
   std::vector<float> logits_;
+  std::unique_ptr<LentSampler> lent_;
+  bool stepped_ = false;
+  int32_t token_ = -1;
 };
 
 class GptSessionWrap : public Napi::ObjectWrap<GptSessionWrap> {
@@ -163,6 +177,7 @@ class GptSessionWrap : public Napi::ObjectWrap<GptSessionWrap> {
                                           {InstanceAccessor<&GptSessionWrap::Position>("position"),
                                            InstanceAccessor<&GptSessionWrap::CacheBytes>("cacheBytes"),
                                            InstanceMethod<&GptSessionWrap::Eval>("eval"),
+                                           InstanceMethod<&GptSessionWrap::Step>("step"),
                                            InstanceMethod<&GptSessionWrap::Truncate>("truncate"),
                                            InstanceMethod<&GptSessionWrap::Abort>("abort"),
                                            InstanceMethod<&GptSessionWrap::Dispose>("dispose")}));
@@ -188,19 +203,41 @@ class GptSessionWrap : public Napi::ObjectWrap<GptSessionWrap> {
     return Napi::Number::New(info.Env(), state_ ? static_cast<double>(state_->session.cache_bytes()) : 0);
   }
 
+  // A copy of the non-empty Int32Array of ids in info[0].
+  static std::vector<int32_t> IdsArg(const Napi::CallbackInfo& info, const char* what) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 1 || !info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
+      ThrowTypeError(env, std::string(what) + ": ids must be an Int32Array");
+    Napi::Int32Array ids = info[0].As<Napi::Int32Array>();
+    if (ids.ElementLength() == 0) throw MakeError(env, "ERR_OUT_OF_RANGE", std::string(what) + ": ids is empty");
+    return std::vector<int32_t>(ids.Data(), ids.Data() + ids.ElementLength());
+  }
+
   // eval(ids: Int32Array, allLogits: boolean): Promise<Float32Array>
   Napi::Value Eval(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     GptSessionState& st = Ready(env, "eval");
-    if (info.Length() < 1 || !info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
-      ThrowTypeError(env, "eval(ids, allLogits): ids must be an Int32Array");
-    Napi::Int32Array ids = info[0].As<Napi::Int32Array>();
-    if (ids.ElementLength() == 0) throw MakeError(env, "ERR_OUT_OF_RANGE", "eval(ids): ids is empty");
+    std::vector<int32_t> ids = IdsArg(info, "eval(ids, allLogits)");
     bool all = info.Length() > 1 && info[1].ToBoolean().Value();
-    std::vector<int32_t> copy(ids.Data(), ids.Data() + ids.ElementLength());
+    st.abort.store(false);  // cleared here, not in the worker, so an abort() right after eval() counts
+    st.busy = true;
+    return (new EvalWorker(env, state_, std::move(ids), all))->Start();
+  }
+
+  // step(ids: Int32Array, sampler: Sampler, params?, recent?: Int32Array): Promise<number>: eval()
+  // of ids, then the next token drawn in the same worker from the last position's logits.
+  Napi::Value Step(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    GptSessionState& st = Ready(env, "step");
+    std::vector<int32_t> ids = IdsArg(info, "step(ids, sampler, params, recent)");
+    auto lent = std::make_unique<LentSampler>(env, info.Length() > 1 ? info[1] : env.Undefined(),
+                                              info.Length() > 2 ? info[2] : env.Undefined(),
+                                              info.Length() > 3 ? info[3] : env.Undefined());
     st.abort.store(false);
     st.busy = true;
-    return (new EvalWorker(env, state_, std::move(copy), all))->Start();
+    auto* worker = new EvalWorker(env, state_, std::move(ids), false);
+    worker->SampleWith(std::move(lent));
+    return worker->Start();
   }
 
   Napi::Value Truncate(const Napi::CallbackInfo& info) {

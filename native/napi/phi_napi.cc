@@ -10,6 +10,7 @@
 #include "engines/phi.h"
 #include "engines/weights_spec.h"
 #include "napi/errors.h"
+#include "napi/lent_sampler.h"
 #include "napi/promise_worker.h"
 #include "napi/register.h"
 #include "napi/spec_views.h"
@@ -145,6 +146,10 @@ class EvalWorker : public PromiseWorker {
       : PromiseWorker(env, "weightmap:phi.eval"),
         state_(std::move(state)), ids_(std::move(ids)), rows_(std::move(rows)), n_(n), mode_(mode), prefix_(prefix) {}
 
+  // Makes this a step() (mode kLast): the next token is chosen in Execute() and the promise
+  // resolves to it.
+  void SampleWith(std::unique_ptr<LentSampler> lent) { lent_ = std::move(lent); }
+
  protected:
   void Execute() override {
     try {
@@ -155,22 +160,28 @@ class EvalWorker : public PromiseWorker {
                                           rows_.empty() ? nullptr : rows_.data(), n_, mode_, logits_.data(), prefix_,
                                           &state_->abort);
       if (!done) Fail(kAbortCode, kAbortMessage);
+      else if (lent_) token_ = lent_->Sample(logits_.data(), static_cast<int32_t>(V));
     } catch (const std::exception& e) {
       FailureInfo f = DescribeFailure(e);
       Fail(f.code, f.message);
     }
   }
   Napi::Value Result(Napi::Env env) override {
+    if (stepped_) return Napi::Number::New(env, token_);
     Napi::Float32Array out = Napi::Float32Array::New(env, logits_.size());
     std::copy(logits_.begin(), logits_.end(), out.Data());
     return out;
   }
+  // The session and the sampler are free again before the promise settles.
   void OnOK() override {
     state_->busy = false;
+    stepped_ = lent_ != nullptr;
+    lent_.reset();
     PromiseWorker::OnOK();
   }
   void OnError(const Napi::Error& e) override {
     state_->busy = false;
+    lent_.reset();
     PromiseWorker::OnError(e);
   }
 
@@ -182,6 +193,9 @@ class EvalWorker : public PromiseWorker {
   engines::LogitsMode mode_;
   int64_t prefix_;
   std::vector<float> logits_;
+  std::unique_ptr<LentSampler> lent_;
+  bool stepped_ = false;
+  int32_t token_ = -1;
 };
 
 class PhiSessionWrap : public Napi::ObjectWrap<PhiSessionWrap> {
@@ -191,6 +205,7 @@ class PhiSessionWrap : public Napi::ObjectWrap<PhiSessionWrap> {
                                           {InstanceAccessor<&PhiSessionWrap::Position>("position"),
                                            InstanceAccessor<&PhiSessionWrap::CacheBytes>("cacheBytes"),
                                            InstanceMethod<&PhiSessionWrap::Eval>("eval"),
+                                           InstanceMethod<&PhiSessionWrap::Step>("step"),
                                            InstanceMethod<&PhiSessionWrap::Truncate>("truncate"),
                                            InstanceMethod<&PhiSessionWrap::Abort>("abort"),
                                            InstanceMethod<&PhiSessionWrap::Dispose>("dispose")}));
@@ -252,6 +267,27 @@ class PhiSessionWrap : public Napi::ObjectWrap<PhiSessionWrap> {
     st.abort.store(false);
     st.busy = true;
     return (new EvalWorker(env, state_, std::move(ids), std::move(rows), n, mode, static_cast<int64_t>(prefix)))->Start();
+  }
+
+  // step(ids: Int32Array, sampler: Sampler, params?, recent?: Int32Array): Promise<number>: eval()
+  // of token ids, then the next token drawn in the same worker from the last position's logits.
+  Napi::Value Step(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    PhiSessionState& st = Ready(env, "step");
+    if (info.Length() < 1 || !info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
+      ThrowTypeError(env, "step(ids, sampler, params, recent): ids must be an Int32Array");
+    Napi::Int32Array a = info[0].As<Napi::Int32Array>();
+    if (a.ElementLength() == 0) throw MakeError(env, "ERR_OUT_OF_RANGE", "step(ids): ids is empty");
+    std::vector<int32_t> ids(a.Data(), a.Data() + a.ElementLength());
+    auto lent = std::make_unique<LentSampler>(env, info.Length() > 1 ? info[1] : env.Undefined(),
+                                              info.Length() > 2 ? info[2] : env.Undefined(),
+                                              info.Length() > 3 ? info[3] : env.Undefined());
+    const int64_t n = static_cast<int64_t>(ids.size());
+    st.abort.store(false);
+    st.busy = true;
+    auto* worker = new EvalWorker(env, state_, std::move(ids), {}, n, engines::LogitsMode::kLast, 0);
+    worker->SampleWith(std::move(lent));
+    return worker->Start();
   }
 
   Napi::Value Truncate(const Napi::CallbackInfo& info) {

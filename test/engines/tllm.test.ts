@@ -6,6 +6,7 @@
 import { tllmFormat } from '../../lib/formats/tllm';
 import { GptEngine } from '../../lib/engines/gpt';
 import { AbortError, DisposedError, UnsupportedError } from '../../lib/errors';
+import { native } from '../../lib/native';
 import { closeWeights, type ModelWeights } from '../../lib/weights';
 import { fixture, readF32, readJson } from '../helpers/fixtures';
 
@@ -152,5 +153,46 @@ describe('gpt engine (TLLM) on tllm-tiny', () => {
       );
       expect(outcome).toBe(true);
     }
+  });
+
+  test('step() picks tokens in the worker: greedy gives the reference continuation', async () => {
+    const sampler = new (native().Sampler)(1);
+    const session = engine.createSession();
+    const tokens = [await session.step(prompt, { temperature: 0 }, sampler, undefined)];
+    while (tokens.length < kase.greedy.tokens.length) tokens.push(await session.step([tokens[tokens.length - 1]], { temperature: 0 }, sampler, undefined));
+    expect(tokens).toEqual(kase.greedy.tokens);
+    expect(session.position).toBe(prompt.length + tokens.length - 1);
+    session.dispose();
+  });
+
+  test('step() with temperature draws what eval() + the same seeded Sampler draws', async () => {
+    const params = { temperature: 1.5, topK: 20, topP: 0.9, repeatPenalty: 1.3 };
+    const viaStep = new (native().Sampler)(42);
+    const viaEval = new (native().Sampler)(42);
+    const a = engine.createSession();
+    const b = engine.createSession();
+    let history = prompt.slice();
+    let ta = await a.step(prompt, params, viaStep, Int32Array.from(history));
+    let tb = viaEval.sample(await b.eval(prompt), params, Int32Array.from(history));
+    for (let i = 0; i < 12; i++) {
+      expect(ta).toBe(tb);
+      history = [...history, ta];
+      ta = await a.step([ta], params, viaStep, Int32Array.from(history));
+      tb = viaEval.sample(await b.eval([tb]), params, Int32Array.from(history));
+    }
+    a.dispose();
+    b.dispose();
+  });
+
+  test('one Sampler cannot serve two running steps', async () => {
+    const sampler = new (native().Sampler)(7);
+    const a = engine.createSession();
+    const b = engine.createSession();
+    const first = a.step(prompt, {}, sampler, undefined);
+    await expect(b.step(prompt, {}, sampler, undefined)).rejects.toMatchObject({ code: 'ERR_WEIGHTMAP_BUSY' });
+    await first;
+    expect(await b.step(prompt, {}, sampler, undefined)).toBe(kase.greedy.tokens[0]);
+    a.dispose();
+    b.dispose();
   });
 });
