@@ -177,6 +177,12 @@ export interface KernelsBinding {
   rope(x: Float32Array, rotDim: number, pos: number, theta: number, interleaved: boolean): void;
   /** The [begin, end) chunks of one ThreadPool::ParallelFor over [0, n), flattened (pool contract tests). */
   threadPoolChunks(n: number, grain: number, threads: number): number[];
+  /**
+   * The blocks of one kernels::ParallelRowBlocks over [0, n) as [begin, end, thread] triples,
+   * flattened in the order they started (thread: 0, 1, ... by first appearance); the block
+   * starting at 0 busy-waits delayUs µs (so the other threads must take the rest of its range).
+   */
+  threadPoolRowBlocks(n: number, grain: number, threads: number, delayUs?: number): number[];
   /** Seconds to read every byte of `view` `passes` times, split across `threads` threads. */
   readBandwidth(view: ArrayBufferView, threads: number, passes: number): number;
 }

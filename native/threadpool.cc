@@ -39,15 +39,28 @@ int SpinMicros() {
   return v < 0 ? 0 : (v > 100000 ? 100000 : int(v));
 }
 
+// How long the caller of ParallelFor polls for the other threads' chunks before sleeping.
+constexpr int kCallerSpinMicros = 500;
+// Polling past this long yields the core between polls.
+constexpr int kYieldAfterMicros = 20;
+
 // Polls `done` for at most `micros`; true if it became true.
 template <class Pred>
 bool SpinUntil(int micros, Pred done) {
   if (micros <= 0) return done();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::microseconds(micros);
+  const auto yield_from = start + std::chrono::microseconds(kYieldAfterMicros);
+  bool yielding = false;
   for (int i = 0;; ++i) {
     if (done()) return true;
     WEIGHTMAP_CPU_RELAX();
-    if ((i & 63) == 63 && std::chrono::steady_clock::now() >= deadline) return done();
+    if (yielding) std::this_thread::yield();
+    if ((i & 63) == 63) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) return done();
+      yielding = now >= yield_from;
+    }
   }
 }
 
@@ -178,7 +191,13 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain, const std::function<void(
   p.RunChunks();
   current_pool = outer;
 
-  SpinUntil(p.spin_us, [&] { return p.remaining.load(std::memory_order_acquire) == 0; });
+  // The other threads' last chunks end about when the caller's does (decode matvecs split with
+  // kernels::ParallelRowBlocks end within a block of each other): wait for them awake, since
+  // sleeping costs a wake-up (tens of µs on a VM) per call. Yields once the wait is long, so a
+  // worker that shares this core with us gets it.
+  SpinUntil(std::max(p.spin_us, kCallerSpinMicros), [&] {
+    return p.remaining.load(std::memory_order_acquire) == 0 && p.active.load(std::memory_order_acquire) == 0;
+  });
   std::exception_ptr error;
   {
     std::unique_lock<std::mutex> lock(p.mu);

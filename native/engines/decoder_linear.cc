@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/kernels.h"
+#include "kernels/parallel.h"
 #include "threadpool.h"
 
 namespace weightmap {
@@ -215,7 +216,7 @@ void RunLinear(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, s
   for (int j = 0; j < n_jobs; j++) offsets[j + 1] = offsets[j] + jobs[j].w->rows();
   const int64_t total = offsets[n_jobs];
 
-  pool.ParallelFor(total, 16, [&](int64_t b, int64_t e) {
+  auto rows_fn = [&](int64_t b, int64_t e) {
     for (int j = 0; j < n_jobs; j++) {
       const int64_t r0 = std::max(b, offsets[j]) - offsets[j];
       const int64_t r1 = std::min(e, offsets[j + 1]) - offsets[j];
@@ -238,7 +239,11 @@ void RunLinear(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, s
           break;
       }
     }
-  });
+  };
+  // One token: memory-bound and short (~100 µs), so split in blocks that a late worker leaves to
+  // the others; a batch: one chunk per thread (matmul_q8 relays out X once per call).
+  if (m == 1) kernels::ParallelRowBlocks(&pool, total, 16, rows_fn);
+  else pool.ParallelFor(total, 16, rows_fn);
 }
 
 }  // namespace decoder

@@ -1,5 +1,8 @@
 #include "kernels/parallel.h"
 
+#include <algorithm>
+#include <atomic>
+
 #include "threadpool.h"
 
 namespace weightmap {
@@ -20,12 +23,65 @@ void Split(ThreadPool* pool, int64_t n, int64_t grain, int64_t work, const Fn& f
   pool->ParallelFor(n, grain, fn);
 }
 
+// Blocks per thread's range in ParallelRowBlocks: small enough that the threads finish within
+// one block of each other, large enough (>= 16 KB of int8 weights per block at 1024 columns) that
+// claiming one costs nothing.
+constexpr int64_t kBlocksPerRange = 8;
+constexpr int64_t kMaxRanges = 64;  // more threads than this only help the first 64 ranges
+
+// One thread's range of blocks [lo, hi), claimed from the front by its owner and from the back by
+// the others: both ends packed in one word so that a claim is one compare-and-swap.
+struct alignas(64) BlockRange {
+  std::atomic<uint64_t> ends{0};
+  static uint64_t Pack(uint32_t lo, uint32_t hi) { return uint64_t(lo) | (uint64_t(hi) << 32); }
+  // The next block from the front (owner) or the back (others), or -1 when none is left.
+  int64_t Claim(bool front) {
+    uint64_t cur = ends.load(std::memory_order_relaxed);
+    for (;;) {
+      const uint32_t lo = uint32_t(cur), hi = uint32_t(cur >> 32);
+      if (lo >= hi) return -1;
+      const uint64_t next = front ? Pack(lo + 1, hi) : Pack(lo, hi - 1);
+      if (ends.compare_exchange_weak(cur, next, std::memory_order_relaxed)) return front ? lo : hi - 1;
+    }
+  }
+};
+
 }  // namespace
+
+void ParallelRowBlocks(ThreadPool* pool, int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  if (grain < 1) grain = 1;
+  const int threads = pool ? pool->size() : 1;
+  const int64_t units = (n + grain - 1) / grain;
+  if (threads <= 1 || units < 2) {
+    fn(0, n);
+    return;
+  }
+  const int64_t ranges = std::min<int64_t>(std::min<int64_t>(threads, units), kMaxRanges);
+  // Block size in grains: about kBlocksPerRange blocks per range; blocks counted in uint32.
+  int64_t block = std::max<int64_t>(1, units / (ranges * kBlocksPerRange));
+  while ((units + block - 1) / block > int64_t(UINT32_MAX)) block *= 2;
+  const int64_t blocks = (units + block - 1) / block;
+  BlockRange state[kMaxRanges];
+  for (int64_t r = 0; r < ranges; ++r)
+    state[r].ends.store(BlockRange::Pack(uint32_t(blocks * r / ranges), uint32_t(blocks * (r + 1) / ranges)),
+                        std::memory_order_relaxed);
+  auto run = [&](int64_t b) { fn(b * block * grain, std::min(n, (b + 1) * block * grain)); };
+  pool->ParallelFor(ranges, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      for (int64_t b; (b = state[c].Claim(true)) >= 0;) run(b);
+      // Then help the others, nearest range first, from their back ends.
+      for (int64_t d = 1; d < ranges; ++d)
+        for (int64_t b; (b = state[(c + d) % ranges].Claim(false)) >= 0;) run(b);
+    }
+  });
+}
 
 void MatvecQ8(ThreadPool* pool, const KernelTable& t, const int8_t* wq, const float* ws, const int8_t* xq,
               const float* xs, float* y, int64_t rows, int64_t cols, int group) {
-  Split(pool, rows, 16, rows * cols,
-        [&](int64_t r0, int64_t r1) { t.matvec_q8(wq, ws, xq, xs, y, cols, group, r0, r1); });
+  auto rows_fn = [&](int64_t r0, int64_t r1) { t.matvec_q8(wq, ws, xq, xs, y, cols, group, r0, r1); };
+  if (rows * cols < kMinParallelWork) rows_fn(0, rows);
+  else ParallelRowBlocks(pool, rows, 16, rows_fn);
 }
 
 void MatmulQ8(ThreadPool* pool, const KernelTable& t, const int8_t* wq, const float* ws, const int8_t* xq,

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -367,6 +368,41 @@ Napi::Value ThreadPoolChunks(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// threadPoolRowBlocks(n, grain, threads, delayUs): the blocks of one kernels::ParallelRowBlocks,
+// flattened [begin, end, thread, ...] in the order they started (thread: 0, 1, ... in the order
+// the threads first appeared). The block that starts at 0 busy-waits delayUs µs, so that the
+// other threads must take the rest of its range.
+Napi::Value ThreadPoolRowBlocks(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int64_t n = IntArg(info, 0, "n", 0, int64_t(1) << 32);
+  const int64_t grain = IntArg(info, 1, "grain", 1, int64_t(1) << 32);
+  const int threads = int(IntArg(info, 2, "threads", 1, kMaxThreads));
+  const int64_t delay_us = info.Length() > 3 ? IntArg(info, 3, "delayUs", 0, 1000000) : 0;
+  std::mutex mu;
+  std::vector<int64_t> blocks;
+  std::vector<std::thread::id> ids;
+  kernels::ParallelRowBlocks(PoolFor(threads), n, grain, [&](int64_t b, int64_t e) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      const auto id = std::this_thread::get_id();
+      size_t t = 0;
+      while (t < ids.size() && ids[t] != id) ++t;
+      if (t == ids.size()) ids.push_back(id);
+      blocks.push_back(b);
+      blocks.push_back(e);
+      blocks.push_back(int64_t(t));
+    }
+    if (b == 0 && delay_us > 0) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(delay_us);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+    }
+  });
+  Napi::Array out = Napi::Array::New(env, blocks.size());
+  for (size_t i = 0; i < blocks.size(); ++i) out.Set(uint32_t(i), Napi::Number::New(env, double(blocks[i])));
+  return out;
+}
+
 // ---------------------------------------------------------------- bandwidth probe
 volatile uint64_t bandwidth_sink;
 
@@ -454,6 +490,7 @@ void Register(Napi::Env env, Napi::Object exports) {
   k.Set("geluErf", Napi::Function::New(env, GeluErf, "geluErf"));
   k.Set("rope", Napi::Function::New(env, Rope, "rope"));
   k.Set("threadPoolChunks", Napi::Function::New(env, ThreadPoolChunks, "threadPoolChunks"));
+  k.Set("threadPoolRowBlocks", Napi::Function::New(env, ThreadPoolRowBlocks, "threadPoolRowBlocks"));
   k.Set("readBandwidth", Napi::Function::New(env, ReadBandwidth, "readBandwidth"));
   exports.Set("kernels", k);
 }

@@ -87,6 +87,41 @@ describe('thread pool', () => {
       expect(next).toBe(n);
     }
   });
+
+  test('ParallelRowBlocks covers [0, n) once in grain-aligned blocks; a stalled thread leaves its range to the others', () => {
+    for (const [n, grain, threads, delay] of [
+      [1, 1, 2, 0],
+      [7, 1, 2, 0],
+      [100, 16, 2, 0],
+      [3072, 16, 2, 0],
+      [3072, 16, 2, 20000],
+      [1000, 64, 3, 20000],
+      [1023, 16, 4, 0],
+      [33, 32, 2, 0],
+      [5, 8, 2, 0],
+      [0, 4, 2, 0],
+      [500, 16, 1, 0],
+    ]) {
+      const flat = kernels.threadPoolRowBlocks(n, grain, threads, delay);
+      const blocks: Array<[number, number, number]> = [];
+      for (let i = 0; i < flat.length; i += 3) blocks.push([flat[i], flat[i + 1], flat[i + 2]]);
+      blocks.sort((x, y) => x[0] - y[0]);
+      let next = 0;
+      for (const [b, e] of blocks) {
+        expect(b).toBe(next);
+        expect(e).toBeGreaterThan(b);
+        expect(b % grain).toBe(0);
+        if (e !== n) expect((e - b) % grain).toBe(0);
+        next = e;
+      }
+      expect(next).toBe(n);
+      if (delay > 0) {
+        // Block 0 spins 20 ms: another thread runs the rest of the first range (rows < n / threads).
+        const stalled = blocks[0][2];
+        expect(blocks.some(([b, , t]) => b > 0 && b < n / threads && t !== stalled)).toBe(true);
+      }
+    }
+  });
 });
 
 // Each worker builds the same deterministic problem, computes it on one thread, then runs it
