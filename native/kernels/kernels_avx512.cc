@@ -152,6 +152,11 @@ struct QVnniZ : FloatZ {
   static void relayout(const int8_t* src, const Q8Layout& l, int group, uint32_t flip, uint8_t* dst) {
     RelayoutZ(src, l, group, flip, dst);
   }
+  // 128 (u8) × -x: exact, as x is in [-127, 127]
+  static A bias_corr(A acc, D x) {
+    return _mm512_dpbusd_epi32(acc, _mm512_set1_epi8(char(0x80)), _mm512_sub_epi8(_mm512_setzero_si512(), x));
+  }
+  static void acc_st(int32_t* p, A a) { _mm512_storeu_si512(p, a); }
 };
 
 // vpdpbusd on ymm (AVX512-VL), for groups that are odd multiples of 32.
@@ -164,6 +169,10 @@ struct QVnniY : FloatY {
   static WP prep_raw(D w) { return _mm256_xor_si256(w, _mm256_set1_epi8(char(0x80))); }
   static WP prep_relaid(D w) { return w; }
   static A dot(A acc, const WP& w, D x) { return _mm256_dpbusd_epi32(acc, w, x); }
+  static A bias_corr(A acc, D x) {
+    return _mm256_dpbusd_epi32(acc, _mm256_set1_epi8(char(0x80)), _mm256_sub_epi8(_mm256_setzero_si256(), x));
+  }
+  static void acc_st(int32_t* p, A a) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), a); }
 };
 
 // No VNNI, zmm: |w| (u8, up to 128) × (x with w's sign) (s8) with vpmaddubsw, pairs summed by vpmaddwd.
