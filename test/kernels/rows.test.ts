@@ -93,6 +93,44 @@ describe('softmax', () => {
   });
 });
 
+describe('vectorized exp (softmax, silu_mul)', () => {
+  // The kernels use a polynomial e^x with relative error <= 1.72·2^-24 (exhaustively checked in
+  // f32); here through the two kernels, against Math.exp in double, on a dense grid.
+  const grid = Float32Array.from({ length: 4001 }, (_, i) => -80 + i * 0.04);
+  test('silu(g) = g / (1 + e^-g) within 6·2^-24 relative for g in [-80, 80]', () => {
+    const y = new Float32Array(grid.length);
+    kernels.siluMul(grid, new Float32Array(grid.length).fill(1), y);
+    let worst = 0;
+    grid.forEach((g, i) => {
+      const want = g / (1 + Math.exp(-g));
+      if (want !== 0) worst = Math.max(worst, Math.abs(y[i] - want) / Math.abs(want));
+      else expect(y[i]).toBe(0);
+    });
+    expect(worst).toBeLessThanOrEqual(6 * U);
+  });
+  test('softmax([0, d]) = [1, e^d] / (1 + e^d) within 6·2^-24 relative for d in [-80, 80]', () => {
+    let worst = 0;
+    for (const d of grid) {
+      const x = Float32Array.from([0, d]);
+      kernels.softmax(x);
+      const e = Math.exp(d);
+      const want = [1 / (1 + e), e / (1 + e)];
+      for (let j = 0; j < 2; j++) worst = Math.max(worst, Math.abs(x[j] - want[j]) / want[j]);
+    }
+    expect(worst).toBeLessThanOrEqual(6 * U);
+  });
+  test('extremes: e^x below 2.4e-38 is 0, NaN stays NaN', () => {
+    const x = Float32Array.from([0, -100]);
+    kernels.softmax(x);
+    expect(Array.from(x)).toEqual([1, 0]);
+    const y = new Float32Array(3);
+    kernels.siluMul(Float32Array.from([NaN, 100, -100]), Float32Array.from([1, 1, 1]), y);
+    expect(y[0]).toBeNaN();
+    expect(y[1]).toBe(100);
+    expect(Math.abs(y[2])).toBeLessThan(1e-30);
+  });
+});
+
 describe('activations', () => {
   test('silu(g)·u, gelu (erf and tanh forms) at known points', () => {
     const g = Float32Array.from([0, 1, -1, 20, -20, 2]);
