@@ -32,9 +32,12 @@ namespace {
 
 thread_local const void* current_pool = nullptr;  // the pool whose job this thread is running
 
+// How long a worker polls for the next job before sleeping, unless WEIGHTMAP_SPIN_US says.
+constexpr int kWorkerSpinMicros = 100;
+
 int SpinMicros() {
   const char* env = std::getenv("WEIGHTMAP_SPIN_US");
-  if (!env || !*env) return 0;
+  if (!env || !*env) return kWorkerSpinMicros;
   const long v = std::strtol(env, nullptr, 10);
   return v < 0 ? 0 : (v > 100000 ? 100000 : int(v));
 }
