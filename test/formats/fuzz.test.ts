@@ -11,6 +11,7 @@ import { detectFormat, readWeights } from '../../lib/formats';
 import type { ReadOptions } from '../../lib/formats/types';
 import { closeWeights, type FormatName, type ModelWeights } from '../../lib/weights';
 import { fixture, tempDir } from '../helpers/fixtures';
+import { mulberry32 } from '../helpers/rng';
 
 const SECONDS = Number(process.env.WEIGHTMAP_FUZZ_SECONDS ?? 30);
 const SEED = Number(process.env.WEIGHTMAP_FUZZ_SEED ?? 20261122);
@@ -40,18 +41,6 @@ const targets: Target[] = [
   { format: 'sepweight', folder: sepweight, file: path.join('mid', '1', 'mlp.up_proj.weight.npy') },
   { format: 'sepweight', folder: sepweight, file: 'config.json' },
 ];
-
-/** mulberry32: a small deterministic PRNG, so a failing case replays from its seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Mutation {
   kind: string;
@@ -119,7 +108,7 @@ describe('reader fuzzing', () => {
   afterAll(() => tmp.cleanup());
 
   test(`every mutated fixture reads or fails with WeightFormatError (${SECONDS}s budget, seed ${SEED})`, async () => {
-    const rand = rng(SEED);
+    const rand = mulberry32(SEED);
     const deadline = Date.now() + SECONDS * 1000;
     const stats = new Map<string, { runs: number; ok: number; codes: Record<string, number> }>();
     const originals = new Map(targets.map((t) => [t, fs.readFileSync(t.folder ? path.join(t.folder, t.file) : t.file)]));
@@ -170,7 +159,7 @@ describe('reader fuzzing', () => {
   }, (SECONDS + 60) * 1000);
 
   test('random files are rejected by every reader with WeightFormatError', async () => {
-    const rand = rng(SEED + 1);
+    const rand = mulberry32(SEED + 1);
     const formats: FormatName[] = ['tllm', 'moon', 'embd', 'ajc1', 'llama2c', 'gguf', 'npy', 'safetensors'];
     for (let i = 0; i < 100; i++) {
       const file = path.join(tmp.dir, `random-${i}.bin`);

@@ -5,6 +5,7 @@
  */
 import { native } from '../../lib/native';
 import type { NativeSamplingParams } from '../../binding';
+import { mulberry32 } from '../helpers/rng';
 
 const { Sampler, rngDraws } = native();
 
@@ -33,22 +34,11 @@ function expectTypeError(fn: () => unknown): void {
   expect((caught as Error | undefined)?.name).toBe('TypeError');
 }
 
-/** Mulberry32: a small independent PRNG for building test inputs. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 function gaussian(rand: () => number): number {
   return Math.sqrt(-2 * Math.log(1 - rand())) * Math.cos(2 * Math.PI * rand());
 }
 function randomLogits(n: number, sd: number, seed: number): Float32Array {
-  const rand = prng(seed);
+  const rand = mulberry32(seed);
   const out = new Float32Array(n);
   for (let i = 0; i < n; i++) out[i] = sd * gaussian(rand);
   return out;
@@ -233,7 +223,7 @@ function referenceSample(
 
 describe('the full pipeline against a float64 brute-force reference', () => {
   it('agrees on 465 random cases (vocabularies 7 to 151936, ties, -inf, every truncation mix)', () => {
-    const rand = prng(2024);
+    const rand = mulberry32(2024);
     let compared = 0;
     let knifeEdges = 0;
     for (let c = 0; c < 600; c++) {

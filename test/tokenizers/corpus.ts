@@ -5,17 +5,7 @@
  * special-token look-alikes.
  */
 
-/** mulberry32: a small seeded PRNG, so every run tests the same strings. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 } from '../helpers/rng';
 
 const WORDS = [
   'the', 'The', 'THE', 'hello', 'world', 'tokenization', 'naïve', 'café', 'résumé', 'Ångström', 'straße', 'İstanbul',
@@ -64,7 +54,7 @@ function digits(r: () => number): string {
 
 /** `count` strings; the same seed always gives the same list. */
 export function makeCorpus(count: number, seed = 20240601): string[] {
-  const r = rng(seed);
+  const r = mulberry32(seed);
   const out: string[] = ['', ' ', '  ', '\n', '\t\t', 'a', "'s", '   Hello', 'Hello   ', '\u00e9', 'e\u0301', 'x'.repeat(3000), 'ab'.repeat(2000)];
   const parts: (() => string)[] = [
     () => pick(r, WORDS),
