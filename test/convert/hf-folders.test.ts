@@ -9,33 +9,19 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { convert } from '../../lib/convert';
-import { readWeights } from '../../lib/formats';
 import { crc32 } from '../../lib/formats/checksums';
 import { modelConfigFromHf } from '../../lib/formats/hf-config';
 import { MOONDREAM2_CONFIG } from '../../lib/architectures/moondream';
-import { closeWeights, type ModelWeights } from '../../lib/weights';
-import { fixture, readJson, tempDir } from '../helpers/fixtures';
+import { fixture, readJson } from '../helpers/fixtures';
 import { embdTensors, moonRecords, sameBytes, tllmRecords, transpose, writeJson, writeSafetensors, type RawTensor } from './helpers';
+import { testWorkspace } from '../helpers/workspace';
 
 const EMBD = fixture('embd-minilm-tiny', 'model.weights');
 const MOON = fixture('moon-tiny', 'model.moon');
 const TLLM = fixture('tllm-tiny', 'model.tllm');
 const MINILM = fixture('tokenizers', 'minilm');
 
-const tmp = tempDir('weightmap-hf-folders-');
-const opened: ModelWeights[] = [];
-afterAll(() => {
-  for (const w of opened) closeWeights(w);
-  tmp.cleanup();
-});
-let counter = 0;
-const fresh = (name: string) => path.join(tmp.dir, `${counter++}-${name}`);
-
-async function read(p: string): Promise<ModelWeights> {
-  const w = await readWeights(p);
-  opened.push(w);
-  return w;
-}
+const { fresh, read } = testWorkspace('weightmap-hf-folders-');
 
 describe('BERT HF folder -> EMBD', () => {
   const layout = readJson('embd-minilm-tiny', 'expected.json').file_layout;

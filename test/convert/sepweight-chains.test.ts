@@ -8,29 +8,17 @@ import * as path from 'node:path';
 import { convert } from '../../lib/convert';
 import { readWeights } from '../../lib/formats';
 import { viewBytes } from '../../lib/formats/tensor-data';
-import { closeWeights, type ModelWeights, type TokenizerData } from '../../lib/weights';
+import type { TokenizerData } from '../../lib/weights';
 import { UnsupportedError } from '../../lib/errors';
-import { fixture, tempDir } from '../helpers/fixtures';
+import { fixture } from '../helpers/fixtures';
 import { listFiles, sameBytes } from './helpers';
+import { testWorkspace } from '../helpers/workspace';
 
 const BIN = fixture('llama-stories260k', 'stories260K.bin');
 const GGUF = fixture('llama-stories260k', 'stories260K.gguf');
 const AJC1 = fixture('ajc1-qwen3-tiny', 'model.bin');
 
-const tmp = tempDir('weightmap-sepweight-chains-');
-const opened: ModelWeights[] = [];
-afterAll(() => {
-  for (const w of opened) closeWeights(w);
-  tmp.cleanup();
-});
-let counter = 0;
-const fresh = (name: string) => path.join(tmp.dir, `${counter++}-${name}`);
-
-async function read(p: string): Promise<ModelWeights> {
-  const w = await readWeights(p);
-  opened.push(w);
-  return w;
-}
+const { fresh, read } = testWorkspace('weightmap-sepweight-chains-');
 
 /** The .bin's layout: 28-byte header, tensors, then freq_cis (2 × 512 × 4 f32) at the very end (shared classifier). */
 const FREQ_CIS_BYTES = 2 * 512 * 4 * 4;
@@ -44,8 +32,7 @@ describe('stories260K: llama2.c <-> sepweight <-> GGUF', () => {
     await convert(tree, out, { to: 'llama2c' });
     expect(sameBytes(BIN, out).firstDifference).toBe(-1);
     // The tree without start/ (a node running layers only) still reads.
-    const mid = await readWeights(tree, { parts: '1-3' });
-    opened.push(mid);
+    const mid = await read(tree, (p) => readWeights(p, { parts: '1-3' }));
     expect(mid.metadata.ropeTables).toBeUndefined();
   });
 
