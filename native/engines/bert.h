@@ -66,7 +66,7 @@ struct Linear {
   enum class Kind { F32, F16, Q8 };
   Kind kind = Kind::F32;
   int64_t rows = 0, cols = 0;
-  const float* f = nullptr;     // F32 [rows, cols]
+  const float* f = nullptr;     // F32 Wᵀ [cols, rows] (repacked at load: sgemm's B [k, n] form)
   const uint16_t* h = nullptr;  // F16 [rows, cols]
   const int8_t* q = nullptr;    // Q8 [rows, cols]
   const float* s = nullptr;     // Q8 scales [rows, cols / group]
