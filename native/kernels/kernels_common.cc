@@ -45,6 +45,22 @@ float ExpF32(float x) {
   return y;
 }
 
+// erf(z) without a library call, branch-free so that gelu_erf vectorizes (std::erf does not):
+// Abramowitz & Stegun 7.1.26, erf(|z|) = 1 - t·P(t)·e^(-z²) with t = 1 / (1 + 0.3275911|z|),
+// |error| <= 1.5e-7 in exact arithmetic; in f32 the test against a float64 erf bounds it at 2.5e-7.
+// Large |z| gives ±1 (e^(-z²) flushes to 0); NaN stays NaN.
+float ErfF32(float z) {
+  const float a = std::fabs(z);
+  const float t = 1.0f / (1.0f + 0.3275911f * a);
+  float p = 1.061405429f;
+  p = p * t - 1.453152027f;
+  p = p * t + 1.421413741f;
+  p = p * t - 0.284496736f;
+  p = p * t + 0.254829592f;
+  const float y = 1.0f - p * t * ExpF32(-a * a);
+  return std::copysign(y, z);
+}
+
 }  // namespace
 
 void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps) {
@@ -101,7 +117,7 @@ void gelu_erf(float* x, int64_t n) {
   const float inv_sqrt2 = 0.7071067811865476f;
   for (int64_t i = 0; i < n; ++i) {
     const float v = x[i];
-    x[i] = 0.5f * v * (1.0f + std::erf(v * inv_sqrt2));
+    x[i] = 0.5f * v * (1.0f + ErfF32(v * inv_sqrt2));
   }
 }
 

@@ -150,6 +150,34 @@ describe('activations', () => {
     expect(Math.abs(e[3] - 3 * 0.9986501019683699)).toBeLessThan(3 * 8 * U);
     expect(Math.abs(e[4])).toBeLessThan(1e-20);
 
+    // erf form against a float64 erf (Maclaurin series for |z| <= 3, erfc continued fraction
+    // beyond) on a dense grid of [-8, 8]: the vectorized erf (A&S 7.1.26 on f32) is within 6.5e-7.
+    const erf64 = (z: number): number => {
+      const a = Math.abs(z);
+      let r: number;
+      if (a <= 3) {
+        let term = a, sum = a;
+        for (let n = 1; n < 200; n++) {
+          term *= (-a * a) / n;
+          sum += term / (2 * n + 1);
+        }
+        r = (2 / Math.sqrt(Math.PI)) * sum;
+      } else {
+        let cf = a;
+        for (let n = 80; n >= 1; n--) cf = a + n / 2 / cf;
+        r = 1 - Math.exp(-a * a) / Math.sqrt(Math.PI) / cf;
+      }
+      return z < 0 ? -r : r;
+    };
+    expect(Math.abs(erf64(1) - 0.8427007929497149)).toBeLessThan(1e-15);
+    const grid = Float32Array.from({ length: 16001 }, (_, i) => f(-8 + i / 1000));
+    const dense = Float32Array.from(grid);
+    kernels.geluErf(dense);
+    for (let i = 0; i < grid.length; i++) {
+      const v = grid[i];
+      expect(Math.abs(dense[i] - 0.5 * v * (1 + erf64(v / Math.SQRT2)))).toBeLessThanOrEqual(0.5 * Math.abs(v) * 6.5e-7);
+    }
+
     // tanh form: 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³)))
     const t = Float32Array.from([0, 1, -1, 2]);
     kernels.geluTanh(t);
