@@ -3,6 +3,8 @@
  * facade module is type-checked against these declarations.
  */
 
+import type { DecoderConfig } from './lib/weights';
+
 export type MadviseAdvice = 'normal' | 'sequential' | 'random' | 'willneed' | 'dontneed';
 
 /** A read-only memory mapping of one file (native/napi/mapped_file.cc). */
@@ -284,22 +286,12 @@ export declare class BertEncoder {
   dispose(): void;
 }
 
-/** The config fields of a Llama/Qwen3 model the decoder engine reads (lib/weights.ts DecoderConfig). */
-export interface DecoderNativeConfig {
-  hiddenSize: number;
-  intermediateSize: number;
-  numLayers: number;
-  numHeads: number;
-  numKvHeads: number;
-  headDim: number;
-  vocabSize: number;
-  maxSeqLen: number;
-  rmsNormEps: number;
-  ropeTheta: number;
-  ropePairing: 'half' | 'interleaved';
-  tieWordEmbeddings: boolean;
-  qkNorm: boolean;
-}
+/** The config fields of a Llama/Qwen3 model the decoder engine reads (native/napi/decoder_napi.cc). */
+export type DecoderNativeConfig = Pick<
+  DecoderConfig,
+  | 'hiddenSize' | 'intermediateSize' | 'numLayers' | 'numHeads' | 'numKvHeads' | 'headDim' | 'vocabSize'
+  | 'maxSeqLen' | 'rmsNormEps' | 'ropeTheta' | 'ropePairing' | 'tieWordEmbeddings' | 'qkNorm'
+>;
 
 export interface DecoderNativeOptions {
   /** 0 or absent: physical cores. */

@@ -11,6 +11,7 @@
 import type {
   DecoderLoadInfo,
   DecoderModel as NativeDecoderModel,
+  DecoderNativeConfig,
   DecoderSession as NativeDecoderSession,
   NativeSamplingParams,
   Sampler,
@@ -56,8 +57,8 @@ export interface EvalOptions {
 
 const DEFAULT_CONTEXT = 4096;
 
-/** The config fields the native engine reads (binding.d.ts DecoderNativeConfig). */
-function nativeConfig(c: DecoderConfig) {
+/** The config fields the native engine reads. */
+function nativeConfig(c: DecoderConfig): DecoderNativeConfig {
   const { hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, vocabSize, maxSeqLen } = c;
   const { rmsNormEps, ropeTheta, ropePairing, tieWordEmbeddings, qkNorm } = c;
   return { hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, vocabSize, maxSeqLen, rmsNormEps, ropeTheta, ropePairing, tieWordEmbeddings, qkNorm };
