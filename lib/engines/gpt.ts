@@ -2,13 +2,14 @@
  * The TLLM engine (native/engines/gpt.h) behind a promise API: a GptEngine holds the mapped
  * weights and a thread pool, each GptEngineSession one sequence with its KV cache.
  */
-import type { GptModel, GptSession, NativeSamplingParams, Sampler } from '../../binding';
+import type { GptModel, GptSession } from '../../binding';
 import { DisposedError, UnsupportedError } from '../errors';
 import { native } from '../native';
 import type { ModelWeights, TllmConfig } from '../weights';
 import { tllmTensorSpecs } from '../architectures/tllm';
-import { fromNativeError, withAbort } from './native-errors';
+import { fromNativeError } from './native-errors';
 import { nativeWeightsSpec } from './native-spec';
+import { KvSession } from './kv-session';
 import { requireOrientation } from './orientation';
 
 export interface EngineOptions {
@@ -75,18 +76,9 @@ export class GptEngine {
   }
 }
 
-export class GptEngineSession {
-  private session: GptSession | undefined;
-  readonly maxSeqLen: number;
-
+export class GptEngineSession extends KvSession<GptSession> {
   constructor(session: GptSession, maxSeqLen: number) {
-    this.session = session;
-    this.maxSeqLen = maxSeqLen;
-  }
-
-  /** Positions held in the KV cache. */
-  get position(): number {
-    return this.session?.position ?? 0;
+    super(session, 'GptEngineSession', maxSeqLen, 'max_sequence_length');
   }
 
   /**
@@ -95,57 +87,8 @@ export class GptEngineSession {
    */
   async eval(ids: ArrayLike<number>, options: EvalOptions = {}): Promise<Float32Array> {
     const session = this.live();
-    this.checkLength(session, ids.length);
+    this.checkCapacity(session, ids.length, 'eval: no token ids');
     const input = Int32Array.from(ids);
-    return withAbort(() => session.eval(input, options.allLogits ?? false), () => session.abort(), options.signal, 'GptEngineSession');
-  }
-
-  /**
-   * Feeds `ids` and picks the next token in the same native call with `sampler` (its generator
-   * state carries over), `recent` being the penalty window. Resolves to the token id.
-   */
-  async step(
-    ids: ArrayLike<number>,
-    params: NativeSamplingParams,
-    sampler: Sampler,
-    recent: Int32Array | undefined,
-    options: { signal?: AbortSignal } = {},
-  ): Promise<number> {
-    const session = this.live();
-    this.checkLength(session, ids.length);
-    const input = Int32Array.from(ids);
-    return withAbort(() => session.step(input, sampler, params, recent), () => session.abort(), options.signal, 'GptEngineSession');
-  }
-
-  /** Forgets every position from `n` on. */
-  truncate(n: number): void {
-    try {
-      this.live().truncate(n);
-    } catch (error) {
-      throw fromNativeError(error, 'GptEngineSession');
-    }
-  }
-
-  /** Stops a running eval at its next layer (it rejects with AbortError). */
-  abort(): void {
-    this.session?.abort();
-  }
-
-  dispose(): void {
-    this.session?.dispose();
-    this.session = undefined;
-  }
-
-  /** RangeError (nothing fed) for no ids or a sequence past max_sequence_length. */
-  private checkLength(session: GptSession, n: number): void {
-    if (n === 0) throw new RangeError('eval: no token ids');
-    if (session.position + n > this.maxSeqLen) {
-      throw new RangeError(`the sequence would hold ${session.position + n} tokens, past this model's max_sequence_length ${this.maxSeqLen}`);
-    }
-  }
-
-  private live(): GptSession {
-    if (!this.session) throw new DisposedError('GptEngineSession');
-    return this.session;
+    return this.run(session, () => session.eval(input, options.allLogits ?? false), options.signal);
   }
 }

@@ -2,7 +2,7 @@
  * Moondream's engines (native/engines/phi.h, vit.h) behind a promise API: the text model with
  * its sessions, and the vision encoder + projection. Both bind the same mapped MOON weights.
  */
-import type { NativeSamplingParams, PhiModel, PhiSession, Sampler, VitModel } from '../../binding';
+import type { PhiModel, PhiSession, VitModel } from '../../binding';
 import { DisposedError, UnsupportedError } from '../errors';
 import { native } from '../native';
 import type { ModelWeights, MoondreamConfig } from '../weights';
@@ -10,6 +10,7 @@ import type { EngineOptions } from './gpt';
 import { moondreamTensorSpecs } from '../architectures/moondream';
 import { fromNativeError, withAbort } from './native-errors';
 import { nativeWeightsSpec } from './native-spec';
+import { KvSession } from './kv-session';
 import { requireOrientation } from './orientation';
 
 export type LogitsRows = 'none' | 'last' | 'all';
@@ -137,19 +138,9 @@ function isFloat32Array(x: unknown): x is Float32Array {
   return ArrayBuffer.isView(x) && Object.prototype.toString.call(x) === '[object Float32Array]';
 }
 
-export class MoondreamSession {
-  private session: PhiSession | undefined;
-  readonly hiddenSize: number;
-  readonly maxSeqLen: number;
-
-  constructor(session: PhiSession, hiddenSize: number, maxSeqLen: number) {
-    this.session = session;
-    this.hiddenSize = hiddenSize;
-    this.maxSeqLen = maxSeqLen;
-  }
-
-  get position(): number {
-    return this.session?.position ?? 0;
+export class MoondreamSession extends KvSession<PhiSession> {
+  constructor(session: PhiSession, readonly hiddenSize: number, maxSeqLen: number) {
+    super(session, 'MoondreamSession', maxSeqLen, 'context length');
   }
 
   /** Feeds token ids, or embedding rows (Float32Array [n, textHidden]), after the current position. */
@@ -157,57 +148,11 @@ export class MoondreamSession {
     const session = this.live();
     const rows = isFloat32Array(input) ? input : Int32Array.from(input);
     const n = isFloat32Array(rows) ? rows.length / this.hiddenSize : rows.length;
-    if (!Number.isInteger(n) || n === 0) {
-      throw new RangeError(`eval: embedding rows must be a non-empty whole number of ${this.hiddenSize}-float rows`);
-    }
-    if (session.position + n > this.maxSeqLen) {
-      throw new RangeError(`the sequence would hold ${session.position + n} positions, past this model's ${this.maxSeqLen}`);
-    }
+    if (!Number.isInteger(n)) throw new RangeError(`eval: embedding rows must be a whole number of ${this.hiddenSize}-float rows`);
+    this.checkCapacity(session, n, 'eval: no token ids or embedding rows');
     const prefix = options.prefixAttention ?? 0;
     if (!Number.isInteger(prefix) || prefix < 0) throw new RangeError('prefixAttention must be a non-negative integer');
     const logits = options.logits ?? 'last';
-    return withAbort(() => session.eval(rows, logits, prefix), () => session.abort(), options.signal, 'MoondreamSession');
-  }
-
-  /**
-   * Feeds token ids and picks the next token in the same native call with `sampler` (its
-   * generator state carries over), `recent` being the penalty window. Resolves to the token id.
-   */
-  async step(
-    ids: ArrayLike<number>,
-    params: NativeSamplingParams,
-    sampler: Sampler,
-    recent: Int32Array | undefined,
-    options: { signal?: AbortSignal } = {},
-  ): Promise<number> {
-    const session = this.live();
-    if (ids.length === 0) throw new RangeError('step: no token ids');
-    if (session.position + ids.length > this.maxSeqLen) {
-      throw new RangeError(`the sequence would hold ${session.position + ids.length} positions, past this model's ${this.maxSeqLen}`);
-    }
-    const input = Int32Array.from(ids);
-    return withAbort(() => session.step(input, sampler, params, recent), () => session.abort(), options.signal, 'MoondreamSession');
-  }
-
-  truncate(n: number): void {
-    try {
-      this.live().truncate(n);
-    } catch (error) {
-      throw fromNativeError(error, 'MoondreamSession');
-    }
-  }
-
-  abort(): void {
-    this.session?.abort();
-  }
-
-  dispose(): void {
-    this.session?.dispose();
-    this.session = undefined;
-  }
-
-  private live(): PhiSession {
-    if (!this.session) throw new DisposedError('MoondreamSession');
-    return this.session;
+    return this.run(session, () => session.eval(rows, logits, prefix), options.signal);
   }
 }
