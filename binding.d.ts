@@ -156,6 +156,12 @@ export interface KernelsBinding {
   /** y [m, rows] = X·Wᵀ: xq [m·cols], xs [m·cols/group]. */
   matmulQ8(isa: string, wq: Int8Array, ws: Float32Array, xq: Int8Array, xs: Float32Array, y: Float32Array,
     m: number, rows: number, cols: number, group: number, threads?: number): void;
+  /**
+   * Per-channel int8: y [m, n] = fma(Σ_k xq·wq, xs[i]·ws[j], bias[j]) with wq [n·k] (one scale per row
+   * of W), xq [m·k] in [-127, 127] (one scale per row), bias [n] or null; k <= 65536.
+   */
+  gemmI8(isa: string, wq: Int8Array, ws: Float32Array, xq: Int8Array, xs: Float32Array, bias: Float32Array | null,
+    y: Float32Array, m: number, n: number, k: number, threads?: number): void;
   /** c [m, n] = a [m, k] · b: b f16 [k, n] (hgemm) or [n, k] (hgemmTrans). */
   hgemm(isa: string, a: Float32Array, b: Uint16Array, c: Float32Array, m: number, k: number, n: number, threads?: number): void;
   hgemmTrans(isa: string, a: Float32Array, b: Uint16Array, c: Float32Array, m: number, k: number, n: number, threads?: number): void;

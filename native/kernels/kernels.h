@@ -21,6 +21,8 @@
 //  - rope_cos_sin + rope_apply: rope split in two, so an engine computes the angles once per
 //    position and applies them to every head.
 //  - parallel.h: MatvecQ8, MatmulQ8, Hgemm, HgemmTrans, Sgemm, SgemmTrans over a ThreadPool.
+//  - gemm_i8: per-channel int8 weights × per-row int8 activations (the encoder's int8 path),
+//    weights packed once by I8Matrix (kernels/i8_matrix.h).
 #pragma once
 
 #include <cstddef>
@@ -32,6 +34,19 @@ namespace weightmap {
 class ThreadPool;
 
 namespace kernels {
+
+// Int8 weights W [n, k] with one scale per output channel (row), packed for gemm_i8 in a layout
+// every table reads as it lies: panels of kI8Panel channels, each [k4 / 4][kI8Panel][4] int8
+// (4 consecutive depths of one channel side by side), k4 = k rounded up to a multiple of 4.
+// Padding (channels past n, depths past k) is zero. Owned and filled by I8Matrix.
+constexpr int kI8Panel = 16;
+struct I8Weights {
+  int64_t n = 0, k = 0, k4 = 0;
+  const int8_t* data = nullptr;     // [panels][k4 / 4][kI8Panel][4]
+  const float* scale = nullptr;     // [panels · kI8Panel] per channel, 0 past n
+  const int32_t* corr = nullptr;    // [panels · kI8Panel] -128 · Σ_k w[j, k] (for u8 × s8 dot products)
+  int64_t panels() const { return (n + kI8Panel - 1) / kI8Panel; }
+};
 
 struct KernelTable {
   const char* isa;  // "scalar", "avx2", "avx512", "avx512vnni", "neon"
@@ -72,6 +87,14 @@ struct KernelTable {
   // f32 dot product and y += a·x.
   float (*dot_f32)(const float* a, const float* b, int64_t n);
   void (*axpy_f32)(float a, const float* x, float* y, int64_t n);
+
+  // Channels of panels [p0, p1) of Y [m, n] (row stride ldy) = (X_q · W_qᵀ) scaled, plus bias:
+  //   y[i, j] = fma(float(Σ_k xq[i, k] · wq[j, k]), xs[i] · ws[j], bias ? bias[j] : 0)
+  // for int8 activations xq [m, ldx] (values in [-127, 127], one scale xs[i] per row; ldx >= k4,
+  // the bytes past k are read but meet zero weights). The int32 sum is exact (|k| < 2^16) and
+  // the two roundings are fixed, so every table gives bit-identical results.
+  void (*gemm_i8)(const int8_t* xq, const float* xs, int64_t m, int64_t ldx, const I8Weights& w,
+                  const float* bias, float* y, int64_t ldy, int64_t p0, int64_t p1);
 };
 
 // The table chosen for this CPU (or forced by WEIGHTMAP_ISA / SetIsa).

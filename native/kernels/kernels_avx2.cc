@@ -7,6 +7,7 @@
 
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "kernels/kernels.h"
@@ -100,6 +101,12 @@ struct QAvx2 {
   static A acc_zero() { return _mm256_setzero_si256(); }
   static A acc_lane0(int32_t v) { return _mm256_set_epi32(0, 0, 0, 0, 0, 0, 0, v); }
   static A acc_ld(const int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static void acc_st(int32_t* p, A a) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), a); }
+  static D bcast4(const void* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+  }
   static WP prep_raw(D w) { return WP{_mm256_abs_epi8(w), w}; }
   static WP prep_relaid(D w) { return prep_raw(w); }
   static A dot(A acc, const WP& w, D x) {
@@ -110,6 +117,7 @@ struct QAvx2 {
   static FV fzero() { return _mm256_setzero_ps(); }
   static FV fset1(float x) { return _mm256_set1_ps(x); }
   static FV fld(const float* p) { return _mm256_loadu_ps(p); }
+  static void fst(float* p, FV v) { _mm256_storeu_ps(p, v); }
   static FV fmul(FV a, FV b) { return _mm256_mul_ps(a, b); }
   static FV ffma(FV a, FV b, FV c) { return _mm256_fmadd_ps(a, b, c); }
   static float freduce(FV v) { return Reduce8(v); }
@@ -117,6 +125,8 @@ struct QAvx2 {
     RelayoutY(src, l, group, flip, dst);
   }
 };
+
+#include "kernels/i8_tiles.h"
 
 // ---------------------------------------------------------------- Q8_0
 void QuantizeQ8(const float* x, int64_t n, int group, int8_t* q, float* s) {
@@ -215,7 +225,7 @@ void Axpy(float alpha, const float* x, float* y, int64_t n) { AxpyF32(alpha, x, 
 const KernelTable& Avx2Table() {
   static const KernelTable table = {
       "avx2",   QuantizeQ8, MatvecQ8,  MatmulQ8, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
-      F16ToF32, F32ToF16,   Bf16ToF32, Dot,      Axpy,
+      F16ToF32, F32ToF16,   Bf16ToF32, Dot,      Axpy,  GemmI8<QAvx2, 4, 1>,
   };
   return table;
 }

@@ -17,6 +17,7 @@
 
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "kernels/kernels.h"
@@ -108,6 +109,13 @@ struct FloatZ {
   static __m512i acc_zero() { return _mm512_setzero_si512(); }
   static __m512i acc_lane0(int32_t v) { return _mm512_maskz_set1_epi32(1, v); }
   static __m512i acc_ld(const int32_t* p) { return _mm512_loadu_si512(p); }
+  static void acc_st(int32_t* p, __m512i a) { _mm512_storeu_si512(p, a); }
+  static void fst(float* p, FV v) { _mm512_storeu_ps(p, v); }
+  static __m512i bcast4(const void* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+  }
 };
 
 struct FloatY {
@@ -156,7 +164,6 @@ struct QVnniZ : FloatZ {
   static A bias_corr(A acc, D x) {
     return _mm512_dpbusd_epi32(acc, _mm512_set1_epi8(char(0x80)), _mm512_sub_epi8(_mm512_setzero_si512(), x));
   }
-  static void acc_st(int32_t* p, A a) { _mm512_storeu_si512(p, a); }
 };
 
 // vpdpbusd on ymm (AVX512-VL), for groups that are odd multiples of 32.
@@ -213,6 +220,8 @@ struct QBwY : FloatY {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
   }
 };
+
+#include "kernels/i8_tiles.h"
 
 // ---------------------------------------------------------------- Q8_0
 void QuantizeQ8(const float* x, int64_t n, int group, int8_t* q, float* s) {
@@ -321,6 +330,7 @@ const KernelTable& Avx512Table() {
   static const KernelTable table = {
       "avx512", QuantizeQ8, MatvecQ8T<QBwZ, QBwY>, MatmulQ8T<QBwZ, 4, 3>, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
       F16ToF32, F32ToF16,   Bf16ToF32,             Dot,             Axpy,
+      GemmI8<QBwZ, 6, 3>,  // the sign trick needs |w| and a sign mask per weight vector
   };
   return table;
 }
@@ -329,6 +339,7 @@ const KernelTable& Avx512VnniTable() {
   static const KernelTable table = {
       "avx512vnni", QuantizeQ8, MatvecQ8T<QVnniZ, QVnniY>, MatmulQ8T<QVnniZ, 4, 4>, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
       F16ToF32,     F32ToF16,   Bf16ToF32,                 Dot,               Axpy,
+      GemmI8<QVnniZ, 6, 4>,  // 24 zmm accumulators: 4 weight loads and 6 broadcasts per 24 vpdpbusd
   };
   return table;
 }

@@ -8,6 +8,7 @@
 
 #include <arm_neon.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "kernels/kernels.h"
@@ -60,6 +61,12 @@ struct QNeon {
   static A acc_zero() { return vdupq_n_s32(0); }
   static A acc_lane0(int32_t v) { return vsetq_lane_s32(v, vdupq_n_s32(0), 0); }
   static A acc_ld(const int32_t* p) { return vld1q_s32(p); }
+  static void acc_st(int32_t* p, A a) { vst1q_s32(p, a); }
+  static D bcast4(const void* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return vreinterpretq_s8_s32(vdupq_n_s32(v));
+  }
   static WP prep_raw(D w) { return w; }
   static WP prep_relaid(D w) { return w; }
   static A dot(A acc, const WP& w, D x) { return vdotq_s32(acc, w, x); }
@@ -67,6 +74,7 @@ struct QNeon {
   static FV fzero() { return vdupq_n_f32(0.0f); }
   static FV fset1(float x) { return vdupq_n_f32(x); }
   static FV fld(const float* p) { return vld1q_f32(p); }
+  static void fst(float* p, FV v) { vst1q_f32(p, v); }
   static FV fmul(FV a, FV b) { return vmulq_f32(a, b); }
   static FV ffma(FV a, FV b, FV c) { return vfmaq_f32(c, a, b); }
   static float freduce(FV v) { return vaddvq_f32(v); }
@@ -74,6 +82,8 @@ struct QNeon {
     Q8Relayout<4>(src, l, group, flip, dst);
   }
 };
+
+#include "kernels/i8_tiles.h"
 
 void MatvecQ8(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t cols,
               int group, int64_t r0, int64_t r1) {
@@ -129,7 +139,7 @@ void Axpy(float alpha, const float* x, float* y, int64_t n) { AxpyF32(alpha, x, 
 const KernelTable& NeonTable() {
   static const KernelTable table = {
       "neon",   scalar::quantize_q8, MatvecQ8,  MatmulQ8, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
-      F16ToF32, F32ToF16,            Bf16ToF32, Dot,      Axpy,
+      F16ToF32, F32ToF16,            Bf16ToF32, Dot,      Axpy,  GemmI8<QNeon, 4, 1>,
   };
   return table;
 }

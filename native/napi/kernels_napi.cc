@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/i8_matrix.h"
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
 #include "napi/errors.h"
@@ -221,6 +222,38 @@ Napi::Value MatmulQ8(const Napi::CallbackInfo& info) {
     kernels::MatmulQ8(PoolFor(threads), t, a.wq.data, a.ws.data, a.xq.data, a.xs.data, a.y.data, a.m, a.rows, a.cols,
                       a.rows, a.group);
   return info.Env().Undefined();
+}
+
+// ---------------------------------------------------------------- per-channel int8
+// gemmI8(isa, wq [n·k], ws [n], xq [m·k], xs [m], bias [n] | null, y [m·n], m, n, k, threads):
+// packs W with I8Matrix, then runs gemm_i8 over activation rows padded to a stride of k4 + 8
+// bytes whose padding is NOT zero (the contract says it is read but meets zero weights).
+Napi::Value GemmI8(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const KernelTable& t = TableArg(info, 0);
+  const int64_t m = IntArg(info, 7, "m", 1, kMaxDim);
+  const int64_t n = IntArg(info, 8, "n", 1, kMaxDim);
+  const int64_t k = IntArg(info, 9, "k", 1, 65536);
+  const int threads = ThreadsArg(info, 10);
+  auto wq = ArrayArg<int8_t>(info, 1, "wq", Mul(env, n, k));
+  auto ws = ArrayArg<float>(info, 2, "ws", n);
+  auto xq = ArrayArg<int8_t>(info, 3, "xq", Mul(env, m, k));
+  auto xs = ArrayArg<float>(info, 4, "xs", m);
+  const bool has_bias = !(info.Length() <= 5 || info[5].IsNull() || info[5].IsUndefined());
+  const float* bias = has_bias ? ArrayArg<float>(info, 5, "bias", n).data : nullptr;
+  auto y = ArrayArg<float>(info, 6, "y", Mul(env, m, n));
+  CheckActivations(env, xq);
+  kernels::I8Matrix w(n, k);
+  for (int64_t j = 0; j < n; ++j) w.SetRow(j, wq.data + j * k, ws.data[j]);
+  const kernels::I8Weights view = w.view();
+  const int64_t ldx = view.k4 + 8;
+  std::vector<int8_t> x(size_t(m * ldx), int8_t(0x55));
+  for (int64_t i = 0; i < m; ++i) std::memcpy(&x[size_t(i * ldx)], xq.data + i * k, size_t(k));
+  if (threads == 1)
+    t.gemm_i8(x.data(), xs.data, m, ldx, view, bias, y.data, n, 0, view.panels());
+  else
+    kernels::GemmI8(PoolFor(threads), t, x.data(), xs.data, m, ldx, view, bias, y.data, n);
+  return env.Undefined();
 }
 
 // ---------------------------------------------------------------- gemms
@@ -473,6 +506,7 @@ void Register(Napi::Env env, Napi::Object exports) {
   k.Set("quantizeQ8", Napi::Function::New(env, QuantizeQ8, "quantizeQ8"));
   k.Set("matvecQ8", Napi::Function::New(env, MatvecQ8, "matvecQ8"));
   k.Set("matmulQ8", Napi::Function::New(env, MatmulQ8, "matmulQ8"));
+  k.Set("gemmI8", Napi::Function::New(env, GemmI8, "gemmI8"));
   k.Set("hgemm", Napi::Function::New(env, Gemm<uint16_t, false>, "hgemm"));
   k.Set("hgemmTrans", Napi::Function::New(env, Gemm<uint16_t, true>, "hgemmTrans"));
   k.Set("sgemm", Napi::Function::New(env, Gemm<float, false>, "sgemm"));
