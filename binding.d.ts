@@ -252,7 +252,7 @@ export interface BertEncoderConfig {
 export interface BertEncoderInfo {
   hiddenSize: number;
   threads: number;
-  quant: 'f32' | 'q8_0';
+  quant: 'f32' | 'int8' | 'q8_0';
   /** The kernel table in use ("scalar", "avx2", "avx512", ...). */
   isa: string;
   loadMs: number;
@@ -269,7 +269,8 @@ export interface BertEncodeJob {
 
 /**
  * A BERT sentence encoder (native/napi/bert_napi.cc) over mapped HF [out,in] weights: f32 used in
- * place (f16 through hgemm_trans), or every linear layer quantized to Q8_0 at load. Any number of
+ * place (f16 through hgemm_trans), or every linear layer quantized at load (per-channel int8 through
+ * gemm_i8, or Q8_0 groups through matmul_q8). Any number of
  * encode() calls may run at once; dispose() lets running ones finish.
  */
 export declare class BertEncoder {
@@ -279,7 +280,7 @@ export declare class BertEncoder {
     config: BertEncoderConfig;
     weights: EngineWeightsSpec;
     threads?: number;
-    quant?: 'f32' | 'q8_0';
+    quant?: 'f32' | 'int8' | 'q8_0';
   }): Promise<BertEncoder>;
   readonly disposed: boolean;
   readonly info: BertEncoderInfo;

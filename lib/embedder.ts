@@ -12,19 +12,19 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { BertEngine, type Pooling } from './engines/bert';
+import { BertEngine, type EmbedderQuant, type Pooling } from './engines/bert';
 import { AbortError, DisposedError, UnsupportedError } from './errors';
 import { readWeights } from './formats';
 import { loadTokenizer, tokenizerFromData, type Tokenizer } from './tokenizers';
 import { closeWeights, type BertConfig, type FormatName, type ModelWeights } from './weights';
 
-export type { Pooling } from './engines/bert';
+export type { EmbedderQuant, Pooling } from './engines/bert';
 
 export interface LoadEmbedderOptions {
   /** Encoder threads (the calling thread counts); default: the physical cores. */
   threads?: number;
-  /** 'q8_0': int8 linear layers (quantized once at load); default 'f32' (weights used in place). */
-  quant?: 'f32' | 'q8_0';
+  /** 'int8' (fastest) or 'q8_0': int8 linear layers quantized once at load; default 'f32'. See EmbedderQuant. */
+  quant?: EmbedderQuant;
   /** Truncation length in tokens, [CLS]/[SEP] included; default the model's max_seq_length. */
   maxSeqLength?: number;
   /** A tokenizer file/folder or a Tokenizer, instead of the one in or beside the weights. */
@@ -49,7 +49,7 @@ export interface EmbedderInfo {
   path: string;
   format: FormatName;
   threads: number;
-  quant: 'f32' | 'q8_0';
+  quant: EmbedderQuant;
   /** The kernel set in use ("avx2", "avx512", ...). */
   isa: string;
   /** Bytes the engine copied at load (biases and norms; all the linear layers when quantized). */

@@ -27,7 +27,7 @@ export type {
 export { loadTokenizer, loadTokenizerSync, tokenizerFromData } from './tokenizers';
 export type { DecodeOptions, EncodeOptions, SpecialTokenIds, StreamDecoder, Tokenizer, TokenizerKind } from './tokenizers';
 export { Embedder, loadEmbedder, similarity } from './embedder';
-export type { EmbedOptions, EmbedderInfo, LoadEmbedderOptions, Pooling } from './embedder';
+export type { EmbedOptions, EmbedderInfo, EmbedderQuant, LoadEmbedderOptions, Pooling } from './embedder';
 export { Model, loadModel } from './model';
 export type { ChatOptions, LoadModelOptions, ModelInfo } from './model';
 export { MoondreamModel, loadMoondream } from './moondream';

@@ -4,6 +4,7 @@
  */
 import * as readline from 'node:readline';
 import type { Command } from 'commander';
+import { EMBEDDER_QUANTS, type EmbedderQuant } from '../engines/bert';
 import { loadEmbedder, type Embedder, type EmbedOptions } from '../embedder';
 import { action, intOption } from './run-command';
 
@@ -36,7 +37,7 @@ export function registerEmbed(program: Command): void {
     .argument('[text...]', 'texts to embed (default: one per line of stdin)')
     .option('--batch-size <n>', 'texts per native batch (default 32)')
     .option('--threads <n>', 'encoder threads (default: physical cores)')
-    .option('--quant <type>', 'f32 (default) or q8_0')
+    .option('--quant <type>', `linear layers: ${EMBEDDER_QUANTS.join(', ')} (default f32; int8 is the fastest)`)
     .option('--pooling <mode>', 'mean, cls or max (default: the model\'s)')
     .option('--no-normalize', 'skip the L2 normalization')
     .option('--max-seq-length <n>', 'truncate texts to n tokens')
@@ -48,15 +49,15 @@ export function registerEmbed(program: Command): void {
         const batchSize = int('batch-size', 'batchSize', 1) ?? 32;
         const threads = int('threads', 'threads', 1);
         const maxSeqLength = int('max-seq-length', 'maxSeqLength', 2);
-        if (opts.quant !== undefined && opts.quant !== 'f32' && opts.quant !== 'q8_0') {
-          throw new RangeError(`--quant must be f32 or q8_0, got '${opts.quant}'`);
+        if (opts.quant !== undefined && !EMBEDDER_QUANTS.includes(opts.quant as EmbedderQuant)) {
+          throw new RangeError(`--quant must be one of ${EMBEDDER_QUANTS.join(', ')}, got '${opts.quant}'`);
         }
         if (opts.pooling !== undefined && !['mean', 'cls', 'max'].includes(opts.pooling as string)) {
           throw new RangeError(`--pooling must be mean, cls or max, got '${opts.pooling}'`);
         }
         const embedder = await loadEmbedder(model, {
           threads,
-          quant: opts.quant as 'f32' | 'q8_0' | undefined,
+          quant: opts.quant as EmbedderQuant | undefined,
           maxSeqLength,
         });
         try {

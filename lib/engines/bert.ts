@@ -12,11 +12,18 @@ import { nativeWeightsSpec } from './native-spec';
 
 export type Pooling = BertConfig['pooling'];
 
+/**
+ * How the linear layers run: 'f32' (default: f32 weights, f16 used in place), or quantized once
+ * at load with activations quantized on the fly: 'int8' (one scale per output channel and per
+ * token: int8 dot products only, the fast path) or 'q8_0' (groups of 32 with a scale each).
+ */
+export type EmbedderQuant = 'f32' | 'int8' | 'q8_0';
+export const EMBEDDER_QUANTS: readonly EmbedderQuant[] = ['f32', 'int8', 'q8_0'];
+
 export interface BertEngineOptions {
   /** Worker threads of the encoder (the calling thread counts); default: the physical cores. */
   threads?: number;
-  /** 'q8_0' quantizes the linear layers at load (int8 weights and activations); default 'f32'. */
-  quant?: 'f32' | 'q8_0';
+  quant?: EmbedderQuant;
 }
 
 export interface EncodeBatchOptions {
@@ -42,8 +49,8 @@ export class BertEngine {
     if (options.threads !== undefined && !(Number.isInteger(options.threads) && options.threads >= 0)) {
       throw new RangeError(`threads must be a non-negative integer, got ${options.threads}`);
     }
-    if (options.quant !== undefined && options.quant !== 'f32' && options.quant !== 'q8_0') {
-      throw new RangeError(`quant must be 'f32' or 'q8_0', got ${String(options.quant)}`);
+    if (options.quant !== undefined && !EMBEDDER_QUANTS.includes(options.quant)) {
+      throw new RangeError(`quant must be one of ${EMBEDDER_QUANTS.join(', ')}, got ${String(options.quant)}`);
     }
     try {
       const encoder = await native().BertEncoder.load({

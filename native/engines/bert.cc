@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kernels/kernels.h"
+#include "kernels/i8_matrix.h"
 #include "kernels/parallel.h"
 
 namespace weightmap {
@@ -77,9 +78,9 @@ std::vector<float> LoadVector(const WeightsSpec& spec, const std::string& name, 
 
 constexpr int kQ8Group = 32;
 
-// W [rows, cols] for the kernels: the mapping's bytes when they fit a kernel as stored, else an
-// f32 copy; with `q8`, a Q8_0 copy (when rows are whole groups).
-Linear PrepareLinear(const TensorRef& t, bool q8, LoadCost* cost) {
+// W [rows, cols] for the kernels: f16 as stored in the mapping, or a copy: quantized (`quant`),
+// else f32 Wᵀ.
+Linear PrepareLinear(const TensorRef& t, Quant quant, LoadCost* cost) {
   if ((t.dtype == DType::Q8_0 || t.dtype == DType::GgmlQ8_0) && t.shape[1] % t.group != 0)
     throw SpecError("SHAPE_MISMATCH", "rows of " + t.Describe() + " are not whole groups of " + std::to_string(t.group));
   Linear w;
@@ -87,12 +88,23 @@ Linear PrepareLinear(const TensorRef& t, bool q8, LoadCost* cost) {
   w.cols = t.shape[1];
   const int64_t n = t.numel;
   const kernels::KernelTable& k = kernels::Active();
-  if (q8 && w.cols % kQ8Group == 0) {
+  std::vector<float> row(w.cols);
+  if (quant == Quant::Int8 && w.cols <= 65536) {
+    w.kind = Linear::Kind::I8;
+    w.i8 = std::make_unique<kernels::I8Matrix>(w.rows, w.cols);
+    for (int64_t r = 0; r < w.rows; r++) {
+      ReadRow(t, r, row.data());
+      w.i8->SetRow(r, row.data());
+    }
+    cost->copied_bytes += w.i8->bytes();
+    cost->converted++;
+    return w;
+  }
+  if (quant == Quant::Q8_0 && w.cols % kQ8Group == 0) {
     w.kind = Linear::Kind::Q8;
     w.group = kQ8Group;
     w.q_own.resize(n);
     w.s_own.resize(n / kQ8Group);
-    std::vector<float> row(w.cols);
     for (int64_t r = 0; r < w.rows; r++) {
       ReadRow(t, r, row.data());
       k.quantize_q8(row.data(), w.cols, kQ8Group, &w.q_own[r * w.cols], &w.s_own[r * (w.cols / kQ8Group)]);
@@ -111,7 +123,6 @@ Linear PrepareLinear(const TensorRef& t, bool q8, LoadCost* cost) {
   // f32 (and any other dtype) is copied once as Wᵀ [cols, rows]: sgemm's B [k, n] layout runs
   // about twice as fast as sgemm_trans over the [rows, cols] bytes of the mapping.
   w.f_own.resize(n);
-  std::vector<float> row(w.cols);
   for (int64_t r = 0; r < w.rows; r++) {
     ReadRow(t, r, row.data());
     for (int64_t c = 0; c < w.cols; c++) w.f_own[c * w.rows + r] = row[c];
@@ -120,59 +131,6 @@ Linear PrepareLinear(const TensorRef& t, bool q8, LoadCost* cost) {
   cost->copied_bytes += n * 4;
   cost->converted++;
   return w;
-}
-
-// A layer input X [m, cols], quantized to Q8_0 the first time a Q8 weight needs it.
-class Input {
- public:
-  Input(const float* x, int64_t m, int64_t cols) : x_(x), m_(m), cols_(cols) {}
-  const float* x() const { return x_; }
-
-  void Quantize(ThreadPool& pool, int group) {
-    if (group_ == group) return;
-    group_ = group;
-    q_.resize(m_ * cols_);
-    s_.resize(m_ * cols_ / group);
-    const kernels::KernelTable& k = kernels::Active();
-    const int64_t grain = std::max<int64_t>(1, 16384 / cols_);
-    auto rows = [&](int64_t r0, int64_t r1) {
-      k.quantize_q8(x_ + r0 * cols_, (r1 - r0) * cols_, group, &q_[r0 * cols_], &s_[r0 * cols_ / group]);
-    };
-    if (m_ <= grain) rows(0, m_); else pool.ParallelFor(m_, grain, rows);
-  }
-  const int8_t* q() const { return q_.data(); }
-  const float* s() const { return s_.data(); }
-
- private:
-  const float* x_;
-  int64_t m_, cols_;
-  int group_ = 0;
-  std::vector<int8_t> q_;  // [m, cols]
-  std::vector<float> s_;   // [m, cols / group]
-};
-
-// y [m, rows] = x [m, cols] · Wᵀ, the columns split across the pool.
-void Product(ThreadPool& pool, const Linear& w, Input& in, int64_t m, float* y) {
-  switch (w.kind) {
-    case Linear::Kind::F32:
-      kernels::Sgemm(&pool, in.x(), w.f, y, m, w.cols, w.rows);
-      return;
-    case Linear::Kind::F16:
-      kernels::HgemmTrans(&pool, in.x(), w.h, y, m, w.cols, w.rows);
-      return;
-    case Linear::Kind::Q8:
-      in.Quantize(pool, w.group);
-      kernels::MatmulQ8(&pool, w.q, w.s, in.q(), in.s(), y, m, w.rows, w.cols, w.rows, w.group);
-      return;
-  }
-}
-
-// A [rows, cols] embedding table read row by row from the mapping.
-const TensorRef& RequireTable(const WeightsSpec& spec, const std::string& name, int64_t rows, int64_t cols) {
-  const TensorRef& t = spec.Require(name, {rows, cols});
-  if ((t.dtype == DType::Q8_0 || t.dtype == DType::GgmlQ8_0) && cols % t.group != 0)
-    throw SpecError("SHAPE_MISMATCH", "rows of " + t.Describe() + " are not whole groups of " + std::to_string(t.group));
-  return t;
 }
 
 // Splits rows [0, n) of a row-wise job over the pool, keeping small jobs on the calling thread:
@@ -184,6 +142,74 @@ void ForRows(ThreadPool& pool, int64_t n, int64_t width, const std::function<voi
     return;
   }
   pool.ParallelFor(n, grain, fn);
+}
+
+// A layer input X [m, cols], quantized the first time a weight needs it, in that weight's form:
+// Q8_0 groups (rows of `cols` bytes, cols / group scales each) or one scale per row (group =
+// cols, rows of `ld` >= cols bytes, zero-padded: gemm_i8 reads rows of k4 bytes).
+class Input {
+ public:
+  Input(const float* x, int64_t m, int64_t cols) : x_(x), m_(m), cols_(cols) {}
+  const float* x() const { return x_; }
+
+  void Quantize(ThreadPool& pool, int group, int64_t ld) {
+    if (group_ == group && ld_ == ld) return;
+    group_ = group;
+    ld_ = ld;
+    q_.assign(m_ * ld, 0);
+    s_.resize(m_ * cols_ / group);
+    const kernels::KernelTable& k = kernels::Active();
+    auto rows = [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; r++) k.quantize_q8(x_ + r * cols_, cols_, group, &q_[r * ld], &s_[r * cols_ / group]);
+    };
+    const int64_t grain = std::max<int64_t>(1, 16384 / cols_);
+    if (m_ <= grain) rows(0, m_); else pool.ParallelFor(m_, grain, rows);
+  }
+  const int8_t* q() const { return q_.data(); }
+  const float* s() const { return s_.data(); }
+  int64_t ld() const { return ld_; }
+
+ private:
+  const float* x_;
+  int64_t m_, cols_;
+  int group_ = 0;
+  int64_t ld_ = 0;
+  std::vector<int8_t> q_;  // [m, ld]
+  std::vector<float> s_;   // [m, cols / group]
+};
+
+// y [m, rows] = x [m, cols] · Wᵀ + bias, the columns split across the pool.
+void Product(ThreadPool& pool, const Linear& w, Input& in, int64_t m, const std::vector<float>& bias, float* y) {
+  switch (w.kind) {
+    case Linear::Kind::F32:
+      kernels::Sgemm(&pool, in.x(), w.f, y, m, w.cols, w.rows);
+      break;
+    case Linear::Kind::F16:
+      kernels::HgemmTrans(&pool, in.x(), w.h, y, m, w.cols, w.rows);
+      break;
+    case Linear::Kind::Q8:
+      in.Quantize(pool, w.group, w.cols);
+      kernels::MatmulQ8(&pool, w.q, w.s, in.q(), in.s(), y, m, w.rows, w.cols, w.rows, w.group);
+      break;
+    case Linear::Kind::I8: {
+      const kernels::I8Weights v = w.i8->view();
+      in.Quantize(pool, int(w.cols), v.k4);
+      kernels::GemmI8(&pool, in.q(), in.s(), m, in.ld(), v, bias.data(), y, w.rows);
+      return;  // the kernel added the bias
+    }
+  }
+  ForRows(pool, m, w.rows, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; t++)
+      for (int64_t j = 0; j < w.rows; j++) y[t * w.rows + j] += bias[j];
+  });
+}
+
+// A [rows, cols] embedding table read row by row from the mapping.
+const TensorRef& RequireTable(const WeightsSpec& spec, const std::string& name, int64_t rows, int64_t cols) {
+  const TensorRef& t = spec.Require(name, {rows, cols});
+  if ((t.dtype == DType::Q8_0 || t.dtype == DType::GgmlQ8_0) && cols % t.group != 0)
+    throw SpecError("SHAPE_MISMATCH", "rows of " + t.Describe() + " are not whole groups of " + std::to_string(t.group));
+  return t;
 }
 
 void CheckAbort(const std::atomic<bool>& abort) {
@@ -209,12 +235,12 @@ std::shared_ptr<Model> Model::Load(const Config& config, std::shared_ptr<const W
   Model& m = *model;
   m.config_ = config;
   m.spec_ = spec;
-  m.q8_ = options.q8;
+  m.quant_ = options.quant;
   const WeightsSpec& s = *spec;
   const Config& c = config;
   const int64_t H = c.hidden, I = c.intermediate;
   auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
-    return PrepareLinear(s.Require(name, {rows, cols}), options.q8, &m.cost_);
+    return PrepareLinear(s.Require(name, {rows, cols}), options.quant, &m.cost_);
   };
 
   m.word_ = &RequireTable(s, "embeddings.word_embeddings.weight", c.vocab, H);
@@ -350,13 +376,14 @@ void Model::Encode(const int32_t* ids, const int32_t* lengths, int64_t n_seq, Po
     }
   });
 
-  // y[t] = LN((proj[t] + bias) + x[t]) written back to x: the post-LN residual of both blocks.
-  auto residual_norm = [&](const std::vector<float>& bias, const std::vector<float>& g, const std::vector<float>& b) {
+  // y[t] = LN(proj[t] + x[t]) written back to x (proj holds the product plus its bias): the
+  // post-LN residual of both blocks.
+  auto residual_norm = [&](const std::vector<float>& g, const std::vector<float>& b) {
     ForRows(pool, N, H, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; t++) {
         float* p = proj + t * H;
         const float* r = x + t * H;
-        for (int64_t j = 0; j < H; j++) p[j] = (p[j] + bias[j]) + r[j];
+        for (int64_t j = 0; j < H; j++) p[j] += r[j];
         kernels::layernorm(p, g.data(), b.data(), x + t * H, H, c.eps);
       }
     });
@@ -366,32 +393,23 @@ void Model::Encode(const int32_t* ids, const int32_t* lengths, int64_t n_seq, Po
     CheckAbort(abort);
     // q, k, v [N, H] = x·Wᵀ + b, one parallel region for the three products.
     Input xin(x, N, H);
-    Product(pool, L.wq, xin, N, s.q.data());
-    Product(pool, L.wk, xin, N, s.k.data());
-    Product(pool, L.wv, xin, N, s.v.data());
-    ForRows(pool, N, 3 * H, [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; t++)
-        for (int64_t j = 0; j < H; j++) {
-          s.q[t * H + j] += L.bq[j];
-          s.k[t * H + j] += L.bk[j];
-          s.v[t * H + j] += L.bv[j];
-        }
-    });
+    Product(pool, L.wq, xin, N, L.bq, s.q.data());
+    Product(pool, L.wk, xin, N, L.bk, s.k.data());
+    Product(pool, L.wv, xin, N, L.bv, s.v.data());
 
     Attention(s.q.data(), s.k.data(), s.v.data(), s.ctx.data(), starts.data(), lengths, n_seq);
 
     // x = LN(x + ctx·Woᵀ + bo)
     Input ctx_in(s.ctx.data(), N, H);
-    Product(pool, L.wo, ctx_in, N, proj);
-    residual_norm(L.bo, L.ln1_g, L.ln1_b);
+    Product(pool, L.wo, ctx_in, N, L.bo, proj);
+    residual_norm(L.ln1_g, L.ln1_b);
 
     // x = LN(x + gelu(x·W1ᵀ + b1)·W2ᵀ + b2)
     Input ffn_in(x, N, H);
-    Product(pool, L.w1, ffn_in, N, ff);
+    Product(pool, L.w1, ffn_in, N, L.b1, ff);
     ForRows(pool, N, I, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; t++) {
         float* f = ff + t * I;
-        for (int64_t j = 0; j < I; j++) f[j] += L.b1[j];
         if (c.gelu_tanh)
           kernels::gelu_tanh(f, I);
         else
@@ -399,8 +417,8 @@ void Model::Encode(const int32_t* ids, const int32_t* lengths, int64_t n_seq, Po
       }
     });
     Input down_in(ff, N, I);
-    Product(pool, L.w2, down_in, N, proj);
-    residual_norm(L.b2, L.ln2_g, L.ln2_b);
+    Product(pool, L.w2, down_in, N, L.b2, proj);
+    residual_norm(L.ln2_g, L.ln2_b);
   }
   CheckAbort(abort);
 

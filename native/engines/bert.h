@@ -8,9 +8,10 @@
 // padded keys masked out, without computing the padding. The kernels compute every output row
 // from its own input row only, so a text gets the same vector alone or in any batch.
 //
-// Weights stay in the mapping where the kernels take them as stored (f32 [out,in] through
-// sgemm_trans, f16 through hgemm_trans); bf16, misaligned or Q8_0-stored matrices are converted
-// to f32 once, and the `q8` option quantizes every linear layer to Q8_0 once at load.
+// Weights: f16 stays in the mapping (hgemm_trans); f32 and every other dtype is copied once as
+// Wᵀ f32 (sgemm's fast form). Two int8 options quantize every linear layer once at load instead:
+// Q8_0 (groups of 32, matmul_q8) or per-channel int8 (gemm_i8, the fast one: one scale per output
+// channel and per activation row, so the inner loop is int8 dot products only).
 // Pure C++: the N-API glue is native/napi/bert_napi.cc.
 #pragma once
 
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "engines/weights_spec.h"
+#include "kernels/i8_matrix.h"
 #include "threadpool.h"
 
 namespace weightmap {
@@ -44,9 +46,15 @@ struct Config {
 
 enum class Pooling { Mean, Cls, Max };
 
+enum class Quant {
+  None,  // weights as stored (f32 or f16)
+  Q8_0,  // int8 in groups of 32 with a scale each, activations likewise
+  Int8,  // int8 with one scale per output channel, activations one scale per row
+};
+
 struct Options {
   int threads = 0;  // 0: physical cores
-  bool q8 = false;  // quantize the linear layers to Q8_0 (groups of 32) at load
+  Quant quant = Quant::None;
 };
 
 // Thrown by Encode when the abort flag was seen set.
@@ -63,7 +71,7 @@ struct LoadCost {
 
 // A linear layer's weight W [rows, cols] (HF [out,in], y = x·Wᵀ) in the form a kernel takes.
 struct Linear {
-  enum class Kind { F32, F16, Q8 };
+  enum class Kind { F32, F16, Q8, I8 };
   Kind kind = Kind::F32;
   int64_t rows = 0, cols = 0;
   const float* f = nullptr;     // F32 Wᵀ [cols, rows] (repacked at load: sgemm's B [k, n] form)
@@ -71,6 +79,7 @@ struct Linear {
   const int8_t* q = nullptr;    // Q8 [rows, cols]
   const float* s = nullptr;     // Q8 scales [rows, cols / group]
   int group = 0;
+  std::unique_ptr<kernels::I8Matrix> i8;  // I8: packed per-channel int8
   // Copies made at load when the stored bytes cannot be used as they are (moves keep the
   // pointers above valid: a moved vector keeps its buffer).
   std::vector<float> f_own;
@@ -106,7 +115,7 @@ class Model {
   const LoadCost& cost() const { return cost_; }
   double load_ms() const { return load_ms_; }
   int threads() const { return pool_->size(); }
-  bool q8() const { return q8_; }
+  Quant quant() const { return quant_; }
 
  private:
   Model() = default;
@@ -123,7 +132,7 @@ class Model {
   std::vector<float> emb_ln_g_, emb_ln_b_;   // [H] embeddings.LayerNorm
   std::vector<Layer> layers_;
   std::unique_ptr<ThreadPool> pool_;
-  bool q8_ = false;
+  Quant quant_ = Quant::None;
   LoadCost cost_;
   double load_ms_ = 0;
 };

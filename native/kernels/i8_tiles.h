@@ -2,6 +2,7 @@
 // an *_<isa>.cc file, after q8_tiles.h, with the same int8 traits Q plus
 //   static D bcast4(const void* p);          // the 4 bytes at p repeated in every int32 lane
 //   static void acc_st(int32_t* p, A a);     static void fst(float* p, FV v);
+// and for kBias tables   static void st(void* p, D v);  static D flip(D v);  // v ^ 0x80 per byte
 //
 // Register tile: M activation rows × V weight panels. Per depth step of 4 bytes it loads the
 // V·VP weight vectors of the step (VP = vectors per panel; int32 lane c of a vector is output
@@ -95,8 +96,13 @@ void GemmI8(const int8_t* xq, const float* xs, int64_t m, int64_t ldx, const I8W
     const uint8_t* xb = reinterpret_cast<const uint8_t*>(xq + i * ldx);
     int64_t ld = ldx;
     if constexpr (Q::kBias) {
-      for (int b = 0; b < mm; ++b)
-        for (int64_t d = 0; d < w.k4; ++d) xu[b * w.k4 + d] = uint8_t(xb[b * ldx + d] ^ 0x80u);
+      for (int b = 0; b < mm; ++b) {
+        const uint8_t* src = xb + b * ldx;
+        uint8_t* dst = xu + b * w.k4;
+        int64_t d = 0;
+        for (; d + Q::kBytes <= w.k4; d += Q::kBytes) Q::st(dst + d, Q::flip(Q::ld(src + d)));
+        for (; d < w.k4; ++d) dst[d] = uint8_t(src[d] ^ 0x80u);
+      }
       xb = xu;
       ld = w.k4;
     }

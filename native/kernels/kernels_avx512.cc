@@ -147,6 +147,8 @@ struct QVnniZ : FloatZ {
   using WP = __m512i;
   static WP prep_raw(D w) { return _mm512_xor_si512(w, _mm512_set1_epi8(char(0x80))); }
   static WP prep_relaid(D w) { return w; }
+  static D flip(D v) { return _mm512_xor_si512(v, _mm512_set1_epi8(char(0x80))); }
+  static void st(void* p, D v) { _mm512_storeu_si512(p, v); }
   static A dot(A acc, const WP& w, D x) {
 #if defined(__GNUC__)
     // GCC 12 copies the accumulator to another register and back around every vpdpbusd of the

@@ -172,8 +172,9 @@ class BertEncoder : public Napi::ObjectWrap<BertEncoder> {
     Napi::Value quant = options.Get("quant");
     if (!quant.IsUndefined()) {
       const std::string q = quant.IsString() ? quant.As<Napi::String>().Utf8Value() : "";
-      if (q != "f32" && q != "q8_0") ThrowTypeError(env, "options.quant must be 'f32' or 'q8_0'");
-      opts.q8 = q == "q8_0";
+      if (q == "q8_0") opts.quant = bert::Quant::Q8_0;
+      else if (q == "int8") opts.quant = bert::Quant::Int8;
+      else if (q != "f32") ThrowTypeError(env, "options.quant must be 'f32', 'int8' or 'q8_0'");
     }
     std::shared_ptr<const WeightsSpec> spec;
     try {
@@ -253,7 +254,8 @@ class BertEncoder : public Napi::ObjectWrap<BertEncoder> {
     Napi::Object o = Napi::Object::New(env);
     o.Set("hiddenSize", Napi::Number::New(env, static_cast<double>(model_->config().hidden)));
     o.Set("threads", Napi::Number::New(env, model_->threads()));
-    o.Set("quant", Napi::String::New(env, model_->q8() ? "q8_0" : "f32"));
+    const bert::Quant q = model_->quant();
+    o.Set("quant", Napi::String::New(env, q == bert::Quant::Int8 ? "int8" : q == bert::Quant::Q8_0 ? "q8_0" : "f32"));
     o.Set("isa", Napi::String::New(env, kernels::Active().isa));
     o.Set("loadMs", Napi::Number::New(env, model_->load_ms()));
     o.Set("copiedBytes", Napi::Number::New(env, static_cast<double>(model_->cost().copied_bytes)));
