@@ -178,6 +178,9 @@ export interface KernelsBinding {
   layernorm(x: Float32Array, g: Float32Array, b: Float32Array | null, y: Float32Array, eps: number): void;
   /** In place. */
   softmax(x: Float32Array): void;
+  /** One head at columns [0, hd) of [T, ld] matrices: out[t] = Σ_j softmax_j(scale·q[t]·k[j])·v[j]. */
+  attention(isa: string, q: Float32Array, k: Float32Array, v: Float32Array, out: Float32Array, T: number, hd: number,
+    ld: number, scale: number): void;
   siluMul(gate: Float32Array, up: Float32Array, y: Float32Array): void;
   geluTanh(x: Float32Array): void;
   geluErf(x: Float32Array): void;

@@ -144,38 +144,48 @@ void ForRows(ThreadPool& pool, int64_t n, int64_t width, const std::function<voi
   pool.ParallelFor(n, grain, fn);
 }
 
+// Storage for a quantized layer input, reused by every layer of a call.
+struct QuantBuffers {
+  std::vector<int8_t> q;
+  std::vector<float> s;
+};
+
 // A layer input X [m, cols], quantized the first time a weight needs it, in that weight's form:
 // Q8_0 groups (rows of `cols` bytes, cols / group scales each) or one scale per row (group =
 // cols, rows of `ld` >= cols bytes, zero-padded: gemm_i8 reads rows of k4 bytes).
 class Input {
  public:
-  Input(const float* x, int64_t m, int64_t cols) : x_(x), m_(m), cols_(cols) {}
+  Input(const float* x, int64_t m, int64_t cols, QuantBuffers& buffers) : x_(x), m_(m), cols_(cols), buf_(buffers) {}
   const float* x() const { return x_; }
 
   void Quantize(ThreadPool& pool, int group, int64_t ld) {
     if (group_ == group && ld_ == ld) return;
     group_ = group;
     ld_ = ld;
-    q_.assign(m_ * ld, 0);
-    s_.resize(m_ * cols_ / group);
+    if (buf_.q.size() < size_t(m_ * ld)) buf_.q.resize(m_ * ld);
+    if (buf_.s.size() < size_t(m_ * cols_ / group)) buf_.s.resize(m_ * cols_ / group);
+    int8_t* q = buf_.q.data();
+    float* s = buf_.s.data();
     const kernels::KernelTable& k = kernels::Active();
     auto rows = [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; r++) k.quantize_q8(x_ + r * cols_, cols_, group, &q_[r * ld], &s_[r * cols_ / group]);
+      for (int64_t r = r0; r < r1; r++) {
+        k.quantize_q8(x_ + r * cols_, cols_, group, q + r * ld, s + r * cols_ / group);
+        std::memset(q + r * ld + cols_, 0, size_t(ld - cols_));
+      }
     };
     const int64_t grain = std::max<int64_t>(1, 16384 / cols_);
     if (m_ <= grain) rows(0, m_); else pool.ParallelFor(m_, grain, rows);
   }
-  const int8_t* q() const { return q_.data(); }
-  const float* s() const { return s_.data(); }
+  const int8_t* q() const { return buf_.q.data(); }
+  const float* s() const { return buf_.s.data(); }
   int64_t ld() const { return ld_; }
 
  private:
   const float* x_;
   int64_t m_, cols_;
+  QuantBuffers& buf_;  // q [m, ld], s [m, cols / group]
   int group_ = 0;
   int64_t ld_ = 0;
-  std::vector<int8_t> q_;  // [m, ld]
-  std::vector<float> s_;   // [m, cols / group]
 };
 
 // y [m, rows] = x [m, cols] · Wᵀ + bias, the columns split across the pool.
@@ -276,56 +286,48 @@ std::shared_ptr<Model> Model::Load(const Config& config, std::shared_ptr<const W
   return model;
 }
 
-namespace {
-
 // The activations of one packed batch of N tokens.
-struct Scratch {
+struct Model::Scratch {
   std::vector<float> x;     // [N, H] hidden states (the residual stream)
   std::vector<float> q;     // [N, H] queries, head h = columns [h·hd, (h+1)·hd)
   std::vector<float> k;     // [N, H] keys
   std::vector<float> v;     // [N, H] values
   std::vector<float> ctx;   // [N, H] attention output, heads concatenated
-  std::vector<float> proj;  // [N, H] output of wo / w2 before the residual add and LayerNorm
+  std::vector<float> proj;  // [N, H] output of wo / w2 plus its bias, before the residual add and LayerNorm
   std::vector<float> ff;    // [N, I] intermediate activations
+  QuantBuffers quantized;   // the current layer input, quantized (int8 weights only)
 };
 
-}  // namespace
+Model::~Model() = default;
+
+std::unique_ptr<Model::Scratch> Model::TakeScratch() const {
+  std::lock_guard<std::mutex> lock(scratch_mu_);
+  if (spare_scratch_.empty()) return std::make_unique<Scratch>();
+  std::unique_ptr<Scratch> s = std::move(spare_scratch_.back());
+  spare_scratch_.pop_back();
+  return s;
+}
+
+void Model::ReturnScratch(std::unique_ptr<Scratch> scratch) const {
+  std::lock_guard<std::mutex> lock(scratch_mu_);
+  spare_scratch_.push_back(std::move(scratch));
+}
 
 void Model::Attention(const float* q, const float* k, const float* v, float* ctx, const int64_t* starts,
                       const int32_t* lengths, int64_t n_seq) const {
-  const kernels::KernelTable& table = kernels::Active();
   const int64_t H = config_.hidden, hd = config_.head_dim(), n_heads = config_.heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   int64_t longest = 0;
   for (int64_t i = 0; i < n_seq; i++) longest = std::max<int64_t>(longest, lengths[i]);
 
-  // One task per (sequence, head): gather that head's q, kᵀ and v into contiguous tiles, then two
-  // small GEMMs (sgemm: B [k, n], the fast form for these short inner dimensions). Only the
-  // sequence's own keys take part, which is the padding mask.
+  // One task per (sequence, head), over that sequence's own rows only: the padding mask.
+  const kernels::KernelTable& table = kernels::Active();
   auto tasks = [&](int64_t begin, int64_t end) {
-    std::vector<float> qh(longest * hd);           // [T, hd]
-    std::vector<float> kt(hd * longest);           // [hd, T] (kᵀ)
-    std::vector<float> vh(longest * hd);           // [T, hd]
-    std::vector<float> scores(longest * longest);  // [T, T] scores, then probabilities
-    std::vector<float> out(longest * hd);          // [T, hd]
+    std::vector<float> scratch(kernels::AttentionScratch(longest, hd));
     for (int64_t task = begin; task < end; task++) {
       const int64_t seq = task / n_heads, h = task % n_heads;
-      const int64_t T = lengths[seq];
-      const int64_t row0 = starts[seq];
-      for (int64_t t = 0; t < T; t++) {
-        const int64_t src = (row0 + t) * H + h * hd;
-        std::memcpy(&qh[t * hd], q + src, hd * sizeof(float));
-        std::memcpy(&vh[t * hd], v + src, hd * sizeof(float));
-        for (int64_t d = 0; d < hd; d++) kt[d * T + t] = k[src + d];
-      }
-      table.sgemm(qh.data(), kt.data(), scores.data(), T, hd, T, 0, T);  // scores = q·kᵀ
-      for (int64_t t = 0; t < T; t++) {
-        float* row = &scores[t * T];
-        for (int64_t j = 0; j < T; j++) row[j] *= scale;
-        kernels::softmax(row, T);
-      }
-      table.sgemm(scores.data(), vh.data(), out.data(), T, T, hd, 0, hd);  // out = p·v
-      for (int64_t t = 0; t < T; t++) std::memcpy(ctx + (row0 + t) * H + h * hd, &out[t * hd], hd * sizeof(float));
+      const int64_t offset = starts[seq] * H + h * hd;
+      table.attention(q + offset, k + offset, v + offset, ctx + offset, lengths[seq], hd, H, scale, scratch.data());
     }
   };
   // Short batches (a few hundred thousand multiply-adds) are not worth waking the pool for.
@@ -350,7 +352,13 @@ void Model::Encode(const int32_t* ids, const int32_t* lengths, int64_t n_seq, Po
     N += lengths[i];
   }
 
-  Scratch s;
+  // Leased for this call and handed back on every exit (an abort throws).
+  struct Lease {
+    const Model* model;
+    std::unique_ptr<Scratch> scratch;
+    ~Lease() { model->ReturnScratch(std::move(scratch)); }
+  } lease{this, TakeScratch()};
+  Scratch& s = *lease.scratch;
   s.x.resize(N * H);
   s.q.resize(N * H);
   s.k.resize(N * H);
@@ -392,7 +400,7 @@ void Model::Encode(const int32_t* ids, const int32_t* lengths, int64_t n_seq, Po
   for (const Layer& L : layers_) {
     CheckAbort(abort);
     // q, k, v [N, H] = x·Wᵀ + b, one parallel region for the three products.
-    Input xin(x, N, H);
+    Input xin(x, N, H, s.quantized);
     Product(pool, L.wq, xin, N, L.bq, s.q.data());
     Product(pool, L.wk, xin, N, L.bk, s.k.data());
     Product(pool, L.wv, xin, N, L.bv, s.v.data());
@@ -400,12 +408,12 @@ void Model::Encode(const int32_t* ids, const int32_t* lengths, int64_t n_seq, Po
     Attention(s.q.data(), s.k.data(), s.v.data(), s.ctx.data(), starts.data(), lengths, n_seq);
 
     // x = LN(x + ctx·Woᵀ + bo)
-    Input ctx_in(s.ctx.data(), N, H);
+    Input ctx_in(s.ctx.data(), N, H, s.quantized);
     Product(pool, L.wo, ctx_in, N, L.bo, proj);
     residual_norm(L.ln1_g, L.ln1_b);
 
     // x = LN(x + gelu(x·W1ᵀ + b1)·W2ᵀ + b2)
-    Input ffn_in(x, N, H);
+    Input ffn_in(x, N, H, s.quantized);
     Product(pool, L.w1, ffn_in, N, L.b1, ff);
     ForRows(pool, N, I, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; t++) {
@@ -416,7 +424,7 @@ void Model::Encode(const int32_t* ids, const int32_t* lengths, int64_t n_seq, Po
           kernels::gelu_erf(f, I);
       }
     });
-    Input down_in(ff, N, I);
+    Input down_in(ff, N, I, s.quantized);
     Product(pool, L.w2, down_in, N, L.b2, proj);
     residual_norm(L.ln2_g, L.ln2_b);
   }

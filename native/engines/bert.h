@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <vector>
 
@@ -100,6 +101,8 @@ struct Layer {
 
 class Model {
  public:
+  ~Model();
+
   // Checks every tensor against the config and prepares the matrices. Throws SpecError.
   static std::shared_ptr<Model> Load(const Config& config, std::shared_ptr<const WeightsSpec> spec,
                                      const Options& options);
@@ -108,6 +111,8 @@ class Model {
   // pooled vector per sequence to out[n_seq, H]. Every length must be in [1, max_positions] and
   // every id in [0, vocab) (the N-API layer checks). Thread-safe: each call has its own scratch,
   // concurrent calls share the thread pool. Checks `abort` between layers (throws Aborted).
+  // The activation buffers of a call are kept for the next one (each concurrent call has its
+  // own), so the memory of the largest batch stays with the model until it is destroyed.
   void Encode(const int32_t* ids, const int32_t* lengths, int64_t n_seq, Pooling pooling, bool normalize, float* out,
               const std::atomic<bool>& abort) const;
 
@@ -119,6 +124,10 @@ class Model {
 
  private:
   Model() = default;
+  struct Scratch;  // one call's activations (bert.cc)
+  std::unique_ptr<Scratch> TakeScratch() const;
+  void ReturnScratch(std::unique_ptr<Scratch> scratch) const;
+
   // ctx [N, H] = softmax(q·kᵀ/√hd)·v per sequence and head, for q, k, v [N, H] of a packed batch
   // whose sequence i occupies rows [starts[i], starts[i] + lengths[i]).
   void Attention(const float* q, const float* k, const float* v, float* ctx, const int64_t* starts,
@@ -133,6 +142,8 @@ class Model {
   std::vector<Layer> layers_;
   std::unique_ptr<ThreadPool> pool_;
   Quant quant_ = Quant::None;
+  mutable std::mutex scratch_mu_;
+  mutable std::vector<std::unique_ptr<Scratch>> spare_scratch_;
   LoadCost cost_;
   double load_ms_ = 0;
 };

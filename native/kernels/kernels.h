@@ -95,7 +95,19 @@ struct KernelTable {
   // the two roundings are fixed, so every table gives bit-identical results.
   void (*gemm_i8)(const int8_t* xq, const float* xs, int64_t m, int64_t ldx, const I8Weights& w,
                   const float* bias, float* y, int64_t ldy, int64_t p0, int64_t p1);
+
+  // Scaled dot-product attention of one head over T positions, every query seeing every key (an
+  // encoder; a padded batch passes each sequence's own rows only):
+  //   out[t] = Σ_j softmax_j(scale · q[t]·k[j]) · v[j]   for t < T, scale > 0
+  // q, k, v and out hold T rows of hd floats at stride ld (one head of a [T, H] matrix; out must
+  // not overlap q, k or v). scratch: AttentionScratch(T, hd) floats.
+  void (*attention)(const float* q, const float* k, const float* v, float* out, int64_t T, int64_t hd,
+                    int64_t ld, float scale, float* scratch);
 };
+
+// Floats of scratch for KernelTable::attention: kᵀ [hd, T32] and 4 score rows [4, T32], T32 = T
+// rounded up to 32 (whole score tiles for every table).
+inline int64_t AttentionScratch(int64_t T, int64_t hd) { return (hd + 4) * ((T + 31) / 32 * 32); }
 
 // The table chosen for this CPU (or forced by WEIGHTMAP_ISA / SetIsa).
 const KernelTable& Active();

@@ -175,6 +175,24 @@ void gemm_i8(const int8_t* xq, const float* xs, int64_t m, int64_t ldx, const I8
     }
 }
 
+void attention(const float* q, const float* k, const float* v, float* out, int64_t T, int64_t hd, int64_t ld,
+               float scale, float* scratch) {
+  float* p = scratch;  // [T] one row of scores, then probabilities
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t j = 0; j < T; ++j) {
+      float s = 0;
+      for (int64_t d = 0; d < hd; ++d) s += q[t * ld + d] * k[j * ld + d];
+      p[j] = s * scale;
+    }
+    softmax(p, T);
+    for (int64_t d = 0; d < hd; ++d) {
+      float o = 0;
+      for (int64_t j = 0; j < T; ++j) o += p[j] * v[j * ld + d];
+      out[t * ld + d] = o;
+    }
+  }
+}
+
 }  // namespace scalar
 
 const KernelTable& ScalarTable() {
@@ -182,7 +200,7 @@ const KernelTable& ScalarTable() {
       "scalar",          scalar::quantize_q8, scalar::matvec_q8,  scalar::matmul_q8,
       scalar::hgemm,     scalar::hgemm_trans, scalar::sgemm,      scalar::sgemm_trans,
       scalar::f16_to_f32, scalar::f32_to_f16, scalar::bf16_to_f32, scalar::dot_f32,
-      scalar::axpy_f32,   scalar::gemm_i8,
+      scalar::axpy_f32,   scalar::gemm_i8,     scalar::attention,
   };
   return table;
 }

@@ -348,6 +348,25 @@ Napi::Value Softmax(const Napi::CallbackInfo& info) {  // (x) in place
   return info.Env().Undefined();
 }
 
+// (isa, q, k, v, out, T, hd, ld, scale): one head of [T, ld] matrices at column 0 (ld >= hd).
+Napi::Value Attention(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const KernelTable& t = TableArg(info, 0);
+  const int64_t T = IntArg(info, 5, "T", 1, 1 << 20);
+  const int64_t hd = IntArg(info, 6, "hd", 1, 1 << 16);
+  const int64_t ld = IntArg(info, 7, "ld", hd, 1 << 20);
+  const float scale = FloatArg(info, 8, "scale");
+  if (!(scale > 0)) ThrowRange(env, "scale must be positive");
+  const int64_t n = Mul(env, T, ld);
+  auto q = ArrayArg<float>(info, 1, "q", n);
+  auto k = ArrayArg<float>(info, 2, "k", n);
+  auto v = ArrayArg<float>(info, 3, "v", n);
+  auto out = ArrayArg<float>(info, 4, "out", n);
+  std::vector<float> scratch(size_t(kernels::AttentionScratch(T, hd)));
+  t.attention(q.data, k.data, v.data, out.data, T, hd, ld, scale, scratch.data());
+  return env.Undefined();
+}
+
 Napi::Value SiluMul(const Napi::CallbackInfo& info) {  // (gate, up, y)
   auto gate = ArrayArg<float>(info, 0, "gate", -1);
   auto up = ArrayArg<float>(info, 1, "up", gate.length);
@@ -519,6 +538,7 @@ void Register(Napi::Env env, Napi::Object exports) {
   k.Set("rmsnorm", Napi::Function::New(env, Rmsnorm, "rmsnorm"));
   k.Set("layernorm", Napi::Function::New(env, Layernorm, "layernorm"));
   k.Set("softmax", Napi::Function::New(env, Softmax, "softmax"));
+  k.Set("attention", Napi::Function::New(env, Attention, "attention"));
   k.Set("siluMul", Napi::Function::New(env, SiluMul, "siluMul"));
   k.Set("geluTanh", Napi::Function::New(env, GeluTanh, "geluTanh"));
   k.Set("geluErf", Napi::Function::New(env, GeluErf, "geluErf"));
