@@ -1,0 +1,62 @@
+#!/usr/bin/env node
+// Per-core arithmetic peak of this CPU, measured (not assumed from a nominal clock): builds
+// scripts/bench/peak-probe.cc with the system g++ and runs it on every core at once, so turbo and
+// shared-core effects show as they do during a benchmark. x86-64 with AVX-512 VNNI only.
+//   node scripts/bench/peak.js [--threads N] [--seconds S] [--json]
+// Also a module: measurePeak(threads) -> { threads, int8MacsPerSecond, f32MacsPerSecond } (sums
+// over the threads), or null where the probe cannot be built or run.
+'use strict';
+const { execFileSync, spawn } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+
+const SOURCE = path.join(__dirname, 'peak-probe.cc');
+const BINARY = path.join(os.tmpdir(), 'weightmap-peak-probe');
+
+function build() {
+  if (fs.existsSync(BINARY) && fs.statSync(BINARY).mtimeMs > fs.statSync(SOURCE).mtimeMs) return BINARY;
+  execFileSync('g++', ['-O2', '-mavx512f', '-mavx512vnni', '-o', BINARY, SOURCE], { stdio: 'pipe' });
+  return BINARY;
+}
+
+function runOnce(binary, seconds) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(binary, [String(seconds)]);
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`probe exited ${code}`))));
+  });
+}
+
+async function measurePeak(threads, seconds = 0.5) {
+  if (process.arch !== 'x64') return null;
+  try {
+    const binary = build();
+    const runs = await Promise.all(Array.from({ length: threads }, () => runOnce(binary, seconds)));
+    return {
+      threads,
+      int8MacsPerSecond: runs.reduce((a, r) => a + r.int8_macs_per_s, 0),
+      f32MacsPerSecond: runs.reduce((a, r) => a + r.f32_macs_per_s, 0),
+    };
+  } catch {
+    return null;
+  }
+}
+
+async function main() {
+  const rest = process.argv.slice(2);
+  const at = (name, fallback) => (rest.includes(`--${name}`) ? rest[rest.indexOf(`--${name}`) + 1] : fallback);
+  const threads = Number(at('threads', String(os.availableParallelism?.() ?? os.cpus().length)));
+  const peak = await measurePeak(threads, Number(at('seconds', '0.5')));
+  if (!peak) throw new Error('the probe needs x86-64, g++ and AVX-512 VNNI');
+  if (rest.includes('--json')) return console.log(JSON.stringify(peak));
+  console.log(
+    `${threads} thread(s): int8 ${(peak.int8MacsPerSecond / 1e9).toFixed(0)} GMAC/s (vpdpbusd zmm), ` +
+      `f32 ${(peak.f32MacsPerSecond / 1e9).toFixed(0)} GMAC/s (vfmadd231ps zmm)`,
+  );
+}
+
+module.exports = { measurePeak };
+if (require.main === module) main().catch((e) => { console.error(e.message); process.exit(1); });
