@@ -2,19 +2,20 @@
 // Sentence-embedding throughput of a MiniLM-shaped encoder (hidden 384, 6 layers, 12 heads,
 // intermediate 1536, vocab 30522) with random weights: sentences/s at batch 1 and 32, for
 // 18-token and 128-token inputs, per thread count, as the median of several runs with their
-// spread, next to the f32 compute bound of this CPU.
+// spread, next to the compute bound of this CPU: its measured per-core peak (scripts/bench/peak.js)
+// for the linear layers (int8 peak for the int8 paths, f32 otherwise) plus the f32 attention.
 //
 // The model is generated once, streaming: a sentence-transformers folder (random f32
 // safetensors + the real MiniLM vocab.txt from ../shared/fixtures), then written as EMBD with
 // weightmap's own reader + writer. Needs `npm run build:ts` (dist/) and the addon.
-//   node scripts/bench/embed.js [--model FILE] [--threads 1,2] [--quant f32,q8_0] [--runs 5]
-//        [--ghz G] [--flops-per-cycle F] [--json]
+//   node scripts/bench/embed.js [--model FILE] [--threads 1,2] [--quant f32,int8,q8_0] [--runs 5] [--json]
 'use strict';
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { performance } = require('node:perf_hooks');
 const { closeWeights, loadEmbedder, readWeights, writeWeights } = require('../../dist/cjs/index.js');
+const { measurePeak } = require('./peak.js');
 
 const SHAPE = { hidden: 384, layers: 6, heads: 12, intermediate: 1536, vocab: 30522, positions: 512 };
 const WORK_DIR = path.join(os.tmpdir(), 'weightmap-bench-embed');
@@ -148,21 +149,20 @@ function makeTexts(embedder, tokens, count) {
   return texts;
 }
 
-function cpuGhz() {
-  try {
-    const m = /cpu MHz\s*:\s*([\d.]+)/.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'));
-    if (m) return Number(m[1]) / 1000;
-  } catch {
-    // not Linux
-  }
-  return os.cpus()[0].speed / 1000;
+// Multiply-adds of one sentence of T tokens: the six linear layers, and the two attention products.
+function macsPerSentence(c, T) {
+  return {
+    linear: c.layers * T * (4 * c.hidden * c.hidden + 2 * c.hidden * c.intermediate),
+    attention: c.layers * 2 * T * T * c.hidden,
+  };
 }
 
-// Multiply-adds ×2 of one sentence of T tokens: the six linear layers and the two attention products.
-function flopsPerSentence(c, T) {
-  const linear = 2 * T * (4 * c.hidden * c.hidden + 2 * c.hidden * c.intermediate);
-  const attention = 2 * 2 * T * T * c.hidden;
-  return c.layers * (linear + attention);
+// Sentences/s if every multiply-add ran at the measured peak: the linear layers at the int8 or
+// f32 peak (by `quant`), attention at the f32 peak.
+function boundPerSecond(peak, quant, T) {
+  const m = macsPerSentence(SHAPE, T);
+  const linearPeak = quant === 'f32' ? peak.f32MacsPerSecond : peak.int8MacsPerSecond;
+  return 1 / (m.linear / linearPeak + m.attention / peak.f32MacsPerSecond);
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -170,15 +170,15 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 async function main() {
   const rest = process.argv.slice(2);
   const threadList = arg(rest, 'threads', '1,2').split(',').map(Number);
-  const quants = arg(rest, 'quant', 'f32').split(',');
+  const quants = arg(rest, 'quant', 'f32,int8').split(',');
   const runs = Number(arg(rest, 'runs', '5'));
-  const ghz = Number(arg(rest, 'ghz', String(cpuGhz())));
-  // 2 FMA pipes × 8 f32 lanes × 2 flops: AVX2 (and Zen 4's double-pumped AVX-512). 64 for two 512-bit FMA units.
-  const flopsPerCycle = Number(arg(rest, 'flops-per-cycle', '32'));
   const file = arg(rest, 'model') ?? (await ensureModel());
+  const peaks = new Map();
+  for (const threads of threadList) peaks.set(threads, await measurePeak(threads));
   const results = [];
   for (const quant of quants) {
     for (const threads of threadList) {
+      const peak = peaks.get(threads);
       const embedder = await loadEmbedder(file, { threads, quant });
       const info = embedder.info;
       for (const tokens of [18, 128]) {
@@ -193,19 +193,20 @@ async function main() {
             await embedder.embed(texts, { batchSize: batch });
             rates.push(count / ((performance.now() - t0) / 1000));
           }
-          const flops = flopsPerSentence(SHAPE, tokens);
-          const bound = (threads * ghz * 1e9 * flopsPerCycle) / flops;
+          const m = macsPerSentence(SHAPE, tokens);
+          const bound = peak ? boundPerSecond(peak, quant, tokens) : null;
           const row = {
             quant, threads, isa: info.isa, tokens, batch, texts: count, runs,
             median: median(rates), min: Math.min(...rates), max: Math.max(...rates),
-            gflops: (median(rates) * flops) / 1e9, f32Bound: bound,
+            gmacs: (median(rates) * (m.linear + m.attention)) / 1e9, bound,
           };
           results.push(row);
           if (!rest.includes('--json')) {
             console.log(
               `${quant.padEnd(5)} threads ${threads}  ${String(tokens).padStart(3)} tokens  batch ${String(batch).padStart(2)}: ` +
                 `${row.median.toFixed(1).padStart(7)} sentences/s (min ${row.min.toFixed(1)}, max ${row.max.toFixed(1)}; ${runs} runs of ${count})  ` +
-                `${row.gflops.toFixed(1)} GFLOP/s = ${((100 * row.median) / bound).toFixed(0)}% of the f32 bound ${bound.toFixed(0)}/s`,
+                `${row.gmacs.toFixed(0)} GMAC/s` +
+                (bound ? ` = ${((100 * row.median) / bound).toFixed(0)}% of the bound ${bound.toFixed(0)}/s` : ''),
             );
           }
         }
@@ -213,8 +214,15 @@ async function main() {
       embedder.dispose();
     }
   }
-  const note = `f32 bound = threads × ${ghz.toFixed(2)} GHz × ${flopsPerCycle} flop/cycle ÷ flops per sentence (${(flopsPerSentence(SHAPE, 18) / 1e6).toFixed(0)} MFLOP at 18 tokens, ${(flopsPerSentence(SHAPE, 128) / 1e6).toFixed(0)} MFLOP at 128)`;
-  if (rest.includes('--json')) console.log(JSON.stringify({ model: file, shape: SHAPE, cpu: os.cpus()[0].model, note, results }, null, 2));
+  const describe = (T) => {
+    const m = macsPerSentence(SHAPE, T);
+    return `${(m.linear / 1e6).toFixed(0)}M linear + ${(m.attention / 1e6).toFixed(1)}M attention multiply-adds at ${T} tokens`;
+  };
+  const peakText = [...peaks]
+    .map(([t, p]) => (p ? `${t} thread(s): int8 ${(p.int8MacsPerSecond / 1e9).toFixed(0)}, f32 ${(p.f32MacsPerSecond / 1e9).toFixed(0)} GMAC/s` : `${t} thread(s): not measured`))
+    .join('; ');
+  const note = `bound = the multiply-adds of a sentence (${describe(18)}; ${describe(128)}) at the measured peak (${peakText}; scripts/bench/peak.js), linear layers at the int8 peak for int8/q8_0`;
+  if (rest.includes('--json')) console.log(JSON.stringify({ model: file, shape: SHAPE, cpu: os.cpus()[0].model, peaks: Object.fromEntries(peaks), note, results }, null, 2));
   else console.log(note);
 }
 
