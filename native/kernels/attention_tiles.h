@@ -3,9 +3,10 @@
 //
 // Queries in blocks of 4. Scores: kᵀ is gathered once per call into [hd, T32] (zero past T), so
 // a tile of 4 queries × 2 vectors of keys accumulates over d with one broadcast per query and one
-// load per key vector (8 independent FMA chains). Softmax per row (the shared row kernel). Then
-// out: a tile of 4 queries × 2 vectors of dims accumulates over the T value rows, read in place.
-// Rows past the last query of a block repeat it (their results are never stored).
+// load per key vector (8 independent FMA chains). Each score row becomes e^(scale·(s - max)) in
+// place (the shared row kernels); out: a tile of 4 queries × 2 vectors of dims accumulates the
+// T value rows (read in place) weighted by those, and is divided by the row's Σ e once at the
+// end. Rows past the last query of a block repeat it (their results are never stored).
 #pragma once
 
 constexpr int kAttnQueries = 4;
@@ -29,10 +30,11 @@ void AttentionScores(const float* const* qr, const float* kt, int64_t T32, int64
     for (int c = 0; c < NV; ++c) F::st(p + a * T32 + j0 + c * W, acc[a][c]);
 }
 
-// out[t0 + a, d0 .. d0 + NV·W) for a < nq; `part` < W: one partial vector of that many dims.
+// out[t0 + a, d0 .. d0 + NV·W) = Σ_j p[a, j]·v[j] · inv[a] for a < nq; `part` < W: one partial
+// vector of that many dims.
 template <int NV>
-void AttentionValues(const float* p, int64_t T32, const float* v, int64_t T, int64_t ld, int64_t d0, int part,
-                     float* out, int nq) {
+void AttentionValues(const float* p, const float* inv, int64_t T32, const float* v, int64_t T, int64_t ld,
+                     int64_t d0, int part, float* out, int nq) {
   using V = typename F::V;
   constexpr int W = F::W;
   V acc[kAttnQueries][NV];
@@ -46,11 +48,14 @@ void AttentionValues(const float* p, int64_t T32, const float* v, int64_t T, int
       for (int c = 0; c < NV; ++c) acc[a][c] = F::fma(pa, vv[c], acc[a][c]);
     }
   }
-  for (int a = 0; a < nq; ++a)
+  for (int a = 0; a < nq; ++a) {
+    const V scale = F::set1(inv[a]);
     for (int c = 0; c < NV; ++c) {
-      if (part) F::st_part(out + a * ld + d0, acc[a][c], part);
-      else F::st(out + a * ld + d0 + c * W, acc[a][c]);
+      const V o = F::fma(acc[a][c], scale, F::zero());
+      if (part) F::st_part(out + a * ld + d0, o, part);
+      else F::st(out + a * ld + d0 + c * W, o);
     }
+  }
 }
 
 void AttentionHead(const float* q, const float* k, const float* v, float* out, int64_t T, int64_t hd, int64_t ld,
@@ -68,16 +73,15 @@ void AttentionHead(const float* q, const float* k, const float* v, float* out, i
     const float* qr[kAttnQueries];
     for (int a = 0; a < kAttnQueries; ++a) qr[a] = q + (t0 + (a < nq ? a : nq - 1)) * ld;
     for (int64_t j0 = 0; j0 < T32; j0 += 2 * W) AttentionScores<2>(qr, kt, T32, hd, j0, p);
+    float inv[kAttnQueries] = {0, 0, 0, 0};
     for (int a = 0; a < nq; ++a) {
       float* row = p + a * T32;
-      const typename F::V sv = F::set1(scale);
-      for (int64_t j = 0; j < T32; j += W) F::st(row + j, F::fma(F::ld(row + j), sv, F::zero()));  // exact products
-      softmax(row, T);
+      inv[a] = static_cast<float>(1.0 / exp_sum(row, T, scale, max_f32(row, T) * scale));  // scale > 0
     }
     float* o = out + t0 * ld;
     int64_t d0 = 0;
-    for (; d0 + 2 * W <= hd; d0 += 2 * W) AttentionValues<2>(p, T32, v, T, ld, d0, 0, o, nq);
-    for (; d0 + W <= hd; d0 += W) AttentionValues<1>(p, T32, v, T, ld, d0, 0, o, nq);
-    if (d0 < hd) AttentionValues<1>(p, T32, v, T, ld, d0, int(hd - d0), o, nq);
+    for (; d0 + 2 * W <= hd; d0 += 2 * W) AttentionValues<2>(p, inv, T32, v, T, ld, d0, 0, o, nq);
+    for (; d0 + W <= hd; d0 += W) AttentionValues<1>(p, inv, T32, v, T, ld, d0, 0, o, nq);
+    if (d0 < hd) AttentionValues<1>(p, inv, T32, v, T, ld, d0, int(hd - d0), o, nq);
   }
 }

@@ -123,6 +123,9 @@ bool SetIsa(const std::string& isa);
 void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps);        // y = w·x/√(mean(x²)+eps)
 void layernorm(const float* x, const float* g, const float* b, float* y, int64_t n, float eps);  // b may be null
 void softmax(float* x, int64_t n);                                                    // in place, max-subtracted
+// softmax in two pieces, for callers that fold the normalization into a later product:
+float max_f32(const float* x, int64_t n);                                             // n >= 1
+double exp_sum(float* x, int64_t n, float scale, float shift);  // x = e^(x·scale - shift) in place; returns Σ x
 void silu_mul(const float* gate, const float* up, float* y, int64_t n);              // y = gate·σ(gate)·up
 void gelu_tanh(float* x, int64_t n);
 void gelu_erf(float* x, int64_t n);

@@ -121,6 +121,15 @@ void layernorm(const float* x, const float* g, const float* b, float* y, int64_t
 }
 
 WEIGHTMAP_AVX512_CLONE
+float max_f32(const float* x, int64_t n) { return LaneMax(x, n); }
+
+WEIGHTMAP_AVX512_CLONE
+double exp_sum(float* x, int64_t n, float scale, float shift) {
+  for (int64_t i = 0; i < n; ++i) x[i] = ExpF32(x[i] * scale - shift);
+  return LaneSum(n, [&](int64_t i) { return double(x[i]); });
+}
+
+WEIGHTMAP_AVX512_CLONE
 void softmax(float* x, int64_t n) {
   if (n <= 0) return;
   const float mx = LaneMax(x, n);
