@@ -158,10 +158,11 @@ export interface KernelsBinding {
     m: number, rows: number, cols: number, group: number, threads?: number): void;
   /**
    * Per-channel int8: y [m, n] = fma(Σ_k xq·wq, xs[i]·ws[j], bias[j]) with wq [n·k] (one scale per row
-   * of W), xq [m·k] in [-127, 127] (one scale per row), bias [n] or null; k <= 65536.
+   * of W), xq [m·k] in [-127, 127] (one scale per row), bias [n] or null; k <= 65536. W is packed once,
+   * then the product runs `repeat` times (default 1); returns the seconds of those runs (benchmarks).
    */
   gemmI8(isa: string, wq: Int8Array, ws: Float32Array, xq: Int8Array, xs: Float32Array, bias: Float32Array | null,
-    y: Float32Array, m: number, n: number, k: number, threads?: number): void;
+    y: Float32Array, m: number, n: number, k: number, threads?: number, repeat?: number): number;
   /** c [m, n] = a [m, k] · b: b f16 [k, n] (hgemm) or [n, k] (hgemmTrans). */
   hgemm(isa: string, a: Float32Array, b: Uint16Array, c: Float32Array, m: number, k: number, n: number, threads?: number): void;
   hgemmTrans(isa: string, a: Float32Array, b: Uint16Array, c: Float32Array, m: number, k: number, n: number, threads?: number): void;

@@ -225,9 +225,10 @@ Napi::Value MatmulQ8(const Napi::CallbackInfo& info) {
 }
 
 // ---------------------------------------------------------------- per-channel int8
-// gemmI8(isa, wq [n·k], ws [n], xq [m·k], xs [m], bias [n] | null, y [m·n], m, n, k, threads):
-// packs W with I8Matrix, then runs gemm_i8 over activation rows padded to a stride of k4 + 8
-// bytes whose padding is NOT zero (the contract says it is read but meets zero weights).
+// gemmI8(isa, wq [n·k], ws [n], xq [m·k], xs [m], bias [n] | null, y [m·n], m, n, k, threads,
+// repeat = 1) -> seconds: packs W with I8Matrix, then runs gemm_i8 `repeat` times over activation
+// rows padded to a stride of k4 + 8 bytes whose padding is NOT zero (the contract says it is read
+// but meets zero weights). Returns the time of the gemm_i8 runs alone (benchmarks).
 Napi::Value GemmI8(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const KernelTable& t = TableArg(info, 0);
@@ -235,6 +236,7 @@ Napi::Value GemmI8(const Napi::CallbackInfo& info) {
   const int64_t n = IntArg(info, 8, "n", 1, kMaxDim);
   const int64_t k = IntArg(info, 9, "k", 1, 65536);
   const int threads = ThreadsArg(info, 10);
+  const int64_t repeat = info.Length() > 11 && !info[11].IsUndefined() ? IntArg(info, 11, "repeat", 1, 1 << 20) : 1;
   auto wq = ArrayArg<int8_t>(info, 1, "wq", Mul(env, n, k));
   auto ws = ArrayArg<float>(info, 2, "ws", n);
   auto xq = ArrayArg<int8_t>(info, 3, "xq", Mul(env, m, k));
@@ -249,11 +251,14 @@ Napi::Value GemmI8(const Napi::CallbackInfo& info) {
   const int64_t ldx = view.k4 + 8;
   std::vector<int8_t> x(size_t(m * ldx), int8_t(0x55));
   for (int64_t i = 0; i < m; ++i) std::memcpy(&x[size_t(i * ldx)], xq.data + i * k, size_t(k));
-  if (threads == 1)
-    t.gemm_i8(x.data(), xs.data, m, ldx, view, bias, y.data, n, 0, view.panels());
-  else
-    kernels::GemmI8(PoolFor(threads), t, x.data(), xs.data, m, ldx, view, bias, y.data, n);
-  return env.Undefined();
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t r = 0; r < repeat; ++r) {
+    if (threads == 1)
+      t.gemm_i8(x.data(), xs.data, m, ldx, view, bias, y.data, n, 0, view.panels());
+    else
+      kernels::GemmI8(PoolFor(threads), t, x.data(), xs.data, m, ldx, view, bias, y.data, n);
+  }
+  return Napi::Number::New(env, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 // ---------------------------------------------------------------- gemms

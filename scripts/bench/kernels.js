@@ -5,13 +5,15 @@
 //    (28 layers of q,k,v,o,gate,up,down; attention, norms and lm_head excluded) as tokens/s;
 //  - the same linear layers for decode (matvec_q8, one token), streaming 4 distinct layers (more
 //    than the L3) in turn: tokens/s, the memory-bound ceiling of decode;
-//  - hgemm / hgemm_trans: m = 1 (decode, GB/s of f16 weights) and m = 64 (GFLOP/s).
+//  - hgemm / hgemm_trans: m = 1 (decode, GB/s of f16 weights) and m = 64 (GFLOP/s);
+//  - gemm_i8 (the encoder's int8 linears) at MiniLM's shapes, 576 rows (32 texts of 18 tokens):
+//    GMAC/s and the share of the measured int8 peak (scripts/bench/peak.js).
 // One-thread rows also show the rate by this process's CPU time ("cpu-time"), which other
 // work on the machine does not inflate.
 // Wall-clock times: on a machine shared with other work the spread shows it (the load average is
 // printed first).
 //   node scripts/bench/kernels.js [--isa avx512vnni,avx2] [--threads 1,2] [--reps 9] [--m 128]
-//     [--only matvec,matmul,qwen3,decode,hgemm]
+//     [--only matvec,matmul,qwen3,decode,hgemm,gemmi8]
 'use strict';
 const crypto = require('node:crypto');
 const os = require('node:os');
@@ -27,7 +29,7 @@ const isas = opt('isa', kernels.availableIsas().filter((i) => i !== 'scalar').jo
 const threadCounts = opt('threads', [...new Set([1, kernels.physicalCores()])].join(',')).split(',').map(Number);
 const reps = Number(opt('reps', '9'));
 const prefillM = Number(opt('m', '128'));
-const only = opt('only', 'matvec,matmul,qwen3,decode,hgemm').split(',');
+const only = opt('only', 'matvec,matmul,qwen3,decode,hgemm,gemmi8').split(',');
 
 let seed = 12345;
 const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8) / 16777216;
@@ -209,4 +211,35 @@ if (only.includes('hgemm')) {
           console.log(`  ${name.padEnd(11)} ${isa.padEnd(11)} ${threads}t  ${rate(work, t, unit)} ${cpuRate(work, t, unit, threads)}`);
         }
   }
+}
+
+if (only.includes('gemmi8')) {
+  const { measurePeak } = require('./peak.js');
+  (async () => {
+    const peaks = new Map();
+    for (const threads of threadCounts) peaks.set(threads, await measurePeak(threads));
+    const m = 576;
+    console.log(`\ngemm_i8 (per-channel int8, weights packed once): X [${m}, k] · W [n, k]ᵀ`);
+    for (const [n, k] of [
+      [384, 384],
+      [1536, 384],
+      [384, 1536],
+    ]) {
+      const wq = int8(n * k).map((v) => (v === -128 ? 0 : v));
+      const ws = f32(n, 0.01);
+      const x = q8Acts(m, k, k);
+      const y = new Float32Array(m * n);
+      for (const isa of isas)
+        for (const threads of threadCounts) {
+          const runs = [];
+          for (let r = 0; r < reps; r++) runs.push(kernels.gemmI8(isa, wq, ws, x.xq, x.xs, null, y, m, n, k, threads, 20) / 20);
+          runs.sort((a, b) => a - b);
+          const t = { median: runs[Math.floor(reps / 2)], min: runs[0], max: runs[runs.length - 1] };
+          const gmac = (m * n * k) / 1e9;
+          const peak = peaks.get(threads);
+          const share = peak ? ` = ${((100 * gmac) / t.median / (peak.int8MacsPerSecond / 1e9)).toFixed(0)}% of the int8 peak` : '';
+          console.log(`  ${`${n}x${k}`.padEnd(16)} ${isa.padEnd(11)} ${threads}t  ${rate(gmac, t, 'GMAC/s')}${share}`);
+        }
+    }
+  })();
 }
