@@ -163,6 +163,9 @@ export interface KernelsBinding {
    */
   gemmI8(isa: string, wq: Int8Array, ws: Float32Array, xq: Int8Array, xs: Float32Array, bias: Float32Array | null,
     y: Float32Array, m: number, n: number, k: number, threads?: number, repeat?: number): number;
+  /** y [m, n] = x [m, k] · Wᵀ + bias, W f32 [n, k] (packed once into panels), bias [n] or null. */
+  sgemmPacked(isa: string, x: Float32Array, w: Float32Array, bias: Float32Array | null, y: Float32Array, m: number,
+    n: number, k: number, threads?: number): void;
   /** c [m, n] = a [m, k] · b: b f16 [k, n] (hgemm) or [n, k] (hgemmTrans). */
   hgemm(isa: string, a: Float32Array, b: Uint16Array, c: Float32Array, m: number, k: number, n: number, threads?: number): void;
   hgemmTrans(isa: string, a: Float32Array, b: Uint16Array, c: Float32Array, m: number, k: number, n: number, threads?: number): void;

@@ -79,7 +79,7 @@ std::vector<float> LoadVector(const WeightsSpec& spec, const std::string& name, 
 constexpr int kQ8Group = 32;
 
 // W [rows, cols] for the kernels: f16 as stored in the mapping, or a copy: quantized (`quant`),
-// else f32 Wᵀ.
+// else f32 panels.
 Linear PrepareLinear(const TensorRef& t, Quant quant, LoadCost* cost) {
   if ((t.dtype == DType::Q8_0 || t.dtype == DType::GgmlQ8_0) && t.shape[1] % t.group != 0)
     throw SpecError("SHAPE_MISMATCH", "rows of " + t.Describe() + " are not whole groups of " + std::to_string(t.group));
@@ -120,15 +120,14 @@ Linear PrepareLinear(const TensorRef& t, Quant quant, LoadCost* cost) {
     w.h = reinterpret_cast<const uint16_t*>(t.data);
     return w;
   }
-  // f32 (and any other dtype) is copied once as Wᵀ [cols, rows]: sgemm's B [k, n] layout runs
-  // about twice as fast as sgemm_trans over the [rows, cols] bytes of the mapping.
-  w.f_own.resize(n);
+  // f32 (and any other dtype) is copied once into panels: sgemm_packed reads them in address
+  // order and packs nothing per call.
+  w.f32 = std::make_unique<kernels::F32Matrix>(w.rows, w.cols);
   for (int64_t r = 0; r < w.rows; r++) {
     ReadRow(t, r, row.data());
-    for (int64_t c = 0; c < w.cols; c++) w.f_own[c * w.rows + r] = row[c];
+    w.f32->SetRow(r, row.data());
   }
-  w.f = w.f_own.data();
-  cost->copied_bytes += n * 4;
+  cost->copied_bytes += w.f32->bytes();
   cost->converted++;
   return w;
 }
@@ -192,8 +191,8 @@ class Input {
 void Product(ThreadPool& pool, const Linear& w, Input& in, int64_t m, const std::vector<float>& bias, float* y) {
   switch (w.kind) {
     case Linear::Kind::F32:
-      kernels::Sgemm(&pool, in.x(), w.f, y, m, w.cols, w.rows);
-      break;
+      kernels::SgemmPacked(&pool, in.x(), m, w.f32->view(), bias.data(), y, w.rows);
+      return;  // the kernel added the bias
     case Linear::Kind::F16:
       kernels::HgemmTrans(&pool, in.x(), w.h, y, m, w.cols, w.rows);
       break;

@@ -8,8 +8,9 @@
 // padded keys masked out, without computing the padding. The kernels compute every output row
 // from its own input row only, so a text gets the same vector alone or in any batch.
 //
-// Weights: f16 stays in the mapping (hgemm_trans); f32 and every other dtype is copied once as
-// Wᵀ f32 (sgemm's fast form). Two int8 options quantize every linear layer once at load instead:
+// Weights: f16 stays in the mapping (hgemm_trans); f32 and every other dtype is copied once into
+// f32 panels (sgemm_packed: no packing per call, which a small batch cannot amortize). Two int8
+// options quantize every linear layer once at load instead:
 // Q8_0 (groups of 32, matmul_q8) or per-channel int8 (gemm_i8, the fast one: one scale per output
 // channel and per activation row, so the inner loop is int8 dot products only).
 // Pure C++: the N-API glue is native/napi/bert_napi.cc.
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "engines/weights_spec.h"
+#include "kernels/f32_matrix.h"
 #include "kernels/i8_matrix.h"
 #include "threadpool.h"
 
@@ -75,15 +77,14 @@ struct Linear {
   enum class Kind { F32, F16, Q8, I8 };
   Kind kind = Kind::F32;
   int64_t rows = 0, cols = 0;
-  const float* f = nullptr;     // F32 Wᵀ [cols, rows] (repacked at load: sgemm's B [k, n] form)
   const uint16_t* h = nullptr;  // F16 [rows, cols]
   const int8_t* q = nullptr;    // Q8 [rows, cols]
   const float* s = nullptr;     // Q8 scales [rows, cols / group]
   int group = 0;
-  std::unique_ptr<kernels::I8Matrix> i8;  // I8: packed per-channel int8
+  std::unique_ptr<kernels::F32Matrix> f32;  // F32: packed panels
+  std::unique_ptr<kernels::I8Matrix> i8;    // I8: packed per-channel int8
   // Copies made at load when the stored bytes cannot be used as they are (moves keep the
   // pointers above valid: a moved vector keeps its buffer).
-  std::vector<float> f_own;
   std::vector<int8_t> q_own;
   std::vector<float> s_own;
 };

@@ -23,6 +23,8 @@
 //  - parallel.h: MatvecQ8, MatmulQ8, Hgemm, HgemmTrans, Sgemm, SgemmTrans over a ThreadPool.
 //  - gemm_i8: per-channel int8 weights × per-row int8 activations (the encoder's int8 path),
 //    weights packed once by I8Matrix (kernels/i8_matrix.h).
+//  - sgemm_packed: f32 weights packed once by F32Matrix (kernels/f32_matrix.h), bias fused.
+//  - attention: one head of an encoder's attention (q·kᵀ, softmax, ·v).
 #pragma once
 
 #include <cstddef>
@@ -46,6 +48,15 @@ struct I8Weights {
   const float* scale = nullptr;     // [panels · kI8Panel] per channel, 0 past n
   const int32_t* corr = nullptr;    // [panels · kI8Panel] -128 · Σ_k w[j, k] (for u8 × s8 dot products)
   int64_t panels() const { return (n + kI8Panel - 1) / kI8Panel; }
+};
+
+// f32 weights W [n, k] packed for sgemm_packed: panels of kF32Panel output channels, each
+// [k][kF32Panel] (depth p of the panel's channels side by side), zero past n. Filled by F32Matrix.
+constexpr int kF32Panel = 16;
+struct F32Panels {
+  int64_t n = 0, k = 0;
+  const float* data = nullptr;  // [panels][k][kF32Panel]
+  int64_t panels() const { return (n + kF32Panel - 1) / kF32Panel; }
 };
 
 struct KernelTable {
@@ -95,6 +106,12 @@ struct KernelTable {
   // the two roundings are fixed, so every table gives bit-identical results.
   void (*gemm_i8)(const int8_t* xq, const float* xs, int64_t m, int64_t ldx, const I8Weights& w,
                   const float* bias, float* y, int64_t ldy, int64_t p0, int64_t p1);
+
+  // Channels of panels [p0, p1) of Y [m, n] (row stride ldy) = X [m, k] · Wᵀ + bias (bias [n] or
+  // null) for packed f32 weights; the sum over k may be taken in any order, but the same for
+  // every m, row and thread split (a row's result does not depend on the batch around it).
+  void (*sgemm_packed)(const float* x, int64_t m, const F32Panels& w, const float* bias, float* y, int64_t ldy,
+                       int64_t p0, int64_t p1);
 
   // Scaled dot-product attention of one head over T positions, every query seeing every key (an
   // encoder; a padded batch passes each sequence's own rows only):

@@ -52,6 +52,7 @@ struct F {
 
 #include "kernels/gemm_tiles.h"
 #include "kernels/attention_tiles.h"
+#include "kernels/packed_gemm_tiles.h"
 #include "kernels/q8_tiles.h"
 
 // Q8Relayout for 8 lanes with 8×8 dword transposes: the 32-byte block c of each of the 8 groups
@@ -226,7 +227,7 @@ void Axpy(float alpha, const float* x, float* y, int64_t n) { AxpyF32(alpha, x, 
 const KernelTable& Avx2Table() {
   static const KernelTable table = {
       "avx2",   QuantizeQ8, MatvecQ8,  MatmulQ8, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
-      F16ToF32, F32ToF16,   Bf16ToF32, Dot,      Axpy,  GemmI8<QAvx2, 4, 1>, AttentionHead,
+      F16ToF32, F32ToF16,   Bf16ToF32, Dot,      Axpy,  GemmI8<QAvx2, 4, 1>, SgemmPacked<6, 1>, AttentionHead,
   };
   return table;
 }

@@ -47,6 +47,7 @@ struct F {
 
 #include "kernels/gemm_tiles.h"
 #include "kernels/attention_tiles.h"
+#include "kernels/packed_gemm_tiles.h"
 #include "kernels/q8_tiles.h"
 
 // Q8Relayout for 16 lanes with 16×16 dword transposes: the 64-byte block c of each of the 16
@@ -333,7 +334,7 @@ const KernelTable& Avx512Table() {
   static const KernelTable table = {
       "avx512", QuantizeQ8, MatvecQ8T<QBwZ, QBwY>, MatmulQ8T<QBwZ, 4, 3>, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
       F16ToF32, F32ToF16,   Bf16ToF32,             Dot,             Axpy,
-      GemmI8<QBwZ, 6, 3>, AttentionHead,  // the sign trick needs |w| and a sign mask per weight vector
+      GemmI8<QBwZ, 6, 3>, SgemmPacked<6, 4>, AttentionHead,  // the sign trick needs |w| and a sign mask per weight vector
   };
   return table;
 }
@@ -343,6 +344,7 @@ const KernelTable& Avx512VnniTable() {
       "avx512vnni", QuantizeQ8, MatvecQ8T<QVnniZ, QVnniY>, MatmulQ8T<QVnniZ, 4, 4>, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
       F16ToF32,     F32ToF16,   Bf16ToF32,                 Dot,               Axpy,
       GemmI8<QVnniZ, 6, 4>,  // 24 zmm accumulators: 4 weight loads and 6 broadcasts per 24 vpdpbusd
+      SgemmPacked<6, 4>,     // likewise with vfmadd231ps
       AttentionHead,
   };
   return table;

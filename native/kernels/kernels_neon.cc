@@ -49,6 +49,7 @@ struct F {
 
 #include "kernels/gemm_tiles.h"
 #include "kernels/attention_tiles.h"
+#include "kernels/packed_gemm_tiles.h"
 #include "kernels/q8_tiles.h"
 
 struct QNeon {
@@ -140,7 +141,7 @@ void Axpy(float alpha, const float* x, float* y, int64_t n) { AxpyF32(alpha, x, 
 const KernelTable& NeonTable() {
   static const KernelTable table = {
       "neon",   scalar::quantize_q8, MatvecQ8,  MatmulQ8, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
-      F16ToF32, F32ToF16,            Bf16ToF32, Dot,      Axpy,  GemmI8<QNeon, 4, 1>, AttentionHead,
+      F16ToF32, F32ToF16,            Bf16ToF32, Dot,      Axpy,  GemmI8<QNeon, 4, 1>, SgemmPacked<6, 1>, AttentionHead,
   };
   return table;
 }

@@ -175,6 +175,18 @@ void gemm_i8(const int8_t* xq, const float* xs, int64_t m, int64_t ldx, const I8
     }
 }
 
+void sgemm_packed(const float* x, int64_t m, const F32Panels& w, const float* bias, float* y, int64_t ldy,
+                  int64_t p0, int64_t p1) {
+  const int64_t j1 = p1 * kF32Panel < w.n ? p1 * kF32Panel : w.n;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = p0 * kF32Panel; j < j1; ++j) {
+      const float* panel = w.data + (j / kF32Panel) * w.k * kF32Panel + j % kF32Panel;
+      float s = 0.0f;
+      for (int64_t p = 0; p < w.k; ++p) s += x[i * w.k + p] * panel[p * kF32Panel];
+      y[i * ldy + j] = bias ? s + bias[j] : s;
+    }
+}
+
 void attention(const float* q, const float* k, const float* v, float* out, int64_t T, int64_t hd, int64_t ld,
                float scale, float* scratch) {
   float* p = scratch;  // [T] one row of scores, then probabilities
@@ -200,7 +212,7 @@ const KernelTable& ScalarTable() {
       "scalar",          scalar::quantize_q8, scalar::matvec_q8,  scalar::matmul_q8,
       scalar::hgemm,     scalar::hgemm_trans, scalar::sgemm,      scalar::sgemm_trans,
       scalar::f16_to_f32, scalar::f32_to_f16, scalar::bf16_to_f32, scalar::dot_f32,
-      scalar::axpy_f32,   scalar::gemm_i8,     scalar::attention,
+      scalar::axpy_f32,   scalar::gemm_i8,     scalar::sgemm_packed, scalar::attention,
   };
   return table;
 }

@@ -114,6 +114,13 @@ void SgemmTrans(ThreadPool* pool, const KernelTable& t, const float* a, const fl
   Split(pool, n, 16, m * k * n, [&](int64_t n0, int64_t n1) { t.sgemm_trans(a, b, c, m, k, n, n0, n1); });
 }
 
+void SgemmPacked(ThreadPool* pool, const KernelTable& t, const float* x, int64_t m, const F32Panels& w,
+                 const float* bias, float* y, int64_t ldy) {
+  // Grains of 4 panels (64 channels): whole register tiles for every table.
+  Split(pool, w.panels(), 4, m * w.n * w.k,
+        [&](int64_t p0, int64_t p1) { t.sgemm_packed(x, m, w, bias, y, ldy, p0, p1); });
+}
+
 void GemmI8(ThreadPool* pool, const KernelTable& t, const int8_t* xq, const float* xs, int64_t m, int64_t ldx,
             const I8Weights& w, const float* bias, float* y, int64_t ldy) {
   // Grains of 4 panels (64 channels): whole register tiles for every table.

@@ -39,6 +39,10 @@ void Sgemm(ThreadPool* pool, const KernelTable& t, const float* a, const float* 
            int64_t k, int64_t n);
 void SgemmTrans(ThreadPool* pool, const KernelTable& t, const float* a, const float* b, float* c, int64_t m,
                 int64_t k, int64_t n);
+// Y [m, ldy] (first w.n columns) = X [m, k] · Wᵀ + bias for packed f32 weights, the panels split
+// across the pool.
+void SgemmPacked(ThreadPool* pool, const KernelTable& t, const float* x, int64_t m, const F32Panels& w,
+                 const float* bias, float* y, int64_t ldy);
 // Y [m, ldy] (first w.n columns) = gemm_i8 of int8 activations X [m, ldx] and packed weights,
 // the panels split across the pool.
 void GemmI8(ThreadPool* pool, const KernelTable& t, const int8_t* xq, const float* xs, int64_t m, int64_t ldx,
@@ -69,6 +73,10 @@ inline void SgemmTrans(ThreadPool* pool, const float* a, const float* b, float* 
   SgemmTrans(pool, Active(), a, b, c, m, k, n);
 }
 
+inline void SgemmPacked(ThreadPool* pool, const float* x, int64_t m, const F32Panels& w, const float* bias, float* y,
+                        int64_t ldy) {
+  SgemmPacked(pool, Active(), x, m, w, bias, y, ldy);
+}
 inline void GemmI8(ThreadPool* pool, const int8_t* xq, const float* xs, int64_t m, int64_t ldx, const I8Weights& w,
                    const float* bias, float* y, int64_t ldy) {
   GemmI8(pool, Active(), xq, xs, m, ldx, w, bias, y, ldy);

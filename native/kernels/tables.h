@@ -54,6 +54,8 @@ float dot_f32(const float* a, const float* b, int64_t n);
 void axpy_f32(float a, const float* x, float* y, int64_t n);
 void gemm_i8(const int8_t* xq, const float* xs, int64_t m, int64_t ldx, const I8Weights& w, const float* bias,
              float* y, int64_t ldy, int64_t p0, int64_t p1);
+void sgemm_packed(const float* x, int64_t m, const F32Panels& w, const float* bias, float* y, int64_t ldy,
+                  int64_t p0, int64_t p1);
 void attention(const float* q, const float* k, const float* v, float* out, int64_t T, int64_t hd, int64_t ld,
                float scale, float* scratch);
 float f16_to_f32_one(uint16_t h);

@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/f32_matrix.h"
 #include "kernels/i8_matrix.h"
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
@@ -259,6 +260,28 @@ Napi::Value GemmI8(const Napi::CallbackInfo& info) {
       kernels::GemmI8(PoolFor(threads), t, x.data(), xs.data, m, ldx, view, bias, y.data, n);
   }
   return Napi::Number::New(env, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+// sgemmPacked(isa, x [m·k], w [n·k] (rows = output channels), bias [n] | null, y [m·n], m, n, k,
+// threads): packs W with F32Matrix, then y = x·Wᵀ + bias.
+Napi::Value SgemmPacked(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const KernelTable& t = TableArg(info, 0);
+  const int64_t m = IntArg(info, 5, "m", 1, kMaxDim);
+  const int64_t n = IntArg(info, 6, "n", 1, kMaxDim);
+  const int64_t k = IntArg(info, 7, "k", 1, kMaxDim);
+  const int threads = ThreadsArg(info, 8);
+  auto x = ArrayArg<float>(info, 1, "x", Mul(env, m, k));
+  auto wf = ArrayArg<float>(info, 2, "w", Mul(env, n, k));
+  const bool has_bias = !(info[3].IsNull() || info[3].IsUndefined());
+  const float* bias = has_bias ? ArrayArg<float>(info, 3, "bias", n).data : nullptr;
+  auto y = ArrayArg<float>(info, 4, "y", Mul(env, m, n));
+  kernels::F32Matrix w(n, k);
+  for (int64_t j = 0; j < n; ++j) w.SetRow(j, wf.data + j * k);
+  const kernels::F32Panels view = w.view();
+  if (threads == 1) t.sgemm_packed(x.data, m, view, bias, y.data, n, 0, view.panels());
+  else kernels::SgemmPacked(PoolFor(threads), t, x.data, m, view, bias, y.data, n);
+  return env.Undefined();
 }
 
 // ---------------------------------------------------------------- gemms
@@ -531,6 +554,7 @@ void Register(Napi::Env env, Napi::Object exports) {
   k.Set("matvecQ8", Napi::Function::New(env, MatvecQ8, "matvecQ8"));
   k.Set("matmulQ8", Napi::Function::New(env, MatmulQ8, "matmulQ8"));
   k.Set("gemmI8", Napi::Function::New(env, GemmI8, "gemmI8"));
+  k.Set("sgemmPacked", Napi::Function::New(env, SgemmPacked, "sgemmPacked"));
   k.Set("hgemm", Napi::Function::New(env, Gemm<uint16_t, false>, "hgemm"));
   k.Set("hgemmTrans", Napi::Function::New(env, Gemm<uint16_t, true>, "hgemmTrans"));
   k.Set("sgemm", Napi::Function::New(env, Gemm<float, false>, "sgemm"));
