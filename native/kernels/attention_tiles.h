@@ -65,8 +65,11 @@ void AttentionHead(const float* q, const float* k, const float* v, float* out, i
   const int64_t T32 = (T + 31) / 32 * 32;
   float* kt = scratch;        // [hd, T32]
   float* p = kt + hd * T32;   // [4, T32]
-  for (int64_t j = 0; j < T32; ++j)
-    for (int64_t d = 0; d < hd; ++d) kt[d * T32 + j] = j < T ? k[j * ld + d] : 0.0f;
+  for (int64_t d = 0; d < hd; ++d) {  // contiguous stores; the strided loads overlap each other
+    float* row = kt + d * T32;
+    for (int64_t j = 0; j < T; ++j) row[j] = k[j * ld + d];
+    for (int64_t j = T; j < T32; ++j) row[j] = 0.0f;
+  }
 
   for (int64_t t0 = 0; t0 < T; t0 += kAttnQueries) {
     const int nq = int(T - t0 < kAttnQueries ? T - t0 : kAttnQueries);
