@@ -157,6 +157,11 @@ export interface KernelsBinding {
   matmulQ8(isa: string, wq: Int8Array, ws: Float32Array, xq: Int8Array, xs: Float32Array, y: Float32Array,
     m: number, rows: number, cols: number, group: number, threads?: number): void;
   /**
+   * Per-row int8 activations: s[i] = max|x_i| / 127, q = round half away (x · f32(127 / max|x_i|)) in
+   * [-127, 127], rows of ldq >= k values (the padding 0), decoded from the table's own encoding.
+   */
+  quantizeI8(isa: string, x: Float32Array, m: number, k: number, ldq: number, q: Int8Array, s: Float32Array): void;
+  /**
    * Per-channel int8: y [m, n] = fma(Σ_k xq·wq, xs[i]·ws[j], bias[j]) with wq [n·k] (one scale per row
    * of W), xq [m·k] in [-127, 127] (one scale per row), bias [n] or null; k <= 65536. W is packed once,
    * then the product runs `repeat` times (default 1); returns the seconds of those runs (benchmarks).

@@ -145,44 +145,73 @@ void ForRows(ThreadPool& pool, int64_t n, int64_t width, const std::function<voi
 
 // Storage for a quantized layer input, reused by every layer of a call.
 struct QuantBuffers {
-  std::vector<int8_t> q;
+  std::vector<uint8_t> q;
   std::vector<float> s;
 };
 
 // A layer input X [m, cols], quantized the first time a weight needs it, in that weight's form:
-// Q8_0 groups (rows of `cols` bytes, cols / group scales each) or one scale per row (group =
-// cols, rows of `ld` >= cols bytes, zero-padded: gemm_i8 reads rows of k4 bytes).
+// Q8_0 groups (int8 rows of `cols` bytes, cols / group scales each) or quantize_i8's per-row
+// form (rows of k4 bytes, one scale each).
 class Input {
  public:
-  Input(const float* x, int64_t m, int64_t cols, QuantBuffers& buffers) : x_(x), m_(m), cols_(cols), buf_(buffers) {}
+  enum class Form { None, Q8_0, I8 };
+  Input(const float* x, int64_t m, int64_t cols, QuantBuffers& buffers) : x_(x), m_(m), cols_(cols), buf_(&buffers) {}
   const float* x() const { return x_; }
 
-  void Quantize(ThreadPool& pool, int group, int64_t ld) {
-    if (group_ == group && ld_ == ld) return;
-    group_ = group;
+  // For the loop that writes X: when `w` takes per-row int8, declares that form so that the loop
+  // quantizes each row as soon as it is written (Rows), while it is still in L1.
+  Input* FuseFor(const Linear& w) {
+    if (w.kind != Linear::Kind::I8) return nullptr;
+    const int64_t ld = w.i8->view().k4;
+    Reserve(m_ * ld, m_);
+    form_ = Form::I8;
     ld_ = ld;
-    if (buf_.q.size() < size_t(m_ * ld)) buf_.q.resize(m_ * ld);
-    if (buf_.s.size() < size_t(m_ * cols_ / group)) buf_.s.resize(m_ * cols_ / group);
-    int8_t* q = buf_.q.data();
-    float* s = buf_.s.data();
-    const kernels::KernelTable& k = kernels::Active();
-    auto rows = [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; r++) {
-        k.quantize_q8(x_ + r * cols_, cols_, group, q + r * ld, s + r * cols_ / group);
-        std::memset(q + r * ld + cols_, 0, size_t(ld - cols_));
-      }
-    };
-    const int64_t grain = std::max<int64_t>(1, 16384 / cols_);
-    if (m_ <= grain) rows(0, m_); else pool.ParallelFor(m_, grain, rows);
+    return this;
   }
-  const int8_t* q() const { return buf_.q.data(); }
-  const float* s() const { return buf_.s.data(); }
+  // Rows [r0, r1) in the declared per-row int8 form (any thread, disjoint rows).
+  void Rows(int64_t r0, int64_t r1) {
+    kernels::Active().quantize_i8(x_ + r0 * cols_, r1 - r0, cols_, buf_->q.data() + r0 * ld_, ld_, buf_->s.data() + r0);
+  }
+
+  // Q8_0 with groups of `group`.
+  void QuantizeQ8(ThreadPool& pool, int group) {
+    if (form_ == Form::Q8_0 && group_ == group) return;
+    Reserve(m_ * cols_, m_ * cols_ / group);
+    form_ = Form::Q8_0;
+    group_ = group;
+    const kernels::KernelTable& k = kernels::Active();
+    int8_t* q = reinterpret_cast<int8_t*>(buf_->q.data());
+    ForRowBlocks(pool, [&](int64_t r0, int64_t r1) {
+      k.quantize_q8(x_ + r0 * cols_, (r1 - r0) * cols_, group, q + r0 * cols_, buf_->s.data() + r0 * cols_ / group);
+    });
+  }
+  // Per-row int8 (quantize_i8) in rows of `ld` bytes.
+  void QuantizeI8(ThreadPool& pool, int64_t ld) {
+    if (form_ == Form::I8 && ld_ == ld) return;
+    Reserve(m_ * ld, m_);
+    form_ = Form::I8;
+    ld_ = ld;
+    ForRowBlocks(pool, [&](int64_t r0, int64_t r1) { Rows(r0, r1); });
+  }
+  const uint8_t* q() const { return buf_->q.data(); }
+  const int8_t* q8() const { return reinterpret_cast<const int8_t*>(buf_->q.data()); }
+  const float* s() const { return buf_->s.data(); }
   int64_t ld() const { return ld_; }
 
  private:
+  void Reserve(int64_t q_bytes, int64_t scales) {
+    if (buf_->q.size() < size_t(q_bytes)) buf_->q.resize(q_bytes);
+    if (buf_->s.size() < size_t(scales)) buf_->s.resize(scales);
+  }
+  void ForRowBlocks(ThreadPool& pool, const std::function<void(int64_t, int64_t)>& rows) {
+    const int64_t grain = std::max<int64_t>(1, 16384 / cols_);
+    if (m_ <= grain) rows(0, m_); else pool.ParallelFor(m_, grain, rows);
+  }
+
   const float* x_;
   int64_t m_, cols_;
-  QuantBuffers& buf_;  // q [m, ld], s [m, cols / group]
+  QuantBuffers* buf_;  // q [m, cols] (Q8_0) or [m, ld] (I8); s [m, cols / group] or [m]
+  Form form_ = Form::None;
   int group_ = 0;
   int64_t ld_ = 0;
 };
@@ -197,12 +226,12 @@ void Product(ThreadPool& pool, const Linear& w, Input& in, int64_t m, const std:
       kernels::HgemmTrans(&pool, in.x(), w.h, y, m, w.cols, w.rows);
       break;
     case Linear::Kind::Q8:
-      in.Quantize(pool, w.group, w.cols);
-      kernels::MatmulQ8(&pool, w.q, w.s, in.q(), in.s(), y, m, w.rows, w.cols, w.rows, w.group);
+      in.QuantizeQ8(pool, w.group);
+      kernels::MatmulQ8(&pool, w.q, w.s, in.q8(), in.s(), y, m, w.rows, w.cols, w.rows, w.group);
       break;
     case Linear::Kind::I8: {
       const kernels::I8Weights v = w.i8->view();
-      in.Quantize(pool, int(w.cols), v.k4);
+      in.QuantizeI8(pool, v.k4);
       kernels::GemmI8(&pool, in.q(), in.s(), m, in.ld(), v, bias.data(), y, w.rows);
       return;  // the kernel added the bias
     }
@@ -384,22 +413,26 @@ void Model::Encode(const int32_t* ids, const int32_t* lengths, int64_t n_seq, Po
   });
 
   // y[t] = LN(proj[t] + x[t]) written back to x (proj holds the product plus its bias): the
-  // post-LN residual of both blocks.
-  auto residual_norm = [&](const std::vector<float>& g, const std::vector<float>& b) {
+  // post-LN residual of both blocks. `next` (may be null) quantizes each row as it is written.
+  auto residual_norm = [&](const std::vector<float>& g, const std::vector<float>& b, Input* next) {
     ForRows(pool, N, H, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; t++) {
         float* p = proj + t * H;
         const float* r = x + t * H;
         for (int64_t j = 0; j < H; j++) p[j] += r[j];
         kernels::layernorm(p, g.data(), b.data(), x + t * H, H, c.eps);
+        if (next) next->Rows(t, t + 1);
       }
     });
   };
 
-  for (const Layer& L : layers_) {
+  // Each layer input lives from the loop that writes it to the products that read it; one
+  // QuantBuffers serves them all, as each is quantized after the previous one was last read.
+  Input xin(x, N, H, s.quantized);  // layer 0's: quantized on first use
+  for (size_t l = 0; l < layers_.size(); l++) {
+    const Layer& L = layers_[l];
     CheckAbort(abort);
-    // q, k, v [N, H] = x·Wᵀ + b, one parallel region for the three products.
-    Input xin(x, N, H, s.quantized);
+    // q, k, v [N, H] = x·Wᵀ + b
     Product(pool, L.wq, xin, N, L.bq, s.q.data());
     Product(pool, L.wk, xin, N, L.bk, s.k.data());
     Product(pool, L.wv, xin, N, L.bv, s.v.data());
@@ -409,11 +442,13 @@ void Model::Encode(const int32_t* ids, const int32_t* lengths, int64_t n_seq, Po
     // x = LN(x + ctx·Woᵀ + bo)
     Input ctx_in(s.ctx.data(), N, H, s.quantized);
     Product(pool, L.wo, ctx_in, N, L.bo, proj);
-    residual_norm(L.ln1_g, L.ln1_b);
+    Input ffn_in(x, N, H, s.quantized);
+    residual_norm(L.ln1_g, L.ln1_b, ffn_in.FuseFor(L.w1));
 
     // x = LN(x + gelu(x·W1ᵀ + b1)·W2ᵀ + b2)
-    Input ffn_in(x, N, H, s.quantized);
     Product(pool, L.w1, ffn_in, N, L.b1, ff);
+    Input down_in(ff, N, I, s.quantized);
+    Input* down_rows = down_in.FuseFor(L.w2);
     ForRows(pool, N, I, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; t++) {
         float* f = ff + t * I;
@@ -421,11 +456,13 @@ void Model::Encode(const int32_t* ids, const int32_t* lengths, int64_t n_seq, Po
           kernels::gelu_tanh(f, I);
         else
           kernels::gelu_erf(f, I);
+        if (down_rows) down_rows->Rows(t, t + 1);
       }
     });
-    Input down_in(ff, N, I, s.quantized);
     Product(pool, L.w2, down_in, N, L.b2, proj);
-    residual_norm(L.ln2_g, L.ln2_b);
+    Input next_x(x, N, H, s.quantized);
+    residual_norm(L.ln2_g, L.ln2_b, l + 1 < layers_.size() ? next_x.FuseFor(layers_[l + 1].wq) : nullptr);
+    xin = next_x;
   }
   CheckAbort(abort);
 

@@ -2,15 +2,15 @@
 // an *_<isa>.cc file, after q8_tiles.h, with the same int8 traits Q plus
 //   static D bcast4(const void* p);          // the 4 bytes at p repeated in every int32 lane
 //   static void acc_st(int32_t* p, A a);     static void fst(float* p, FV v);
-// and for kBias tables   static void st(void* p, D v);  static D flip(D v);  // v ^ 0x80 per byte
 //
 // Register tile: M activation rows × V weight panels. Per depth step of 4 bytes it loads the
 // V·VP weight vectors of the step (VP = vectors per panel; int32 lane c of a vector is output
 // channel c) and broadcasts 4 activation bytes of each row, then runs M·V·VP dot products into
 // int32 accumulators. The scales and the bias apply once per output at the end, so the inner
 // loop is loads and dot products only (with VNNI: one vpdpbusd per 64 multiply-adds).
-//  * kBias tables (u8 × s8 dot products) take the activations as u8, x ^ 0x80 = x + 128, and
-//    start each accumulator at the channel's corr = -128·Σw, which leaves exactly Σ x·w.
+//  * kBias tables (u8 × s8 dot products) take the activations as u8, x + 128 (quantize_i8 of
+//    those tables writes them so), and start each accumulator at the channel's corr = -128·Σw,
+//    which leaves exactly Σ x·w.
 //  * the others take the weights through prep_raw (the sign trick; activations in [-127, 127]).
 #pragma once
 
@@ -83,32 +83,17 @@ void I8TileAny(int mm, int vv, const uint8_t* x, int64_t ldx, const float* xs, c
   I8Tile<Q, M, V>(x, ldx, xs, w, bias, y, ldy, p);
 }
 
-// Rows in blocks of M (the block's activations stay in L1; kBias tables xor them into a scratch
-// copy first), and for each block every panel of [p0, p1) in groups of V (the weights stream
-// from L2: a thread's panels of one layer fit there).
+// Rows in blocks of M (the block's activations stay in L1), and for each block every panel of
+// [p0, p1) in groups of V (the weights stream from L2: a thread's panels of one layer fit there).
 template <class Q, int M, int V>
-void GemmI8(const int8_t* xq, const float* xs, int64_t m, int64_t ldx, const I8Weights& w, const float* bias,
+void GemmI8(const uint8_t* xq, const float* xs, int64_t m, int64_t ldx, const I8Weights& w, const float* bias,
             float* y, int64_t ldy, int64_t p0, int64_t p1) {
   if (p1 <= p0 || m <= 0) return;
-  uint8_t* xu = Q::kBias ? static_cast<uint8_t*>(Scratch(kScratchA, size_t(M * w.k4))) : nullptr;
   for (int64_t i = 0; i < m; i += M) {
     const int mm = int(m - i < M ? m - i : M);
-    const uint8_t* xb = reinterpret_cast<const uint8_t*>(xq + i * ldx);
-    int64_t ld = ldx;
-    if constexpr (Q::kBias) {
-      for (int b = 0; b < mm; ++b) {
-        const uint8_t* src = xb + b * ldx;
-        uint8_t* dst = xu + b * w.k4;
-        int64_t d = 0;
-        for (; d + Q::kBytes <= w.k4; d += Q::kBytes) Q::st(dst + d, Q::flip(Q::ld(src + d)));
-        for (; d < w.k4; ++d) dst[d] = uint8_t(src[d] ^ 0x80u);
-      }
-      xb = xu;
-      ld = w.k4;
-    }
     for (int64_t p = p0; p < p1; p += V) {
       const int vv = int(p1 - p < V ? p1 - p : V);
-      I8TileAny<Q, M, V>(mm, vv, xb, ld, xs + i, w, bias, y + i * ldy, ldy, p);
+      I8TileAny<Q, M, V>(mm, vv, xq + i * ldx, ldx, xs + i, w, bias, y + i * ldy, ldy, p);
     }
   }
 }

@@ -21,8 +21,8 @@
 //  - rope_cos_sin + rope_apply: rope split in two, so an engine computes the angles once per
 //    position and applies them to every head.
 //  - parallel.h: MatvecQ8, MatmulQ8, Hgemm, HgemmTrans, Sgemm, SgemmTrans over a ThreadPool.
-//  - gemm_i8: per-channel int8 weights × per-row int8 activations (the encoder's int8 path),
-//    weights packed once by I8Matrix (kernels/i8_matrix.h).
+//  - quantize_i8 + gemm_i8: per-row int8 activations (in the table's own encoding) × per-channel
+//    int8 weights packed once by I8Matrix (kernels/i8_matrix.h): the encoder's int8 path.
 //  - sgemm_packed: f32 weights packed once by F32Matrix (kernels/f32_matrix.h), bias fused.
 //  - attention: one head of an encoder's attention (q·kᵀ, softmax, ·v).
 #pragma once
@@ -99,12 +99,18 @@ struct KernelTable {
   float (*dot_f32)(const float* a, const float* b, int64_t n);
   void (*axpy_f32)(float a, const float* x, float* y, int64_t n);
 
+  // Per-row int8 activations for gemm_i8: row i of X [m, k] gets s[i] = max|x_i| / 127 and
+  // q[i, c] = round half away from zero of f32(x[i, c] · f32(127 / max|x_i|)), clamped to
+  // [-127, 127] (NaN -> 0; a row of zeros gets s = 0, q = 0). Stored as the byte q + i8_zero
+  // (mod 256) in rows of ldq >= k bytes; the bytes [k, ldq) hold the encoded zero.
+  void (*quantize_i8)(const float* x, int64_t m, int64_t k, uint8_t* q, int64_t ldq, float* s);
   // Channels of panels [p0, p1) of Y [m, n] (row stride ldy) = (X_q · W_qᵀ) scaled, plus bias:
   //   y[i, j] = fma(float(Σ_k xq[i, k] · wq[j, k]), xs[i] · ws[j], bias ? bias[j] : 0)
-  // for int8 activations xq [m, ldx] (values in [-127, 127], one scale xs[i] per row; ldx >= k4,
-  // the bytes past k are read but meet zero weights). The int32 sum is exact (|k| < 2^16) and
-  // the two roundings are fixed, so every table gives bit-identical results.
-  void (*gemm_i8)(const int8_t* xq, const float* xs, int64_t m, int64_t ldx, const I8Weights& w,
+  // for activations xq [m, ldx] as quantize_i8 of the same table encodes them (values in
+  // [-127, 127], one scale xs[i] per row; ldx >= k4, the bytes past k are read but meet zero
+  // weights). The int32 sum is exact (k <= 65536) and the two roundings are fixed, so every table
+  // gives bit-identical results.
+  void (*gemm_i8)(const uint8_t* xq, const float* xs, int64_t m, int64_t ldx, const I8Weights& w,
                   const float* bias, float* y, int64_t ldy, int64_t p0, int64_t p1);
 
   // Channels of panels [p0, p1) of Y [m, n] (row stride ldy) = X [m, k] · Wᵀ + bias (bias [n] or
@@ -120,6 +126,10 @@ struct KernelTable {
   // not overlap q, k or v). scratch: AttentionScratch(T, hd) floats.
   void (*attention)(const float* q, const float* k, const float* v, float* out, int64_t T, int64_t hd,
                     int64_t ld, float scale, float* scratch);
+
+  // The encoding of quantize_i8's activations: 128 where the int8 dot product takes them as u8
+  // (x + 128, VNNI's vpdpbusd), else 0 (plain int8).
+  uint8_t i8_zero;
 };
 
 // Floats of scratch for KernelTable::attention: kᵀ [hd, T32] and 4 score rows [4, T32], T32 = T

@@ -227,7 +227,8 @@ void Axpy(float alpha, const float* x, float* y, int64_t n) { AxpyF32(alpha, x, 
 const KernelTable& Avx2Table() {
   static const KernelTable table = {
       "avx2",   QuantizeQ8, MatvecQ8,  MatmulQ8, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
-      F16ToF32, F32ToF16,   Bf16ToF32, Dot,      Axpy,  GemmI8<QAvx2, 4, 1>, SgemmPacked<6, 1>, AttentionHead,
+      F16ToF32, F32ToF16,   Bf16ToF32, Dot,      Axpy,  scalar::quantize_i8, GemmI8<QAvx2, 4, 1>, SgemmPacked<6, 1>, AttentionHead,
+      0,  // i8_zero
   };
   return table;
 }

@@ -149,8 +149,6 @@ struct QVnniZ : FloatZ {
   using WP = __m512i;
   static WP prep_raw(D w) { return _mm512_xor_si512(w, _mm512_set1_epi8(char(0x80))); }
   static WP prep_relaid(D w) { return w; }
-  static D flip(D v) { return _mm512_xor_si512(v, _mm512_set1_epi8(char(0x80))); }
-  static void st(void* p, D v) { _mm512_storeu_si512(p, v); }
   static A dot(A acc, const WP& w, D x) {
 #if defined(__GNUC__)
     // GCC 12 copies the accumulator to another register and back around every vpdpbusd of the
@@ -260,6 +258,46 @@ void QuantizeQ8(const float* x, int64_t n, int group, int8_t* q, float* s) {
   }
 }
 
+// quantize_i8: per row, max|x| (NaN-skipping), then q = round half away (x · f32(127 / max)) as
+// in QuantizeQ8, stored as q + Zero.
+template <uint8_t Zero>
+void QuantizeI8(const float* x, int64_t m, int64_t k, uint8_t* q, int64_t ldq, float* s) {
+  const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
+  const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+  const __m512i sign = _mm512_set1_epi32(int(0x80000000u));
+  const __m128i zero = _mm_set1_epi8(char(Zero));
+  for (int64_t i = 0; i < m; ++i) {
+    const float* xi = x + i * k;
+    uint8_t* qi = q + i * ldq;
+    __m512 mx = _mm512_setzero_ps();
+    int64_t c = 0;
+    for (; c + 16 <= k; c += 16) mx = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(xi + c)), mx);
+    if (c < k) mx = _mm512_max_ps(_mm512_abs_ps(_mm512_maskz_loadu_ps(F::mask(int(k - c)), xi + c)), mx);
+    const float amax = _mm512_reduce_max_ps(mx);
+    s[i] = amax / 127.0f;
+    if (amax == 0.0f) {
+      std::memset(qi, Zero, size_t(ldq));
+      continue;
+    }
+    const __m512 inv = _mm512_set1_ps(127.0f / amax);
+    for (c = 0; c < k; c += 16) {
+      const int n = int(k - c < 16 ? k - c : 16);
+      const __mmask16 mk = F::mask(n);
+      const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, xi + c), inv);
+      const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+      const __mmask16 up = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, t)), half, _CMP_GE_OQ);
+      const __m512 away = _mm512_castsi512_ps(_mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(v), sign),
+                                                              _mm512_castps_si512(one)));
+      __m512 r = _mm512_mask_add_ps(t, up, t, away);
+      r = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), r);  // NaN -> 0
+      r = _mm512_min_ps(_mm512_max_ps(r, lo), hi);
+      const __m128i b = _mm_add_epi8(_mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(r)), zero);
+      _mm_mask_storeu_epi8(qi + c, __mmask16((1u << n) - 1u), b);
+    }
+    if (k < ldq) std::memset(qi + k, Zero, size_t(ldq - k));
+  }
+}
+
 template <class QZ, class QY>
 void MatvecQ8T(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t cols,
                int group, int64_t r0, int64_t r1) {
@@ -334,7 +372,8 @@ const KernelTable& Avx512Table() {
   static const KernelTable table = {
       "avx512", QuantizeQ8, MatvecQ8T<QBwZ, QBwY>, MatmulQ8T<QBwZ, 4, 3>, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
       F16ToF32, F32ToF16,   Bf16ToF32,             Dot,             Axpy,
-      GemmI8<QBwZ, 6, 3>, SgemmPacked<6, 4>, AttentionHead,  // the sign trick needs |w| and a sign mask per weight vector
+      QuantizeI8<0>, GemmI8<QBwZ, 6, 3>, SgemmPacked<6, 4>, AttentionHead,  // the sign trick: |w| and a sign mask per weight vector
+      0,  // i8_zero
   };
   return table;
 }
@@ -343,9 +382,11 @@ const KernelTable& Avx512VnniTable() {
   static const KernelTable table = {
       "avx512vnni", QuantizeQ8, MatvecQ8T<QVnniZ, QVnniY>, MatmulQ8T<QVnniZ, 4, 4>, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
       F16ToF32,     F32ToF16,   Bf16ToF32,                 Dot,               Axpy,
+      QuantizeI8<128>,       // u8 activations for vpdpbusd
       GemmI8<QVnniZ, 6, 4>,  // 24 zmm accumulators: 4 weight loads and 6 broadcasts per 24 vpdpbusd
       SgemmPacked<6, 4>,     // likewise with vfmadd231ps
       AttentionHead,
+      128,  // i8_zero
   };
   return table;
 }

@@ -141,7 +141,8 @@ void Axpy(float alpha, const float* x, float* y, int64_t n) { AxpyF32(alpha, x, 
 const KernelTable& NeonTable() {
   static const KernelTable table = {
       "neon",   scalar::quantize_q8, MatvecQ8,  MatmulQ8, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
-      F16ToF32, F32ToF16,            Bf16ToF32, Dot,      Axpy,  GemmI8<QNeon, 4, 1>, SgemmPacked<6, 1>, AttentionHead,
+      F16ToF32, F32ToF16,            Bf16ToF32, Dot,      Axpy,  scalar::quantize_i8, GemmI8<QNeon, 4, 1>, SgemmPacked<6, 1>, AttentionHead,
+      0,  // i8_zero
   };
   return table;
 }

@@ -162,7 +162,20 @@ void axpy_f32(float a, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
-void gemm_i8(const int8_t* xq, const float* xs, int64_t m, int64_t ldx, const I8Weights& w, const float* bias,
+void quantize_i8(const float* x, int64_t m, int64_t k, uint8_t* q, int64_t ldq, float* s) {
+  for (int64_t i = 0; i < m; ++i) {
+    const float* xi = x + i * k;
+    float amax = 0.0f;
+    for (int64_t c = 0; c < k; ++c) amax = std::fmax(amax, std::fabs(xi[c]));
+    s[i] = amax / 127.0f;
+    const float inv = 127.0f / amax;
+    uint8_t* qi = q + i * ldq;
+    for (int64_t c = 0; c < k; ++c) qi[c] = uint8_t(amax == 0.0f ? 0 : QuantizeOne(xi[c] * inv));
+    for (int64_t c = k; c < ldq; ++c) qi[c] = 0;
+  }
+}
+
+void gemm_i8(const uint8_t* xq, const float* xs, int64_t m, int64_t ldx, const I8Weights& w, const float* bias,
              float* y, int64_t ldy, int64_t p0, int64_t p1) {
   const int64_t j1 = p1 * kI8Panel < w.n ? p1 * kI8Panel : w.n;
   for (int64_t i = 0; i < m; ++i)
@@ -170,7 +183,8 @@ void gemm_i8(const int8_t* xq, const float* xs, int64_t m, int64_t ldx, const I8
       const int8_t* panel = w.data + (j / kI8Panel) * w.k4 * kI8Panel;
       const int64_t c = j % kI8Panel;
       int32_t acc = 0;
-      for (int64_t d = 0; d < w.k; ++d) acc += int32_t(xq[i * ldx + d]) * panel[(d / 4) * kI8Panel * 4 + c * 4 + d % 4];
+      for (int64_t d = 0; d < w.k; ++d)
+        acc += int32_t(int8_t(xq[i * ldx + d])) * panel[(d / 4) * kI8Panel * 4 + c * 4 + d % 4];
       y[i * ldy + j] = std::fma(static_cast<float>(acc), xs[i] * w.scale[j], bias ? bias[j] : 0.0f);
     }
 }
@@ -212,7 +226,8 @@ const KernelTable& ScalarTable() {
       "scalar",          scalar::quantize_q8, scalar::matvec_q8,  scalar::matmul_q8,
       scalar::hgemm,     scalar::hgemm_trans, scalar::sgemm,      scalar::sgemm_trans,
       scalar::f16_to_f32, scalar::f32_to_f16, scalar::bf16_to_f32, scalar::dot_f32,
-      scalar::axpy_f32,   scalar::gemm_i8,     scalar::sgemm_packed, scalar::attention,
+      scalar::axpy_f32,   scalar::quantize_i8, scalar::gemm_i8,   scalar::sgemm_packed, scalar::attention,
+      0,  // i8_zero
   };
   return table;
 }

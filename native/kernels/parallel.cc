@@ -121,7 +121,7 @@ void SgemmPacked(ThreadPool* pool, const KernelTable& t, const float* x, int64_t
         [&](int64_t p0, int64_t p1) { t.sgemm_packed(x, m, w, bias, y, ldy, p0, p1); });
 }
 
-void GemmI8(ThreadPool* pool, const KernelTable& t, const int8_t* xq, const float* xs, int64_t m, int64_t ldx,
+void GemmI8(ThreadPool* pool, const KernelTable& t, const uint8_t* xq, const float* xs, int64_t m, int64_t ldx,
             const I8Weights& w, const float* bias, float* y, int64_t ldy) {
   // Grains of 4 panels (64 channels): whole register tiles for every table.
   Split(pool, w.panels(), 4, m * w.n * w.k,

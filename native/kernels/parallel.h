@@ -45,7 +45,7 @@ void SgemmPacked(ThreadPool* pool, const KernelTable& t, const float* x, int64_t
                  const float* bias, float* y, int64_t ldy);
 // Y [m, ldy] (first w.n columns) = gemm_i8 of int8 activations X [m, ldx] and packed weights,
 // the panels split across the pool.
-void GemmI8(ThreadPool* pool, const KernelTable& t, const int8_t* xq, const float* xs, int64_t m, int64_t ldx,
+void GemmI8(ThreadPool* pool, const KernelTable& t, const uint8_t* xq, const float* xs, int64_t m, int64_t ldx,
             const I8Weights& w, const float* bias, float* y, int64_t ldy);
 
 inline void MatvecQ8(ThreadPool* pool, const int8_t* wq, const float* ws, const int8_t* xq, const float* xs,
@@ -77,7 +77,7 @@ inline void SgemmPacked(ThreadPool* pool, const float* x, int64_t m, const F32Pa
                         int64_t ldy) {
   SgemmPacked(pool, Active(), x, m, w, bias, y, ldy);
 }
-inline void GemmI8(ThreadPool* pool, const int8_t* xq, const float* xs, int64_t m, int64_t ldx, const I8Weights& w,
+inline void GemmI8(ThreadPool* pool, const uint8_t* xq, const float* xs, int64_t m, int64_t ldx, const I8Weights& w,
                    const float* bias, float* y, int64_t ldy) {
   GemmI8(pool, Active(), xq, xs, m, ldx, w, bias, y, ldy);
 }

@@ -52,7 +52,8 @@ void f32_to_f16(const float* x, uint16_t* y, int64_t n);
 void bf16_to_f32(const uint16_t* x, float* y, int64_t n);
 float dot_f32(const float* a, const float* b, int64_t n);
 void axpy_f32(float a, const float* x, float* y, int64_t n);
-void gemm_i8(const int8_t* xq, const float* xs, int64_t m, int64_t ldx, const I8Weights& w, const float* bias,
+void quantize_i8(const float* x, int64_t m, int64_t k, uint8_t* q, int64_t ldq, float* s);
+void gemm_i8(const uint8_t* xq, const float* xs, int64_t m, int64_t ldx, const I8Weights& w, const float* bias,
              float* y, int64_t ldy, int64_t p0, int64_t p1);
 void sgemm_packed(const float* x, int64_t m, const F32Panels& w, const float* bias, float* y, int64_t ldy,
                   int64_t p0, int64_t p1);

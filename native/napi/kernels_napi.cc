@@ -226,10 +226,28 @@ Napi::Value MatmulQ8(const Napi::CallbackInfo& info) {
 }
 
 // ---------------------------------------------------------------- per-channel int8
+// quantizeI8(isa, x [m·k], m, k, ldq, q [m·ldq], s [m]): the table's quantize_i8, its bytes
+// decoded (minus the table's i8_zero) into q, padding included.
+Napi::Value QuantizeI8(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const KernelTable& t = TableArg(info, 0);
+  const int64_t m = IntArg(info, 2, "m", 1, kMaxDim);
+  const int64_t k = IntArg(info, 3, "k", 1, kMaxDim);
+  const int64_t ldq = IntArg(info, 4, "ldq", k, kMaxDim);
+  auto x = ArrayArg<float>(info, 1, "x", Mul(env, m, k));
+  auto q = ArrayArg<int8_t>(info, 5, "q", Mul(env, m, ldq));
+  auto s = ArrayArg<float>(info, 6, "s", m);
+  std::vector<uint8_t> encoded(size_t(m * ldq), uint8_t(0x55));
+  t.quantize_i8(x.data, m, k, encoded.data(), ldq, s.data);
+  for (int64_t i = 0; i < m * ldq; ++i) q.data[i] = int8_t(uint8_t(encoded[size_t(i)] - t.i8_zero));
+  return env.Undefined();
+}
+
 // gemmI8(isa, wq [n·k], ws [n], xq [m·k], xs [m], bias [n] | null, y [m·n], m, n, k, threads,
-// repeat = 1) -> seconds: packs W with I8Matrix, then runs gemm_i8 `repeat` times over activation
-// rows padded to a stride of k4 + 8 bytes whose padding is NOT zero (the contract says it is read
-// but meets zero weights). Returns the time of the gemm_i8 runs alone (benchmarks).
+// repeat = 1) -> seconds: packs W with I8Matrix, encodes xq as the table's quantize_i8 would (plus
+// i8_zero), then runs gemm_i8 `repeat` times over rows padded to a stride of k4 + 8 bytes whose
+// padding is NOT zero (the contract says it is read but meets zero weights). Returns the time of
+// the gemm_i8 runs alone (benchmarks).
 Napi::Value GemmI8(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const KernelTable& t = TableArg(info, 0);
@@ -250,8 +268,9 @@ Napi::Value GemmI8(const Napi::CallbackInfo& info) {
   for (int64_t j = 0; j < n; ++j) w.SetRow(j, wq.data + j * k, ws.data[j]);
   const kernels::I8Weights view = w.view();
   const int64_t ldx = view.k4 + 8;
-  std::vector<int8_t> x(size_t(m * ldx), int8_t(0x55));
-  for (int64_t i = 0; i < m; ++i) std::memcpy(&x[size_t(i * ldx)], xq.data + i * k, size_t(k));
+  std::vector<uint8_t> x(size_t(m * ldx), uint8_t(0x55));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t c = 0; c < k; ++c) x[size_t(i * ldx + c)] = uint8_t(uint8_t(xq.data[i * k + c]) + t.i8_zero);
   const auto start = std::chrono::steady_clock::now();
   for (int64_t r = 0; r < repeat; ++r) {
     if (threads == 1)
@@ -553,6 +572,7 @@ void Register(Napi::Env env, Napi::Object exports) {
   k.Set("quantizeQ8", Napi::Function::New(env, QuantizeQ8, "quantizeQ8"));
   k.Set("matvecQ8", Napi::Function::New(env, MatvecQ8, "matvecQ8"));
   k.Set("matmulQ8", Napi::Function::New(env, MatmulQ8, "matmulQ8"));
+  k.Set("quantizeI8", Napi::Function::New(env, QuantizeI8, "quantizeI8"));
   k.Set("gemmI8", Napi::Function::New(env, GemmI8, "gemmI8"));
   k.Set("sgemmPacked", Napi::Function::New(env, SgemmPacked, "sgemmPacked"));
   k.Set("hgemm", Napi::Function::New(env, Gemm<uint16_t, false>, "hgemm"));

@@ -1,5 +1,7 @@
 /**
- * gemm_i8 (per-channel int8 weights × per-row int8 activations) of every table. Budgets:
+ * quantize_i8 and gemm_i8 (per-row int8 activations × per-channel int8 weights) of every table.
+ * quantize_i8: exact, against the definition computed here (f32 operations via Math.fround).
+ * gemm_i8 budgets:
  *  - scalar against the definition computed here: the int32 sum exactly (doubles hold it), then
  *    fma(f32(acc), f32(xs·ws), bias) rounded once: within one f32 ulp (the only slack is the
  *    double rounding of this reference's own fma emulation).
@@ -74,6 +76,61 @@ const SHAPES: Array<[number, number, number]> = [
   [18, 384, 384],
   [5, 200, 1536],
 ];
+
+/** s = f32(amax / 127); q = round half away from zero of f32(x · f32(127 / amax)), clamped. */
+function quantizeReference(x: Float32Array, m: number, k: number): { q: Int8Array; s: Float32Array } {
+  const q = new Int8Array(m * k);
+  const s = new Float32Array(m);
+  for (let i = 0; i < m; i++) {
+    let amax = 0;
+    for (let c = 0; c < k; c++) if (!Number.isNaN(x[i * k + c])) amax = Math.max(amax, Math.abs(x[i * k + c]));
+    s[i] = f(amax / 127);
+    if (amax === 0) continue;
+    const inv = f(127 / amax);
+    for (let c = 0; c < k; c++) {
+      const v = f(x[i * k + c] * inv);
+      if (Number.isNaN(v)) continue;
+      const r = Math.sign(v) * Math.floor(Math.abs(v) + 0.5);
+      q[i * k + c] = Math.max(-127, Math.min(127, r));
+    }
+  }
+  return { q, s };
+}
+
+describe.each(ISAS)('quantize_i8 %s', (isa) => {
+  test.each([
+    [1, 1],
+    [3, 15],
+    [4, 16],
+    [5, 384],
+    [2, 1537],
+  ])('m=%i k=%i: the definition exactly, padding zero', (m, k) => {
+    const rand = rng(m * 31 + k);
+    const x = uniform(m * k, rand, -3, 3);
+    x[0] = 0.5; // ties and specials in the first row
+    if (k > 4) x.set([f(2.5 / 127) * 0, NaN, -Infinity, 1e-40], 1);
+    if (m > 2) x.fill(0, 2 * k, 3 * k); // an all-zero row
+    const ldq = k + 5;
+    const q = new Int8Array(m * ldq).fill(99);
+    const s = new Float32Array(m);
+    kernels.quantizeI8(isa, x, m, k, ldq, q, s);
+    const want = quantizeReference(x, m, k);
+    expect(Array.from(s)).toEqual(Array.from(want.s));
+    for (let i = 0; i < m; i++) {
+      expect(Array.from(q.subarray(i * ldq, i * ldq + k))).toEqual(Array.from(want.q.subarray(i * k, (i + 1) * k)));
+      expect(Array.from(q.subarray(i * ldq + k, (i + 1) * ldq))).toEqual([0, 0, 0, 0, 0]);
+    }
+  });
+
+  test('round half away from zero at exact ties (amax 127: the scale is 1)', () => {
+    const x = Float32Array.from([127, 2.5, -2.5, 0.5, -0.5, 126.5, -1.5, 0.49999997]);
+    const q = new Int8Array(8);
+    const s = new Float32Array(1);
+    kernels.quantizeI8(isa, x, 1, 8, 8, q, s);
+    expect(s[0]).toBe(1);
+    expect(Array.from(q)).toEqual([127, 3, -3, 1, -1, 127, -2, 0]);
+  });
+});
 
 describe('gemm_i8 scalar reference', () => {
   test.each(SHAPES)('m=%i n=%i k=%i within one ulp of the definition', (m, n, k) => {
