@@ -226,11 +226,21 @@ struct QBwY : FloatY {
 #include "kernels/i8_tiles.h"
 
 // ---------------------------------------------------------------- Q8_0
+// 16 values rounded half away from zero (trunc, then one step away from zero when |fraction| >=
+// 0.5), NaN to 0, clamped to [-127, 127], as int8.
+__m128i RoundToInt8(__m512 v) {
+  const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __mmask16 up = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, t)), _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+  const __m512 away = _mm512_castsi512_ps(_mm512_or_si512(
+      _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(int(0x80000000u))), _mm512_castps_si512(_mm512_set1_ps(1.0f))));
+  __m512 r = _mm512_mask_add_ps(t, up, t, away);
+  r = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), r);
+  r = _mm512_min_ps(_mm512_max_ps(r, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
+  return _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(r));
+}
+
 void QuantizeQ8(const float* x, int64_t n, int group, int8_t* q, float* s) {
   if (group % 16 != 0) return scalar::quantize_q8(x, n, group, q, s);
-  const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
-  const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
-  const __m512i sign = _mm512_set1_epi32(int(0x80000000u));
   for (int64_t g = 0; g * group < n; ++g) {
     const float* xg = x + g * group;
     int8_t* qg = q + g * group;
@@ -243,28 +253,15 @@ void QuantizeQ8(const float* x, int64_t n, int group, int8_t* q, float* s) {
       continue;
     }
     const __m512 sv = _mm512_set1_ps(scale);
-    for (int i = 0; i < group; i += 16) {
-      // round half away from zero: trunc, then one step away from zero when |fraction| >= 0.5
-      const __m512 v = _mm512_div_ps(_mm512_loadu_ps(xg + i), sv);
-      const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-      const __mmask16 up = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, t)), half, _CMP_GE_OQ);
-      const __m512 away = _mm512_castsi512_ps(_mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(v), sign),
-                                                              _mm512_castps_si512(one)));
-      __m512 r = _mm512_mask_add_ps(t, up, t, away);
-      r = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), r);  // NaN -> 0
-      r = _mm512_min_ps(_mm512_max_ps(r, lo), hi);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(qg + i), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(r)));
-    }
+    for (int i = 0; i < group; i += 16)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qg + i), RoundToInt8(_mm512_div_ps(_mm512_loadu_ps(xg + i), sv)));
   }
 }
 
-// quantize_i8: per row, max|x| (NaN-skipping), then q = round half away (x · f32(127 / max)) as
-// in QuantizeQ8, stored as q + Zero.
+// quantize_i8: per row, max|x| (NaN-skipping), then q = round half away (x · f32(127 / max)),
+// stored as q + Zero.
 template <uint8_t Zero>
 void QuantizeI8(const float* x, int64_t m, int64_t k, uint8_t* q, int64_t ldq, float* s) {
-  const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
-  const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
-  const __m512i sign = _mm512_set1_epi32(int(0x80000000u));
   const __m128i zero = _mm_set1_epi8(char(Zero));
   for (int64_t i = 0; i < m; ++i) {
     const float* xi = x + i * k;
@@ -283,16 +280,8 @@ void QuantizeI8(const float* x, int64_t m, int64_t k, uint8_t* q, int64_t ldq, f
     for (c = 0; c < k; c += 16) {
       const int n = int(k - c < 16 ? k - c : 16);
       const __mmask16 mk = F::mask(n);
-      const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, xi + c), inv);
-      const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-      const __mmask16 up = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, t)), half, _CMP_GE_OQ);
-      const __m512 away = _mm512_castsi512_ps(_mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(v), sign),
-                                                              _mm512_castps_si512(one)));
-      __m512 r = _mm512_mask_add_ps(t, up, t, away);
-      r = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), r);  // NaN -> 0
-      r = _mm512_min_ps(_mm512_max_ps(r, lo), hi);
-      const __m128i b = _mm_add_epi8(_mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(r)), zero);
-      _mm_mask_storeu_epi8(qi + c, __mmask16((1u << n) - 1u), b);
+      const __m128i b = RoundToInt8(_mm512_mul_ps(_mm512_maskz_loadu_ps(mk, xi + c), inv));
+      _mm_mask_storeu_epi8(qi + c, mk, _mm_add_epi8(b, zero));
     }
     if (k < ldq) std::memset(qi + k, Zero, size_t(ldq - k));
   }
