@@ -55,6 +55,19 @@ describe('weightmap embed', () => {
     expect(badPooling.exitCode).toBe(1);
   });
 
+  test('--quant int8: within cosine 0.999 of the fixture; an unknown quant fails with exit code 1', async () => {
+    const r = await runCli(['embed', MODEL, sentences[0].text, '--quant', 'int8']);
+    expect(r.exitCode).toBe(0);
+    const [v] = parseLines(r.stdout);
+    const e = sentences[0].embedding;
+    const cosine = v.reduce((a, x, i) => a + x * e[i], 0) / (Math.hypot(...v) * Math.hypot(...e));
+    expect(cosine).toBeGreaterThanOrEqual(0.999);
+    expect(maxAbsDiff(v, e)).toBeGreaterThan(0); // the int8 path, not f32
+    const bad = await runCli(['embed', MODEL, 'x', '--quant', 'int4']);
+    expect(bad.exitCode).toBe(1);
+    expect(bad.stderr).toMatch(/--quant must be one of f32, int8, q8_0/);
+  });
+
   test('float32 values print as the shortest decimal that reads back', () => {
     for (const x of [0.1, -0.11349419, 1e-9, 3.4028234663852886e38, 0, 1.5]) {
       const f = Math.fround(x);
