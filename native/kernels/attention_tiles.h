@@ -1,15 +1,17 @@
 // KernelTable::attention bodies shared by the SIMD files: included INSIDE an anonymous namespace
 // of an *_<isa>.cc file after its vector traits F (gemm_tiles.h lists them).
 //
-// Queries in blocks of 4. Scores: kᵀ is gathered once per call into [hd, T32] (zero past T), so
-// a tile of 4 queries × 2 vectors of keys accumulates over d with one broadcast per query and one
+// Queries in blocks of 4 or 8. Scores: kᵀ is gathered once per call into [hd, T32] (zero past T), so
+// a tile of those queries × 2 vectors of keys accumulates over d with one broadcast per query and one
 // load per key vector (8 independent FMA chains). Each score row becomes e^(scale·(s - max)) in
-// place (the shared row kernels); out: a tile of 4 queries × 2 vectors of dims accumulates the
+// place (the shared row kernels); out: a tile of the queries × 2 vectors of dims accumulates the
 // T value rows (read in place) weighted by those, and is divided by the row's Σ e once at the
 // end. Rows past the last query of a block repeat it (their results are never stored).
 #pragma once
 
-constexpr int kAttnQueries = 4;
+// Queries per block: 8 with 32 vector registers and 16-lane vectors (16 accumulators), else 4.
+constexpr int kAttnQueries = F::W >= 16 ? 8 : 4;
+static_assert(kAttnQueries <= kAttentionMaxQueries, "AttentionScratch holds kAttentionMaxQueries score rows");
 
 template <int NV>
 void AttentionScores(const float* const* qr, const float* kt, int64_t T32, int64_t hd, int64_t j0, float* p) {
@@ -64,7 +66,7 @@ void AttentionHead(const float* q, const float* k, const float* v, float* out, i
   static_assert(32 % (2 * W) == 0, "score tiles of 2 vectors must divide the padding to 32");
   const int64_t T32 = (T + 31) / 32 * 32;
   float* kt = scratch;        // [hd, T32]
-  float* p = kt + hd * T32;   // [4, T32]
+  float* p = kt + hd * T32;   // [kAttnQueries, T32]
   for (int64_t d = 0; d < hd; ++d) {  // contiguous stores; the strided loads overlap each other
     float* row = kt + d * T32;
     for (int64_t j = 0; j < T; ++j) row[j] = k[j * ld + d];
@@ -76,7 +78,7 @@ void AttentionHead(const float* q, const float* k, const float* v, float* out, i
     const float* qr[kAttnQueries];
     for (int a = 0; a < kAttnQueries; ++a) qr[a] = q + (t0 + (a < nq ? a : nq - 1)) * ld;
     for (int64_t j0 = 0; j0 < T32; j0 += 2 * W) AttentionScores<2>(qr, kt, T32, hd, j0, p);
-    float inv[kAttnQueries] = {0, 0, 0, 0};
+    float inv[kAttnQueries] = {};
     for (int a = 0; a < nq; ++a) {
       float* row = p + a * T32;
       inv[a] = static_cast<float>(1.0 / exp_sum(row, T, scale, max_f32(row, T) * scale));  // scale > 0

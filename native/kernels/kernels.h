@@ -132,9 +132,10 @@ struct KernelTable {
   uint8_t i8_zero;
 };
 
-// Floats of scratch for KernelTable::attention: kᵀ [hd, T32] and 4 score rows [4, T32], T32 = T
-// rounded up to 32 (whole score tiles for every table).
-inline int64_t AttentionScratch(int64_t T, int64_t hd) { return (hd + 4) * ((T + 31) / 32 * 32); }
+// Floats of scratch for KernelTable::attention: kᵀ [hd, T32] and up to 8 score rows [8, T32],
+// T32 = T rounded up to 32 (whole score tiles for every table).
+constexpr int64_t kAttentionMaxQueries = 8;
+inline int64_t AttentionScratch(int64_t T, int64_t hd) { return (hd + kAttentionMaxQueries) * ((T + 31) / 32 * 32); }
 
 // The table chosen for this CPU (or forced by WEIGHTMAP_ISA / SetIsa).
 const KernelTable& Active();
