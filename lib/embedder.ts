@@ -8,7 +8,8 @@
  *
  * Texts are tokenized (truncated to the model's max_seq_length), sorted by length and cut into
  * batches of `batchSize`; each batch runs natively as one packed GEMM batch (no padding rows),
- * so a text's vector does not depend on the batch it lands in.
+ * so a text's vector does not depend on the batch it lands in. The activations of the largest
+ * batch stay allocated for the next call (one set per call running at once) until dispose().
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
