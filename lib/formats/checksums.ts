@@ -24,6 +24,33 @@ export function crc32(data: Uint8Array, previous = 0): number {
   return (c ^ 0xffffffff) >>> 0;
 }
 
+// Polynomials over GF(2) in CRC-32's reflected order (bit 31 is x^0), reduced modulo its generator.
+const CRC_POLY = 0xedb88320;
+
+function multiplyModPoly(a: number, b: number): number {
+  let product = 0;
+  for (let bit = 0x80000000; bit !== 0; bit >>>= 1) {
+    if (a & bit) product ^= b;
+    b = b & 1 ? (b >>> 1) ^ CRC_POLY : b >>> 1;
+  }
+  return product >>> 0;
+}
+
+/**
+ * The CRC-32 of A followed by B from crc32(A), crc32(B) and B's length: crc(A)·x^(8·|B|) + crc(B)
+ * modulo the generator (the initial and final inversions cancel), so that two ranges can be
+ * checksummed separately, or one range feed two checksums, and be joined without a second pass.
+ */
+export function crc32Combine(crcA: number, crcB: number, lengthB: number): number {
+  let power = 0x80000000; // x^0
+  let square = 0x00800000; // x^8: one byte
+  for (let n = lengthB; n > 0; n = Math.floor(n / 2)) {
+    if (n % 2) power = multiplyModPoly(power, square);
+    square = multiplyModPoly(square, square);
+  }
+  return (multiplyModPoly(crcA >>> 0, power) ^ crcB) >>> 0;
+}
+
 /** FNV-1a 32-bit over the UTF-8 bytes of `text`. */
 export function fnv1a32(text: string): number {
   let h = 0x811c9dc5;

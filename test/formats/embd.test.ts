@@ -2,7 +2,7 @@ import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { WeightFormatError } from '../../lib/errors';
-import { crc32, fnv1a32 } from '../../lib/formats/checksums';
+import { crc32, crc32Combine, fnv1a32 } from '../../lib/formats/checksums';
 import { crc32Async, embdFormat } from '../../lib/formats/embd';
 import { f16ToF32, f32ToF16 } from '../../lib/formats/dtype-convert';
 import { readF32 } from '../../lib/formats/tensor-data';
@@ -63,6 +63,15 @@ describe('checksums', () => {
     expect(fnv1a32('')).toBe(0x811c9dc5);
     expect(fnv1a32('a')).toBe(0xe40c292c);
     expect(fnv1a32('embeddings.word_embeddings.weight')).toBe(0xdb668d90);
+  });
+
+  test('crc32Combine joins the CRCs of two ranges into the CRC of both (random splits, empty sides)', () => {
+    const bytes = crypto.randomBytes(70001);
+    for (const [a, b] of [[0, 0], [0, 9], [9, 0], [1, 1], [3, 70001 - 3], [65536, 70001 - 65536], [12345, 54321]]) {
+      const left = bytes.subarray(0, a);
+      const right = bytes.subarray(a, a + b);
+      expect(crc32Combine(crc32(left), crc32(right), b)).toBe(crc32(bytes.subarray(0, a + b)));
+    }
   });
 });
 
