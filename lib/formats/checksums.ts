@@ -1,5 +1,6 @@
 /** CRC-32 (IEEE, zlib's) and FNV-1a 32-bit, as EMBD uses them (FORMATS.md §3.2, §3.5). */
 import * as zlib from 'node:zlib';
+import { native } from '../native';
 
 const zlibCrc32 = (zlib as unknown as { crc32?: (data: Uint8Array, value?: number) => number }).crc32;
 
@@ -22,6 +23,22 @@ export function crc32(data: Uint8Array, previous = 0): number {
   let c = (previous ^ 0xffffffff) >>> 0;
   for (let i = 0; i < data.length; i++) c = t[(c ^ data[i]) & 0xff] ^ (c >>> 8);
   return (c ^ 0xffffffff) >>> 0;
+}
+
+/** Which CRC-32 code the native addon runs (tests and benchmarks pick one; 'auto' is the fastest). */
+export interface NativeCrc32Options {
+  impl?: 'auto' | 'table' | 'pclmul';
+  /** Threads for one call (pieces of >= 1 MiB each); default: physical cores, at most 4. */
+  threads?: number;
+}
+
+/**
+ * crc32(bytes, previous) computed by the native addon on libuv's thread pool (PCLMULQDQ folding
+ * where the CPU has it): the event loop keeps turning while a large buffer is checksummed.
+ * `bytes` must stay attached until the promise settles.
+ */
+export function crc32Native(bytes: Uint8Array, previous = 0, options?: NativeCrc32Options): Promise<number> {
+  return native().crc32(bytes, previous >>> 0, options);
 }
 
 // Polynomials over GF(2) in CRC-32's reflected order (bit 31 is x^0), reduced modulo its generator.

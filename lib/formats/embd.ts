@@ -11,7 +11,7 @@ import { mapFile, type MappedSource } from '../mapping';
 import { numel, type BertConfig, type DType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { bertTensorSpecs, BERT_NAMES } from '../architectures/bert';
 import { ByteCursor, checkNoOverlap, checkRange, fail } from './bytes';
-import { crc32, crc32Combine, fnv1a32 } from './checksums';
+import { crc32, crc32Combine, crc32Native, fnv1a32 } from './checksums';
 import type { FloatDType } from './dtype-convert';
 import { EMBD_METADATA_PREFIX } from './safetensors';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
@@ -41,11 +41,7 @@ export const EMBD_REQUIRED_KEYS = [
   'hidden_size', 'intermediate_size', 'max_position_emb', 'created_at',
 ] as const;
 
-/** CRC work per event-loop turn when verifying a file (a few milliseconds). */
-const CRC_CHUNK = 4 << 20;
-
 const align = (n: number, a: number) => Math.ceil(n / a) * a;
-const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 // ignoreBOM keeps a leading U+FEFF: some vocabularies have it as a token of its own.
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
@@ -66,14 +62,9 @@ export interface EmbdHeader {
   headerChecksum: number;
 }
 
-/** CRC-32 of [start, end) of `bytes`, a chunk per event-loop turn; `previous` continues a CRC. */
-export async function crc32Async(bytes: Uint8Array, start = 0, end = bytes.length, previous = 0): Promise<number> {
-  let crc = previous;
-  for (let o = start; o < end; o += CRC_CHUNK) {
-    await yieldToEventLoop();
-    crc = crc32(bytes.subarray(o, Math.min(end, o + CRC_CHUNK)), crc);
-  }
-  return crc;
+/** CRC-32 of [start, end) of `bytes` off the JS thread (native addon); `previous` continues a CRC. */
+export function crc32Async(bytes: Uint8Array, start = 0, end = bytes.length, previous = 0): Promise<number> {
+  return crc32Native(bytes.subarray(start, end), previous);
 }
 
 // ---- reader ----------------------------------------------------------------------------------
@@ -414,9 +405,9 @@ async function verifyDataAndFile(src: MappedSource, h: EmbdHeader): Promise<void
   const dataStart = h.tensorDataOffset;
   const dataEnd = dataStart + h.tensorDataSize;
   // The data section ends where the footer starts: one pass over it, joined to the CRC of
-  // everything before it for the file's.
-  const dataCrc = await crc32Async(src.bytes, dataStart, dataEnd);
-  const fileCrc = crc32Combine(await crc32Async(src.bytes, 0, dataStart), dataCrc, dataEnd - dataStart);
+  // everything before it for the file's. Both run on the native thread pool side by side.
+  const [dataCrc, prefixCrc] = await Promise.all([crc32Async(src.bytes, dataStart, dataEnd), crc32Async(src.bytes, 0, dataStart)]);
+  const fileCrc = crc32Combine(prefixCrc, dataCrc, dataEnd - dataStart);
   if (dataCrc !== storedData) fail('CHECKSUM_MISMATCH', 'tensor data checksum', { path, offset: footerAt, expected: dataCrc, found: storedData });
   if (fileCrc !== storedFile) fail('CHECKSUM_MISMATCH', 'file checksum', { path, offset: footerAt + 4, expected: fileCrc, found: storedFile });
 }
