@@ -422,12 +422,17 @@ export interface NativeBinding {
   /**
    * zlib's CRC-32 of `view` on libuv's thread pool (native/napi/checksum_napi.cc), continuing from
    * `previous` like zlib.crc32(view, previous). Keeps the view's ArrayBuffer referenced until it
-   * settles (the bytes must not be detached meanwhile: do not close a MappedFile whose buffer it
-   * reads). impl 'table' (or WEIGHTMAP_CRC=table in the environment, read at each call) forces the
+   * settles; a view of a MappedFile must name it as `file` (RangeError if the view lies outside
+   * it), so that closing the file meanwhile cannot unmap the pages being read (ERR_WEIGHTMAP_CLOSED
+   * if it is closed already). impl 'table' (or WEIGHTMAP_CRC=table in the environment, read at each call) forces the
    * portable slice-by-8 walk; 'pclmul' / 'auto' use PCLMULQDQ folding where the CPU has it.
    * threads: pieces of >= 1 MiB over up to that many threads (default: physical cores, at most 4).
    */
-  crc32(view: Uint8Array, previous?: number, options?: { impl?: 'auto' | 'table' | 'pclmul'; threads?: number }): Promise<number>;
+  crc32(
+    view: Uint8Array,
+    previous?: number,
+    options?: { impl?: 'auto' | 'table' | 'pclmul'; threads?: number; file?: MappedFile },
+  ): Promise<number>;
   /** Whether crc32's 'auto' / 'pclmul' run the PCLMULQDQ code on this CPU. */
   crc32HasPclmul(): boolean;
 }

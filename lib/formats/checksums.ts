@@ -1,5 +1,6 @@
 /** CRC-32 (IEEE, zlib's) and FNV-1a 32-bit, as EMBD uses them (FORMATS.md §3.2, §3.5). */
 import * as zlib from 'node:zlib';
+import type { MappedFile } from '../../binding';
 import { native } from '../native';
 
 const zlibCrc32 = (zlib as unknown as { crc32?: (data: Uint8Array, value?: number) => number }).crc32;
@@ -30,12 +31,14 @@ export interface NativeCrc32Options {
   impl?: 'auto' | 'table' | 'pclmul';
   /** Threads for one call (pieces of >= 1 MiB each); default: physical cores, at most 4. */
   threads?: number;
+  /** The MappedFile `bytes` lies in: its pages then stay mapped until the CRC is done, even if it is closed. */
+  file?: MappedFile;
 }
 
 /**
  * crc32(bytes, previous) computed by the native addon on libuv's thread pool (PCLMULQDQ folding
- * where the CPU has it): the event loop keeps turning while a large buffer is checksummed.
- * `bytes` must stay attached until the promise settles.
+ * where the CPU has it): the event loop keeps turning while a large buffer is checksummed. Views
+ * of a mapped file must pass it as `options.file`.
  */
 export function crc32Native(bytes: Uint8Array, previous = 0, options?: NativeCrc32Options): Promise<number> {
   return native().crc32(bytes, previous >>> 0, options);

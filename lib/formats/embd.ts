@@ -62,11 +62,6 @@ export interface EmbdHeader {
   headerChecksum: number;
 }
 
-/** CRC-32 of [start, end) of `bytes` off the JS thread (native addon); `previous` continues a CRC. */
-export function crc32Async(bytes: Uint8Array, start = 0, end = bytes.length, previous = 0): Promise<number> {
-  return crc32Native(bytes.subarray(start, end), previous);
-}
-
 // ---- reader ----------------------------------------------------------------------------------
 
 function readHeader(src: MappedSource, verify: boolean): EmbdHeader {
@@ -406,7 +401,8 @@ async function verifyDataAndFile(src: MappedSource, h: EmbdHeader): Promise<void
   const dataEnd = dataStart + h.tensorDataSize;
   // The data section ends where the footer starts: one pass over it, joined to the CRC of
   // everything before it for the file's. Both run on the native thread pool side by side.
-  const [dataCrc, prefixCrc] = await Promise.all([crc32Async(src.bytes, dataStart, dataEnd), crc32Async(src.bytes, 0, dataStart)]);
+  const crcOf = (start: number, end: number) => crc32Native(src.bytes.subarray(start, end), 0, { file: src.file });
+  const [dataCrc, prefixCrc] = await Promise.all([crcOf(dataStart, dataEnd), crcOf(0, dataStart)]);
   const fileCrc = crc32Combine(prefixCrc, dataCrc, dataEnd - dataStart);
   if (dataCrc !== storedData) fail('CHECKSUM_MISMATCH', 'tensor data checksum', { path, offset: footerAt, expected: dataCrc, found: storedData });
   if (fileCrc !== storedFile) fail('CHECKSUM_MISMATCH', 'file checksum', { path, offset: footerAt + 4, expected: fileCrc, found: storedFile });

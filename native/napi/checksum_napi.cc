@@ -1,6 +1,8 @@
 // crc32(view, previous?, options?) -> Promise<number>: zlib's CRC-32 of a Uint8Array on libuv's
 // thread pool (checksum/crc32.h), so verifying a large file keeps the event loop turning. The
-// worker holds a reference to the view's ArrayBuffer until it settles. Options: impl 'auto' |
+// worker holds a reference to the view's ArrayBuffer until it settles, and with options.file (the
+// MappedFile the view lies in) a reference to the mapping itself: closing the file detaches its
+// buffer, which alone would let the pages go while the worker reads them. Options: impl 'auto' |
 // 'table' | 'pclmul' (the environment's WEIGHTMAP_CRC=table, read at each call, forces the table
 // walk as well) and threads (default: up to 4, one per physical core; pieces of >= 1 MiB).
 #include <napi.h>
@@ -12,7 +14,9 @@
 #include <string>
 
 #include "checksum/crc32.h"
+#include "mmap/mapping.h"
 #include "napi/errors.h"
+#include "napi/mapped_file.h"
 #include "napi/promise_worker.h"
 #include "napi/register.h"
 #include "threadpool.h"
@@ -50,6 +54,7 @@ uint32_t PreviousArg(const Napi::CallbackInfo& info) {
 struct Options {
   checksum::Crc32Impl impl = checksum::Crc32Impl::Auto;
   int threads = 0;
+  std::shared_ptr<Mapping> mapping;  // options.file's, when given
 };
 
 Options OptionsArg(const Napi::CallbackInfo& info) {
@@ -66,6 +71,8 @@ Options OptionsArg(const Napi::CallbackInfo& info) {
       else if (name == "pclmul") o.impl = checksum::Crc32Impl::Pclmul;
       else ThrowTypeError(env, "options.impl must be 'auto', 'table' or 'pclmul'");
     }
+    Napi::Value file = obj.Get("file");
+    if (!file.IsUndefined()) o.mapping = MappedFile::FromValue(file);
     Napi::Value threads = obj.Get("threads");
     if (!threads.IsUndefined()) {
       if (!threads.IsNumber()) ThrowTypeError(env, "options.threads must be a number");
@@ -112,6 +119,11 @@ Napi::Value Crc32(const Napi::CallbackInfo& info) {
   Napi::Uint8Array view = ViewArg(info);
   const uint32_t previous = PreviousArg(info);
   const Options options = OptionsArg(info);
+  if (options.mapping) {
+    const uint8_t* begin = options.mapping->data();
+    if (view.Data() < begin || view.Data() + view.ByteLength() > begin + options.mapping->size())
+      ThrowRange(env, "view does not lie in options.file's mapping");
+  }
   auto* worker = new Crc32Worker(env, view, previous, options);
   return worker->Start();
 }

@@ -1,7 +1,10 @@
 import * as crypto from 'node:crypto';
 import * as zlib from 'node:zlib';
+import * as fs from 'node:fs';
 import { crc32Combine, crc32Native, type NativeCrc32Options } from '../../lib/formats/checksums';
+import { mapFile } from '../../lib/mapping';
 import { native } from '../../lib/native';
+import { tempDir } from '../helpers/fixtures';
 
 // The reference: zlib's own CRC-32 (Node >= 20.15), an implementation independent of the addon's.
 const zlibCrc32 = (zlib as unknown as { crc32: (data: Uint8Array, value?: number) => number }).crc32;
@@ -98,6 +101,35 @@ describe('crc32Native', () => {
     done = true;
     expect(crc).toBe(zlibCrc32(big));
     expect(ticks).toBeGreaterThan(1);
+  });
+
+  test('a mapped file named as options.file stays mapped while its CRC runs, even when closed meanwhile', async () => {
+    const tmp = tempDir('weightmap-crc-');
+    try {
+      const file = `${tmp.dir}/data.bin`;
+      const bytes = crypto.randomBytes(24 << 20);
+      fs.writeFileSync(file, bytes);
+      const src = mapFile(file);
+      const running = crc32Native(src.bytes, 0, { impl: 'table', threads: 1, file: src.file });
+      src.close(); // detaches the buffer; the worker's own hold keeps the pages
+      expect(await running).toBe(zlibCrc32(bytes));
+    } finally {
+      tmp.cleanup();
+    }
+  });
+
+  test('options.file must hold the view', () => {
+    const tmp = tempDir('weightmap-crc-');
+    try {
+      const file = `${tmp.dir}/small.bin`;
+      fs.writeFileSync(file, Buffer.alloc(100, 7));
+      const src = mapFile(file);
+      expect(() => crc32Native(Buffer.alloc(10), 0, { file: src.file })).toThrow(expect.objectContaining({ code: 'ERR_OUT_OF_RANGE' }));
+      src.close();
+      expect(() => crc32Native(Buffer.alloc(10), 0, { file: src.file })).toThrow(expect.objectContaining({ code: 'ERR_WEIGHTMAP_CLOSED' }));
+    } finally {
+      tmp.cleanup();
+    }
   });
 
   test('bad arguments get typed errors', () => {
