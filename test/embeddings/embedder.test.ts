@@ -109,8 +109,12 @@ describe('embd-minilm-tiny', () => {
       });
       expect(worst).toBeGreaterThanOrEqual(0.999);
       expect(worst).toBeLessThan(1); // it really is a different (quantized) path
-      // Batch invariance holds for the int8 paths too.
+      // Batch invariance holds for the int8 paths too, and concurrent calls (each with its own
+      // activation and quantization buffers) give the same vectors.
       expectSameVectors(await quantized.embed(texts, { batchSize: 1 }), int8, 1e-6);
+      const [all, tail] = await Promise.all([quantized.embed(texts, { batchSize: 2 }), quantized.embed(texts.slice(3))]);
+      expectSameVectors(all, int8, 1e-6);
+      expectSameVectors(tail, int8.slice(3), 1e-6);
     } finally {
       quantized.dispose();
     }
