@@ -22,11 +22,19 @@ export const CHAR_TO_BYTE: Int16Array = (() => {
   return table;
 })();
 
+const charScratch = new Uint16Array(1024);
+
 /** Raw bytes -> the byte-level string used as a vocabulary key (`20 74 68 65` -> `Ġthe`). */
 export function bytesToByteLevel(bytes: Uint8Array): string {
-  let s = '';
-  for (let i = 0; i < bytes.length; i++) s += String.fromCharCode(BYTE_TO_CHAR[bytes[i]]);
-  return s;
+  if (bytes.length > charScratch.length) {
+    let s = '';
+    for (let i = 0; i < bytes.length; i++) s += String.fromCharCode(BYTE_TO_CHAR[bytes[i]]);
+    return s;
+  }
+  // One string built from a char-code array, not one concatenation per byte (vocabularies call
+  // this for every one of their 150k tokens at load).
+  for (let i = 0; i < bytes.length; i++) charScratch[i] = BYTE_TO_CHAR[bytes[i]];
+  return String.fromCharCode.apply(null, charScratch.subarray(0, bytes.length) as unknown as number[]);
 }
 
 /**

@@ -10,6 +10,7 @@ import { WeightFormatError } from '../errors';
 import type { AddedToken } from './added-tokens';
 import { bytesToByteLevel } from './byte-level';
 import { ByteLevelBpeTokenizer } from './byte-level-bpe';
+import { ByteStringIds } from './byte-string-ids';
 import { MergeTable } from './merge-table';
 import { QWEN2_PATTERN, regexPreTokenizer } from './pretokenizers';
 import type { TokenizerData } from '../weights';
@@ -30,6 +31,7 @@ export function byteLevelBpeFromScored(
 ): ByteLevelBpeTokenizer {
   const n = data.tokens.length;
   const vocab = new Map<string, number>();
+  const inVocab = new Uint8Array(n); // ids that are vocabulary entries (not added tokens, not absent)
   const rank = new Int32Array(n).fill(-1);
   const addedTokens: AddedToken[] = [];
   const ranked: number[] = [];
@@ -45,6 +47,7 @@ export function byteLevelBpeFromScored(
     }
     const key = bytesToByteLevel(bytes);
     if (!vocab.has(key)) vocab.set(key, id);
+    inVocab[id] = 1;
     if (score > NOT_A_MERGE) {
       if (!(score <= 0) || bytes.length < 2) {
         throw new WeightFormatError('BAD_HEADER', `token ${id} has score ${score}, which is no merge rank`, { path: where });
@@ -53,14 +56,22 @@ export function byteLevelBpeFromScored(
       ranked.push(id);
     }
   }
+  // Every split of a merged token into two vocabulary tokens of lower rank (the vocabulary's
+  // first id of each byte string, as `vocab` keeps it).
+  const ids = new ByteStringIds(data.tokens, (id) => inVocab[id] === 1);
   const table = new MergeTable(ranked.length * 4);
+  let prefix = new Uint32Array(64);
   for (const id of ranked) {
     const r = rank[id];
-    const key = bytesToByteLevel(data.tokens[id]);
-    for (let i = 1; i < key.length; i++) {
-      const left = vocab.get(key.slice(0, i));
-      const right = vocab.get(key.slice(i));
-      if (left === undefined || right === undefined) continue;
+    const bytes = data.tokens[id];
+    const len = bytes.length;
+    if (prefix.length < len + 1) prefix = new Uint32Array(len + 1);
+    ids.prefixHashes(bytes, prefix);
+    for (let i = 1; i < len; i++) {
+      const left = ids.find(bytes, 0, i, prefix[i]);
+      if (left < 0) continue;
+      const right = ids.find(bytes, i, len, ids.suffixHash(prefix, i, len));
+      if (right < 0) continue;
       if (rank[left] >= r || rank[right] >= r) continue;
       table.add(left, right, r, id);
     }
