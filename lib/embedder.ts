@@ -16,7 +16,7 @@ import * as nodePath from 'node:path';
 import { BertEngine, type EmbedderQuant, type Pooling } from './engines/bert';
 import { AbortError, DisposedError, UnsupportedError } from './errors';
 import { readWeights } from './formats';
-import { loadTokenizer, tokenizerFromData, type Tokenizer } from './tokenizers';
+import { loadTokenizer, tokenizerFromDataAsync, type Tokenizer } from './tokenizers';
 import { closeWeights, type BertConfig, type FormatName, type ModelWeights } from './weights';
 
 export type { EmbedderQuant, Pooling } from './engines/bert';
@@ -183,7 +183,7 @@ export class Embedder {
 
 /** The tokenizer in the weights (EMBD), in the folder, or beside the file. */
 async function findTokenizer(weights: ModelWeights, path: string): Promise<Tokenizer> {
-  if (weights.tokenizer) return tokenizerFromData(weights.tokenizer, path);
+  if (weights.tokenizer) return tokenizerFromDataAsync(weights.tokenizer, path);
   const dir = fs.statSync(path).isDirectory() ? path : nodePath.dirname(path);
   try {
     return await loadTokenizer(dir);

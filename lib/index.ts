@@ -24,7 +24,7 @@ export type {
   TllmConfig,
   TokenizerData,
 } from './weights';
-export { loadTokenizer, loadTokenizerSync, tokenizerFromData } from './tokenizers';
+export { loadTokenizer, loadTokenizerSync, tokenizerFromData, tokenizerFromDataAsync } from './tokenizers';
 export type { DecodeOptions, EncodeOptions, SpecialTokenIds, StreamDecoder, Tokenizer, TokenizerKind } from './tokenizers';
 export { Embedder, loadEmbedder, similarity } from './embedder';
 export type { EmbedOptions, EmbedderInfo, EmbedderQuant, LoadEmbedderOptions, Pooling } from './embedder';

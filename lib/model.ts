@@ -31,7 +31,7 @@ import { checkTokenIds, startGeneration, type GenerateOptions, type Generation, 
 import { idsOnlyTokenizer } from './ids-tokenizer';
 import { native } from './native';
 import { SessionPool } from './session-pool';
-import { loadTokenizer, tokenizerFromData, type Tokenizer } from './tokenizers';
+import { loadTokenizer, tokenizerFromDataAsync, type Tokenizer } from './tokenizers';
 import { closeWeights, type FormatName, type ModelConfig, type ModelWeights } from './weights';
 
 export interface LoadModelOptions {
@@ -280,7 +280,7 @@ async function resolveTokenizer(weights: ModelWeights, folder: string, given: Lo
   const at = (name: string) => nodePath.join(folder, name);
   if (fs.existsSync(at('tokenizer.json'))) return loadTokenizer(at('tokenizer.json'));
   if (fs.existsSync(at('vocab.json')) && fs.existsSync(at('merges.txt'))) return loadTokenizer(folder);
-  if (weights.tokenizer) return tokenizerFromData(weights.tokenizer, weights.path);
+  if (weights.tokenizer) return tokenizerFromDataAsync(weights.tokenizer, weights.path);
   if (weights.config.architecture === 'tllm' && fs.existsSync(at('vocab.txt')) && fs.existsSync(at('merges.txt'))) return loadTokenizer(folder);
   // TLLM files carry no vocabulary: without vocab.txt + merges.txt beside them, prompts are token ids
   // (FORMATS.md §1.6). Every other architecture still needs a tokenizer (moon-tiny has none: an error).

@@ -6,8 +6,9 @@ import { bertNormalizer } from './bert-basic';
 import { ByteLevelBpeTokenizer } from './byte-level-bpe';
 import { mergeTableFromPairs, parseMergeEntry } from './bpe-model';
 import { GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN, regexPreTokenizer } from './pretokenizers';
-import { byteLevelBpeFromScored } from './scored-byte-level';
+import { byteLevelBpeFromScored, byteLevelBpeFromScoredSteps } from './scored-byte-level';
 import { bytePieceValue, SentencePieceBpeTokenizer, SPACE_MARK } from './sentencepiece-bpe';
+import { runYielding } from './steps';
 import type { SpecialTokenIds, Tokenizer } from './types';
 import { WordPieceTokenizer } from './wordpiece';
 
@@ -174,6 +175,16 @@ function ggufWordPiece(data: Gguf, where: string): Tokenizer {
     true,
     where,
   );
+}
+
+/**
+ * tokenizerFromData without holding the JS thread for the whole build: a byte-level BPE rebuilt
+ * from an ajc1 `.tokenizer` (151k tokens: a few hundred milliseconds) gives the event loop a turn
+ * every few milliseconds. The other kinds build in one go.
+ */
+export async function tokenizerFromDataAsync(data: TokenizerData, where = 'tokenizer data'): Promise<Tokenizer> {
+  if (data.kind === 'scored' && data.style !== 'llama2c') return runYielding(byteLevelBpeFromScoredSteps(data, where));
+  return tokenizerFromData(data, where);
 }
 
 /** Builds the tokenizer a TokenizerData describes. `where` names its source in errors. */

@@ -11,10 +11,11 @@ import { WeightFormatError } from '../errors';
 import { parseAjc1Tokenizer } from '../formats/ajc1';
 import { readLlama2cTokenizer } from '../formats/llama2c';
 import { fail } from '../formats/bytes';
-import { tokenizerFromData } from './from-data';
+import { tokenizerFromData, tokenizerFromDataAsync } from './from-data';
 import { readGgufTokenizerData } from './gguf-vocab';
 import { tokenizerFromJson, tokenizerFromVocabMerges } from './hf-json';
 import { TllmTokenizer } from './tllm';
+import type { TokenizerData } from '../weights';
 import type { Tokenizer } from './types';
 
 function readJson(path: string): any {
@@ -48,9 +49,12 @@ function countAjc1Entries(bytes: Buffer, path: string): number {
 
 /** An ajc1 `.tokenizer` read on its own (no checkpoint to give vocab_size). */
 export function loadAjc1Tokenizer(path: string): Tokenizer {
+  return tokenizerFromData(readAjc1TokenizerData(path), path);
+}
+
+function readAjc1TokenizerData(path: string): TokenizerData {
   const bytes = fs.readFileSync(path);
-  const data = parseAjc1Tokenizer(bytes, path, countAjc1Entries(bytes, path));
-  return tokenizerFromData(data, path);
+  return parseAjc1Tokenizer(bytes, path, countAjc1Entries(bytes, path));
 }
 
 /** BERT vocab.txt: one token per line, id = line index (HF WordPiece::read_file trims line ends). */
@@ -122,7 +126,13 @@ export function loadTokenizerSync(path: string): Tokenizer {
   throw new WeightFormatError('BAD_HEADER', 'not a tokenizer file this library reads', { path });
 }
 
-/** Reads the tokenizer at `path` (a file or a folder; see the module comment). */
+/**
+ * Reads the tokenizer at `path` (a file or a folder; see the module comment). An ajc1 `.tokenizer`
+ * is rebuilt in slices that let the event loop run (tokenizerFromDataAsync).
+ */
 export async function loadTokenizer(path: string): Promise<Tokenizer> {
+  if (nodePath.basename(path).endsWith('.tokenizer') && fs.statSync(path).isFile()) {
+    return tokenizerFromDataAsync(readAjc1TokenizerData(path), path);
+  }
   return loadTokenizerSync(path);
 }

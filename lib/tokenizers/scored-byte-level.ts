@@ -13,6 +13,7 @@ import { ByteLevelBpeTokenizer } from './byte-level-bpe';
 import { ByteStringIds } from './byte-string-ids';
 import { MergeTable } from './merge-table';
 import { QWEN2_PATTERN, regexPreTokenizer } from './pretokenizers';
+import { runNow, type Steps } from './steps';
 import type { TokenizerData } from '../weights';
 
 /** Scores at or below this mark tokens that are no merge result (bytes, added tokens, absent ids). */
@@ -25,10 +26,21 @@ export function rankFromScore(score: number): number {
 
 const utf8 = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
 
+/** Tokens per slice of the build (a few milliseconds each). */
+const STEP = 8192;
+
 export function byteLevelBpeFromScored(
   data: Extract<TokenizerData, { kind: 'scored' }>,
   where = 'ajc1 tokenizer',
 ): ByteLevelBpeTokenizer {
+  return runNow(byteLevelBpeFromScoredSteps(data, where));
+}
+
+/** The same build in slices (see steps.ts). */
+export function* byteLevelBpeFromScoredSteps(
+  data: Extract<TokenizerData, { kind: 'scored' }>,
+  where = 'ajc1 tokenizer',
+): Steps<ByteLevelBpeTokenizer> {
   const n = data.tokens.length;
   const vocab = new Map<string, number>();
   const inVocab = new Uint8Array(n); // ids that are vocabulary entries (not added tokens, not absent)
@@ -36,6 +48,7 @@ export function byteLevelBpeFromScored(
   const addedTokens: AddedToken[] = [];
   const ranked: number[] = [];
   for (let id = 0; id < n; id++) {
+    if (id % STEP === STEP - 1) yield;
     const bytes = data.tokens[id];
     if (bytes.length === 0) continue; // ids the file has no entry for
     const score = data.scores[id];
@@ -61,7 +74,9 @@ export function byteLevelBpeFromScored(
   const ids = new ByteStringIds(data.tokens, (id) => inVocab[id] === 1);
   const table = new MergeTable(ranked.length * 4);
   let prefix = new Uint32Array(64);
-  for (const id of ranked) {
+  for (let k = 0; k < ranked.length; k++) {
+    if (k % STEP === STEP - 1) yield;
+    const id = ranked[k];
     const r = rank[id];
     const bytes = data.tokens[id];
     const len = bytes.length;

@@ -1,0 +1,34 @@
+/**
+ * loadTokenizer of an ajc1 `.tokenizer` (151k tokens, a few hundred milliseconds of work) lets the
+ * event loop run while it builds, and builds the same tokenizer as loadTokenizerSync.
+ */
+import { loadTokenizer, loadTokenizerSync } from '../../lib/tokenizers';
+import { fixture } from '../helpers/fixtures';
+
+const PATH = fixture('ajc1-qwen3-tiny', 'model.bin.tokenizer');
+
+test('the event loop turns every few milliseconds while an ajc1 .tokenizer loads', async () => {
+  let longest = 0;
+  let last = performance.now();
+  let ticks = 0;
+  let done = false;
+  const tick = () => {
+    const now = performance.now();
+    longest = Math.max(longest, now - last);
+    last = now;
+    ticks++;
+    if (!done) setImmediate(tick);
+  };
+  setImmediate(tick);
+  const started = performance.now();
+  const async = await loadTokenizer(PATH);
+  const took = performance.now() - started;
+  done = true;
+  expect(ticks).toBeGreaterThan(10);
+  // Built in one go, the longest wait would be the whole load; in slices it is a fraction of it.
+  expect(longest).toBeLessThan(took / 2);
+  const sync = loadTokenizerSync(PATH);
+  for (const text of ['Hello, world!', '  leading spaces and\ttabs\n', 'naïve café 東京 🙂', '<|im_start|>user\nhi<|im_end|>']) {
+    expect(async.encode(text)).toEqual(sync.encode(text));
+  }
+});
