@@ -7,6 +7,7 @@ import { WeightFormatError } from '../errors';
 import { BYTE_TO_CHAR, bytesToByteLevel } from './byte-level';
 import { mergeWord } from './bpe-merge';
 import { MergeTable } from './merge-table';
+import { runNow, type Steps } from './steps';
 import { encodeUtf8Into } from './utf8';
 
 const CACHE_LIMIT = 200_000;
@@ -26,10 +27,23 @@ export function mergeTableFromPairs(
   merges: Iterable<readonly [string, string]>,
   where: string,
 ): MergeTable {
+  return runNow(mergeTableFromPairsSteps(vocab, merges, where));
+}
+
+/** Merges per slice of the build (a few milliseconds each). */
+const MERGE_STEP = 16384;
+
+/** mergeTableFromPairs in slices (see steps.ts). */
+export function* mergeTableFromPairsSteps(
+  vocab: ReadonlyMap<string, number>,
+  merges: Iterable<readonly [string, string]>,
+  where: string,
+): Steps<MergeTable> {
   const pairs = Array.isArray(merges) ? merges : [...merges];
   const table = new MergeTable(pairs.length);
   let rank = 0;
   for (const [a, b] of pairs) {
+    if (rank % MERGE_STEP === MERGE_STEP - 1) yield;
     const ia = vocab.get(a);
     const ib = vocab.get(b);
     const im = vocab.get(a + b);

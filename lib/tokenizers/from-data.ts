@@ -6,9 +6,9 @@ import { bertNormalizer } from './bert-basic';
 import { ByteLevelBpeTokenizer } from './byte-level-bpe';
 import { mergeTableFromPairs, parseMergeEntry } from './bpe-model';
 import { GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN, regexPreTokenizer } from './pretokenizers';
-import { byteLevelBpeFromScored, byteLevelBpeFromScoredSteps } from './scored-byte-level';
+import { byteLevelBpeFromScoredSteps } from './scored-byte-level';
 import { bytePieceValue, SentencePieceBpeTokenizer, SPACE_MARK } from './sentencepiece-bpe';
-import { runYielding } from './steps';
+import { runNow, runYielding, type Steps } from './steps';
 import type { SpecialTokenIds, Tokenizer } from './types';
 import { WordPieceTokenizer } from './wordpiece';
 
@@ -182,18 +182,23 @@ function ggufWordPiece(data: Gguf, where: string): Tokenizer {
  * from an ajc1 `.tokenizer` (151k tokens: a few hundred milliseconds) gives the event loop a turn
  * every few milliseconds. The other kinds build in one go.
  */
-export async function tokenizerFromDataAsync(data: TokenizerData, where = 'tokenizer data'): Promise<Tokenizer> {
-  if (data.kind === 'scored' && data.style !== 'llama2c') return runYielding(byteLevelBpeFromScoredSteps(data, where));
-  return tokenizerFromData(data, where);
+export function tokenizerFromDataAsync(data: TokenizerData, where = 'tokenizer data'): Promise<Tokenizer> {
+  return runYielding(tokenizerFromDataSteps(data, where));
 }
 
 /** Builds the tokenizer a TokenizerData describes. `where` names its source in errors. */
 export function tokenizerFromData(data: TokenizerData, where = 'tokenizer data'): Tokenizer {
+  return runNow(tokenizerFromDataSteps(data, where));
+}
+
+/** tokenizerFromData in slices (see steps.ts). */
+export function* tokenizerFromDataSteps(data: TokenizerData, where = 'tokenizer data'): Steps<Tokenizer> {
+  if (data.kind === 'scored' && data.style !== 'llama2c') return yield* byteLevelBpeFromScoredSteps(data, where);
   switch (data.kind) {
     case 'wordpiece':
       return wordPiece(data.tokens, data.specialIds, data.doLowerCase, where);
     case 'scored':
-      return data.style === 'llama2c' ? llama2cTokenizer(data) : byteLevelBpeFromScored(data, where);
+      return llama2cTokenizer(data);
     case 'gguf':
       switch (data.model) {
         case 'gpt2':

@@ -7,7 +7,8 @@ import { UnsupportedError, WeightFormatError } from '../errors';
 import type { AddedToken } from './added-tokens';
 import { bertNormalizerFromJson } from './bert-basic';
 import { ByteLevelBpeTokenizer } from './byte-level-bpe';
-import { mergeTableFromPairs, parseMergeEntry } from './bpe-model';
+import { mergeTableFromPairsSteps, parseMergeEntry } from './bpe-model';
+import { runNow, type Steps } from './steps';
 import { normalizerFromJson } from './normalizers';
 import type { SpecialWrapping } from './post-process';
 import { GPT2_PATTERN, preTokenizerFromJson, QWEN2_PATTERN, regexPreTokenizer } from './pretokenizers';
@@ -127,6 +128,11 @@ function truncationOf(json: any): number | undefined {
  * (it names BOS/EOS, which tokenizer.json does not).
  */
 export function tokenizerFromJson(json: any, where: string, config?: any): Tokenizer {
+  return runNow(tokenizerFromJsonSteps(json, where, config));
+}
+
+/** tokenizerFromJson in slices (see steps.ts). */
+export function* tokenizerFromJsonSteps(json: any, where: string, config?: any): Steps<Tokenizer> {
   const model = json?.model;
   if (!model || typeof model !== 'object') {
     throw new WeightFormatError('BAD_HEADER', 'tokenizer.json has no model', { path: where });
@@ -145,9 +151,11 @@ export function tokenizerFromJson(json: any, where: string, config?: any): Token
     }
     const merges = ((model.merges ?? []) as unknown[]).map((m, i) => parseMergeEntry(m, i, where));
     const unk = model.unk_token != null ? vocab.get(String(model.unk_token)) : undefined;
+    yield;
+    const table = yield* mergeTableFromPairsSteps(vocab, merges, where);
     return new ByteLevelBpeTokenizer({
       vocab,
-      merges: mergeTableFromPairs(vocab, merges, where),
+      merges: table,
       addedTokens,
       normalizer,
       preTokenizer: preTokenizerFromJson(json.pre_tokenizer),
@@ -193,14 +201,22 @@ export function addedTokensFromConfig(config: any): AddedToken[] {
  * NFC and the Qwen2 split; anything else GPT-2's ByteLevel pre-tokenizer.
  */
 export function tokenizerFromVocabMerges(vocabJson: any, mergesTxt: string, config: any, where: string): Tokenizer {
+  return runNow(tokenizerFromVocabMergesSteps(vocabJson, mergesTxt, config, where));
+}
+
+/** tokenizerFromVocabMerges in slices (see steps.ts). */
+export function* tokenizerFromVocabMergesSteps(vocabJson: any, mergesTxt: string, config: any, where: string): Steps<Tokenizer> {
   const vocab = new Map<string, number>(Object.entries(vocabJson ?? {}).map(([k, v]) => [k, Number(v)]));
+  yield;
   const lines = mergesTxt.split('\n');
   const merges: [string, string][] = [];
-  lines.forEach((raw, i) => {
+  for (let i = 0; i < lines.length; i++) {
+    if (i % 32768 === 32767) yield;
+    const raw = lines[i];
     const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
-    if (line.length === 0 || (i === 0 && line.startsWith('#version'))) return;
+    if (line.length === 0 || (i === 0 && line.startsWith('#version'))) continue;
     merges.push(parseMergeEntry(line, merges.length, where));
-  });
+  }
   const addedTokens = addedTokensFromConfig(config);
   const lookup = (s: string) => addedTokens.find((t) => t.content === s)?.id ?? vocab.get(s);
   const cls = String(config?.tokenizer_class ?? '');
@@ -211,9 +227,10 @@ export function tokenizerFromVocabMerges(vocabJson: any, mergesTxt: string, conf
   const wrapping: SpecialWrapping = { prefix: [], suffix: [] };
   if (config?.add_bos_token && specialIds.bos !== undefined) wrapping.prefix.push(specialIds.bos);
   if (config?.add_eos_token && specialIds.eos !== undefined) wrapping.suffix.push(specialIds.eos);
+  const table = yield* mergeTableFromPairsSteps(vocab, merges, where);
   return new ByteLevelBpeTokenizer({
     vocab,
-    merges: mergeTableFromPairs(vocab, merges, where),
+    merges: table,
     addedTokens,
     normalizer: qwen ? (s) => s.normalize('NFC') : undefined,
     preTokenizer: qwen

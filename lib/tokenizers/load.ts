@@ -11,9 +11,10 @@ import { WeightFormatError } from '../errors';
 import { parseAjc1Tokenizer } from '../formats/ajc1';
 import { readLlama2cTokenizer } from '../formats/llama2c';
 import { fail } from '../formats/bytes';
-import { tokenizerFromData, tokenizerFromDataAsync } from './from-data';
+import { tokenizerFromData, tokenizerFromDataSteps } from './from-data';
 import { readGgufTokenizerData } from './gguf-vocab';
-import { tokenizerFromJson, tokenizerFromVocabMerges } from './hf-json';
+import { tokenizerFromJsonSteps, tokenizerFromVocabMergesSteps } from './hf-json';
+import { runNow, runYielding, type Steps } from './steps';
 import { TllmTokenizer } from './tllm';
 import type { TokenizerData } from '../weights';
 import type { Tokenizer } from './types';
@@ -79,19 +80,21 @@ export function wordPieceFromVocabTxt(path: string, config?: any): Tokenizer {
   );
 }
 
-function fromFolder(dir: string): Tokenizer {
+function* fromFolder(dir: string): Steps<Tokenizer> {
   const at = (name: string) => nodePath.join(dir, name);
   const has = (name: string) => fs.existsSync(at(name));
   const config = optionalJson(at('tokenizer_config.json'));
-  if (has('tokenizer.json')) return tokenizerFromJson(readJson(at('tokenizer.json')), at('tokenizer.json'), config);
+  if (has('tokenizer.json')) return yield* tokenizerFromJsonSteps(readJson(at('tokenizer.json')), at('tokenizer.json'), config);
   if (has('vocab.json') && has('merges.txt')) {
-    return tokenizerFromVocabMerges(readJson(at('vocab.json')), fs.readFileSync(at('merges.txt'), 'utf8'), config, dir);
+    const vocab = readJson(at('vocab.json'));
+    yield;
+    return yield* tokenizerFromVocabMergesSteps(vocab, fs.readFileSync(at('merges.txt'), 'utf8'), config, dir);
   }
   if (has('vocab.txt') && has('merges.txt')) return new TllmTokenizer(fs.readFileSync(at('vocab.txt')), fs.readFileSync(at('merges.txt')));
   if (has('vocab.txt')) return wordPieceFromVocabTxt(at('vocab.txt'), config);
   if (has('tokenizer.bin')) return tokenizerFromData(readLlama2cTokenizer(at('tokenizer.bin')), at('tokenizer.bin'));
   const ajc1 = fs.readdirSync(dir).filter((f) => f.endsWith('.tokenizer'));
-  if (ajc1.length === 1) return loadAjc1Tokenizer(at(ajc1[0]));
+  if (ajc1.length === 1) return yield* tokenizerFromDataSteps(readAjc1TokenizerData(at(ajc1[0])), at(ajc1[0]));
   throw new WeightFormatError('BAD_HEADER', 'no tokenizer files found (tokenizer.json, vocab.json + merges.txt, vocab.txt, tokenizer.bin, *.tokenizer)', { path: dir });
 }
 
@@ -107,8 +110,20 @@ function startsWithGguf(path: string): boolean {
 
 /** Synchronous loadTokenizer. */
 export function loadTokenizerSync(path: string): Tokenizer {
+  return runNow(load(path));
+}
+
+/**
+ * Reads the tokenizer at `path` (a file or a folder; see the module comment). Large vocabularies
+ * are built in slices that let the event loop run in between (steps.ts).
+ */
+export function loadTokenizer(path: string): Promise<Tokenizer> {
+  return runYielding(load(path));
+}
+
+function* load(path: string): Steps<Tokenizer> {
   const stat = fs.statSync(path);
-  if (stat.isDirectory()) return fromFolder(path);
+  if (stat.isDirectory()) return yield* fromFolder(path);
   const base = nodePath.basename(path);
   if (startsWithGguf(path)) {
     return tokenizerFromData(readGgufTokenizerData(path), path);
@@ -116,23 +131,13 @@ export function loadTokenizerSync(path: string): Tokenizer {
   if (base.endsWith('.json')) {
     const json = readJson(path);
     if (json && typeof json === 'object' && 'model' in json) {
-      return tokenizerFromJson(json, path, optionalJson(nodePath.join(nodePath.dirname(path), 'tokenizer_config.json')));
+      yield;
+      return yield* tokenizerFromJsonSteps(json, path, optionalJson(nodePath.join(nodePath.dirname(path), 'tokenizer_config.json')));
     }
-    return fromFolder(nodePath.dirname(path));
+    return yield* fromFolder(nodePath.dirname(path));
   }
-  if (base.endsWith('.tokenizer')) return loadAjc1Tokenizer(path);
+  if (base.endsWith('.tokenizer')) return yield* tokenizerFromDataSteps(readAjc1TokenizerData(path), path);
+  if (base.endsWith('.txt')) return yield* fromFolder(nodePath.dirname(path));
   if (base.endsWith('.bin')) return tokenizerFromData(readLlama2cTokenizer(path), path);
-  if (base.endsWith('.txt')) return fromFolder(nodePath.dirname(path));
   throw new WeightFormatError('BAD_HEADER', 'not a tokenizer file this library reads', { path });
-}
-
-/**
- * Reads the tokenizer at `path` (a file or a folder; see the module comment). An ajc1 `.tokenizer`
- * is rebuilt in slices that let the event loop run (tokenizerFromDataAsync).
- */
-export async function loadTokenizer(path: string): Promise<Tokenizer> {
-  if (nodePath.basename(path).endsWith('.tokenizer') && fs.statSync(path).isFile()) {
-    return tokenizerFromDataAsync(readAjc1TokenizerData(path), path);
-  }
-  return loadTokenizerSync(path);
 }

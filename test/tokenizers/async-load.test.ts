@@ -1,13 +1,14 @@
 /**
- * loadTokenizer of an ajc1 `.tokenizer` (151k tokens, a few hundred milliseconds of work) lets the
- * event loop run while it builds, and builds the same tokenizer as loadTokenizerSync.
+ * loadTokenizer of a 151k-token vocabulary (an ajc1 `.tokenizer`, vocab.json + merges.txt: a few
+ * hundred milliseconds of work) lets the event loop run while it builds, and builds the same
+ * tokenizer as loadTokenizerSync.
  */
 import { loadTokenizer, loadTokenizerSync } from '../../lib/tokenizers';
 import { fixture } from '../helpers/fixtures';
 
-const PATH = fixture('ajc1-qwen3-tiny', 'model.bin.tokenizer');
+const SOURCES = [fixture('ajc1-qwen3-tiny', 'model.bin.tokenizer'), fixture('tokenizers', 'qwen3')];
 
-test('the event loop turns every few milliseconds while an ajc1 .tokenizer loads', async () => {
+test.each(SOURCES)('the event loop turns while %s loads', async (PATH) => {
   let longest = 0;
   let last = performance.now();
   let ticks = 0;
