@@ -131,6 +131,17 @@ export function tokenizerFromJson(json: any, where: string, config?: any): Token
   return runNow(tokenizerFromJsonSteps(json, where, config));
 }
 
+/** Token -> id from a JSON vocabulary object, in slices of 16384 entries. */
+function* vocabMapSteps(vocabJson: any): Steps<Map<string, number>> {
+  const vocab = new Map<string, number>();
+  let n = 0;
+  for (const key in vocabJson ?? {}) {
+    vocab.set(key, Number(vocabJson[key]));
+    if (++n % 16384 === 0) yield;
+  }
+  return vocab;
+}
+
 /** tokenizerFromJson in slices (see steps.ts). */
 export function* tokenizerFromJsonSteps(json: any, where: string, config?: any): Steps<Tokenizer> {
   const model = json?.model;
@@ -139,7 +150,7 @@ export function* tokenizerFromJsonSteps(json: any, where: string, config?: any):
   }
   const addedTokens: AddedToken[] = ((json.added_tokens ?? []) as any[]).map((e) => addedTokenFromJson(e, Number(e.id)));
   const type = model.type ?? (model.merges ? 'BPE' : model.vocab && !Array.isArray(model.vocab) ? 'WordPiece' : undefined);
-  const vocab = new Map<string, number>(Object.entries(model.vocab ?? {}).map(([k, v]) => [k, Number(v)]));
+  const vocab = yield* vocabMapSteps(model.vocab);
   const lookup = (s: string) => addedTokens.find((t) => t.content === s)?.id ?? vocab.get(s);
   const wrapping = wrappingFromJson(json.post_processor, lookup, where);
   const specialIds = specialIdsOf(lookup, config);
@@ -206,8 +217,7 @@ export function tokenizerFromVocabMerges(vocabJson: any, mergesTxt: string, conf
 
 /** tokenizerFromVocabMerges in slices (see steps.ts). */
 export function* tokenizerFromVocabMergesSteps(vocabJson: any, mergesTxt: string, config: any, where: string): Steps<Tokenizer> {
-  const vocab = new Map<string, number>(Object.entries(vocabJson ?? {}).map(([k, v]) => [k, Number(v)]));
-  yield;
+  const vocab = yield* vocabMapSteps(vocabJson);
   const lines = mergesTxt.split('\n');
   const merges: [string, string][] = [];
   for (let i = 0; i < lines.length; i++) {
