@@ -131,38 +131,75 @@ struct QAvx2 {
 #include "kernels/i8_tiles.h"
 
 // ---------------------------------------------------------------- Q8_0
+// (A function, not a global: a global vector would be built by AVX code at load, on any CPU.)
+inline __m256 AbsMask() { return _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)); }
+
+// 8 values rounded half away from zero (trunc, then one step away from zero when |fraction| >=
+// 0.5), NaN to 0, clamped to [-127, 127], as the 8 int8 of the low half of the result.
+__m128i RoundToInt8(__m256 v) {
+  const __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m256 up = _mm256_cmp_ps(_mm256_and_ps(_mm256_sub_ps(v, t), AbsMask()), _mm256_set1_ps(0.5f), _CMP_GE_OQ);
+  const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32(int(0x80000000u)));
+  const __m256 away = _mm256_and_ps(up, _mm256_or_ps(_mm256_and_ps(v, sign), _mm256_set1_ps(1.0f)));
+  __m256 r = _mm256_and_ps(_mm256_add_ps(t, away), _mm256_cmp_ps(v, v, _CMP_ORD_Q));
+  r = _mm256_min_ps(_mm256_max_ps(r, _mm256_set1_ps(-127.0f)), _mm256_set1_ps(127.0f));
+  const __m256i r32 = _mm256_cvtps_epi32(r);
+  const __m128i r16 = _mm_packs_epi32(_mm256_castsi256_si128(r32), _mm256_extracti128_si256(r32, 1));
+  return _mm_packs_epi16(r16, r16);
+}
+
+// max |x| over 8 lanes (NaN-skipping, as std::fmax).
+float MaxAbs(__m256 mx) {
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+  return _mm_cvtss_f32(m4);
+}
+
 void QuantizeQ8(const float* x, int64_t n, int group, int8_t* q, float* s) {
   if (group % 8 != 0) return scalar::quantize_q8(x, n, group, q, s);
-  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32(int(0x80000000u)));
-  const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
-  const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
   for (int64_t g = 0; g * group < n; ++g) {
     const float* xg = x + g * group;
     int8_t* qg = q + g * group;
     __m256 mx = _mm256_setzero_ps();
-    for (int i = 0; i < group; i += 8) mx = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(xg + i), abs_mask), mx);
-    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
-    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-    const float scale = _mm_cvtss_f32(m4) / 127.0f;
+    for (int i = 0; i < group; i += 8) mx = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(xg + i), AbsMask()), mx);
+    const float scale = MaxAbs(mx) / 127.0f;
     s[g] = scale;
     if (scale == 0.0f) {
       std::memset(qg, 0, size_t(group));
       continue;
     }
     const __m256 sv = _mm256_set1_ps(scale);
-    for (int i = 0; i < group; i += 8) {
-      // round half away from zero: trunc, then one step away from zero when |fraction| >= 0.5
-      const __m256 v = _mm256_div_ps(_mm256_loadu_ps(xg + i), sv);
-      const __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-      const __m256 up = _mm256_cmp_ps(_mm256_and_ps(_mm256_sub_ps(v, t), abs_mask), half, _CMP_GE_OQ);
-      const __m256 away = _mm256_and_ps(up, _mm256_or_ps(_mm256_and_ps(v, sign), one));
-      __m256 r = _mm256_and_ps(_mm256_add_ps(t, away), _mm256_cmp_ps(v, v, _CMP_ORD_Q));  // NaN -> 0
-      r = _mm256_min_ps(_mm256_max_ps(r, lo), hi);
-      const __m256i r32 = _mm256_cvtps_epi32(r);
-      const __m128i r16 = _mm_packs_epi32(_mm256_castsi256_si128(r32), _mm256_extracti128_si256(r32, 1));
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(qg + i), _mm_packs_epi16(r16, r16));
+    for (int i = 0; i < group; i += 8)
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(qg + i), RoundToInt8(_mm256_div_ps(_mm256_loadu_ps(xg + i), sv)));
+  }
+}
+
+// quantize_i8 (plain int8 encoding): per row, max|x|, then q = round half away (x · f32(127 /
+// max)); the last k % 8 values go through a zero-padded vector.
+void QuantizeI8(const float* x, int64_t m, int64_t k, uint8_t* q, int64_t ldq, float* s) {
+  for (int64_t i = 0; i < m; ++i) {
+    const float* xi = x + i * k;
+    uint8_t* qi = q + i * ldq;
+    const int64_t full = k / 8 * 8;
+    alignas(32) float tail[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    std::memcpy(tail, xi + full, sizeof(float) * size_t(k - full));
+    __m256 mx = _mm256_and_ps(_mm256_load_ps(tail), AbsMask());
+    for (int64_t c = 0; c < full; c += 8) mx = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(xi + c), AbsMask()), mx);
+    const float amax = MaxAbs(mx);
+    s[i] = amax / 127.0f;
+    if (amax == 0.0f) {
+      std::memset(qi, 0, size_t(ldq));
+      continue;
+    }
+    std::memset(qi + k, 0, size_t(ldq - k));
+    const __m256 inv = _mm256_set1_ps(127.0f / amax);
+    for (int64_t c = 0; c < full; c += 8)
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(qi + c), RoundToInt8(_mm256_mul_ps(_mm256_loadu_ps(xi + c), inv)));
+    if (full < k) {
+      alignas(16) uint8_t bytes[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(bytes), RoundToInt8(_mm256_mul_ps(_mm256_load_ps(tail), inv)));
+      std::memcpy(qi + full, bytes, size_t(k - full));
     }
   }
 }
@@ -227,7 +264,7 @@ void Axpy(float alpha, const float* x, float* y, int64_t n) { AxpyF32(alpha, x, 
 const KernelTable& Avx2Table() {
   static const KernelTable table = {
       "avx2",   QuantizeQ8, MatvecQ8,  MatmulQ8, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
-      F16ToF32, F32ToF16,   Bf16ToF32, Dot,      Axpy,  scalar::quantize_i8, GemmI8<QAvx2, 4, 1>, SgemmPacked<6, 1>, AttentionHead,
+      F16ToF32, F32ToF16,   Bf16ToF32, Dot,      Axpy,  QuantizeI8, GemmI8<QAvx2, 4, 1>, SgemmPacked<6, 1>, AttentionHead,
       0,  // i8_zero
   };
   return table;
