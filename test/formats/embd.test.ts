@@ -7,6 +7,7 @@ import { embdFormat } from '../../lib/formats/embd';
 import { f16ToF32, f32ToF16 } from '../../lib/formats/dtype-convert';
 import { readF32 } from '../../lib/formats/tensor-data';
 import { closeWeights, numel, type BertConfig, type ModelWeights } from '../../lib/weights';
+import { watchEventLoop } from '../helpers/event-loop';
 import { fixture, readJson, tempDir } from '../helpers/fixtures';
 import { blobWeights, corruptCopy, f32Bytes } from './synthetic';
 
@@ -152,16 +153,9 @@ describe('EMBD reader', () => {
 
 describe('EMBD checksum verification', () => {
   test('yields to the event loop while it runs the CRCs', async () => {
-    let ticks = 0;
-    let done = false;
-    const spin = () => {
-      ticks++;
-      if (!done) setImmediate(spin);
-    };
-    setImmediate(spin);
+    const watch = watchEventLoop();
     const w = await embdFormat.read(MODEL);
-    done = true;
-    expect(ticks).toBeGreaterThan(0);
+    expect(watch.stop().ticks).toBeGreaterThan(0);
     closeWeights(w);
   });
 });

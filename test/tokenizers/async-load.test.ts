@@ -4,27 +4,17 @@
  * tokenizer as loadTokenizerSync.
  */
 import { loadTokenizer, loadTokenizerSync } from '../../lib/tokenizers';
+import { watchEventLoop } from '../helpers/event-loop';
 import { fixture } from '../helpers/fixtures';
 
 const SOURCES = [fixture('ajc1-qwen3-tiny', 'model.bin.tokenizer'), fixture('tokenizers', 'qwen3')];
 
 test.each(SOURCES)('the event loop turns while %s loads', async (PATH) => {
-  let longest = 0;
-  let last = performance.now();
-  let ticks = 0;
-  let done = false;
-  const tick = () => {
-    const now = performance.now();
-    longest = Math.max(longest, now - last);
-    last = now;
-    ticks++;
-    if (!done) setImmediate(tick);
-  };
-  setImmediate(tick);
+  const watch = watchEventLoop();
   const started = performance.now();
   const async = await loadTokenizer(PATH);
   const took = performance.now() - started;
-  done = true;
+  const { ticks, longest } = watch.stop();
   expect(ticks).toBeGreaterThan(10);
   // Built in one go, the longest wait would be the whole load; in slices it is a fraction of it.
   expect(longest).toBeLessThan(took / 2);
