@@ -3,9 +3,8 @@
  * to stdout. IMAGE is any file sharp decodes (JPEG, PNG, WebP, ...). Ctrl-C stops generation.
  */
 import type { Command } from 'commander';
-import { AbortError } from '../errors';
 import { loadMoondream } from '../moondream';
-import { withInterrupt, writeOut } from './generate';
+import { printGeneration, withInterrupt } from './generate';
 import { addModelOptions, addSamplingOptions, modelOptions, samplingOptions } from './model-options';
 import { action, intOption } from './run-command';
 
@@ -43,14 +42,7 @@ export function registerAnswer(program: Command): void {
             ...(opts.prefixAttention !== undefined ? { prefixAttention: opts.prefixAttention as number | boolean } : {}),
             signal,
           });
-          try {
-            for await (const piece of generation) if (!opts.ids) await writeOut(piece.text);
-          } catch (error) {
-            if (!(error instanceof AbortError)) throw error;
-            process.exitCode = 130;
-          }
-          if (opts.ids) await writeOut(`${generation.tokens.join(' ')}\n`);
-          else if (process.stdout.isTTY) await writeOut('\n');
+          await printGeneration(generation, !!opts.ids);
         });
       } finally {
         model.dispose();

@@ -4,6 +4,7 @@
  */
 import type { Command } from 'commander';
 import { AbortError } from '../errors';
+import type { Generation } from '../generate';
 import { loadModel } from '../model';
 import { addModelOptions, addSamplingOptions, modelOptions, samplingOptions } from './model-options';
 import { action, intOption } from './run-command';
@@ -18,6 +19,21 @@ export async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * Streams a generation to stdout: its text as it comes, or with `ids` its token ids once it ends.
+ * An interrupt (AbortError) ends it early with exit code 130.
+ */
+export async function printGeneration(generation: Generation, ids: boolean): Promise<void> {
+  try {
+    for await (const piece of generation) if (!ids) await writeOut(piece.text);
+  } catch (error) {
+    if (!(error instanceof AbortError)) throw error;
+    process.exitCode = 130;
+  }
+  if (ids) await writeOut(`${generation.tokens.join(' ')}\n`);
+  else if (process.stdout.isTTY) await writeOut('\n');
 }
 
 /** An AbortSignal fired by Ctrl-C while `fn` runs. */
@@ -59,14 +75,7 @@ export function registerGenerate(program: Command): void {
             ...(opts.stop !== undefined ? { stop: opts.stop as string[] } : {}),
             signal,
           });
-          try {
-            for await (const piece of generation) if (!opts.ids) await writeOut(piece.text);
-          } catch (error) {
-            if (!(error instanceof AbortError)) throw error;
-            process.exitCode = 130;
-          }
-          if (opts.ids) await writeOut(`${generation.tokens.join(' ')}\n`);
-          else if (process.stdout.isTTY) await writeOut('\n');
+          await printGeneration(generation, !!opts.ids);
         });
       } finally {
         model.dispose();
