@@ -27,12 +27,6 @@ namespace {
 
 constexpr int kMaxThreads = 64;
 
-[[noreturn]] void ThrowRange(Napi::Env env, const std::string& message) {
-  Napi::Error error = Napi::RangeError::New(env, message);
-  error.Set("code", Napi::String::New(env, "ERR_OUT_OF_RANGE"));
-  throw error;
-}
-
 Napi::Uint8Array ViewArg(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsTypedArray()) ThrowTypeError(env, "view must be a Uint8Array or Buffer");
@@ -43,12 +37,8 @@ Napi::Uint8Array ViewArg(const Napi::CallbackInfo& info) {
 }
 
 uint32_t PreviousArg(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
   if (info.Length() < 2 || info[1].IsUndefined()) return 0;
-  if (!info[1].IsNumber()) ThrowTypeError(env, "previous must be a number");
-  const double d = info[1].As<Napi::Number>().DoubleValue();
-  if (!(d == std::floor(d)) || d < 0 || d > 4294967295.0) ThrowRange(env, "previous must be an integer in [0, 2^32 - 1]");
-  return uint32_t(d);
+  return uint32_t(IntArg(info, 1, "previous", 0, 0xFFFFFFFFll));
 }
 
 struct Options {

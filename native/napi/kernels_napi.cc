@@ -38,12 +38,6 @@ using kernels::KernelTable;
 
 constexpr int kMaxThreads = 64;
 
-[[noreturn]] void ThrowRange(Napi::Env env, const std::string& message) {
-  Napi::Error error = Napi::RangeError::New(env, message);
-  error.Set("code", Napi::String::New(env, "ERR_OUT_OF_RANGE"));
-  throw error;
-}
-
 // A pool per thread count, created on first use and kept for the life of the process.
 ThreadPool* PoolFor(int threads) {
   static std::mutex mu;
@@ -69,15 +63,6 @@ const KernelTable& TableArg(const Napi::CallbackInfo& info, size_t i) {
   const KernelTable* t = kernels::Find(name);
   if (!t) throw MakeError(env, "ERR_WEIGHTMAP_ISA", "isa '" + name + "' is not available here (available: " + AvailableList() + ")");
   return *t;
-}
-
-int64_t IntArg(const Napi::CallbackInfo& info, size_t i, const char* what, int64_t min, int64_t max) {
-  Napi::Env env = info.Env();
-  if (info.Length() <= i || !info[i].IsNumber()) ThrowTypeError(env, std::string(what) + " must be a number");
-  const double d = info[i].As<Napi::Number>().DoubleValue();
-  if (!(d == std::floor(d)) || d < double(min) || d > double(max))
-    ThrowRange(env, std::string(what) + " must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
-  return int64_t(d);
 }
 
 int ThreadsArg(const Napi::CallbackInfo& info, size_t i) {
@@ -136,6 +121,12 @@ int64_t Mul(Napi::Env env, int64_t a, int64_t b) {
 }
 
 constexpr int64_t kMaxDim = int64_t(1) << 40;
+
+// A Float32Array bias of n values at info[i], or null / undefined for none.
+const float* BiasArg(const Napi::CallbackInfo& info, size_t i, int64_t n) {
+  if (info.Length() <= i || info[i].IsNull() || info[i].IsUndefined()) return nullptr;
+  return ArrayArg<float>(info, i, "bias", n).data;
+}
 
 void CheckActivations(Napi::Env env, Span<int8_t> xq) {
   for (int64_t i = 0; i < xq.length; ++i)
@@ -260,8 +251,7 @@ Napi::Value GemmI8(const Napi::CallbackInfo& info) {
   auto ws = ArrayArg<float>(info, 2, "ws", n);
   auto xq = ArrayArg<int8_t>(info, 3, "xq", Mul(env, m, k));
   auto xs = ArrayArg<float>(info, 4, "xs", m);
-  const bool has_bias = !(info.Length() <= 5 || info[5].IsNull() || info[5].IsUndefined());
-  const float* bias = has_bias ? ArrayArg<float>(info, 5, "bias", n).data : nullptr;
+  const float* bias = BiasArg(info, 5, n);
   auto y = ArrayArg<float>(info, 6, "y", Mul(env, m, n));
   CheckActivations(env, xq);
   kernels::I8Matrix w(n, k);
@@ -292,8 +282,7 @@ Napi::Value SgemmPacked(const Napi::CallbackInfo& info) {
   const int threads = ThreadsArg(info, 8);
   auto x = ArrayArg<float>(info, 1, "x", Mul(env, m, k));
   auto wf = ArrayArg<float>(info, 2, "w", Mul(env, n, k));
-  const bool has_bias = !(info[3].IsNull() || info[3].IsUndefined());
-  const float* bias = has_bias ? ArrayArg<float>(info, 3, "bias", n).data : nullptr;
+  const float* bias = BiasArg(info, 3, n);
   auto y = ArrayArg<float>(info, 4, "y", Mul(env, m, n));
   kernels::F32Matrix w(n, k);
   for (int64_t j = 0; j < n; ++j) w.SetRow(j, wf.data + j * k);

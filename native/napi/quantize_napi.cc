@@ -21,21 +21,6 @@ namespace {
 
 constexpr int64_t kMaxGroup = int64_t(1) << 20;
 
-[[noreturn]] void ThrowRange(Napi::Env env, const std::string& message) {
-  Napi::Error error = Napi::RangeError::New(env, message);
-  error.Set("code", Napi::String::New(env, "ERR_OUT_OF_RANGE"));
-  throw error;
-}
-
-int64_t IntArg(const Napi::CallbackInfo& info, size_t i, const char* what, int64_t min, int64_t max) {
-  Napi::Env env = info.Env();
-  if (info.Length() <= i || !info[i].IsNumber()) ThrowTypeError(env, std::string(what) + " must be a number");
-  const double d = info[i].As<Napi::Number>().DoubleValue();
-  if (!(d == std::floor(d)) || d < double(min) || d > double(max))
-    ThrowRange(env, std::string(what) + " must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
-  return int64_t(d);
-}
-
 convert::WeightType TypeArg(const Napi::CallbackInfo& info, size_t i) {
   Napi::Env env = info.Env();
   if (info.Length() <= i || !info[i].IsString()) ThrowTypeError(env, "dtype must be 'f32', 'f16' or 'bf16'");
