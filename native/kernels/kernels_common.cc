@@ -132,9 +132,7 @@ double exp_sum(float* x, int64_t n, float scale, float shift) {
 WEIGHTMAP_AVX512_CLONE
 void softmax(float* x, int64_t n) {
   if (n <= 0) return;
-  const float mx = LaneMax(x, n);
-  for (int64_t i = 0; i < n; ++i) x[i] = ExpF32(x[i] - mx);
-  const float inv = static_cast<float>(1.0 / LaneSum(n, [&](int64_t i) { return double(x[i]); }));
+  const float inv = static_cast<float>(1.0 / exp_sum(x, n, 1.0f, max_f32(x, n)));
   for (int64_t k = 0; k < n; ++k) x[k] *= inv;
 }
 
