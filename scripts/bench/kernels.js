@@ -145,20 +145,22 @@ if (only.includes('matmul')) {
   }
 }
 
+// Qwen3-0.6B's linear layers [rows, cols]: q, k, v, o, gate, up, down (hidden 1024, 16 q heads and
+// 8 kv heads of 128, intermediate 3072; 28 layers).
+const QWEN3_LAYER = [
+  [2048, 1024],
+  [1024, 1024],
+  [1024, 1024],
+  [1024, 2048],
+  [3072, 1024],
+  [3072, 1024],
+  [1024, 3072],
+];
+
 if (only.includes('qwen3')) {
-  // Qwen3-0.6B: hidden 1024, 16 q heads and 8 kv heads of 128, intermediate 3072, 28 layers.
-  const layer = [
-    [2048, 1024],
-    [1024, 1024],
-    [1024, 1024],
-    [1024, 2048],
-    [3072, 1024],
-    [3072, 1024],
-    [1024, 3072],
-  ];
   for (const group of [64, 32]) {
     console.log(`\nQwen3-0.6B linear layers, prefill of ${prefillM} tokens (Q8_0 group ${group}; 28 layers; no attention/lm_head)`);
-    const mats = layer.map(([rows, cols]) => ({ rows, cols, ...q8Weights(rows, cols, group), x: q8Acts(prefillM, cols, group), y: new Float32Array(prefillM * rows) }));
+    const mats = QWEN3_LAYER.map(([rows, cols]) => ({ rows, cols, ...q8Weights(rows, cols, group), x: q8Acts(prefillM, cols, group), y: new Float32Array(prefillM * rows) }));
     for (const isa of isas)
       for (const threads of threadCounts) {
         const t = time(() => {
@@ -170,20 +172,11 @@ if (only.includes('qwen3')) {
 }
 
 if (only.includes('decode')) {
-  const layer = [
-    [2048, 1024],
-    [1024, 1024],
-    [1024, 1024],
-    [1024, 2048],
-    [3072, 1024],
-    [3072, 1024],
-    [1024, 3072],
-  ];
   const group = 64;
   const distinct = 4; // 4 × 15.7 MB of weights: more than any L3 here, so every token streams from memory
   console.log(`\nQwen3-0.6B linear layers, decode of 1 token (Q8_0 group ${group}; 28 layers, ${distinct} distinct in turn)`);
   const layers = Array.from({ length: distinct }, () =>
-    layer.map(([rows, cols]) => ({ rows, cols, ...q8Weights(rows, cols, group), x: q8Acts(1, cols, group), y: new Float32Array(rows) })),
+    QWEN3_LAYER.map(([rows, cols]) => ({ rows, cols, ...q8Weights(rows, cols, group), x: q8Acts(1, cols, group), y: new Float32Array(rows) })),
   );
   for (const isa of isas)
     for (const threads of threadCounts) {
