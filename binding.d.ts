@@ -231,6 +231,11 @@ export interface NativeSamplingParams {
   /** Added to the logits of these ids (same length; ids outside the vocabulary are ignored). */
   logitBiasIds?: Int32Array;
   logitBiasValues?: Float32Array;
+  /**
+   * A constraint's allowed tokens as a bitset (bit id % 32 of word id / 32 set: the token may be
+   * drawn; ids past its end are banned), applied after the bias and the penalties. Omit for all.
+   */
+  allowedTokens?: Uint32Array;
 }
 
 /** A seed: a non-negative safe integer or a BigInt below 2^64 (0 is replaced by a fixed constant). */
@@ -242,7 +247,7 @@ export declare class Sampler {
   /** Picks a token id from `logits` (not modified); `recent` = the sequence so far, oldest first. */
   sample(logits: Float32Array, params?: NativeSamplingParams, recent?: Int32Array): number;
   reseed(seed: NativeSeed): void;
-  /** A copy of `logits` after the logit bias and the penalties (the deterministic first stages). */
+  /** A copy of `logits` after the logit bias, the penalties and allowedTokens (the deterministic first stages). */
   static adjustLogits(logits: Float32Array, params?: NativeSamplingParams, recent?: Int32Array): Float32Array;
   /** The generator's u64 state. */
   readonly rngState: bigint;

@@ -6,6 +6,7 @@
  *   for await (const piece of model.generate('Once upon a time', { maxTokens: 64 })) process.stdout.write(piece.text);
  */
 import type { NativeSamplingParams, Sampler } from '../binding';
+import { jsonSchemaConstraint, type JsonSchema } from './constrain';
 import { AbortError } from './errors';
 import { native } from './native';
 import { resolveSampling, type SamplingOptions } from './sampling';
@@ -46,6 +47,11 @@ export interface GenerateOptions extends SamplingOptions {
   signal?: AbortSignal;
   /** Include the text of special tokens (other than the stop tokens) in `text`. Default false. */
   special?: boolean;
+  /**
+   * Constrains the output to JSON that validates against this schema (lib/constrain/json-schema.ts
+   * lists what is supported; UnsupportedError for the rest). A stop token can only end a complete value.
+   */
+  jsonSchema?: JsonSchema;
 }
 
 export interface GeneratedPiece {
@@ -200,6 +206,7 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
   const stopTokens = new Set(options.stopTokens ?? []);
   const signal = options.signal;
   const { tokenizer, contextLength } = host;
+  const constraint = options.jsonSchema === undefined ? undefined : jsonSchemaConstraint(tokenizer, host.vocabSize, options.jsonSchema, [...stopTokens]);
 
   const generated: number[] = [];
   let stopReason: StopReason | undefined;
@@ -233,11 +240,12 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
         let token: number;
         try {
           const recent = penaltyWindow(sampling.params, history.concat(feed));
+          const params = constraint ? { ...sampling.params, allowedTokens: constraint.allowed() } : sampling.params;
           if (session.step) {
-            token = await session.step(feed, sampling.params, sampler, recent, { signal });
+            token = await session.step(feed, params, sampler, recent, { signal });
           } else {
             const logits = await session.eval(feed, { signal });
-            token = sampler.sample(logits, sampling.params, recent);
+            token = sampler.sample(logits, params, recent);
           }
         } finally {
           running = false;
@@ -245,6 +253,7 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
         history.push(...feed);
         generated.push(token);
         feed = [token];
+        constraint?.advance(token);
 
         if (stopTokens.has(token)) {
           stopReason = 'stop-token';

@@ -49,8 +49,8 @@ class SamplerWrap : public Napi::ObjectWrap<SamplerWrap> {
     return Napi::Number::New(env, token);
   }
 
-  // adjustLogits(logits, params?, recent?): a copy of the logits after the logit bias and the
-  // penalties, the deterministic first stages of sample().
+  // adjustLogits(logits, params?, recent?): a copy of the logits after the logit bias, the
+  // penalties and the allowed-token mask, the deterministic first stages of sample().
   static Napi::Value AdjustLogits(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     Napi::Float32Array logits = LogitsArg(info);
@@ -62,6 +62,7 @@ class SamplerWrap : public Napi::ObjectWrap<SamplerWrap> {
     std::vector<int32_t> scratch;
     ApplyLogitBias(out.Data(), n, params);
     ApplyPenalties(out.Data(), n, params, recent, n_recent, &scratch);
+    ApplyTokenMask(out.Data(), n, params);
     return out;
   }
 

@@ -54,6 +54,14 @@ SamplingParams ParseSamplingParams(Napi::Env env, Napi::Value value) {
     p.logit_bias.reserve(ids.ElementLength());
     for (size_t i = 0; i < ids.ElementLength(); ++i) p.logit_bias.emplace_back(ids[i], values[i]);
   }
+  Napi::Value allowed_v = o.Get("allowedTokens");
+  if (!allowed_v.IsUndefined()) {
+    if (!allowed_v.IsTypedArray() || allowed_v.As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array)
+      ThrowTypeError(env, "sampling params: allowedTokens must be a Uint32Array");
+    Napi::Uint32Array words = allowed_v.As<Napi::Uint32Array>();
+    if (words.ElementLength() == 0) ThrowTypeError(env, "sampling params: allowedTokens must not be empty");
+    p.allowed.assign(words.Data(), words.Data() + words.ElementLength());
+  }
   return p;
 }
 

@@ -309,6 +309,17 @@ void ApplyLogitBias(float* logits, int32_t n, const SamplingParams& params) {
     if (id >= 0 && id < n) logits[id] += bias;
 }
 
+WEIGHTMAP_VOCAB_LOOP void ApplyTokenMask(float* logits, int32_t n, const SamplingParams& params) {
+  if (params.allowed.empty()) return;
+  const int32_t covered = static_cast<int32_t>(std::min<size_t>(static_cast<size_t>(n), params.allowed.size() * 32));
+  const uint32_t* words = params.allowed.data();
+  for (int32_t i = 0; i < covered; ++i) {
+    const uint32_t in = Mask(((words[i >> 5] >> (i & 31)) & 1u) != 0);
+    logits[i] = FromBits((Bits(logits[i]) & in) | (Bits(kNegInf) & ~in));
+  }
+  for (int32_t i = covered; i < n; ++i) logits[i] = kNegInf;
+}
+
 void ApplyPenalties(float* logits, int32_t n, const SamplingParams& params, const int32_t* recent,
                     int32_t n_recent, std::vector<int32_t>* scratch) {
   if (!params.HasPenalties() || n_recent <= 0 || recent == nullptr) return;
@@ -363,6 +374,7 @@ int32_t Sampler::Sample(float* logits, int32_t n, const SamplingParams& params, 
   if (n <= 0) return -1;
   ApplyLogitBias(logits, n, params);
   ApplyPenalties(logits, n, params, recent, n_recent, &window_);
+  ApplyTokenMask(logits, n, params);
   const int32_t max_id = Argmax(logits, n);
   if (!(params.temperature > 0.0f)) return max_id;
   const float max = logits[max_id];

@@ -3,7 +3,7 @@
 //
 // Order of operations (llama.cpp's, which users of node-llama-cpp expect):
 //   logit bias -> repetition / frequency / presence penalties over the last `penalty_last_n`
-//   tokens -> if temperature <= 0: argmax (lowest id wins ties) -> top-k -> top-p -> min-p
+//   tokens -> the allowed-token mask -> if temperature <= 0: argmax (lowest id wins ties) -> top-k -> top-p -> min-p
 //   -> temperature -> softmax -> draw with the seeded RNG.
 //
 // top-k keeps the k highest logits (lower id first on ties); top-p the shortest such prefix whose
@@ -34,6 +34,9 @@ struct SamplingParams {
   float presence_penalty = 0.0f;   // subtracted once if the token occurs in the window
   int32_t penalty_last_n = 64;   // window of recent tokens the penalties look at; 0: none, < 0: all
   std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, added to its logit); ids outside [0,n) are ignored
+  // A constraint's allowed tokens as a bitset (bit i % 32 of word i / 32 set: token i may be
+  // drawn; ids past its end are banned); empty: every token. Applied after bias and penalties.
+  std::vector<uint32_t> allowed;
 
   bool HasPenalties() const {
     return penalty_last_n != 0 && (repeat_penalty != 1.0f || frequency_penalty != 0.0f || presence_penalty != 0.0f);
@@ -88,6 +91,8 @@ class Sampler {
 void ApplyLogitBias(float* logits, int32_t n, const SamplingParams& params);
 void ApplyPenalties(float* logits, int32_t n, const SamplingParams& params, const int32_t* recent,
                     int32_t n_recent, std::vector<int32_t>* scratch);
+// Sets the logits of the tokens params.allowed leaves out to −inf (nothing when it is empty).
+void ApplyTokenMask(float* logits, int32_t n, const SamplingParams& params);
 // Index of the largest logit; the lowest index wins ties; NaN never wins.
 int32_t Argmax(const float* logits, int32_t n);
 

@@ -1,0 +1,6 @@
+/** JSON-schema constrained decoding: a schema compiled to a per-token constraint over a model's vocabulary. */
+export { compileJsonSchema } from './json-schema';
+export type { JsonSchema } from './json-schema';
+export { JsonGrammar, TokenConstraint, jsonSchemaConstraint } from './token-constraint';
+export { vocabularyIndex } from './vocabulary-index';
+export type { VocabularyIndex } from './vocabulary-index';

@@ -1,0 +1,453 @@
+/**
+ * The nodes JSON grammars are made of (lib/constrain/automaton.ts): strings, numbers, literal sets
+ * (enum, const, true/false/null), arrays, objects with declared properties, free-form objects, and
+ * unions told apart by their first byte. Whitespace between tokens is allowed in runs of at most
+ * MAX_WHITESPACE bytes, so a constrained generation cannot stall in whitespace.
+ */
+import { REJECT, type GrammarNode, type Push } from './automaton';
+
+export const MAX_WHITESPACE = 12;
+const WS_STATES = MAX_WHITESPACE + 1;
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const isWhitespace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
+const isDigit = (b: number) => b >= 0x30 && b <= 0x39;
+const isHex = (b: number) => isDigit(b) || (b >= 0x41 && b <= 0x46) || (b >= 0x61 && b <= 0x66);
+
+/** Numbers the nodes of one grammar. */
+export class NodeIds {
+  private next = 0;
+  take(): number {
+    return this.next++;
+  }
+}
+
+/** Push answers, one per (child, resume) pair, made once. */
+class PushCache {
+  private readonly pushes = new Map<number, Push>();
+  get(child: GrammarNode, resume: number): Push {
+    let p = this.pushes.get(resume);
+    if (p === undefined) {
+      p = { child, resume };
+      this.pushes.set(resume, p);
+    }
+    return p;
+  }
+}
+
+// String sub-states: HEX_4..HEX_1 count the \u digits still due, CONT_1..CONT_3 the UTF-8 continuation bytes.
+const S_OPEN = 0;
+const S_CONTENT = 1;
+const S_ESCAPE = 2;
+const S_HEX_4 = 3;
+const S_HEX_1 = 6;
+const S_CONT_1 = 7;
+const S_CONT_3 = 9;
+const S_DONE = 10;
+
+/** A JSON string: escapes, and well-formed UTF-8 (a multi-byte character may span tokens). */
+export class StringNode implements GrammarNode {
+  readonly id: number;
+  readonly start = S_OPEN;
+  constructor(ids: NodeIds) {
+    this.id = ids.take();
+  }
+
+  /** The sub-state inside the string's content, between characters. */
+  static readonly CONTENT = S_CONTENT;
+
+  step(sub: number, b: number): number {
+    switch (sub) {
+      case S_OPEN:
+        return b === QUOTE ? S_CONTENT : REJECT;
+      case S_CONTENT:
+        if (b === QUOTE) return S_DONE;
+        if (b === BACKSLASH) return S_ESCAPE;
+        if (b < 0x20) return REJECT;
+        if (b < 0x80) return S_CONTENT;
+        if (b >= 0xc2 && b <= 0xdf) return S_CONT_1;
+        if (b >= 0xe0 && b <= 0xef) return S_CONT_1 + 1;
+        if (b >= 0xf0 && b <= 0xf4) return S_CONT_3;
+        return REJECT;
+      case S_ESCAPE:
+        if (b === 0x75) return S_HEX_4; // \u
+        return b === QUOTE || b === BACKSLASH || b === 0x2f || b === 0x62 || b === 0x66 || b === 0x6e || b === 0x72 || b === 0x74 ? S_CONTENT : REJECT;
+      default:
+        if (sub >= S_HEX_4 && sub <= S_HEX_1) return isHex(b) ? (sub === S_HEX_1 ? S_CONTENT : sub + 1) : REJECT;
+        if (sub >= S_CONT_1 && sub <= S_CONT_3) return b >= 0x80 && b <= 0xbf ? (sub === S_CONT_1 ? S_CONTENT : sub - 1) : REJECT;
+        return REJECT;
+    }
+  }
+
+  accepting(sub: number): boolean {
+    return sub === S_DONE;
+  }
+
+  isStringContent(sub: number): boolean {
+    return sub === S_CONTENT;
+  }
+}
+
+// Number phases; the sub-state is phase + N_PHASES × (digits so far in the current part).
+const N_START = 0;
+const N_MINUS = 1;
+const N_ZERO = 2;
+const N_INT = 3;
+const N_DOT = 4;
+const N_FRAC = 5;
+const N_EXP_MARK = 6;
+const N_EXP_SIGN = 7;
+const N_EXP = 8;
+const N_PHASES = 9;
+/** Digits of the integer part and of the fraction at most (integers stay safe), and of the exponent (numbers stay finite). */
+const MAX_INT_DIGITS = 15;
+const MAX_FRAC_DIGITS = 15;
+const MAX_EXP_DIGITS = 2;
+
+/** A JSON number, or with `integer` an integer (no fraction, no exponent). */
+export class NumberNode implements GrammarNode {
+  readonly id: number;
+  readonly start = N_START;
+  constructor(
+    ids: NodeIds,
+    private readonly integer: boolean,
+  ) {
+    this.id = ids.take();
+  }
+
+  step(sub: number, b: number): number {
+    const phase = sub % N_PHASES;
+    const n = (sub - phase) / N_PHASES;
+    const at = (p: number, digits: number) => p + N_PHASES * digits;
+    const digit = isDigit(b);
+    switch (phase) {
+      case N_START:
+      case N_MINUS:
+        if (b === 0x2d && phase === N_START) return N_MINUS;
+        if (b === 0x30) return at(N_ZERO, 1);
+        return digit ? at(N_INT, 1) : REJECT;
+      case N_ZERO:
+      case N_INT:
+        if (phase === N_INT && digit) return n < MAX_INT_DIGITS ? at(N_INT, n + 1) : REJECT;
+        if (this.integer) return REJECT;
+        if (b === 0x2e) return N_DOT;
+        return b === 0x65 || b === 0x45 ? N_EXP_MARK : REJECT;
+      case N_DOT:
+        return digit ? at(N_FRAC, 1) : REJECT;
+      case N_FRAC:
+        if (digit) return n < MAX_FRAC_DIGITS ? at(N_FRAC, n + 1) : REJECT;
+        return b === 0x65 || b === 0x45 ? N_EXP_MARK : REJECT;
+      case N_EXP_MARK:
+        if (b === 0x2b || b === 0x2d) return N_EXP_SIGN;
+        return digit ? at(N_EXP, 1) : REJECT;
+      case N_EXP_SIGN:
+        return digit ? at(N_EXP, 1) : REJECT;
+      case N_EXP:
+        return digit && n < MAX_EXP_DIGITS ? at(N_EXP, n + 1) : REJECT;
+      default:
+        return REJECT;
+    }
+  }
+
+  accepting(sub: number): boolean {
+    const phase = sub % N_PHASES;
+    return phase === N_ZERO || phase === N_INT || phase === N_FRAC || phase === N_EXP;
+  }
+}
+
+/** One of a fixed set of JSON texts (enum, const, true, false, null): a byte trie, the sub-state its node. */
+export class LiteralNode implements GrammarNode {
+  readonly id: number;
+  readonly start = 0;
+  private readonly next: Map<number, number>[] = [new Map()];
+  private readonly terminal: boolean[] = [false];
+
+  constructor(ids: NodeIds, texts: readonly string[]) {
+    this.id = ids.take();
+    for (const text of texts) {
+      let node = 0;
+      for (const b of Buffer.from(text, 'utf8')) {
+        let child = this.next[node].get(b);
+        if (child === undefined) {
+          child = this.next.length;
+          this.next.push(new Map());
+          this.terminal.push(false);
+          this.next[node].set(b, child);
+        }
+        node = child;
+      }
+      this.terminal[node] = true;
+    }
+  }
+
+  step(sub: number, b: number): number {
+    return this.next[sub].get(b) ?? REJECT;
+  }
+
+  accepting(sub: number): boolean {
+    return this.terminal[sub];
+  }
+}
+
+// Array and object phases share one layout: sub = phase + phases × (whitespace run + WS_STATES × rest).
+function pack(phase: number, phases: number, ws: number, rest: number): number {
+  return phase + phases * (ws + WS_STATES * rest);
+}
+function unpack(sub: number, phases: number): { phase: number; ws: number; rest: number } {
+  const phase = sub % phases;
+  const r = (sub - phase) / phases;
+  const ws = r % WS_STATES;
+  return { phase, ws, rest: (r - ws) / WS_STATES };
+}
+
+const A_OPEN = 0;
+const A_FIRST = 1; // after '['
+const A_NEXT = 2; // after an item
+const A_ITEM = 3; // after ','
+const A_DONE = 4;
+const A_PHASES = 5;
+
+/** An array of `items`, with at least minItems and at most maxItems of them (the count saturates past both bounds). */
+export class ArrayNode implements GrammarNode {
+  readonly id: number;
+  readonly start = A_OPEN;
+  private readonly pushes = new PushCache();
+  items!: GrammarNode;
+
+  constructor(
+    ids: NodeIds,
+    private readonly minItems: number,
+    private readonly maxItems: number | undefined,
+  ) {
+    this.id = ids.take();
+  }
+
+  step(sub: number, b: number): number | Push {
+    const { phase, ws, rest: count } = unpack(sub, A_PHASES);
+    const at = (p: number, w: number, c: number) => pack(p, A_PHASES, w, c);
+    if (phase === A_OPEN) return b === 0x5b ? at(A_FIRST, 0, 0) : REJECT;
+    if (phase === A_DONE) return REJECT;
+    if (isWhitespace(b)) return ws < MAX_WHITESPACE ? at(phase, ws + 1, count) : REJECT;
+    if (phase === A_NEXT) {
+      if (b === 0x2c) return this.maxItems === undefined || count < this.maxItems ? at(A_ITEM, 0, count) : REJECT;
+      return b === 0x5d && count >= this.minItems ? at(A_DONE, 0, 0) : REJECT;
+    }
+    if (phase === A_FIRST && b === 0x5d) return this.minItems === 0 ? at(A_DONE, 0, 0) : REJECT;
+    if (this.maxItems === 0) return REJECT;
+    const saturated = Math.min(count + 1, this.maxItems ?? this.minItems);
+    return this.pushes.get(this.items, at(A_NEXT, 0, saturated));
+  }
+
+  accepting(sub: number): boolean {
+    return sub % A_PHASES === A_DONE;
+  }
+}
+
+const O_OPEN = 0;
+const O_FIRST = 1; // after '{'
+const O_KEY = 2; // inside a declared key (rest = key trie node × slots + next property)
+const O_COLON = 3; // after the key (rest = its property)
+const O_VALUE = 4; // after ':' (rest = its property)
+const O_NEXT = 5; // after a value (rest = the next property)
+const O_MEMBER = 6; // after ','
+const O_DONE = 7;
+const O_PHASES = 8;
+
+export interface PropertyNode {
+  name: string;
+  node: GrammarNode;
+  required: boolean;
+}
+
+/**
+ * An object with declared properties, written in their declared order; optional ones may be left
+ * out, no others appear. Keys are matched with a trie of their JSON texts after the opening quote.
+ */
+export class ObjectNode implements GrammarNode {
+  readonly id: number;
+  readonly start = O_OPEN;
+  private readonly pushes = new PushCache();
+  private readonly keyNext: Map<number, number>[] = [new Map()];
+  /** The property a key trie node completes, or -1. */
+  private readonly keyEnd: number[] = [-1];
+  /** The properties whose keys pass through each key trie node. */
+  private readonly keyBelow: number[][] = [[]];
+  /** lastAllowed[p]: the last property that may come when p is the next (the first required one from p on). */
+  private readonly lastAllowed: number[];
+  private readonly slots: number;
+
+  constructor(
+    ids: NodeIds,
+    private readonly properties: readonly PropertyNode[],
+  ) {
+    this.id = ids.take();
+    this.slots = properties.length + 1;
+    properties.forEach((property, j) => {
+      let node = 0;
+      this.keyBelow[0].push(j);
+      for (const b of Buffer.from(JSON.stringify(property.name).slice(1), 'utf8')) {
+        let child = this.keyNext[node].get(b);
+        if (child === undefined) {
+          child = this.keyNext.length;
+          this.keyNext.push(new Map());
+          this.keyEnd.push(-1);
+          this.keyBelow.push([]);
+          this.keyNext[node].set(b, child);
+        }
+        node = child;
+        this.keyBelow[node].push(j);
+      }
+      this.keyEnd[node] = j;
+    });
+    this.lastAllowed = properties.map((_, p) => {
+      let last = p;
+      while (last < properties.length - 1 && !properties[last].required) last++;
+      return last;
+    });
+  }
+
+  private mayEnd(next: number): boolean {
+    for (let j = next; j < this.properties.length; j++) if (this.properties[j].required) return false;
+    return true;
+  }
+
+  step(sub: number, b: number): number | Push {
+    const { phase, ws, rest } = unpack(sub, O_PHASES);
+    const at = (p: number, w: number, r: number) => pack(p, O_PHASES, w, r);
+    const count = this.properties.length;
+    switch (phase) {
+      case O_OPEN:
+        return b === 0x7b ? at(O_FIRST, 0, 0) : REJECT;
+      case O_DONE:
+        return REJECT;
+      case O_KEY: {
+        const next = rest % this.slots;
+        const child = this.keyNext[(rest - next) / this.slots].get(b);
+        if (child === undefined) return REJECT;
+        const last = this.lastAllowed[next];
+        if (!this.keyBelow[child].some((j) => j >= next && j <= last)) return REJECT;
+        const end = this.keyEnd[child];
+        return end >= 0 ? at(O_COLON, 0, end) : at(O_KEY, 0, child * this.slots + next);
+      }
+    }
+    if (isWhitespace(b)) return ws < MAX_WHITESPACE ? at(phase, ws + 1, rest) : REJECT;
+    switch (phase) {
+      case O_FIRST:
+        if (b === 0x7d) return this.mayEnd(0) ? at(O_DONE, 0, 0) : REJECT;
+        return b === QUOTE && count > 0 ? at(O_KEY, 0, 0) : REJECT;
+      case O_COLON:
+        return b === 0x3a ? at(O_VALUE, 0, rest) : REJECT;
+      case O_VALUE:
+        return this.pushes.get(this.properties[rest].node, at(O_NEXT, 0, rest + 1));
+      case O_NEXT:
+        if (b === 0x2c) return rest < count ? at(O_MEMBER, 0, rest) : REJECT;
+        return b === 0x7d && this.mayEnd(rest) ? at(O_DONE, 0, 0) : REJECT;
+      case O_MEMBER:
+        return b === QUOTE ? at(O_KEY, 0, rest) : REJECT;
+      default:
+        return REJECT;
+    }
+  }
+
+  accepting(sub: number): boolean {
+    return sub % O_PHASES === O_DONE;
+  }
+}
+
+/** An object with any keys and any values (`values`, set once the grammar is built). */
+export class FreeObjectNode implements GrammarNode {
+  readonly id: number;
+  readonly start = O_OPEN;
+  private readonly pushes = new PushCache();
+  values!: GrammarNode;
+
+  constructor(
+    ids: NodeIds,
+    private readonly keys: StringNode,
+  ) {
+    this.id = ids.take();
+  }
+
+  step(sub: number, b: number): number | Push {
+    const { phase, ws } = unpack(sub, O_PHASES);
+    const at = (p: number, w: number) => pack(p, O_PHASES, w, 0);
+    if (phase === O_OPEN) return b === 0x7b ? at(O_FIRST, 0) : REJECT;
+    if (phase === O_DONE) return REJECT;
+    if (isWhitespace(b)) return ws < MAX_WHITESPACE ? at(phase, ws + 1) : REJECT;
+    switch (phase) {
+      case O_FIRST:
+      case O_MEMBER:
+        if (b === 0x7d && phase === O_FIRST) return at(O_DONE, 0);
+        return b === QUOTE ? this.pushes.get(this.keys, at(O_COLON, 0)) : REJECT;
+      case O_COLON:
+        return b === 0x3a ? at(O_VALUE, 0) : REJECT;
+      case O_VALUE:
+        return this.pushes.get(this.values, at(O_NEXT, 0));
+      case O_NEXT:
+        if (b === 0x2c) return at(O_MEMBER, 0);
+        return b === 0x7d ? at(O_DONE, 0) : REJECT;
+      default:
+        return REJECT;
+    }
+  }
+
+  accepting(sub: number): boolean {
+    return sub % O_PHASES === O_DONE;
+  }
+}
+
+/** The bytes a value of `node` can start with. */
+export function firstBytes(node: GrammarNode, seen = new Set<GrammarNode>()): Set<number> {
+  const out = new Set<number>();
+  if (seen.has(node)) return out;
+  seen.add(node);
+  for (let b = 0; b < 256; b++) {
+    const r = node.step(node.start, b);
+    if (typeof r === 'number') {
+      if (r !== REJECT) out.add(b);
+    } else if (firstBytes(r.child, seen).has(b)) {
+      out.add(b);
+    }
+  }
+  seen.delete(node);
+  return out;
+}
+
+const U_START = 0;
+const U_DONE = 1;
+
+/** One of several values whose first bytes differ (the first byte picks the alternative). */
+export class UnionNode implements GrammarNode {
+  readonly id: number;
+  readonly start = U_START;
+  private readonly byFirstByte: (Push | undefined)[] = new Array(256);
+
+  constructor(ids: NodeIds) {
+    this.id = ids.take();
+  }
+
+  /**
+   * Sets the alternatives once they are built. Returns the first byte two alternatives share, if
+   * any (the union is then ambiguous; the first alternative keeps it).
+   */
+  setAlternatives(alternatives: readonly GrammarNode[]): number | undefined {
+    let clash: number | undefined;
+    for (const alternative of alternatives) {
+      const push = { child: alternative, resume: U_DONE };
+      for (const b of firstBytes(alternative)) {
+        if (this.byFirstByte[b] === undefined) this.byFirstByte[b] = push;
+        else clash ??= b;
+      }
+    }
+    return clash;
+  }
+
+  step(sub: number, b: number): number | Push {
+    return sub === U_START ? (this.byFirstByte[b] ?? REJECT) : REJECT;
+  }
+
+  accepting(sub: number): boolean {
+    return sub === U_DONE;
+  }
+}
