@@ -40,3 +40,7 @@ export { resolveSampling, SAMPLING_DEFAULTS } from './sampling';
 export type { ResolvedSampling, SamplingOptions } from './sampling';
 export { ajc1ChatTemplate, jinjaChatTemplate, qwen3ChatTemplate, splitThinking } from './chat';
 export type { ChatMessage, ChatRenderOptions, ChatRole, ChatTemplate } from './chat';
+export { compileJsonSchema } from './constrain';
+export type { JsonSchema } from './constrain';
+export { createHandler, createServer, ModelScheduler } from './server';
+export type { GenerationRequest, ScheduledGeneration, SchedulerLimits, ServeHandler, ServeOptions, WeightmapServer } from './server';

@@ -11,6 +11,7 @@ import { registerConvert } from './convert';
 import { registerEmbed } from './embed';
 import { registerGenerate } from './generate';
 import { registerInspect } from './inspect';
+import { registerServe } from './serve';
 
 export function buildProgram(): Command {
   const program = new Command();
@@ -23,6 +24,7 @@ export function buildProgram(): Command {
   registerChat(program);
   registerBench(program);
   registerAnswer(program);
+  registerServe(program);
   return program;
 }
 

@@ -1,0 +1,34 @@
+/** Server-sent events as OpenAI streams them: `data: {json}` events, then `data: [DONE]`. */
+import type { ServerResponse } from 'node:http';
+
+export class SseStream {
+  constructor(private readonly res: ServerResponse) {
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-cache',
+      Connection: 'keep-alive',
+      'X-Accel-Buffering': 'no',
+    });
+    res.flushHeaders();
+  }
+
+  /** Sends one event; waits while the client's socket is full (or until it closes). */
+  async send(data: unknown): Promise<void> {
+    if (this.res.writableEnded || this.res.destroyed) return;
+    if (this.res.write(`data: ${JSON.stringify(data)}\n\n`)) return;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        this.res.off('drain', done);
+        this.res.off('close', done);
+        resolve();
+      };
+      this.res.on('drain', done);
+      this.res.on('close', done);
+    });
+  }
+
+  /** Ends the stream with `data: [DONE]`. */
+  end(): void {
+    if (!this.res.writableEnded) this.res.end('data: [DONE]\n\n');
+  }
+}
