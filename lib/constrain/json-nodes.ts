@@ -36,7 +36,9 @@ class PushCache {
   }
 }
 
-// String sub-states: HEX_4..HEX_1 count the \u digits still due, CONT_1..CONT_3 the UTF-8 continuation bytes.
+// String sub-states: HEX_4..HEX_1 count the \u digits still due, CONT_1..CONT_3 the UTF-8
+// continuation bytes; the lead bytes E0, ED, F0 and F4 narrow the range of the next byte (no
+// overlong forms, no surrogates, nothing past U+10FFFF).
 const S_OPEN = 0;
 const S_CONTENT = 1;
 const S_ESCAPE = 2;
@@ -45,6 +47,10 @@ const S_HEX_1 = 6;
 const S_CONT_1 = 7;
 const S_CONT_3 = 9;
 const S_DONE = 10;
+const S_AFTER_E0 = 11; // A0..BF, then one more
+const S_AFTER_ED = 12; // 80..9F, then one more
+const S_AFTER_F0 = 13; // 90..BF, then two more
+const S_AFTER_F4 = 14; // 80..8F, then two more
 
 /** A JSON string: escapes, and well-formed UTF-8 (a multi-byte character may span tokens). */
 export class StringNode implements GrammarNode {
@@ -67,9 +73,21 @@ export class StringNode implements GrammarNode {
         if (b < 0x20) return REJECT;
         if (b < 0x80) return S_CONTENT;
         if (b >= 0xc2 && b <= 0xdf) return S_CONT_1;
-        if (b >= 0xe0 && b <= 0xef) return S_CONT_1 + 1;
-        if (b >= 0xf0 && b <= 0xf4) return S_CONT_3;
+        if (b === 0xe0) return S_AFTER_E0;
+        if (b === 0xed) return S_AFTER_ED;
+        if (b >= 0xe1 && b <= 0xef) return S_CONT_1 + 1;
+        if (b === 0xf0) return S_AFTER_F0;
+        if (b === 0xf4) return S_AFTER_F4;
+        if (b >= 0xf1 && b <= 0xf3) return S_CONT_3;
         return REJECT;
+      case S_AFTER_E0:
+        return b >= 0xa0 && b <= 0xbf ? S_CONT_1 : REJECT;
+      case S_AFTER_ED:
+        return b >= 0x80 && b <= 0x9f ? S_CONT_1 : REJECT;
+      case S_AFTER_F0:
+        return b >= 0x90 && b <= 0xbf ? S_CONT_1 + 1 : REJECT;
+      case S_AFTER_F4:
+        return b >= 0x80 && b <= 0x8f ? S_CONT_1 + 1 : REJECT;
       case S_ESCAPE:
         if (b === 0x75) return S_HEX_4; // \u
         return b === QUOTE || b === BACKSLASH || b === 0x2f || b === 0x62 || b === 0x66 || b === 0x6e || b === 0x72 || b === 0x74 ? S_CONTENT : REJECT;
