@@ -125,7 +125,10 @@ export function createHandler(options: ServeOptions): ServeHandler {
       }
       await route(ctx, req.method ?? 'GET', path);
     } catch (error) {
-      if (controller.signal.aborted) return; // nobody is listening
+      if (controller.signal.aborted) {
+        res.destroy(); // nobody is listening: free the half-closed socket now
+        return;
+      }
       const apiError = toApiError(error);
       if (apiError.status >= 500) process.emitWarning(`weightmap serve: ${(error as Error)?.stack ?? String(error)}`);
       if (!res.headersSent) {
