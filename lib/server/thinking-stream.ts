@@ -14,7 +14,8 @@ export interface ThinkingPiece {
 export class ThinkingSplitter {
   private mode: 'start' | 'reasoning' | 'content' = 'start';
   private held = '';
-  /** The answer's leading newlines are dropped (they follow `</think>`). */
+  /** Leading newlines of the thinking (after `<think>`) and of the answer (after `</think>`) are dropped. */
+  private reasoningStarted = false;
   private answerStarted = false;
 
   push(text: string): ThinkingPiece {
@@ -24,7 +25,7 @@ export class ThinkingSplitter {
       const lead = this.held.trimStart();
       if (lead.startsWith(OPEN)) {
         this.mode = 'reasoning';
-        this.held = lead.slice(OPEN.length).replace(/^\n+/, '');
+        this.held = lead.slice(OPEN.length);
       } else if (OPEN.startsWith(lead)) {
         return out; // still possibly the opening tag
       } else {
@@ -33,6 +34,10 @@ export class ThinkingSplitter {
       }
     }
     if (this.mode === 'reasoning') {
+      if (!this.reasoningStarted) {
+        this.held = this.held.replace(/^\n+/, '');
+        this.reasoningStarted = this.held !== '';
+      }
       const close = this.held.indexOf(CLOSE);
       if (close < 0) {
         // Newlines just before `</think>` are not part of the thinking: hold them too.
