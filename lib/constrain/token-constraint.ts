@@ -3,10 +3,12 @@
  * the constraint for the allowed tokens (a bitset the native sampler applies, binding.d.ts
  * allowedTokens), and feeds it the token drawn.
  *
- * The mask of a state is computed once per grammar and state, then reused: a preorder walk of the
- * vocabulary trie that skips every subtree whose prefix the grammar rejects, and that settles a
- * subtree whose prefix ends inside a string at once: there the tokens whose rest is plain string
- * characters (vocabulary-index.ts plainFrom) pass without a walk. Stop tokens are allowed exactly when the text is one complete value.
+ * The mask of a state is computed once per grammar and state, then reused. Inside a string's
+ * content it is the precomputed tokens that stay inside any string plus the closing ones whose rest
+ * the enclosing value takes; elsewhere a preorder walk of the vocabulary trie that skips every
+ * subtree whose prefix the grammar rejects, and that settles a subtree whose prefix ends inside a
+ * string at once: there the tokens whose rest is plain string characters (vocabulary-index.ts
+ * plainFrom) pass without a walk. Stop tokens are allowed exactly when the text is one complete value.
  */
 import type { Tokenizer } from '../tokenizers';
 import { advance, advanceBytes, isComplete, startState, type Frame, type GrammarNode } from './automaton';
@@ -41,8 +43,8 @@ export class JsonGrammar {
   private compute(state: Frame): Uint32Array {
     const { trie } = this.index;
     const { byte, depth, end, tokenStart, ids } = trie;
+    if (state.node.isStringContent?.(state.sub)) return this.stringMask(state);
     const bits = new Uint32Array(this.index.words);
-    if (this.allowBelow(state, 0, 0, ids.length, bits)) return bits;
     // states[d]: the state after the first d bytes of the current trie path.
     const states: Frame[] = new Array(trie.maxDepth + 1);
     states[0] = state;
@@ -57,6 +59,19 @@ export class JsonGrammar {
         for (let t = tokenStart[i]; t < tokenStart[i + 1]; t++) bits[ids[t] >>> 5] |= 1 << (ids[t] & 31);
         i++;
       }
+    }
+    return bits;
+  }
+
+  /** Inside a string's content: the tokens that stay inside it, and those that close it and whose rest the enclosing value takes. */
+  private stringMask(state: Frame): Uint32Array {
+    const { stringInner, closers, closerRest, bytes, offsets } = this.index;
+    const bits = stringInner.slice();
+    const closed = advance(state, 0x22);
+    if (closed === null) return bits;
+    for (let k = 0; k < closers.length; k++) {
+      const t = closers[k];
+      if (advanceBytes(closed, bytes, offsets[t] + closerRest[k], offsets[t + 1]) !== null) bits[t >>> 5] |= 1 << (t & 31);
     }
     return bits;
   }

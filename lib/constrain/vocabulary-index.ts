@@ -4,6 +4,9 @@
  *  - `plainFrom`: where each token's longest suffix of plain string characters starts (characters
  *    that may stand unescaped in a JSON string, whole UTF-8 sequences): from inside a string,
  *    such a suffix leads back to the same state (and `plainTo`: where its longest such prefix ends),
+ *  - from inside a string's content, which tokens stay inside any string (`stringInner`) and which
+ *    close it (`closers`, with where the rest after the closing quote starts): whatever the string
+ *    belongs to, only the closers' rests need a walk,
  *  - a byte trie of all tokens in preorder: node i has a byte, a depth (1 = a first byte), the end
  *    of its subtree (skip to end[i] to prune it) and the tokens that end at it.
  */
@@ -23,6 +26,11 @@ export interface VocabularyIndex {
   readonly plainFrom: Int32Array;
   /** ...and so are its first plainTo[t] bytes. */
   readonly plainTo: Int32Array;
+  /** Bitset of the tokens a string's content takes without ending (escapes and split UTF-8 included). */
+  readonly stringInner: Uint32Array;
+  /** The tokens that end a string's content with a quote; closerRest[k]: the offset in closers[k] just past it. */
+  readonly closers: Int32Array;
+  readonly closerRest: Int32Array;
   readonly trie: {
     readonly byte: Uint8Array;
     readonly depth: Uint16Array;
@@ -118,6 +126,17 @@ function buildTrie(bytes: Uint8Array, offsets: Int32Array, order: Int32Array): V
   };
 }
 
+/** Walks bytes[from, to) from inside a string: -1 when rejected, 0 when still inside at the end, else the offset (from `from`) just past the closing quote. */
+function walkString(bytes: Uint8Array, from: number, to: number, strings: StringNode): number {
+  let sub = StringNode.CONTENT;
+  for (let i = from; i < to; i++) {
+    sub = strings.step(sub, bytes[i]);
+    if (sub < 0) return -1;
+    if (strings.accepting(sub)) return i + 1 - from;
+  }
+  return 0;
+}
+
 function build(tokenizer: Tokenizer, vocabSize: number): VocabularyIndex {
   const bytesOf = bytesGetter(tokenizer);
   const limit = Math.min(vocabSize, tokenizer.vocabSize);
@@ -145,6 +164,10 @@ function build(tokenizer: Tokenizer, vocabSize: number): VocabularyIndex {
 
   const plainFrom = new Int32Array(vocabSize);
   const plainTo = new Int32Array(vocabSize);
+  const words = Math.ceil(vocabSize / 32);
+  const stringInner = new Uint32Array(words);
+  const closers: number[] = [];
+  const closerRest: number[] = [];
   const strings = new StringNode(new NodeIds());
   const keys: string[] = new Array(vocabSize);
   const present: number[] = [];
@@ -155,16 +178,25 @@ function build(tokenizer: Tokenizer, vocabSize: number): VocabularyIndex {
     present.push(id);
     keys[id] = Buffer.from(bytes.buffer, bytes.byteOffset + from, to - from).toString('latin1');
     [plainFrom[id], plainTo[id]] = plainBounds(bytes, from, to, strings);
+    const end = walkString(bytes, from, to, strings);
+    if (end === 0) stringInner[id >>> 5] |= 1 << (id & 31);
+    else if (end > 0) {
+      closers.push(id);
+      closerRest.push(end);
+    }
   }
   // Latin-1 strings compare like their bytes.
   present.sort((a, b) => (keys[a] < keys[b] ? -1 : keys[a] > keys[b] ? 1 : a - b));
   return {
     vocabSize,
-    words: Math.ceil(vocabSize / 32),
+    words,
     bytes,
     offsets,
     plainFrom,
     plainTo,
+    stringInner,
+    closers: Int32Array.from(closers),
+    closerRest: Int32Array.from(closerRest),
     trie: buildTrie(bytes, offsets, Int32Array.from(present)),
   };
 }

@@ -1,0 +1,112 @@
+#!/usr/bin/env node
+// Cost of the JSON-schema token mask (lib/constrain) on Qwen3's 151,936-token vocabulary
+// (../shared/fixtures/tokenizers/qwen3): the one-time vocabulary index, then per generated token
+// the mask (TokenConstraint.allowed) plus the advance over the token's bytes, replaying the tokens
+// of JSON documents as a model would write them. "cold": every state's mask computed (a fresh
+// grammar per document, JIT warmed on another schema); "warm": the same schema again (masks cached
+// per state, as for repeated requests with one schema). Needs `npm run build:ts` (dist/).
+//   node scripts/bench/json-mask.js [--tokenizer PATH] [--vocab 151936] [--docs 20]
+'use strict';
+const path = require('node:path');
+const { performance } = require('node:perf_hooks');
+const { loadTokenizer } = require('../../dist/cjs/tokenizers');
+const { vocabularyIndex } = require('../../dist/cjs/constrain/vocabulary-index');
+const { JsonGrammar, TokenConstraint } = require('../../dist/cjs/constrain/token-constraint');
+const { compileJsonSchema } = require('../../dist/cjs/constrain/json-schema');
+
+const args = process.argv.slice(2);
+const opt = (name, def) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : def);
+const tokenizerPath = opt('tokenizer', path.join(__dirname, '..', '..', '..', 'shared', 'fixtures', 'tokenizers', 'qwen3'));
+const vocab = Number(opt('vocab', '151936'));
+const docs = Number(opt('docs', '20'));
+
+const SCHEMA = {
+  type: 'object',
+  properties: {
+    id: { type: 'integer' },
+    name: { type: 'string' },
+    email: { type: 'string' },
+    score: { type: 'number' },
+    active: { type: 'boolean' },
+    role: { enum: ['admin', 'editor', 'viewer'] },
+    tags: { type: 'array', items: { type: 'string' }, maxItems: 8 },
+    address: { type: 'object', properties: { street: { type: 'string' }, city: { type: 'string' }, zip: { type: ['string', 'null'] } }, required: ['city'] },
+    notes: { type: ['string', 'null'] },
+  },
+  required: ['id', 'name', 'role'],
+};
+
+const WORDS = ['alpha', 'Zoë', 'café', 'naïve', 'Straße', '東京', 'line\nbreak', 'quote "q"', 'tab\there', 'emoji 🦙', 'plain words here', 'back\\slash'];
+function doc(i) {
+  const w = (k) => WORDS[(i * 7 + k) % WORDS.length];
+  const value = {
+    id: 1000 + i * 37,
+    name: `${w(0)} ${w(1)}`,
+    email: `user${i}@example.com`,
+    score: (i * 3.14159) % 100,
+    active: i % 2 === 0,
+    role: ['admin', 'editor', 'viewer'][i % 3],
+    tags: Array.from({ length: i % 5 }, (_, k) => w(k + 2)),
+    address: { street: `${i} ${w(3)} Street`, city: w(4), zip: i % 3 ? `${10000 + i}` : null },
+    notes: i % 4 ? `Some notes about ${w(5)}: ${w(6)}, ${w(7)}.` : null,
+  };
+  return i % 2 ? JSON.stringify(value) : JSON.stringify(value, null, 2);
+}
+
+const stats = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const at = (p) => s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)];
+  return { mean: s.reduce((a, b) => a + b, 0) / s.length, p50: at(0.5), p99: at(0.99), max: s[s.length - 1] };
+};
+const ms = (x) => x.toFixed(3);
+
+/** Replays each document's tokens through a constraint; returns the per-token costs (ms). */
+function replay(grammarFor, texts, tokenizer, stop) {
+  const costs = [];
+  for (const text of texts) {
+    const constraint = new TokenConstraint(grammarFor(), [stop]);
+    for (const token of tokenizer.encode(text)) {
+      const t0 = performance.now();
+      const mask = constraint.allowed();
+      if (((mask[token >>> 5] >>> (token & 31)) & 1) === 0) throw new Error(`token ${token} not allowed in ${text}`);
+      constraint.advance(token);
+      costs.push(performance.now() - t0);
+    }
+    if (!constraint.complete) throw new Error('document incomplete');
+  }
+  return costs;
+}
+
+async function main() {
+  const tokenizer = await loadTokenizer(tokenizerPath);
+  const stop = tokenizer.tokenToId('<|im_end|>') ?? 0;
+  let t0 = performance.now();
+  const index = vocabularyIndex(tokenizer, vocab);
+  const indexMs = performance.now() - t0;
+  const texts = Array.from({ length: docs }, (_, i) => doc(i));
+  // JIT warm-up on another schema (its masks are not reused below).
+  replay(() => new JsonGrammar(compileJsonSchema({ type: 'array', items: SCHEMA }), index), texts.map((t) => `[${t}]`), tokenizer, stop);
+
+  const cold = replay(() => new JsonGrammar(compileJsonSchema(SCHEMA), index), texts, tokenizer, stop);
+  const shared = new JsonGrammar(compileJsonSchema(SCHEMA), index);
+  replay(() => shared, texts, tokenizer, stop);
+  const warm = replay(() => shared, texts, tokenizer, stop);
+  t0 = performance.now();
+  const compiles = 100;
+  for (let i = 0; i < compiles; i++) compileJsonSchema(SCHEMA);
+  const compileMs = (performance.now() - t0) / compiles;
+
+  console.log(`vocabulary ${vocab} tokens (${tokenizerPath}); index built once in ${indexMs.toFixed(0)} ms; schema compiled in ${ms(compileMs)} ms`);
+  console.log(`${docs} documents, ${cold.length} tokens`);
+  console.log('| per token (mask + advance) | mean ms | p50 ms | p99 ms | max ms |');
+  console.log('|---|---:|---:|---:|---:|');
+  for (const [name, costs] of [['cold (fresh grammar per document)', cold], ['warm (masks cached per state)', warm]]) {
+    const s = stats(costs);
+    console.log(`| ${name} | ${ms(s.mean)} | ${ms(s.p50)} | ${ms(s.p99)} | ${ms(s.max)} |`);
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
