@@ -6,7 +6,7 @@
  *   for await (const piece of model.generate('Once upon a time', { maxTokens: 64 })) process.stdout.write(piece.text);
  */
 import type { NativeSamplingParams, Sampler } from '../binding';
-import { jsonSchemaConstraint, type JsonSchema } from './constrain';
+import { compileJsonSchema, jsonSchemaConstraint, type JsonSchema } from './constrain';
 import { AbortError } from './errors';
 import { native } from './native';
 import { resolveSampling, type SamplingOptions } from './sampling';
@@ -206,13 +206,14 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
   const stopTokens = new Set(options.stopTokens ?? []);
   const signal = options.signal;
   const { tokenizer, contextLength } = host;
-  const constraint = options.jsonSchema === undefined ? undefined : jsonSchemaConstraint(tokenizer, host.vocabSize, options.jsonSchema, [...stopTokens]);
+  if (options.jsonSchema !== undefined) compileJsonSchema(options.jsonSchema); // an unsupported schema throws now
 
   const generated: number[] = [];
   let stopReason: StopReason | undefined;
 
   async function* run(): AsyncGenerator<GeneratedPiece> {
     if (signal?.aborted) throw new AbortError(undefined, { cause: signal.reason });
+    const constraint = options.jsonSchema === undefined ? undefined : await jsonSchemaConstraint(tokenizer, host.vocabSize, options.jsonSchema, [...stopTokens]);
     const lease = host.acquire(ids);
     const { session, history } = lease;
     let running = false;

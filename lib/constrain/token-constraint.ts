@@ -140,10 +140,10 @@ const grammars = new WeakMap<VocabularyIndex, Map<string, JsonGrammar>>();
  * The constraint of `schema` over `tokenizer`'s vocabulary [0, vocabSize): UnsupportedError for a
  * schema it cannot enforce. Grammars of the same schema are shared (with their masks).
  */
-export function jsonSchemaConstraint(tokenizer: Tokenizer, vocabSize: number, schema: JsonSchema, stopTokens: readonly number[]): TokenConstraint {
+export async function jsonSchemaConstraint(tokenizer: Tokenizer, vocabSize: number, schema: JsonSchema, stopTokens: readonly number[]): Promise<TokenConstraint> {
   const key = JSON.stringify(schema);
   const root = compileJsonSchema(schema);
-  const index = vocabularyIndex(tokenizer, vocabSize);
+  const index = await vocabularyIndex(tokenizer, vocabSize);
   let byKey = grammars.get(index);
   if (byKey === undefined) {
     byKey = new Map();

@@ -80,7 +80,7 @@ function plainBounds(bytes: Uint8Array, from: number, to: number, strings: Strin
 }
 
 /** The preorder trie of the tokens `order` lists in byte order. */
-function buildTrie(bytes: Uint8Array, offsets: Int32Array, order: Int32Array): VocabularyIndex['trie'] {
+function* buildTrie(bytes: Uint8Array, offsets: Int32Array, order: Int32Array): Generator<void, VocabularyIndex['trie']> {
   const nodeByte: number[] = [];
   const nodeDepth: number[] = [];
   const nodeEnd: number[] = [];
@@ -90,7 +90,9 @@ function buildTrie(bytes: Uint8Array, offsets: Int32Array, order: Int32Array): V
   const path: number[] = [];
   let previous = -1;
   let maxDepth = 0;
-  for (const id of order) {
+  for (let k = 0; k < order.length; k++) {
+    if (k % SLICE === 0) yield;
+    const id = order[k];
     const from = offsets[id];
     const length = offsets[id + 1] - from;
     let shared = 0;
@@ -137,12 +139,48 @@ function walkString(bytes: Uint8Array, from: number, to: number, strings: String
   return 0;
 }
 
-function build(tokenizer: Tokenizer, vocabSize: number): VocabularyIndex {
+/** Token ids in the byte order of their tokens (ties by id): counted into buckets by their first two bytes, then each bucket sorted. */
+function* byteOrder(bytes: Uint8Array, offsets: Int32Array, present: Int32Array): Generator<void, Int32Array> {
+  // Bucket b0 × 257 + (b1 + 1) for tokens of two bytes or more, b0 × 257 for one byte (it comes first).
+  const bucketOf = (id: number) => bytes[offsets[id]] * 257 + (offsets[id + 1] - offsets[id] > 1 ? bytes[offsets[id] + 1] + 1 : 0);
+  const starts = new Int32Array(256 * 257 + 1);
+  for (let k = 0; k < present.length; k++) {
+    if (k % SLICE === 0) yield;
+    starts[bucketOf(present[k]) + 1]++;
+  }
+  for (let b = 1; b < starts.length; b++) starts[b] += starts[b - 1];
+  const order = new Int32Array(present.length);
+  const fill = starts.slice();
+  for (let k = 0; k < present.length; k++) {
+    if (k % SLICE === 0) yield;
+    order[fill[bucketOf(present[k])]++] = present[k];
+  }
+  const keyOf = (id: number) => Buffer.from(bytes.buffer, bytes.byteOffset + offsets[id], offsets[id + 1] - offsets[id]).toString('latin1');
+  let sorted = 0;
+  for (let b = 0; b + 1 < starts.length; b++) {
+    const size = starts[b + 1] - starts[b];
+    if (size < 2) continue;
+    // Latin-1 strings compare like their bytes.
+    const keys = new Map<number, string>();
+    for (const id of order.subarray(starts[b], starts[b + 1])) keys.set(id, keyOf(id));
+    order.subarray(starts[b], starts[b + 1]).sort((x, y) => (keys.get(x)! < keys.get(y)! ? -1 : keys.get(x)! > keys.get(y)! ? 1 : x - y));
+    sorted += size;
+    if (sorted >= SLICE) {
+      sorted = 0;
+      yield;
+    }
+  }
+  return order;
+}
+
+/** The index, built in slices of work: the generator yields between them. */
+function* build(tokenizer: Tokenizer, vocabSize: number): Generator<void, VocabularyIndex> {
   const bytesOf = bytesGetter(tokenizer);
   const limit = Math.min(vocabSize, tokenizer.vocabSize);
   const parts: (Uint8Array | undefined)[] = new Array(limit);
   let total = 0;
   for (let id = 0; id < limit; id++) {
+    if (id % SLICE === 0) yield;
     if (tokenizer.isSpecial(id)) continue;
     const b = bytesOf(id);
     if (b === undefined || b.length === 0) continue;
@@ -153,6 +191,7 @@ function build(tokenizer: Tokenizer, vocabSize: number): VocabularyIndex {
   const offsets = new Int32Array(vocabSize + 1);
   let at = 0;
   for (let id = 0; id < vocabSize; id++) {
+    if (id % SLICE === 0) yield;
     offsets[id] = at;
     const b = id < limit ? parts[id] : undefined;
     if (b !== undefined) {
@@ -169,14 +208,13 @@ function build(tokenizer: Tokenizer, vocabSize: number): VocabularyIndex {
   const closers: number[] = [];
   const closerRest: number[] = [];
   const strings = new StringNode(new NodeIds());
-  const keys: string[] = new Array(vocabSize);
   const present: number[] = [];
   for (let id = 0; id < vocabSize; id++) {
+    if (id % SLICE === 0) yield;
     const from = offsets[id];
     const to = offsets[id + 1];
     if (to === from) continue;
     present.push(id);
-    keys[id] = Buffer.from(bytes.buffer, bytes.byteOffset + from, to - from).toString('latin1');
     [plainFrom[id], plainTo[id]] = plainBounds(bytes, from, to, strings);
     const end = walkString(bytes, from, to, strings);
     if (end === 0) stringInner[id >>> 5] |= 1 << (id & 31);
@@ -185,8 +223,7 @@ function build(tokenizer: Tokenizer, vocabSize: number): VocabularyIndex {
       closerRest.push(end);
     }
   }
-  // Latin-1 strings compare like their bytes.
-  present.sort((a, b) => (keys[a] < keys[b] ? -1 : keys[a] > keys[b] ? 1 : a - b));
+  const order = yield* byteOrder(bytes, offsets, Int32Array.from(present));
   return {
     vocabSize,
     words,
@@ -197,14 +234,33 @@ function build(tokenizer: Tokenizer, vocabSize: number): VocabularyIndex {
     stringInner,
     closers: Int32Array.from(closers),
     closerRest: Int32Array.from(closerRest),
-    trie: buildTrie(bytes, offsets, Int32Array.from(present)),
+    trie: yield* buildTrie(bytes, offsets, order),
   };
 }
 
-const cache = new WeakMap<Tokenizer, Map<number, VocabularyIndex>>();
+/** Tokens per slice of work, and the time the event loop is held before it gets a turn. */
+const SLICE = 1024;
+const SLICE_MS = 8;
 
-/** The index of `tokenizer`'s vocabulary over ids [0, vocabSize), built on first use (a one-time cost of ~0.1-0.5 s for 150k tokens). */
-export function vocabularyIndex(tokenizer: Tokenizer, vocabSize: number): VocabularyIndex {
+async function inSlices<T>(steps: Generator<void, T>): Promise<T> {
+  let start = performance.now();
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+    if (performance.now() - start > SLICE_MS) {
+      await new Promise((resolve) => setImmediate(resolve));
+      start = performance.now();
+    }
+  }
+}
+
+const cache = new WeakMap<Tokenizer, Map<number, Promise<VocabularyIndex>>>();
+
+/**
+ * The index of `tokenizer`'s vocabulary over ids [0, vocabSize), built once (about 0.5 s of work
+ * for 150k tokens, in slices of a few ms so the event loop keeps turning).
+ */
+export function vocabularyIndex(tokenizer: Tokenizer, vocabSize: number): Promise<VocabularyIndex> {
   let byVocab = cache.get(tokenizer);
   if (byVocab === undefined) {
     byVocab = new Map();
@@ -212,7 +268,8 @@ export function vocabularyIndex(tokenizer: Tokenizer, vocabSize: number): Vocabu
   }
   let index = byVocab.get(vocabSize);
   if (index === undefined) {
-    index = build(tokenizer, vocabSize);
+    bytesGetter(tokenizer); // an UnsupportedError now, not a rejected promise kept in the cache
+    index = inSlices(build(tokenizer, vocabSize));
     byVocab.set(vocabSize, index);
   }
   return index;

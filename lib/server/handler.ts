@@ -74,9 +74,10 @@ export function createHandler(options: ServeOptions): ServeHandler {
   const served: Served = { created: Math.floor(Date.now() / 1000) };
   if (options.model) {
     served.text = { id: options.modelId ?? nodePath.basename(options.model.info.path), model: options.model, scheduler: new ModelScheduler(options.model, limits) };
-    // The vocabulary index of constrained output costs a few hundred ms once: pay it now, not in a request.
+    // The vocabulary index of constrained output takes a few hundred ms of work once: start it now
+    // (in slices, in the background), not in the first request that asks for JSON.
     try {
-      vocabularyIndex(options.model.tokenizer, options.model.vocabSize);
+      vocabularyIndex(options.model.tokenizer, options.model.vocabSize).catch(() => {}); // a failure reaches the request that needs it
     } catch {
       // a tokenizer without byte strings: json response formats answer 400 when asked for
     }

@@ -44,8 +44,8 @@ function statesAlong(schema: JsonSchema, text: string): Frame[] {
   return states;
 }
 
-function checkMasks(tokenizer: Tokenizer, vocabSize: number): void {
-  const index = vocabularyIndex(tokenizer, vocabSize);
+async function checkMasks(tokenizer: Tokenizer, vocabSize: number): Promise<void> {
+  const index = await vocabularyIndex(tokenizer, vocabSize);
   const grammar = new JsonGrammar(compileJsonSchema(SCHEMA), index);
   const bytesOf = (tokenizer as Tokenizer & { tokenBytes(id: number): Uint8Array | undefined }).tokenBytes.bind(tokenizer);
   for (const state of statesAlong(SCHEMA, DOCUMENT)) {
@@ -63,18 +63,18 @@ function checkMasks(tokenizer: Tokenizer, vocabSize: number): void {
 describe('token masks', () => {
   it("equal a brute-force walk of every token, on Qwen3's vocabulary (ids past the tokenizer's never allowed)", async () => {
     const tokenizer = await loadTokenizer(fixture('tokenizers', 'qwen3'));
-    checkMasks(tokenizer, 151936);
+    await checkMasks(tokenizer, 151936);
   });
 
   it("equal a brute-force walk of every token, on llama2.c's SentencePiece vocabulary", async () => {
     const tokenizer = await loadTokenizer(fixture('llama-stories260k', 'tok512.bin'));
-    checkMasks(tokenizer, 512);
+    await checkMasks(tokenizer, 512);
   });
 
   it('allow the stop tokens exactly when the text is one complete value', async () => {
     const tokenizer = await loadTokenizer(fixture('tokenizers', 'qwen3'));
     const stop = 151645;
-    const constraint = new TokenConstraint(new JsonGrammar(compileJsonSchema({ type: 'integer' }), vocabularyIndex(tokenizer, 151936)), [stop]);
+    const constraint = new TokenConstraint(new JsonGrammar(compileJsonSchema({ type: 'integer' }), await vocabularyIndex(tokenizer, 151936)), [stop]);
     expect(bit(constraint.allowed(), stop)).toBe(false);
     expect(() => constraint.advance(stop)).toThrow(/before the JSON value is complete/);
     constraint.advance(tokenizer.encode('12')[0]);

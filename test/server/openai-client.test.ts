@@ -152,7 +152,7 @@ describe('errors', () => {
       expect(refused.headers.get('retry-after')).toBe('1');
       expect(refused.body.error.code).toBe('server_busy');
       await expect(busy.client().completions.create({ model: 'stories', prompt: 'x' })).rejects.toBeInstanceOf(OpenAI.RateLimitError);
-      await held.return(undefined);
+      await held.return!(undefined);
       const done = await queued;
       expect(done.choices[0].text).toBe(model.tokenizer.decode([1, ...GOLDEN_TOKENS.slice(0, 5)], { skipSpecialTokens: true }));
       expect(scheduler.active).toBe(0);
@@ -173,7 +173,7 @@ describe('errors', () => {
       controller.abort();
       await expect(leaving).rejects.toThrow();
       await until(() => scheduler.queued === 0 && busy.server.handler.inFlight === 0);
-      await held.return(undefined);
+      await held.return!(undefined);
       expect(scheduler.active).toBe(0);
     } finally {
       await busy.stop();
