@@ -101,7 +101,14 @@ export function createHandler(options: ServeOptions): ServeHandler {
     checkKey(ctx.req);
     if (path === '/v1/models' || path.startsWith('/v1/models/')) {
       if (method !== 'GET') throw new ApiError(405, `use GET ${path}`, 'invalid_request_error');
-      return path === '/v1/models' ? listModels(ctx) : retrieveModel(ctx, decodeURIComponent(path.slice('/v1/models/'.length)));
+      if (path === '/v1/models') return listModels(ctx);
+      let id: string;
+      try {
+        id = decodeURIComponent(path.slice('/v1/models/'.length));
+      } catch {
+        throw new ApiError(400, 'malformed model id in the URL', 'invalid_request_error');
+      }
+      return retrieveModel(ctx, id);
     }
     const post = POST_ROUTES[path];
     if (!post) throw new ApiError(404, `no route ${method} ${path}`, 'invalid_request_error', null, 'not_found');

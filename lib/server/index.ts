@@ -24,9 +24,6 @@ export interface WeightmapServer extends http.Server {
 export function createServer(options: ServeOptions): WeightmapServer {
   const handler = createHandler(options);
   const server = http.createServer(handler) as WeightmapServer;
-  // A slow client cannot hold a connection open forever before it has sent its request.
-  server.headersTimeout = 30_000;
-  server.requestTimeout = 0; // generations may stream for long
   Object.defineProperty(server, 'handler', { value: handler });
   server.drain = async () => {
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));

@@ -8,7 +8,7 @@ import Ajv from 'ajv';
 import { native } from '../../lib/native';
 import { loadModel, type Model } from '../../lib/model';
 import { loadTokenizer, type Tokenizer } from '../../lib/tokenizers';
-import { advanceBytes, isComplete, startState, type Frame } from '../../lib/constrain/automaton';
+import { advanceBytes, startState, type Frame } from '../../lib/constrain/automaton';
 import { compileJsonSchema, type JsonSchema } from '../../lib/constrain/json-schema';
 import { JsonGrammar, TokenConstraint } from '../../lib/constrain/token-constraint';
 import { vocabularyIndex } from '../../lib/constrain/vocabulary-index';

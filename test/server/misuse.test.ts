@@ -64,6 +64,7 @@ describe('misuse', () => {
     expectError(await rawRequest(running.origin, '/v1/completions'), 405);
     expectError(await post('/v1/models', '{}'), 405);
     expectError(await rawRequest(running.origin, '/v1/models/none'), 404);
+    expectError(await rawRequest(running.origin, '/v1/models/%E0%A4%A'), 400);
   });
 
   it('survives random bodies, random JSON and a raw socket speaking garbage', async () => {
