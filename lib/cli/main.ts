@@ -11,6 +11,7 @@ import { registerConvert } from './convert';
 import { registerEmbed } from './embed';
 import { registerGenerate } from './generate';
 import { registerInspect } from './inspect';
+import { registerStage } from './stage';
 
 export function buildProgram(): Command {
   const program = new Command();
@@ -23,6 +24,7 @@ export function buildProgram(): Command {
   registerChat(program);
   registerBench(program);
   registerAnswer(program);
+  registerStage(program);
   return program;
 }
 

@@ -102,8 +102,9 @@ export class DecoderEngine {
     const { layers, ...rest } = options;
     const nativeOptions = layers ? { ...rest, firstLayer: layers[0], endLayer: layers[1] } : rest;
     // A last stage without the embedding reads the head from lm_head (sepweight writes it even when tied).
-    const untie = layers && layers[0] > 0 && weights.config.tieWordEmbeddings && weights.tensors.some((t) => t.name === DECODER_NAMES.lmHead);
-    const { spec, config } = decoderWeightsSpec(untie ? { ...weights, config: { ...weights.config, tieWordEmbeddings: false } } : weights);
+    const c = weights.config as DecoderConfig;
+    const untie = layers && layers[0] > 0 && c.tieWordEmbeddings && weights.tensors.some((t) => t.name === DECODER_NAMES.lmHead);
+    const { spec, config } = decoderWeightsSpec(untie ? { ...weights, config: { ...c, tieWordEmbeddings: false } } : weights);
     let model: NativeDecoderModel;
     try {
       model = await native().DecoderModel.load(spec, config, nativeOptions);
