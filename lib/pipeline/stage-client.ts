@@ -56,9 +56,12 @@ export class StageReplica {
     this.metadata = callMetadata(security);
   }
 
+  /** Waits up to `timeoutMs` for a connection (a restarted stage is reached as soon as it listens). */
   describe(timeoutMs: number): Promise<StageInfo> {
     return new Promise((resolve, reject) => {
-      this.client.Describe({}, this.metadata, { deadline: Date.now() + timeoutMs }, (error, info) =>
+      const metadata = this.metadata.clone();
+      metadata.setOptions({ waitForReady: true });
+      this.client.Describe({}, metadata, { deadline: Date.now() + timeoutMs }, (error, info) =>
         error || !info ? reject(callError(error ?? new Error('no reply'))) : resolve(info),
       );
     });
