@@ -132,7 +132,7 @@ describe('a model split over stage processes', () => {
 
   it('ends a stream whose tensor breaks a bound and keeps serving the others', async () => {
     const Client = stageClientConstructor();
-    const client = new Client(stage.s24.address, grpc.credentials.createInsecure()) as grpc.Client & {
+    const client = new Client(stage.s24.address, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
       Forward(md: grpc.Metadata): grpc.ClientDuplexStream<TensorMessage, TensorMessage>;
     };
     const send = (call: grpc.ClientDuplexStream<TensorMessage, TensorMessage>, msg: TensorMessage) =>
