@@ -45,6 +45,7 @@ export class StageServer {
   readonly address: string;
   private readonly streams = new Set<SessionStream>();
   private draining = false;
+  private disposed = false;
 
   private constructor(
     private readonly server: grpc.Server,
@@ -167,6 +168,8 @@ export class StageServer {
   }
 
   private dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
     for (const s of [...this.streams]) s.close();
     this.engine.dispose();
     closeWeights(this.weights);
