@@ -40,3 +40,8 @@ export { resolveSampling, SAMPLING_DEFAULTS } from './sampling';
 export type { ResolvedSampling, SamplingOptions } from './sampling';
 export { ajc1ChatTemplate, jinjaChatTemplate, qwen3ChatTemplate, splitThinking } from './chat';
 export type { ChatMessage, ChatRenderOptions, ChatRole, ChatTemplate } from './chat';
+export { PipelineError } from './errors';
+export type { PipelineErrorCode } from './errors';
+export { StageServer } from './pipeline/stage-server';
+export type { StageOptions } from './pipeline/stage-server';
+export type { PipelineOptions, PipelineSpec, PipelineStageSpec } from './pipeline/coordinator';

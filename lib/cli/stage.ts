@@ -23,6 +23,7 @@ export function registerStage(program: Command): void {
     .requiredOption('--layers <first-last>', 'the layers to serve, inclusive: 0-13')
     .option('--listen <host:port>', 'address to bind; any non-loopback address needs TLS', '127.0.0.1:0')
     .option('--threads <n>', 'engine threads (default: physical cores)', intOption('threads', 0))
+    .option('--quant <type>', 'none (as stored), q8_0 (quantize at load) or f32 (dequantize)')
     .option('--context <n>', 'positions each session holds (default: min(model maximum, 4096))', intOption('context', 1))
     .option('--token <token>', `callers must send this bearer token (default: $${TOKEN_ENV})`)
     .option('--tls-cert <file>', 'PEM certificate chain of the stage')
@@ -40,6 +41,7 @@ export function registerStage(program: Command): void {
           listen: opts.listen as string,
           ...(opts.threads !== undefined ? { threads: opts.threads as number } : {}),
           ...(opts.context !== undefined ? { contextLength: opts.context as number } : {}),
+          ...(opts.quant !== undefined ? { quant: opts.quant as 'none' | 'q8_0' | 'f32' } : {}),
           ...(opts.idleTimeout !== undefined ? { idleTimeoutMs: (opts.idleTimeout as number) * 1000 } : {}),
           ...(token ? { token } : {}),
           ...(tls.cert || tls.key || tls.ca ? { tls } : {}),

@@ -101,14 +101,15 @@ export class PipelineEngine {
   }
 
   createSession(contextLength: number): PipelineSession {
-    const session = new PipelineSession(this.groups, this.config.hiddenSize, this.config.vocabSize, contextLength, { stepTimeoutMs: this.stepTimeoutMs });
+    const session: PipelineSession = new PipelineSession(this.groups, this.config.hiddenSize, this.config.vocabSize, contextLength, { stepTimeoutMs: this.stepTimeoutMs }, () =>
+      this.sessions.delete(session),
+    );
     this.sessions.add(session);
     return session;
   }
 
   dispose(): void {
-    for (const s of this.sessions) s.dispose();
-    this.sessions.clear();
+    for (const s of [...this.sessions]) s.dispose();
     for (const g of this.groups) g.close();
   }
 }

@@ -42,6 +42,7 @@ export class PipelineSession implements LanguageSession {
     private readonly vocabSize: number,
     readonly contextLength: number,
     private readonly timeouts: PipelineTimeouts,
+    private readonly onDispose: () => void = () => undefined,
   ) {
     this.inputs = groups.map((_, k) =>
       k === 0 ? new RowBuffer<Int32Array>((n) => new Int32Array(n), 1, contextLength) : new RowBuffer<Float32Array>((n) => new Float32Array(n), hiddenSize, contextLength),
@@ -105,6 +106,7 @@ export class PipelineSession implements LanguageSession {
     this.disposed = true;
     for (const link of this.links) link?.stream.cancel();
     this.links.fill(undefined);
+    this.onDispose();
   }
 
   /**

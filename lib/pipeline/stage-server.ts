@@ -28,6 +28,8 @@ export interface StageOptions extends StageSecurity {
   listen?: string;
   /** Engine threads; default: physical cores. */
   threads?: number;
+  /** As loadModel's quant: 'none' (weights as stored, default), 'q8_0' or 'f32'. */
+  quant?: 'none' | 'q8_0' | 'f32';
   /** Positions each session holds; default min(the model's maximum, 4096). */
   contextLength?: number;
   /** A session whose stream sends nothing for this long is ended and freed. Default 120 s. */
@@ -70,7 +72,7 @@ export class StageServer {
     let engine: DecoderEngine | undefined;
     try {
       const { first, last } = options.layers;
-      engine = await DecoderEngine.load(weights, { threads: options.threads, layers: [first, last + 1] });
+      engine = await DecoderEngine.load(weights, { threads: options.threads, layers: [first, last + 1], ...(options.quant ? { quant: options.quant } : {}) });
       const config = weights.config as DecoderConfig;
       const contextLength = options.contextLength ?? Math.min(config.maxSeqLen, DEFAULT_CONTEXT);
       if (!(Number.isInteger(contextLength) && contextLength >= 1 && contextLength <= config.maxSeqLen)) {

@@ -124,6 +124,22 @@ describe('weightmap stage', () => {
       const status = await new Promise<{ status: string }>((resolve, reject) => health.Check({ service: 'weightmap.pipeline.v1.Stage' }, (e, r) => (e ? reject(e) : resolve(r!))));
       expect(status.status).toBe('SERVING');
 
+      // Hidden states may come as f16: the same values (exact in f16) give the same reply as f32.
+      const asF32 = client.Forward(new grpc.Metadata());
+      const asF16 = client.Forward(new grpc.Metadata());
+      const f32Reply = await send(asF32, tensorMessage('a', 0, hidden, 64));
+      const half = Buffer.alloc(hidden.length * 2);
+      for (let i = 0; i < hidden.length; i++) half.writeUInt16LE(0x3400, i * 2); // 0.25
+      const f16Reply = await send(asF16, { sessionId: 'b', position: 0, shape: [2, 64], dtype: 'F16', data: half });
+      expect(f16Reply.data.equals(f32Reply.data)).toBe(true);
+      // Ending a stream frees its session before the stage sends the final status.
+      const finished = (call: Duplex) => new Promise((resolve) => call.once('status', resolve));
+      const both = Promise.all([finished(asF32), finished(asF16)]);
+      asF32.end();
+      asF16.end();
+      await both;
+      expect(stage.sessions).toBe(0);
+
       const silent = client.Forward(new grpc.Metadata());
       await send(silent, tensorMessage('silent', 0, hidden, 64));
       expect(stage.sessions).toBe(1);
