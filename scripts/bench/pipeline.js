@@ -7,8 +7,10 @@
 // token ÷ hops, a hop being one coordinator → stage → coordinator round trip), and the failover
 // time: from the SIGKILL of a stage mid-generation to the next token, served by a replica that
 // first rebuilds its KV cache from the replayed prefix. All processes share this machine's cores.
+// The per-hop overhead is also measured where compute is negligible: the stories260K fixture tree
+// (--hop-tree), whose whole forward pass takes tens of microseconds.
 // Needs `npm run build:ts` (dist/) and the addon (build/ or WEIGHTMAP_ADDON).
-//   node scripts/bench/pipeline.js [--tree DIR] [--stages 1,2,3] [--prompt 128] [--decode 64] [--runs 3]
+//   node scripts/bench/pipeline.js [--tree DIR] [--hop-tree DIR] [--hops-only] [--stages 1,2,3] [--prompt 128] [--decode 64] [--runs 3]
 'use strict';
 const fs = require('node:fs');
 const os = require('node:os');
@@ -49,8 +51,8 @@ function makeTree(tree) {
 }
 
 /** `weightmap stage` as a child process; resolves once it prints its address. */
-function startStage(tree, layers, extra = []) {
-  const child = spawn(process.execPath, [MAIN, 'stage', tree, '--layers', layers, ...STAGE_ARGS, ...extra], { stdio: ['ignore', 'pipe', 'inherit'] });
+function startStage(tree, layers, stageArgs = STAGE_ARGS) {
+  const child = spawn(process.execPath, [MAIN, 'stage', tree, '--layers', layers, ...stageArgs], { stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout.on('data', (d) => {
@@ -127,12 +129,43 @@ async function failover(tree, weights, prompt, numLayers) {
   }
 }
 
+/** In-process vs 1..3 stages on a model whose compute is negligible: the round trips alone. */
+async function hops(tree, stageCounts, decodeLen, runs) {
+  const weights = await readWeights(tree, COORDINATOR_READ);
+  const c = weights.config;
+  const prompt = Int32Array.from({ length: 16 }, (_, i) => (i * 31 + 1) % c.vocabSize);
+  const whole = await readWeights(tree);
+  const local = await DecoderEngine.load(whole, { threads: 1 });
+  const base = await measure(() => local.createSession({ contextLength: 512 }), prompt, decodeLen, runs);
+  local.dispose();
+  closeWeights(whole);
+  const out = { tree, inProcessUsPerToken: Math.round(base.decodeMsPerToken * 1000), stages: [] };
+  for (const k of stageCounts.filter((n) => n <= c.numLayers)) {
+    const ranges = split(c.numLayers, k);
+    const stages = [];
+    for (const layers of ranges) stages.push(await startStage(tree, layers, ['--threads', '1', '--context', '512']));
+    try {
+      const engine = await PipelineEngine.connect(weights, ranges.map((layers, i) => ({ layers, address: stages[i].address })));
+      const r = await measure(() => engine.createSession(512), prompt, decodeLen, runs);
+      engine.dispose();
+      out.stages.push({ stages: k, usPerToken: Math.round(r.decodeMsPerToken * 1000), perHopUs: Math.round(((r.decodeMsPerToken - base.decodeMsPerToken) * 1000) / k) });
+    } finally {
+      stop(stages);
+    }
+  }
+  closeWeights(weights);
+  return out;
+}
+
 async function main() {
   const tree = opt('tree', path.join(os.tmpdir(), 'weightmap-bench-qwen3-0.6b-sepweight'));
   const stageCounts = opt('stages', '1,2,3').split(',').map(Number);
   const promptLen = Number(opt('prompt', '128'));
   const decodeLen = Number(opt('decode', '64'));
   const runs = Number(opt('runs', '3'));
+  const hopTree = opt('hop-tree', path.join(__dirname, '..', '..', '..', 'shared', 'fixtures', 'llama-stories260k', 'sepweight'));
+  const hopReport = fs.existsSync(hopTree) ? await hops(hopTree, stageCounts, 200, runs) : undefined;
+  if (args.includes('--hops-only')) return console.log(JSON.stringify({ cpu: os.cpus()[0]?.model, cores: os.cpus().length, hops: hopReport }, null, 2));
   if (!fs.existsSync(path.join(tree, 'config.json'))) makeTree(tree);
 
   const weights = await readWeights(tree, COORDINATOR_READ);
@@ -172,6 +205,7 @@ async function main() {
     }
   }
   report.failover = await failover(tree, weights, prompt.subarray(0, 32), c.numLayers);
+  report.hops = hopReport;
   closeWeights(weights);
   console.log(JSON.stringify(report, null, 2));
 }
