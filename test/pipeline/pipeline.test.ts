@@ -186,6 +186,18 @@ describe('a model split over stage processes', () => {
     }
   });
 
+  it('moves a session to a replica when a stage misses its step deadline (stopped with SIGSTOP)', async () => {
+    const model = await open(stories, { ...(threeStories() as { stages: never; token: string }), stepTimeoutMs: 3000 });
+    const gen = model.generate('', { maxTokens: 40, temperature: 0 });
+    try {
+      for await (const _ of gen) if (gen.tokens.length === 8) stage.s34a.child.kill('SIGSTOP');
+    } finally {
+      stage.s34a.child.kill('SIGCONT');
+    }
+    expect(gen.tokens).toEqual(storiesGreedy.slice(0, 40));
+    model.dispose();
+  });
+
   it('moves a session to a replica when a stage is killed mid-generation, and a restarted stage rejoins', async () => {
     const model = await open(stories, threeStories());
     const run = async (kill: () => Promise<void>) => {
