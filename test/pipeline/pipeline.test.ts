@@ -128,6 +128,17 @@ describe('a model split over stage processes', () => {
     expect(await Promise.all(prompts.map((p) => greedy(model, p, 30)))).toEqual(expected);
   });
 
+  it('aborts a step in flight, then generates again from the kept prefix', async () => {
+    const model = await open(stories, threeStories());
+    const controller = new AbortController();
+    const gen = model.generate('', { maxTokens: 50, temperature: 0, signal: controller.signal });
+    for (let i = 0; i < 6; i++) await gen.next();
+    const inFlight = gen.next();
+    controller.abort();
+    await expect(inFlight).rejects.toMatchObject({ name: 'AbortError' });
+    expect(await greedy(model, '', 50)).toEqual(storiesGreedy.slice(0, 50));
+  });
+
   it('refuses at connect a stage serving another model, a bad layout and a missing token', async () => {
     await expect(
       loadModel(qwenTree, { pipeline: [{ layers: '0-0', address: stage.q0.address }, { layers: '1-1', address: stage.s01.address }] }),
