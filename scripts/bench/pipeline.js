@@ -8,7 +8,8 @@
 // time: from the SIGKILL of a stage mid-generation to the next token, served by a replica that
 // first rebuilds its KV cache from the replayed prefix. All processes share this machine's cores.
 // The per-hop overhead is also measured where compute is negligible: the stories260K fixture tree
-// (--hop-tree), whose whole forward pass takes tens of microseconds.
+// (--hop-tree), whose whole forward pass takes tens of microseconds, next to the bare round trip
+// of the same 4 KB message through a child process that echoes it with no checks and no engine.
 // Needs `npm run build:ts` (dist/) and the addon (build/ or WEIGHTMAP_ADDON).
 //   node scripts/bench/pipeline.js [--tree DIR] [--hop-tree DIR] [--hops-only] [--stages 1,2,3] [--prompt 128] [--decode 64] [--runs 3]
 'use strict';
@@ -129,6 +130,45 @@ async function failover(tree, weights, prompt, numLayers) {
   }
 }
 
+/** Child mode: a Forward service that echoes every message, for the bare gRPC round trip. */
+function echoServer() {
+  const grpc = require('@grpc/grpc-js');
+  const { stageService } = require('../../dist/cjs/pipeline/schema');
+  const server = new grpc.Server();
+  server.addService(stageService(), {
+    Describe: (_call, cb) => cb(null, {}),
+    Forward: (call) => call.on('data', (m) => call.write(m)).on('end', () => call.end()),
+  });
+  server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, port) => console.log(JSON.stringify({ address: `127.0.0.1:${port}` })));
+}
+
+/** Median microseconds of a 4 KB tensor's round trip to an echo process. */
+async function bareRoundTrip(count) {
+  const grpc = require('@grpc/grpc-js');
+  const { stageClientConstructor } = require('../../dist/cjs/pipeline/schema');
+  const { tensorMessage } = require('../../dist/cjs/pipeline/tensor');
+  const child = spawn(process.execPath, [__filename, '--echo-server'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const address = await new Promise((resolve) => child.stdout.once('data', (d) => resolve(JSON.parse(String(d)).address)));
+  const Client = stageClientConstructor();
+  const client = new Client(address, grpc.credentials.createInsecure());
+  const call = client.Forward(new grpc.Metadata());
+  const msg = tensorMessage('echo', 0, new Float32Array(1024), 1024);
+  const times = [];
+  for (let i = 0; i < count; i++) {
+    const t = performance.now();
+    await new Promise((resolve) => {
+      call.once('data', resolve);
+      call.write(msg);
+    });
+    times.push((performance.now() - t) * 1000);
+  }
+  call.on('error', () => undefined);
+  call.cancel();
+  client.close();
+  child.kill('SIGKILL');
+  return Math.round(median(times.slice(count / 10)));
+}
+
 /** In-process vs 1..3 stages on a model whose compute is negligible: the round trips alone. */
 async function hops(tree, stageCounts, decodeLen, runs) {
   const weights = await readWeights(tree, COORDINATOR_READ);
@@ -139,7 +179,7 @@ async function hops(tree, stageCounts, decodeLen, runs) {
   const base = await measure(() => local.createSession({ contextLength: 512 }), prompt, decodeLen, runs);
   local.dispose();
   closeWeights(whole);
-  const out = { tree, inProcessUsPerToken: Math.round(base.decodeMsPerToken * 1000), stages: [] };
+  const out = { tree, bareGrpcRoundTripUs: await bareRoundTrip(1000), inProcessUsPerToken: Math.round(base.decodeMsPerToken * 1000), stages: [] };
   for (const k of stageCounts.filter((n) => n <= c.numLayers)) {
     const ranges = split(c.numLayers, k);
     const stages = [];
@@ -210,7 +250,8 @@ async function main() {
   console.log(JSON.stringify(report, null, 2));
 }
 
-main().catch((e) => {
+if (args.includes('--echo-server')) echoServer();
+else main().catch((e) => {
   console.error(e);
   process.exit(1);
 });
