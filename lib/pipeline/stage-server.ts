@@ -6,21 +6,18 @@
  *   console.log(stage.address);   // 127.0.0.1:<port>
  *   await stage.drain();          // on SIGTERM
  *
- * Each Forward stream is one session with its own KV cache: its first tensor names the session,
- * every tensor is checked (lib/pipeline/tensor.ts) before it reaches the engine, one tensor is
- * in flight at a time, and a stream that breaks a rule is ended with INVALID_ARGUMENT while the
- * others go on. A stream that ends, breaks or stays silent for idleTimeoutMs frees its session.
+ * Each Forward stream is one session with its own KV cache (lib/pipeline/stage-stream.ts).
  */
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
-import { DecoderEngine, type DecoderEngineSession } from '../engines/decoder';
+import { DecoderEngine } from '../engines/decoder';
 import type { DecoderConfig, ModelWeights } from '../weights';
 import { closeWeights } from '../weights';
 import { listenRefusal, parseAddress, refuseCaller, serverCredentials, type StageSecurity } from './auth';
 import { formatLayerRange, modelHash, type LayerRange } from './layers';
-import { SCHEMA_VERSION, stageService, type StageInfo, type TensorMessage } from './schema';
+import { SCHEMA_VERSION, stageService, type StageInfo } from './schema';
 import { readStageWeights } from './stage-files';
-import { MAX_SESSION_ID, readTensor, TensorError, tensorMessage } from './tensor';
+import { SessionStream, type ForwardCall } from './stage-stream';
 
 export interface StageOptions extends StageSecurity {
   layers: LayerRange;
@@ -39,8 +36,6 @@ export interface StageOptions extends StageSecurity {
 export const STAGE_SERVICE_NAME = 'weightmap.pipeline.v1.Stage';
 const DEFAULT_CONTEXT = 4096;
 const DEFAULT_IDLE_MS = 120_000;
-
-type Call = grpc.ServerDuplexStream<TensorMessage, TensorMessage>;
 
 export class StageServer {
   /** The address bound (the real port when 0 was asked). */
@@ -108,7 +103,7 @@ export class StageServer {
           else if (stage.draining) callback({ code: grpc.status.UNAVAILABLE, details: 'the stage is draining' });
           else callback(null, info);
         },
-        Forward: (call: Call) => stage.accept(call),
+        Forward: (call: ForwardCall) => stage.accept(call),
       });
       return stage;
     } catch (error) {
@@ -127,7 +122,11 @@ export class StageServer {
     return this.streams.size;
   }
 
-  private accept(call: Call): void {
+  get idleTimeoutMs(): number {
+    return this.options.idleTimeoutMs ?? DEFAULT_IDLE_MS;
+  }
+
+  private accept(call: ForwardCall): void {
     const refused = refuseCaller(call, this.options);
     if (refused || this.draining) {
       call.emit('error', refused ?? { code: grpc.status.UNAVAILABLE, details: 'the stage is draining' });
@@ -177,113 +176,8 @@ export class StageServer {
     closeWeights(this.weights);
   }
 
-  /** @internal */
+  /** True once drain() or close() began: streams end after their running step. */
   get isDraining(): boolean {
     return this.draining;
-  }
-}
-
-/** One Forward stream: one session of the stage. */
-class SessionStream {
-  private session: DecoderEngineSession | undefined;
-  private sessionId: string | undefined;
-  private busy = false;
-  private closed = false;
-  private idle: NodeJS.Timeout | undefined;
-
-  constructor(
-    private readonly call: Call,
-    private readonly stage: StageServer,
-    private readonly onClose: () => void,
-  ) {
-    call.on('data', (msg: TensorMessage) => this.receive(msg));
-    call.on('end', () => this.end(grpc.status.OK, 'the coordinator ended the session'));
-    call.on('cancelled', () => this.close());
-    call.on('error', () => this.close());
-    this.touch();
-  }
-
-  /** Ends the stream with UNAVAILABLE once the running step (if any) has replied. */
-  drain(): void {
-    if (!this.busy) this.end(grpc.status.UNAVAILABLE, 'the stage is draining');
-  }
-
-  /** Frees the session; a running step stops at its next layer. */
-  close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    clearTimeout(this.idle);
-    this.session?.dispose();
-    this.session = undefined;
-    this.onClose();
-  }
-
-  private end(code: grpc.status, details: string): void {
-    if (this.closed) return;
-    if (code === grpc.status.OK) this.call.end();
-    else this.call.emit('error', { code, details });
-    this.close();
-  }
-
-  private touch(): void {
-    clearTimeout(this.idle);
-    const ms = this.stage.options.idleTimeoutMs ?? DEFAULT_IDLE_MS;
-    this.idle = setTimeout(() => this.end(grpc.status.DEADLINE_EXCEEDED, `no tensor for ${ms} ms: the session was freed`), ms);
-    this.idle.unref();
-  }
-
-  private receive(msg: TensorMessage): void {
-    if (this.closed) return;
-    this.touch();
-    if (this.busy) return this.end(grpc.status.RESOURCE_EXHAUSTED, 'one tensor at a time: wait for the reply');
-    const { info } = this.stage;
-    const embeds = info.firstLayer === 0;
-    let input;
-    try {
-      if (this.sessionId === undefined) {
-        const id = msg.sessionId;
-        if (typeof id !== 'string' || id.length === 0 || id.length > MAX_SESSION_ID) {
-          throw new TensorError(`the session id must be 1 to ${MAX_SESSION_ID} characters`);
-        }
-        this.sessionId = id;
-      }
-      input = readTensor(msg, {
-        sessionId: this.sessionId,
-        dtypes: embeds ? ['I32'] : ['F32', 'F16'],
-        width: embeds ? undefined : info.hiddenSize,
-        maxRows: info.maxPositions,
-        minPosition: 0,
-        maxPosition: this.session?.position ?? 0,
-        endLimit: info.maxPositions,
-      });
-      if (input.values instanceof Int32Array) {
-        for (const id of input.values) if (id < 0 || id >= info.vocabSize) throw new TensorError(`token id ${id} is outside the vocabulary [0, ${info.vocabSize})`);
-      }
-    } catch (error) {
-      if (!(error instanceof TensorError)) throw error;
-      return this.end(grpc.status.INVALID_ARGUMENT, error.message);
-    }
-    this.busy = true;
-    this.step(input.position, input.values).then(
-      (reply) => {
-        this.busy = false;
-        if (this.closed) return;
-        this.call.write(reply);
-        if (this.stage.isDraining) this.drain();
-      },
-      (error: Error) => {
-        this.busy = false;
-        this.end(grpc.status.INTERNAL, `the step failed: ${error.message}`);
-      },
-    );
-  }
-
-  private async step(position: number, values: Int32Array | Float32Array): Promise<TensorMessage> {
-    const { info } = this.stage;
-    this.session ??= this.stage.engine.createSession({ contextLength: info.maxPositions });
-    if (position < this.session.position) this.session.truncate(position);
-    const out = values instanceof Int32Array ? await this.session.eval(values) : await this.session.evalHidden(values);
-    const width = info.lastLayer === info.numLayers - 1 ? info.vocabSize : info.hiddenSize;
-    return tensorMessage(this.sessionId!, position, out, width);
   }
 }
