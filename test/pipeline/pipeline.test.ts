@@ -228,6 +228,13 @@ describe('a model split over stage processes', () => {
     expect(await run(() => kill9('s34b'))).toEqual(storiesGreedy.slice(0, 50));
   });
 
+  it('drains and exits with code 0 on SIGTERM, ending its open sessions', async () => {
+    // The Qwen3 model of an earlier test still holds a session with a stream on q1.
+    stage.q1.child.kill('SIGTERM');
+    expect(await stage.q1.exited).toBe(0);
+    expect(stage.q1.stderr()).toBe('');
+  });
+
   it('fails with a typed error, without hanging, when no replica is left', async () => {
     const model = await open(stories, twoStories());
     const gen = model.generate('', { maxTokens: 50, temperature: 0 });
