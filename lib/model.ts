@@ -50,8 +50,9 @@ export interface LoadModelOptions {
   /** Input format (default: detected). */
   format?: FormatName;
   /**
-   * Run a sepweight tree's layers on pipeline stages (`weightmap stage`) instead of here:
-   * [{ layers: '0-13', address: 'host:port' | [replicas] }, ...] (see lib/pipeline/coordinator.ts).
+   * Run a sepweight tree's layers on pipeline stages (`weightmap stage`, which take their own
+   * threads and quant) instead of here: [{ layers: '0-13', address: 'host:port' | [replicas] }, ...]
+   * (see lib/pipeline/coordinator.ts).
    */
   pipeline?: PipelineSpec;
 }
