@@ -324,6 +324,13 @@ export interface DecoderNativeOptions {
   quant?: 'none' | 'q8_0' | 'f32';
   /** Q8_0 group size for quant 'q8_0' (default 32). */
   groupSize?: number;
+  /**
+   * A pipeline stage: only layers [firstLayer, endLayer) (default 0 and numLayers). The embedding
+   * is needed only when firstLayer is 0 (or the head is tied), the final norm and head only when
+   * endLayer is numLayers.
+   */
+  firstLayer?: number;
+  endLayer?: number;
 }
 
 export interface DecoderLoadInfo {
@@ -381,6 +388,12 @@ export declare class DecoderSession {
    * do not fit the context or lie outside the vocabulary.
    */
   eval(ids: Int32Array, allLogits?: boolean): Promise<Float32Array>;
+  /**
+   * eval() for a model that starts past layer 0 (a pipeline stage): `hidden` [n, hiddenSize] enters
+   * its first layer. Models that end before the last layer resolve (here and from eval()) to the
+   * hidden states of every new position [n, hiddenSize] instead of logits.
+   */
+  evalHidden(hidden: Float32Array, allLogits?: boolean): Promise<Float32Array>;
   /**
    * eval() of `ids`, then the next token chosen from the last position's logits by `sampler` in the
    * same worker, with the session's tokens (positions 0..position) as the penalty history. Throws

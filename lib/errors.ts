@@ -94,3 +94,27 @@ export class DisposedError extends Error {
     this.name = 'DisposedError';
   }
 }
+
+/** Stable codes of PipelineError. */
+export type PipelineErrorCode =
+  | 'ERR_WEIGHTMAP_STAGE_UNAVAILABLE' // no replica of a layer range answers (died, missed its deadline, unreachable)
+  | 'ERR_WEIGHTMAP_STAGE_MISMATCH' // a stage serves another model, other layers or another schema version
+  | 'ERR_WEIGHTMAP_STAGE_REJECTED' // a stage refused a request (bad credentials, malformed tensor) or sent a malformed reply
+  | 'ERR_WEIGHTMAP_PIPELINE_CONFIG'; // the stages' layers do not cover the model exactly once, or a remote stage has no TLS
+
+/** A model split over pipeline stages (lib/pipeline) that cannot run: see `code`. */
+export class PipelineError extends Error {
+  readonly code: PipelineErrorCode;
+  /** The stage's layers ("0-13") and address, when one is to blame. */
+  readonly layers: string | undefined;
+  readonly address: string | undefined;
+
+  constructor(code: PipelineErrorCode, message: string, details: { layers?: string; address?: string; cause?: unknown } = {}) {
+    const where = [details.layers && `layers ${details.layers}`, details.address].filter(Boolean).join(' @ ');
+    super(`${code}: ${message}${where ? ` [${where}]` : ''}`, { cause: details.cause });
+    this.name = 'PipelineError';
+    this.code = code;
+    this.layers = details.layers;
+    this.address = details.address;
+  }
+}

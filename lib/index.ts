@@ -44,3 +44,8 @@ export { compileJsonSchema } from './constrain';
 export type { JsonSchema } from './constrain';
 export { createHandler, createServer, ModelScheduler } from './server';
 export type { GenerationRequest, ScheduledGeneration, SchedulerLimits, ServeHandler, ServeOptions, WeightmapServer } from './server';
+export { PipelineError } from './errors';
+export type { PipelineErrorCode } from './errors';
+export { StageServer } from './pipeline/stage-server';
+export type { StageOptions } from './pipeline/stage-server';
+export type { PipelineOptions, PipelineSpec, PipelineStageSpec } from './pipeline/coordinator';

@@ -30,6 +30,7 @@ import { readWeights } from './formats';
 import { checkTokenIds, startGeneration, type GenerateOptions, type Generation, type LanguageSession } from './generate';
 import { idsOnlyTokenizer } from './ids-tokenizer';
 import { native } from './native';
+import type { PipelineSpec } from './pipeline/coordinator';
 import { SessionPool } from './session-pool';
 import { loadTokenizer, tokenizerFromDataAsync, type Tokenizer } from './tokenizers';
 import { closeWeights, type FormatName, type ModelConfig, type ModelWeights } from './weights';
@@ -48,6 +49,12 @@ export interface LoadModelOptions {
   quant?: 'none' | 'q8_0' | 'f32';
   /** Input format (default: detected). */
   format?: FormatName;
+  /**
+   * Run a sepweight tree's layers on pipeline stages (`weightmap stage`, which take their own
+   * threads and quant) instead of here: [{ layers: '0-13', address: 'host:port' | [replicas] }, ...]
+   * (see lib/pipeline/coordinator.ts).
+   */
+  pipeline?: PipelineSpec;
 }
 
 export interface ChatOptions extends GenerateOptions, ChatRenderOptions {}
@@ -212,6 +219,7 @@ export class Model {
 }
 
 async function loadEngine(weights: ModelWeights, options: LoadModelOptions): Promise<LanguageEngine> {
+  if (options.pipeline) return (await import('./pipeline/coordinator')).PipelineEngine.connect(weights, options.pipeline);
   const arch = weights.config.architecture;
   switch (arch) {
     case 'llama':
@@ -340,7 +348,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
   if (typeof path !== 'string') throw new TypeError('loadModel(path): path must be a string');
   checkLoadOptions(options);
   const started = Date.now();
-  const weights = await readWeights(path, options.format ? { format: options.format } : {});
+  const weights = await readWeights(path, options.pipeline ? (await import('./pipeline/stage-files')).COORDINATOR_READ : options.format ? { format: options.format } : {});
   let engine: LanguageEngine | undefined;
   try {
     const folder = modelFolder(path);

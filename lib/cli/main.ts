@@ -12,6 +12,7 @@ import { registerEmbed } from './embed';
 import { registerGenerate } from './generate';
 import { registerInspect } from './inspect';
 import { registerServe } from './serve';
+import { registerStage } from './stage';
 
 export function buildProgram(): Command {
   const program = new Command();
@@ -25,6 +26,7 @@ export function buildProgram(): Command {
   registerBench(program);
   registerAnswer(program);
   registerServe(program);
+  registerStage(program);
   return program;
 }
 

@@ -9,7 +9,8 @@ export function addModelOptions(command: Command): Command {
     .option('--tokenizer <path>', 'tokenizer file or folder (default: beside or inside the weights)')
     .option('--threads <n>', 'engine threads (default: physical cores)', intOption('threads', 0))
     .option('--context <n>', 'context length in tokens (default: min(model maximum, 4096))', intOption('context', 1))
-    .option('--quant <type>', "decoder weights: none (as stored), q8_0 (quantize at load) or f32 (dequantize)");
+    .option('--quant <type>', "decoder weights: none (as stored), q8_0 (quantize at load) or f32 (dequantize)")
+    .option('--pipeline <stages>', 'run a sepweight tree on stages: 0-13=host:port,14-27=host:port (replicas: 0-13=a|b)');
 }
 
 export function modelOptions(opts: Record<string, unknown>): LoadModelOptions {
@@ -18,7 +19,17 @@ export function modelOptions(opts: Record<string, unknown>): LoadModelOptions {
   if (opts.threads !== undefined) out.threads = opts.threads as number;
   if (opts.context !== undefined) out.contextLength = opts.context as number;
   if (opts.quant !== undefined) out.quant = opts.quant as LoadModelOptions['quant'];
+  if (opts.pipeline !== undefined) out.pipeline = parsePipelineFlag(opts.pipeline as string);
   return out;
+}
+
+/** "0-13=127.0.0.1:50051,14-27=127.0.0.1:50052|127.0.0.1:50053" → the stages (replicas split by '|'). */
+export function parsePipelineFlag(value: string): { layers: string; address: string[] }[] {
+  return value.split(',').map((part) => {
+    const at = part.indexOf('=');
+    if (at <= 0 || at === part.length - 1) throw new Error(`--pipeline: '${part}' is not layers=host:port`);
+    return { layers: part.slice(0, at), address: part.slice(at + 1).split('|') };
+  });
 }
 
 function seedOption(value: string): bigint {

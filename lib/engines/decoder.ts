@@ -37,6 +37,11 @@ export interface DecoderLoadOptions {
   quant?: 'none' | 'q8_0' | 'f32';
   /** Q8_0 group size for quant 'q8_0' (matrices whose rows it does not divide stay as stored). Default 32. */
   groupSize?: number;
+  /**
+   * A pipeline stage (lib/pipeline): only layers [first, end) run; `weights` need hold only their
+   * tensors (the embedding when first is 0, the final norm and lm_head when end is numLayers).
+   */
+  layers?: readonly [first: number, end: number];
 }
 
 export interface SessionOptions {
@@ -94,10 +99,15 @@ export class DecoderEngine {
   }
 
   static async load(weights: ModelWeights, options: DecoderLoadOptions = {}): Promise<DecoderEngine> {
-    const { spec, config } = decoderWeightsSpec(weights);
+    const { layers, ...rest } = options;
+    const nativeOptions = layers ? { ...rest, firstLayer: layers[0], endLayer: layers[1] } : rest;
+    // A last stage without the embedding reads the head from lm_head (sepweight writes it even when tied).
+    const c = weights.config as DecoderConfig;
+    const untie = layers && layers[0] > 0 && c.tieWordEmbeddings && weights.tensors.some((t) => t.name === DECODER_NAMES.lmHead);
+    const { spec, config } = decoderWeightsSpec(untie ? { ...weights, config: { ...c, tieWordEmbeddings: false } } : weights);
     let model: NativeDecoderModel;
     try {
-      model = await native().DecoderModel.load(spec, config, options);
+      model = await native().DecoderModel.load(spec, config, nativeOptions);
     } catch (error) {
       throw fromNativeError(error, 'DecoderEngine', weights.path);
     }
@@ -176,6 +186,15 @@ export class DecoderEngineSession {
   eval(ids: ArrayLike<number>, options: EvalOptions = {}): Promise<Float32Array> {
     const input = ids instanceof Int32Array ? ids : Int32Array.from(ids);
     return this.enqueue(options.signal, (session) => session.eval(input, options.allLogits === true));
+  }
+
+  /**
+   * eval() for an engine loaded with `layers` starting past 0 (a pipeline stage): `hidden`
+   * [n, hiddenSize] enters its first layer. An engine whose layers end before the last resolves
+   * (here and from eval()) to the hidden states of every new position [n, hiddenSize].
+   */
+  evalHidden(hidden: Float32Array, options: { signal?: AbortSignal } = {}): Promise<Float32Array> {
+    return this.enqueue(options.signal, (session) => session.evalHidden(hidden));
   }
 
   /**

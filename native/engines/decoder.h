@@ -43,6 +43,11 @@ struct DecoderOptions {
   int threads = 0;  // 0: physical cores
   WeightQuant quant = WeightQuant::Keep;
   int group_size = 32;  // Q8 group when quant == Q8
+  // A pipeline stage runs only layers [first_layer, end_layer) (end_layer 0: through the last).
+  // It embeds token ids only when first_layer == 0 and applies the final norm and head only when
+  // end_layer == n_layers; otherwise it takes, or returns, hidden states [n, dim].
+  int64_t first_layer = 0;
+  int64_t end_layer = 0;
 };
 
 // A failure while running, with the code the promise rejects with ("ABORT_ERR", ...).
@@ -83,6 +88,11 @@ class DecoderModel {
   ThreadPool& pool() const { return *pool_; }
 
   const DecoderLayer& layer(int64_t l) const { return layers_[l]; }
+  // The layers this model runs, [first_layer, end_layer) (all of them unless it is a pipeline stage).
+  int64_t first_layer() const { return first_layer_; }
+  int64_t end_layer() const { return end_layer_; }
+  bool embeds() const { return first_layer_ == 0; }
+  bool has_head() const { return end_layer_ == config_.n_layers; }
   const Matrix& classifier() const { return classifier_; }
   const std::vector<float>& final_norm() const { return final_norm_; }
   // x[dim] = row `token` of the token embedding, dequantized from the mapping.
@@ -96,6 +106,8 @@ class DecoderModel {
   std::vector<float> final_norm_;  // [dim]
   Matrix classifier_;              // [vocab, dim]
   std::unique_ptr<ThreadPool> pool_;
+  int64_t first_layer_ = 0;
+  int64_t end_layer_ = 0;
   LoadCost cost_;
   double load_ms_ = 0;
 };
@@ -114,14 +126,24 @@ class DecoderSession {
   // most kMaxBatch tokens. Writes the logits of the last position to logits[vocab], or of every
   // position to logits[n, vocab] when `all_logits`. On abort (checked between layers) throws
   // EngineError ABORT_ERR and leaves position() as it was.
+  // A model that does not end with the head (a pipeline stage) writes the hidden states of every
+  // position instead, out[n, dim]; one that does not start at layer 0 takes EvalHidden instead.
   void Eval(const int32_t* ids, int64_t n, bool all_logits, float* logits, const std::atomic<bool>& abort);
+  // Eval for a model that starts past layer 0: hidden[n, dim] enters its first layer.
+  void EvalHidden(const float* hidden, int64_t n, bool all_logits, float* out, const std::atomic<bool>& abort);
+  // Floats Eval / EvalHidden write for n positions.
+  int64_t OutputFloats(int64_t n, bool all_logits) const {
+    return model_->has_head() ? (all_logits ? n : 1) * cfg_.vocab : n * cfg_.dim;
+  }
 
   // Safe to read while Eval runs on another thread (it changes only when Eval returns).
   int64_t position() const { return position_.load(); }
   int64_t context_length() const { return context_; }
   KvType kv_type() const { return kv_; }
   // Bytes reserved for the KV cache (committed only as positions fill).
-  int64_t cache_bytes() const { return 2 * cfg_.n_layers * cfg_.n_kv_heads * context_ * cfg_.head_dim * KvBytes(); }
+  int64_t cache_bytes() const {
+    return 2 * (model_->end_layer() - model_->first_layer()) * cfg_.n_kv_heads * context_ * cfg_.head_dim * KvBytes();
+  }
   // Forgets every position from n on (n <= position()).
   void Truncate(int64_t n);
   // The token ids at positions [0, position()), oldest first (for the sampler's penalties).
@@ -131,16 +153,19 @@ class DecoderSession {
   static constexpr int64_t kMaxBatch = 512;
 
  private:
-  // One batch of n tokens at positions [pos0, pos0 + n). logits_rows: 0 (none), 1 (the last
-  // position) or n.
-  void Forward(const int32_t* ids, int64_t n, int64_t pos0, int64_t logits_rows, float* logits,
+  // Eval of ids[n] (embedding models) or hidden[n, dim] (the others).
+  void Run(const int32_t* ids, const float* hidden, int64_t n, bool all_logits, float* out, const std::atomic<bool>& abort);
+  // One batch of n tokens at positions [pos0, pos0 + n), from ids or states [n, dim]. logits_rows: 0
+  // (none), 1 (the last position) or n; rows of hidden states instead of logits without a head.
+  void Forward(const int32_t* ids, const float* states, int64_t n, int64_t pos0, int64_t logits_rows, float* logits,
                const std::atomic<bool>& abort);
   // att_ [n, q_dim] = causal softmax(q·kᵀ/√hd)·v for the n queries in q_ at positions
   // [pos0, pos0 + n), against the cache of `layer` (which already holds their keys/values).
   void Attention(int64_t layer, int64_t pos0, int64_t n);
   void EnsureScratch(int64_t n);
   int64_t KvBytes() const { return kv_ == KvType::F16 ? 2 : 4; }
-  // Kᵀ [head_dim, context] and V [context, head_dim] of one kv head of one layer, as T (float
+  // Kᵀ [head_dim, context] and V [context, head_dim] of one kv head of one layer (counted from
+  // the model's first_layer), as T (float
   // for an f32 cache, uint16_t for f16).
   template <typename T>
   T* KeysT(int64_t layer, int64_t kv_head) {

@@ -56,7 +56,7 @@ void DecoderSession::Truncate(int64_t n) {
   if (n < 0 || n > position_) throw EngineError("ERR_OUT_OF_RANGE", "truncate(" + std::to_string(n) + ") outside [0, " +
                                                                         std::to_string(position()) + "]");
   position_ = n;
-  tokens_.resize(n);
+  if (model_->embeds()) tokens_.resize(n);
 }
 
 void DecoderSession::EnsureScratch(int64_t n) {
@@ -76,31 +76,50 @@ void DecoderSession::EnsureScratch(int64_t n) {
 }
 
 void DecoderSession::Eval(const int32_t* ids, int64_t n, bool all_logits, float* logits, const std::atomic<bool>& abort) {
+  if (!model_->embeds())
+    throw EngineError("ERR_OUT_OF_RANGE", "this model starts at layer " + std::to_string(model_->first_layer()) +
+                                              ": it takes hidden states, not token ids");
+  Run(ids, nullptr, n, all_logits, logits, abort);
+}
+
+void DecoderSession::EvalHidden(const float* hidden, int64_t n, bool all_logits, float* out,
+                                const std::atomic<bool>& abort) {
+  if (model_->embeds()) throw EngineError("ERR_OUT_OF_RANGE", "this model starts at layer 0: it takes token ids");
+  Run(nullptr, hidden, n, all_logits, out, abort);
+}
+
+void DecoderSession::Run(const int32_t* ids, const float* hidden, int64_t n, bool all_logits, float* out,
+                         const std::atomic<bool>& abort) {
   if (n <= 0) throw EngineError("ERR_OUT_OF_RANGE", "eval needs at least one token");
   const int64_t start = position_.load();
   if (n > context_ - start)
     throw EngineError("ERR_OUT_OF_RANGE", "the session holds " + std::to_string(start) + " of " +
                                               std::to_string(context_) + " positions; " + std::to_string(n) +
                                               " more do not fit");
-  for (int64_t i = 0; i < n; i++)
+  for (int64_t i = 0; ids && i < n; i++)
     if (ids[i] < 0 || ids[i] >= cfg_.vocab)
       throw EngineError("ERR_OUT_OF_RANGE", "token id " + std::to_string(ids[i]) + " at index " + std::to_string(i) +
                                                 " is outside the vocabulary [0, " + std::to_string(cfg_.vocab) + ")");
+  // Without a head every position's hidden state is the output.
+  const bool all = all_logits || !model_->has_head();
+  const int64_t width = model_->has_head() ? cfg_.vocab : cfg_.dim;
   for (int64_t done = 0; done < n;) {
     const int64_t batch = std::min(kMaxBatch, n - done);
     const bool last = done + batch == n;
-    if (all_logits)
-      Forward(ids + done, batch, start + done, batch, logits + done * cfg_.vocab, abort);
+    const int32_t* batch_ids = ids ? ids + done : nullptr;
+    const float* batch_hidden = hidden ? hidden + done * cfg_.dim : nullptr;
+    if (all)
+      Forward(batch_ids, batch_hidden, batch, start + done, batch, out + done * width, abort);
     else
-      Forward(ids + done, batch, start + done, last ? 1 : 0, logits, abort);
+      Forward(batch_ids, batch_hidden, batch, start + done, last ? 1 : 0, out, abort);
     done += batch;
   }
-  tokens_.insert(tokens_.end(), ids, ids + n);
+  if (ids) tokens_.insert(tokens_.end(), ids, ids + n);
   position_.store(start + n);
 }
 
-void DecoderSession::Forward(const int32_t* ids, int64_t n, int64_t pos0, int64_t logits_rows, float* logits,
-                             const std::atomic<bool>& abort) {
+void DecoderSession::Forward(const int32_t* ids, const float* states, int64_t n, int64_t pos0, int64_t logits_rows,
+                             float* logits, const std::atomic<bool>& abort) {
   const DecoderModel& M = *model_;
   const DecoderConfig& c = cfg_;
   ThreadPool& pool = M.pool();
@@ -117,7 +136,10 @@ void DecoderSession::Forward(const int32_t* ids, int64_t n, int64_t pos0, int64_
   float* up = up_.data();      // [n, hidden]
   float* rope = rope_.data();  // [n, hd]: cos of the hd/2 pair angles, then their sin
 
-  for (int64_t t = 0; t < n; t++) M.Embed(ids[t], x + t * dim);
+  if (ids)
+    for (int64_t t = 0; t < n; t++) M.Embed(ids[t], x + t * dim);
+  else
+    std::memcpy(x, states, n * dim * sizeof(float));
 
   // angle_i = pos · θ^(-2i/hd), in double as the references compute it.
   for (int64_t t = 0; t < n; t++) {
@@ -140,9 +162,10 @@ void DecoderSession::Forward(const int32_t* ids, int64_t n, int64_t pos0, int64_
     }
   };
 
-  for (int64_t l = 0; l < c.n_layers; l++) {
+  for (int64_t l = M.first_layer(); l < M.end_layer(); l++) {
     if (abort.load(std::memory_order_relaxed)) throw EngineError("ABORT_ERR", "The operation was aborted");
     const DecoderLayer& L = M.layer(l);
+    const int64_t cached = l - M.first_layer();  // this layer's slot in the KV cache
 
     // Attention block: xb = rmsnorm(x); q, k, v = W·xb.
     ForRows(pool, n, dim, [&](int64_t t0, int64_t t1) {
@@ -170,12 +193,12 @@ void DecoderSession::Forward(const int32_t* ids, int64_t n, int64_t pos0, int64_
             kernels::rmsnorm(head.data(), L.k_norm.data(), kh, hd, c.eps);
           }
           rotate(kh, t);
-          StoreKv(l, g, pos0 + t, kh, v + t * c.kv_dim() + g * hd);
+          StoreKv(cached, g, pos0 + t, kh, v + t * c.kv_dim() + g * hd);
         }
       }
     });
 
-    Attention(l, pos0, n);  // att [n, q_dim]
+    Attention(cached, pos0, n);  // att [n, q_dim]
 
     // x += Wo·att
     const LinearJob o[1] = {{&L.wo, att, proj}};
@@ -201,6 +224,10 @@ void DecoderSession::Forward(const int32_t* ids, int64_t n, int64_t pos0, int64_
   }
   if (logits_rows == 0) return;
   if (abort.load(std::memory_order_relaxed)) throw EngineError("ABORT_ERR", "The operation was aborted");
+  if (!M.has_head()) {  // a pipeline stage: the hidden states of the last logits_rows positions
+    std::memcpy(logits, x + (n - logits_rows) * dim, logits_rows * dim * sizeof(float));
+    return;
+  }
 
   // logits [logits_rows, vocab] = Wcls · rmsnorm(x) of the last logits_rows positions.
   const int64_t first = n - logits_rows;

@@ -56,15 +56,23 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
   const WeightsSpec& s = *spec;
   const DecoderConfig& c = config;
 
-  const TensorRef& embed = s.Require("model.embed_tokens.weight", {c.vocab, c.dim});
-  if ((embed.dtype == DType::Q8_0 || embed.dtype == DType::GgmlQ8_0) && c.dim % embed.group != 0)
-    throw SpecError("SHAPE_MISMATCH", "embedding rows of " + std::to_string(c.dim) + " are not whole groups of " +
-                                          std::to_string(embed.group));
-  m.embed_ = &embed;
+  m.first_layer_ = options.first_layer;
+  m.end_layer_ = options.end_layer == 0 ? c.n_layers : options.end_layer;
+  if (m.first_layer_ < 0 || m.first_layer_ >= m.end_layer_ || m.end_layer_ > c.n_layers)
+    throw SpecError("CONFIG_MISMATCH", "layers [" + std::to_string(m.first_layer_) + ", " + std::to_string(m.end_layer_) +
+                                           ") are not a non-empty range of the model's " + std::to_string(c.n_layers));
+  // A pipeline stage maps only its own tensors: the embedding when it embeds (or is the tied head).
+  if (m.embeds() || (m.has_head() && c.tied)) {
+    const TensorRef& embed = s.Require("model.embed_tokens.weight", {c.vocab, c.dim});
+    if ((embed.dtype == DType::Q8_0 || embed.dtype == DType::GgmlQ8_0) && c.dim % embed.group != 0)
+      throw SpecError("SHAPE_MISMATCH", "embedding rows of " + std::to_string(c.dim) + " are not whole groups of " +
+                                            std::to_string(embed.group));
+    m.embed_ = &embed;
+  }
 
   m.pool_ = std::make_unique<ThreadPool>(options.threads);
   m.layers_.resize(c.n_layers);
-  for (int64_t l = 0; l < c.n_layers; l++) {
+  for (int64_t l = m.first_layer_; l < m.end_layer_; l++) {
     DecoderLayer& L = m.layers_[l];
     L.attn_norm = LoadVector(s, LayerName(l, "input_layernorm.weight"), c.dim, &m.cost_);
     L.ffn_norm = LoadVector(s, LayerName(l, "post_attention_layernorm.weight"), c.dim, &m.cost_);
@@ -80,9 +88,11 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
     L.w_up = LoadMatrix(s, LayerName(l, "mlp.up_proj.weight"), c.hidden, c.dim, options, &m.cost_, *m.pool_);
     L.w_down = LoadMatrix(s, LayerName(l, "mlp.down_proj.weight"), c.dim, c.hidden, options, &m.cost_, *m.pool_);
   }
-  m.final_norm_ = LoadVector(s, "model.norm.weight", c.dim, &m.cost_);
-  const TensorRef& head = c.tied ? embed : s.Require("lm_head.weight", {c.vocab, c.dim});
-  m.classifier_ = Matrix::Prepare(head, options.quant, options.group_size, &m.cost_, *m.pool_);
+  if (m.has_head()) {
+    m.final_norm_ = LoadVector(s, "model.norm.weight", c.dim, &m.cost_);
+    const TensorRef& head = c.tied ? *m.embed_ : s.Require("lm_head.weight", {c.vocab, c.dim});
+    m.classifier_ = Matrix::Prepare(head, options.quant, options.group_size, &m.cost_, *m.pool_);
+  }
 
   m.load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return model;

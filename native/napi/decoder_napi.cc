@@ -102,6 +102,9 @@ DecoderOptions ParseOptions(Napi::Value value) {
   Napi::Object o = value.As<Napi::Object>();
   if (!o.Get("threads").IsUndefined()) options.threads = static_cast<int>(ReadInt(o, "threads", 0, 1024));
   if (!o.Get("groupSize").IsUndefined()) options.group_size = static_cast<int>(ReadInt(o, "groupSize", 1, 4096));
+  // The layer range of a pipeline stage (checked against the config by DecoderModel::Load).
+  if (!o.Get("firstLayer").IsUndefined()) options.first_layer = ReadInt(o, "firstLayer", 0, 1 << 16);
+  if (!o.Get("endLayer").IsUndefined()) options.end_layer = ReadInt(o, "endLayer", 1, 1 << 16);
   Napi::Value quant = o.Get("quant");
   if (!quant.IsUndefined()) {
     std::string q = quant.IsString() ? quant.As<Napi::String>().Utf8Value() : "";
@@ -153,10 +156,13 @@ std::set<const Sampler*> lent_samplers;
 
 // eval(): the forward pass, resolving to the logits. step(): the forward pass and, in the same
 // worker, the choice of the next token with the caller's Sampler, resolving to its id.
+// evalHidden(): the forward pass of a pipeline stage from hidden states (ids_ empty).
 class EvalWorker : public PromiseWorker {
  public:
   EvalWorker(Napi::Env env, std::shared_ptr<SessionState> state, std::vector<int32_t> ids, bool all_logits)
       : PromiseWorker(env, "weightmap:decoder-eval"), state_(std::move(state)), ids_(std::move(ids)), all_(all_logits) {}
+  EvalWorker(Napi::Env env, std::shared_ptr<SessionState> state, std::vector<float> hidden, bool all_logits)
+      : PromiseWorker(env, "weightmap:decoder-eval"), state_(std::move(state)), hidden_(std::move(hidden)), all_(all_logits) {}
 
   // Turns this into a step(): `sampler` belongs to `sampler_object`, which stays referenced (and
   // the sampler lent) until the worker settles.
@@ -169,9 +175,18 @@ class EvalWorker : public PromiseWorker {
  protected:
   void Execute() override {
     try {
+      DecoderSession& session = *state_->session;
       const int64_t vocab = state_->model->model->config().vocab;
-      logits_.resize(static_cast<size_t>((all_ ? ids_.size() : 1) * vocab));
-      state_->session->Eval(ids_.data(), static_cast<int64_t>(ids_.size()), all_, logits_.data(), state_->abort);
+      const int64_t dim = state_->model->model->config().dim;
+      if (hidden_.empty()) {
+        const int64_t n = static_cast<int64_t>(ids_.size());
+        logits_.resize(static_cast<size_t>(session.OutputFloats(n, all_)));
+        session.Eval(ids_.data(), n, all_, logits_.data(), state_->abort);
+      } else {
+        const int64_t n = static_cast<int64_t>(hidden_.size()) / dim;
+        logits_.resize(static_cast<size_t>(session.OutputFloats(n, all_)));
+        session.EvalHidden(hidden_.data(), n, all_, logits_.data(), state_->abort);
+      }
       if (sampler_) {
         const std::vector<int32_t>& history = state_->session->tokens();
         token_ = sampler_->Sample(logits_.data(), static_cast<int32_t>(vocab), params_, history.data(),
@@ -212,6 +227,7 @@ class EvalWorker : public PromiseWorker {
 
   std::shared_ptr<SessionState> state_;
   std::vector<int32_t> ids_;
+  std::vector<float> hidden_;  // [n, dim]
   bool all_;
   std::vector<float> logits_;
   Sampler* sampler_ = nullptr;
@@ -228,6 +244,7 @@ class DecoderSessionWrap : public Napi::ObjectWrap<DecoderSessionWrap> {
     Napi::Function ctor = DefineClass(env, "DecoderSession",
         {InstanceMethod<&DecoderSessionWrap::Eval>("eval"),
          InstanceMethod<&DecoderSessionWrap::Step>("step"),
+         InstanceMethod<&DecoderSessionWrap::EvalHidden>("evalHidden"),
          InstanceMethod<&DecoderSessionWrap::Truncate>("truncate"),
          InstanceMethod<&DecoderSessionWrap::Abort>("abort"),
          InstanceMethod<&DecoderSessionWrap::Dispose>("dispose"),
@@ -260,11 +277,33 @@ class DecoderSessionWrap : public Napi::ObjectWrap<DecoderSessionWrap> {
     return worker->Start();
   }
 
+  // evalHidden(hidden: Float32Array, allLogits: boolean): Promise<Float32Array>, for a model that
+  // starts past layer 0 (a pipeline stage): hidden [n, hiddenSize] enters its first layer.
+  Napi::Value EvalHidden(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    SessionState& s = Live(env);
+    if (info.Length() < 1 || !info[0].IsTypedArray() ||
+        info[0].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
+      ThrowTypeError(env, "hidden must be a Float32Array");
+    Napi::Float32Array hidden = info[0].As<Napi::Float32Array>();
+    const size_t dim = static_cast<size_t>(s.model->model->config().dim);
+    if (hidden.ElementLength() == 0 || hidden.ElementLength() % dim != 0)
+      throw MakeError(env, "ERR_OUT_OF_RANGE", "hidden must hold whole rows of " + std::to_string(dim) + " floats");
+    if (s.busy.exchange(true))
+      throw MakeError(env, "ERR_WEIGHTMAP_BUSY", "this session is already running a call; await it first");
+    s.abort = false;
+    std::vector<float> copy(hidden.Data(), hidden.Data() + hidden.ElementLength());
+    const bool all = info.Length() > 1 && info[1].ToBoolean().Value();
+    return (new EvalWorker(env, state_, std::move(copy), all))->Start();
+  }
+
   // step(ids: Int32Array, sampler: Sampler, params?): Promise<number>: eval() of ids, then the next
   // token drawn from the last position's logits with the sequence's tokens as penalty history.
   Napi::Value Step(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     Live(env);
+    if (!state_->model->model->has_head())
+      throw MakeError(env, "ERR_OUT_OF_RANGE", "step() needs the model's head; this model ends before the last layer");
     Sampler* sampler = info.Length() > 1 ? UnwrapSampler(info[1]) : nullptr;
     if (!sampler) ThrowTypeError(env, "step(ids, sampler, params): sampler must be a Sampler");
     SamplingParams params = ParseSamplingParams(env, info.Length() > 2 ? info[2] : env.Undefined());

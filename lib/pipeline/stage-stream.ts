@@ -1,0 +1,125 @@
+/**
+ * One Forward stream of a stage: one session with its own KV cache. Its first tensor names the
+ * session; every tensor is checked (lib/pipeline/tensor.ts) before it reaches the engine; one
+ * tensor is in flight at a time; a stream that breaks a rule is ended with INVALID_ARGUMENT while
+ * the others go on. A stream that ends, breaks or stays silent for idleTimeoutMs frees its session.
+ */
+import * as grpc from '@grpc/grpc-js';
+import type { DecoderEngine, DecoderEngineSession } from '../engines/decoder';
+import type { StageInfo, TensorMessage } from './schema';
+import { MAX_SESSION_ID, readTensor, TensorError, tensorMessage } from './tensor';
+
+export type ForwardCall = grpc.ServerDuplexStream<TensorMessage, TensorMessage>;
+
+/** What a stream needs from its stage (lib/pipeline/stage-server.ts). */
+export interface StageHost {
+  readonly info: StageInfo;
+  readonly engine: DecoderEngine;
+  readonly idleTimeoutMs: number;
+  readonly isDraining: boolean;
+}
+
+/** One Forward stream: one session of the stage. */
+export class SessionStream {
+  private session: DecoderEngineSession | undefined;
+  private sessionId: string | undefined;
+  private busy = false;
+  private closed = false;
+  private idle: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly call: ForwardCall,
+    private readonly stage: StageHost,
+    private readonly onClose: () => void,
+  ) {
+    call.on('data', (msg: TensorMessage) => this.receive(msg));
+    call.on('end', () => this.end(grpc.status.OK, 'the coordinator ended the session'));
+    call.on('cancelled', () => this.close());
+    call.on('error', () => this.close());
+    this.touch();
+  }
+
+  /** Ends the stream with UNAVAILABLE once the running step (if any) has replied. */
+  drain(): void {
+    if (!this.busy) this.end(grpc.status.UNAVAILABLE, 'the stage is draining');
+  }
+
+  /** Frees the session; a running step stops at its next layer. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearTimeout(this.idle);
+    this.session?.dispose();
+    this.session = undefined;
+    this.onClose();
+  }
+
+  private end(code: grpc.status, details: string): void {
+    if (this.closed) return;
+    if (code === grpc.status.OK) this.call.end();
+    else this.call.emit('error', { code, details });
+    this.close();
+  }
+
+  private touch(): void {
+    clearTimeout(this.idle);
+    const ms = this.stage.idleTimeoutMs;
+    this.idle = setTimeout(() => this.end(grpc.status.DEADLINE_EXCEEDED, `no tensor for ${ms} ms: the session was freed`), ms);
+    this.idle.unref();
+  }
+
+  private receive(msg: TensorMessage): void {
+    if (this.closed) return;
+    this.touch();
+    if (this.busy) return this.end(grpc.status.RESOURCE_EXHAUSTED, 'one tensor at a time: wait for the reply');
+    const { info } = this.stage;
+    const embeds = info.firstLayer === 0;
+    let input;
+    try {
+      if (this.sessionId === undefined) {
+        const id = msg.sessionId;
+        if (typeof id !== 'string' || id.length === 0 || id.length > MAX_SESSION_ID) {
+          throw new TensorError(`the session id must be 1 to ${MAX_SESSION_ID} characters`);
+        }
+        this.sessionId = id;
+      }
+      input = readTensor(msg, {
+        sessionId: this.sessionId,
+        dtypes: embeds ? ['I32'] : ['F32', 'F16'],
+        width: embeds ? undefined : info.hiddenSize,
+        maxRows: info.maxPositions,
+        minPosition: 0,
+        maxPosition: this.session?.position ?? 0,
+        endLimit: info.maxPositions,
+      });
+      if (input.values instanceof Int32Array) {
+        for (const id of input.values) if (id < 0 || id >= info.vocabSize) throw new TensorError(`token id ${id} is outside the vocabulary [0, ${info.vocabSize})`);
+      }
+    } catch (error) {
+      if (!(error instanceof TensorError)) throw error;
+      return this.end(grpc.status.INVALID_ARGUMENT, error.message);
+    }
+    this.busy = true;
+    this.step(input.position, input.values).then(
+      (reply) => {
+        this.busy = false;
+        if (this.closed) return;
+        this.call.write(reply);
+        if (this.stage.isDraining) this.drain();
+      },
+      (error: Error) => {
+        this.busy = false;
+        this.end(grpc.status.INTERNAL, `the step failed: ${error.message}`);
+      },
+    );
+  }
+
+  private async step(position: number, values: Int32Array | Float32Array): Promise<TensorMessage> {
+    const { info } = this.stage;
+    this.session ??= this.stage.engine.createSession({ contextLength: info.maxPositions });
+    if (position < this.session.position) this.session.truncate(position);
+    const out = values instanceof Int32Array ? await this.session.eval(values) : await this.session.evalHidden(values);
+    const width = info.lastLayer === info.numLayers - 1 ? info.vocabSize : info.hiddenSize;
+    return tensorMessage(this.sessionId!, position, out, width);
+  }
+}

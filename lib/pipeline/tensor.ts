@@ -1,0 +1,87 @@
+/**
+ * Tensor messages: made from typed arrays, and read back only after every field is checked
+ * against the receiver's bounds (session id, dtype, rank, each dimension, position, byte count)
+ * so that nothing is allocated or run in proportion to an unchecked number.
+ */
+import { native } from '../native';
+import { DTYPE_BYTES, type TensorMessage, type WireDType } from './schema';
+
+/** A message that breaks the schema or the receiver's bounds. */
+export class TensorError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TensorError';
+  }
+}
+
+export interface TensorBounds {
+  /** The id the message must carry. */
+  sessionId: string;
+  dtypes: readonly WireDType[];
+  /** Elements per row of a [rows, width] tensor; undefined for a vector of `rows` elements. */
+  width?: number;
+  maxRows: number;
+  /** Inclusive bounds of `position`. */
+  minPosition: number;
+  maxPosition: number;
+  /** position + rows may not pass this. */
+  endLimit: number;
+}
+
+export interface ReadTensor {
+  position: number;
+  rows: number;
+  /** int32 for I32, float32 for F32 and F16 (widened). */
+  values: Int32Array | Float32Array;
+}
+
+export const MAX_SESSION_ID = 128;
+
+function check(ok: boolean, message: string): void {
+  if (!ok) throw new TensorError(message);
+}
+
+const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
+
+export function readTensor(msg: TensorMessage, bounds: TensorBounds): ReadTensor {
+  check(msg.sessionId === bounds.sessionId, `the session id ${JSON.stringify(String(msg.sessionId).slice(0, MAX_SESSION_ID))} is not this stream's`);
+  check((bounds.dtypes as readonly string[]).includes(msg.dtype), `dtype ${msg.dtype} is not one of ${bounds.dtypes.join(', ')}`);
+  const dtype = msg.dtype as WireDType;
+  const shape = msg.shape;
+  const rank = bounds.width === undefined ? 1 : 2;
+  check(Array.isArray(shape) && shape.length === rank && shape.every(isCount), `shape [${String(shape)}] is not of rank ${rank}`);
+  const rows = shape[0];
+  check(rows >= 1 && rows <= bounds.maxRows, `shape [${shape.join(', ')}]: ${rows} rows outside [1, ${bounds.maxRows}]`);
+  if (bounds.width !== undefined) check(shape[1] === bounds.width, `shape [${shape.join(', ')}]: rows of ${shape[1]} elements, expected ${bounds.width}`);
+  const position = msg.position;
+  check(isCount(position) && position >= bounds.minPosition && position <= bounds.maxPosition,
+    `position ${position} outside [${bounds.minPosition}, ${bounds.maxPosition}]`);
+  check(position + rows <= bounds.endLimit, `positions ${position}..${position + rows - 1} pass the limit of ${bounds.endLimit}`);
+  const count = rows * (bounds.width ?? 1);
+  const bytes = count * DTYPE_BYTES[dtype];
+  check(Buffer.isBuffer(msg.data) && msg.data.length === bytes, `${msg.data?.length} data bytes, expected ${bytes} for shape [${shape.join(', ')}] of ${dtype}`);
+
+  // Copied out of the message buffer, whose offset need not be aligned for the element type.
+  if (dtype === 'F16') {
+    const half = new Uint16Array(count);
+    new Uint8Array(half.buffer).set(msg.data);
+    const values = new Float32Array(count);
+    native().kernels.f16ToF32(native().kernels.isa(), half, values);
+    return { position, rows, values };
+  }
+  const values = dtype === 'I32' ? new Int32Array(count) : new Float32Array(count);
+  new Uint8Array(values.buffer).set(msg.data);
+  return { position, rows, values };
+}
+
+/** A message of `values` as [rows] (int32: token ids) or [rows, width] (float32). */
+export function tensorMessage(sessionId: string, position: number, values: Int32Array | Float32Array, width?: number): TensorMessage {
+  const rows = width === undefined ? values.length : values.length / width;
+  return {
+    sessionId,
+    position,
+    shape: width === undefined ? [rows] : [rows, width],
+    dtype: values instanceof Int32Array ? 'I32' : 'F32',
+    data: Buffer.from(values.buffer, values.byteOffset, values.byteLength),
+  };
+}
