@@ -13,7 +13,7 @@ import { normalizerFromJson } from './normalizers';
 import type { SpecialWrapping } from './post-process';
 import { GPT2_PATTERN, preTokenizerFromJson, QWEN2_PATTERN, regexPreTokenizer } from './pretokenizers';
 import type { SpecialTokenIds, Tokenizer } from './types';
-import { validateTokenizerJsonSteps, validateVocabSteps } from './validate-json';
+import { validateAddedTokensDecoder, validateTokenizerJsonSteps, validateVocabSteps } from './validate-json';
 import { WordPieceTokenizer } from './wordpiece';
 
 function addedTokenFromJson(entry: any, id: number): AddedToken {
@@ -217,6 +217,7 @@ export function tokenizerFromVocabMerges(vocabJson: any, mergesTxt: string, conf
 /** tokenizerFromVocabMerges in slices (see steps.ts). */
 export function* tokenizerFromVocabMergesSteps(vocabJson: any, mergesTxt: string, config: any, where: string): Steps<Tokenizer> {
   yield* validateVocabSteps(vocabJson, where, '$');
+  validateAddedTokensDecoder(config, where);
   const vocab = yield* vocabMapSteps(vocabJson);
   const lines = mergesTxt.split('\n');
   const merges: [string, string][] = [];

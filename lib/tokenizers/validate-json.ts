@@ -101,3 +101,15 @@ export function* validateTokenizerJsonSteps(json: unknown, file: string): Steps<
   if (model.merges !== undefined && !Array.isArray(model.merges)) bad(file, '$.model.merges', 'is not a list', 'a list', model.merges);
   validateAddedTokens(json.added_tokens, file);
 }
+
+/** tokenizer_config.json's `added_tokens_decoder`: `{"<id>": {content, ...}}` with decimal ids in range. */
+export function validateAddedTokensDecoder(config: unknown, file: string): void {
+  if (!isObject(config) || config.added_tokens_decoder === undefined) return;
+  const decoder = config.added_tokens_decoder;
+  if (!isObject(decoder)) bad(file, '$.added_tokens_decoder', 'is not an object of id -> token', 'an object', decoder);
+  for (const [key, entry] of Object.entries(decoder)) {
+    const at = member('$.added_tokens_decoder', key);
+    checkTokenId(/^(0|[1-9][0-9]*)$/.test(key) ? Number(key) : key, file, at);
+    if (!isObject(entry) || typeof entry.content !== 'string') bad(file, `${at}.content`, 'is not a string', 'a string', isObject(entry) ? entry.content : entry);
+  }
+}

@@ -1,5 +1,6 @@
 // Loading a decoder: every tensor checked against the config, then prepared for the kernels.
 #include <chrono>
+#include <cstring>
 
 #include "engines/decoder.h"
 
@@ -9,6 +10,21 @@ namespace decoder {
 namespace {
 
 std::string LayerName(int64_t l, const char* rest) { return "model.layers." + std::to_string(l) + "." + rest; }
+
+// dst [rows, cols] = the transpose of src [cols, rows] (elements of type T), across the pool.
+// Each task writes a block of 16 output rows, reading 16 contiguous elements of each source row.
+template <typename T>
+void Transpose(const uint8_t* src_bytes, uint8_t* dst_bytes, int64_t rows, int64_t cols, ThreadPool& pool) {
+  pool.ParallelFor(rows, 16, [&](int64_t r0, int64_t r1) {
+    for (int64_t c = 0; c < cols; c++) {
+      for (int64_t r = r0; r < r1; r++) {
+        T v;
+        std::memcpy(&v, src_bytes + (c * rows + r) * sizeof(T), sizeof(T));  // the mapping may be unaligned
+        std::memcpy(dst_bytes + (r * cols + c) * sizeof(T), &v, sizeof(T));
+      }
+    }
+  });
+}
 
 // A norm weight as f32 (norms are tiny; every dtype is converted to an owned copy).
 std::vector<float> LoadVector(const WeightsSpec& spec, const std::string& name, int64_t n, LoadCost* cost) {
@@ -23,12 +39,22 @@ std::vector<float> LoadVector(const WeightsSpec& spec, const std::string& name, 
   return out;
 }
 
-Matrix LoadMatrix(const WeightsSpec& spec, const std::string& name, int64_t rows, int64_t cols,
-                  const DecoderOptions& options, LoadCost* cost, ThreadPool& pool) {
-  return Matrix::Prepare(spec.Require(name, {rows, cols}), options.quant, options.group_size, cost, pool);
-}
-
 }  // namespace
+
+const TensorRef& DecoderModel::RowMajor(const TensorRef& t) {
+  if (!t.transposed) return t;
+  const int64_t rows = t.shape[0], cols = t.shape[1];
+  std::vector<uint8_t>& bytes = transposed_bytes_.emplace_back(t.byte_length);
+  // The spec admits only f32, f16 and bf16 transposed.
+  if (t.dtype == DType::F32) Transpose<uint32_t>(t.data, bytes.data(), rows, cols, *pool_);
+  else Transpose<uint16_t>(t.data, bytes.data(), rows, cols, *pool_);
+  TensorRef& copy = transposed_refs_.emplace_back(t);
+  copy.transposed = false;
+  copy.data = bytes.data();
+  cost_.copied_bytes += t.byte_length;
+  cost_.converted++;
+  return copy;
+}
 
 void DecoderConfig::Validate() const {
   auto fail = [](const std::string& what) { throw SpecError("CONFIG_MISMATCH", what); };
@@ -56,13 +82,16 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
   const WeightsSpec& s = *spec;
   const DecoderConfig& c = config;
 
-  const TensorRef& embed = s.Require("model.embed_tokens.weight", {c.vocab, c.dim});
+  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
+    return Matrix::Prepare(m.RowMajor(s.RequireAnyOrder(name, {rows, cols})), options.quant, options.group_size, &m.cost_, *m.pool_);
+  };
+  m.pool_ = std::make_unique<ThreadPool>(options.threads);
+  const TensorRef& embed = m.RowMajor(s.RequireAnyOrder("model.embed_tokens.weight", {c.vocab, c.dim}));
   if ((embed.dtype == DType::Q8_0 || embed.dtype == DType::GgmlQ8_0) && c.dim % embed.group != 0)
     throw SpecError("SHAPE_MISMATCH", "embedding rows of " + std::to_string(c.dim) + " are not whole groups of " +
                                           std::to_string(embed.group));
   m.embed_ = &embed;
 
-  m.pool_ = std::make_unique<ThreadPool>(options.threads);
   m.layers_.resize(c.n_layers);
   for (int64_t l = 0; l < c.n_layers; l++) {
     DecoderLayer& L = m.layers_[l];
@@ -72,16 +101,16 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
       L.q_norm = LoadVector(s, LayerName(l, "self_attn.q_norm.weight"), c.head_dim, &m.cost_);
       L.k_norm = LoadVector(s, LayerName(l, "self_attn.k_norm.weight"), c.head_dim, &m.cost_);
     }
-    L.wq = LoadMatrix(s, LayerName(l, "self_attn.q_proj.weight"), c.q_dim(), c.dim, options, &m.cost_, *m.pool_);
-    L.wk = LoadMatrix(s, LayerName(l, "self_attn.k_proj.weight"), c.kv_dim(), c.dim, options, &m.cost_, *m.pool_);
-    L.wv = LoadMatrix(s, LayerName(l, "self_attn.v_proj.weight"), c.kv_dim(), c.dim, options, &m.cost_, *m.pool_);
-    L.wo = LoadMatrix(s, LayerName(l, "self_attn.o_proj.weight"), c.dim, c.q_dim(), options, &m.cost_, *m.pool_);
-    L.w_gate = LoadMatrix(s, LayerName(l, "mlp.gate_proj.weight"), c.hidden, c.dim, options, &m.cost_, *m.pool_);
-    L.w_up = LoadMatrix(s, LayerName(l, "mlp.up_proj.weight"), c.hidden, c.dim, options, &m.cost_, *m.pool_);
-    L.w_down = LoadMatrix(s, LayerName(l, "mlp.down_proj.weight"), c.dim, c.hidden, options, &m.cost_, *m.pool_);
+    L.wq = matrix(LayerName(l, "self_attn.q_proj.weight"), c.q_dim(), c.dim);
+    L.wk = matrix(LayerName(l, "self_attn.k_proj.weight"), c.kv_dim(), c.dim);
+    L.wv = matrix(LayerName(l, "self_attn.v_proj.weight"), c.kv_dim(), c.dim);
+    L.wo = matrix(LayerName(l, "self_attn.o_proj.weight"), c.dim, c.q_dim());
+    L.w_gate = matrix(LayerName(l, "mlp.gate_proj.weight"), c.hidden, c.dim);
+    L.w_up = matrix(LayerName(l, "mlp.up_proj.weight"), c.hidden, c.dim);
+    L.w_down = matrix(LayerName(l, "mlp.down_proj.weight"), c.dim, c.hidden);
   }
   m.final_norm_ = LoadVector(s, "model.norm.weight", c.dim, &m.cost_);
-  const TensorRef& head = c.tied ? embed : s.Require("lm_head.weight", {c.vocab, c.dim});
+  const TensorRef& head = c.tied ? embed : m.RowMajor(s.RequireAnyOrder("lm_head.weight", {c.vocab, c.dim}));
   m.classifier_ = Matrix::Prepare(head, options.quant, options.group_size, &m.cost_, *m.pool_);
 
   m.load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
