@@ -1,4 +1,5 @@
 // Loading a decoder: every tensor checked against the config, then prepared for the kernels.
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -11,16 +12,21 @@ namespace {
 
 std::string LayerName(int64_t l, const char* rest) { return "model.layers." + std::to_string(l) + "." + rest; }
 
-// dst [rows, cols] = the transpose of src [cols, rows] (elements of type T), across the pool.
-// Each task writes a block of 16 output rows, reading 16 contiguous elements of each source row.
+// dst [rows, cols] = the transpose of src [cols, rows] (elements of type T), across the pool, in
+// 32x32 tiles: a tile's 32 source rows stay in cache while its 32 output rows are written.
 template <typename T>
 void Transpose(const uint8_t* src_bytes, uint8_t* dst_bytes, int64_t rows, int64_t cols, ThreadPool& pool) {
-  pool.ParallelFor(rows, 16, [&](int64_t r0, int64_t r1) {
-    for (int64_t c = 0; c < cols; c++) {
+  constexpr int64_t kTile = 32;
+  T* dst = reinterpret_cast<T*>(dst_bytes);  // a fresh vector: aligned
+  pool.ParallelFor(rows, kTile, [&](int64_t r0, int64_t r1) {
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+      const int64_t c1 = std::min(cols, c0 + kTile);
       for (int64_t r = r0; r < r1; r++) {
-        T v;
-        std::memcpy(&v, src_bytes + (c * rows + r) * sizeof(T), sizeof(T));  // the mapping may be unaligned
-        std::memcpy(dst_bytes + (r * cols + c) * sizeof(T), &v, sizeof(T));
+        for (int64_t c = c0; c < c1; c++) {
+          T v;
+          std::memcpy(&v, src_bytes + (c * rows + r) * sizeof(T), sizeof(T));  // the mapping may be unaligned
+          dst[r * cols + c] = v;
+        }
       }
     }
   });
