@@ -80,7 +80,7 @@ describe('reader fuzzing in child processes', () => {
     // eslint-disable-next-line no-console
     console.log(`fuzz (seed ${SEED}) in ${((Date.now() - started) / 1000).toFixed(1)} s\n${table.join('\n')}`);
     expect(failures).toEqual([]);
-  }, (SECONDS ?? 240) * 1000 + 300000);
+  }, (SECONDS ?? 0) * 1000 + 1800000);
 
   test('random files are rejected by every reader with WeightFormatError', async () => {
     const rand = mulberry32(SEED + 1);
