@@ -17,10 +17,16 @@ jobs="$(node -p 'require("os").availableParallelism?.() ?? require("os").cpus().
 sanitize="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g"
 
 cd "$root"
+# cmake-js sets CMAKE_CXX_FLAGS itself: the sanitizer flags go in the Release flags.
 node node_modules/cmake-js/bin/cmake-js compile --directory "$root" --out "$build" --parallel "$jobs" --log-level warn \
-  --CDCMAKE_CXX_FLAGS="$sanitize" --CDCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined"
+  --CDCMAKE_CXX_FLAGS_RELEASE="-DNDEBUG $sanitize" --CDCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined"
 
 export WEIGHTMAP_ADDON="$build/Release/weightmap.node"
+# A build whose objects lack the instrumentation would pass everything and prove nothing.
+if ! nm -D --undefined-only "$WEIGHTMAP_ADDON" | grep -q __asan_report; then
+  echo "asan.sh: $WEIGHTMAP_ADDON is not instrumented (no __asan_report_* imports)" >&2
+  exit 1
+fi
 export LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:halt_on_error=1:allocator_may_return_null=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
