@@ -23,7 +23,7 @@ node node_modules/cmake-js/bin/cmake-js compile --directory "$root" --out "$buil
 
 export WEIGHTMAP_ADDON="$build/Release/weightmap.node"
 # A build whose objects lack the instrumentation would pass everything and prove nothing.
-if ! nm -D --undefined-only "$WEIGHTMAP_ADDON" | grep -q __asan_report; then
+if [[ "$(nm -D --undefined-only "$WEIGHTMAP_ADDON")" != *__asan_report* ]]; then
   echo "asan.sh: $WEIGHTMAP_ADDON is not instrumented (no __asan_report_* imports)" >&2
   exit 1
 fi
