@@ -72,6 +72,37 @@ describe('hostile files from the audit fail fast with a typed error (each in a c
   });
 });
 
+describe('layer counts the file cannot hold, in formats the audit did not name (each in a child process)', () => {
+  test('ajc1 n_layers 2^31-1 and GGUF llama.block_count 2^31-1 fail with a typed error', async () => {
+    const gguf = fs.readFileSync(fixture('llama-stories260k', 'stories260K.gguf'));
+    const key = Buffer.from('llama.block_count');
+    const blockCount = gguf.indexOf(key) + key.length + 4; // after the key and its u32 value type
+    expect(gguf.readUInt32LE(blockCount - 4)).toBe(4); // GGUF's UINT32
+    const cases: FuzzCase[] = [
+      {
+        target: 'ajc1', source: fixture('ajc1-qwen3-tiny', 'model.bin'), entry: 'model.bin', operation: 'read', options: { format: 'ajc1' },
+        edit: { kind: 'int', file: 'model.bin', field: 'n_layers', offset: 16, width: 4, value: '2147483647' },
+      },
+      {
+        target: 'gguf', source: fixture('llama-stories260k', 'stories260K.gguf'), entry: 'stories260K.gguf', operation: 'read', options: { format: 'gguf' },
+        edit: { kind: 'int', file: 'stories260K.gguf', field: 'llama.block_count', offset: blockCount, width: 4, value: '2147483647' },
+      },
+    ];
+    const results = await runCases(cases, path.join(tmp.dir, 'work-layers'), { heapMb: 512, caseTimeoutMs: 60000 });
+    expect(results.map((r) => [r.outcome, r.code])).toEqual([['typed', 'TRUNCATED'], ['typed', 'CONFIG_MISMATCH']]);
+  }, 120000);
+});
+
+describe('the harness', () => {
+  test('an abort is a crash and a spinning case a hang; the cases after each still run', async () => {
+    const ok: FuzzCase = { target: 'tllm', source: fixture('tllm-tiny', 'model.tllm'), entry: 'model.tllm', operation: 'read', options: { format: 'tllm' } };
+    const cases: FuzzCase[] = [{ ...ok, operation: 'abort' }, ok, { ...ok, operation: 'spin' }, ok];
+    const results = await runCases(cases, path.join(tmp.dir, 'work-harness'), { heapMb: 256, caseTimeoutMs: 3000 });
+    expect(results.map((r) => [r.index, r.outcome])).toEqual([[0, 'crash'], [1, 'accepted'], [2, 'hang'], [3, 'accepted']]);
+    expect(results[0].message).toMatch(/SIGABRT/);
+  }, 120000);
+});
+
 describe('tokenizer.json validated as HF tokenizers does', () => {
   const minilm = fs.readFileSync(fixture('tokenizers', 'minilm', 'tokenizer.json'), 'utf8');
 
@@ -90,15 +121,15 @@ describe('tokenizer.json validated as HF tokenizers does', () => {
   }
 
   test.each([
-    ['vocab null', [['model', 'vocab'], 'null'], '$.model.vocab'],
-    ['vocab a list', [['model', 'vocab'], '["[PAD]", "[UNK]"]'], '$.model.vocab'],
-    ['id -1', [['model', 'vocab', '[UNK]'], '-1'], '$.model.vocab["[UNK]"]'],
-    ['id 1.5', [['model', 'vocab', '[UNK]'], '1.5'], '$.model.vocab["[UNK]"]'],
-    ['id "x"', [['model', 'vocab', '[UNK]'], '"x"'], '$.model.vocab["[UNK]"]'],
-    ['id 1e300', [['model', 'vocab', '[UNK]'], '1e300'], '$.model.vocab["[UNK]"]'],
-    ['id 2^53', [['model', 'vocab', '[UNK]'], '9007199254740992'], '$.model.vocab["[UNK]"]'],
-    ['added token id 2^31', [['added_tokens', 0, 'id'], '2147483648'], '$.added_tokens[0].id'],
-  ] as [string, [(string | number)[], string], string][])('%s: BAD_HEADER naming %s', async (_name, set, jsonPath) => {
+    ['vocab null', '$.model.vocab', [['model', 'vocab'], 'null']],
+    ['vocab a list', '$.model.vocab', [['model', 'vocab'], '["[PAD]", "[UNK]"]']],
+    ['id -1', '$.model.vocab["[UNK]"]', [['model', 'vocab', '[UNK]'], '-1']],
+    ['id 1.5', '$.model.vocab["[UNK]"]', [['model', 'vocab', '[UNK]'], '1.5']],
+    ['id "x"', '$.model.vocab["[UNK]"]', [['model', 'vocab', '[UNK]'], '"x"']],
+    ['id 1e300', '$.model.vocab["[UNK]"]', [['model', 'vocab', '[UNK]'], '1e300']],
+    ['id 2^53', '$.model.vocab["[UNK]"]', [['model', 'vocab', '[UNK]'], '9007199254740992']],
+    ['added token id 2^31', '$.added_tokens[0].id', [['added_tokens', 0, 'id'], '2147483648']],
+  ] as [string, string, [(string | number)[], string]][])('%s: BAD_HEADER naming %s', async (_name, jsonPath, set) => {
     const error = await errorOf([set]);
     expect(error).toBeInstanceOf(WeightFormatError);
     expect(error.code).toBe('BAD_HEADER');

@@ -52,6 +52,10 @@ async function run(c: FuzzCase, target: string): Promise<string | undefined> {
       model.dispose();
       return undefined;
     }
+    case 'abort':
+      return process.abort();
+    case 'spin':
+      for (;;);
   }
 }
 

@@ -20,7 +20,8 @@ export type Edit =
   /** Replaces dimension `dim` of a .npy header's shape by `value` (raw text), keeping the header length. */
   | { kind: 'npy-shape'; file: string; dim: number; value: string };
 
-export type Operation = 'read' | 'tokenizer' | 'model';
+/** 'abort' and 'spin' exist to check the harness itself: they kill or hang the child on purpose. */
+export type Operation = 'read' | 'tokenizer' | 'model' | 'abort' | 'spin';
 
 export interface FuzzCase {
   /** Target name (for counts and messages). */
