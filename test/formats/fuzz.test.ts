@@ -24,8 +24,8 @@ import { runCases, type Outcome, type Result } from './fuzz/harness';
 
 const SECONDS = process.env.WEIGHTMAP_FUZZ_SECONDS ? Number(process.env.WEIGHTMAP_FUZZ_SECONDS) : undefined;
 const SEED = Number(process.env.WEIGHTMAP_FUZZ_SEED ?? 20261122);
-const CI_CASES_PER_TARGET = 120;
-const RANDOM_CASES = 150;
+const CI_CASES_PER_TARGET = 100;
+const RANDOM_CASES = 120;
 /** Limits of one child: V8 heap (MiB) and the time one case may take (generous: the machine is shared). */
 const LIMITS = { heapMb: 512, caseTimeoutMs: Number(process.env.WEIGHTMAP_FUZZ_CASE_MS ?? 30000) };
 

@@ -11,7 +11,7 @@ import { detectFormat, readWeights } from '../../../lib/formats';
 import { loadModel } from '../../../lib/model';
 import { loadTokenizer } from '../../../lib/tokenizers';
 import { closeWeights, type FormatName, type ModelWeights } from '../../../lib/weights';
-import { materialize, type FuzzCase } from './edits';
+import { CaseFolder, type FuzzCase } from './edits';
 
 export interface CaseResult {
   index: number;
@@ -62,12 +62,11 @@ async function run(c: FuzzCase, target: string): Promise<string | undefined> {
 async function main(): Promise<void> {
   const [casesFile, firstArg, workdir] = process.argv.slice(2);
   const cases = JSON.parse(fs.readFileSync(casesFile, 'utf8')) as FuzzCase[];
-  const originals = new Map<string, Buffer>();
+  const folder = new CaseFolder(path.join(workdir, 'case'));
   const out = (line: string) => fs.writeSync(1, `${line}\n`);
   for (let i = Number(firstArg); i < cases.length; i++) {
     const c = cases[i];
-    const dir = path.join(workdir, 'case');
-    const target = materialize(c, dir, originals);
+    const target = folder.prepare(c);
     out(`start ${i}`);
     const t0 = performance.now();
     let result: CaseResult;

@@ -118,34 +118,85 @@ export function applyEdit(original: Buffer, e: Edit): Buffer {
   }
 }
 
-/** Builds the case folder `dir`: the source (edited) and its sidecars; returns the path to read. */
-export function materialize(c: FuzzCase, dir: string, originals: Map<string, Buffer>): string {
-  const load = (file: string) => {
-    let b = originals.get(file);
+/** The bytes an edit that keeps the file's length may change, [begin, end); undefined for the others. */
+function editedSpan(e: Edit, length: number): [number, number] | undefined {
+  if (e.kind === 'int') return [Math.min(e.offset, length), Math.min(e.offset + e.width, length)];
+  if (e.kind === 'bytes' && !e.append) {
+    const offsets = [...(e.xor ?? []), ...(e.set ?? [])].map(([at]) => at).filter((at) => at < length);
+    return offsets.length ? [Math.min(...offsets), Math.max(...offsets) + 1] : [0, 0];
+  }
+  return undefined;
+}
+
+/**
+ * The folder a child reads its cases from. Consecutive cases of one source share a copy of it:
+ * each case writes its edit (only the edited bytes when the edit keeps the length, so that a
+ * 14 MB fixture is not rewritten for every case) and puts the original back before the next.
+ */
+export class CaseFolder {
+  private readonly originals = new Map<string, Buffer>();
+  private source: string | undefined;
+  private undo: (() => void) | undefined;
+
+  constructor(readonly dir: string) {}
+
+  private original(file: string): Buffer {
+    let b = this.originals.get(file);
     if (!b) {
       b = fs.readFileSync(file);
-      originals.set(file, b);
+      this.originals.set(file, b);
     }
     return b;
-  };
-  fs.rmSync(dir, { recursive: true, force: true });
-  if (fs.statSync(c.source).isDirectory()) {
-    fs.cpSync(c.source, dir, { recursive: true });
-    // Fixture trees are read-only; the copy must be writable to be edited and removed.
-    for (const f of fs.readdirSync(dir, { recursive: true }) as string[]) fs.chmodSync(path.join(dir, f), fs.statSync(path.join(dir, f)).isDirectory() ? 0o755 : 0o644);
-    fs.chmodSync(dir, 0o755);
-    if (c.edit) {
-      const file = path.join(dir, c.edit.file);
-      fs.writeFileSync(file, applyEdit(load(path.join(c.source, c.edit.file)), c.edit));
+  }
+
+  /** A fresh, writable copy of the case's source (and sidecars) in `dir`. */
+  private copy(c: FuzzCase): void {
+    fs.rmSync(this.dir, { recursive: true, force: true });
+    if (fs.statSync(c.source).isDirectory()) {
+      fs.cpSync(c.source, this.dir, { recursive: true });
+      // Fixture trees are read-only; the copy must be writable to be edited and removed.
+      for (const f of fs.readdirSync(this.dir, { recursive: true }) as string[]) {
+        const file = path.join(this.dir, f);
+        fs.chmodSync(file, fs.statSync(file).isDirectory() ? 0o755 : 0o644);
+      }
+      fs.chmodSync(this.dir, 0o755);
+    } else {
+      fs.mkdirSync(this.dir, { recursive: true });
+      for (const f of [c.source, ...(c.sidecars ?? [])]) fs.writeFileSync(path.join(this.dir, path.basename(f)), this.original(f));
     }
-    return path.join(dir, c.entry);
+    this.source = c.source;
   }
-  fs.mkdirSync(dir, { recursive: true });
-  for (const s of c.sidecars ?? []) {
-    const to = path.join(dir, path.basename(s));
-    fs.writeFileSync(to, c.edit && c.edit.file === path.basename(s) ? applyEdit(load(s), c.edit) : load(s));
+
+  /** Prepares case `c` (undoing the previous one); returns the path to read. */
+  prepare(c: FuzzCase): string {
+    this.undo?.();
+    this.undo = undefined;
+    if (this.source !== c.source) this.copy(c);
+    const e = c.edit;
+    if (e) {
+      const from = fs.statSync(c.source).isDirectory()
+        ? path.join(c.source, e.file)
+        : [c.source, ...(c.sidecars ?? [])].find((f) => path.basename(f) === e.file)!;
+      const original = this.original(from);
+      const edited = applyEdit(original, e);
+      const to = path.join(this.dir, e.file);
+      const span = editedSpan(e, original.length);
+      if (span) {
+        const write = (bytes: Buffer) => {
+          const fd = fs.openSync(to, 'r+');
+          try {
+            fs.writeSync(fd, bytes, span[0], span[1] - span[0], span[0]);
+          } finally {
+            fs.closeSync(fd);
+          }
+        };
+        write(edited);
+        this.undo = () => write(original);
+      } else {
+        fs.writeFileSync(to, edited);
+        this.undo = () => fs.writeFileSync(to, original);
+      }
+    }
+    return path.join(this.dir, c.entry);
   }
-  const main = path.join(dir, path.basename(c.source));
-  fs.writeFileSync(main, c.edit && c.edit.file === path.basename(c.source) ? applyEdit(load(c.source), c.edit) : load(c.source));
-  return path.join(dir, c.entry);
 }
