@@ -6,7 +6,7 @@
 # Any sanitizer report aborts the process, which fails the test (or, in the fuzz children, the
 # case) that triggered it.
 #
-#   scripts/asan.sh                          # build, then format + engine tests + fuzz (60 s)
+#   scripts/asan.sh                          # build, then format + engine tests + the fuzz corpus (>= 60 s)
 #   WEIGHTMAP_FUZZ_SECONDS=600 scripts/asan.sh
 #   scripts/asan.sh test/formats/npy.test.ts # build, then only these jest arguments
 set -euo pipefail
