@@ -33,6 +33,8 @@ export interface EngineTensorDesc {
   byteOffset: number;
   byteLength: number;
   scales?: { byteOffset: number; byteLength: number; groupSize: number };
+  /** A matrix whose bytes hold `shape` in column-major order (a Fortran-order .npy); only the decoder reads these. */
+  transposed?: boolean;
 }
 
 /** Tensor views by canonical name (lib/engines/native-spec.ts builds it from ModelWeights). */

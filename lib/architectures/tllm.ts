@@ -31,30 +31,33 @@ export interface TllmTensorSpec {
   linear: boolean;
 }
 
-/** Every tensor of the model, in TLLM file order. */
-export function tllmTensorSpecs(c: TllmConfig): TllmTensorSpec[] {
+/**
+ * Every tensor of the model, in TLLM file order, one at a time: a reader walks them against the
+ * file and stops at the first disagreement, whatever num_layers the header claims.
+ */
+export function* tllmTensorSpecsInOrder(c: TllmConfig): Generator<TllmTensorSpec> {
   const d = c.hiddenSize;
   const f = c.intermediateSize;
-  const out: TllmTensorSpec[] = [
-    { name: TLLM_NAMES.embed, shape: [c.vocabSize, d], linear: false },
-    { name: TLLM_NAMES.positions, shape: [c.maxSeqLen, d], linear: false },
-  ];
+  yield { name: TLLM_NAMES.embed, shape: [c.vocabSize, d], linear: false };
+  yield { name: TLLM_NAMES.positions, shape: [c.maxSeqLen, d], linear: false };
   for (let l = 0; l < c.numLayers; l++) {
-    out.push(
-      { name: TLLM_NAMES.q(l), shape: [d, d], linear: true },
-      { name: TLLM_NAMES.k(l), shape: [d, d], linear: true },
-      { name: TLLM_NAMES.v(l), shape: [d, d], linear: true },
-      { name: TLLM_NAMES.o(l), shape: [d, d], linear: true },
-      { name: TLLM_NAMES.fc1(l), shape: [f, d], linear: true },
-      { name: TLLM_NAMES.fc1Bias(l), shape: [f], linear: false },
-      { name: TLLM_NAMES.fc2(l), shape: [d, f], linear: true },
-      { name: TLLM_NAMES.fc2Bias(l), shape: [d], linear: false },
-      { name: TLLM_NAMES.ln1(l), shape: [d], linear: false },
-      { name: TLLM_NAMES.ln1Bias(l), shape: [d], linear: false },
-      { name: TLLM_NAMES.ln2(l), shape: [d], linear: false },
-      { name: TLLM_NAMES.ln2Bias(l), shape: [d], linear: false },
-    );
+    yield { name: TLLM_NAMES.q(l), shape: [d, d], linear: true };
+    yield { name: TLLM_NAMES.k(l), shape: [d, d], linear: true };
+    yield { name: TLLM_NAMES.v(l), shape: [d, d], linear: true };
+    yield { name: TLLM_NAMES.o(l), shape: [d, d], linear: true };
+    yield { name: TLLM_NAMES.fc1(l), shape: [f, d], linear: true };
+    yield { name: TLLM_NAMES.fc1Bias(l), shape: [f], linear: false };
+    yield { name: TLLM_NAMES.fc2(l), shape: [d, f], linear: true };
+    yield { name: TLLM_NAMES.fc2Bias(l), shape: [d], linear: false };
+    yield { name: TLLM_NAMES.ln1(l), shape: [d], linear: false };
+    yield { name: TLLM_NAMES.ln1Bias(l), shape: [d], linear: false };
+    yield { name: TLLM_NAMES.ln2(l), shape: [d], linear: false };
+    yield { name: TLLM_NAMES.ln2Bias(l), shape: [d], linear: false };
   }
-  out.push({ name: TLLM_NAMES.lmHead, shape: [c.vocabSize, d], linear: true });
-  return out;
+  yield { name: TLLM_NAMES.lmHead, shape: [c.vocabSize, d], linear: true };
+}
+
+/** Every tensor of the model, in TLLM file order. */
+export function tllmTensorSpecs(c: TllmConfig): TllmTensorSpec[] {
+  return [...tllmTensorSpecsInOrder(c)];
 }

@@ -17,7 +17,7 @@ import type {
   Sampler,
 } from '../../binding';
 import { DECODER_NAMES, decoderTensorShapes } from '../architectures/decoder';
-import { AbortError, DisposedError, UnsupportedError, WeightFormatError } from '../errors';
+import { AbortError, DisposedError, UnsupportedError } from '../errors';
 import { native } from '../native';
 import type { DecoderConfig, ModelWeights } from '../weights';
 import { fromNativeError } from './native-errors';
@@ -77,12 +77,8 @@ export function decoderWeightsSpec(weights: ModelWeights) {
   }
   const needed = new Set(decoderTensorShapes(c).map((t) => t.name));
   if (c.tieWordEmbeddings) needed.delete(DECODER_NAMES.lmHead);
-  for (const t of weights.tensors) {
-    if (needed.has(t.name) && t.transposed) {
-      throw new WeightFormatError('UNSUPPORTED', `tensor ${t.name} is stored transposed; the decoder needs [out,in]`, { path: weights.path });
-    }
-  }
-  return { spec: nativeWeightsSpec(weights, (name) => needed.has(name)), config: nativeConfig(c) };
+  // Matrices stored transposed (Fortran-order .npy) are transposed once at load (loadInfo.converted).
+  return { spec: nativeWeightsSpec(weights, (name) => needed.has(name), true), config: nativeConfig(c) };
 }
 
 export class DecoderEngine {

@@ -6,8 +6,12 @@
 import type { EngineTensorDesc, EngineWeightsSpec, MappedFile } from '../../binding';
 import type { ModelWeights } from '../weights';
 
-/** The spec of every tensor of `weights` (or only those `include` accepts). */
-export function nativeWeightsSpec(weights: ModelWeights, include: (name: string) => boolean = () => true): EngineWeightsSpec {
+/**
+ * The spec of every tensor of `weights` (or only those `include` accepts). With `anyOrder`, a view
+ * stored transposed is described by its canonical shape and `transposed: true` (the engine
+ * transposes it at load); without, by its stored shape, as the engines that read [in,out] expect.
+ */
+export function nativeWeightsSpec(weights: ModelWeights, include: (name: string) => boolean = () => true, anyOrder = false): EngineWeightsSpec {
   const files: MappedFile[] = [];
   const index = new Map<unknown, number>();
   const tensors: Record<string, EngineTensorDesc> = {};
@@ -21,7 +25,8 @@ export function nativeWeightsSpec(weights: ModelWeights, include: (name: string)
     }
     tensors[view.name] = {
       dtype: view.dtype,
-      shape: [...view.shape],
+      shape: anyOrder && view.transposed ? [...view.shape].reverse() : [...view.shape],
+      ...(anyOrder && view.transposed ? { transposed: true } : {}),
       file,
       byteOffset: view.byteOffset,
       byteLength: view.byteLength,

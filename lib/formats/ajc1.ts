@@ -14,7 +14,7 @@ import { UnsupportedError } from '../errors';
 import { mapFile, type MappedSource } from '../mapping';
 import { numel, type DecoderConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { DECODER_NAMES as N } from '../architectures/decoder';
-import { ByteCursor, fail } from './bytes';
+import { ByteCursor, fail, sizeForLayers } from './bytes';
 import { ajc1TemplatesFromHf, ajc1TokenizerFromHf, hfSideFolder } from './ajc1-sidecars';
 import { q8Chunks } from './q8-quantize';
 import { rawChunks, releasePages } from './tensor-data';
@@ -149,6 +149,11 @@ function readHeader(cur: ByteCursor): { config: DecoderConfig; groupSize: number
 function parse(src: MappedSource): { config: DecoderConfig; tensors: TensorView[] } {
   const cur = new ByteCursor(src.bytes, src.path);
   const { config, groupSize } = readHeader(cur);
+  // Compared before the layout is built: n_layers = 2^31-1 must not become 2^31 tensor specs.
+  const size = sizeForLayers(config.numLayers, (layers) => ajc1FileSize({ ...config, numLayers: layers }, groupSize));
+  if (size > src.byteLength) {
+    fail('TRUNCATED', 'the file is shorter than its header says', { path: src.path, offset: src.byteLength, expected: `${size} bytes`, found: `${src.byteLength} bytes` });
+  }
   const tensors: TensorView[] = [];
   for (const t of ajc1Layout(config)) {
     const n = numel(t.shape);

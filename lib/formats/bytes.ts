@@ -165,3 +165,24 @@ export class ByteCursor {
     this.offset += n;
   }
 }
+
+/**
+ * The size of a model whose footprint is linear in its layer count, computed from the sizes at
+ * 0 and 1 layers: readers compare it with the file before anything is built per layer, so a
+ * header claiming 2^31 layers costs two tiny evaluations, not 2^31 tensor specs.
+ */
+export function sizeForLayers(layers: number, sizeAt: (layers: number) => number): number {
+  const base = sizeAt(0);
+  return base + layers * (sizeAt(1) - base);
+}
+
+/**
+ * Throws CONFIG_MISMATCH unless `layers` <= `tensors`: in formats that store every layer's
+ * weights as tensors of their own, each layer has at least one, so a larger count is a lie the
+ * tensors present refute, checked before anything is built per layer.
+ */
+export function checkLayerCount(key: string, layers: number, tensors: number, details: { path?: string; offset?: number } = {}): void {
+  if (layers > tensors) {
+    fail('CONFIG_MISMATCH', `${key} claims more layers than the file has tensors`, { ...details, expected: `<= ${tensors}`, found: layers });
+  }
+}

@@ -10,7 +10,7 @@ import { UnsupportedError } from '../errors';
 import { mapFile, type MappedSource } from '../mapping';
 import { numel, type BertConfig, type DType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { bertTensorSpecs, BERT_NAMES } from '../architectures/bert';
-import { ByteCursor, checkNoOverlap, checkRange, fail } from './bytes';
+import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from './bytes';
 import { crc32, crc32Combine, crc32Native, fnv1a32 } from './checksums';
 import type { FloatDType } from './dtype-convert';
 import { EMBD_METADATA_PREFIX } from './safetensors';
@@ -353,6 +353,7 @@ function configFromMetadata(meta: Map<string, string>, path: string, typeRows: n
 /** Views for the descriptors, checked against the architecture: names, shapes, dtypes, bounds, overlap. */
 function tensorViews(src: MappedSource, h: EmbdHeader, descriptors: Descriptor[], config: BertConfig): TensorView[] {
   const path = src.path;
+  checkLayerCount('metadata num_layers', config.numLayers, descriptors.length, { path, offset: h.metadataOffset });
   const specs = new Map(bertTensorSpecs(config).map((s) => [s.name, s]));
   const seen = new Set<string>();
   let dataEnd = 0;
@@ -421,6 +422,9 @@ async function read(path: string, options: ReadOptions = {}): Promise<ModelWeigh
     }
     const reservedFooter = src.bytes.readUInt32LE(h.totalFileSize - 4);
     if (reservedFooter !== 0) fail('BAD_HEADER', 'the reserved footer word is not 0', { path, offset: h.totalFileSize - 4, expected: 0, found: reservedFooter });
+    // The file CRC covers the metadata, vocabulary and index: verify it before reading meaning
+    // into them, so that a flipped bit reports the checksum, not its consequence.
+    if (h.flags & FLAG_CHECKSUM_ENABLED && verify) await verifyDataAndFile(src, h);
     const entries = readMetadata(src, h);
     const meta = new Map(entries);
     const vocab = h.flags & FLAG_VOCAB_EMBEDDED ? readVocab(src, h) : undefined;
@@ -431,7 +435,6 @@ async function read(path: string, options: ReadOptions = {}): Promise<ModelWeigh
       fail('CONFIG_MISMATCH', 'token_count differs from the metadata vocab_size', { path, offset: h.vocabOffset, expected: config.vocabSize, found: vocab.count });
     }
     const tensors = tensorViews(src, h, descriptors, config);
-    if (h.flags & FLAG_CHECKSUM_ENABLED && verify) await verifyDataAndFile(src, h);
     const tokenizer: TokenizerData | undefined = vocab && {
       kind: 'wordpiece',
       tokens: vocab.tokens,

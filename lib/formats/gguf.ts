@@ -24,7 +24,7 @@
 import { DECODER_NAMES, decoderTensorShapes } from '../architectures/decoder';
 import { mapFile, type MappedSource } from '../mapping';
 import type { DecoderConfig, DType, ModelConfig, ModelWeights, TensorView, TokenizerData } from '../weights';
-import { ByteCursor, checkNoOverlap, checkRange, fail } from './bytes';
+import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from './bytes';
 import { writeGguf } from './gguf-writer';
 import type { FormatModule, Probe, ReadOptions } from './types';
 
@@ -531,6 +531,7 @@ function build(src: MappedSource, file: GgufFile): Omit<ModelWeights, 'path' | '
   if ((arch === 'llama' || arch === 'qwen3') && file.tensors.length > 0) {
     const byName = new Map(file.tensors.map((t) => [t.name, t]));
     const config = decoderConfig(kv, arch, byName, tokenizer);
+    checkLayerCount(`metadata '${arch}.block_count'`, config.numLayers, file.tensors.length, { path });
     const canonical = new Map<string, GgufTensorInfo>();
     for (const t of file.tensors) {
       const name = canonicalDecoderName(t.name);

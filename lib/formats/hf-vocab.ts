@@ -9,6 +9,8 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
+import { runNow } from '../tokenizers/steps';
+import { validateTokenizerJsonSteps, validateVocabSteps } from '../tokenizers/validate-json';
 import type { TokenizerData } from '../weights';
 import { fail } from './bytes';
 import type { HfJson } from './hf-config';
@@ -75,6 +77,7 @@ function mergePair(entry: unknown, rank: number, path: string): [string, string]
 
 function fromTokenizerJson(path: string, config: HfJson | undefined): HfVocabulary | undefined {
   const json = readJson(path);
+  runNow(validateTokenizerJsonSteps(json, path));
   if (!isObject(json) || !isObject(json.model)) return fail('BAD_HEADER', 'tokenizer.json has no model object', { path });
   const model = json.model;
   const type = model.type ?? (model.merges !== undefined ? 'BPE' : undefined);
@@ -109,7 +112,9 @@ function fromVocabMerges(dir: string, config: HfJson | undefined): HfVocabulary 
   const vocabPath = nodePath.join(dir, 'vocab.json');
   const mergesPath = nodePath.join(dir, 'merges.txt');
   const tokens: (string | undefined)[] = [];
-  vocabObject(readJson(vocabPath), tokens, vocabPath);
+  const vocab = readJson(vocabPath);
+  runNow(validateVocabSteps(vocab, vocabPath, '$'));
+  vocabObject(vocab, tokens, vocabPath);
   addedFromConfig(config, tokens, nodePath.join(dir, 'tokenizer_config.json'));
   const merges: [string, string][] = [];
   fs.readFileSync(mergesPath, 'utf8')

@@ -105,7 +105,7 @@ export function validateMoondreamConfig(c: MoondreamConfig, path?: string): void
     ['image_size', c.vision.imageSize], ['n_patches', c.vision.numPatches], ['proj_hidden', c.vision.projHidden],
   ];
   for (const [name, v] of positiveInts) {
-    if (!Number.isSafeInteger(v) || v <= 0) fail('CONFIG_MISMATCH', `${name} must be a positive integer`, { path, expected: '> 0', found: v });
+    if (!Number.isSafeInteger(v) || v <= 0 || v > 0x7fffffff) fail('CONFIG_MISMATCH', `${name} must be a positive 32-bit integer`, { path, expected: '1..2^31-1', found: v });
   }
   const check = (ok: boolean, message: string, expected: unknown, found: unknown) => ok || fail('CONFIG_MISMATCH', message, { path, expected, found });
   check(c.text.numHeads * c.text.headDim === c.text.hiddenSize, 'text_dim != text_heads * text_head_dim', c.text.numHeads * c.text.headDim, c.text.hiddenSize);
@@ -233,7 +233,9 @@ function parse(src: MappedSource, config: MoondreamConfig): TensorView[] {
   if (version !== MOON_VERSION) fail('BAD_VERSION', 'unsupported MOON version', { path, offset: 4, expected: MOON_VERSION, found: version });
 
   const byFile = new Map(MOON_RECORDS.map((r) => [r.file, r]));
-  const canon = canonicalShapes(config);
+  // Per-layer shapes do not depend on the layer count: take them from a one-layer model, so a
+  // config.json claiming 2^31 layers builds nothing per layer (the records then disagree with it).
+  const canon = canonicalShapes({ ...config, text: { ...config.text, numLayers: 1 }, vision: { ...config.vision, numLayers: 1 } });
   const seen = new Set<string>();
   const tensors: TensorView[] = [];
   while (cur.remaining > 0) {

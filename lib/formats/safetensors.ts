@@ -28,7 +28,7 @@ import { moondreamTensorSpecs } from '../architectures/moondream';
 import { tllmTensorSpecs } from '../architectures/tllm';
 import { mapFile, type MappedSource } from '../mapping';
 import { DTYPE_BYTES, numel, type DType, type ModelConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
-import { ByteCursor, fail } from './bytes';
+import { ByteCursor, checkLayerCount, fail } from './bytes';
 import type { FloatDType } from './dtype-convert';
 import { jsonText, readHfFolderConfig, readJsonFile, writeHfFolderConfig, type HfJson } from './hf-config';
 import { readHfVocabulary, wordPieceData } from './hf-vocab';
@@ -230,7 +230,23 @@ function architectureTensors(config: ModelConfig, views: TensorView[]): { specs:
   }
 }
 
+/** The layer counts of a configuration, by the config.json key that sets each. */
+function layerCounts(config: ModelConfig): [string, number][] {
+  switch (config.architecture) {
+    case 'llama':
+    case 'qwen3':
+    case 'bert':
+    case 'tllm':
+      return [['num_hidden_layers', config.numLayers]];
+    case 'moondream':
+      return [['text_layers', config.text.numLayers], ['vision_layers', config.vision.numLayers]];
+    default:
+      return [];
+  }
+}
+
 function canonicalize(config: ModelConfig, views: TensorView[], path: string): TensorView[] {
+  for (const [key, layers] of layerCounts(config)) checkLayerCount(key, layers, views.length, { path });
   const arch = architectureTensors(config, views);
   if (!arch) return views;
   const specs = new Map(arch.specs.map((s) => [s.name, s]));

@@ -7,7 +7,7 @@
 import { UnsupportedError } from '../errors';
 import { mapFile, type MappedSource } from '../mapping';
 import type { ModelWeights, TensorView, TllmConfig } from '../weights';
-import { tllmTensorSpecs } from '../architectures/tllm';
+import { tllmTensorSpecs, tllmTensorSpecsInOrder } from '../architectures/tllm';
 import { ByteCursor, fail } from './bytes';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { requireTensor, runWriteJob, tensorsByName } from './write-job';
@@ -67,7 +67,9 @@ function parse(src: MappedSource): { config: TllmConfig; tensors: TensorView[] }
   const cur = new ByteCursor(src.bytes, src.path);
   const config = readHeader(cur);
   const tensors: TensorView[] = [];
-  for (const spec of tllmTensorSpecs(config)) {
+  // One spec at a time: every record takes at least 8 bytes, so a num_layers the file cannot
+  // hold ends in TRUNCATED or SHAPE_MISMATCH after at most file-size / 8 steps.
+  for (const spec of tllmTensorSpecsInOrder(config)) {
     const stored = spec.linear ? [spec.shape[1], spec.shape[0]] : spec.shape;
     const at = cur.offset;
     const found = stored.length === 2 ? [cur.u64(`the rows of ${spec.name}`), cur.u64(`the cols of ${spec.name}`)] : [cur.u64(`the length of ${spec.name}`)];

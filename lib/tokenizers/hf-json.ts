@@ -13,6 +13,7 @@ import { normalizerFromJson } from './normalizers';
 import type { SpecialWrapping } from './post-process';
 import { GPT2_PATTERN, preTokenizerFromJson, QWEN2_PATTERN, regexPreTokenizer } from './pretokenizers';
 import type { SpecialTokenIds, Tokenizer } from './types';
+import { validateAddedTokensDecoder, validateTokenizerJsonSteps, validateVocabSteps } from './validate-json';
 import { WordPieceTokenizer } from './wordpiece';
 
 function addedTokenFromJson(entry: any, id: number): AddedToken {
@@ -144,10 +145,8 @@ function* vocabMapSteps(vocabJson: any): Steps<Map<string, number>> {
 
 /** tokenizerFromJson in slices (see steps.ts). */
 export function* tokenizerFromJsonSteps(json: any, where: string, config?: any): Steps<Tokenizer> {
-  const model = json?.model;
-  if (!model || typeof model !== 'object') {
-    throw new WeightFormatError('BAD_HEADER', 'tokenizer.json has no model', { path: where });
-  }
+  yield* validateTokenizerJsonSteps(json, where);
+  const model = json.model;
   const addedTokens: AddedToken[] = ((json.added_tokens ?? []) as any[]).map((e) => addedTokenFromJson(e, Number(e.id)));
   const type = model.type ?? (model.merges ? 'BPE' : model.vocab && !Array.isArray(model.vocab) ? 'WordPiece' : undefined);
   const vocab = yield* vocabMapSteps(model.vocab);
@@ -217,6 +216,8 @@ export function tokenizerFromVocabMerges(vocabJson: any, mergesTxt: string, conf
 
 /** tokenizerFromVocabMerges in slices (see steps.ts). */
 export function* tokenizerFromVocabMergesSteps(vocabJson: any, mergesTxt: string, config: any, where: string): Steps<Tokenizer> {
+  yield* validateVocabSteps(vocabJson, where, '$');
+  validateAddedTokensDecoder(config, where);
   const vocab = yield* vocabMapSteps(vocabJson);
   const lines = mergesTxt.split('\n');
   const merges: [string, string][] = [];

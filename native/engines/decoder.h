@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -110,6 +111,12 @@ class DecoderModel {
   int64_t end_layer_ = 0;
   LoadCost cost_;
   double load_ms_ = 0;
+  // Row-major copies of the matrices stored transposed, and their refs (deques: never moved).
+  std::deque<std::vector<uint8_t>> transposed_bytes_;
+  std::deque<TensorRef> transposed_refs_;
+
+  // `t` in row-major order: itself, or (stored transposed) a copy transposed once here.
+  const TensorRef& RowMajor(const TensorRef& t);
 };
 
 // Element type of a session's KV cache: f32 (exact) or f16 (half the memory and the traffic per

@@ -1,5 +1,7 @@
 // Loading a decoder: every tensor checked against the config, then prepared for the kernels.
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "engines/decoder.h"
 
@@ -9,6 +11,26 @@ namespace decoder {
 namespace {
 
 std::string LayerName(int64_t l, const char* rest) { return "model.layers." + std::to_string(l) + "." + rest; }
+
+// dst [rows, cols] = the transpose of src [cols, rows] (elements of type T), across the pool, in
+// 32x32 tiles: a tile's 32 source rows stay in cache while its 32 output rows are written.
+template <typename T>
+void Transpose(const uint8_t* src_bytes, uint8_t* dst_bytes, int64_t rows, int64_t cols, ThreadPool& pool) {
+  constexpr int64_t kTile = 32;
+  T* dst = reinterpret_cast<T*>(dst_bytes);  // a fresh vector: aligned
+  pool.ParallelFor(rows, kTile, [&](int64_t r0, int64_t r1) {
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+      const int64_t c1 = std::min(cols, c0 + kTile);
+      for (int64_t r = r0; r < r1; r++) {
+        for (int64_t c = c0; c < c1; c++) {
+          T v;
+          std::memcpy(&v, src_bytes + (c * rows + r) * sizeof(T), sizeof(T));  // the mapping may be unaligned
+          dst[r * cols + c] = v;
+        }
+      }
+    }
+  });
+}
 
 // A norm weight as f32 (norms are tiny; every dtype is converted to an owned copy).
 std::vector<float> LoadVector(const WeightsSpec& spec, const std::string& name, int64_t n, LoadCost* cost) {
@@ -23,12 +45,22 @@ std::vector<float> LoadVector(const WeightsSpec& spec, const std::string& name, 
   return out;
 }
 
-Matrix LoadMatrix(const WeightsSpec& spec, const std::string& name, int64_t rows, int64_t cols,
-                  const DecoderOptions& options, LoadCost* cost, ThreadPool& pool) {
-  return Matrix::Prepare(spec.Require(name, {rows, cols}), options.quant, options.group_size, cost, pool);
-}
-
 }  // namespace
+
+const TensorRef& DecoderModel::RowMajor(const TensorRef& t) {
+  if (!t.transposed) return t;
+  const int64_t rows = t.shape[0], cols = t.shape[1];
+  std::vector<uint8_t>& bytes = transposed_bytes_.emplace_back(t.byte_length);
+  // The spec admits only f32, f16 and bf16 transposed.
+  if (t.dtype == DType::F32) Transpose<uint32_t>(t.data, bytes.data(), rows, cols, *pool_);
+  else Transpose<uint16_t>(t.data, bytes.data(), rows, cols, *pool_);
+  TensorRef& copy = transposed_refs_.emplace_back(t);
+  copy.transposed = false;
+  copy.data = bytes.data();
+  cost_.copied_bytes += t.byte_length;
+  cost_.converted++;
+  return copy;
+}
 
 void DecoderConfig::Validate() const {
   auto fail = [](const std::string& what) { throw SpecError("CONFIG_MISMATCH", what); };
@@ -61,16 +93,19 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
   if (m.first_layer_ < 0 || m.first_layer_ >= m.end_layer_ || m.end_layer_ > c.n_layers)
     throw SpecError("CONFIG_MISMATCH", "layers [" + std::to_string(m.first_layer_) + ", " + std::to_string(m.end_layer_) +
                                            ") are not a non-empty range of the model's " + std::to_string(c.n_layers));
+  m.pool_ = std::make_unique<ThreadPool>(options.threads);
+  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
+    return Matrix::Prepare(m.RowMajor(s.RequireAnyOrder(name, {rows, cols})), options.quant, options.group_size, &m.cost_, *m.pool_);
+  };
   // A pipeline stage maps only its own tensors: the embedding when it embeds (or is the tied head).
   if (m.embeds() || (m.has_head() && c.tied)) {
-    const TensorRef& embed = s.Require("model.embed_tokens.weight", {c.vocab, c.dim});
+    const TensorRef& embed = m.RowMajor(s.RequireAnyOrder("model.embed_tokens.weight", {c.vocab, c.dim}));
     if ((embed.dtype == DType::Q8_0 || embed.dtype == DType::GgmlQ8_0) && c.dim % embed.group != 0)
       throw SpecError("SHAPE_MISMATCH", "embedding rows of " + std::to_string(c.dim) + " are not whole groups of " +
                                             std::to_string(embed.group));
     m.embed_ = &embed;
   }
 
-  m.pool_ = std::make_unique<ThreadPool>(options.threads);
   m.layers_.resize(c.n_layers);
   for (int64_t l = m.first_layer_; l < m.end_layer_; l++) {
     DecoderLayer& L = m.layers_[l];
@@ -80,17 +115,17 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
       L.q_norm = LoadVector(s, LayerName(l, "self_attn.q_norm.weight"), c.head_dim, &m.cost_);
       L.k_norm = LoadVector(s, LayerName(l, "self_attn.k_norm.weight"), c.head_dim, &m.cost_);
     }
-    L.wq = LoadMatrix(s, LayerName(l, "self_attn.q_proj.weight"), c.q_dim(), c.dim, options, &m.cost_, *m.pool_);
-    L.wk = LoadMatrix(s, LayerName(l, "self_attn.k_proj.weight"), c.kv_dim(), c.dim, options, &m.cost_, *m.pool_);
-    L.wv = LoadMatrix(s, LayerName(l, "self_attn.v_proj.weight"), c.kv_dim(), c.dim, options, &m.cost_, *m.pool_);
-    L.wo = LoadMatrix(s, LayerName(l, "self_attn.o_proj.weight"), c.dim, c.q_dim(), options, &m.cost_, *m.pool_);
-    L.w_gate = LoadMatrix(s, LayerName(l, "mlp.gate_proj.weight"), c.hidden, c.dim, options, &m.cost_, *m.pool_);
-    L.w_up = LoadMatrix(s, LayerName(l, "mlp.up_proj.weight"), c.hidden, c.dim, options, &m.cost_, *m.pool_);
-    L.w_down = LoadMatrix(s, LayerName(l, "mlp.down_proj.weight"), c.dim, c.hidden, options, &m.cost_, *m.pool_);
+    L.wq = matrix(LayerName(l, "self_attn.q_proj.weight"), c.q_dim(), c.dim);
+    L.wk = matrix(LayerName(l, "self_attn.k_proj.weight"), c.kv_dim(), c.dim);
+    L.wv = matrix(LayerName(l, "self_attn.v_proj.weight"), c.kv_dim(), c.dim);
+    L.wo = matrix(LayerName(l, "self_attn.o_proj.weight"), c.dim, c.q_dim());
+    L.w_gate = matrix(LayerName(l, "mlp.gate_proj.weight"), c.hidden, c.dim);
+    L.w_up = matrix(LayerName(l, "mlp.up_proj.weight"), c.hidden, c.dim);
+    L.w_down = matrix(LayerName(l, "mlp.down_proj.weight"), c.dim, c.hidden);
   }
   if (m.has_head()) {
     m.final_norm_ = LoadVector(s, "model.norm.weight", c.dim, &m.cost_);
-    const TensorRef& head = c.tied ? *m.embed_ : s.Require("lm_head.weight", {c.vocab, c.dim});
+    const TensorRef& head = c.tied ? *m.embed_ : m.RowMajor(s.RequireAnyOrder("lm_head.weight", {c.vocab, c.dim}));
     m.classifier_ = Matrix::Prepare(head, options.quant, options.group_size, &m.cost_, *m.pool_);
   }
 

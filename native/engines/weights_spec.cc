@@ -128,6 +128,14 @@ std::shared_ptr<WeightsSpec> WeightsSpec::FromValue(Napi::Value value) {
     t.data = mapping.At(offset, length);
     t.byte_length = length;
 
+    Napi::Value transposed = desc.Get("transposed");
+    if (!transposed.IsUndefined()) {
+      if (!transposed.IsBoolean()) ThrowTypeError(env, name + ".transposed must be a boolean");
+      t.transposed = transposed.As<Napi::Boolean>().Value();
+      if (t.transposed && (t.shape.size() != 2 || t.dtype == DType::Q8_0 || t.dtype == DType::GgmlQ8_0))
+        throw SpecError("UNSUPPORTED", "tensor " + t.Describe() + " is stored transposed; only f32/f16/bf16 matrices can be");
+    }
+
     Napi::Value scales = desc.Get("scales");
     if (t.dtype == DType::Q8_0) {
       if (!scales.IsObject()) throw SpecError("MISSING_TENSOR", "q8_0 tensor " + name + " has no scales");
@@ -162,6 +170,13 @@ const TensorRef* WeightsSpec::Find(const std::string& name) const {
 }
 
 const TensorRef& WeightsSpec::Require(const std::string& name, const std::vector<int64_t>& shape) const {
+  const TensorRef& t = RequireAnyOrder(name, shape);
+  if (t.transposed)
+    throw SpecError("UNSUPPORTED", "tensor " + t.Describe() + " is stored transposed (column-major), which this engine does not read");
+  return t;
+}
+
+const TensorRef& WeightsSpec::RequireAnyOrder(const std::string& name, const std::vector<int64_t>& shape) const {
   const TensorRef* t = Find(name);
   if (!t) throw SpecError("MISSING_TENSOR", "the weights have no tensor " + name);
   if (t->shape != shape)

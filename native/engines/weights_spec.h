@@ -6,7 +6,10 @@
 // JS shape:
 //   { files: MappedFile[],
 //     tensors: { [canonicalName]: { dtype, shape: number[], file: number, byteOffset, byteLength,
-//                                   scales?: { byteOffset, byteLength, groupSize } } } }
+//                                   scales?: { byteOffset, byteLength, groupSize },
+//                                   transposed?: boolean } } }
+// `transposed`: the bytes hold the matrix [shape[1], shape[0]] row-major, i.e. `shape` in column-major
+// order (a Fortran-order .npy). Require() refuses such a tensor; only RequireAnyOrder() returns it.
 #pragma once
 
 #include <napi.h>
@@ -49,6 +52,7 @@ struct TensorRef {
   uint64_t byte_length = 0;
   const uint8_t* scales = nullptr;  // Q8_0: numel / group f32 values (possibly unaligned)
   int group = 0;                    // Q8_0: elements per scale; GgmlQ8_0: 32
+  bool transposed = false;          // rank 2 only: data is [shape[1], shape[0]] row-major
 
   // "name [a, b] f32" for messages.
   std::string Describe() const;
@@ -60,8 +64,11 @@ class WeightsSpec {
   static std::shared_ptr<WeightsSpec> FromValue(Napi::Value spec);
 
   const TensorRef* Find(const std::string& name) const;
-  // The tensor `name` with exactly `shape`, or SpecError MISSING_TENSOR / SHAPE_MISMATCH.
+  // The tensor `name` with exactly `shape`, or SpecError MISSING_TENSOR / SHAPE_MISMATCH
+  // (UNSUPPORTED when it is stored transposed).
   const TensorRef& Require(const std::string& name, const std::vector<int64_t>& shape) const;
+  // The same, stored in either order (the caller handles `transposed`).
+  const TensorRef& RequireAnyOrder(const std::string& name, const std::vector<int64_t>& shape) const;
 
   const std::map<std::string, TensorRef>& tensors() const { return tensors_; }
   // The path of the file that holds a tensor, for messages.
