@@ -156,6 +156,16 @@ export interface KernelsBinding {
   /** y [m, rows] = X·Wᵀ: xq [m·cols], xs [m·cols/group]. */
   matmulQ8(isa: string, wq: Int8Array, ws: Float32Array, xq: Int8Array, xs: Float32Array, y: Float32Array,
     m: number, rows: number, cols: number, group: number, threads?: number): void;
+  /** x = the exact dequantization of `blocks` (whole blocks of ggml `type`: 'q4_0', 'q4_k', 'iq4_xs', ...). */
+  dequantizeBlocks(type: string, blocks: Uint8Array, x: Float32Array): void;
+  /** Activations for ggmlMatmul: q, d as quantizeQ8 with group 32, sum[n / 16] = Σ q per 16 values. */
+  quantizeAct(isa: string, x: Float32Array, q: Int8Array, d: Float32Array, sum: Int16Array): void;
+  /**
+   * y [m, rows] = X·Wᵀ, W [rows, n] of ggml blocks of `type` (row after row), X quantized by
+   * quantizeAct (xq [m·n], xd [m·n/32], xsum [m·n/16]); contract in native/kernels/kernels.h.
+   */
+  ggmlMatmul(isa: string, type: string, w: Uint8Array, xq: Int8Array, xd: Float32Array, xsum: Int16Array, y: Float32Array,
+    m: number, rows: number, n: number, threads?: number): void;
   /**
    * Per-row int8 activations: s[i] = max|x_i| / 127, q = round half away (x · f32(127 / max|x_i|)) in
    * [-127, 127], rows of ldq >= k values (the padding 0), decoded from the table's own encoding.

@@ -60,6 +60,9 @@ void sgemm_packed(const float* x, int64_t m, const F32Panels& w, const float* bi
 void attention(const float* q, const float* k, const float* v, float* out, int64_t T, int64_t hd, int64_t ld,
                float scale, float* scratch);
 float f16_to_f32_one(uint16_t h);
+// The ggml kernels (ggml_dot.cc): every slot filled; dispatch.cc fills a table's null slots from it.
+void quantize_act(const float* x, int64_t n, int8_t* q, float* d, int16_t* sum);
+const GgmlKernels& ggml();
 uint16_t f32_to_f16_one(float f);
 }  // namespace scalar
 
