@@ -319,7 +319,7 @@ export declare class BertEncoder {
 export type DecoderNativeConfig = Pick<
   DecoderConfig,
   | 'hiddenSize' | 'intermediateSize' | 'numLayers' | 'numHeads' | 'numKvHeads' | 'headDim' | 'vocabSize'
-  | 'maxSeqLen' | 'rmsNormEps' | 'ropeTheta' | 'ropePairing' | 'tieWordEmbeddings' | 'qkNorm'
+  | 'maxSeqLen' | 'rmsNormEps' | 'ropeTheta' | 'ropePairing' | 'tieWordEmbeddings' | 'qkNorm' | 'qkvBias' | 'ropeFreqFactors'
 >;
 
 export interface DecoderNativeOptions {
@@ -420,6 +420,13 @@ export interface NativeBinding {
    * s = max|w| / 127 and q = round-half-to-even(w / s) in float32 (FORMATS.md §5.2; a zero group
    * gets s = 0, q = 0; NaN -> 0). Resolves when both arrays are filled; keeps the mapping alive.
    */
+  /**
+   * `count` elements at `byteOffset` of `file` as float32 into `out` [count], on libuv's thread
+   * pool (native/napi/dequantize_napi.cc): f32/f16/bf16 widened exactly, ggml blocks ('ggml_q8_0',
+   * 'ggml_q4_k', ...; count whole blocks) dequantized bit-equal to ggml. RangeError if the range
+   * lies outside the file; keeps the mapping and `out` alive until it settles.
+   */
+  dequantizeWeights(file: MappedFile, byteOffset: number, dtype: string, count: number, out: Float32Array): Promise<void>;
   quantizeQ8Weights(
     file: MappedFile,
     byteOffset: number,

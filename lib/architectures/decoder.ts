@@ -1,9 +1,37 @@
 /**
- * Canonical tensor names and shapes of the Llama/Qwen3 decoder (HF transformers' keys, [out,in]
- * matrices). Every reader of a decoder format names its tensors with these, every writer maps
- * from them, and the engine looks them up here.
+ * The decoder variants (Llama, Qwen2, Qwen3) and their canonical tensor names and shapes (HF
+ * transformers' keys, [out,in] matrices). Every reader of a decoder format names its tensors with
+ * these, every writer maps from them, and the engine looks them up here. A variant that differs
+ * from Llama by a feature the engine has (biases, QK-norm) is one entry of DECODER_VARIANTS.
  */
-import type { DecoderConfig } from '../weights';
+import type { DecoderConfig, ModelConfig } from '../weights';
+
+export interface DecoderVariant {
+  /** Per-head RMSNorm of q and k before RoPE. */
+  qkNorm: boolean;
+  /** Biases on the q, k and v projections. */
+  qkvBias: boolean;
+  /** RoPE pairing of the q/k rows as llama.cpp stores them in GGUF. */
+  ggufRopePairing: 'half' | 'interleaved';
+  /** RMSNorm epsilon when a GGUF file omits it. */
+  ggufDefaultEps: number;
+}
+
+export const DECODER_VARIANTS = {
+  llama: { qkNorm: false, qkvBias: false, ggufRopePairing: 'interleaved', ggufDefaultEps: 1e-5 },
+  qwen2: { qkNorm: false, qkvBias: true, ggufRopePairing: 'half', ggufDefaultEps: 1e-6 },
+  qwen3: { qkNorm: true, qkvBias: false, ggufRopePairing: 'half', ggufDefaultEps: 1e-6 },
+} as const satisfies Record<string, DecoderVariant>;
+
+export type DecoderArchitecture = keyof typeof DECODER_VARIANTS;
+
+export function isDecoderArchitecture(name: unknown): name is DecoderArchitecture {
+  return typeof name === 'string' && Object.prototype.hasOwnProperty.call(DECODER_VARIANTS, name);
+}
+
+export function isDecoderConfig(config: ModelConfig): config is DecoderConfig {
+  return isDecoderArchitecture(config.architecture);
+}
 
 export const DECODER_NAMES = {
   embed: 'model.embed_tokens.weight',
@@ -16,6 +44,9 @@ export const DECODER_NAMES = {
   o: (l: number) => `model.layers.${l}.self_attn.o_proj.weight`,
   qNorm: (l: number) => `model.layers.${l}.self_attn.q_norm.weight`,
   kNorm: (l: number) => `model.layers.${l}.self_attn.k_norm.weight`,
+  qBias: (l: number) => `model.layers.${l}.self_attn.q_proj.bias`,
+  kBias: (l: number) => `model.layers.${l}.self_attn.k_proj.bias`,
+  vBias: (l: number) => `model.layers.${l}.self_attn.v_proj.bias`,
   ffnNorm: (l: number) => `model.layers.${l}.post_attention_layernorm.weight`,
   gate: (l: number) => `model.layers.${l}.mlp.gate_proj.weight`,
   up: (l: number) => `model.layers.${l}.mlp.up_proj.weight`,
@@ -36,6 +67,9 @@ export function decoderTensorShapes(c: DecoderConfig): { name: string; shape: nu
       { name: DECODER_NAMES.v(l), shape: [kvDim, d] },
       { name: DECODER_NAMES.o(l), shape: [d, qDim] },
     );
+    if (c.qkvBias) {
+      out.push({ name: DECODER_NAMES.qBias(l), shape: [qDim] }, { name: DECODER_NAMES.kBias(l), shape: [kvDim] }, { name: DECODER_NAMES.vBias(l), shape: [kvDim] });
+    }
     if (c.qkNorm) {
       out.push({ name: DECODER_NAMES.qNorm(l), shape: [c.headDim] }, { name: DECODER_NAMES.kNorm(l), shape: [c.headDim] });
     }

@@ -27,7 +27,7 @@ import { bertTensorSpecs } from '../architectures/bert';
 import { moondreamTensorSpecs } from '../architectures/moondream';
 import { tllmTensorSpecs } from '../architectures/tllm';
 import { mapFile, type MappedSource } from '../mapping';
-import { DTYPE_BYTES, numel, type DType, type ModelConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import { DTYPE_BYTES, numel, type DType, type ModelConfig, type PlainDType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { ByteCursor, fail } from './bytes';
 import type { FloatDType } from './dtype-convert';
 import { jsonText, readHfFolderConfig, readJsonFile, writeHfFolderConfig, type HfJson } from './hf-config';
@@ -43,8 +43,6 @@ export const SAFETENSORS_INDEX = 'model.safetensors.index.json';
 export const SAFETENSORS_SINGLE = 'model.safetensors';
 /** __metadata__ keys that carry an EMBD source's metadata entries (`embd.created_at`, ...). */
 export const EMBD_METADATA_PREFIX = 'embd.';
-
-type PlainDType = Exclude<DType, 'q8_0' | 'ggml_q8_0'>;
 
 const DTYPES: Readonly<Record<string, PlainDType>> = {
   BOOL: 'bool', U8: 'u8', I8: 'i8', I16: 'i16', U16: 'u16', F16: 'f16', BF16: 'bf16',
