@@ -33,6 +33,43 @@ export function isDecoderConfig(config: ModelConfig): config is DecoderConfig {
   return isDecoderArchitecture(config.architecture);
 }
 
+/** The architecture class name HF transformers gives each variant. */
+export const HF_DECODER_CLASSES: Readonly<Record<DecoderArchitecture, string>> = {
+  llama: 'LlamaForCausalLM',
+  qwen2: 'Qwen2ForCausalLM',
+  qwen3: 'Qwen3ForCausalLM',
+};
+
+/** Llama 3's `rope_scaling` (rope_type 'llama3') in HF config.json. */
+export interface Llama3RopeScaling {
+  factor: number;
+  low_freq_factor: number;
+  high_freq_factor: number;
+  original_max_position_embeddings: number;
+}
+
+/**
+ * The headDim / 2 factors Llama 3's scaling divides RoPE's inverse frequencies by (what
+ * convert_hf_to_gguf stores as `rope_freqs.weight`): 1 for wavelengths below
+ * original_max / high_freq_factor, `factor` above original_max / low_freq_factor, and the smooth
+ * blend 1 / ((1 - s) / factor + s), s = (original_max / wavelength - low) / (high - low), between.
+ */
+export function llama3RopeFactors(headDim: number, theta: number, p: Llama3RopeScaling): number[] {
+  const lowWavelen = p.original_max_position_embeddings / p.low_freq_factor;
+  const highWavelen = p.original_max_position_embeddings / p.high_freq_factor;
+  const out: number[] = [];
+  for (let i = 0; i < headDim / 2; i++) {
+    const wavelen = (2 * Math.PI) / theta ** ((-2 * i) / headDim);
+    if (wavelen < highWavelen) out.push(1);
+    else if (wavelen > lowWavelen) out.push(p.factor);
+    else {
+      const smooth = (p.original_max_position_embeddings / wavelen - p.low_freq_factor) / (p.high_freq_factor - p.low_freq_factor);
+      out.push(1 / ((1 - smooth) / p.factor + smooth));
+    }
+  }
+  return out;
+}
+
 export const DECODER_NAMES = {
   embed: 'model.embed_tokens.weight',
   norm: 'model.norm.weight',
