@@ -10,6 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 
+import { inspectReport, renderReport } from '../../lib/cli/inspect';
 import { dequantize } from '../../lib/dequantize';
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { readWeights } from '../../lib/formats';
@@ -27,7 +28,7 @@ interface Case {
 }
 interface Variant {
   file: string;
-  tensors: Record<string, { type: string; sha256_f32: string }>;
+  tensors: Record<string, { type: string; shape: number[]; sha256_f32: string }>;
   cases: Case[];
 }
 
@@ -61,6 +62,25 @@ describe.each(FILES)('gguf-quants %s: %s', (folder, _file, variant) => {
       const digest = createHash('sha256').update(Buffer.from(values.buffer, values.byteOffset, values.byteLength)).digest('hex');
       expect(`${name}: ${digest}`).toBe(`${name}: ${want.sha256_f32}`);
     }
+  });
+
+  test('inspect shows the dtype mix and the bytes of each type', () => {
+    const blockSize: Record<string, [number, number]> = {
+      F32: [1, 4], Q4_0: [32, 18], Q4_1: [32, 20], Q5_0: [32, 22], Q8_0: [32, 34], IQ4_NL: [32, 18],
+      Q2_K: [256, 84], Q3_K: [256, 110], Q4_K: [256, 144], Q5_K: [256, 176], Q6_K: [256, 210], IQ4_XS: [256, 136],
+    };
+    const want = new Map<string, { dtype: string; tensors: number; bytes: number }>();
+    for (const t of Object.values(variant.tensors)) {
+      const dtype = t.type === 'F32' ? 'f32' : `ggml_${t.type.toLowerCase()}`;
+      const [values, bytes] = blockSize[t.type];
+      const entry = want.get(dtype) ?? { dtype, tensors: 0, bytes: 0 };
+      entry.tensors++;
+      entry.bytes += (t.shape.reduce((a, b) => a * b, 1) / values) * bytes;
+      want.set(dtype, entry);
+    }
+    const report = inspectReport(weights);
+    expect(new Map(report.dtypes.map((d) => [d.dtype, d]))).toEqual(want);
+    expect(renderReport(report)).toContain(`dtypes:       ${report.dtypes[0].dtype} ×${report.dtypes[0].tensors}`);
   });
 
   test('as loaded (blocks in place, 8-bit activations): logits within 0.05, greedy tokens exact', async () => {
