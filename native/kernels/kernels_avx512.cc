@@ -377,7 +377,7 @@ const KernelTable& Avx512VnniTable() {
       SgemmPacked<6, 4>,     // likewise with vfmadd231ps
       AttentionHead,
       128,  // i8_zero
-      {},  // ggml: the scalar kernels until this ISA has its own (dispatch.cc fills null slots)
+      Avx512VnniGgml(),  // null slots: the scalar kernels (dispatch.cc)
   };
   return table;
 }
