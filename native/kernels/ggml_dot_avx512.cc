@@ -20,6 +20,7 @@
 
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstring>
 
 #include "kernels/ggml_blocks.h"
@@ -35,28 +36,45 @@ float HorizontalSum(__m512 v) { return _mm512_reduce_add_ps(v); }
 
 __m512i Join(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_inserti64x4(_mm512_setzero_si512(), lo, 0), hi, 1); }
 
-// The lanes of 16 floats where lane j holds f[first + j / group] (group 4 or 8; reads only those).
-__m512 Spread(const float* f, int first, int group) {
-  const __m512 v = _mm512_maskz_loadu_ps(group == 8 ? 0x3 : 0xF, f + first);
+// The 16 lanes j = lane f[first + j / group] of the factors f (group 4 or 8), from registers
+// (a store and a reload of f would stall on store forwarding in the hot loop).
+__m512 Spread(__m512 f, int first, int group) {
   const __m512i by8 = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512i by4 = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
-  return _mm512_permutexvar_ps(group == 8 ? by8 : by4, v);
+  return _mm512_permutexvar_ps(_mm512_add_epi32(group == 8 ? by8 : by4, _mm512_set1_epi32(first)), f);
 }
 
 // Per weight row: accumulators of every activation row, kept in scratch between blocks.
 struct RowAccumulators {
-  __m512* dot;  // [m] the S·x.d-scaled level products
-  float* rest;  // [m] the minimum and shift terms
+  __m512* dot;   // [m] the S·x.d-scaled level products
+  __m512* rest;  // [m] the minimum and shift terms
   int64_t m;
+  __m512 one[2];  // decode (m = 1) needs no scratch
   explicit RowAccumulators(int64_t rows) : m(rows) {
-    dot = static_cast<__m512*>(Scratch(kScratchA, sizeof(__m512) * rows));
-    rest = static_cast<float*>(Scratch(kScratchB, sizeof(float) * rows));
-    for (int64_t i = 0; i < rows; i++) dot[i] = _mm512_setzero_ps(), rest[i] = 0;
+    dot = rows == 1 ? &one[0] : static_cast<__m512*>(Scratch(kScratchA, sizeof(__m512) * rows));
+    rest = rows == 1 ? &one[1] : static_cast<__m512*>(Scratch(kScratchB, sizeof(__m512) * rows));
+    for (int64_t i = 0; i < rows; i++) dot[i] = rest[i] = _mm512_setzero_ps();
   }
   void Store(float* y, int64_t ldy, int64_t r) const {
-    for (int64_t i = 0; i < m; i++) y[i * ldy + r] = HorizontalSum(dot[i]) + rest[i];
+    for (int64_t i = 0; i < m; i++) y[i * ldy + r] = HorizontalSum(dot[i]) + HorizontalSum(rest[i]);
   }
 };
+
+__m512 Widen(__m256 v) { return _mm512_insertf32x8(_mm512_setzero_ps(), v, 0); }
+
+// The 8 six-bit scales and 8 mins of a Q4_K / Q5_K block (ScaleMinK4 for every j), as f32.
+void ScalesMinsK4(const uint8_t* s, __m256* scales, __m256* mins) {
+  uint32_t a[3];
+  std::memcpy(a, s, 12);
+  const uint32_t lo6 = 0x3f3f3f3f, lo4 = 0x0f0f0f0f, lo2 = 0x03030303;
+  const uint32_t sc[2] = {a[0] & lo6, (a[2] & lo4) | (((a[0] >> 6) & lo2) << 4)};
+  const uint32_t mn[2] = {a[1] & lo6, ((a[2] >> 4) & lo4) | (((a[1] >> 6) & lo2) << 4)};
+  uint64_t sc8, mn8;
+  std::memcpy(&sc8, sc, 8);
+  std::memcpy(&mn8, mn, 8);
+  *scales = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(sc8))));
+  *mins = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(mn8))));
+}
 
 // Q4_K: values 64·h + l and 64·h + 32 + l are the low and high nibble of qs[32·h + l]; sub-block
 // s (32 values) has S_s = d·sc_s and M_s = -(dmin·m_s).
@@ -67,27 +85,22 @@ void MatmulQ4K(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t 
   for (int64_t r = r0; r < r1; r++) {
     RowAccumulators acc(x.m);
     for (int64_t b = 0; b < nb; b++) {
-      BlockQ4K blk;
-      std::memcpy(&blk, w + r * row_bytes + b * sizeof(BlockQ4K), sizeof blk);
-      const float d = Half(blk.d), dmin = Half(blk.dmin);
-      alignas(32) float S[8], M[8];
-      for (int s = 0; s < 8; s++) {
-        int sc, mn;
-        ScaleMinK4(s, blk.scales, &sc, &mn);
-        S[s] = d * float(sc);
-        M[s] = -(dmin * float(mn));
-      }
+      const uint8_t* blk = w + r * row_bytes + b * sizeof(BlockQ4K);
+      uint16_t dh[2];
+      std::memcpy(dh, blk + offsetof(BlockQ4K, d), 4);
+      __m256 sc, mn;
+      ScalesMinsK4(blk + offsetof(BlockQ4K, scales), &sc, &mn);
+      const __m256 s_vec = _mm256_mul_ps(_mm256_set1_ps(Half(dh[0])), sc);
+      const __m256 m_vec = _mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(_mm256_set1_ps(Half(dh[1])), mn));
       __m512i levels[4];
       for (int h = 0; h < 4; h++) {
-        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qs + 32 * h));
+        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + offsetof(BlockQ4K, qs) + 32 * h));
         levels[h] = Join(_mm256_and_si256(q, nibble), _mm256_and_si256(_mm256_srli_epi16(q, 4), nibble));
       }
-      const __m256 s_vec = _mm256_load_ps(S), m_vec = _mm256_load_ps(M);
       for (int64_t i = 0; i < x.m; i++) {
         const int8_t* xq = x.q + i * x.n + b * 256;
         const __m256 xd = _mm256_loadu_ps(x.d + i * (x.n / 32) + b * 8);
-        alignas(64) float f[8];
-        _mm256_store_ps(f, _mm256_mul_ps(s_vec, xd));
+        const __m512 f = Widen(_mm256_mul_ps(s_vec, xd));
         __m512 a = acc.dot[i];
         for (int h = 0; h < 4; h++) {
           const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), levels[h], _mm512_loadu_si512(xq + 64 * h));
@@ -97,11 +110,7 @@ void MatmulQ4K(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t 
         // Σ_s M_s·x.d_s·X_s, X_s = the two 16-sums of sub-block s
         const __m256i sums16 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sum + i * (x.n / 16) + b * 16));
         const __m256 X = _mm256_cvtepi32_ps(_mm256_madd_epi16(sums16, _mm256_set1_epi16(1)));
-        const __m256 t = _mm256_mul_ps(_mm256_mul_ps(m_vec, xd), X);
-        __m128 t4 = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
-        t4 = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));
-        t4 = _mm_add_ss(t4, _mm_movehdup_ps(t4));
-        acc.rest[i] += _mm_cvtss_f32(t4);
+        acc.rest[i] = _mm512_add_ps(acc.rest[i], Widen(_mm256_mul_ps(_mm256_mul_ps(m_vec, xd), X)));
       }
     }
     acc.Store(y, ldy, r);
@@ -119,15 +128,18 @@ void MatmulQ6K(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t 
   for (int64_t r = r0; r < r1; r++) {
     RowAccumulators acc(x.m);
     for (int64_t b = 0; b < nb; b++) {
-      BlockQ6K blk;
-      std::memcpy(&blk, w + r * row_bytes + b * sizeof(BlockQ6K), sizeof blk);
-      const __m512 s_vec = _mm512_mul_ps(_mm512_set1_ps(Half(blk.d)),
-                                         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales)))));
+      const uint8_t* blk = w + r * row_bytes + b * sizeof(BlockQ6K);
+      const uint8_t* ql = blk + offsetof(BlockQ6K, ql);
+      const uint8_t* qhs = blk + offsetof(BlockQ6K, qh);
+      uint16_t dh;
+      std::memcpy(&dh, blk + offsetof(BlockQ6K, d), 2);
+      const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + offsetof(BlockQ6K, scales)));
+      const __m512 s_vec = _mm512_mul_ps(_mm512_set1_ps(Half(dh)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc8)));
       __m512i levels[4];
       for (int h = 0; h < 2; h++) {
-        const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.ql + 64 * h));
-        const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.ql + 64 * h + 32));
-        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh + 32 * h));
+        const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 64 * h));
+        const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 64 * h + 32));
+        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qhs + 32 * h));
         auto high = [&](int shift) { return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, shift), low2), 4); };
         const __m256i v0 = _mm256_or_si256(_mm256_and_si256(ql0, low4), high(0));
         const __m256i v1 = _mm256_or_si256(_mm256_and_si256(ql1, low4), high(2));
@@ -139,18 +151,16 @@ void MatmulQ6K(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t 
       for (int64_t i = 0; i < x.m; i++) {
         const int8_t* xq = x.q + i * x.n + b * 256;
         const __m512 xd = _mm512_permutexvar_ps(xd_pairs, _mm512_maskz_loadu_ps(0xFF, x.d + i * (x.n / 32) + b * 8));
-        alignas(64) float f[16];
         const __m512 fv = _mm512_mul_ps(s_vec, xd);
-        _mm512_store_ps(f, fv);
         __m512 a = acc.dot[i];
         for (int c = 0; c < 4; c++) {
           const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), levels[c], _mm512_loadu_si512(xq + 64 * c));
-          a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), Spread(f, 4 * c, 4), a);
+          a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), Spread(fv, 4 * c, 4), a);
         }
         acc.dot[i] = a;
         // the +32 shift: - 32 · Σ_i S_i·x.d_i·X_i
         const __m512 X = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sum + i * (x.n / 16) + b * 16))));
-        acc.rest[i] -= 32.0f * _mm512_reduce_add_ps(_mm512_mul_ps(fv, X));
+        acc.rest[i] = _mm512_fnmadd_ps(_mm512_mul_ps(fv, X), _mm512_set1_ps(32.0f), acc.rest[i]);
       }
     }
     acc.Store(y, ldy, r);
@@ -181,10 +191,12 @@ void MatmulQ4_0(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t
       for (int64_t i = 0; i < x.m; i++) {
         const float* xd = x.d + i * nb + b;
         const int16_t* xs = x.sum + i * (x.n / 16) + 2 * b;
-        const float f[2] = {S0 * xd[0], S1 * xd[1]};
+        const float f0 = S0 * xd[0], f1 = S1 * xd[1];
+        const __m512 f = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(f0), _mm512_set1_ps(f1));
         const __m512i prod = _mm512_dpbusd_epi32(_mm512_setzero_si512(), levels, _mm512_loadu_si512(x.q + i * x.n + 32 * b));
-        acc.dot[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(prod), Spread(f, 0, 8), acc.dot[i]);
-        acc.rest[i] -= 8.0f * (f[0] * float(xs[0] + xs[1]) + f[1] * float(xs[2] + xs[3]));
+        acc.dot[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(prod), f, acc.dot[i]);
+        const float shift = f0 * float(xs[0] + xs[1]) + f1 * float(xs[2] + xs[3]);
+        acc.rest[i] = _mm512_add_ps(acc.rest[i], _mm512_maskz_mov_ps(1, _mm512_set1_ps(-8.0f * shift)));
       }
     }
     acc.Store(y, ldy, r);
