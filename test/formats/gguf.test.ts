@@ -7,6 +7,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { dequantize } from '../../lib/dequantize';
 import { GGML_TYPES, ggufFormat } from '../../lib/formats/gguf';
 import { readLlama2cTokenizer } from '../../lib/formats/llama2c';
 import { readF32 } from '../../lib/formats/tensor-data';
@@ -394,6 +395,12 @@ describe('synthetic GGUF files', () => {
     expect(findTensor(w, 'extra.iq2')).toBeUndefined();
     const g = w.tokenizer as Extract<TokenizerData, { kind: 'gguf' }>;
     expect([g.model, g.pre, g.tokens, g.merges, g.eosId, g.padId]).toEqual(['gpt2', 'qwen2', ['a', 'b', 'ab', '<|endoftext|>'], ['a b'], 3, 3]);
+    // dequantize (native, off the JS thread) equals the JS decoding of every float dtype
+    for (const name of ['model.embed_tokens.weight', 'model.layers.0.self_attn.q_proj.weight', 'lm_head.weight', 'model.norm.weight']) {
+      const view = findTensor(w, name)!;
+      expect(Array.from(await dequantize(w, name))).toEqual(Array.from(readF32(view, 0, view.shape.reduce((a, b) => a * b, 1))));
+    }
+    await expect(dequantize(w, 'no.such.tensor')).rejects.toThrow("no tensor 'no.such.tensor'");
   });
 
   const withTensors = (edit: (t: TensorSpec[]) => void) => {
