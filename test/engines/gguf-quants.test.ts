@@ -6,17 +6,20 @@
  *  - the engine as loaded (blocks in place, 8-bit activations): logits after each prompt within
  *    the README's 0.05 at the last position and at the listed top ids of every prompt position,
  *    and the 16 greedy tokens exact;
- *  - the exact path (quant 'f32': weights dequantized, f32 activations): logits within 0.001.
+ *  - the exact path (quant 'f32': weights dequantized, f32 activations): logits within 0.001;
+ *  - GGUF written back from what was read: the same bytes; inspect: the fixture's type counts.
  */
 import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 
 import { inspectReport, renderReport } from '../../lib/cli/inspect';
 import { dequantize } from '../../lib/dequantize';
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { readWeights } from '../../lib/formats';
-import { canonicalDecoderName } from '../../lib/formats/gguf';
+import { canonicalDecoderName, ggufFormat } from '../../lib/formats/gguf';
 import { closeWeights, type ModelWeights } from '../../lib/weights';
-import { fixture, readF32, readJson } from '../helpers/fixtures';
+import { fixture, readF32, readJson, tempDir } from '../helpers/fixtures';
 import { argmax, greedy, maxAbsDiff } from './decoder-helpers';
 
 interface Case {
@@ -61,6 +64,17 @@ describe.each(FILES)('gguf-quants %s: %s', (folder, _file, variant) => {
       const values = await dequantize(weights, canonicalDecoderName(name) ?? name);
       const digest = createHash('sha256').update(Buffer.from(values.buffer, values.byteOffset, values.byteLength)).digest('hex');
       expect(`${name}: ${digest}`).toBe(`${name}: ${want.sha256_f32}`);
+    }
+  });
+
+  test('GGUF to GGUF passes every block type through: the file comes back byte for byte', async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      const out = path.join(dir, 'copy.gguf');
+      await ggufFormat.write!(weights, out);
+      expect(fs.readFileSync(out).equals(fs.readFileSync(fixture('gguf-quants', folder, variant.file)))).toBe(true);
+    } finally {
+      cleanup();
     }
   });
 
