@@ -21,14 +21,24 @@ export type DType =
   | 'u64' | 'u32' | 'u16' | 'u8'
   | 'bool' | 'q8_0' | 'ggml_q8_0' | GgmlBlockDType;
 
-export const GGML_BLOCK_DTYPES = [
-  'ggml_q4_0', 'ggml_q4_1', 'ggml_q5_0', 'ggml_q5_1', 'ggml_q2_k', 'ggml_q3_k',
-  'ggml_q4_k', 'ggml_q5_k', 'ggml_q6_k', 'ggml_iq4_nl', 'ggml_iq4_xs',
-] as const;
-export type GgmlBlockDType = (typeof GGML_BLOCK_DTYPES)[number];
+/** Values per block and bytes per block of each ggml block dtype (native/kernels/ggml_blocks.h). */
+export const GGML_BLOCK_LAYOUT = {
+  ggml_q4_0: { values: 32, bytes: 18 },
+  ggml_q4_1: { values: 32, bytes: 20 },
+  ggml_q5_0: { values: 32, bytes: 22 },
+  ggml_q5_1: { values: 32, bytes: 24 },
+  ggml_q2_k: { values: 256, bytes: 84 },
+  ggml_q3_k: { values: 256, bytes: 110 },
+  ggml_q4_k: { values: 256, bytes: 144 },
+  ggml_q5_k: { values: 256, bytes: 176 },
+  ggml_q6_k: { values: 256, bytes: 210 },
+  ggml_iq4_nl: { values: 32, bytes: 18 },
+  ggml_iq4_xs: { values: 256, bytes: 136 },
+} as const;
+export type GgmlBlockDType = keyof typeof GGML_BLOCK_LAYOUT;
 
 export function isGgmlBlockDType(dtype: DType): dtype is GgmlBlockDType {
-  return (GGML_BLOCK_DTYPES as readonly string[]).includes(dtype);
+  return Object.prototype.hasOwnProperty.call(GGML_BLOCK_LAYOUT, dtype);
 }
 
 /** The dtypes with a fixed number of bytes per element. */

@@ -26,7 +26,7 @@
  */
 import { DECODER_NAMES, DECODER_VARIANTS, decoderTensorShapes, isDecoderArchitecture, type DecoderArchitecture } from '../architectures/decoder';
 import { mapFile, type MappedSource } from '../mapping';
-import type { DecoderConfig, DType, ModelConfig, ModelWeights, TensorView, TokenizerData } from '../weights';
+import { GGML_BLOCK_LAYOUT, type DecoderConfig, type DType, type GgmlBlockDType, type ModelConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { ByteCursor, checkNoOverlap, checkRange, fail } from './bytes';
 import { writeGguf } from './gguf-writer';
 import type { FormatModule, Probe, ReadOptions } from './types';
@@ -70,30 +70,34 @@ export interface GgmlType {
   dtype?: DType;
 }
 
+function block(name: string, dtype: GgmlBlockDType): GgmlType {
+  return { name, blockSize: GGML_BLOCK_LAYOUT[dtype].values, typeSize: GGML_BLOCK_LAYOUT[dtype].bytes, dtype };
+}
+
 /** ggml_type ids (ggml.h) with their block layout; removed ids (4, 5, 31-33, 36-38) are absent. */
 export const GGML_TYPES: Readonly<Record<number, GgmlType>> = {
   0: { name: 'F32', blockSize: 1, typeSize: 4, dtype: 'f32' },
   1: { name: 'F16', blockSize: 1, typeSize: 2, dtype: 'f16' },
-  2: { name: 'Q4_0', blockSize: 32, typeSize: 18, dtype: 'ggml_q4_0' },
-  3: { name: 'Q4_1', blockSize: 32, typeSize: 20, dtype: 'ggml_q4_1' },
-  6: { name: 'Q5_0', blockSize: 32, typeSize: 22, dtype: 'ggml_q5_0' },
-  7: { name: 'Q5_1', blockSize: 32, typeSize: 24, dtype: 'ggml_q5_1' },
+  2: block('Q4_0', 'ggml_q4_0'),
+  3: block('Q4_1', 'ggml_q4_1'),
+  6: block('Q5_0', 'ggml_q5_0'),
+  7: block('Q5_1', 'ggml_q5_1'),
   8: { name: 'Q8_0', blockSize: 32, typeSize: 34, dtype: 'ggml_q8_0' },
   9: { name: 'Q8_1', blockSize: 32, typeSize: 36 },
-  10: { name: 'Q2_K', blockSize: 256, typeSize: 84, dtype: 'ggml_q2_k' },
-  11: { name: 'Q3_K', blockSize: 256, typeSize: 110, dtype: 'ggml_q3_k' },
-  12: { name: 'Q4_K', blockSize: 256, typeSize: 144, dtype: 'ggml_q4_k' },
-  13: { name: 'Q5_K', blockSize: 256, typeSize: 176, dtype: 'ggml_q5_k' },
-  14: { name: 'Q6_K', blockSize: 256, typeSize: 210, dtype: 'ggml_q6_k' },
+  10: block('Q2_K', 'ggml_q2_k'),
+  11: block('Q3_K', 'ggml_q3_k'),
+  12: block('Q4_K', 'ggml_q4_k'),
+  13: block('Q5_K', 'ggml_q5_k'),
+  14: block('Q6_K', 'ggml_q6_k'),
   15: { name: 'Q8_K', blockSize: 256, typeSize: 292 },
   16: { name: 'IQ2_XXS', blockSize: 256, typeSize: 66 },
   17: { name: 'IQ2_XS', blockSize: 256, typeSize: 74 },
   18: { name: 'IQ3_XXS', blockSize: 256, typeSize: 98 },
   19: { name: 'IQ1_S', blockSize: 256, typeSize: 50 },
-  20: { name: 'IQ4_NL', blockSize: 32, typeSize: 18, dtype: 'ggml_iq4_nl' },
+  20: block('IQ4_NL', 'ggml_iq4_nl'),
   21: { name: 'IQ3_S', blockSize: 256, typeSize: 110 },
   22: { name: 'IQ2_S', blockSize: 256, typeSize: 82 },
-  23: { name: 'IQ4_XS', blockSize: 256, typeSize: 136, dtype: 'ggml_iq4_xs' },
+  23: block('IQ4_XS', 'ggml_iq4_xs'),
   24: { name: 'I8', blockSize: 1, typeSize: 1 },
   25: { name: 'I16', blockSize: 1, typeSize: 2 },
   26: { name: 'I32', blockSize: 1, typeSize: 4 },

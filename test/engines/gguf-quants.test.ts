@@ -2,7 +2,8 @@
  * The GGUF files users download, made by llama.cpp's own llama-quantize (fixture gguf-quants:
  * llama with rope_freqs, qwen2 with q/k/v biases, qwen3 with QK-norm; Q4_0 ... IQ4_XS in per-tensor
  * mixes). Against the fixture's independent float64 reference:
- *  - every tensor's dtype and its dequantization, bit for bit (sha256 of the float32 values);
+ *  - every tensor's dtype and its dequantization, bit for bit (sha256 of the float32 values),
+ *    whole (dequantize) and by ranges (readF32, what converting writers read);
  *  - the engine as loaded (blocks in place, 8-bit activations): logits after each prompt within
  *    the README's 0.05 at the last position and at the listed top ids of every prompt position,
  *    and the 16 greedy tokens exact;
@@ -18,7 +19,8 @@ import { dequantize } from '../../lib/dequantize';
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { readWeights } from '../../lib/formats';
 import { canonicalDecoderName, ggufFormat } from '../../lib/formats/gguf';
-import { closeWeights, type ModelWeights } from '../../lib/weights';
+import { readF32 as readF32View } from '../../lib/formats/tensor-data';
+import { closeWeights, findTensor, type ModelWeights } from '../../lib/weights';
 import { fixture, readF32, readJson, tempDir } from '../helpers/fixtures';
 import { argmax, greedy, maxAbsDiff } from './decoder-helpers';
 
@@ -64,6 +66,11 @@ describe.each(FILES)('gguf-quants %s: %s', (folder, _file, variant) => {
       const values = await dequantize(weights, canonicalDecoderName(name) ?? name);
       const digest = createHash('sha256').update(Buffer.from(values.buffer, values.byteOffset, values.byteLength)).digest('hex');
       expect(`${name}: ${digest}`).toBe(`${name}: ${want.sha256_f32}`);
+      // the chunked reader writers convert with: any range, blocks cut anywhere
+      const view = findTensor(weights, canonicalDecoderName(name) ?? name)!;
+      const start = Math.min(37, values.length - 1);
+      const count = Math.min(values.length - start, 1000);
+      expect(readF32View(view, start, count)).toEqual(values.subarray(start, start + count));
     }
   });
 
