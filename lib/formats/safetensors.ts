@@ -33,7 +33,7 @@ import type { FloatDType } from './dtype-convert';
 import { jsonText, readHfFolderConfig, readJsonFile, writeHfFolderConfig, type HfJson } from './hf-config';
 import { readHfVocabulary, wordPieceData } from './hf-vocab';
 import { permutedRowChunks, qkRowSources } from './rope-order';
-import { canonicalShape, releasePages } from './tensor-data';
+import { canonicalShape, isFloatReadable, releasePages } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { runWriteJob } from './write-job';
 
@@ -311,10 +311,10 @@ function plan(weights: ModelWeights, options: WriteOptions): Planned[] {
   const out: Planned[] = [];
   for (const view of weights.tensors) {
     const shape = canonicalShape(view);
-    const isFloat = ['f32', 'f16', 'bf16', 'f64', 'q8_0', 'ggml_q8_0'].includes(view.dtype);
+    const isFloat = isFloatReadable(view);
     let dtype: PlainDType;
     if (isFloat && options.dtype) dtype = options.dtype;
-    else if (view.dtype === 'q8_0' || view.dtype === 'ggml_q8_0') dtype = 'f32';
+    else if (!(view.dtype in DTYPE_BYTES)) dtype = 'f32'; // quantized: dequantized
     else dtype = view.dtype as PlainDType;
     const rows = c.architecture === 'llama' || c.architecture === 'qwen3' ? qkRowSources(c, view.name, 'half') : undefined;
     let mode: Planned['mode'] = 'raw';

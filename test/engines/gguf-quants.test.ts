@@ -15,6 +15,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { inspectReport, renderReport } from '../../lib/cli/inspect';
+import { convert } from '../../lib/convert';
 import { dequantize } from '../../lib/dequantize';
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { readWeights } from '../../lib/formats';
@@ -146,4 +147,25 @@ describe.each(FILES)('gguf-quants %s: %s', (folder, _file, variant) => {
       engine.dispose();
     }
   });
+});
+
+test('a quantized GGUF converts to safetensors through dequantization and runs the same (f32 path within 0.001)', async () => {
+  const { dir, cleanup } = tempDir();
+  const [, , variant] = FILES.find(([folder, file]) => folder === 'qwen3-qknorm' && file.includes('Q4_K_M'))!;
+  try {
+    const out = path.join(dir, 'model');
+    await convert(fixture('gguf-quants', 'qwen3-qknorm', variant.file), out, { to: 'safetensors' });
+    const weights = await readWeights(out);
+    const engine = await DecoderEngine.load(weights, { threads: 2, quant: 'f32' });
+    try {
+      const c = variant.cases[0];
+      const logits = await engine.createSession({ contextLength: 32 }).eval(c.prompt.ids);
+      expect(maxAbsDiff(logits, readF32('gguf-quants', 'qwen3-qknorm', c.logits_file.path))).toBeLessThanOrEqual(TOL_F32);
+    } finally {
+      engine.dispose();
+      closeWeights(weights);
+    }
+  } finally {
+    cleanup();
+  }
 });
