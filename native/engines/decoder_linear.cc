@@ -195,16 +195,17 @@ void RunLinear(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, s
   for (int j = 0; j < n_jobs; j++) {
     const Matrix& w = *jobs[j].w;
     if (w.kind() != MatrixKind::Q8 && w.kind() != MatrixKind::Blocks) continue;
-    const int group = w.kind() == MatrixKind::Blocks ? kernels::kActBlock : w.group();
+    const bool sums = w.kind() == MatrixKind::Blocks;
+    const int group = sums ? kernels::kActBlock : w.group();
     for (size_t u = 0; u < used; u++)
-      if (scratch[u].source == jobs[j].x && scratch[u].group == group) xin[j] = &scratch[u];
+      if (scratch[u].source == jobs[j].x && scratch[u].group == group && (scratch[u].has_sums || !sums)) xin[j] = &scratch[u];
     if (xin[j]) continue;
     if (scratch.size() <= used) scratch.resize(used + 1);
     QuantizedInput& qi = scratch[used++];
     const int64_t cols = w.cols();
-    const bool sums = group == kernels::kActBlock;
     qi.source = jobs[j].x;
     qi.group = group;
+    qi.has_sums = sums;
     if (static_cast<int64_t>(qi.q.size()) < m * cols) qi.q.resize(m * cols);
     if (static_cast<int64_t>(qi.s.size()) < m * cols / group) qi.s.resize(m * cols / group);
     if (sums && static_cast<int64_t>(qi.sum.size()) < m * cols / 16) qi.sum.resize(m * cols / 16);

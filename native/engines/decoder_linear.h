@@ -87,15 +87,16 @@ class Matrix {
 // dequantized from the mapping per token; the table is never copied whole).
 void DequantizeRow(const TensorRef& t, int64_t r, float* out);
 
-// Scratch for the quantized form of activations X [m, cols] (Q8 and Blocks weights). With group
-// 32 the input is quantized by ggml.quantize_act (the same q and s as quantize_q8) and `sum` is
-// filled too, so Q8 and Blocks matrices share it.
+// Scratch for the quantized form of activations X [m, cols] (Q8 and Blocks weights). For Blocks
+// the input is quantized by ggml.quantize_act (group 32, the same q and s as quantize_q8) with
+// `sum` filled too, so a Q8 matrix of group 32 may share it.
 struct QuantizedInput {
   std::vector<int8_t> q;     // [m, cols]
   std::vector<float> s;      // [m, cols / group]
-  std::vector<int16_t> sum;  // [m, cols / 16] when group == 32
+  std::vector<int16_t> sum;  // [m, cols / 16] when has_sums
   const float* source = nullptr;
   int group = 0;
+  bool has_sums = false;
 };
 
 // One product Y [m, rows] = X [m, cols] · Wᵀ.
