@@ -1,5 +1,5 @@
 // AVX-512 VNNI variants of the ggml kernels (KernelTable::ggml, contract in kernels.h) for the
-// types of the common K-quant mixes: Q4_K and Q6_K (a Q4_K_M file is almost only these) and Q4_0.
+// types of the common files: Q4_K and Q6_K (a Q4_K_M file is almost only these) and Q4_0.
 // The other slots stay null and dispatch.cc gives them the scalar reference.
 //
 // Per weight row, each block is unpacked once into unsigned levels (64 per zmm) and then used
@@ -167,36 +167,45 @@ void MatmulQ6K(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t 
   }
 }
 
-// Q4_0, two blocks per zmm: values j and j + 16 of a block are the low and high nibble of qs[j];
-// level + 8 is the nibble. S = d. Rows of an odd number of blocks use the scalar reference.
+// Q4_0, eight blocks (256 values) at a time, two per zmm: values j and j + 16 of a block are the
+// low and high nibble of qs[j]; level + 8 is the nibble; S = d. Rows that are not whole groups of
+// eight blocks use the scalar reference.
 void MatmulQ4_0(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
   const int64_t nb = x.n / 32;
-  if (nb % 2 != 0) return scalar::ggml().matmul[static_cast<int>(BlockType::Q4_0)](w, x, y, ldy, r0, r1);
+  if (nb % 8 != 0) return scalar::ggml().matmul[static_cast<int>(BlockType::Q4_0)](w, x, y, ldy, r0, r1);
   const int64_t row_bytes = nb * sizeof(BlockQ4_0);
   const __m128i nibble = _mm_set1_epi8(0x0F);
+  auto unpack = [&](const uint8_t* block) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + offsetof(BlockQ4_0, qs)));
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), nibble), _mm_and_si128(q, nibble));
+  };
   for (int64_t r = r0; r < r1; r++) {
     RowAccumulators acc(x.m);
-    for (int64_t b = 0; b < nb; b += 2) {
+    for (int64_t b = 0; b < nb; b += 8) {
       const uint8_t* p = w + r * row_bytes + b * sizeof(BlockQ4_0);
-      uint16_t dh[2];
-      std::memcpy(&dh[0], p, 2);
-      std::memcpy(&dh[1], p + sizeof(BlockQ4_0), 2);
-      const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
-      const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + sizeof(BlockQ4_0) + 2));
-      auto unpack = [&](__m128i q) {
-        return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), nibble), _mm_and_si128(q, nibble));
-      };
-      const __m512i levels = Join(unpack(q0), unpack(q1));
-      const float S0 = Half(dh[0]), S1 = Half(dh[1]);
+      alignas(32) float S[8];
+      __m512i levels[4];
+      for (int k = 0; k < 8; k++) {
+        uint16_t dh;
+        std::memcpy(&dh, p + k * sizeof(BlockQ4_0), 2);
+        S[k] = Half(dh);
+      }
+      for (int h = 0; h < 4; h++) levels[h] = Join(unpack(p + 2 * h * sizeof(BlockQ4_0)), unpack(p + (2 * h + 1) * sizeof(BlockQ4_0)));
+      const __m256 s_vec = _mm256_load_ps(S);
       for (int64_t i = 0; i < x.m; i++) {
-        const float* xd = x.d + i * nb + b;
-        const int16_t* xs = x.sum + i * (x.n / 16) + 2 * b;
-        const float f0 = S0 * xd[0], f1 = S1 * xd[1];
-        const __m512 f = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(f0), _mm512_set1_ps(f1));
-        const __m512i prod = _mm512_dpbusd_epi32(_mm512_setzero_si512(), levels, _mm512_loadu_si512(x.q + i * x.n + 32 * b));
-        acc.dot[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(prod), f, acc.dot[i]);
-        const float shift = f0 * float(xs[0] + xs[1]) + f1 * float(xs[2] + xs[3]);
-        acc.rest[i] = _mm512_add_ps(acc.rest[i], _mm512_maskz_mov_ps(1, _mm512_set1_ps(-8.0f * shift)));
+        const int8_t* xq = x.q + i * x.n + 32 * b;
+        const __m256 f8 = _mm256_mul_ps(s_vec, _mm256_loadu_ps(x.d + i * nb + b));
+        const __m512 f = Widen(f8);
+        __m512 a = acc.dot[i];
+        for (int h = 0; h < 4; h++) {
+          const __m512i prod = _mm512_dpbusd_epi32(_mm512_setzero_si512(), levels[h], _mm512_loadu_si512(xq + 64 * h));
+          a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(prod), Spread(f, 2 * h, 8), a);
+        }
+        acc.dot[i] = a;
+        // the +8 shift: - 8 · Σ_k S_k·x.d_k·X_k over the eight blocks
+        const __m256i sums16 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sum + i * (x.n / 16) + 2 * b));
+        const __m256 X = _mm256_cvtepi32_ps(_mm256_madd_epi16(sums16, _mm256_set1_epi16(1)));
+        acc.rest[i] = _mm512_fnmadd_ps(Widen(_mm256_mul_ps(f8, X)), _mm512_set1_ps(8.0f), acc.rest[i]);
       }
     }
     acc.Store(y, ldy, r);
