@@ -1,13 +1,12 @@
-// AVX-512 VNNI variants of the ggml kernels (KernelTable::ggml, contract in kernels.h) for the
-// types of the common files: Q4_K and Q6_K (a Q4_K_M file is almost only these) and Q4_0.
-// The other slots stay null and dispatch.cc gives them the scalar reference.
+// AVX-512 VNNI variants of the ggml kernels (KernelTable::ggml, contract in kernels.h), every
+// block type. Only Avx512VnniTable() refers to them (this file is built with VNNI).
 //
-// Per weight row, each block is unpacked once into unsigned levels (64 per zmm) and then used
-// against every activation row: vpdpbusd (u8 levels × s8 activations) sums 4 products per int32
-// lane, which stay within one sub-block (16 or 32 values), so each lane's int32 is exact; it is
-// scaled by its sub-block's S·x.d in f32 and accumulated per activation row. Signed levels are
-// shifted to unsigned (Q6_K + 32, Q4_0 + 8) and the shift is taken back through the activation
-// sums (- 32·S·x.d·X), like the minimums (M·x.d·X).
+// A weight row is taken 256 values at a time (one K-quant super-block, or eight 32-value
+// blocks), unpacked once into unsigned levels u = q + c (64 per zmm, in value order) and, per
+// sub-block of 16 or 32 values, the f32 factors S and O = M - c·S; then, for every activation row,
+// vpdpbusd (u8 levels × s8 activations) sums 4 products per int32 lane, within one sub-block, so
+// each lane is exact; it is scaled by S·x.d, and O·x.d·X (X = the sub-block's activation sum from
+// x.sum) adds the minimum and takes the shift back.
 #include "kernels/tables.h"
 
 #if WEIGHTMAP_KERNELS_X86
@@ -30,196 +29,270 @@ namespace weightmap {
 namespace kernels {
 namespace {
 
-float Half(uint16_t h) { return _cvtsh_ss(h); }
+// 256 values of a weight row. Sub-blocks of 32: lanes 0..7 of S and O (the rest 0); of 16: all.
+struct Group {
+  __m512i u[4];
+  __m512 S, O;
+};
 
-float HorizontalSum(__m512 v) { return _mm512_reduce_add_ps(v); }
+template <class T>
+T Load(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
 
 __m512i Join(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_inserti64x4(_mm512_setzero_si512(), lo, 0), hi, 1); }
+__m512 Widen(__m256 v) { return _mm512_insertf32x8(_mm512_setzero_ps(), v, 0); }
+__m512 Bytes16ToFloat(__m128i b) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b)); }        // signed
+__m256 Bytes8ToFloat(uint64_t b) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(b)))); }
 
-// The 16 lanes j = lane f[first + j / group] of the factors f (group 4 or 8), from registers
-// (a store and a reload of f would stall on store forwarding in the hot loop).
+// The 16 lanes j = f[first + j / group] (group 4 or 8), from registers (a store and a reload of
+// the factors would stall on store forwarding in the hot loop).
 __m512 Spread(__m512 f, int first, int group) {
   const __m512i by8 = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512i by4 = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
   return _mm512_permutexvar_ps(_mm512_add_epi32(group == 8 ? by8 : by4, _mm512_set1_epi32(first)), f);
 }
 
-// Per weight row: accumulators of every activation row, kept in scratch between blocks.
+// Per weight row: accumulators of every activation row (scratch for a batch, registers for decode).
 struct RowAccumulators {
   __m512* dot;   // [m] the S·x.d-scaled level products
-  __m512* rest;  // [m] the minimum and shift terms
+  __m512* rest;  // [m] the O·x.d·X terms
   int64_t m;
-  __m512 one[2];  // decode (m = 1) needs no scratch
+  __m512 one[2];
   explicit RowAccumulators(int64_t rows) : m(rows) {
     dot = rows == 1 ? &one[0] : static_cast<__m512*>(Scratch(kScratchA, sizeof(__m512) * rows));
     rest = rows == 1 ? &one[1] : static_cast<__m512*>(Scratch(kScratchB, sizeof(__m512) * rows));
     for (int64_t i = 0; i < rows; i++) dot[i] = rest[i] = _mm512_setzero_ps();
   }
   void Store(float* y, int64_t ldy, int64_t r) const {
-    for (int64_t i = 0; i < m; i++) y[i * ldy + r] = HorizontalSum(dot[i]) + HorizontalSum(rest[i]);
+    for (int64_t i = 0; i < m; i++) y[i * ldy + r] = _mm512_reduce_add_ps(dot[i]) + _mm512_reduce_add_ps(rest[i]);
   }
 };
 
-__m512 Widen(__m256 v) { return _mm512_insertf32x8(_mm512_setzero_ps(), v, 0); }
+// Rows [r0, r1) of Y = X·Wᵀ for a type whose rows are groups of `kGroupBytes` bytes (256 values)
+// unpacked by Unpack(const uint8_t*, Group*) into sub-blocks of kSub values.
+template <int kSub, int kGroupBytes, void (*Unpack)(const uint8_t*, Group*)>
+void MatmulGroups(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  const int64_t groups = x.n / 256;
+  const __m512i xd_pairs = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+  for (int64_t r = r0; r < r1; r++) {
+    RowAccumulators acc(x.m);
+    for (int64_t g = 0; g < groups; g++) {
+      Group G;
+      Unpack(w + (r * groups + g) * kGroupBytes, &G);
+      for (int64_t i = 0; i < x.m; i++) {
+        const int8_t* xq = x.q + i * x.n + 256 * g;
+        const __m512 xd8 = _mm512_maskz_loadu_ps(0xFF, x.d + i * (x.n / 32) + 8 * g);
+        const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sum + i * (x.n / 16) + 16 * g));
+        __m512 xd, X;
+        if (kSub == 32) {
+          xd = xd8;
+          X = Widen(_mm256_cvtepi32_ps(_mm256_madd_epi16(sums, _mm256_set1_epi16(1))));
+        } else {
+          xd = _mm512_permutexvar_ps(xd_pairs, xd8);
+          X = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(sums));
+        }
+        const __m512 f = _mm512_mul_ps(G.S, xd);
+        __m512 a = acc.dot[i];
+        for (int h = 0; h < 4; h++) {
+          const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), G.u[h], _mm512_loadu_si512(xq + 64 * h));
+          a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), kSub == 32 ? Spread(f, 2 * h, 8) : Spread(f, 4 * h, 4), a);
+        }
+        acc.dot[i] = a;
+        acc.rest[i] = _mm512_fmadd_ps(_mm512_mul_ps(G.O, xd), X, acc.rest[i]);
+      }
+    }
+    acc.Store(y, ldy, r);
+  }
+}
 
-// The 8 six-bit scales and 8 mins of a Q4_K / Q5_K block (ScaleMinK4 for every j), as f32.
+// ---------------------------------------------------------------- 32-value blocks, eight per group
+// (No vector constants at namespace scope: their initializers would run AVX-512 code at load.)
+__m128i Low4() { return _mm_set1_epi8(0x0F); }
+__m256i Low4x32() { return _mm256_set1_epi8(0x0F); }
+
+// The 32 nibbles of a block's qs[16] in value order: low nibbles, then high nibbles.
+__m256i Nibbles(const uint8_t* qs) {
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), Low4()), _mm_and_si128(q, Low4()));
+}
+
+// IQ4_NL's grid + 128 as u8, looked up by nibble.
+__m256i GridLevels(__m256i nibbles) {
+  const __m256i grid = _mm256_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141, (char)153, (char)166, (char)181,
+                                        (char)197, (char)217, (char)241, 1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141,
+                                        (char)153, (char)166, (char)181, (char)197, (char)217, (char)241);
+  return _mm256_shuffle_epi8(grid, nibbles);
+}
+
+// Eight blocks of `Block`: levels from Levels(block bytes), S = d, O = m (with a min) or -c·d.
+template <class Block, int kShift, bool kMin, __m256i (*Levels)(const uint8_t*)>
+void UnpackLegacy(const uint8_t* p, Group* G) {
+  __m256i lv[8];
+  alignas(16) uint16_t d[8], m[8];
+  for (int k = 0; k < 8; k++) {
+    const uint8_t* b = p + k * sizeof(Block);
+    d[k] = Load<uint16_t>(b);
+    if (kMin) m[k] = Load<uint16_t>(b + 2);
+    lv[k] = Levels(b);
+  }
+  for (int h = 0; h < 4; h++) G->u[h] = Join(lv[2 * h], lv[2 * h + 1]);
+  const __m256 S = _mm256_cvtph_ps(_mm_set_epi16(d[7], d[6], d[5], d[4], d[3], d[2], d[1], d[0]));
+  G->S = Widen(S);
+  G->O = kMin ? Widen(_mm256_cvtph_ps(_mm_set_epi16(m[7], m[6], m[5], m[4], m[3], m[2], m[1], m[0])))
+              : Widen(_mm256_mul_ps(_mm256_set1_ps(-float(kShift)), S));
+}
+
+__m256i LevelsQ4_0(const uint8_t* b) { return Nibbles(b + offsetof(BlockQ4_0, qs)); }
+__m256i LevelsQ4_1(const uint8_t* b) { return Nibbles(b + offsetof(BlockQ4_1, qs)); }
+__m256i FifthBits(const uint8_t* qh) { return _mm256_maskz_mov_epi8(Load<uint32_t>(qh), _mm256_set1_epi8(0x10)); }
+__m256i LevelsQ5_0(const uint8_t* b) { return _mm256_or_si256(Nibbles(b + offsetof(BlockQ5_0, qs)), FifthBits(b + offsetof(BlockQ5_0, qh))); }
+__m256i LevelsQ5_1(const uint8_t* b) { return _mm256_or_si256(Nibbles(b + offsetof(BlockQ5_1, qs)), FifthBits(b + offsetof(BlockQ5_1, qh))); }
+__m256i LevelsQ8_0(const uint8_t* b) {
+  return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + offsetof(BlockQ8_0, qs))), _mm256_set1_epi8(char(0x80)));
+}
+__m256i LevelsIq4Nl(const uint8_t* b) { return GridLevels(Nibbles(b + offsetof(BlockIq4Nl, qs))); }
+
+// ---------------------------------------------------------------- super-blocks
+
+// The 8 six-bit scales and 8 mins of a Q4_K / Q5_K block (ScaleMinK4 for every j).
 void ScalesMinsK4(const uint8_t* s, __m256* scales, __m256* mins) {
   uint32_t a[3];
   std::memcpy(a, s, 12);
   const uint32_t lo6 = 0x3f3f3f3f, lo4 = 0x0f0f0f0f, lo2 = 0x03030303;
-  const uint32_t sc[2] = {a[0] & lo6, (a[2] & lo4) | (((a[0] >> 6) & lo2) << 4)};
-  const uint32_t mn[2] = {a[1] & lo6, ((a[2] >> 4) & lo4) | (((a[1] >> 6) & lo2) << 4)};
-  uint64_t sc8, mn8;
-  std::memcpy(&sc8, sc, 8);
-  std::memcpy(&mn8, mn, 8);
-  *scales = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(sc8))));
-  *mins = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(mn8))));
+  const uint64_t sc = (a[0] & lo6) | (uint64_t((a[2] & lo4) | (((a[0] >> 6) & lo2) << 4)) << 32);
+  const uint64_t mn = (a[1] & lo6) | (uint64_t(((a[2] >> 4) & lo4) | (((a[1] >> 6) & lo2) << 4)) << 32);
+  *scales = Bytes8ToFloat(sc);
+  *mins = Bytes8ToFloat(mn);
 }
 
-// Q4_K: values 64·h + l and 64·h + 32 + l are the low and high nibble of qs[32·h + l]; sub-block
-// s (32 values) has S_s = d·sc_s and M_s = -(dmin·m_s).
-void MatmulQ4K(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
-  const int64_t nb = x.n / 256;
-  const int64_t row_bytes = nb * sizeof(BlockQ4K);
-  const __m256i nibble = _mm256_set1_epi8(0x0F);
-  for (int64_t r = r0; r < r1; r++) {
-    RowAccumulators acc(x.m);
-    for (int64_t b = 0; b < nb; b++) {
-      const uint8_t* blk = w + r * row_bytes + b * sizeof(BlockQ4K);
-      uint16_t dh[2];
-      std::memcpy(dh, blk + offsetof(BlockQ4K, d), 4);
-      __m256 sc, mn;
-      ScalesMinsK4(blk + offsetof(BlockQ4K, scales), &sc, &mn);
-      const __m256 s_vec = _mm256_mul_ps(_mm256_set1_ps(Half(dh[0])), sc);
-      const __m256 m_vec = _mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(_mm256_set1_ps(Half(dh[1])), mn));
-      __m512i levels[4];
-      for (int h = 0; h < 4; h++) {
-        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + offsetof(BlockQ4K, qs) + 32 * h));
-        levels[h] = Join(_mm256_and_si256(q, nibble), _mm256_and_si256(_mm256_srli_epi16(q, 4), nibble));
-      }
-      for (int64_t i = 0; i < x.m; i++) {
-        const int8_t* xq = x.q + i * x.n + b * 256;
-        const __m256 xd = _mm256_loadu_ps(x.d + i * (x.n / 32) + b * 8);
-        const __m512 f = Widen(_mm256_mul_ps(s_vec, xd));
-        __m512 a = acc.dot[i];
-        for (int h = 0; h < 4; h++) {
-          const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), levels[h], _mm512_loadu_si512(xq + 64 * h));
-          a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), Spread(f, 2 * h, 8), a);
-        }
-        acc.dot[i] = a;
-        // Σ_s M_s·x.d_s·X_s, X_s = the two 16-sums of sub-block s
-        const __m256i sums16 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sum + i * (x.n / 16) + b * 16));
-        const __m256 X = _mm256_cvtepi32_ps(_mm256_madd_epi16(sums16, _mm256_set1_epi16(1)));
-        acc.rest[i] = _mm512_add_ps(acc.rest[i], Widen(_mm256_mul_ps(_mm256_mul_ps(m_vec, xd), X)));
-      }
-    }
-    acc.Store(y, ldy, r);
+// Q4_K / Q5_K: values 64·h + l and 64·h + 32 + l are the low and high nibble of qs[32·h + l]
+// (sub-blocks 2h and 2h + 1); Q5_K's 5th bit of sub-block j is bit j of qh[l].
+template <class Block, bool kFive>
+void UnpackQ45K(const uint8_t* p, Group* G) {
+  const uint8_t* qs = p + offsetof(Block, qs);
+  const __m256i one = _mm256_set1_epi8(1);
+  __m256i qh;
+  if (kFive) qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + offsetof(BlockQ5K, qh)));
+  auto fifth = [&](int j) { return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, j), one), 4); };
+  for (int h = 0; h < 4; h++) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * h));
+    __m256i lo = _mm256_and_si256(q, Low4x32()), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), Low4x32());
+    if (kFive) lo = _mm256_or_si256(lo, fifth(2 * h)), hi = _mm256_or_si256(hi, fifth(2 * h + 1));
+    G->u[h] = Join(lo, hi);
   }
+  __m256 sc, mn;
+  ScalesMinsK4(p + offsetof(Block, scales), &sc, &mn);
+  G->S = Widen(_mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(Load<uint16_t>(p + offsetof(Block, d)))), sc));
+  G->O = Widen(_mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(Load<uint16_t>(p + offsetof(Block, dmin)))), mn)));
 }
 
-// Q6_K: values 128·h + 32·k + l (k < 4) take 4 bits from ql[64·h + l + 32·(k & 1)] (low nibble
-// for k < 2) and 2 bits from qh[32·h + l] >> 2k; level + 32 is that 6-bit number. Sub-block i
-// (16 values) has S_i = d·scales[i].
-void MatmulQ6K(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
-  const int64_t nb = x.n / 256;
-  const int64_t row_bytes = nb * sizeof(BlockQ6K);
-  const __m256i low4 = _mm256_set1_epi8(0x0F), low2 = _mm256_set1_epi8(0x03);
-  const __m512i xd_pairs = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
-  for (int64_t r = r0; r < r1; r++) {
-    RowAccumulators acc(x.m);
-    for (int64_t b = 0; b < nb; b++) {
-      const uint8_t* blk = w + r * row_bytes + b * sizeof(BlockQ6K);
-      const uint8_t* ql = blk + offsetof(BlockQ6K, ql);
-      const uint8_t* qhs = blk + offsetof(BlockQ6K, qh);
-      uint16_t dh;
-      std::memcpy(&dh, blk + offsetof(BlockQ6K, d), 2);
-      const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + offsetof(BlockQ6K, scales)));
-      const __m512 s_vec = _mm512_mul_ps(_mm512_set1_ps(Half(dh)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc8)));
-      __m512i levels[4];
-      for (int h = 0; h < 2; h++) {
-        const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 64 * h));
-        const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 64 * h + 32));
-        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qhs + 32 * h));
-        auto high = [&](int shift) { return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, shift), low2), 4); };
-        const __m256i v0 = _mm256_or_si256(_mm256_and_si256(ql0, low4), high(0));
-        const __m256i v1 = _mm256_or_si256(_mm256_and_si256(ql1, low4), high(2));
-        const __m256i v2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4), high(4));
-        const __m256i v3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4), high(6));
-        levels[2 * h] = Join(v0, v1);
-        levels[2 * h + 1] = Join(v2, v3);
-      }
-      for (int64_t i = 0; i < x.m; i++) {
-        const int8_t* xq = x.q + i * x.n + b * 256;
-        const __m512 xd = _mm512_permutexvar_ps(xd_pairs, _mm512_maskz_loadu_ps(0xFF, x.d + i * (x.n / 32) + b * 8));
-        const __m512 fv = _mm512_mul_ps(s_vec, xd);
-        __m512 a = acc.dot[i];
-        for (int c = 0; c < 4; c++) {
-          const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), levels[c], _mm512_loadu_si512(xq + 64 * c));
-          a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), Spread(fv, 4 * c, 4), a);
-        }
-        acc.dot[i] = a;
-        // the +32 shift: - 32 · Σ_i S_i·x.d_i·X_i
-        const __m512 X = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sum + i * (x.n / 16) + b * 16))));
-        acc.rest[i] = _mm512_fnmadd_ps(_mm512_mul_ps(fv, X), _mm512_set1_ps(32.0f), acc.rest[i]);
-      }
-    }
-    acc.Store(y, ldy, r);
-  }
+// IQ4_XS: 16 bytes of nibbles per sub-block of 32, grid + 128; S_j = d·(6-bit scale - 32).
+void UnpackIq4Xs(const uint8_t* p, Group* G) {
+  for (int h = 0; h < 4; h++)
+    G->u[h] = Join(GridLevels(Nibbles(p + offsetof(BlockIq4Xs, qs) + 32 * h)), GridLevels(Nibbles(p + offsetof(BlockIq4Xs, qs) + 32 * h + 16)));
+  const uint32_t l = Load<uint32_t>(p + offsetof(BlockIq4Xs, scales_l));
+  const uint32_t h2 = Load<uint16_t>(p + offsetof(BlockIq4Xs, scales_h));
+  uint64_t ls = 0;
+  for (int j = 0; j < 8; j++) ls |= uint64_t(((l >> (4 * j)) & 0xF) | (((h2 >> (2 * j)) & 3) << 4)) << (8 * j);
+  const __m256 S = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(Load<uint16_t>(p + offsetof(BlockIq4Xs, d)))),
+                                 _mm256_sub_ps(Bytes8ToFloat(ls), _mm256_set1_ps(32.0f)));
+  G->S = Widen(S);
+  G->O = Widen(_mm256_mul_ps(_mm256_set1_ps(-128.0f), S));
 }
 
-// Q4_0, eight blocks (256 values) at a time, two per zmm: values j and j + 16 of a block are the
-// low and high nibble of qs[j]; level + 8 is the nibble; S = d. Rows that are not whole groups of
-// eight blocks use the scalar reference.
-void MatmulQ4_0(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
-  const int64_t nb = x.n / 32;
-  if (nb % 8 != 0) return scalar::ggml().matmul[static_cast<int>(BlockType::Q4_0)](w, x, y, ldy, r0, r1);
-  const int64_t row_bytes = nb * sizeof(BlockQ4_0);
-  const __m128i nibble = _mm_set1_epi8(0x0F);
-  auto unpack = [&](const uint8_t* block) {
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + offsetof(BlockQ4_0, qs)));
-    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), nibble), _mm_and_si128(q, nibble));
-  };
-  for (int64_t r = r0; r < r1; r++) {
-    RowAccumulators acc(x.m);
-    for (int64_t b = 0; b < nb; b += 8) {
-      const uint8_t* p = w + r * row_bytes + b * sizeof(BlockQ4_0);
-      alignas(32) float S[8];
-      __m512i levels[4];
-      for (int k = 0; k < 8; k++) {
-        uint16_t dh;
-        std::memcpy(&dh, p + k * sizeof(BlockQ4_0), 2);
-        S[k] = Half(dh);
-      }
-      for (int h = 0; h < 4; h++) levels[h] = Join(unpack(p + 2 * h * sizeof(BlockQ4_0)), unpack(p + (2 * h + 1) * sizeof(BlockQ4_0)));
-      const __m256 s_vec = _mm256_load_ps(S);
-      for (int64_t i = 0; i < x.m; i++) {
-        const int8_t* xq = x.q + i * x.n + 32 * b;
-        const __m256 f8 = _mm256_mul_ps(s_vec, _mm256_loadu_ps(x.d + i * nb + b));
-        const __m512 f = Widen(f8);
-        __m512 a = acc.dot[i];
-        for (int h = 0; h < 4; h++) {
-          const __m512i prod = _mm512_dpbusd_epi32(_mm512_setzero_si512(), levels[h], _mm512_loadu_si512(xq + 64 * h));
-          a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(prod), Spread(f, 2 * h, 8), a);
-        }
-        acc.dot[i] = a;
-        // the +8 shift: - 8 · Σ_k S_k·x.d_k·X_k over the eight blocks
-        const __m256i sums16 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sum + i * (x.n / 16) + 2 * b));
-        const __m256 X = _mm256_cvtepi32_ps(_mm256_madd_epi16(sums16, _mm256_set1_epi16(1)));
-        acc.rest[i] = _mm512_fnmadd_ps(Widen(_mm256_mul_ps(f8, X)), _mm512_set1_ps(8.0f), acc.rest[i]);
-      }
-    }
-    acc.Store(y, ldy, r);
+// Q6_K: values 128·h + 32·k + l take 4 bits from ql[64·h + l + 32·(k & 1)] (low nibble for
+// k < 2) and 2 bits from qh[32·h + l] >> 2k; u = that 6-bit number = level + 32.
+void UnpackQ6K(const uint8_t* p, Group* G) {
+  const uint8_t* ql = p + offsetof(BlockQ6K, ql);
+  const uint8_t* qhs = p + offsetof(BlockQ6K, qh);
+  const __m256i low2 = _mm256_set1_epi8(0x03);
+  for (int h = 0; h < 2; h++) {
+    const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 64 * h));
+    const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 64 * h + 32));
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qhs + 32 * h));
+    auto high = [&](int shift) { return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, shift), low2), 4); };
+    G->u[2 * h] = Join(_mm256_or_si256(_mm256_and_si256(ql0, Low4x32()), high(0)), _mm256_or_si256(_mm256_and_si256(ql1, Low4x32()), high(2)));
+    G->u[2 * h + 1] = Join(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), Low4x32()), high(4)),
+                           _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), Low4x32()), high(6)));
   }
+  G->S = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(Load<uint16_t>(p + offsetof(BlockQ6K, d)))),
+                       Bytes16ToFloat(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + offsetof(BlockQ6K, scales)))));
+  G->O = _mm512_mul_ps(_mm512_set1_ps(-32.0f), G->S);
 }
+
+// Q2_K / Q3_K: values 128·h + 32·k + l have bits 2k..2k+1 of qs[32·h + l] as their low 2 bits;
+// Q3_K adds 4 when bit 4h + k of hmask[l] is set (u = level + 4).
+template <class Block, bool kThree>
+void LowBits(const uint8_t* p, Group* G) {
+  const uint8_t* qs = p + offsetof(Block, qs);
+  const __m256i low2 = _mm256_set1_epi8(0x03), one = _mm256_set1_epi8(1);
+  __m256i hm;
+  if (kThree) hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + offsetof(BlockQ3K, hmask)));
+  __m256i v[8];
+  for (int h = 0; h < 2; h++) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * h));
+    for (int k = 0; k < 4; k++) {
+      v[4 * h + k] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), low2);
+      if (kThree) v[4 * h + k] = _mm256_or_si256(v[4 * h + k], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + k), one), 2));
+    }
+  }
+  for (int c = 0; c < 4; c++) G->u[c] = Join(v[2 * c], v[2 * c + 1]);
+}
+
+void UnpackQ2K(const uint8_t* p, Group* G) {
+  LowBits<BlockQ2K, false>(p, G);
+  const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + offsetof(BlockQ2K, scales)));
+  const __m512 s = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(sc, Low4())));
+  const __m512 m = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(sc, 4), Low4())));
+  G->S = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(Load<uint16_t>(p + offsetof(BlockQ2K, d)))), s);
+  G->O = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(Load<uint16_t>(p + offsetof(BlockQ2K, dmin)))), m));
+}
+
+// Q3_K's 16 six-bit scales (ScaleQ3K for every j) with word masks.
+void UnpackQ3K(const uint8_t* p, Group* G) {
+  LowBits<BlockQ3K, true>(p, G);
+  uint32_t a[3];
+  std::memcpy(a, p + offsetof(BlockQ3K, scales), 12);
+  const uint32_t lo4 = 0x0f0f0f0f, lo2 = 0x03030303;
+  const __m128i sc = _mm_set_epi32(int(((a[1] >> 4) & lo4) | (((a[2] >> 6) & lo2) << 4)), int(((a[0] >> 4) & lo4) | (((a[2] >> 4) & lo2) << 4)),
+                                   int((a[1] & lo4) | (((a[2] >> 2) & lo2) << 4)), int((a[0] & lo4) | ((a[2] & lo2) << 4)));
+  const __m512 s = _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sc)), _mm512_set1_ps(32.0f));
+  G->S = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(Load<uint16_t>(p + offsetof(BlockQ3K, d)))), s);
+  G->O = _mm512_mul_ps(_mm512_set1_ps(-4.0f), G->S);
+}
+
+// 32-value types need whole groups of eight blocks; other rows use the scalar reference.
+template <BlockType kType, void (*Kernel)(const uint8_t*, const Q8Act&, float*, int64_t, int64_t, int64_t)>
+void WholeGroups(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  if (x.n % 256 != 0) return scalar::ggml().matmul[static_cast<int>(kType)](w, x, y, ldy, r0, r1);
+  Kernel(w, x, y, ldy, r0, r1);
+}
+
+template <BlockType kType, class Block, int kShift, bool kMin, __m256i (*Levels)(const uint8_t*)>
+constexpr auto kLegacy = WholeGroups<kType, MatmulGroups<32, 8 * sizeof(Block), UnpackLegacy<Block, kShift, kMin, Levels>>>;
 
 }  // namespace
 
 const GgmlKernels& Avx512VnniGgml() {
   static const GgmlKernels kernels = [] {
     GgmlKernels k = {};
-    k.matmul[static_cast<int>(BlockType::Q4_0)] = MatmulQ4_0;
-    k.matmul[static_cast<int>(BlockType::Q4_K)] = MatmulQ4K;
-    k.matmul[static_cast<int>(BlockType::Q6_K)] = MatmulQ6K;
+    using Fn = void (*)(const uint8_t*, const Q8Act&, float*, int64_t, int64_t, int64_t);
+    auto set = [&](BlockType t, Fn fn) { k.matmul[static_cast<int>(t)] = fn; };
+    set(BlockType::Q4_0, kLegacy<BlockType::Q4_0, BlockQ4_0, 8, false, LevelsQ4_0>);
+    set(BlockType::Q4_1, kLegacy<BlockType::Q4_1, BlockQ4_1, 0, true, LevelsQ4_1>);
+    set(BlockType::Q5_0, kLegacy<BlockType::Q5_0, BlockQ5_0, 16, false, LevelsQ5_0>);
+    set(BlockType::Q5_1, kLegacy<BlockType::Q5_1, BlockQ5_1, 0, true, LevelsQ5_1>);
+    set(BlockType::Q8_0, kLegacy<BlockType::Q8_0, BlockQ8_0, 128, false, LevelsQ8_0>);
+    set(BlockType::IQ4_NL, kLegacy<BlockType::IQ4_NL, BlockIq4Nl, 128, false, LevelsIq4Nl>);
+    set(BlockType::Q2_K, MatmulGroups<16, sizeof(BlockQ2K), UnpackQ2K>);
+    set(BlockType::Q3_K, MatmulGroups<16, sizeof(BlockQ3K), UnpackQ3K>);
+    set(BlockType::Q4_K, MatmulGroups<32, sizeof(BlockQ4K), UnpackQ45K<BlockQ4K, false>>);
+    set(BlockType::Q5_K, MatmulGroups<32, sizeof(BlockQ5K), UnpackQ45K<BlockQ5K, true>>);
+    set(BlockType::Q6_K, MatmulGroups<16, sizeof(BlockQ6K), UnpackQ6K>);
+    set(BlockType::IQ4_XS, MatmulGroups<32, sizeof(BlockIq4Xs), UnpackIq4Xs>);
     return k;
   }();
   return kernels;

@@ -93,8 +93,10 @@ struct GgmlKernels {
   // where x.d(s) is the activation scale of the 32-block holding s (M_s = 0 for types without
   // minimums). The scalar reference evaluates exactly that, sub-block by sub-block, left to
   // right. A variant may regroup the f32 arithmetic (factor a super-block's d out of S_s, sum the
-  // sub-blocks in any order, fuse into fma), but must keep every I_s and X_s exact and stay within
-  //   |y - y_scalar| <= (n / 16 + 16) · 2^-23 · Σ_k |x.d(k)| · (|S_k · q_k| + |M_k|) · |x.q[i, k]|,
+  // sub-blocks in any order, fuse into fma, take levels shifted to unsigned, u = q + c with
+  // c <= 128, and the shift back as -c·S_s·X_s in f32), but must keep every integer sum exact and
+  // stay within
+  //   |y - y_scalar| <= (n / 16 + 16) · 2^-23 · Σ_k |x.d(k)| · (|S_k| · (|q_k| + 128) + |M_k|) · |x.q[i, k]|,
   // and a row's result must not depend on m, r0/r1 or the thread split (test/kernels/ggml-dot).
   void (*matmul[kBlockTypes])(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t r0, int64_t r1);
 };

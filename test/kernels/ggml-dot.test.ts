@@ -6,7 +6,8 @@
  *  - quantizeAct: q and d bit-equal to quantizeQ8 with group 32, sums exact.
  *  - scalar ggmlMatmul vs dequantize-then-f64 with the same quantized activations (only f32
  *    rounding differs): |y - ref| <= (n/16 + 16)·2^-23·Σ_k |x̂_k|·B, B = the block's bound on
- *    |S·q| + |M| (from its f16 fields and the type's largest scale, min and level).
+ *    |S|·(|q| + 128) + |M| (from its f16 fields and the type's largest scale, min and level; the
+ *    128 covers levels shifted to unsigned, as kernels.h allows).
  *  - vs the unquantized activations (what 8-bit activations cost): additionally
  *    Σ_k |w_k|·d_x(k)/2 (each x̂ is within half a step of x).
  *  - every table vs the scalar one: the contract's (n/16 + 16)·2^-23·Σ|x̂|·B; threads bit-equal.
@@ -62,7 +63,7 @@ function f16At(bytes: Uint8Array, offset: number): number {
   return e === 0 ? s * m * 2 ** -24 : s * (1 + m / 1024) * 2 ** (e - 15);
 }
 
-/** Per value: the bound B on |S·q| + |M| of its block. */
+/** Per value: the bound B on |S|·(|q| + 128) + |M| of its block. */
 function levelBounds(type: string, w: Uint8Array): Float64Array {
   const t = TYPES[type];
   const blocks = w.length / t.bytes;
@@ -70,7 +71,7 @@ function levelBounds(type: string, w: Uint8Array): Float64Array {
   for (let b = 0; b < blocks; b++) {
     const d = Math.abs(f16At(w, b * t.bytes + t.d));
     const m = t.m === undefined ? 0 : Math.abs(f16At(w, b * t.bytes + t.m));
-    out.fill(d * t.maxScale * t.maxLevel + m * t.maxMin, b * t.values, (b + 1) * t.values);
+    out.fill(d * t.maxScale * (t.maxLevel + 128) + m * t.maxMin, b * t.values, (b + 1) * t.values);
   }
   return out;
 }
