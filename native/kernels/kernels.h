@@ -70,13 +70,14 @@ constexpr int kBlockTypes = static_cast<int>(BlockType::kCount);
 constexpr int kActBlock = 32;
 struct Q8Act {
   int64_t m = 0, n = 0;
-  const int8_t* q = nullptr;     // [m, n]
+  const int8_t* q = nullptr;     // [m, n], values in [-127, 127]
   const float* d = nullptr;      // [m, n / 32]
   const int16_t* sum = nullptr;  // [m, n / 16]: Σ q over values [16·s, 16·s + 16) of the row
 };
 
 // The ggml kernels of a table. A SIMD table may leave any pointer null: dispatch.cc then uses the
-// scalar one (so a variant fills only the types it speeds up).
+// scalar one (so a variant fills only the types it speeds up). Filled today: every slot in
+// ggml_dot.cc (the scalar reference) and every matmul slot for "avx512vnni" (ggml_dot_avx512.cc).
 struct GgmlKernels {
   // x[n] -> q[n], d[n / 32], sum[n / 16] for one row (n % 32 == 0), as Q8Act describes. q and d
   // are bit-identical to quantize_q8(x, n, 32, q, d) (exact in every table); sum is exact.
