@@ -19,6 +19,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 
@@ -55,56 +56,66 @@ __m512 Spread(__m512 f, int first, int group) {
   return _mm512_permutexvar_ps(_mm512_add_epi32(group == 8 ? by8 : by4, _mm512_set1_epi32(first)), f);
 }
 
-// Per weight row: accumulators of every activation row (scratch for a batch, registers for decode).
-struct RowAccumulators {
-  __m512* dot;   // [m] the S·x.d-scaled level products
-  __m512* rest;  // [m] the O·x.d·X terms
-  int64_t m;
-  __m512 one[2];
-  explicit RowAccumulators(int64_t rows) : m(rows) {
-    dot = rows == 1 ? &one[0] : static_cast<__m512*>(Scratch(kScratchA, sizeof(__m512) * rows));
-    rest = rows == 1 ? &one[1] : static_cast<__m512*>(Scratch(kScratchB, sizeof(__m512) * rows));
-    for (int64_t i = 0; i < rows; i++) dot[i] = rest[i] = _mm512_setzero_ps();
-  }
-  void Store(float* y, int64_t ldy, int64_t r) const {
-    for (int64_t i = 0; i < m; i++) y[i * ldy + r] = _mm512_reduce_add_ps(dot[i]) + _mm512_reduce_add_ps(rest[i]);
-  }
-};
-
 // Rows [r0, r1) of Y = X·Wᵀ for a type whose rows are groups of `kGroupBytes` bytes (256 values)
-// unpacked by Unpack(const uint8_t*, Group*) into sub-blocks of kSub values.
-template <int kSub, int kGroupBytes, void (*Unpack)(const uint8_t*, Group*)>
-void MatmulGroups(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+// unpacked by Unpack(const uint8_t*, Group*) into sub-blocks of kSub values. Tiled so that a batch
+// stays in L1: kRowTile weight rows (a few KB) meet kActTile activation rows (8 KB for n = 1024)
+// at a time, each weight group unpacked once per activation tile, the accumulators in registers.
+// Every y[i, r] is summed over the groups in the same order whatever m and the tiling.
+// y[i, r] for one weight row r and activation rows i0 .. i0 + ni - 1 (ni <= kMaxN; the
+// accumulators stay in registers).
+template <int kSub, int kGroupBytes, void (*Unpack)(const uint8_t*, Group*), int kMaxN>
+void RowTile(const uint8_t* row, const Q8Act& x, int64_t i0, int64_t ni, float* y, int64_t ldy) {
   const int64_t groups = x.n / 256;
   const __m512i xd_pairs = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
-  for (int64_t r = r0; r < r1; r++) {
-    RowAccumulators acc(x.m);
-    for (int64_t g = 0; g < groups; g++) {
-      Group G;
-      Unpack(w + (r * groups + g) * kGroupBytes, &G);
-      for (int64_t i = 0; i < x.m; i++) {
-        const int8_t* xq = x.q + i * x.n + 256 * g;
-        const __m512 xd8 = _mm512_maskz_loadu_ps(0xFF, x.d + i * (x.n / 32) + 8 * g);
-        const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sum + i * (x.n / 16) + 16 * g));
-        __m512 xd, X;
-        if (kSub == 32) {
-          xd = xd8;
-          X = Widen(_mm256_cvtepi32_ps(_mm256_madd_epi16(sums, _mm256_set1_epi16(1))));
-        } else {
-          xd = _mm512_permutexvar_ps(xd_pairs, xd8);
-          X = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(sums));
-        }
-        const __m512 f = _mm512_mul_ps(G.S, xd);
-        __m512 a = acc.dot[i];
-        for (int h = 0; h < 4; h++) {
-          const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), G.u[h], _mm512_loadu_si512(xq + 64 * h));
-          a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), kSub == 32 ? Spread(f, 2 * h, 8) : Spread(f, 4 * h, 4), a);
-        }
-        acc.dot[i] = a;
-        acc.rest[i] = _mm512_fmadd_ps(_mm512_mul_ps(G.O, xd), X, acc.rest[i]);
+  __m512 dot[kMaxN], rest[kMaxN];
+  for (int64_t t = 0; t < ni; t++) dot[t] = rest[t] = _mm512_setzero_ps();
+  for (int64_t g = 0; g < groups; g++) {
+    Group G;
+    Unpack(row + g * kGroupBytes, &G);
+    for (int64_t t = 0; t < ni; t++) {
+      const int64_t i = i0 + t;
+      const int8_t* xq = x.q + i * x.n + 256 * g;
+      const __m512 xd8 = _mm512_maskz_loadu_ps(0xFF, x.d + i * (x.n / 32) + 8 * g);
+      const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sum + i * (x.n / 16) + 16 * g));
+      __m512 xd, X;
+      if (kSub == 32) {
+        xd = xd8;
+        X = Widen(_mm256_cvtepi32_ps(_mm256_madd_epi16(sums, _mm256_set1_epi16(1))));
+      } else {
+        xd = _mm512_permutexvar_ps(xd_pairs, xd8);
+        X = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(sums));
+      }
+      const __m512 f = _mm512_mul_ps(G.S, xd);
+      __m512 a = dot[t];
+      for (int h = 0; h < 4; h++) {
+        const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), G.u[h], _mm512_loadu_si512(xq + 64 * h));
+        a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), kSub == 32 ? Spread(f, 2 * h, 8) : Spread(f, 4 * h, 4), a);
+      }
+      dot[t] = a;
+      rest[t] = _mm512_fmadd_ps(_mm512_mul_ps(G.O, xd), X, rest[t]);
+    }
+  }
+  for (int64_t t = 0; t < ni; t++) y[(i0 + t) * ldy] = _mm512_reduce_add_ps(dot[t]) + _mm512_reduce_add_ps(rest[t]);
+}
+
+// Rows [r0, r1) of Y = X·Wᵀ for a type whose rows are groups of `kGroupBytes` bytes (256 values)
+// unpacked by Unpack(const uint8_t*, Group*) into sub-blocks of kSub values. Tiled so that a batch
+// stays in L1: kRowTile weight rows (a few KB) meet kActTile activation rows (8 KB for n = 1024)
+// at a time, each weight group unpacked once per activation tile. Every y[i, r] is summed over
+// the groups in the same order whatever m and the tiling.
+template <int kSub, int kGroupBytes, void (*Unpack)(const uint8_t*, Group*)>
+void MatmulGroups(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  constexpr int64_t kRowTile = 16, kActTile = 8;
+  const int64_t row_bytes = x.n / 256 * kGroupBytes;
+  for (int64_t rt = r0; rt < r1; rt += kRowTile) {
+    const int64_t rt_end = std::min(r1, rt + kRowTile);
+    for (int64_t i0 = 0; i0 < x.m; i0 += kActTile) {
+      const int64_t ni = std::min(kActTile, x.m - i0);
+      for (int64_t r = rt; r < rt_end; r++) {
+        if (ni == 1) RowTile<kSub, kGroupBytes, Unpack, 1>(w + r * row_bytes, x, i0, 1, y + r, ldy);
+        else RowTile<kSub, kGroupBytes, Unpack, kActTile>(w + r * row_bytes, x, i0, ni, y + r, ldy);
       }
     }
-    acc.Store(y, ldy, r);
   }
 }
 
