@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // Decoder engine speed on a Qwen3-0.6B-shaped ajc1 file with random Q8_0 weights (made by
 // make-ajc1.js in the temp folder if absent), or with --gguf TYPE a GGUF of that shape with random
-// blocks of llama.cpp's file type TYPE (q4_k_m, q4_0, q6_k, q8_0; made by make-gguf.js): prefill tok/s (one prompt as one batch) and decode
-// tok/s (one token per call, greedy), per thread count, with min/median/max over runs, the ISA,
-// and the memory-bandwidth bound of decode (weight bytes read per token ÷ read bandwidth).
+// blocks of llama.cpp's file type TYPE (q4_k_m, q4_0, q6_k, q8_0; made by make-gguf.js): prefill
+// tok/s (one prompt as one batch) and decode tok/s (one token per call, greedy), per thread count,
+// with min/median/max over runs, the ISA, the load cost (ms, MB copied, matrices converted), and
+// the memory-bandwidth bound of decode (weight bytes read per token ÷ read bandwidth).
 // Needs `npm run build:ts` (dist/) and the addon (WEIGHTMAP_ADDON or build/).
 //   node scripts/bench/decoder.js [--model PATH] [--threads 1,2] [--prompt 512] [--decode 128] [--runs 3]
 //                                 [--bandwidth GBps] [--quant none|q8_0|f32] [--gguf q4_k_m|q4_0|q6_k|q8_0]
@@ -115,6 +116,7 @@ async function main() {
     report.results.push({
       threads,
       isa: engine.loadInfo.isa,
+      load: { ms: +engine.loadInfo.loadMs.toFixed(1), copiedMB: +(engine.loadInfo.copiedBytes / 1e6).toFixed(1), converted: engine.loadInfo.converted },
       prefillTokPerS: stats(prefill),
       decodeTokPerS: stats(decode),
       ...(bandwidth ? { readGBps: bandwidth, decodeBoundTokPerS: +((bandwidth * 1e9) / perToken).toFixed(1) } : {}),
