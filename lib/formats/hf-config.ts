@@ -22,7 +22,7 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { DECODER_VARIANTS, HF_DECODER_CLASSES, isDecoderArchitecture, llama3RopeFactors, type DecoderArchitecture, type Llama3RopeScaling } from '../architectures/decoder';
+import { DECODER_VARIANTS, HF_DECODER_CLASSES, isDecoderArchitecture, isDecoderConfig, llama3RopeFactors, type DecoderArchitecture, type Llama3RopeScaling } from '../architectures/decoder';
 import type { BertConfig, DecoderConfig, ModelConfig, MoondreamConfig, TllmConfig } from '../weights';
 import { fail } from './bytes';
 import { moondreamConfigFromJson, moondreamConfigToJson } from './moon';
@@ -442,7 +442,7 @@ export function jsonText(value: unknown): string {
  * into `dir`; returns false (writing nothing) for architectures HF configs do not describe.
  */
 export function writeHfFolderConfig(dir: string, config: ModelConfig, extra: HfJson = {}): boolean {
-  if (config.architecture === 'llama' || config.architecture === 'qwen3') {
+  if (isDecoderConfig(config)) {
     fs.writeFileSync(nodePath.join(dir, 'config.json'), jsonText(hfConfigFromDecoder(config, extra)));
     return true;
   }

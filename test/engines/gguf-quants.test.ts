@@ -149,18 +149,22 @@ describe.each(FILES)('gguf-quants %s: %s', (folder, _file, variant) => {
   });
 });
 
-test('a quantized GGUF converts to safetensors through dequantization and runs the same (f32 path within 0.001)', async () => {
+test.each([
+  ['qwen3-qknorm', 'Q4_K_M'],
+  ['qwen2-bias', 'Q4_1'],
+])('%s %s converts to safetensors through dequantization and runs the same (f32 path within 0.001)', async (folder, type) => {
   const { dir, cleanup } = tempDir();
-  const [, , variant] = FILES.find(([folder, file]) => folder === 'qwen3-qknorm' && file.includes('Q4_K_M'))!;
+  const [, , variant] = FILES.find(([f, file]) => f === folder && file.includes(type))!;
   try {
     const out = path.join(dir, 'model');
-    await convert(fixture('gguf-quants', 'qwen3-qknorm', variant.file), out, { to: 'safetensors' });
+    await convert(fixture('gguf-quants', folder, variant.file), out, { to: 'safetensors' });
     const weights = await readWeights(out);
+    expect(weights.config.architecture).toBe(folder.split('-')[0]);
     const engine = await DecoderEngine.load(weights, { threads: 2, quant: 'f32' });
     try {
       const c = variant.cases[0];
       const logits = await engine.createSession({ contextLength: 32 }).eval(c.prompt.ids);
-      expect(maxAbsDiff(logits, readF32('gguf-quants', 'qwen3-qknorm', c.logits_file.path))).toBeLessThanOrEqual(TOL_F32);
+      expect(maxAbsDiff(logits, readF32('gguf-quants', folder, c.logits_file.path))).toBeLessThanOrEqual(TOL_F32);
     } finally {
       engine.dispose();
       closeWeights(weights);
