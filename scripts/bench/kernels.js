@@ -7,13 +7,15 @@
 //    than the L3) in turn: tokens/s, the memory-bound ceiling of decode;
 //  - hgemm / hgemm_trans: m = 1 (decode, GB/s of f16 weights) and m = 64 (GFLOP/s);
 //  - gemm_i8 (the encoder's int8 linears) at MiniLM's shapes, 576 rows (32 texts of 18 tokens):
-//    GMAC/s and the share of the measured int8 peak (scripts/bench/peak.js).
+//    GMAC/s and the share of the measured int8 peak (scripts/bench/peak.js);
+//  - ggml block types (GGUF) against 8-bit activations, W [3072, 1024] of random blocks: m = 1
+//    (decode, GB/s of blocks) and m = --m (prefill, GMAC/s).
 // One-thread rows also show the rate by this process's CPU time ("cpu-time"), which other
 // work on the machine does not inflate.
 // Wall-clock times: on a machine shared with other work the spread shows it (the load average is
 // printed first).
 //   node scripts/bench/kernels.js [--isa avx512vnni,avx2] [--threads 1,2] [--reps 9] [--m 128]
-//     [--only matvec,matmul,qwen3,decode,hgemm,gemmi8]
+//     [--only matvec,matmul,qwen3,decode,hgemm,gemmi8,ggml] [--types q4_k,q6_k,...]
 'use strict';
 const crypto = require('node:crypto');
 const os = require('node:os');
@@ -29,7 +31,7 @@ const isas = opt('isa', kernels.availableIsas().filter((i) => i !== 'scalar').jo
 const threadCounts = opt('threads', [...new Set([1, kernels.physicalCores()])].join(',')).split(',').map(Number);
 const reps = Number(opt('reps', '9'));
 const prefillM = Number(opt('m', '128'));
-const only = opt('only', 'matvec,matmul,qwen3,decode,hgemm,gemmi8').split(',');
+const only = opt('only', 'matvec,matmul,qwen3,decode,hgemm,gemmi8,ggml').split(',');
 
 let seed = 12345;
 const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8) / 16777216;
@@ -203,6 +205,39 @@ if (only.includes('hgemm')) {
           const [work, unit] = m === 1 ? [(2 * k * n) / 1e9, 'GB/s'] : [(2 * m * k * n) / 1e9, 'GFLOP/s'];
           console.log(`  ${name.padEnd(11)} ${isa.padEnd(11)} ${threads}t  ${rate(work, t, unit)} ${cpuRate(work, t, unit, threads)}`);
         }
+  }
+}
+
+// ggml block layouts: [values, bytes, byte offsets of the f16 scale fields] (native/kernels/ggml_blocks.h).
+const GGML_BLOCKS = {
+  q4_0: [32, 18, [0]], q4_1: [32, 20, [0, 2]], q5_0: [32, 22, [0]], q5_1: [32, 24, [0, 2]], q8_0: [32, 34, [0]], iq4_nl: [32, 18, [0]],
+  q2_k: [256, 84, [80, 82]], q3_k: [256, 110, [108]], q4_k: [256, 144, [0, 2]], q5_k: [256, 176, [0, 2]], q6_k: [256, 210, [208]], iq4_xs: [256, 136, [0]],
+};
+
+if (only.includes('ggml')) {
+  const [rows, cols] = [3072, 1024];
+  console.log(`
+ggml blocks against 8-bit activations: W [${rows}, ${cols}], m = 1 (GB/s of blocks) and m = ${prefillM} (GMAC/s)`);
+  for (const type of opt('types', Object.keys(GGML_BLOCKS).join(',')).split(',')) {
+    const [values, bytes, scales] = GGML_BLOCKS[type];
+    const w = new Uint8Array(((rows * cols) / values) * bytes);
+    crypto.randomFillSync(w);
+    // f16 scales near 2^-10: random bits there would make NaNs and subnormals
+    for (let b = 0; b < w.length; b += bytes) for (const o of scales) (w[b + o] = Math.floor(rand() * 256)), (w[b + o + 1] = 0x14);
+    for (const m of [1, prefillM]) {
+      const x = f32(m * cols);
+      const xq = new Int8Array(m * cols);
+      const xd = new Float32Array((m * cols) / 32);
+      const xs = new Int16Array((m * cols) / 16);
+      kernels.quantizeAct('scalar', x, xq, xd, xs);
+      const y = new Float32Array(m * rows);
+      for (const isa of isas)
+        for (const threads of threadCounts) {
+          const t = time(() => kernels.ggmlMatmul(isa, type, w, xq, xd, xs, y, m, rows, cols, threads));
+          const [work, unit] = m === 1 ? [w.length / 1e9, 'GB/s'] : [(m * rows * cols) / 1e9, 'GMAC/s'];
+          console.log(`  ${type.padEnd(7)} m=${String(m).padEnd(4)} ${isa.padEnd(11)} ${threads}t  ${rate(work, t, unit)} ${cpuRate(work, t, unit, threads)}`);
+        }
+    }
   }
 }
 
