@@ -1,0 +1,413 @@
+// The ggml dot products (GgmlKernels, contract in kernels.h) for the SIMD files: every type's
+// unpacking and the accumulation, written once over a traits struct T of the including file.
+// Included INSIDE an anonymous namespace of a *_<isa>.cc file, after its intrinsics (see
+// tables.h for why).
+//
+//   struct T {
+//     using C;   // 32 bytes: the levels or activations of 32 consecutive values
+//     using A;   // 8 int32 lanes; lane l sums bytes 4l..4l+3 of a C
+//     using FV;  // 8 f32 lanes, lane l beside A's lane l
+//     static C load(const uint8_t* p);                  // 32 bytes
+//     static C nib(const uint8_t* p);                   // 16 bytes -> 32 values: low nibbles, then high
+//     static C lo4(C v); static C hi4(C v);             // v & 15, v >> 4 (per byte)
+//     template <int k> static C bits2(C v);             // (v >> 2k) & 3
+//     template <int k> static C bits2_54(C v);          // ((v >> 2k) & 3) << 4
+//     static C test(C v, uint8_t bit, uint8_t val);     // v & bit ? val : 0
+//     static C expand(uint32_t bits, uint8_t val);      // byte j = bit j of bits ? val : 0
+//     static C or_(C a, C b); static C xor80(C v);
+//     static C lut(C idx, const uint8_t* table16);      // table[idx], idx < 16
+//     static constexpr bool corr(int off);              // dot<off> wants acc to start at -off·Σx per lane
+//     template <int off> static A dot(A acc, C u, C x); // acc + Σ (u - off)·x per lane, exact; u < 2·off
+//                                                      // (off 128: any byte)
+//     static A azero(); static A ald(const int32_t* p);
+//     static FV cvt(A a); static FV fld(const float* p); static FV fset1(float v);
+//     static FV fmul(FV a, FV b); static FV fadd(FV a, FV b); static FV ffma(FV a, FV b, FV c);
+//     static FV bcast(const float* p);                  // p[0] in every lane
+//     static FV bcast2(const float* p);                 // p[0] in lanes 0..3, p[1] in lanes 4..7
+//     static void fst(float* p, FV v); static float reduce(FV v);
+//     static FV f16x8(const uint16_t* p); static float f16(uint16_t h);
+//     static FV cvt_u8(const uint8_t* p); static FV cvt_s8(const int8_t* p);  // 8 bytes to f32
+//   };
+//
+// The weights are read in groups of 256 values: one super-block, or 8 blocks of a 32-value type
+// (a row's last group may hold fewer). A group is unpacked once into 8 chunks of 32 levels u
+// (q = u - off: offsets keep the levels unsigned for vpdpbusd / vpmaddubsw) and f32 vectors of
+// its sub-block scales S and minimums M, exactly as UnpackBlock computes them; then, per
+// activation row of the tile, every chunk's I (int32 lanes, exact: the lane sums of I_s) is
+// scaled by S·x.d and the 8 chunks summed as a tree into the row's accumulator; the M·X terms go
+// to a second accumulator through x.d·X per sub-block. Every row of a tile goes through the same
+// operations in the same order, so its result does not depend on the tile, m or the row split.
+#pragma once
+
+constexpr int kGgmlGroup = 256;
+
+// The IQ4 grid + 128 (kIq4nl as u8 levels with offset 128).
+alignas(16) constexpr uint8_t kIq4nlU8[16] = {1, 24, 45, 63, 79, 93, 106, 118, 129, 141, 153, 166, 181, 197, 217, 241};
+
+template <class T>
+struct GgmlGroup {
+  typename T::C u[8];
+  typename T::FV s[2], mn[2];  // sub-blocks 0..7 and 8..15 (16-value sub-blocks) or 0..7 (32)
+};
+
+inline uint16_t GgmlU16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
+inline uint32_t GgmlU32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// ---------------------------------------------------------------- 32-value types
+// U::Levels(block) -> C; group = `count` consecutive blocks (count <= 8); d (and m) per block.
+template <class T, class U>
+void Unpack32(const uint8_t* p, int count, GgmlGroup<T>* g) {
+  alignas(16) uint16_t d[8] = {}, m[8] = {};
+  for (int c = 0; c < count; c++) {
+    const uint8_t* b = p + c * U::kBlockBytes;
+    g->u[c] = U::Levels(b);
+    d[c] = GgmlU16(b);
+    if (U::kMin) m[c] = GgmlU16(b + 2);
+  }
+  g->s[0] = T::f16x8(d);
+  if (U::kMin) g->mn[0] = T::f16x8(m);
+}
+
+template <class T>
+struct GgmlQ4_0 {
+  static constexpr BlockType kType = BlockType::Q4_0;
+  static constexpr int kValues = 32, kBlockBytes = 18, kOff = 8, kSub = 32;
+  static constexpr bool kMin = false;
+  static typename T::C Levels(const uint8_t* b) { return T::nib(b + 2); }
+  static void Unpack(const uint8_t* p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlQ4_0>(p, count, g); }
+};
+
+template <class T>
+struct GgmlQ4_1 {
+  static constexpr BlockType kType = BlockType::Q4_1;
+  static constexpr int kValues = 32, kBlockBytes = 20, kOff = 0, kSub = 32;
+  static constexpr bool kMin = true;
+  static typename T::C Levels(const uint8_t* b) { return T::nib(b + 4); }
+  static void Unpack(const uint8_t* p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlQ4_1>(p, count, g); }
+};
+
+template <class T>
+struct GgmlQ5_0 {
+  static constexpr BlockType kType = BlockType::Q5_0;
+  static constexpr int kValues = 32, kBlockBytes = 22, kOff = 16, kSub = 32;
+  static constexpr bool kMin = false;
+  static typename T::C Levels(const uint8_t* b) { return T::or_(T::nib(b + 6), T::expand(GgmlU32(b + 2), 16)); }
+  static void Unpack(const uint8_t* p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlQ5_0>(p, count, g); }
+};
+
+template <class T>
+struct GgmlQ5_1 {
+  static constexpr BlockType kType = BlockType::Q5_1;
+  static constexpr int kValues = 32, kBlockBytes = 24, kOff = 0, kSub = 32;
+  static constexpr bool kMin = true;
+  static typename T::C Levels(const uint8_t* b) { return T::or_(T::nib(b + 8), T::expand(GgmlU32(b + 4), 16)); }
+  static void Unpack(const uint8_t* p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlQ5_1>(p, count, g); }
+};
+
+template <class T>
+struct GgmlQ8_0 {
+  static constexpr BlockType kType = BlockType::Q8_0;
+  static constexpr int kValues = 32, kBlockBytes = 34, kOff = 128, kSub = 32;
+  static constexpr bool kMin = false;
+  static typename T::C Levels(const uint8_t* b) { return T::xor80(T::load(b + 2)); }
+  static void Unpack(const uint8_t* p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlQ8_0>(p, count, g); }
+};
+
+template <class T>
+struct GgmlIq4Nl {
+  static constexpr BlockType kType = BlockType::IQ4_NL;
+  static constexpr int kValues = 32, kBlockBytes = 18, kOff = 128, kSub = 32;
+  static constexpr bool kMin = false;
+  static typename T::C Levels(const uint8_t* b) { return T::lut(T::nib(b + 2), kIq4nlU8); }
+  static void Unpack(const uint8_t* p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlIq4Nl>(p, count, g); }
+};
+
+// ---------------------------------------------------------------- super-blocks
+// Chunk c holds values 32c..32c+31 (bit positions in ggml_blocks.cc's UnpackBlock).
+
+// Q2_K {scales[16]; qs[64]; f16 d, dmin}: chunk 4h + k = bits 2k..2k+1 of qs[32h + l].
+template <class T>
+struct GgmlQ2K {
+  static constexpr BlockType kType = BlockType::Q2_K;
+  static constexpr int kValues = 256, kBlockBytes = 84, kOff = 0, kSub = 16;
+  static constexpr bool kMin = true;
+  static void Unpack(const uint8_t* p, int, GgmlGroup<T>* g) {
+    for (int h = 0; h < 2; h++) {
+      const typename T::C q = T::load(p + 16 + 32 * h);
+      g->u[4 * h + 0] = T::template bits2<0>(q);
+      g->u[4 * h + 1] = T::template bits2<1>(q);
+      g->u[4 * h + 2] = T::template bits2<2>(q);
+      g->u[4 * h + 3] = T::template bits2<3>(q);
+    }
+    uint8_t sc[16], m[16];
+    for (int j = 0; j < 16; j++) sc[j] = p[j] & 15, m[j] = p[j] >> 4;
+    const typename T::FV d = T::fset1(T::f16(GgmlU16(p + 80))), nd = T::fset1(-T::f16(GgmlU16(p + 82)));
+    for (int h = 0; h < 2; h++) {
+      g->s[h] = T::fmul(d, T::cvt_u8(sc + 8 * h));
+      g->mn[h] = T::fmul(nd, T::cvt_u8(m + 8 * h));  // -(dmin·m): the same rounding as ggml's
+    }
+  }
+};
+
+// Q3_K {hmask[32]; qs[64]; scales[12]; f16 d}: chunk 4h + k = Q2_K's bits plus 4 where bit
+// 4h + k of hmask[l] is set (level u = q + 4).
+template <class T>
+struct GgmlQ3K {
+  static constexpr BlockType kType = BlockType::Q3_K;
+  static constexpr int kValues = 256, kBlockBytes = 110, kOff = 4, kSub = 16;
+  static constexpr bool kMin = false;
+  static void Unpack(const uint8_t* p, int, GgmlGroup<T>* g) {
+    const typename T::C hm = T::load(p);
+    for (int h = 0; h < 2; h++) {
+      const typename T::C q = T::load(p + 32 + 32 * h);
+      g->u[4 * h + 0] = T::or_(T::template bits2<0>(q), T::test(hm, uint8_t(1u << (4 * h + 0)), 4));
+      g->u[4 * h + 1] = T::or_(T::template bits2<1>(q), T::test(hm, uint8_t(1u << (4 * h + 1)), 4));
+      g->u[4 * h + 2] = T::or_(T::template bits2<2>(q), T::test(hm, uint8_t(1u << (4 * h + 2)), 4));
+      g->u[4 * h + 3] = T::or_(T::template bits2<3>(q), T::test(hm, uint8_t(1u << (4 * h + 3)), 4));
+    }
+    // Scale j: 4 low bits from nibble j % 8 of bytes 0..7 (low nibbles first), 2 high bits from
+    // bits 2·(j / 4) of byte 8 + j % 4; as four bytes at a time (a, b: bytes 0..3, 4..7; c: 8..11).
+    const uint8_t* s = p + 96;
+    const uint32_t a = GgmlU32(s), b = GgmlU32(s + 4), c = GgmlU32(s + 8);
+    const uint32_t w[4] = {(a & 0x0f0f0f0f) | ((c << 4) & 0x30303030), (b & 0x0f0f0f0f) | ((c << 2) & 0x30303030),
+                           ((a >> 4) & 0x0f0f0f0f) | (c & 0x30303030), ((b >> 4) & 0x0f0f0f0f) | ((c >> 2) & 0x30303030)};
+    int8_t sc[16];
+    std::memcpy(sc, w, 16);
+    for (int j = 0; j < 16; j++) sc[j] = int8_t(sc[j] - 32);
+    const typename T::FV d = T::fset1(T::f16(GgmlU16(p + 108)));
+    g->s[0] = T::fmul(d, T::cvt_s8(sc));
+    g->s[1] = T::fmul(d, T::cvt_s8(sc + 8));
+  }
+};
+
+// The 6-bit scales and mins of Q4_K / Q5_K (12 bytes): j < 4 from the low 6 bits of bytes j and
+// j + 4; j >= 4 from the nibbles of byte j + 4 and the top 2 bits of bytes j - 4 and j.
+inline void GgmlScaleMinK4(const uint8_t* s, uint8_t sc[8], uint8_t m[8]) {
+  const uint32_t a = GgmlU32(s), b = GgmlU32(s + 4), c = GgmlU32(s + 8);
+  const uint32_t w[4] = {a & 0x3f3f3f3f, (c & 0x0f0f0f0f) | ((a >> 2) & 0x30303030), b & 0x3f3f3f3f,
+                         ((c >> 4) & 0x0f0f0f0f) | ((b >> 2) & 0x30303030)};
+  std::memcpy(sc, w, 8);
+  std::memcpy(m, w + 2, 8);
+}
+
+// Q4_K {f16 d, dmin; scales[12]; qs[128]} and Q5_K {...; qh[32]; qs[128]}: chunk 2h = low
+// nibbles of qs[32h + l], 2h + 1 their high nibbles; Q5_K adds 16 where bit c of qh[l] is set.
+template <class T, bool kFive>
+struct GgmlQ45K {
+  static constexpr BlockType kType = kFive ? BlockType::Q5_K : BlockType::Q4_K;
+  static constexpr int kValues = 256, kBlockBytes = kFive ? 176 : 144, kOff = 0, kSub = 32;
+  static constexpr bool kMin = true;
+  static void Unpack(const uint8_t* p, int, GgmlGroup<T>* g) {
+    const uint8_t* qs = p + (kFive ? 48 : 16);
+    for (int h = 0; h < 4; h++) {
+      const typename T::C q = T::load(qs + 32 * h);
+      g->u[2 * h] = T::lo4(q);
+      g->u[2 * h + 1] = T::hi4(q);
+    }
+    if (kFive) {
+      const typename T::C qh = T::load(p + 16);
+      for (int c = 0; c < 8; c++) g->u[c] = T::or_(g->u[c], T::test(qh, uint8_t(1u << c), 16));
+    }
+    alignas(8) uint8_t sc[8], m[8];
+    GgmlScaleMinK4(p + 4, sc, m);
+    g->s[0] = T::fmul(T::fset1(T::f16(GgmlU16(p))), T::cvt_u8(sc));
+    g->mn[0] = T::fmul(T::fset1(-T::f16(GgmlU16(p + 2))), T::cvt_u8(m));
+  }
+};
+template <class T>
+using GgmlQ4K = GgmlQ45K<T, false>;
+template <class T>
+using GgmlQ5K = GgmlQ45K<T, true>;
+
+// Q6_K {ql[128]; qh[64]; i8 scales[16]; f16 d}: chunk 4h + k = the low (k < 2) or high nibbles
+// of ql[64h + 32(k & 1) + l] and bits 2k..2k+1 of qh[32h + l] as bits 4..5 (u = q + 32).
+template <class T>
+struct GgmlQ6K {
+  static constexpr BlockType kType = BlockType::Q6_K;
+  static constexpr int kValues = 256, kBlockBytes = 210, kOff = 32, kSub = 16;
+  static constexpr bool kMin = false;
+  static void Unpack(const uint8_t* p, int, GgmlGroup<T>* g) {
+    for (int h = 0; h < 2; h++) {
+      const typename T::C l0 = T::load(p + 64 * h), l1 = T::load(p + 64 * h + 32), qh = T::load(p + 128 + 32 * h);
+      g->u[4 * h + 0] = T::or_(T::lo4(l0), T::template bits2_54<0>(qh));
+      g->u[4 * h + 1] = T::or_(T::lo4(l1), T::template bits2_54<1>(qh));
+      g->u[4 * h + 2] = T::or_(T::hi4(l0), T::template bits2_54<2>(qh));
+      g->u[4 * h + 3] = T::or_(T::hi4(l1), T::template bits2_54<3>(qh));
+    }
+    const typename T::FV d = T::fset1(T::f16(GgmlU16(p + 208)));
+    const int8_t* sc = reinterpret_cast<const int8_t*>(p + 192);
+    g->s[0] = T::fmul(d, T::cvt_s8(sc));
+    g->s[1] = T::fmul(d, T::cvt_s8(sc + 8));
+  }
+};
+
+// IQ4_XS {f16 d; u16 scales_h; scales_l[4]; qs[128]}: chunk j = the grid at the nibbles of
+// qs[16j..16j+16) (low, then high); scale j = (nibble j of scales_l | bits 2j..2j+1 of scales_h
+// << 4) - 32.
+template <class T>
+struct GgmlIq4Xs {
+  static constexpr BlockType kType = BlockType::IQ4_XS;
+  static constexpr int kValues = 256, kBlockBytes = 136, kOff = 128, kSub = 32;
+  static constexpr bool kMin = false;
+  static void Unpack(const uint8_t* p, int, GgmlGroup<T>* g) {
+    for (int c = 0; c < 8; c++) g->u[c] = T::lut(T::nib(p + 8 + 16 * c), kIq4nlU8);
+    const uint32_t hi = GgmlU16(p + 2), lo = GgmlU32(p + 4);
+    alignas(8) int8_t sc[8];
+    for (int j = 0; j < 8; j++) sc[j] = int8_t((((lo >> (4 * j)) & 15) | (((hi >> (2 * j)) & 3) << 4)) - 32);
+    g->s[0] = T::fmul(T::fset1(T::f16(GgmlU16(p))), T::cvt_s8(sc));
+  }
+};
+
+// ---------------------------------------------------------------- the dot products
+// Per activation row, prepared once per call: the dot's starting lanes (-off·Σx over each lane's
+// 4 values, when T wants them), x.d per 32 values (and per 16: each twice), and x.d·X per
+// sub-block (types with minimums); zero past n up to whole groups.
+struct GgmlRowPrep {
+  const int8_t* q;
+  const int32_t* corr;  // [n / 4]
+  const float* xd;      // [groups · 8]
+  const float* xd16;    // [groups · 16]
+  const float* xdx;     // [groups · 8] (32-value sub-blocks) or [groups · 16]
+};
+
+template <class T, class U>
+struct GgmlKernel {
+  using C = typename T::C;
+  using A = typename T::A;
+  using FV = typename T::FV;
+  static constexpr bool kCorr = T::corr(U::kOff);
+  static constexpr int kGroupBytes = U::kBlockBytes * (kGgmlGroup / U::kValues);
+  static constexpr int kSubs = kGgmlGroup / U::kSub;  // sub-blocks per group
+
+  // Floats per row of prep after the corr ints.
+  static int64_t PrepFloats(int64_t groups) { return groups * (8 + 16 + 16); }
+
+  static GgmlRowPrep Prep(const Q8Act& x, int64_t i, int32_t* corr, float* f) {
+    const int64_t n = x.n, groups = (n + kGgmlGroup - 1) / kGgmlGroup;
+    const int8_t* q = x.q + i * n;
+    const float* d = x.d + i * (n / 32);
+    const int16_t* sum = x.sum + i * (n / 16);
+    if (kCorr)
+      for (int64_t l = 0; l < n / 4; l++) corr[l] = -U::kOff * (q[4 * l] + q[4 * l + 1] + q[4 * l + 2] + q[4 * l + 3]);
+    float* xd = f;
+    float* xd16 = f + groups * 8;
+    float* xdx = f + groups * 24;
+    for (int64_t k = 0; k < groups * 8; k++) xd[k] = k < n / 32 ? d[k] : 0.0f;
+    for (int64_t s = 0; s < groups * 16; s++) xd16[s] = s < n / 16 ? d[s / 2] : 0.0f;
+    if (U::kMin) {
+      if (U::kSub == 32)
+        for (int64_t k = 0; k < groups * 8; k++) xdx[k] = k < n / 32 ? d[k] * float(sum[2 * k] + sum[2 * k + 1]) : 0.0f;
+      else
+        for (int64_t s = 0; s < groups * 16; s++) xdx[s] = s < n / 16 ? d[s / 2] * float(sum[s]) : 0.0f;
+    }
+    return GgmlRowPrep{q, corr, xd, xd16, xdx};
+  }
+
+  // Chunk c of group gi against activation row p: its int32 lanes.
+  static A Chunk(const GgmlGroup<T>& g, const GgmlRowPrep& p, int64_t gi, int c) {
+    const int64_t k = gi * kGgmlGroup + 32 * c;
+    const A init = kCorr ? T::ald(p.corr + k / 4) : T::azero();
+    return T::template dot<U::kOff>(init, g.u[c], T::load(reinterpret_cast<const uint8_t*>(p.q + k)));
+  }
+
+  // acc += Σ_c cvt(I_c)·S·x.d for the `count` chunks of group gi; accm += M·x.d·X.
+  template <int kCount>
+  static void Accumulate(const GgmlGroup<T>& g, const GgmlRowPrep& p, int64_t gi, int count, FV& acc, FV& accm) {
+    alignas(32) float f[16];
+    if (U::kSub == 32) {
+      T::fst(f, T::fmul(g.s[0], T::fld(p.xd + 8 * gi)));
+    } else {
+      T::fst(f, T::fmul(g.s[0], T::fld(p.xd16 + 16 * gi)));
+      T::fst(f + 8, T::fmul(g.s[1], T::fld(p.xd16 + 16 * gi + 8)));
+    }
+    auto factor = [&](int c) { return U::kSub == 32 ? T::bcast(f + c) : T::bcast2(f + 2 * c); };
+    if (kCount == 8) {
+      // pairs, then a tree: four independent chains instead of one of length 8
+      FV pr[4];
+      for (int c = 0; c < 8; c += 2)
+        pr[c / 2] = T::ffma(T::cvt(Chunk(g, p, gi, c + 1)), factor(c + 1), T::fmul(T::cvt(Chunk(g, p, gi, c)), factor(c)));
+      acc = T::fadd(acc, T::fadd(T::fadd(pr[0], pr[1]), T::fadd(pr[2], pr[3])));
+    } else {
+      FV s = T::fmul(T::cvt(Chunk(g, p, gi, 0)), factor(0));
+      for (int c = 1; c < count; c++) s = T::ffma(T::cvt(Chunk(g, p, gi, c)), factor(c), s);
+      acc = T::fadd(acc, s);
+    }
+    if (U::kMin) {
+      if (U::kSub == 32) {
+        accm = T::ffma(g.mn[0], T::fld(p.xdx + 8 * gi), accm);
+      } else {
+        accm = T::ffma(g.mn[0], T::fld(p.xdx + 16 * gi), accm);
+        accm = T::ffma(g.mn[1], T::fld(p.xdx + 16 * gi + 8), accm);
+      }
+    }
+  }
+
+  // y[j] = row `w` against activation rows p[0..R).
+  template <int R>
+  static void Rows(const uint8_t* w, int64_t n, const GgmlRowPrep* p, float* y) {
+    FV acc[R], accm[R];
+    for (int i = 0; i < R; i++) acc[i] = accm[i] = T::fset1(0.0f);
+    GgmlGroup<T> g;
+    const int64_t full = n / kGgmlGroup;
+    for (int64_t gi = 0; gi < full; gi++) {
+      U::Unpack(w + gi * kGroupBytes, 8, &g);
+      for (int i = 0; i < R; i++) Accumulate<8>(g, p[i], gi, 8, acc[i], accm[i]);
+    }
+    const int tail = int(n % kGgmlGroup / 32);  // 32-value types only
+    if (tail) {
+      U::Unpack(w + full * kGroupBytes, tail, &g);
+      for (int i = 0; i < R; i++) Accumulate<0>(g, p[i], full, tail, acc[i], accm[i]);
+    }
+    for (int i = 0; i < R; i++) y[i] = U::kMin ? T::reduce(T::fadd(acc[i], accm[i])) : T::reduce(acc[i]);
+  }
+
+  // GgmlKernels::matmul: each weight row is unpacked once per tile of 4 activation rows.
+  static void Matmul(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+    if (r1 <= r0) return;
+    const int64_t n = x.n, m = x.m, groups = (n + kGgmlGroup - 1) / kGgmlGroup;
+    const int64_t corr_ints = kCorr ? (n / 4 + 15) / 16 * 16 : 0;
+    const int64_t row_words = corr_ints + (PrepFloats(groups) + 15) / 16 * 16;
+    const int64_t tile = 4;
+    uint8_t* buf = static_cast<uint8_t*>(Scratch(kScratchA, size_t(m * row_words * 4 + m * sizeof(GgmlRowPrep))));
+    GgmlRowPrep* prep = reinterpret_cast<GgmlRowPrep*>(buf + m * row_words * 4);
+    for (int64_t i = 0; i < m; i++) {
+      int32_t* base = reinterpret_cast<int32_t*>(buf) + i * row_words;
+      prep[i] = Prep(x, i, base, reinterpret_cast<float*>(base + corr_ints));
+    }
+    const int64_t row_bytes = n / U::kValues * U::kBlockBytes;
+    float out[4];
+    for (int64_t r = r0; r < r1; r++) {
+      const uint8_t* wr = w + r * row_bytes;
+      int64_t i = 0;
+      for (; i + tile <= m; i += tile) {
+        Rows<4>(wr, n, prep + i, out);
+        for (int j = 0; j < 4; j++) y[(i + j) * ldy + r] = out[j];
+      }
+      for (; i < m; i++) Rows<1>(wr, n, prep + i, y + i * ldy + r);
+    }
+  }
+};
+
+// q, d as the table's quantize_q8 with groups of 32, then the sums per 16.
+inline void GgmlActSums(const int8_t* q, int64_t n, int16_t* sum) {
+  for (int64_t s = 0; s < n / 16; s++) {
+    int v = 0;
+    for (int k = 0; k < 16; k++) v += q[16 * s + k];
+    sum[s] = int16_t(v);
+  }
+}
+
+template <class T>
+GgmlKernels GgmlTable(void (*quantize_act)(const float*, int64_t, int8_t*, float*, int16_t*)) {
+  return GgmlKernels{quantize_act,
+                     {GgmlKernel<T, GgmlQ4_0<T>>::Matmul, GgmlKernel<T, GgmlQ4_1<T>>::Matmul,
+                      GgmlKernel<T, GgmlQ5_0<T>>::Matmul, GgmlKernel<T, GgmlQ5_1<T>>::Matmul,
+                      GgmlKernel<T, GgmlQ8_0<T>>::Matmul, GgmlKernel<T, GgmlQ2K<T>>::Matmul,
+                      GgmlKernel<T, GgmlQ3K<T>>::Matmul, GgmlKernel<T, GgmlQ4K<T>>::Matmul,
+                      GgmlKernel<T, GgmlQ5K<T>>::Matmul, GgmlKernel<T, GgmlQ6K<T>>::Matmul,
+                      GgmlKernel<T, GgmlIq4Nl<T>>::Matmul, GgmlKernel<T, GgmlIq4Xs<T>>::Matmul}};
+}
