@@ -25,9 +25,11 @@
 //     static FV bcast(const float* p);                  // p[0] in every lane
 //     static FV bcast2(const float* p);                 // p[0] in lanes 0..3, p[1] in lanes 4..7
 //     static void fst(float* p, FV v); static float reduce(FV v);
-//     static FV f16x8(const uint16_t* p); static float f16(uint16_t h);
-//     static FV cvt_u8(const uint8_t* p); static FV cvt_s8(const int8_t* p);  // 8 bytes to f32
+//     static FV f16x8(uint64_t lo, uint64_t hi); static float f16(uint16_t h);  // f16 values 0..3, 4..7
+//     static FV cvt_u8(uint64_t v); static FV cvt_s8(uint64_t v);  // the 8 bytes of v (little-endian) to f32
 //   };
+// (Scales assembled in general registers go to the vector side as whole u64s, not through small
+// stores to memory and a wider load, which the CPU cannot forward: 20-cycle stalls per block.)
 //
 // The weights are read in groups of 256 values: one super-block, or 8 blocks of a 32-value type
 // (a row's last group may hold fewer). A group is unpacked once into 8 chunks of 32 levels u
@@ -56,20 +58,26 @@ inline uint32_t GgmlU32(const uint8_t* p) {
   std::memcpy(&v, p, 4);
   return v;
 }
+inline uint64_t GgmlU64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+inline uint64_t GgmlPair(uint32_t lo, uint32_t hi) { return lo | uint64_t(hi) << 32; }
 
 // ---------------------------------------------------------------- 32-value types
 // U::Levels(block) -> C; group = `count` consecutive blocks (count <= 8); d (and m) per block.
 template <class T, class U>
 void Unpack32(const uint8_t* p, int count, GgmlGroup<T>* g) {
-  alignas(16) uint16_t d[8] = {}, m[8] = {};
+  uint64_t d[2] = {0, 0}, m[2] = {0, 0};
   for (int c = 0; c < count; c++) {
     const uint8_t* b = p + c * U::kBlockBytes;
     g->u[c] = U::Levels(b);
-    d[c] = GgmlU16(b);
-    if (U::kMin) m[c] = GgmlU16(b + 2);
+    d[c / 4] |= uint64_t(GgmlU16(b)) << (16 * (c % 4));
+    if (U::kMin) m[c / 4] |= uint64_t(GgmlU16(b + 2)) << (16 * (c % 4));
   }
-  g->s[0] = T::f16x8(d);
-  if (U::kMin) g->mn[0] = T::f16x8(m);
+  g->s[0] = T::f16x8(d[0], d[1]);
+  if (U::kMin) g->mn[0] = T::f16x8(m[0], m[1]);
 }
 
 template <class T>
@@ -143,12 +151,11 @@ struct GgmlQ2K {
       g->u[4 * h + 2] = T::template bits2<2>(q);
       g->u[4 * h + 3] = T::template bits2<3>(q);
     }
-    uint8_t sc[16], m[16];
-    for (int j = 0; j < 16; j++) sc[j] = p[j] & 15, m[j] = p[j] >> 4;
     const typename T::FV d = T::fset1(T::f16(GgmlU16(p + 80))), nd = T::fset1(-T::f16(GgmlU16(p + 82)));
     for (int h = 0; h < 2; h++) {
-      g->s[h] = T::fmul(d, T::cvt_u8(sc + 8 * h));
-      g->mn[h] = T::fmul(nd, T::cvt_u8(m + 8 * h));  // -(dmin·m): the same rounding as ggml's
+      const uint64_t s = GgmlU64(p + 8 * h);
+      g->s[h] = T::fmul(d, T::cvt_u8(s & 0x0f0f0f0f0f0f0f0full));
+      g->mn[h] = T::fmul(nd, T::cvt_u8((s >> 4) & 0x0f0f0f0f0f0f0f0full));  // -(dmin·m): ggml's rounding
     }
   }
 };
@@ -173,25 +180,21 @@ struct GgmlQ3K {
     // bits 2·(j / 4) of byte 8 + j % 4; as four bytes at a time (a, b: bytes 0..3, 4..7; c: 8..11).
     const uint8_t* s = p + 96;
     const uint32_t a = GgmlU32(s), b = GgmlU32(s + 4), c = GgmlU32(s + 8);
-    const uint32_t w[4] = {(a & 0x0f0f0f0f) | ((c << 4) & 0x30303030), (b & 0x0f0f0f0f) | ((c << 2) & 0x30303030),
-                           ((a >> 4) & 0x0f0f0f0f) | (c & 0x30303030), ((b >> 4) & 0x0f0f0f0f) | ((c >> 2) & 0x30303030)};
-    int8_t sc[16];
-    std::memcpy(sc, w, 16);
-    for (int j = 0; j < 16; j++) sc[j] = int8_t(sc[j] - 32);
-    const typename T::FV d = T::fset1(T::f16(GgmlU16(p + 108)));
-    g->s[0] = T::fmul(d, T::cvt_s8(sc));
-    g->s[1] = T::fmul(d, T::cvt_s8(sc + 8));
+    const uint64_t lo = GgmlPair((a & 0x0f0f0f0f) | ((c << 4) & 0x30303030), (b & 0x0f0f0f0f) | ((c << 2) & 0x30303030));
+    const uint64_t hi = GgmlPair(((a >> 4) & 0x0f0f0f0f) | (c & 0x30303030), ((b >> 4) & 0x0f0f0f0f) | ((c >> 2) & 0x30303030));
+    // d·(scale - 32), the subtraction exact in f32
+    const typename T::FV d = T::fset1(T::f16(GgmlU16(p + 108))), m32 = T::fset1(-32.0f);
+    g->s[0] = T::fmul(d, T::fadd(T::cvt_u8(lo), m32));
+    g->s[1] = T::fmul(d, T::fadd(T::cvt_u8(hi), m32));
   }
 };
 
 // The 6-bit scales and mins of Q4_K / Q5_K (12 bytes): j < 4 from the low 6 bits of bytes j and
 // j + 4; j >= 4 from the nibbles of byte j + 4 and the top 2 bits of bytes j - 4 and j.
-inline void GgmlScaleMinK4(const uint8_t* s, uint8_t sc[8], uint8_t m[8]) {
+inline void GgmlScaleMinK4(const uint8_t* s, uint64_t* sc, uint64_t* m) {
   const uint32_t a = GgmlU32(s), b = GgmlU32(s + 4), c = GgmlU32(s + 8);
-  const uint32_t w[4] = {a & 0x3f3f3f3f, (c & 0x0f0f0f0f) | ((a >> 2) & 0x30303030), b & 0x3f3f3f3f,
-                         ((c >> 4) & 0x0f0f0f0f) | ((b >> 2) & 0x30303030)};
-  std::memcpy(sc, w, 8);
-  std::memcpy(m, w + 2, 8);
+  *sc = GgmlPair(a & 0x3f3f3f3f, (c & 0x0f0f0f0f) | ((a >> 2) & 0x30303030));
+  *m = GgmlPair(b & 0x3f3f3f3f, ((c >> 4) & 0x0f0f0f0f) | ((b >> 2) & 0x30303030));
 }
 
 // Q4_K {f16 d, dmin; scales[12]; qs[128]} and Q5_K {...; qh[32]; qs[128]}: chunk 2h = low
@@ -212,8 +215,8 @@ struct GgmlQ45K {
       const typename T::C qh = T::load(p + 16);
       for (int c = 0; c < 8; c++) g->u[c] = T::or_(g->u[c], T::test(qh, uint8_t(1u << c), 16));
     }
-    alignas(8) uint8_t sc[8], m[8];
-    GgmlScaleMinK4(p + 4, sc, m);
+    uint64_t sc, m;
+    GgmlScaleMinK4(p + 4, &sc, &m);
     g->s[0] = T::fmul(T::fset1(T::f16(GgmlU16(p))), T::cvt_u8(sc));
     g->mn[0] = T::fmul(T::fset1(-T::f16(GgmlU16(p + 2))), T::cvt_u8(m));
   }
@@ -239,9 +242,8 @@ struct GgmlQ6K {
       g->u[4 * h + 3] = T::or_(T::hi4(l1), T::template bits2_54<3>(qh));
     }
     const typename T::FV d = T::fset1(T::f16(GgmlU16(p + 208)));
-    const int8_t* sc = reinterpret_cast<const int8_t*>(p + 192);
-    g->s[0] = T::fmul(d, T::cvt_s8(sc));
-    g->s[1] = T::fmul(d, T::cvt_s8(sc + 8));
+    g->s[0] = T::fmul(d, T::cvt_s8(GgmlU64(p + 192)));
+    g->s[1] = T::fmul(d, T::cvt_s8(GgmlU64(p + 200)));
   }
 };
 
@@ -255,10 +257,15 @@ struct GgmlIq4Xs {
   static constexpr bool kMin = false;
   static void Unpack(const uint8_t* p, int, GgmlGroup<T>* g) {
     for (int c = 0; c < 8; c++) g->u[c] = T::lut(T::nib(p + 8 + 16 * c), kIq4nlU8);
-    const uint32_t hi = GgmlU16(p + 2), lo = GgmlU32(p + 4);
-    alignas(8) int8_t sc[8];
-    for (int j = 0; j < 8; j++) sc[j] = int8_t((((lo >> (4 * j)) & 15) | (((hi >> (2 * j)) & 3) << 4)) - 32);
-    g->s[0] = T::fmul(T::fset1(T::f16(GgmlU16(p))), T::cvt_s8(sc));
+    // nibble j of scales_l and bits 2j..2j+1 of scales_h moved to byte j
+    uint64_t lo = GgmlU32(p + 4), hi = GgmlU16(p + 2);
+    lo = (lo | lo << 16) & 0x0000ffff0000ffffull;
+    lo = (lo | lo << 8) & 0x00ff00ff00ff00ffull;
+    lo = (lo | lo << 4) & 0x0f0f0f0f0f0f0f0full;
+    hi = (hi | hi << 24) & 0x000000ff000000ffull;
+    hi = (hi | hi << 12) & 0x000f000f000f000full;
+    hi = (hi | hi << 6) & 0x0303030303030303ull;
+    g->s[0] = T::fmul(T::fset1(T::f16(GgmlU16(p))), T::fadd(T::cvt_u8(lo | hi << 4), T::fset1(-32.0f)));
   }
 };
 

@@ -48,12 +48,8 @@ struct GgmlYmm {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
   }
-  static FV f16x8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static FV f16x8(uint64_t lo, uint64_t hi) { return _mm256_cvtph_ps(_mm_set_epi64x(int64_t(hi), int64_t(lo))); }
   static float f16(uint16_t h) { return _cvtsh_ss(h); }
-  static FV cvt_u8(const uint8_t* p) {
-    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
-  }
-  static FV cvt_s8(const int8_t* p) {
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
-  }
+  static FV cvt_u8(uint64_t v) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(int64_t(v)))); }
+  static FV cvt_s8(uint64_t v) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(int64_t(v)))); }
 };
