@@ -23,7 +23,13 @@ struct GgmlVnni : GgmlYmm {
   static constexpr bool corr(int off) { return off != 0; }
   template <int off>
   static A dot(A acc, C u, C x) {
+#if defined(__GNUC__) && !defined(__clang__)
+    // the tied operand: GCC 12 otherwise copies the accumulator around each vpdpbusd (kernels_avx512.cc)
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "vm"(x));
+    return acc;
+#else
     return _mm256_dpbusd_epi32(acc, u, x);
+#endif
   }
   static C expand(uint32_t bits, uint8_t val) { return _mm256_maskz_mov_epi8(__mmask32(bits), _mm256_set1_epi8(char(val))); }
   static C test(C v, uint8_t bit, uint8_t val) {

@@ -27,6 +27,11 @@ struct GgmlNeon {
     float32x4_t lo, hi;
   };
   static C load(const uint8_t* p) { return {vld1q_u8(p), vld1q_u8(p + 16)}; }
+  static void store(uint8_t* p, C v) {
+    vst1q_u8(p, v.lo);
+    vst1q_u8(p + 16, v.hi);
+  }
+  static C czero() { return {vdupq_n_u8(0), vdupq_n_u8(0)}; }
   static C lo4(C v) { return {vandq_u8(v.lo, vdupq_n_u8(15)), vandq_u8(v.hi, vdupq_n_u8(15))}; }
   static C hi4(C v) { return {vshrq_n_u8(v.lo, 4), vshrq_n_u8(v.hi, 4)}; }
   static C nib(const uint8_t* p) {
@@ -77,6 +82,26 @@ struct GgmlNeon {
     const int8x16_t qlo = vreinterpretq_s8_u8(vsubq_u8(u.lo, off8)), qhi = vreinterpretq_s8_u8(vsubq_u8(u.hi, off8));
     return {vdotq_s32(acc.lo, qlo, vreinterpretq_s8_u8(x.lo)), vdotq_s32(acc.hi, qhi, vreinterpretq_s8_u8(x.hi))};
   }
+  static void Transpose4(uint8x16_t& a, uint8x16_t& b, uint8x16_t& c, uint8x16_t& d) {
+    const uint32x4_t t0 = vtrn1q_u32(vreinterpretq_u32_u8(a), vreinterpretq_u32_u8(b));  // a0 b0 a2 b2
+    const uint32x4_t t1 = vtrn2q_u32(vreinterpretq_u32_u8(a), vreinterpretq_u32_u8(b));  // a1 b1 a3 b3
+    const uint32x4_t t2 = vtrn1q_u32(vreinterpretq_u32_u8(c), vreinterpretq_u32_u8(d));
+    const uint32x4_t t3 = vtrn2q_u32(vreinterpretq_u32_u8(c), vreinterpretq_u32_u8(d));
+    a = vreinterpretq_u8_u64(vtrn1q_u64(vreinterpretq_u64_u32(t0), vreinterpretq_u64_u32(t2)));
+    b = vreinterpretq_u8_u64(vtrn1q_u64(vreinterpretq_u64_u32(t1), vreinterpretq_u64_u32(t3)));
+    c = vreinterpretq_u8_u64(vtrn2q_u64(vreinterpretq_u64_u32(t0), vreinterpretq_u64_u32(t2)));
+    d = vreinterpretq_u8_u64(vtrn2q_u64(vreinterpretq_u64_u32(t1), vreinterpretq_u64_u32(t3)));
+  }
+  static void transpose4(C* v) {
+    Transpose4(v[0].lo, v[1].lo, v[2].lo, v[3].lo);
+    Transpose4(v[0].hi, v[1].hi, v[2].hi, v[3].hi);
+  }
+  static A join8(A a, A b) { return {vaddq_s32(a.lo, a.hi), vaddq_s32(b.lo, b.hi)}; }
+  static void join16(A a, A b, A* lo, A* hi) {
+    *lo = {vzip1q_s32(a.lo, a.hi), vzip2q_s32(a.lo, a.hi)};
+    *hi = {vzip1q_s32(b.lo, b.hi), vzip2q_s32(b.lo, b.hi)};
+  }
+  static A aadd(A a, A b) { return {vaddq_s32(a.lo, b.lo), vaddq_s32(a.hi, b.hi)}; }
   static A azero() { return {vdupq_n_s32(0), vdupq_n_s32(0)}; }
   static A ald(const int32_t* p) { return {vld1q_s32(p), vld1q_s32(p + 4)}; }
   static FV cvt(A a) { return {vcvtq_f32_s32(a.lo), vcvtq_f32_s32(a.hi)}; }
@@ -85,15 +110,6 @@ struct GgmlNeon {
   static FV fmul(FV a, FV b) { return {vmulq_f32(a.lo, b.lo), vmulq_f32(a.hi, b.hi)}; }
   static FV fadd(FV a, FV b) { return {vaddq_f32(a.lo, b.lo), vaddq_f32(a.hi, b.hi)}; }
   static FV ffma(FV a, FV b, FV c) { return {vfmaq_f32(c.lo, a.lo, b.lo), vfmaq_f32(c.hi, a.hi, b.hi)}; }
-  static FV bcast(const float* p) {
-    const float32x4_t v = vld1q_dup_f32(p);
-    return {v, v};
-  }
-  static FV bcast2(const float* p) { return {vld1q_dup_f32(p), vld1q_dup_f32(p + 1)}; }
-  static void fst(float* p, FV v) {
-    vst1q_f32(p, v.lo);
-    vst1q_f32(p + 4, v.hi);
-  }
   static float reduce(FV v) { return vaddvq_f32(vaddq_f32(v.lo, v.hi)); }
   static FV f16x8(uint64_t lo, uint64_t hi) {
     return {vcvt_f32_f16(vreinterpret_f16_u64(vcreate_u64(lo))), vcvt_f32_f16(vreinterpret_f16_u64(vcreate_u64(hi)))};

@@ -7,7 +7,8 @@
 //     using C;   // 32 bytes: the levels or activations of 32 consecutive values
 //     using A;   // 8 int32 lanes; lane l sums bytes 4l..4l+3 of a C
 //     using FV;  // 8 f32 lanes, lane l beside A's lane l
-//     static C load(const uint8_t* p);                  // 32 bytes
+//     static C load(const uint8_t* p); static void store(uint8_t* p, C v);  // 32 bytes
+//     static C czero();
 //     static C nib(const uint8_t* p);                   // 16 bytes -> 32 values: low nibbles, then high
 //     static C lo4(C v); static C hi4(C v);             // v & 15, v >> 4 (per byte)
 //     template <int k> static C bits2(C v);             // (v >> 2k) & 3
@@ -16,15 +17,19 @@
 //     static C expand(uint32_t bits, uint8_t val);      // byte j = bit j of bits ? val : 0
 //     static C or_(C a, C b); static C xor80(C v);
 //     static C lut(C idx, const uint8_t* table16);      // table[idx], idx < 16
-//     static constexpr bool corr(int off);              // dot<off> wants acc to start at -off·Σx per lane
-//     template <int off> static A dot(A acc, C u, C x); // acc + Σ (u - off)·x per lane, exact; u < 2·off
-//                                                      // (off 128: any byte)
-//     static A azero(); static A ald(const int32_t* p);
+//     static constexpr bool corr(int off);              // dot<off> counts u·x, to be corrected by -off·Σx
+//     template <int off> static A dot(A acc, C u, C x); // acc + per lane Σ (u - off)·x (or Σ u·x if
+//                                                      // corr(off)), exact; u < 2·off (off 128: any byte)
+//     static void transpose4(C* v);                     // 4×4 transpose of the 4-byte words of v[0..3]
+//                                                      // within each 16-byte half: word j of v[c] <-> word c of v[j]
+//     static A join8(A a, A b);                         // a, b: lanes [Σ of the low halves of 4 chunks |
+//                                                      // Σ of their high halves]; lane c = chunk c's total
+//     static void join16(A a, A b, A* lo, A* hi);       // the same per 16 values: lo lane s = half s % 2 of
+//                                                      // chunk s / 2 (from a), hi from b
+//     static A aadd(A a, A b); static A azero(); static A ald(const int32_t* p);
 //     static FV cvt(A a); static FV fld(const float* p); static FV fset1(float v);
 //     static FV fmul(FV a, FV b); static FV fadd(FV a, FV b); static FV ffma(FV a, FV b, FV c);
-//     static FV bcast(const float* p);                  // p[0] in every lane
-//     static FV bcast2(const float* p);                 // p[0] in lanes 0..3, p[1] in lanes 4..7
-//     static void fst(float* p, FV v); static float reduce(FV v);
+//     static float reduce(FV v);
 //     static FV f16x8(uint64_t lo, uint64_t hi); static float f16(uint16_t h);  // f16 values 0..3, 4..7
 //     static FV cvt_u8(uint64_t v); static FV cvt_s8(uint64_t v);  // the 8 bytes of v (little-endian) to f32
 //   };
@@ -34,11 +39,15 @@
 // The weights are read in groups of 256 values: one super-block, or 8 blocks of a 32-value type
 // (a row's last group may hold fewer). A group is unpacked once into 8 chunks of 32 levels u
 // (q = u - off: offsets keep the levels unsigned for vpdpbusd / vpmaddubsw) and f32 vectors of
-// its sub-block scales S and minimums M, exactly as UnpackBlock computes them; then, per
-// activation row of the tile, every chunk's I (int32 lanes, exact: the lane sums of I_s) is
-// scaled by S·x.d and the 8 chunks summed as a tree into the row's accumulator; the M·X terms go
-// to a second accumulator through x.d·X per sub-block. Every row of a tile goes through the same
-// operations in the same order, so its result does not depend on the tile, m or the row split.
+// its sub-block scales S and minimums M, exactly as UnpackBlock computes them. The chunks are
+// transposed by 4-byte words (within 16-byte halves, chunks 0..3 and 4..7), and the activations
+// likewise once per call, so that the int32 lanes of the dots already belong to one chunk half
+// each: per activation row of the tile, 8 dots and a join give vectors of the exact I_s (lane =
+// sub-block; the offset's -off·X_s added there when the dot left it out), and one f32 step per 8
+// sub-blocks does acc += cvt(I)·(S·x.d); the M·X terms go to a second accumulator through x.d·X
+// per sub-block. Every row of a tile goes through the same operations
+// in the same order (and the I_s are exact), so its result does not depend on the tile, m or the
+// row split.
 #pragma once
 
 constexpr int kGgmlGroup = 256;
@@ -70,6 +79,7 @@ inline uint64_t GgmlPair(uint32_t lo, uint32_t hi) { return lo | uint64_t(hi) <<
 template <class T, class U>
 void Unpack32(const uint8_t* p, int count, GgmlGroup<T>* g) {
   uint64_t d[2] = {0, 0}, m[2] = {0, 0};
+  for (int c = count; c < 8; c++) g->u[c] = T::czero();  // meets zero activations
   for (int c = 0; c < count; c++) {
     const uint8_t* b = p + c * U::kBlockBytes;
     g->u[c] = U::Levels(b);
@@ -270,86 +280,82 @@ struct GgmlIq4Xs {
 };
 
 // ---------------------------------------------------------------- the dot products
-// Per activation row, prepared once per call: the dot's starting lanes (-off·Σx over each lane's
-// 4 values, when T wants them), x.d per 32 values (and per 16: each twice), and x.d·X per
-// sub-block (types with minimums); zero past n up to whole groups.
+// Per activation row, prepared once per call: -off·X_s per sub-block (when the dot leaves the
+// offset out), x.d per 32 values (and per 16: each twice), and x.d·X_s per sub-block (types
+// with minimums); zero past n up to whole groups.
 struct GgmlRowPrep {
-  const int8_t* q;
-  const int32_t* corr;  // [n / 4]
+  const uint8_t* xt;    // [groups · 256]: the activations, transposed as the weights (zero past n)
+  const int32_t* corr;  // [groups · 8] (32-value sub-blocks) or [groups · 16]
   const float* xd;      // [groups · 8]
   const float* xd16;    // [groups · 16]
-  const float* xdx;     // [groups · 8] (32-value sub-blocks) or [groups · 16]
+  const float* xdx;     // [groups · 8] or [groups · 16], as corr
 };
 
 template <class T, class U>
 struct GgmlKernel {
-  using C = typename T::C;
   using A = typename T::A;
   using FV = typename T::FV;
   static constexpr bool kCorr = T::corr(U::kOff);
   static constexpr int kGroupBytes = U::kBlockBytes * (kGgmlGroup / U::kValues);
-  static constexpr int kSubs = kGgmlGroup / U::kSub;  // sub-blocks per group
+  static constexpr int kSubs = kGgmlGroup / U::kSub;  // sub-blocks per group: 8 or 16
+  static constexpr int64_t kPrepWords = 64 + 16 + 8 + 16 + 16;  // per group: xt, corr, xd, xd16, xdx
 
-  // Floats per row of prep after the corr ints.
-  static int64_t PrepFloats(int64_t groups) { return groups * (8 + 16 + 16); }
-
-  static GgmlRowPrep Prep(const Q8Act& x, int64_t i, int32_t* corr, float* f) {
+  static GgmlRowPrep Prep(const Q8Act& x, int64_t i, int32_t* buf) {
     const int64_t n = x.n, groups = (n + kGgmlGroup - 1) / kGgmlGroup;
-    const int8_t* q = x.q + i * n;
     const float* d = x.d + i * (n / 32);
     const int16_t* sum = x.sum + i * (n / 16);
-    if (kCorr)
-      for (int64_t l = 0; l < n / 4; l++) corr[l] = -U::kOff * (q[4 * l] + q[4 * l + 1] + q[4 * l + 2] + q[4 * l + 3]);
-    float* xd = f;
-    float* xd16 = f + groups * 8;
-    float* xdx = f + groups * 24;
+    uint8_t* xt = reinterpret_cast<uint8_t*>(buf);
+    const uint8_t* q = reinterpret_cast<const uint8_t*>(x.q + i * n);
+    for (int64_t c = 0; c < groups * 8; c++) {
+      if (c < n / 32) std::memcpy(xt + 32 * c, q + 32 * c, 32);
+      else std::memset(xt + 32 * c, 0, 32);
+    }
+    for (int64_t c = 0; c < groups * 8; c += 4) {
+      typename T::C v[4];
+      for (int j = 0; j < 4; j++) v[j] = T::load(xt + 32 * (c + j));
+      T::transpose4(v);
+      for (int j = 0; j < 4; j++) T::store(xt + 32 * (c + j), v[j]);
+    }
+    int32_t* corr = buf + groups * 64;
+    float* xd = reinterpret_cast<float*>(corr + groups * 16);
+    float* xd16 = xd + groups * 8;
+    float* xdx = xd16 + groups * 16;
+    const int64_t subs = n / U::kSub;
+    for (int64_t s = 0; s < groups * kSubs; s++) {
+      const int xs = s >= subs ? 0 : U::kSub == 16 ? sum[s] : sum[2 * s] + sum[2 * s + 1];
+      corr[s] = -U::kOff * xs;
+      xdx[s] = s < subs ? d[s * U::kSub / 32] * float(xs) : 0.0f;
+    }
     for (int64_t k = 0; k < groups * 8; k++) xd[k] = k < n / 32 ? d[k] : 0.0f;
     for (int64_t s = 0; s < groups * 16; s++) xd16[s] = s < n / 16 ? d[s / 2] : 0.0f;
-    if (U::kMin) {
-      if (U::kSub == 32)
-        for (int64_t k = 0; k < groups * 8; k++) xdx[k] = k < n / 32 ? d[k] * float(sum[2 * k] + sum[2 * k + 1]) : 0.0f;
-      else
-        for (int64_t s = 0; s < groups * 16; s++) xdx[s] = s < n / 16 ? d[s / 2] * float(sum[s]) : 0.0f;
+    return GgmlRowPrep{xt, corr, xd, xd16, xdx};
+  }
+
+  // acc += Σ_s cvt(I_s)·S_s·x.d(s) over group gi (its chunks transposed); accm += Σ_s M_s·x.d(s)·X_s.
+  static void Accumulate(const GgmlGroup<T>& g, const GgmlRowPrep& p, int64_t gi, FV& acc, FV& accm) {
+    const uint8_t* x = p.xt + gi * kGgmlGroup;
+    A h[2];
+    for (int b = 0; b < 2; b++) {
+      h[b] = T::azero();
+      for (int j = 0; j < 4; j++) h[b] = T::template dot<U::kOff>(h[b], g.u[4 * b + j], T::load(x + 128 * b + 32 * j));
     }
-    return GgmlRowPrep{q, corr, xd, xd16, xdx};
-  }
-
-  // Chunk c of group gi against activation row p: its int32 lanes.
-  static A Chunk(const GgmlGroup<T>& g, const GgmlRowPrep& p, int64_t gi, int c) {
-    const int64_t k = gi * kGgmlGroup + 32 * c;
-    const A init = kCorr ? T::ald(p.corr + k / 4) : T::azero();
-    return T::template dot<U::kOff>(init, g.u[c], T::load(reinterpret_cast<const uint8_t*>(p.q + k)));
-  }
-
-  // acc += Σ_c cvt(I_c)·S·x.d for the `count` chunks of group gi; accm += M·x.d·X.
-  template <int kCount>
-  static void Accumulate(const GgmlGroup<T>& g, const GgmlRowPrep& p, int64_t gi, int count, FV& acc, FV& accm) {
-    alignas(32) float f[16];
     if (U::kSub == 32) {
-      T::fst(f, T::fmul(g.s[0], T::fld(p.xd + 8 * gi)));
+      A i = T::join8(h[0], h[1]);
+      if (kCorr) i = T::aadd(i, T::ald(p.corr + 8 * gi));
+      acc = T::ffma(T::cvt(i), T::fmul(g.s[0], T::fld(p.xd + 8 * gi)), acc);
     } else {
-      T::fst(f, T::fmul(g.s[0], T::fld(p.xd16 + 16 * gi)));
-      T::fst(f + 8, T::fmul(g.s[1], T::fld(p.xd16 + 16 * gi + 8)));
-    }
-    auto factor = [&](int c) { return U::kSub == 32 ? T::bcast(f + c) : T::bcast2(f + 2 * c); };
-    if (kCount == 8) {
-      // pairs, then a tree: four independent chains instead of one of length 8
-      FV pr[4];
-      for (int c = 0; c < 8; c += 2)
-        pr[c / 2] = T::ffma(T::cvt(Chunk(g, p, gi, c + 1)), factor(c + 1), T::fmul(T::cvt(Chunk(g, p, gi, c)), factor(c)));
-      acc = T::fadd(acc, T::fadd(T::fadd(pr[0], pr[1]), T::fadd(pr[2], pr[3])));
-    } else {
-      FV s = T::fmul(T::cvt(Chunk(g, p, gi, 0)), factor(0));
-      for (int c = 1; c < count; c++) s = T::ffma(T::cvt(Chunk(g, p, gi, c)), factor(c), s);
-      acc = T::fadd(acc, s);
+      A lo, hi;
+      T::join16(h[0], h[1], &lo, &hi);
+      if (kCorr) {
+        lo = T::aadd(lo, T::ald(p.corr + 16 * gi));
+        hi = T::aadd(hi, T::ald(p.corr + 16 * gi + 8));
+      }
+      const FV a = T::fmul(T::cvt(lo), T::fmul(g.s[0], T::fld(p.xd16 + 16 * gi)));
+      acc = T::fadd(acc, T::ffma(T::cvt(hi), T::fmul(g.s[1], T::fld(p.xd16 + 16 * gi + 8)), a));
     }
     if (U::kMin) {
-      if (U::kSub == 32) {
-        accm = T::ffma(g.mn[0], T::fld(p.xdx + 8 * gi), accm);
-      } else {
-        accm = T::ffma(g.mn[0], T::fld(p.xdx + 16 * gi), accm);
-        accm = T::ffma(g.mn[1], T::fld(p.xdx + 16 * gi + 8), accm);
-      }
+      accm = T::ffma(g.mn[0], T::fld(p.xdx + kSubs * gi), accm);
+      if (U::kSub == 16) accm = T::ffma(g.mn[1], T::fld(p.xdx + 16 * gi + 8), accm);
     }
   }
 
@@ -360,15 +366,15 @@ struct GgmlKernel {
     for (int i = 0; i < R; i++) acc[i] = accm[i] = T::fset1(0.0f);
     GgmlGroup<T> g;
     const int64_t full = n / kGgmlGroup;
-    for (int64_t gi = 0; gi < full; gi++) {
-      U::Unpack(w + gi * kGroupBytes, 8, &g);
-      for (int i = 0; i < R; i++) Accumulate<8>(g, p[i], gi, 8, acc[i], accm[i]);
-    }
+    auto group = [&](int64_t gi, int count) {
+      U::Unpack(w + gi * kGroupBytes, count, &g);
+      T::transpose4(g.u);
+      T::transpose4(g.u + 4);
+      for (int i = 0; i < R; i++) Accumulate(g, p[i], gi, acc[i], accm[i]);
+    };
+    for (int64_t gi = 0; gi < full; gi++) group(gi, 8);
     const int tail = int(n % kGgmlGroup / 32);  // 32-value types only
-    if (tail) {
-      U::Unpack(w + full * kGroupBytes, tail, &g);
-      for (int i = 0; i < R; i++) Accumulate<0>(g, p[i], full, tail, acc[i], accm[i]);
-    }
+    if (tail) group(full, tail);
     for (int i = 0; i < R; i++) y[i] = U::kMin ? T::reduce(T::fadd(acc[i], accm[i])) : T::reduce(acc[i]);
   }
 
@@ -376,15 +382,11 @@ struct GgmlKernel {
   static void Matmul(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
     if (r1 <= r0) return;
     const int64_t n = x.n, m = x.m, groups = (n + kGgmlGroup - 1) / kGgmlGroup;
-    const int64_t corr_ints = kCorr ? (n / 4 + 15) / 16 * 16 : 0;
-    const int64_t row_words = corr_ints + (PrepFloats(groups) + 15) / 16 * 16;
+    const int64_t row_words = groups * kPrepWords;
     const int64_t tile = 4;
     uint8_t* buf = static_cast<uint8_t*>(Scratch(kScratchA, size_t(m * row_words * 4 + m * sizeof(GgmlRowPrep))));
     GgmlRowPrep* prep = reinterpret_cast<GgmlRowPrep*>(buf + m * row_words * 4);
-    for (int64_t i = 0; i < m; i++) {
-      int32_t* base = reinterpret_cast<int32_t*>(buf) + i * row_words;
-      prep[i] = Prep(x, i, base, reinterpret_cast<float*>(base + corr_ints));
-    }
+    for (int64_t i = 0; i < m; i++) prep[i] = Prep(x, i, reinterpret_cast<int32_t*>(buf) + i * row_words);
     const int64_t row_bytes = n / U::kValues * U::kBlockBytes;
     float out[4];
     for (int64_t r = r0; r < r1; r++) {

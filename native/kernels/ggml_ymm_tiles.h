@@ -8,6 +8,8 @@ struct GgmlYmm {
   using A = __m256i;
   using FV = __m256;
   static C load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static void store(uint8_t* p, C v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+  static C czero() { return _mm256_setzero_si256(); }
   static C lo4(C v) { return _mm256_and_si256(v, _mm256_set1_epi8(15)); }
   static C hi4(C v) { return _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(15)); }
   static C nib(const uint8_t* p) {
@@ -29,6 +31,24 @@ struct GgmlYmm {
   static C lut(C idx, const uint8_t* table) {
     return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(table))), idx);
   }
+  static void transpose4(C* v) {
+    const __m256i t0 = _mm256_unpacklo_epi32(v[0], v[1]), t1 = _mm256_unpacklo_epi32(v[2], v[3]);
+    const __m256i t2 = _mm256_unpackhi_epi32(v[0], v[1]), t3 = _mm256_unpackhi_epi32(v[2], v[3]);
+    v[0] = _mm256_unpacklo_epi64(t0, t1);
+    v[1] = _mm256_unpackhi_epi64(t0, t1);
+    v[2] = _mm256_unpacklo_epi64(t2, t3);
+    v[3] = _mm256_unpackhi_epi64(t2, t3);
+  }
+  static A join8(A a, A b) {
+    return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+  }
+  static void join16(A a, A b, A* lo, A* hi) {
+    // [I0, I2, I4, I6 | I1, I3, I5, I7] put in order
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    *lo = _mm256_permutevar8x32_epi32(a, order);
+    *hi = _mm256_permutevar8x32_epi32(b, order);
+  }
+  static A aadd(A a, A b) { return _mm256_add_epi32(a, b); }
   static A azero() { return _mm256_setzero_si256(); }
   static A ald(const int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
   static FV cvt(A a) { return _mm256_cvtepi32_ps(a); }
@@ -37,11 +57,6 @@ struct GgmlYmm {
   static FV fmul(FV a, FV b) { return _mm256_mul_ps(a, b); }
   static FV fadd(FV a, FV b) { return _mm256_add_ps(a, b); }
   static FV ffma(FV a, FV b, FV c) { return _mm256_fmadd_ps(a, b, c); }
-  static FV bcast(const float* p) { return _mm256_broadcast_ss(p); }
-  static FV bcast2(const float* p) {
-    return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_broadcast_ss(p)), _mm_broadcast_ss(p + 1), 1);
-  }
-  static void fst(float* p, FV v) { _mm256_storeu_ps(p, v); }
   static float reduce(FV v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
