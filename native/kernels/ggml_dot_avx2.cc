@@ -20,6 +20,7 @@ namespace {
 #include "kernels/ggml_ymm_tiles.h"
 
 struct GgmlAvx2 : GgmlYmm {
+  static constexpr int kRows = 4;  // 16 ymm registers
   static constexpr bool corr(int off) { return off != 0 && off != 128; }
   template <int off>
   static A dot(A acc, C u, C x) {

@@ -20,6 +20,7 @@ namespace {
 #include "kernels/ggml_ymm_tiles.h"
 
 struct GgmlVnni : GgmlYmm {
+  static constexpr int kRows = 8;  // 32 ymm registers (AVX512-VL)
   static constexpr bool corr(int off) { return off != 0; }
   template <int off>
   static A dot(A acc, C u, C x) {

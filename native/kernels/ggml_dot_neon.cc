@@ -17,6 +17,7 @@ namespace kernels {
 namespace {
 
 struct GgmlNeon {
+  static constexpr int kRows = 4;
   struct C {
     uint8x16_t lo, hi;  // values 0..15, 16..31
   };

@@ -4,6 +4,7 @@
 // tables.h for why).
 //
 //   struct T {
+//     static constexpr int kRows;  // activation rows per tile (registers: 2 f32 accumulators each)
 //     using C;   // 32 bytes: the levels or activations of 32 consecutive values
 //     using A;   // 8 int32 lanes; lane l sums bytes 4l..4l+3 of a C
 //     using FV;  // 8 f32 lanes, lane l beside A's lane l
@@ -370,6 +371,9 @@ struct GgmlKernel {
       U::Unpack(w + gi * kGroupBytes, count, &g);
       T::transpose4(g.u);
       T::transpose4(g.u + 4);
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC unroll 8
+#endif
       for (int i = 0; i < R; i++) Accumulate(g, p[i], gi, acc[i], accm[i]);
     };
     for (int64_t gi = 0; gi < full; gi++) group(gi, 8);
@@ -378,23 +382,23 @@ struct GgmlKernel {
     for (int i = 0; i < R; i++) y[i] = U::kMin ? T::reduce(T::fadd(acc[i], accm[i])) : T::reduce(acc[i]);
   }
 
-  // GgmlKernels::matmul: each weight row is unpacked once per tile of 4 activation rows.
+  // GgmlKernels::matmul: each weight row is unpacked once per tile of T::kRows activation rows.
   static void Matmul(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
     if (r1 <= r0) return;
     const int64_t n = x.n, m = x.m, groups = (n + kGgmlGroup - 1) / kGgmlGroup;
     const int64_t row_words = groups * kPrepWords;
-    const int64_t tile = 4;
     uint8_t* buf = static_cast<uint8_t*>(Scratch(kScratchA, size_t(m * row_words * 4 + m * sizeof(GgmlRowPrep))));
     GgmlRowPrep* prep = reinterpret_cast<GgmlRowPrep*>(buf + m * row_words * 4);
     for (int64_t i = 0; i < m; i++) prep[i] = Prep(x, i, reinterpret_cast<int32_t*>(buf) + i * row_words);
     const int64_t row_bytes = n / U::kValues * U::kBlockBytes;
-    float out[4];
+    constexpr int kTile = T::kRows;
+    float out[kTile];
     for (int64_t r = r0; r < r1; r++) {
       const uint8_t* wr = w + r * row_bytes;
       int64_t i = 0;
-      for (; i + tile <= m; i += tile) {
-        Rows<4>(wr, n, prep + i, out);
-        for (int j = 0; j < 4; j++) y[(i + j) * ldy + r] = out[j];
+      for (; i + kTile <= m; i += kTile) {
+        Rows<kTile>(wr, n, prep + i, out);
+        for (int j = 0; j < kTile; j++) y[(i + j) * ldy + r] = out[j];
       }
       for (; i < m; i++) Rows<1>(wr, n, prep + i, y + i * ldy + r);
     }

@@ -13,8 +13,9 @@ struct GgmlYmm {
   static C lo4(C v) { return _mm256_and_si256(v, _mm256_set1_epi8(15)); }
   static C hi4(C v) { return _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(15)); }
   static C nib(const uint8_t* p) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    return lo4(_mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1));
+    // the 16 bytes in both halves (a plain load), the upper half shifted down by a nibble
+    const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return lo4(_mm256_srlv_epi64(v, _mm256_setr_epi64x(0, 0, 4, 4)));
   }
   template <int k>
   static C bits2(C v) {
