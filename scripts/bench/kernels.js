@@ -271,11 +271,12 @@ if (only.includes('ggml')) {
   for (const threads of threadCounts) {
     kernels.readBandwidth(bwView, threads, 1);
     const runs = Array.from({ length: reps }, () => bwView.byteLength / kernels.readBandwidth(bwView, threads, 1) / 1e9).sort((a, b) => a - b);
-    bandwidth.set(threads, runs[Math.floor(reps / 2)]);
+    bandwidth.set(threads, { median: runs[Math.floor(reps / 2)], best: runs[runs.length - 1] });
   }
   console.log(
-    `\nggml, m = 1 (decode): GB/s of weight blocks, copies of each matrix totalling > 64 MB used in turn; ` +
-      `read bandwidth over 256 MiB: ${threadCounts.map((t) => `${t}t ${bandwidth.get(t).toFixed(1)} GB/s`).join(', ')}`,
+    `\nggml, m = 1 (decode): GB/s of weight blocks, copies of each matrix totalling > 64 MB used in turn; share of the ` +
+      `read bandwidth over 256 MiB (median; fastest run vs fastest run): ` +
+      threadCounts.map((t) => `${t}t ${bandwidth.get(t).median.toFixed(1)} GB/s [best ${bandwidth.get(t).best.toFixed(1)}]`).join(', '),
   );
   for (const type of types)
     for (const [rows, n] of [
@@ -291,9 +292,10 @@ if (only.includes('ggml')) {
         for (const threads of threadCounts) {
           let c = 0;
           const t = time(() => kernels.ggmlMatmul(isa, type, copies[c++ % copies.length], x.q, x.d, x.sum, y, 1, rows, n, threads));
-          const share = ((100 * bytes) / t.median / 1e9 / bandwidth.get(threads)).toFixed(0);
+          const bw = bandwidth.get(threads);
+          const share = `${((100 * bytes) / t.median / 1e9 / bw.median).toFixed(0)}%; ${((100 * bytes) / t.min / 1e9 / bw.best).toFixed(0)}%`;
           console.log(
-            `  ${type.padEnd(7)} ${`${rows}x${n}`.padEnd(10)} ${isa.padEnd(11)} ${threads}t  ${rate(bytes / 1e9, t, 'GB/s')} ${`${share}% of read bw`.padEnd(16)} ${cpuRate(bytes / 1e9, t, 'GB/s', threads)}`,
+            `  ${type.padEnd(7)} ${`${rows}x${n}`.padEnd(10)} ${isa.padEnd(11)} ${threads}t  ${rate(bytes / 1e9, t, 'GB/s')} ${`${share} of read bw`.padEnd(20)} ${cpuRate(bytes / 1e9, t, 'GB/s', threads)}`,
           );
         }
     }
