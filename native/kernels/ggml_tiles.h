@@ -53,6 +53,14 @@
 
 constexpr int kGgmlGroup = 256;
 
+// The unpacking and the per-row steps inline into the row loop (GCC otherwise calls Unpack32 and
+// keeps the levels on the stack: a quarter of decode's time).
+#if defined(__GNUC__)
+#define GGML_INLINE inline __attribute__((always_inline))
+#else
+#define GGML_INLINE inline
+#endif
+
 // The IQ4 grid + 128 (kIq4nl as u8 levels with offset 128).
 alignas(16) constexpr uint8_t kIq4nlU8[16] = {1, 24, 45, 63, 79, 93, 106, 118, 129, 141, 153, 166, 181, 197, 217, 241};
 
@@ -78,7 +86,7 @@ inline uint64_t GgmlPair(uint32_t lo, uint32_t hi) { return lo | uint64_t(hi) <<
 // ---------------------------------------------------------------- 32-value types
 // U::Levels(block) -> C; group = `count` consecutive blocks (count <= 8); d (and m) per block.
 template <class T, class U>
-void Unpack32(const uint8_t* p, int count, GgmlGroup<T>* g) {
+GGML_INLINE void Unpack32(const uint8_t* p, int count, GgmlGroup<T>* g) {
   uint64_t d[2] = {0, 0}, m[2] = {0, 0};
   for (int c = count; c < 8; c++) g->u[c] = T::czero();  // meets zero activations
   for (int c = 0; c < count; c++) {
@@ -97,7 +105,7 @@ struct GgmlQ4_0 {
   static constexpr int kValues = 32, kBlockBytes = 18, kOff = 8, kSub = 32;
   static constexpr bool kMin = false;
   static typename T::C Levels(const uint8_t* b) { return T::nib(b + 2); }
-  static void Unpack(const uint8_t* p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlQ4_0>(p, count, g); }
+  GGML_INLINE static void Unpack(const uint8_t* p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlQ4_0>(p, count, g); }
 };
 
 template <class T>
@@ -106,7 +114,7 @@ struct GgmlQ4_1 {
   static constexpr int kValues = 32, kBlockBytes = 20, kOff = 0, kSub = 32;
   static constexpr bool kMin = true;
   static typename T::C Levels(const uint8_t* b) { return T::nib(b + 4); }
-  static void Unpack(const uint8_t* p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlQ4_1>(p, count, g); }
+  GGML_INLINE static void Unpack(const uint8_t* p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlQ4_1>(p, count, g); }
 };
 
 template <class T>
@@ -115,7 +123,7 @@ struct GgmlQ5_0 {
   static constexpr int kValues = 32, kBlockBytes = 22, kOff = 16, kSub = 32;
   static constexpr bool kMin = false;
   static typename T::C Levels(const uint8_t* b) { return T::or_(T::nib(b + 6), T::expand(GgmlU32(b + 2), 16)); }
-  static void Unpack(const uint8_t* p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlQ5_0>(p, count, g); }
+  GGML_INLINE static void Unpack(const uint8_t* p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlQ5_0>(p, count, g); }
 };
 
 template <class T>
@@ -124,7 +132,7 @@ struct GgmlQ5_1 {
   static constexpr int kValues = 32, kBlockBytes = 24, kOff = 0, kSub = 32;
   static constexpr bool kMin = true;
   static typename T::C Levels(const uint8_t* b) { return T::or_(T::nib(b + 8), T::expand(GgmlU32(b + 4), 16)); }
-  static void Unpack(const uint8_t* p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlQ5_1>(p, count, g); }
+  GGML_INLINE static void Unpack(const uint8_t* p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlQ5_1>(p, count, g); }
 };
 
 template <class T>
@@ -133,7 +141,7 @@ struct GgmlQ8_0 {
   static constexpr int kValues = 32, kBlockBytes = 34, kOff = 128, kSub = 32;
   static constexpr bool kMin = false;
   static typename T::C Levels(const uint8_t* b) { return T::xor80(T::load(b + 2)); }
-  static void Unpack(const uint8_t* p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlQ8_0>(p, count, g); }
+  GGML_INLINE static void Unpack(const uint8_t* p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlQ8_0>(p, count, g); }
 };
 
 template <class T>
@@ -142,7 +150,7 @@ struct GgmlIq4Nl {
   static constexpr int kValues = 32, kBlockBytes = 18, kOff = 128, kSub = 32;
   static constexpr bool kMin = false;
   static typename T::C Levels(const uint8_t* b) { return T::lut(T::nib(b + 2), kIq4nlU8); }
-  static void Unpack(const uint8_t* p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlIq4Nl>(p, count, g); }
+  GGML_INLINE static void Unpack(const uint8_t* p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlIq4Nl>(p, count, g); }
 };
 
 // ---------------------------------------------------------------- super-blocks
@@ -154,7 +162,7 @@ struct GgmlQ2K {
   static constexpr BlockType kType = BlockType::Q2_K;
   static constexpr int kValues = 256, kBlockBytes = 84, kOff = 0, kSub = 16;
   static constexpr bool kMin = true;
-  static void Unpack(const uint8_t* p, int, GgmlGroup<T>* g) {
+  GGML_INLINE static void Unpack(const uint8_t* p, int, GgmlGroup<T>* g) {
     for (int h = 0; h < 2; h++) {
       const typename T::C q = T::load(p + 16 + 32 * h);
       g->u[4 * h + 0] = T::template bits2<0>(q);
@@ -178,7 +186,7 @@ struct GgmlQ3K {
   static constexpr BlockType kType = BlockType::Q3_K;
   static constexpr int kValues = 256, kBlockBytes = 110, kOff = 4, kSub = 16;
   static constexpr bool kMin = false;
-  static void Unpack(const uint8_t* p, int, GgmlGroup<T>* g) {
+  GGML_INLINE static void Unpack(const uint8_t* p, int, GgmlGroup<T>* g) {
     const typename T::C hm = T::load(p);
     for (int h = 0; h < 2; h++) {
       const typename T::C q = T::load(p + 32 + 32 * h);
@@ -215,7 +223,7 @@ struct GgmlQ45K {
   static constexpr BlockType kType = kFive ? BlockType::Q5_K : BlockType::Q4_K;
   static constexpr int kValues = 256, kBlockBytes = kFive ? 176 : 144, kOff = 0, kSub = 32;
   static constexpr bool kMin = true;
-  static void Unpack(const uint8_t* p, int, GgmlGroup<T>* g) {
+  GGML_INLINE static void Unpack(const uint8_t* p, int, GgmlGroup<T>* g) {
     const uint8_t* qs = p + (kFive ? 48 : 16);
     for (int h = 0; h < 4; h++) {
       const typename T::C q = T::load(qs + 32 * h);
@@ -244,7 +252,7 @@ struct GgmlQ6K {
   static constexpr BlockType kType = BlockType::Q6_K;
   static constexpr int kValues = 256, kBlockBytes = 210, kOff = 32, kSub = 16;
   static constexpr bool kMin = false;
-  static void Unpack(const uint8_t* p, int, GgmlGroup<T>* g) {
+  GGML_INLINE static void Unpack(const uint8_t* p, int, GgmlGroup<T>* g) {
     for (int h = 0; h < 2; h++) {
       const typename T::C l0 = T::load(p + 64 * h), l1 = T::load(p + 64 * h + 32), qh = T::load(p + 128 + 32 * h);
       g->u[4 * h + 0] = T::or_(T::lo4(l0), T::template bits2_54<0>(qh));
@@ -266,7 +274,7 @@ struct GgmlIq4Xs {
   static constexpr BlockType kType = BlockType::IQ4_XS;
   static constexpr int kValues = 256, kBlockBytes = 136, kOff = 128, kSub = 32;
   static constexpr bool kMin = false;
-  static void Unpack(const uint8_t* p, int, GgmlGroup<T>* g) {
+  GGML_INLINE static void Unpack(const uint8_t* p, int, GgmlGroup<T>* g) {
     for (int c = 0; c < 8; c++) g->u[c] = T::lut(T::nib(p + 8 + 16 * c), kIq4nlU8);
     // nibble j of scales_l and bits 2j..2j+1 of scales_h moved to byte j
     uint64_t lo = GgmlU32(p + 4), hi = GgmlU16(p + 2);
@@ -333,7 +341,7 @@ struct GgmlKernel {
   }
 
   // acc += Σ_s cvt(I_s)·S_s·x.d(s) over group gi (its chunks transposed); accm += Σ_s M_s·x.d(s)·X_s.
-  static void Accumulate(const GgmlGroup<T>& g, const GgmlRowPrep& p, int64_t gi, FV& acc, FV& accm) {
+  GGML_INLINE static void Accumulate(const GgmlGroup<T>& g, const GgmlRowPrep& p, int64_t gi, FV& acc, FV& accm) {
     const uint8_t* x = p.xt + gi * kGgmlGroup;
     A h[2];
     for (int b = 0; b < 2; b++) {
