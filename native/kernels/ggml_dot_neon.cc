@@ -8,6 +8,7 @@
 
 #include <arm_neon.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/ggml_blocks.h"

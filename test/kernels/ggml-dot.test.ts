@@ -135,10 +135,11 @@ function reference(type: string, w: Uint8Array, a: Act, m: number, rows: number,
 
 // [n (values per row), rows, activation rows] per block size: odd row and batch counts, one
 // block, and (32-value types) rows of whole 256-value groups plus a partial one; batches of more
-// than one tile of 4 activation rows with a remainder.
+// than one tile of activation rows (4 or 8) with a remainder, and (n = 2560, m = 113) more than
+// one L2 block of prepared activation rows (kGgmlPrepBlockBytes in ggml_tiles.h: 104 or 108 rows).
 const SHAPES: Record<number, Array<[number, number, number]>> = {
-  32: [[32, 1, 1], [96, 3, 2], [224, 7, 5], [1024, 17, 3], [800, 5, 9]],
-  256: [[256, 1, 1], [768, 3, 2], [512, 7, 5], [1280, 17, 3], [512, 5, 9]],
+  32: [[32, 1, 1], [96, 3, 2], [224, 7, 5], [1024, 17, 3], [800, 5, 9], [2560, 1, 113]],
+  256: [[256, 1, 1], [768, 3, 2], [512, 7, 5], [1280, 17, 3], [512, 5, 9], [2560, 1, 113]],
 };
 
 describe('dequantizeBlocks: the 32-value layouts written out', () => {

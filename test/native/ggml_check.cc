@@ -136,6 +136,7 @@ int main() {
       for (int64_t n : ns)
         for (int64_t rows : {1, 7})
           for (int64_t m : {1, 5, 9}) Check(*tables[ti], ref, bt, n, rows, m);
+      Check(*tables[ti], ref, bt, 2560, 3, 113);  // more activation rows than one L2 block of them
     }
   std::printf("%s: %d failure(s)\n", failures ? "FAILED" : "passed", failures);
   return failures ? 1 : 0;
