@@ -46,9 +46,8 @@
 // each: per activation row of the tile, 8 dots and a join give vectors of the exact I_s (lane =
 // sub-block; the offset's -off·X_s added there when the dot left it out), and one f32 step per 8
 // sub-blocks does acc += cvt(I)·(S·x.d); the M·X terms go to a second accumulator through x.d·X
-// per sub-block. Every row of a tile goes through the same operations
-// in the same order (and the I_s are exact), so its result does not depend on the tile, m or the
-// row split.
+// per sub-block. Every row of a tile goes through the same operations in the same order (and the
+// I_s are exact), so its result does not depend on the tile, m or the row split.
 #pragma once
 
 constexpr int kGgmlGroup = 256;
@@ -62,7 +61,8 @@ constexpr int64_t kGgmlPrepBlockBytes = 512 << 10;  // prepared activation rows 
 #define GGML_INLINE inline
 #endif
 
-// The IQ4 grid + 128 (kIq4nl as u8 levels with offset 128).
+// The IQ4 grid + 128 (kIq4nl of ggml_blocks.cc as u8 levels with offset 128; a constant here so
+// that the lookup vector is one load).
 alignas(16) constexpr uint8_t kIq4nlU8[16] = {1, 24, 45, 63, 79, 93, 106, 118, 129, 141, 153, 166, 181, 197, 217, 241};
 
 template <class T>
