@@ -27,10 +27,13 @@ const KernelTable& ScalarTable();
 const KernelTable& Avx2Table();        // AVX2 + FMA + F16C
 const KernelTable& Avx512Table();      // AVX-512 F/BW/DQ/VL (Skylake-X class: no VNNI)
 const KernelTable& Avx512VnniTable();  // the same plus AVX512-VNNI (vpdpbusd) for Q8_0
-const GgmlKernels& Avx512VnniGgml();   // ggml_dot_avx512.cc: Q4_0, Q4_K, Q6_K (other slots null)
+// The ggml kernels of those tables (ggml_dot_<isa>.cc); "avx512" uses the AVX2 ones.
+const GgmlKernels& Avx2Ggml();
+const GgmlKernels& Avx512VnniGgml();
 #endif
 #if WEIGHTMAP_KERNELS_ARM64
 const KernelTable& NeonTable();  // ARMv8.2 NEON with dot product and fp16 (see dispatch.cc)
+const GgmlKernels& NeonGgml();
 #endif
 
 // The reference implementations (kernels_scalar.cc), same contracts as KernelTable.

@@ -8,14 +8,16 @@
 //  - hgemm / hgemm_trans: m = 1 (decode, GB/s of f16 weights) and m = 64 (GFLOP/s);
 //  - gemm_i8 (the encoder's int8 linears) at MiniLM's shapes, 576 rows (32 texts of 18 tokens):
 //    GMAC/s and the share of the measured int8 peak (scripts/bench/peak.js);
-//  - ggml block types (GGUF) against 8-bit activations, W [3072, 1024] of random blocks: m = 1
-//    (decode, GB/s of blocks) and m = --m (prefill, GMAC/s).
+//  - ggml block types (GGUF quantizations) against 8-bit activations: m = 1 at Qwen3-0.6B's
+//    shapes as GB/s of weight blocks streamed from memory (enough distinct copies of each matrix
+//    to exceed the L3, used in turn), beside the read bandwidth measured in the same run
+//    (scripts/bench/bandwidth.js); m = 64 as GMAC/s. The scalar table is included (--isa).
 // One-thread rows also show the rate by this process's CPU time ("cpu-time"), which other
 // work on the machine does not inflate.
 // Wall-clock times: on a machine shared with other work the spread shows it (the load average is
 // printed first).
 //   node scripts/bench/kernels.js [--isa avx512vnni,avx2] [--threads 1,2] [--reps 9] [--m 128]
-//     [--only matvec,matmul,qwen3,decode,hgemm,gemmi8,ggml] [--types q4_k,q6_k,...]
+//     [--only matvec,matmul,qwen3,decode,hgemm,gemmi8,ggml] [--types q4_0,q4_k,...]
 'use strict';
 const crypto = require('node:crypto');
 const os = require('node:os');
@@ -208,39 +210,6 @@ if (only.includes('hgemm')) {
   }
 }
 
-// ggml block layouts: [values, bytes, byte offsets of the f16 scale fields] (native/kernels/ggml_blocks.h).
-const GGML_BLOCKS = {
-  q4_0: [32, 18, [0]], q4_1: [32, 20, [0, 2]], q5_0: [32, 22, [0]], q5_1: [32, 24, [0, 2]], q8_0: [32, 34, [0]], iq4_nl: [32, 18, [0]],
-  q2_k: [256, 84, [80, 82]], q3_k: [256, 110, [108]], q4_k: [256, 144, [0, 2]], q5_k: [256, 176, [0, 2]], q6_k: [256, 210, [208]], iq4_xs: [256, 136, [0]],
-};
-
-if (only.includes('ggml')) {
-  const [rows, cols] = [3072, 1024];
-  console.log(`
-ggml blocks against 8-bit activations: W [${rows}, ${cols}], m = 1 (GB/s of blocks) and m = ${prefillM} (GMAC/s)`);
-  for (const type of opt('types', Object.keys(GGML_BLOCKS).join(',')).split(',')) {
-    const [values, bytes, scales] = GGML_BLOCKS[type];
-    const w = new Uint8Array(((rows * cols) / values) * bytes);
-    crypto.randomFillSync(w);
-    // f16 scales near 2^-10: random bits there would make NaNs and subnormals
-    for (let b = 0; b < w.length; b += bytes) for (const o of scales) (w[b + o] = Math.floor(rand() * 256)), (w[b + o + 1] = 0x14);
-    for (const m of [1, prefillM]) {
-      const x = f32(m * cols);
-      const xq = new Int8Array(m * cols);
-      const xd = new Float32Array((m * cols) / 32);
-      const xs = new Int16Array((m * cols) / 16);
-      kernels.quantizeAct('scalar', x, xq, xd, xs);
-      const y = new Float32Array(m * rows);
-      for (const isa of isas)
-        for (const threads of threadCounts) {
-          const t = time(() => kernels.ggmlMatmul(isa, type, w, xq, xd, xs, y, m, rows, cols, threads));
-          const [work, unit] = m === 1 ? [w.length / 1e9, 'GB/s'] : [(m * rows * cols) / 1e9, 'GMAC/s'];
-          console.log(`  ${type.padEnd(7)} m=${String(m).padEnd(4)} ${isa.padEnd(11)} ${threads}t  ${rate(work, t, unit)} ${cpuRate(work, t, unit, threads)}`);
-        }
-    }
-  }
-}
-
 if (only.includes('gemmi8')) {
   const { measurePeak } = require('./peak.js');
   (async () => {
@@ -270,4 +239,78 @@ if (only.includes('gemmi8')) {
         }
     }
   })();
+}
+
+if (only.includes('ggml')) {
+  // Bytes per block, values per block, byte offsets of the f16 scale (and min) of each type.
+  const TYPES = {
+    q4_0: [18, 32, [0]], q4_1: [20, 32, [0, 2]], q5_0: [22, 32, [0]], q5_1: [24, 32, [0, 2]], q8_0: [34, 32, [0]],
+    q2_k: [84, 256, [80, 82]], q3_k: [110, 256, [108]], q4_k: [144, 256, [0, 2]], q5_k: [176, 256, [0, 2]],
+    q6_k: [210, 256, [208]], iq4_nl: [18, 32, [0]], iq4_xs: [136, 256, [0]],
+  };
+  const types = opt('types', Object.keys(TYPES).join(',')).split(',');
+  const ggmlIsas = opt('isa', ['scalar', ...kernels.availableIsas().filter((i) => i !== 'scalar')].join(',')).split(',');
+  // random blocks with f16 factors of ordinary size (0x2000..0x23ff: 2^-7 up to 2^-6)
+  const blocks = (type, count) => {
+    const [bytes, , f16s] = TYPES[type];
+    const w = new Uint8Array(count * bytes);
+    crypto.randomFillSync(w);
+    for (let b = 0; b < count; b++) for (const o of f16s) w[b * bytes + o + 1] = 0x20 | (w[b * bytes + o + 1] & 3);
+    return w;
+  };
+  const acts = (m, n) => {
+    const q = new Int8Array(m * n);
+    const d = new Float32Array((m * n) / 32);
+    const sum = new Int16Array((m * n) / 16);
+    kernels.quantizeAct('scalar', f32(m * n), q, d, sum);
+    return { q, d, sum };
+  };
+  const bwView = new BigUint64Array((256 * 1048576) / 8);
+  for (let i = 0; i < bwView.length; i += 512) bwView[i] = BigInt(i);
+  const bandwidth = new Map();
+  for (const threads of threadCounts) {
+    kernels.readBandwidth(bwView, threads, 1);
+    const runs = Array.from({ length: reps }, () => bwView.byteLength / kernels.readBandwidth(bwView, threads, 1) / 1e9).sort((a, b) => a - b);
+    bandwidth.set(threads, { median: runs[Math.floor(reps / 2)], best: runs[runs.length - 1] });
+  }
+  console.log(
+    `\nggml, m = 1 (decode): GB/s of weight blocks, copies of each matrix totalling > 64 MB used in turn; share of the ` +
+      `read bandwidth over 256 MiB (median; fastest run vs fastest run): ` +
+      threadCounts.map((t) => `${t}t ${bandwidth.get(t).median.toFixed(1)} GB/s [best ${bandwidth.get(t).best.toFixed(1)}]`).join(', '),
+  );
+  for (const type of types)
+    for (const [rows, n] of [
+      [1024, 1024],
+      [3072, 1024],
+      [1024, 3072],
+    ]) {
+      const bytes = (rows * n * TYPES[type][0]) / TYPES[type][1];
+      const copies = Array.from({ length: Math.ceil(64e6 / bytes) }, () => blocks(type, (rows * n) / TYPES[type][1]));
+      const x = acts(1, n);
+      const y = new Float32Array(rows);
+      for (const isa of ggmlIsas)
+        for (const threads of threadCounts) {
+          let c = 0;
+          const t = time(() => kernels.ggmlMatmul(isa, type, copies[c++ % copies.length], x.q, x.d, x.sum, y, 1, rows, n, threads));
+          const bw = bandwidth.get(threads);
+          const share = `${((100 * bytes) / t.median / 1e9 / bw.median).toFixed(0)}%; ${((100 * bytes) / t.min / 1e9 / bw.best).toFixed(0)}%`;
+          console.log(
+            `  ${type.padEnd(7)} ${`${rows}x${n}`.padEnd(10)} ${isa.padEnd(11)} ${threads}t  ${rate(bytes / 1e9, t, 'GB/s')} ${`${share} of read bw`.padEnd(20)} ${cpuRate(bytes / 1e9, t, 'GB/s', threads)}`,
+          );
+        }
+    }
+  const m = 64;
+  const [rows, n] = [3072, 1024];
+  console.log(`\nggml, m = ${m} (prefill): X [${m}, ${n}] · W [${rows}, ${n}]ᵀ, GMAC/s`);
+  for (const type of types) {
+    const w = blocks(type, (rows * n) / TYPES[type][1]);
+    const x = acts(m, n);
+    const y = new Float32Array(m * rows);
+    for (const isa of ggmlIsas)
+      for (const threads of threadCounts) {
+        const t = time(() => kernels.ggmlMatmul(isa, type, w, x.q, x.d, x.sum, y, m, rows, n, threads));
+        const gmac = (m * rows * n) / 1e9;
+        console.log(`  ${type.padEnd(7)} ${isa.padEnd(11)} ${threads}t  ${rate(gmac, t, 'GMAC/s')} ${cpuRate(gmac, t, 'GMAC/s', threads)}`);
+      }
+  }
 }

@@ -103,10 +103,44 @@ function matmul(isa: string, type: string, w: Uint8Array, a: Act, m: number, row
   return y;
 }
 
-// [n (values per row), rows, activation rows] per block size: odd row and batch counts.
+/**
+ * Y = X·Wᵀ in f64 from the dequantized weights and the quantized activations (ref) and the
+ * unquantized ones (exact), with the budgets of the header comment.
+ */
+function reference(type: string, w: Uint8Array, a: Act, m: number, rows: number, n: number) {
+  const wf = dequantize(type, w);
+  const bound = levelBounds(type, w);
+  const ref = new Float64Array(m * rows);
+  const exact = new Float64Array(m * rows);
+  const fpBudget = new Float64Array(m * rows);
+  const actBudget = new Float64Array(m * rows);
+  for (let i = 0; i < m; i++)
+    for (let r = 0; r < rows; r++) {
+      let s = 0, e = 0, mag = 0, act = 0;
+      for (let k = 0; k < n; k++) {
+        const xd = a.d[i * (n / 32) + (k >> 5)];
+        const xh = a.q[i * n + k] * xd;
+        const wk = wf[r * n + k];
+        s += wk * xh;
+        e += wk * a.x[i * n + k];
+        mag += Math.abs(xh) * bound[r * n + k];
+        act += (Math.abs(wk) * xd) / 2;
+      }
+      ref[i * rows + r] = s;
+      exact[i * rows + r] = e;
+      fpBudget[i * rows + r] = (n / 16 + 16) * 2 * U * mag;
+      actBudget[i * rows + r] = fpBudget[i * rows + r] + act;
+    }
+  return { ref, exact, fpBudget, actBudget };
+}
+
+// [n (values per row), rows, activation rows] per block size: odd row and batch counts, one
+// block, and (32-value types) rows of whole 256-value groups plus a partial one; batches of more
+// than one tile of activation rows (4 or 8) with a remainder, and (n = 2560, m = 113) more than
+// one L2 block of prepared activation rows (kGgmlPrepBlockBytes in ggml_tiles.h: 104 or 108 rows).
 const SHAPES: Record<number, Array<[number, number, number]>> = {
-  32: [[32, 1, 1], [96, 3, 2], [224, 7, 5], [1024, 17, 3]],
-  256: [[256, 1, 1], [768, 3, 2], [512, 7, 5], [1280, 17, 3]],
+  32: [[32, 1, 1], [96, 3, 2], [224, 7, 5], [1024, 17, 3], [800, 5, 9], [2560, 1, 113]],
+  256: [[256, 1, 1], [768, 3, 2], [512, 7, 5], [1280, 17, 3], [512, 5, 9], [2560, 1, 113]],
 };
 
 describe('dequantizeBlocks: the 32-value layouts written out', () => {
@@ -157,38 +191,45 @@ describe.each(ISAS)('ggml dot products (%s)', (isa) => {
     const rand = rng(100 + TYPE_NAMES.indexOf(type));
     for (const [n, rows, m] of SHAPES[t.values]) {
       const w = randomBlocks(t, (rows * n) / t.values, rand);
-      const wf = dequantize(type, w);
-      const bound = levelBounds(type, w);
       const a = quantizeAct(isa, uniform(m * n, rand, -2, 2));
       const y = matmul(isa, type, w, a, m, rows, n);
-      const ref = new Float64Array(m * rows);
-      const exact = new Float64Array(m * rows);
-      const fpBudget = new Float64Array(m * rows);
-      const actBudget = new Float64Array(m * rows);
-      for (let i = 0; i < m; i++)
-        for (let r = 0; r < rows; r++) {
-          let s = 0, e = 0, mag = 0, act = 0;
-          for (let k = 0; k < n; k++) {
-            const xd = a.d[i * (n / 32) + (k >> 5)];
-            const xh = a.q[i * n + k] * xd;
-            const wk = wf[r * n + k];
-            s += wk * xh;
-            e += wk * a.x[i * n + k];
-            mag += Math.abs(xh) * bound[r * n + k];
-            act += (Math.abs(wk) * xd) / 2;
-          }
-          ref[i * rows + r] = s;
-          exact[i * rows + r] = e;
-          fpBudget[i * rows + r] = (n / 16 + 16) * 2 * U * mag;
-          actBudget[i * rows + r] = fpBudget[i * rows + r] + act;
-        }
+      const { ref, exact, fpBudget, actBudget } = reference(type, w, a, m, rows, n);
       expect(worstRatio(y, ref, fpBudget)).toBeLessThanOrEqual(1);
       expect(worstRatio(y, exact, actBudget)).toBeLessThanOrEqual(1);
       if (isa !== 'scalar') expect(worstRatio(y, matmul('scalar', type, w, a, m, rows, n), fpBudget)).toBeLessThanOrEqual(1);
-      // one row at a time (decode's matvec) and threaded: the same bits
+      // threaded (rows split) and one activation row at a time (decode's matvec): the same bits
       expect(Array.from(matmul(isa, type, w, a, m, rows, n, 3))).toEqual(Array.from(y));
-      const first: Act = { x: a.x.subarray(0, n), q: a.q.subarray(0, n), d: a.d.subarray(0, n / 32), sum: a.sum.subarray(0, n / 16) };
-      expect(Array.from(matmul(isa, type, w, first, 1, rows, n))).toEqual(Array.from(y.subarray(0, rows)));
+      for (let i = 0; i < m; i++) {
+        const row: Act = {
+          x: a.x.subarray(i * n, (i + 1) * n),
+          q: a.q.subarray(i * n, (i + 1) * n),
+          d: a.d.subarray((i * n) / 32, ((i + 1) * n) / 32),
+          sum: a.sum.subarray((i * n) / 16, ((i + 1) * n) / 16),
+        };
+        expect(Array.from(matmul(isa, type, w, row, 1, rows, n))).toEqual(Array.from(y.subarray(i * rows, (i + 1) * rows)));
+      }
     }
+  });
+
+  // Every activation at ±127 and every weight byte but the f16 factors at 0x00, 0x80 or 0xff:
+  // the largest integer products the SIMD dots meet (where 16-bit pair sums would saturate first).
+  test.each(TYPE_NAMES)('%s at the extreme levels and activations', (type) => {
+    const t = TYPES[type];
+    const rand = rng(200 + TYPE_NAMES.indexOf(type));
+    const [n, rows, m] = [t.values * 4, 3, 5];
+    const w = randomBlocks(t, (rows * n) / t.values, rand);
+    const dv = new DataView(w.buffer);
+    const f16Fields = t.m === undefined ? [t.d] : [t.d, t.m];
+    for (let b = 0; b < w.length / t.bytes; b++) {
+      const keep = f16Fields.map((o) => dv.getUint16(b * t.bytes + o, true));
+      for (let j = 0; j < t.bytes; j++) w[b * t.bytes + j] = [0x00, 0x80, 0xff][Math.floor(rand() * 3)];
+      f16Fields.forEach((o, i) => dv.setUint16(b * t.bytes + o, keep[i], true));
+    }
+    const a = quantizeAct(isa, new Float32Array(m * n).map(() => (rand() < 0.5 ? -1 : 1)));
+    expect(Array.from(a.q).every((q) => Math.abs(q) === 127)).toBe(true);
+    const y = matmul(isa, type, w, a, m, rows, n);
+    const { ref, fpBudget } = reference(type, w, a, m, rows, n);
+    expect(worstRatio(y, ref, fpBudget)).toBeLessThanOrEqual(1);
+    if (isa !== 'scalar') expect(worstRatio(y, matmul('scalar', type, w, a, m, rows, n), fpBudget)).toBeLessThanOrEqual(1);
   });
 });
