@@ -94,3 +94,17 @@ export class DisposedError extends Error {
     this.name = 'DisposedError';
   }
 }
+
+/** A write whose destination would replace (or hold) a file it reads. */
+export class OutputIsInputError extends Error {
+  readonly code = 'ERR_WEIGHTMAP_OUTPUT_IS_INPUT';
+  constructor(
+    /** The destination asked for. */
+    readonly output: string,
+    /** The input file it resolves to (same real path, or the same device and inode). */
+    readonly input: string,
+  ) {
+    super(`the output ${output} would replace ${input}, which this conversion reads; write to another path`);
+    this.name = 'OutputIsInputError';
+  }
+}

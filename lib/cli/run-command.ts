@@ -1,8 +1,9 @@
 /**
- * How every CLI command ends: a WeightFormatError (a bad file) is one line on stderr and exit
- * code 2; any other error is one line and exit code 1. Stack traces only with WEIGHTMAP_DEBUG.
+ * How every CLI command ends: a WeightFormatError (a bad file) or a usage error (an output that is
+ * an input) is one line on stderr and exit code 2; any other error is one line and exit code 1.
+ * Stack traces only with WEIGHTMAP_DEBUG.
  */
-import { WeightFormatError } from '../errors';
+import { OutputIsInputError, WeightFormatError } from '../errors';
 
 export const EXIT_BAD_FILE = 2;
 export const EXIT_FAILURE = 1;
@@ -16,7 +17,7 @@ export function reportError(error: unknown): number {
   }
   const code = (error as { code?: string })?.code;
   process.stderr.write(`weightmap: ${code && !message.includes(code) ? `${code}: ` : ''}${message}\n`);
-  return EXIT_FAILURE;
+  return error instanceof OutputIsInputError ? EXIT_BAD_FILE : EXIT_FAILURE;
 }
 
 /** Wraps a command action: runs it, and on failure reports and sets the exit code. */

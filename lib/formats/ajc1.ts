@@ -19,6 +19,7 @@ import { ajc1TemplatesFromHf, ajc1TokenizerFromHf, hfSideFolder } from './ajc1-s
 import { q8Chunks } from './q8-quantize';
 import { rawChunks, releasePages } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
+import { writeOutputs } from './output-files';
 import { requireTensor, runWriteJob, tensorsByName, type WriteJob } from './write-job';
 
 export const AJC1_MAGIC = 0x616a6331;
@@ -347,29 +348,29 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   }
   const templates = (weights.metadata.templates as Ajc1Templates | undefined) ?? (hfFolder ? ajc1TemplatesFromHf(hfFolder) : undefined);
 
-  await runWriteJob(path, total, options, async (job) => {
-    const header = Buffer.alloc(AJC1_HEADER_BYTES);
-    header.writeUInt32LE(AJC1_MAGIC, 0);
-    [AJC1_VERSION, c.hiddenSize, c.intermediateSize, c.numLayers, c.numHeads, c.numKvHeads, c.vocabSize, c.maxSeqLen, c.headDim, shared, groupSize].forEach(
-      (v, i) => header.writeInt32LE(v, 4 + 4 * i),
-    );
-    await job.write(header);
-    for (const { t, view } of plan) {
-      if (t.quantized) await writeQuantized(job, view, groupSize);
-      else await job.writeTensor(view, 'f32');
-    }
+  await writeOutputs(weights, options, async (out) => {
+    // Sidecars first: a destination that is an input is refused before the checkpoint is written.
+    if (tokenizer) await out.writeFile(`${path}.tokenizer`, tokenizer);
+    for (const [file, text] of ajc1TemplateFiles(path, templates)) await out.writeFile(file, text);
+    await runWriteJob(out.file(path), total, options, async (job) => {
+      const header = Buffer.alloc(AJC1_HEADER_BYTES);
+      header.writeUInt32LE(AJC1_MAGIC, 0);
+      [AJC1_VERSION, c.hiddenSize, c.intermediateSize, c.numLayers, c.numHeads, c.numKvHeads, c.vocabSize, c.maxSeqLen, c.headDim, shared, groupSize].forEach(
+        (v, i) => header.writeInt32LE(v, 4 + 4 * i),
+      );
+      await job.write(header);
+      for (const { t, view } of plan) {
+        if (t.quantized) await writeQuantized(job, view, groupSize);
+        else await job.writeTensor(view, 'f32');
+      }
+    });
   });
-  if (tokenizer) await fs.writeFile(`${path}.tokenizer`, tokenizer);
-  await writeAjc1Templates(path, templates);
 }
 
-/** Writes the `.template*` sidecars of `file` for the templates given. */
-export async function writeAjc1Templates(file: string, templates: Ajc1Templates | undefined): Promise<void> {
-  if (!templates || typeof templates !== 'object') return;
-  for (const { suffix, key } of AJC1_TEMPLATES) {
-    const text = templates[key];
-    if (typeof text === 'string') await fs.writeFile(file + suffix, text, 'utf8');
-  }
+/** The `.template*` sidecars of `file` for the templates given: [path, text] pairs. */
+export function ajc1TemplateFiles(file: string, templates: Ajc1Templates | undefined): [string, string][] {
+  if (!templates || typeof templates !== 'object') return [];
+  return AJC1_TEMPLATES.filter(({ key }) => typeof templates[key] === 'string').map(({ suffix, key }) => [file + suffix, templates[key]!]);
 }
 
 function detect(probe: Probe): boolean {

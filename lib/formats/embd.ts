@@ -15,6 +15,7 @@ import { crc32, crc32Combine, crc32Native, fnv1a32 } from './checksums';
 import type { FloatDType } from './dtype-convert';
 import { EMBD_METADATA_PREFIX } from './safetensors';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
+import { writeOutputs } from './output-files';
 import { requireTensor, runWriteJob, tensorsByName } from './write-job';
 
 export const EMBD_MAGIC = 0x44424d45; // "EMBD"
@@ -635,7 +636,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   });
   const prefix = Buffer.concat([header, metadata, vocab, index, ...names, Buffer.alloc(dataOffset - stringsEnd)]);
 
-  await runWriteJob(path, totalSize, options, async (job) => {
+  await writeOutputs(weights, options, (out) => runWriteJob(out.file(path), totalSize, options, async (job) => {
     let fileCrc = crc32(prefix);
     let dataCrc = 0;
     await job.write(prefix);
@@ -655,7 +656,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
     footer.writeUInt32LE(fileCrc, 4);
     footer.writeUInt32LE(EMBD_FOOTER_MAGIC, 8);
     await job.write(footer);
-  });
+  }));
 }
 
 function detect(probe: Probe): boolean {

@@ -23,6 +23,7 @@ import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggufTensorName } from './gguf';
 import { permutedRowChunks, qkRowSources } from './rope-order';
 import { canonicalShape, rawChunks, releasePages } from './tensor-data';
 import type { WriteOptions } from './types';
+import { writeOutputs } from './output-files';
 import { runWriteJob } from './write-job';
 
 const TYPE_CODES: Readonly<Record<string, number>> = {
@@ -294,7 +295,7 @@ export async function writeGguf(weights: ModelWeights, path: string, options: Wr
   const dataStart = tensors.length > 0 ? Math.ceil(headerLength / alignment) * alignment : headerLength;
   const total = tensors.length > 0 ? dataStart + offsets[offsets.length - 1] + tensors[tensors.length - 1].byteLength : headerLength;
 
-  await runWriteJob(path, total, options, async (job) => {
+  await writeOutputs(weights, options, (out) => runWriteJob(out.file(path), total, options, async (job) => {
     await job.write(head);
     for (const kv of kvBytes) await job.write(kv);
     for (const info of infos) await job.write(info);
@@ -309,6 +310,6 @@ export async function writeGguf(weights: ModelWeights, path: string, options: Wr
       else await job.writeRaw(out, t.name);
       if (t.view) releasePages(t.view);
     }
-  });
+  }));
 }
 

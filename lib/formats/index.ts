@@ -87,6 +87,5 @@ export async function writeWeights(
   if (options.groupSize !== undefined && quantTypes.length === 0) {
     throw new UnsupportedError(`${module.title} stores no quantized weights: a group size does not apply`);
   }
-  fs.mkdirSync(path.dirname(path.resolve(outPath)), { recursive: true });
   await module.write(weights, outPath, options);
 }

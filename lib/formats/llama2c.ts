@@ -32,6 +32,7 @@ import { ByteCursor, fail } from './bytes';
 import { releasePages, viewBytes } from './tensor-data';
 import { permutedRowChunks, qkRowSources } from './rope-order';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
+import { writeOutputs } from './output-files';
 import { requireTensor, runWriteJob, tensorsByName } from './write-job';
 
 export const LLAMA2C_MAGIC = 0x616b3432;
@@ -364,7 +365,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   const { before, after } = groups(config, 0, shared);
   const count = (gs: Group[]) => gs.reduce((a, g) => a + g.names.length * numel(g.shape) * 4, 0);
   const total = LLAMA2C_V0_HEADER_BYTES + count(before) + freqCis.length + count(after);
-  await runWriteJob(path, total, options, async (job) => {
+  await writeOutputs(weights, options, (out) => runWriteJob(out.file(path), total, options, async (job) => {
     const header = Buffer.alloc(LLAMA2C_V0_HEADER_BYTES);
     [c.hiddenSize, c.intermediateSize, c.numLayers, c.numHeads, c.numKvHeads, shared ? c.vocabSize : -c.vocabSize, c.maxSeqLen].forEach((v, i) =>
       header.writeInt32LE(v, 4 * i),
@@ -382,7 +383,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
     for (const g of before) await emit(g);
     await job.write(freqCis!, 'freq_cis');
     for (const g of after) await emit(g);
-  });
+  }));
 }
 
 /**

@@ -16,6 +16,7 @@ import { fail } from './bytes';
 import type { FloatDType } from './dtype-convert';
 import { canonicalShape, releasePages } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
+import { writeOutputs } from './output-files';
 import { runWriteJob, type WriteJob } from './write-job';
 
 export const NPY_MAGIC = Buffer.from([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]);
@@ -379,7 +380,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   }
   const view = weights.tensors[0];
   const dtype: NpyWritableDType = options.dtype ?? (view.dtype === 'f16' ? 'f16' : 'f32');
-  await writeNpyFile(path, view, dtype, options);
+  await writeOutputs(weights, options, (out) => writeNpyFile(out.file(path), view, dtype, options));
 }
 
 function detect(probe: Probe): boolean {

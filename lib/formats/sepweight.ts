@@ -34,9 +34,10 @@ import { DECODER_NAMES, decoderTensorShapes } from '../architectures/decoder';
 import type { DecoderConfig, ModelConfig, ModelWeights, TensorView, TokenizerData } from '../weights';
 import { fail } from './bytes';
 import { decoderConfigFromHf, hfArchitecture, hfConfigFromDecoder, jsonText, readJsonFile, type HfJson } from './hf-config';
-import { encodeAjc1Tokenizer, parseAjc1Tokenizer, readAjc1Templates, writeAjc1Templates, type Ajc1Templates } from './ajc1';
+import { ajc1TemplateFiles, encodeAjc1Tokenizer, parseAjc1Tokenizer, readAjc1Templates, type Ajc1Templates } from './ajc1';
 import { encodeLlama2cTokenizer, readLlama2cTokenizer, ropeTablesOf, type RopeTables } from './llama2c';
 import { mapNpy, npyFileSize, writeNpyFile, type NpyWritableDType } from './npy';
+import { writeOutputs, writeSynced } from './output-files';
 import { permutedRowChunks, qkRowSources } from './rope-order';
 import { canonicalShape } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
@@ -396,9 +397,6 @@ async function write(weights: ModelWeights, root: string, options: WriteOptions 
   if (c.architecture !== 'llama' && c.architecture !== 'qwen3') {
     throw new UnsupportedError(`sepweight trees are written for Llama/Qwen3 decoders, not ${c.architecture}`);
   }
-  if (fs.existsSync(root) && (!fs.statSync(root).isDirectory() || fs.readdirSync(root).length > 0)) {
-    throw new RangeError(`the sepweight output ${root} must be a new or empty folder`);
-  }
   const byName = tensorsByName(weights);
   const floats = ['f32', 'f16', 'bf16', 'f64', 'q8_0', 'ggml_q8_0'];
   const specs = decoderTensorShapes({ ...c, tieWordEmbeddings: false }).filter((s) => s.name !== DECODER_NAMES.lmHead || !c.tieWordEmbeddings || byName.has(s.name));
@@ -430,30 +428,35 @@ async function write(weights: ModelWeights, root: string, options: WriteOptions 
   const fileDtype = (name: string): NpyWritableDType => (name === ROPE_TABLE_STEMS.cos || name === ROPE_TABLE_STEMS.sin ? 'f32' : dtype);
 
   const totalBytes = plan.reduce((a, p) => a + npyFileSize(fileDtype(p.name), p.shape), 0);
-  let done = 0;
-  fs.mkdirSync(root, { recursive: true });
-  for (const p of plan) {
-    const where = hfStem(p.name);
-    const dir = where.part === 'mid' ? nodePath.join(root, 'mid', String(where.layer)) : nodePath.join(root, where.part);
-    fs.mkdirSync(dir, { recursive: true });
-    const offset = done;
-    const fileOptions: WriteOptions = {
-      ...options,
-      onProgress: options.onProgress && ((pr) => options.onProgress!({ bytesWritten: offset + pr.bytesWritten, totalBytes, tensor: p.name })),
-    };
-    const rows = qkRowSources(c, p.name, 'half');
-    const view = { ...p.view, name: p.name };
-    await writeNpyFile(nodePath.join(dir, `${where.stem}.npy`), view, fileDtype(p.name), fileOptions, rows ? permutedRowChunks(view, rows) : undefined);
-    done += npyFileSize(fileDtype(p.name), p.shape);
-  }
-  if (tokenizer && ajc1) {
-    const file = nodePath.join(root, AJC1_TOKENIZER_FILE);
-    fs.writeFileSync(file, encodeAjc1Tokenizer(tokenizer, c.bosTokenId ?? 0, c.eosTokenIds?.[0] ?? 0));
-    await writeAjc1Templates(file.replace(/\.tokenizer$/, ''), weights.metadata.templates as Ajc1Templates | undefined);
-  } else if (tokenizer) {
-    fs.writeFileSync(nodePath.join(root, 'tokenizer.bin'), encodeLlama2cTokenizer(tokenizer));
-  }
-  fs.writeFileSync(nodePath.join(root, 'config.json'), jsonText(hfConfigFromDecoder(config, extra)));
+  // The tree is built in a temporary folder beside `root` and renamed into place when complete.
+  await writeOutputs(weights, options, async (out) => {
+    const tree = out.folder(root);
+    let done = 0;
+    for (const p of plan) {
+      const where = hfStem(p.name);
+      const dir = where.part === 'mid' ? nodePath.join(tree, 'mid', String(where.layer)) : nodePath.join(tree, where.part);
+      fs.mkdirSync(dir, { recursive: true });
+      const offset = done;
+      const fileOptions: WriteOptions = {
+        ...options,
+        onProgress: options.onProgress && ((pr) => options.onProgress!({ bytesWritten: offset + pr.bytesWritten, totalBytes, tensor: p.name })),
+      };
+      const rows = qkRowSources(c, p.name, 'half');
+      const view = { ...p.view, name: p.name };
+      await writeNpyFile(nodePath.join(dir, `${where.stem}.npy`), view, fileDtype(p.name), fileOptions, rows ? permutedRowChunks(view, rows) : undefined);
+      done += npyFileSize(fileDtype(p.name), p.shape);
+    }
+    if (tokenizer && ajc1) {
+      const file = nodePath.join(tree, AJC1_TOKENIZER_FILE);
+      await writeSynced(file, encodeAjc1Tokenizer(tokenizer, c.bosTokenId ?? 0, c.eosTokenIds?.[0] ?? 0));
+      for (const [name, text] of ajc1TemplateFiles(file.replace(/\.tokenizer$/, ''), weights.metadata.templates as Ajc1Templates | undefined)) {
+        await writeSynced(name, text);
+      }
+    } else if (tokenizer) {
+      await writeSynced(nodePath.join(tree, 'tokenizer.bin'), encodeLlama2cTokenizer(tokenizer));
+    }
+    await writeSynced(nodePath.join(tree, 'config.json'), jsonText(hfConfigFromDecoder(config, extra)));
+  });
 }
 
 function detect(probe: Probe): boolean {
