@@ -246,7 +246,7 @@ async function loadEngine(weights: ModelWeights, options: LoadModelOptions): Pro
       return arch === 'tllm' ? GptEngine.load(weights, { threads: options.threads }) : MoondreamEngine.load(weights, { threads: options.threads });
     }
     case 'bert':
-      throw new UnsupportedError(`${weights.path} is a BERT embedding model: load it with loadEmbedder()`);
+      throw new UnsupportedError(`${weights.path} is a BERT embedding model: load it with loadEmbedder() (command line: weightmap embed)`);
     default:
       throw new UnsupportedError(`${weights.path}: no text-generation engine for architecture '${arch}'`);
   }

@@ -60,7 +60,9 @@ export function detectFormat(filePath: string): FormatName {
       path: filePath,
       offset: 0,
       expected: FORMATS.map((f) => f.name).join(' | '),
-      found: p.isDirectory ? `folder of ${p.entries.slice(0, 8).join(', ')}` : p.head.subarray(0, 8).toString('hex'),
+      found: p.isDirectory
+        ? p.entries.length > 0 ? `a folder of ${p.entries.slice(0, 8).join(', ')}` : 'an empty folder'
+        : p.head.length > 0 ? p.head.subarray(0, 8).toString('hex') : 'an empty file (0 bytes)',
     });
   }
   return found.name;
