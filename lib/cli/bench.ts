@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import { loadModel, type Model } from '../model';
 import { addModelOptions, modelOptions } from './model-options';
 import { action, existingPath, intOption } from './run-command';
+import { rangeError } from '../errors';
 
 export interface BenchStats {
   median: number;
@@ -74,7 +75,7 @@ export async function benchModel(
   });
   try {
     if (promptTokens + genTokens > model.contextLength) {
-      throw new RangeError(`--prompt-tokens + --gen-tokens (${promptTokens + genTokens}) exceed the context length ${model.contextLength}`);
+      throw rangeError(`--prompt-tokens + --gen-tokens (${promptTokens + genTokens}) exceed the context length ${model.contextLength}`);
     }
     const ids = promptIds(model, promptTokens);
     await run(model, ids, Math.min(genTokens, 8)); // warm-up: pages the weights in

@@ -6,7 +6,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { InvalidArgumentError } from 'commander';
-import { OutputIsInputError, WeightFormatError } from '../errors';
+import { NoTokenizerError, OutputIsInputError, WeightFormatError } from '../errors';
 
 export const EXIT_BAD_FILE = 2;
 export const EXIT_USAGE = 2;
@@ -22,6 +22,10 @@ export function reportError(error: unknown): number {
   const errno = error as NodeJS.ErrnoException;
   if (errno?.code === 'ENOENT' && typeof errno.path === 'string') {
     process.stderr.write(`weightmap: no such file or folder: ${errno.path}\n`);
+    return EXIT_USAGE;
+  }
+  if (error instanceof NoTokenizerError) {
+    process.stderr.write(`weightmap: ${error.code}: ${error.path} has no tokenizer in or beside it: pass --tokenizer PATH\n`);
     return EXIT_USAGE;
   }
   if (error instanceof InvalidArgumentError) {

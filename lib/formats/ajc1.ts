@@ -10,7 +10,7 @@
  * (ajc1-sidecars.ts).
  */
 import * as fs from 'node:fs/promises';
-import { UnsupportedError } from '../errors';
+import { rangeError, UnsupportedError } from '../errors';
 import { mapFile, type MappedSource } from '../mapping';
 import { numel, type DecoderConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { DECODER_NAMES as N } from '../architectures/decoder';
@@ -268,7 +268,7 @@ async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeig
 export function chooseGroupSize(c: DecoderConfig, requested: number | undefined, sourceGroupSize: number | undefined): number {
   if (requested !== undefined) {
     if (!Number.isInteger(requested) || !groupSizeFits(c, requested)) {
-      throw new RangeError(`groupSize ${requested} does not divide dim ${c.hiddenSize}, hidden_dim ${c.intermediateSize} and n_heads*head_dim ${c.numHeads * c.headDim}`);
+      throw rangeError(`groupSize ${requested} does not divide dim ${c.hiddenSize}, hidden_dim ${c.intermediateSize} and n_heads*head_dim ${c.numHeads * c.headDim}`);
     }
     return requested;
   }
@@ -343,7 +343,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   const tok = own ?? (hfFolder ? ajc1TokenizerFromHf(hfFolder, c) : undefined);
   let tokenizer: Buffer | undefined;
   if (tok) {
-    if (tok.tokens.length > c.vocabSize) throw new RangeError(`the tokenizer has ${tok.tokens.length} entries, more than vocab_size ${c.vocabSize}`);
+    if (tok.tokens.length > c.vocabSize) throw rangeError(`the tokenizer has ${tok.tokens.length} entries, more than vocab_size ${c.vocabSize}`);
     tokenizer = encodeAjc1Tokenizer(tok, c.bosTokenId ?? 0, c.eosTokenIds?.[0] ?? 0);
   }
   const templates = (weights.metadata.templates as Ajc1Templates | undefined) ?? (hfFolder ? ajc1TemplatesFromHf(hfFolder) : undefined);

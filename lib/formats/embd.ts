@@ -6,7 +6,7 @@
  * Every layout choice the seed left open is a DECISION of §3, implemented here as written.
  */
 import * as nodePath from 'node:path';
-import { UnsupportedError } from '../errors';
+import { rangeError, UnsupportedError } from '../errors';
 import { mapFile, type MappedSource } from '../mapping';
 import { numel, type BertConfig, type DType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { bertTensorSpecs, BERT_NAMES } from '../architectures/bert';
@@ -535,7 +535,7 @@ function metadataSection(entries: [string, string][]): Buffer {
   for (const [k, v] of entries) {
     const key = Buffer.from(k, 'utf8');
     const value = Buffer.from(v, 'utf8');
-    if (key.length === 0 || key.length > 0xffff || value.length > 0xffff) throw new RangeError(`metadata entry '${k}' does not fit u16 lengths`);
+    if (key.length === 0 || key.length > 0xffff || value.length > 0xffff) throw rangeError(`metadata entry '${k}' does not fit u16 lengths`);
     const head = Buffer.alloc(4);
     head.writeUInt16LE(key.length, 0);
     head.writeUInt16LE(value.length, 2);
@@ -553,7 +553,7 @@ function vocabSection(tok: Extract<TokenizerData, { kind: 'wordpiece' }>, offset
   const entries: Buffer[] = [];
   for (const t of tok.tokens) {
     const bytes = Buffer.from(t, 'utf8');
-    if (bytes.length > 0xffff) throw new RangeError(`a token of ${bytes.length} bytes does not fit a u16 length`);
+    if (bytes.length > 0xffff) throw rangeError(`a token of ${bytes.length} bytes does not fit a u16 length`);
     const len = Buffer.alloc(2);
     len.writeUInt16LE(bytes.length);
     entries.push(len, bytes);
@@ -566,7 +566,7 @@ function vocabSection(tok: Extract<TokenizerData, { kind: 'wordpiece' }>, offset
   const s = tok.specialIds;
   const block = Buffer.alloc(SPECIAL_BLOCK_BYTES);
   [s.pad, s.unk, s.cls, s.sep, s.mask].forEach((id, i) => {
-    if (!Number.isInteger(id) || id < 0 || id >= tok.tokens.length) throw new RangeError(`special id ${id} lies outside the vocabulary`);
+    if (!Number.isInteger(id) || id < 0 || id >= tok.tokens.length) throw rangeError(`special id ${id} lies outside the vocabulary`);
     block.writeUInt32LE(id, 4 * i);
   });
   return Buffer.concat([head, body, block]);

@@ -16,7 +16,7 @@
  * Tensors start at multiples of the alignment (32, or the source's general.alignment), padded with
  * zeros; the file ends with the last tensor.
  */
-import { UnsupportedError } from '../errors';
+import { rangeError, UnsupportedError } from '../errors';
 import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import type { FloatDType } from './dtype-convert';
 import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggufTensorName } from './gguf';
@@ -68,7 +68,7 @@ function typeOfValue(v: unknown): string {
   }
   if (typeof v === 'string') return 'string';
   if (typeof v === 'boolean') return 'bool';
-  throw new RangeError(`cannot encode ${typeof v} as a GGUF value`);
+  throw rangeError(`cannot encode ${typeof v} as a GGUF value`);
 }
 
 function encodeScalar(type: string, v: unknown): Buffer {
@@ -86,7 +86,7 @@ function encodeScalar(type: string, v: unknown): Buffer {
     case 'i64': b.writeBigInt64LE(BigInt(v as number | bigint)); return b;
     case 'bool': return Buffer.from([v ? 1 : 0]);
     case 'string': return encodeString(v as string);
-    default: throw new RangeError(`unknown GGUF value type '${type}'`);
+    default: throw rangeError(`unknown GGUF value type '${type}'`);
   }
 }
 
@@ -111,7 +111,7 @@ function encodeValue(type: string, v: unknown): Buffer {
 function encodeKv([key, type, value]: KvEntry): Buffer {
   const top = type.startsWith('array<') ? 'array' : type;
   const code = TYPE_CODES[top];
-  if (code === undefined) throw new RangeError(`unknown GGUF value type '${type}' for '${key}'`);
+  if (code === undefined) throw rangeError(`unknown GGUF value type '${type}' for '${key}'`);
   const payload = encodeValue(type, value);
   // encodeValue of an array starts with its element type: exactly what follows the ARRAY code.
   return Buffer.concat([encodeString(key), u32(code), payload]);
@@ -280,7 +280,7 @@ export async function writeGguf(weights: ModelWeights, path: string, options: Wr
   const kvs = fromGguf ? sourceKvs(weights) : decoderKvs(weights);
   const alignment = fromGguf && typeof weights.metadata['general.alignment'] === 'number' ? (weights.metadata['general.alignment'] as number) : GGUF_DEFAULT_ALIGNMENT;
   const tensors = fromGguf ? ggufSourceTensors(weights, options) : weights.tensors.map((v) => planTensor(weights, v, options));
-  if (new Set(tensors.map((t) => t.name)).size !== tensors.length) throw new RangeError('duplicate tensor names');
+  if (new Set(tensors.map((t) => t.name)).size !== tensors.length) throw rangeError('duplicate tensor names');
 
   const head = Buffer.concat([u32(GGUF_MAGIC), u32(3), u64(tensors.length), u64(kvs.length)]);
   const kvBytes = kvs.map(encodeKv);

@@ -4,7 +4,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { UnsupportedError, WeightFormatError } from '../errors';
+import { rangeError, UnsupportedError, WeightFormatError } from '../errors';
 import type { FormatName, ModelWeights } from '../weights';
 import { ajc1Format } from './ajc1';
 import { embdFormat } from './embd';
@@ -34,7 +34,7 @@ export const FORMATS: readonly FormatModule[] = [
 
 export function formatModule(name: FormatName): FormatModule {
   const found = FORMATS.find((f) => f.name === name);
-  if (!found) throw new RangeError(`unknown format '${name}'; known: ${FORMATS.map((f) => f.name).join(', ')}`);
+  if (!found) throw rangeError(`unknown format '${name}'; known: ${FORMATS.map((f) => f.name).join(', ')}`);
   return found;
 }
 
@@ -81,7 +81,7 @@ export async function writeWeights(
   options: WriteOptions & { format: FormatName },
 ): Promise<void> {
   const module = formatModule(options.format);
-  if (!module.write) throw new RangeError(`weightmap cannot write ${module.title}`);
+  if (!module.write) throw rangeError(`weightmap cannot write ${module.title}`);
   const quantTypes = module.quantTypes ?? [];
   if (options.quant !== undefined && !quantTypes.includes(options.quant)) {
     throw new UnsupportedError(`${module.title} stores no ${options.quant} weights${quantTypes.length ? ` (it stores ${quantTypes.join(', ')})` : ''}`);

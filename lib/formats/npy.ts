@@ -9,7 +9,7 @@
  * The writer emits v1.0 exactly as numpy.save does (64-byte aligned preamble, same spacing).
  */
 import * as nodePath from 'node:path';
-import { UnsupportedError } from '../errors';
+import { rangeError, UnsupportedError } from '../errors';
 import { mapFile, type MappedSource } from '../mapping';
 import { DTYPE_BYTES, numel, type DType, type ModelWeights, type TensorView } from '../weights';
 import { fail } from './bytes';
@@ -307,14 +307,14 @@ function pythonTupleRepr(shape: readonly number[]): string {
 
 /** The v1.0 preamble numpy.save writes for a C-order array of `dtype` and `shape`. */
 export function encodeNpyHeader(dtype: NpyWritableDType, shape: readonly number[]): Buffer {
-  for (const d of shape) if (!Number.isSafeInteger(d) || d < 0) throw new RangeError(`invalid .npy dimension ${d}`);
+  for (const d of shape) if (!Number.isSafeInteger(d) || d < 0) throw rangeError(`invalid .npy dimension ${d}`);
   const descr = dtype === 'f32' ? '<f4' : '<f2';
   let dict = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${pythonTupleRepr(shape)}, }`;
   if (shape.length > 0) dict += ' '.repeat(GROWTH_AXIS_MAX_DIGITS - String(shape[0]).length);
   const hlen = dict.length + 1;
   const padlen = ARRAY_ALIGN - ((NPY_MAGIC.length + 2 + 2 + hlen) % ARRAY_ALIGN);
   const total = hlen + padlen;
-  if (total > 0xffff) throw new RangeError('a .npy v1.0 header cannot hold this shape');
+  if (total > 0xffff) throw rangeError('a .npy v1.0 header cannot hold this shape');
   const out = Buffer.alloc(10 + total, 0x20);
   NPY_MAGIC.copy(out, 0);
   out[6] = 1;

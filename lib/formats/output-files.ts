@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as nodePath from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { AbortError, OutputIsInputError } from '../errors';
+import { AbortError, OutputIsInputError, rangeError } from '../errors';
 import type { ModelWeights } from '../weights';
 import type { WriteOptions } from './types';
 
@@ -161,7 +161,7 @@ export class OutputFiles {
   folder(final: string): string {
     this.checkFolder(final);
     if (fs.existsSync(final) && (!fs.statSync(final).isDirectory() || fs.readdirSync(final).length > 0)) {
-      throw new RangeError(`the output folder ${final} must be new or empty`);
+      throw rangeError(`the output folder ${final} must be new or empty`);
     }
     const temp = this.tempBeside(final);
     fs.mkdirSync(temp);

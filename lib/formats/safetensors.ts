@@ -21,7 +21,7 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { UnsupportedError } from '../errors';
+import { rangeError, UnsupportedError } from '../errors';
 import { DECODER_NAMES, decoderTensorShapes } from '../architectures/decoder';
 import { bertTensorSpecs } from '../architectures/bert';
 import { moondreamTensorSpecs } from '../architectures/moondream';
@@ -340,7 +340,7 @@ function encodeHeader(planned: Planned[], metadata: Record<string, string>): Buf
   let offset = 0;
   for (const p of planned) {
     if (p.view.name === '__metadata__' || Object.prototype.hasOwnProperty.call(header, p.view.name)) {
-      throw new RangeError(`duplicate or reserved tensor name '${p.view.name}'`);
+      throw rangeError(`duplicate or reserved tensor name '${p.view.name}'`);
     }
     header[p.view.name] = { dtype: DTYPE_NAMES[p.dtype], shape: p.shape, data_offsets: [offset, offset + p.byteLength] };
     offset += p.byteLength;

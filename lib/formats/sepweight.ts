@@ -29,7 +29,7 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { UnsupportedError } from '../errors';
+import { rangeError, UnsupportedError } from '../errors';
 import { DECODER_NAMES, decoderTensorShapes } from '../architectures/decoder';
 import type { DecoderConfig, ModelConfig, ModelWeights, TensorView, TokenizerData } from '../weights';
 import { fail } from './bytes';
@@ -59,7 +59,7 @@ export interface PartSpec {
 export function parsePartSpec(spec: string): PartSpec {
   const tokens = spec.trim().split(/\s+/).filter((t) => t.length > 0);
   const bad = (why: string): never => {
-    throw new RangeError(`invalid sepweight part spec ${JSON.stringify(spec)}: ${why} (examples: "f", "b 0-5", "7-12", "75-80 e")`);
+    throw rangeError(`invalid sepweight part spec ${JSON.stringify(spec)}: ${why} (examples: "f", "b 0-5", "7-12", "75-80 e")`);
   };
   if (tokens.length === 0) bad('it is empty');
   if (tokens.includes('f')) {
@@ -94,7 +94,7 @@ export function specLayers(spec: PartSpec, numLayers: number): number[] {
   if (spec.full) return Array.from({ length: numLayers }, (_, i) => i);
   const layers: number[] = [];
   for (const [a, b] of spec.ranges) {
-    if (b > numLayers) throw new RangeError(`part spec asks for layers ${a}-${b} but the tree has ${numLayers} layers`);
+    if (b > numLayers) throw rangeError(`part spec asks for layers ${a}-${b} but the tree has ${numLayers} layers`);
     for (let l = a; l < b; l++) layers.push(l);
   }
   return layers;
@@ -164,7 +164,7 @@ function hfStem(name: string): { part: Part; layer?: number; stem: string } {
   if (name === DECODER_NAMES.norm) return { part: 'end', stem: 'norm.weight' };
   if (name === DECODER_NAMES.lmHead) return { part: 'end', stem: 'lm_head.weight' };
   const m = /^model\.layers\.(\d+)\.(.+)$/.exec(name);
-  if (!m) throw new RangeError(`no sepweight path for '${name}'`);
+  if (!m) throw rangeError(`no sepweight path for '${name}'`);
   return { part: 'mid', layer: Number(m[1]), stem: m[2] };
 }
 
