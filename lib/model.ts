@@ -293,6 +293,8 @@ async function resolveTokenizer(weights: ModelWeights, folder: string, given: Lo
   if (fs.existsSync(at('tokenizer.json'))) return loadTokenizer(at('tokenizer.json'));
   if (fs.existsSync(at('vocab.json')) && fs.existsSync(at('merges.txt'))) return loadTokenizer(folder);
   if (weights.tokenizer) return tokenizerFromDataAsync(weights.tokenizer, weights.path);
+  // An HF folder weightmap wrote for a SentencePiece vocabulary holds llama2.c's tokenizer.bin.
+  if (weights.format === 'safetensors' && fs.existsSync(at('tokenizer.bin'))) return loadTokenizer(at('tokenizer.bin'));
   if (weights.config.architecture === 'tllm' && fs.existsSync(at('vocab.txt')) && fs.existsSync(at('merges.txt'))) return loadTokenizer(folder);
   // No vocabulary (MOON and TLLM files carry none, FORMATS.md §1.6, §2): the model runs on token
   // ids; text raises NoTokenizerError.
@@ -352,7 +354,8 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
   if (path === '') throw Object.assign(new TypeError('loadModel(path): path is an empty string; pass a weight file or folder'), { code: 'ERR_INVALID_ARG_VALUE' });
   checkLoadOptions(options);
   const started = Date.now();
-  const weights = await readWeights(path, options.format ? { format: options.format } : {});
+  // A tokenizer the caller names replaces the vocabulary sidecars: they are not even read.
+  const weights = await readWeights(path, { ...(options.format ? { format: options.format } : {}), ...(options.tokenizer !== undefined ? { vocabulary: false } : {}) });
   let engine: LanguageEngine | undefined;
   try {
     const folder = modelFolder(path);

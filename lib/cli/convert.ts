@@ -41,8 +41,9 @@ export function registerConvert(program: Command): void {
           }
           bar.update(mib(p.bytesWritten), { tensor: p.tensor ?? '' });
         };
+        let notes: string[];
         try {
-          await convert(input, output, {
+          ({ notes } = await convert(input, output, {
             to,
             from: opts.from as FormatName | undefined,
             quant: opts.quant as 'q8_0' | undefined,
@@ -50,10 +51,11 @@ export function registerConvert(program: Command): void {
             dtype: opts.dtype as 'f32' | 'f16' | undefined,
             read: { parts: opts.parts as string | undefined },
             onProgress,
-          });
+          }));
         } finally {
           if (started) bar.stop();
         }
+        for (const note of notes) process.stderr.write(`weightmap: note: ${note}\n`);
       }),
     );
 }

@@ -6,10 +6,10 @@
  * weightmap cannot use (copied as raw blocks): reading a GGUF file and writing it again gives the
  * same bytes when nothing was converted. Weights from other formats must be a Llama or Qwen3
  * decoder: the `llama.*` / `qwen3.*` keys are derived from the config, q/k rows are put in the
- * order llama.cpp expects (Meta 'interleaved' for llama, 'half' for qwen3), and a llama2.c scored
- * vocabulary becomes `tokenizer.ggml.*` of model "llama" (spaces as U+2581, `<0xXX>` byte tokens
- * typed 6, <unk> 2, <s>/</s> 3), as llama.cpp's llama2.c converter writes it; a GGUF-kind
- * vocabulary is written as it came.
+ * order llama.cpp expects (Meta 'interleaved' for llama, 'half' for qwen3), and the source's
+ * vocabulary becomes `tokenizer.ggml.*` (vocab-convert.ts: a llama2.c one as model "llama", an
+ * ajc1 or HF byte-level BPE one as model "gpt2" with its merges) with its Jinja chat template as
+ * `tokenizer.chat_template`.
  *
  * Tensor types: F32, F16, BF16 as stored, ggml Q8_0 copied, llama2.c/ajc1 q8_0 dequantized to F32;
  * options.dtype converts every float matrix (rank ≥ 2; vectors stay F32, as llama.cpp keeps them).
@@ -24,6 +24,7 @@ import { permutedRowChunks, qkRowSources } from './rope-order';
 import { canonicalShape, rawChunks, releasePages } from './tensor-data';
 import type { WriteOptions } from './types';
 import { writeOutputs } from './output-files';
+import { ggufVocabulary, jinjaChatTemplateOf } from './vocab-convert';
 import { runWriteJob } from './write-job';
 
 const TYPE_CODES: Readonly<Record<string, number>> = {
@@ -126,42 +127,20 @@ function sourceKvs(weights: ModelWeights): KvEntry[] {
   return Object.keys(types).map((key) => [key, types[key], weights.metadata[key]] as KvEntry);
 }
 
-function vocabularyKvs(t: TokenizerData | undefined): KvEntry[] {
+function vocabularyKvs(t: Extract<TokenizerData, { kind: 'gguf' }> | undefined, chatTemplate: string | undefined): KvEntry[] {
   if (!t) return [];
-  if (t.kind === 'gguf') {
-    const out: KvEntry[] = [['tokenizer.ggml.model', 'string', t.model]];
-    if (t.pre !== undefined) out.push(['tokenizer.ggml.pre', 'string', t.pre]);
-    out.push(['tokenizer.ggml.tokens', 'array<string>', t.tokens]);
-    if (t.scores) out.push(['tokenizer.ggml.scores', 'array<f32>', t.scores]);
-    if (t.tokenTypes) out.push(['tokenizer.ggml.token_type', 'array<i32>', t.tokenTypes]);
-    if (t.merges) out.push(['tokenizer.ggml.merges', 'array<string>', t.merges]);
-    const ids: [string, number | undefined][] = [['bos_token_id', t.bosId], ['eos_token_id', t.eosId], ['unknown_token_id', t.unkId], ['padding_token_id', t.padId]];
-    for (const [k, v] of ids) if (v !== undefined) out.push([`tokenizer.ggml.${k}`, 'u32', v]);
-    if (t.addBos !== undefined) out.push(['tokenizer.ggml.add_bos_token', 'bool', t.addBos]);
-    if (t.addEos !== undefined) out.push(['tokenizer.ggml.add_eos_token', 'bool', t.addEos]);
-    return out;
-  }
-  if (t.kind === 'scored' && t.style === 'llama2c') {
-    const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
-    const tokens: string[] = [];
-    const types = new Int32Array(t.tokens.length);
-    t.tokens.forEach((bytes, i) => {
-      // llama2.c stores BOS/EOS as "\n<s>\n" / "\n</s>\n".
-      const text = decoder.decode(bytes).replace(/^\n(<\/?s>)\n$/, '$1');
-      tokens.push(text.replace(/ /g, '\u2581'));
-      types[i] = text === '<unk>' ? 2 : text === '<s>' || text === '</s>' ? 3 : /^<0x[0-9A-F]{2}>$/.test(text) ? 6 : 1;
-    });
-    return [
-      ['tokenizer.ggml.model', 'string', 'llama'],
-      ['tokenizer.ggml.tokens', 'array<string>', tokens],
-      ['tokenizer.ggml.scores', 'array<f32>', t.scores],
-      ['tokenizer.ggml.token_type', 'array<i32>', types],
-      ['tokenizer.ggml.unknown_token_id', 'u32', 0],
-      ['tokenizer.ggml.bos_token_id', 'u32', t.bosId ?? 1],
-      ['tokenizer.ggml.eos_token_id', 'u32', t.eosId ?? 2],
-    ];
-  }
-  return [];
+  const out: KvEntry[] = [['tokenizer.ggml.model', 'string', t.model]];
+  if (t.pre !== undefined) out.push(['tokenizer.ggml.pre', 'string', t.pre]);
+  out.push(['tokenizer.ggml.tokens', 'array<string>', t.tokens]);
+  if (t.scores) out.push(['tokenizer.ggml.scores', 'array<f32>', t.scores]);
+  if (t.tokenTypes) out.push(['tokenizer.ggml.token_type', 'array<i32>', t.tokenTypes]);
+  if (t.merges) out.push(['tokenizer.ggml.merges', 'array<string>', t.merges]);
+  const ids: [string, number | undefined][] = [['bos_token_id', t.bosId], ['eos_token_id', t.eosId], ['unknown_token_id', t.unkId], ['padding_token_id', t.padId]];
+  for (const [k, v] of ids) if (v !== undefined) out.push([`tokenizer.ggml.${k}`, 'u32', v]);
+  if (t.addBos !== undefined) out.push(['tokenizer.ggml.add_bos_token', 'bool', t.addBos]);
+  if (t.addEos !== undefined) out.push(['tokenizer.ggml.add_eos_token', 'bool', t.addEos]);
+  if (chatTemplate !== undefined) out.push(['tokenizer.chat_template', 'string', chatTemplate]);
+  return out;
 }
 
 function decoderKvs(weights: ModelWeights): KvEntry[] {
@@ -181,7 +160,7 @@ function decoderKvs(weights: ModelWeights): KvEntry[] {
     [`${a}.rope.dimension_count`, 'u32', c.headDim],
     [`${a}.rope.freq_base`, 'f32', c.ropeTheta],
     [`${a}.attention.layer_norm_rms_epsilon`, 'f32', c.rmsNormEps],
-    ...vocabularyKvs(weights.tokenizer),
+    ...vocabularyKvs(ggufVocabulary(weights, c.vocabSize), jinjaChatTemplateOf(weights)),
   ];
 }
 

@@ -36,6 +36,7 @@ import { permutedRowChunks, qkRowSources } from './rope-order';
 import { canonicalShape, releasePages } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { writeOutputs } from './output-files';
+import { hfTokenizerFiles } from './vocab-convert';
 import { runWriteJob } from './write-job';
 
 /** The reference implementation's limit (safetensors MAX_HEADER_SIZE). */
@@ -366,8 +367,9 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   const dtypes = new Set(planned.map((p) => p.dtype));
   const torchDtype = dtypes.has('f32') ? 'float32' : dtypes.has('bf16') ? 'bfloat16' : dtypes.has('f16') ? 'float16' : undefined;
   const config = c.architecture === 'llama' || c.architecture === 'qwen3' ? { ...c, ropePairing: 'half' as const } : c;
-  const files = hfFolderConfigFiles(config, torchDtype ? { torch_dtype: torchDtype } : {});
+  const files: [string, string | Uint8Array][] = hfFolderConfigFiles(config, torchDtype ? { torch_dtype: torchDtype } : {});
   if (c.architecture === 'bert' && weights.tokenizer?.kind === 'wordpiece') files.push(...bertVocabularyFiles(weights.tokenizer));
+  files.push(...hfTokenizerFiles(weights));
   const dir = nodePath.dirname(nodePath.resolve(path));
   await writeOutputs(weights, options, async (out) => {
     for (const [name, text] of files) await out.writeFile(nodePath.join(dir, name), text);

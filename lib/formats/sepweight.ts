@@ -38,6 +38,7 @@ import { ajc1TemplateFiles, encodeAjc1Tokenizer, parseAjc1Tokenizer, readAjc1Tem
 import { encodeLlama2cTokenizer, readLlama2cTokenizer, ropeTablesOf, type RopeTables } from './llama2c';
 import { mapNpy, npyFileSize, writeNpyFile, type NpyWritableDType } from './npy';
 import { writeOutputs, writeSynced } from './output-files';
+import { ajc1Vocabulary, llama2cVocabulary } from './vocab-convert';
 import { permutedRowChunks, qkRowSources } from './rope-order';
 import { canonicalShape } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
@@ -314,7 +315,7 @@ function validateDecoder(root: string, config: DecoderConfig, tensors: TensorVie
  * The tokenizer config.json points at (a llama2.c tokenizer.bin, or an ajc1 `.tokenizer` whose
  * `.template*` files sit beside it), or tokenizer.bin at the root.
  */
-async function treeTokenizer(root: string, hf: HfJson | undefined, vocabSize: number): Promise<{ tokenizer?: TokenizerData; templates?: Ajc1Templates }> {
+async function treeTokenizer(root: string, hf: HfJson | undefined, vocabSize: number, vocabulary: boolean): Promise<{ tokenizer?: TokenizerData; templates?: Ajc1Templates }> {
   const entry = hf?.tokenizer;
   let file: string | undefined;
   let ajc1 = false;
@@ -327,9 +328,12 @@ async function treeTokenizer(root: string, hf: HfJson | undefined, vocabSize: nu
     file = nodePath.join(root, 'tokenizer.bin');
   }
   if (!file || !fs.existsSync(file) || !fs.statSync(file).isFile()) return {};
-  if (!ajc1) return { tokenizer: readLlama2cTokenizer(file, vocabSize) };
+  if (!ajc1) return vocabulary ? { tokenizer: readLlama2cTokenizer(file, vocabSize) } : {};
   const templates = await readAjc1Templates(file.replace(/\.tokenizer$/, ''));
-  return { tokenizer: parseAjc1Tokenizer(fs.readFileSync(file), file, vocabSize), ...(Object.keys(templates).length ? { templates } : {}) };
+  return {
+    ...(vocabulary ? { tokenizer: parseAjc1Tokenizer(fs.readFileSync(file), file, vocabSize) } : {}),
+    ...(Object.keys(templates).length ? { templates } : {}),
+  };
 }
 
 async function read(root: string, options: ReadOptions = {}): Promise<ModelWeights> {
@@ -380,7 +384,7 @@ async function read(root: string, options: ReadOptions = {}): Promise<ModelWeigh
     const config = decoderConfigOf(root, hf, scheme, files, numLayers);
     validateDecoder(root, config, tensors, spec.begin, layers, spec.end);
     if (tables.cos && tables.sin) metadata.ropeTables = tables;
-    const { tokenizer, templates } = await treeTokenizer(root, hf, config.vocabSize);
+    const { tokenizer, templates } = await treeTokenizer(root, hf, config.vocabSize, options.vocabulary !== false);
     if (templates) metadata.templates = templates;
     return { format: 'sepweight', path: root, architecture: config.architecture, config, tensors, metadata, ...(tokenizer ? { tokenizer } : {}), sources };
   } catch (error) {
@@ -409,7 +413,7 @@ async function write(weights: ModelWeights, root: string, options: WriteOptions 
   const config: DecoderConfig = { ...c, ropePairing: 'half' };
 
   const extra: HfJson = { torch_dtype: dtype === 'f32' ? 'float32' : 'float16', sepweight_key_scheme: 'hf', rope_pairing: 'half' };
-  const tokenizer = weights.tokenizer?.kind === 'scored' ? weights.tokenizer : undefined;
+  const tokenizer = llama2cVocabulary(weights) ?? ajc1Vocabulary(weights, c.vocabSize);
   const ajc1 = tokenizer?.style === 'ajc1';
   if (tokenizer) {
     extra.tokenizer = {
@@ -448,7 +452,7 @@ async function write(weights: ModelWeights, root: string, options: WriteOptions 
     }
     if (tokenizer && ajc1) {
       const file = nodePath.join(tree, AJC1_TOKENIZER_FILE);
-      await writeSynced(file, encodeAjc1Tokenizer(tokenizer, c.bosTokenId ?? 0, c.eosTokenIds?.[0] ?? 0));
+      await writeSynced(file, encodeAjc1Tokenizer(tokenizer, c.bosTokenId, c.eosTokenIds?.[0]));
       for (const [name, text] of ajc1TemplateFiles(file.replace(/\.tokenizer$/, ''), weights.metadata.templates as Ajc1Templates | undefined)) {
         await writeSynced(name, text);
       }
