@@ -344,7 +344,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   // Sidecars are prepared (and checked) before the checkpoint is written: the source's own, else
   // made from the tokenizer files of the HF folder the weights were read from (export.py).
   const hfFolder = hfSideFolder(weights);
-  const tok = ajc1Vocabulary(weights, c.vocabSize);
+  const tok = await ajc1Vocabulary(weights, c.vocabSize);
   let tokenizer: Buffer | undefined;
   if (tok) {
     if (tok.tokens.length > c.vocabSize) throw rangeError(`the tokenizer has ${tok.tokens.length} entries, more than vocab_size ${c.vocabSize}`);

@@ -101,12 +101,30 @@ function encodeValue(type: string, v: unknown): Buffer {
     // Element type ARRAY, count, then each element as its own (element type, count, items).
     return Buffer.concat([u32(TYPE_CODES.array), u64(items.length), ...items.map((item) => encodeValue(typeOfValue(item), item))]);
   }
+  if (elem === 'string') return encodeStringArray(items as string[]);
   if (ArrayBuffer.isView(v) && !(v instanceof DataView)) {
     // Typed arrays are little-endian on every platform Node runs on: copy their bytes.
     const view = v as unknown as ArrayBufferView;
     return Buffer.concat([u32(TYPE_CODES[elem]), u64(items.length), Buffer.from(view.buffer, view.byteOffset, view.byteLength)]);
   }
   return Buffer.concat([u32(TYPE_CODES[elem]), u64(items.length), ...items.map((x) => encodeScalar(elem, x))]);
+}
+
+/** An array of strings into one buffer (vocabularies hold 10^5 tokens and merges: no Buffer per string). */
+function encodeStringArray(items: readonly string[]): Buffer {
+  let size = 12;
+  for (const item of items) size += 8 + Buffer.byteLength(item, 'utf8');
+  const out = Buffer.allocUnsafe(size);
+  out.writeUInt32LE(TYPE_CODES.string, 0);
+  out.writeBigUInt64LE(BigInt(items.length), 4);
+  let at = 12;
+  for (const item of items) {
+    const n = out.write(item, at + 8, 'utf8');
+    out.writeUInt32LE(n, at);
+    out.writeUInt32LE(0, at + 4);
+    at += 8 + n;
+  }
+  return out;
 }
 
 function encodeKv([key, type, value]: KvEntry): Buffer {
@@ -143,7 +161,7 @@ function vocabularyKvs(t: Extract<TokenizerData, { kind: 'gguf' }> | undefined, 
   return out;
 }
 
-function decoderKvs(weights: ModelWeights): KvEntry[] {
+async function decoderKvs(weights: ModelWeights): Promise<KvEntry[]> {
   const c = weights.config;
   if (c.architecture !== 'llama' && c.architecture !== 'qwen3') throw new Error('unreachable');
   const a = c.architecture;
@@ -160,7 +178,7 @@ function decoderKvs(weights: ModelWeights): KvEntry[] {
     [`${a}.rope.dimension_count`, 'u32', c.headDim],
     [`${a}.rope.freq_base`, 'f32', c.ropeTheta],
     [`${a}.attention.layer_norm_rms_epsilon`, 'f32', c.rmsNormEps],
-    ...vocabularyKvs(ggufVocabulary(weights, c.vocabSize), jinjaChatTemplateOf(weights)),
+    ...vocabularyKvs(await ggufVocabulary(weights, c.vocabSize), jinjaChatTemplateOf(weights)),
   ];
 }
 
@@ -256,7 +274,7 @@ export async function writeGguf(weights: ModelWeights, path: string, options: Wr
   if (!fromGguf && arch !== 'llama' && arch !== 'qwen3') {
     throw new UnsupportedError(`GGUF output is written for Llama/Qwen3 decoders (or GGUF sources), not ${arch}`);
   }
-  const kvs = fromGguf ? sourceKvs(weights) : decoderKvs(weights);
+  const kvs = fromGguf ? sourceKvs(weights) : await decoderKvs(weights);
   const alignment = fromGguf && typeof weights.metadata['general.alignment'] === 'number' ? (weights.metadata['general.alignment'] as number) : GGUF_DEFAULT_ALIGNMENT;
   const tensors = fromGguf ? ggufSourceTensors(weights, options) : weights.tensors.map((v) => planTensor(weights, v, options));
   if (new Set(tensors.map((t) => t.name)).size !== tensors.length) throw rangeError('duplicate tensor names');

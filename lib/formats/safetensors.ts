@@ -369,7 +369,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   const config = c.architecture === 'llama' || c.architecture === 'qwen3' ? { ...c, ropePairing: 'half' as const } : c;
   const files: [string, string | Uint8Array][] = hfFolderConfigFiles(config, torchDtype ? { torch_dtype: torchDtype } : {});
   if (c.architecture === 'bert' && weights.tokenizer?.kind === 'wordpiece') files.push(...bertVocabularyFiles(weights.tokenizer));
-  files.push(...hfTokenizerFiles(weights));
+  files.push(...(await hfTokenizerFiles(weights)));
   const dir = nodePath.dirname(nodePath.resolve(path));
   await writeOutputs(weights, options, async (out) => {
     for (const [name, text] of files) await out.writeFile(nodePath.join(dir, name), text);

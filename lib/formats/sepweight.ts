@@ -413,7 +413,7 @@ async function write(weights: ModelWeights, root: string, options: WriteOptions 
   const config: DecoderConfig = { ...c, ropePairing: 'half' };
 
   const extra: HfJson = { torch_dtype: dtype === 'f32' ? 'float32' : 'float16', sepweight_key_scheme: 'hf', rope_pairing: 'half' };
-  const tokenizer = llama2cVocabulary(weights) ?? ajc1Vocabulary(weights, c.vocabSize);
+  const tokenizer = llama2cVocabulary(weights) ?? (await ajc1Vocabulary(weights, c.vocabSize));
   const ajc1 = tokenizer?.style === 'ajc1';
   if (tokenizer) {
     extra.tokenizer = {

@@ -17,7 +17,8 @@ import * as nodePath from 'node:path';
 import { bytesToByteLevel, byteLevelToBytes } from '../tokenizers/byte-level';
 import { GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN } from '../tokenizers/pretokenizers';
 import { TOKEN_BYTE, TOKEN_CONTROL, TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_UNUSED, TOKEN_USER_DEFINED } from '../tokenizers/from-data';
-import { byteLevelBpeFromScored } from '../tokenizers/scored-byte-level';
+import { byteLevelBpeFromScoredSteps } from '../tokenizers/scored-byte-level';
+import { runYielding, type Steps } from '../tokenizers/steps';
 import { SPACE_MARK } from '../tokenizers/sentencepiece-bpe';
 import type { DecoderConfig, ModelWeights, TokenizerData } from '../weights';
 import { AJC1_UNMERGED_SCORE, ajc1TokenizerFromHf, chatTemplateSource, hfSideFolder } from './ajc1-sidecars';
@@ -79,11 +80,15 @@ function isSpecialAdded(t: Scored, id: number, content: string): boolean {
   return id === t.bosId || id === t.eosId || /^<\|.*\|>$/s.test(content);
 }
 
-export function ggufFromAjc1(t: Scored, vocabSize: number): Gguf {
+/** Items per slice of the byte-level conversions (a few milliseconds each; see steps.ts). */
+const STEP = 8192;
+
+function* ggufFromAjc1(t: Scored, vocabSize: number): Steps<Gguf> {
   const count = Math.max(vocabSize, t.tokens.length);
   const tokens: string[] = new Array(count);
   const tokenTypes = new Int32Array(count);
   for (let id = 0; id < count; id++) {
+    if (id % STEP === STEP - 1) yield;
     const bytes = t.tokens[id];
     if (!bytes || bytes.length === 0) {
       tokens[id] = `[PAD${id}]`;
@@ -96,32 +101,51 @@ export function ggufFromAjc1(t: Scored, vocabSize: number): Gguf {
       tokenTypes[id] = TOKEN_NORMAL;
     }
   }
-  const pairs = [...byteLevelBpeFromScored(t).mergeTable.entries()].sort((a, b) => a[2] - b[2] || a[0] - b[0] || a[1] - b[1]);
+  // The pairs in merge-rank order (a counting sort by rank, in slices; pairs of one rank in table order).
+  const pairs: [number, number, number, number][] = [];
+  for (const pair of (yield* byteLevelBpeFromScoredSteps(t)).mergeTable.entries()) {
+    if (pairs.push(pair) % STEP === 0) yield;
+  }
+  let maxRank = 0;
+  for (const pair of pairs) maxRank = Math.max(maxRank, pair[2]);
+  const starts = new Int32Array(maxRank + 2);
+  for (const pair of pairs) starts[pair[2] + 1]++;
+  for (let r = 0; r <= maxRank; r++) starts[r + 1] += starts[r];
+  yield;
+  const merges: string[] = new Array(pairs.length);
+  for (let k = 0; k < pairs.length; k++) {
+    if (k % STEP === STEP - 1) yield;
+    const [left, right, rank] = pairs[k];
+    merges[starts[rank]++] = `${tokens[left]} ${tokens[right]}`;
+  }
   return {
     kind: 'gguf',
     model: 'gpt2',
     pre: 'qwen2',
     tokens,
     tokenTypes,
-    merges: pairs.map(([left, right]) => `${tokens[left]} ${tokens[right]}`),
+    merges,
     ...(t.bosId !== undefined ? { bosId: t.bosId } : {}),
     ...(t.eosId !== undefined ? { eosId: t.eosId } : {}),
     addBos: false,
   };
 }
 
-export function ajc1FromGguf(t: Gguf, vocabSize: number): Scored {
+function* ajc1FromGguf(t: Gguf, vocabSize: number): Steps<Scored> {
   const firstMerge = new Map<string, number>();
-  (t.merges ?? []).forEach((m, rank) => {
-    const space = m.indexOf(' ', 1);
-    const merged = m.slice(0, space) + m.slice(space + 1);
+  const merges = t.merges ?? [];
+  for (let rank = 0; rank < merges.length; rank++) {
+    if (rank % STEP === STEP - 1) yield;
+    const space = merges[rank].indexOf(' ', 1);
+    const merged = merges[rank].slice(0, space) + merges[rank].slice(space + 1);
     if (!firstMerge.has(merged)) firstMerge.set(merged, rank);
-  });
+  }
   const count = Math.max(vocabSize, t.tokens.length);
   const tokens: Uint8Array[] = new Array(count);
   const scores = new Float32Array(count).fill(AJC1_UNMERGED_SCORE);
   let maxTokenLength = 1;
   for (let id = 0; id < count; id++) {
+    if (id % STEP === STEP - 1) yield;
     const text = t.tokens[id];
     const type = t.tokenTypes?.[id] ?? TOKEN_NORMAL;
     if (text === undefined || type === TOKEN_UNUSED) {
@@ -178,19 +202,19 @@ export function llama2cVocabulary(weights: ModelWeights): Scored | undefined {
   return undefined;
 }
 
-/** The source's byte-level BPE vocabulary as an ajc1 `.tokenizer` holds it. */
-export function ajc1Vocabulary(weights: ModelWeights, vocabSize: number): Scored | undefined {
+/** The source's byte-level BPE vocabulary as an ajc1 `.tokenizer` holds it (rebuilt in slices that let the event loop turn). */
+export async function ajc1Vocabulary(weights: ModelWeights, vocabSize: number): Promise<Scored | undefined> {
   const t = sourceVocabulary(weights);
   if (t?.kind === 'scored' && t.style === 'ajc1') return t;
-  if (t?.kind === 'gguf' && t.model === 'gpt2') return ajc1FromGguf(t, vocabSize);
+  if (t?.kind === 'gguf' && t.model === 'gpt2') return runYielding(ajc1FromGguf(t, vocabSize));
   return undefined;
 }
 
-/** The source's vocabulary as GGUF `tokenizer.ggml.*` holds it. */
-export function ggufVocabulary(weights: ModelWeights, vocabSize: number): Gguf | undefined {
+/** The source's vocabulary as GGUF `tokenizer.ggml.*` holds it (rebuilt in slices that let the event loop turn). */
+export async function ggufVocabulary(weights: ModelWeights, vocabSize: number): Promise<Gguf | undefined> {
   const t = sourceVocabulary(weights);
   if (t?.kind === 'gguf') return t;
-  if (t?.kind === 'scored') return t.style === 'llama2c' ? ggufFromLlama2c(t) : ggufFromAjc1(t, vocabSize);
+  if (t?.kind === 'scored') return t.style === 'llama2c' ? ggufFromLlama2c(t) : runYielding(ggufFromAjc1(t, vocabSize));
   return undefined;
 }
 
@@ -276,7 +300,7 @@ function byteLevelTokenizerJson(t: Gguf, chatTemplate: string | undefined, maxSe
  * tokenizer.json + tokenizer_config.json for a byte-level BPE vocabulary, or a llama2.c
  * tokenizer.bin for a SentencePiece one (weightmap reads no SentencePiece tokenizer.json).
  */
-export function hfTokenizerFiles(weights: ModelWeights): [string, string | Uint8Array][] {
+export async function hfTokenizerFiles(weights: ModelWeights): Promise<[string, string | Uint8Array][]> {
   const c = decoderConfig(weights);
   if (!c) return [];
   const dir = hfSideFolder(weights);
@@ -286,7 +310,7 @@ export function hfTokenizerFiles(weights: ModelWeights): [string, string | Uint8
   }
   const llama = llama2cVocabulary(weights);
   if (llama) return [['tokenizer.bin', encodeLlama2cTokenizer(llama)]];
-  const gguf = ggufVocabulary(weights, c.vocabSize);
+  const gguf = await ggufVocabulary(weights, c.vocabSize);
   if (gguf?.model === 'gpt2') return byteLevelTokenizerJson(gguf, jinjaChatTemplateOf(weights), c.maxSeqLen) ?? [];
   return [];
 }
