@@ -27,7 +27,7 @@ export async function convert(input: string, output: string, options: ConvertOpt
     await writeWeights(weights, output, { ...options, format: options.to });
     const notes: string[] = [];
     if (NO_VOCABULARY.includes(options.to) && hasVocabulary(weights)) {
-      notes.push(`${formatModule(options.to).title} holds no vocabulary: the tokenizer of ${input} was not written (pass it with --tokenizer when loading ${output})`);
+      notes.push(`${formatModule(options.to).title} holds no vocabulary: the tokenizer of ${input} was not written (name it as the tokenizer when loading ${output})`);
     }
     return { notes };
   } finally {

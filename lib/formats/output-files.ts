@@ -148,6 +148,7 @@ export class OutputFiles {
 
   /** The temporary path to write `final` to; commit() renames it into place. */
   file(final: string): string {
+    if (this.staged.some((s) => nodePath.resolve(s.final) === nodePath.resolve(final))) throw new Error(`internal: ${final} is staged twice`);
     this.checkFile(final);
     const temp = this.tempBeside(final);
     this.staged.push({ temp, final });
