@@ -38,7 +38,7 @@ import { ajc1TemplateFiles, encodeAjc1Tokenizer, parseAjc1Tokenizer, readAjc1Tem
 import { encodeLlama2cTokenizer, readLlama2cTokenizer, ropeTablesOf, type RopeTables } from './llama2c';
 import { mapNpy, npyFileSize, writeNpyFile, type NpyWritableDType } from './npy';
 import { writeOutputs, writeSynced } from './output-files';
-import { ajc1Vocabulary, llama2cVocabulary } from './vocab-convert';
+import { ajc1Vocabulary, hfTokenizerFiles, llama2cVocabulary } from './vocab-convert';
 import { permutedRowChunks, qkRowSources } from './rope-order';
 import { canonicalShape } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
@@ -432,6 +432,7 @@ async function write(weights: ModelWeights, root: string, options: WriteOptions 
   const fileDtype = (name: string): NpyWritableDType => (name === ROPE_TABLE_STEMS.cos || name === ROPE_TABLE_STEMS.sin ? 'f32' : dtype);
 
   const totalBytes = plan.reduce((a, p) => a + npyFileSize(fileDtype(p.name), p.shape), 0);
+  const hfFiles = await hfTokenizerFiles(weights);
   // The tree is built in a temporary folder beside `root` and renamed into place when complete.
   await writeOutputs(weights, options, async (out) => {
     const tree = out.folder(root);
@@ -459,6 +460,8 @@ async function write(weights: ModelWeights, root: string, options: WriteOptions 
     } else if (tokenizer) {
       await writeSynced(nodePath.join(tree, 'tokenizer.bin'), encodeLlama2cTokenizer(tokenizer));
     }
+    // The files an HF folder would hold (tokenizer.json, tokenizer_config.json with the chat template), at the root.
+    for (const [name, data] of hfFiles) if (!fs.existsSync(nodePath.join(tree, name))) await writeSynced(nodePath.join(tree, name), data);
     await writeSynced(nodePath.join(tree, 'config.json'), jsonText(hfConfigFromDecoder(config, extra)));
   });
 }

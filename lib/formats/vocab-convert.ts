@@ -230,9 +230,9 @@ export function jinjaChatTemplateOf(weights: ModelWeights): string | undefined {
 
 // ---- an HF folder's tokenizer files --------------------------------------------------------------
 
-/** The tokenizer files of an HF folder, copied as they are when the source is one. */
+/** The tokenizer files of an HF folder (and TLLM's vocab.txt + merges.txt), copied as they are when the source has them. */
 const HF_TOKENIZER_FILES = [
-  'tokenizer.json', 'tokenizer_config.json', 'vocab.json', 'merges.txt', 'special_tokens_map.json', 'added_tokens.json',
+  'tokenizer.json', 'tokenizer_config.json', 'vocab.json', 'vocab.txt', 'merges.txt', 'special_tokens_map.json', 'added_tokens.json',
   'chat_template.jinja', 'tokenizer.bin',
 ];
 
@@ -296,18 +296,21 @@ function byteLevelTokenizerJson(t: Gguf, chatTemplate: string | undefined, maxSe
 }
 
 /**
- * The tokenizer files of an HF folder for a decoder: the source folder's own, copied; else
+ * The tokenizer files of an HF folder (BERT's are written from its vocabulary elsewhere): the
+ * source's own, copied (an HF folder's, or those beside a TLLM or MOON file); else, for a decoder,
  * tokenizer.json + tokenizer_config.json for a byte-level BPE vocabulary, or a llama2.c
  * tokenizer.bin for a SentencePiece one (weightmap reads no SentencePiece tokenizer.json).
  */
 export async function hfTokenizerFiles(weights: ModelWeights): Promise<[string, string | Uint8Array][]> {
-  const c = decoderConfig(weights);
-  if (!c) return [];
-  const dir = hfSideFolder(weights);
+  const arch = weights.config.architecture;
+  if (arch === 'bert' || arch === 'unknown') return [];
+  const dir = hfSideFolder(weights) ?? (arch === 'tllm' || arch === 'moondream' ? nodePath.dirname(weights.path) : undefined);
   if (dir) {
     const own = HF_TOKENIZER_FILES.filter((name) => fs.existsSync(nodePath.join(dir, name)));
     if (own.length > 0) return own.map((name) => [name, fs.readFileSync(nodePath.join(dir, name))]);
   }
+  const c = decoderConfig(weights);
+  if (!c) return [];
   const llama = llama2cVocabulary(weights);
   if (llama) return [['tokenizer.bin', encodeLlama2cTokenizer(llama)]];
   const gguf = await ggufVocabulary(weights, c.vocabSize);

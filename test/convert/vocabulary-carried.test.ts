@@ -37,7 +37,7 @@ interface Behaviour {
 
 /** What a model does with the source's prompt: its ids and 16 greedy tokens (loaded with no tokenizer argument). */
 async function behaviour(file: string, prompt: string): Promise<Behaviour> {
-  const model = await loadModel(file, { threads: 1, contextLength: 256 });
+  const model = await loadModel(file, { threads: 1, contextLength: 128 });
   try {
     const generation = model.generate(prompt, { maxTokens: 16, temperature: 0 });
     await generation.text();
@@ -138,6 +138,23 @@ describe('each format holds the vocabulary its own way', () => {
     } finally {
       model.dispose();
     }
+  });
+
+  test("TLLM's vocab.txt + merges.txt ride into an HF folder: a TLLM file written there encodes and generates as the source", async () => {
+    const dir = fresh('tllm-vocab');
+    fs.mkdirSync(dir);
+    fs.copyFileSync(TLLM, path.join(dir, 'model.tllm'));
+    // One letter per id ("token id" lines), no merges: each letter is one token.
+    fs.writeFileSync(path.join(dir, 'vocab.txt'), 'abcdefghij'.split('').map((ch, i) => `${ch} ${(i * 7 + 3) % 100}`).join('\n') + '\n');
+    fs.writeFileSync(path.join(dir, 'merges.txt'), '#version: 0.2\n');
+    const hf = target('safetensors');
+    expect((await convert(path.join(dir, 'model.tllm'), hf.out, { to: 'safetensors' })).notes).toEqual([]);
+    expect(fs.readdirSync(hf.load).sort()).toEqual(['config.json', 'merges.txt', 'model.safetensors', 'vocab.txt']);
+    // The gpt engine runs TLLM's own layout: back to a TLLM file inside the folder, beside the carried files.
+    await convert(hf.load, path.join(hf.load, 'model.tllm'), { to: 'tllm' });
+    const reference = await behaviour(path.join(dir, 'model.tllm'), 'jihgfedcba');
+    expect(reference.ids).toEqual([66, 59, 52, 45, 38, 31, 24, 17, 10, 3]);
+    expect(await behaviour(path.join(hf.load, 'model.tllm'), 'jihgfedcba')).toEqual(reference);
   });
 
   test('a format that holds no vocabulary says so in one line (API note, CLI stderr)', async () => {
