@@ -7,7 +7,7 @@
  *    runq's single-turn substitution of `%s`.
  */
 import { Template } from '@huggingface/jinja';
-import { UnsupportedError } from './errors';
+import { rangeError, UnsupportedError } from './errors';
 
 export type ChatRole = 'system' | 'user' | 'assistant' | 'tool';
 
@@ -209,7 +209,7 @@ export function ajc1ChatTemplate(texts: Ajc1TemplateTexts): ChatTemplate {
     render(messages, options = {}) {
       checkMessages(messages);
       const user = [...messages].reverse().find((m) => m.role === 'user');
-      if (!user) throw new RangeError('chat: the messages hold no user message');
+      if (!user) throw rangeError('chat: the messages hold no user message');
       const system = messages[0]?.role === 'system' ? messages[0].content : undefined;
       const thinking = options.enableThinking === true;
       const withSystem = thinking ? texts.withSystemAndThinking : texts.withSystem;

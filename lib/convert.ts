@@ -1,6 +1,7 @@
 /** Conversion between any two formats: a reader plus a writer, never a pairwise converter. */
-import { readWeights, writeWeights } from './formats';
+import { formatModule, readWeights, writeWeights } from './formats';
 import type { ReadOptions, WriteOptions } from './formats/types';
+import { hasVocabulary } from './formats/vocab-convert';
 import { closeWeights, type FormatName } from './weights';
 
 export interface ConvertOptions extends WriteOptions {
@@ -12,10 +13,23 @@ export interface ConvertOptions extends WriteOptions {
   read?: ReadOptions;
 }
 
-export async function convert(input: string, output: string, options: ConvertOptions): Promise<void> {
+export interface ConvertResult {
+  /** What the output leaves out, one line each (a vocabulary the output format cannot hold). */
+  notes: string[];
+}
+
+/** Formats that hold no vocabulary: a source's tokenizer is not carried into them. */
+const NO_VOCABULARY: readonly FormatName[] = ['tllm', 'moon', 'npy'];
+
+export async function convert(input: string, output: string, options: ConvertOptions): Promise<ConvertResult> {
   const weights = await readWeights(input, { ...options.read, format: options.from });
   try {
     await writeWeights(weights, output, { ...options, format: options.to });
+    const notes: string[] = [];
+    if (NO_VOCABULARY.includes(options.to) && hasVocabulary(weights)) {
+      notes.push(`${formatModule(options.to).title} holds no vocabulary: the tokenizer of ${input} was not written (name it as the tokenizer when loading ${output})`);
+    }
+    return { notes };
   } finally {
     closeWeights(weights);
   }

@@ -8,7 +8,7 @@
  * bit-equal to llama.cpp's own dequantize_row_*, on libuv's thread pool; q8_0 (separate scales)
  * is q·scale in float32 and f64 rounds to nearest, both chunked in JS with a yield between chunks.
  */
-import { UnsupportedError } from './errors';
+import { rangeError, UnsupportedError } from './errors';
 import { readF32 } from './formats/tensor-data';
 import { native } from './native';
 import { findTensor, isGgmlBlockDType, numel, type ModelWeights, type TensorView } from './weights';
@@ -21,7 +21,7 @@ export async function dequantize(weights: ModelWeights, name: string): Promise<F
 export async function dequantize(view: TensorView): Promise<Float32Array>;
 export async function dequantize(source: ModelWeights | TensorView, name?: string): Promise<Float32Array> {
   const view = 'tensors' in source ? findTensor(source, name ?? '') : source;
-  if (!view) throw new RangeError(`the weights have no tensor '${name}'`);
+  if (!view) throw rangeError(`the weights have no tensor '${name}'`);
   const n = numel(view.shape);
   const out = new Float32Array(n);
   const dtype = view.dtype;

@@ -14,7 +14,7 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { BertEngine, type EmbedderQuant, type Pooling } from './engines/bert';
-import { AbortError, DisposedError, UnsupportedError } from './errors';
+import { AbortError, DisposedError, rangeError, UnsupportedError } from './errors';
 import { readWeights } from './formats';
 import { loadTokenizer, tokenizerFromDataAsync, type Tokenizer } from './tokenizers';
 import { closeWeights, type BertConfig, type FormatName, type ModelWeights } from './weights';
@@ -120,17 +120,17 @@ export class Embedder {
   async embedTokens(sequences: readonly ArrayLike<number>[], options: EmbedOptions = {}): Promise<Float32Array[]> {
     this.assertOpen();
     const batchSize = options.batchSize ?? DEFAULT_BATCH;
-    if (!Number.isInteger(batchSize) || batchSize < 1) throw new RangeError(`batchSize must be an integer >= 1, got ${batchSize}`);
+    if (!Number.isInteger(batchSize) || batchSize < 1) throw rangeError(`batchSize must be an integer >= 1, got ${batchSize}`);
     const pooling = options.pooling ?? this.config.pooling;
     if (pooling !== 'mean' && pooling !== 'cls' && pooling !== 'max') {
-      throw new RangeError(`pooling must be 'mean', 'cls' or 'max', got ${String(pooling)}`);
+      throw rangeError(`pooling must be 'mean', 'cls' or 'max', got ${String(pooling)}`);
     }
     const normalize = options.normalize ?? this.config.normalize;
     const { signal } = options;
     if (signal?.aborted) throw abortError(signal);
     sequences.forEach((s, i) => {
       if (s.length < 1 || s.length > this.config.maxPositionEmbeddings) {
-        throw new RangeError(`sequence ${i} has ${s.length} tokens; the model takes 1 to ${this.config.maxPositionEmbeddings}`);
+        throw rangeError(`sequence ${i} has ${s.length} tokens; the model takes 1 to ${this.config.maxPositionEmbeddings}`);
       }
     });
 
@@ -204,7 +204,7 @@ export async function loadEmbedder(path: string, options: LoadEmbedderOptions = 
     const config = weights.config;
     const maxSeqLength = options.maxSeqLength ?? config.maxSeqLength;
     if (!Number.isInteger(maxSeqLength) || maxSeqLength < 2 || maxSeqLength > config.maxPositionEmbeddings) {
-      throw new RangeError(`maxSeqLength must be an integer in [2, ${config.maxPositionEmbeddings}], got ${maxSeqLength}`);
+      throw rangeError(`maxSeqLength must be an integer in [2, ${config.maxPositionEmbeddings}], got ${maxSeqLength}`);
     }
     const tokenizer =
       typeof options.tokenizer === 'string'
@@ -220,7 +220,7 @@ export async function loadEmbedder(path: string, options: LoadEmbedderOptions = 
 
 /** Cosine similarity of two vectors (0 when either is all zeros). */
 export function similarity(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  if (a.length !== b.length) throw new RangeError(`vectors of different lengths: ${a.length} and ${b.length}`);
+  if (a.length !== b.length) throw rangeError(`vectors of different lengths: ${a.length} and ${b.length}`);
   let dot = 0;
   let na = 0;
   let nb = 0;

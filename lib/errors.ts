@@ -118,3 +118,36 @@ export class PipelineError extends Error {
     this.address = details.address;
   }
 }
+
+/** A write whose destination would replace (or hold) a file it reads. */
+export class OutputIsInputError extends Error {
+  readonly code = 'ERR_WEIGHTMAP_OUTPUT_IS_INPUT';
+  constructor(
+    /** The destination asked for. */
+    readonly output: string,
+    /** The input file it resolves to (same real path, or the same device and inode). */
+    readonly input: string,
+  ) {
+    super(`the output ${output} would replace ${input}, which this conversion reads; write to another path`);
+    this.name = 'OutputIsInputError';
+  }
+}
+
+/**
+ * A value outside what a call accepts: a RangeError with Node's code ERR_OUT_OF_RANGE. Every
+ * RangeError weightmap throws is made here.
+ */
+export function rangeError(message: string, options?: { cause?: unknown }): RangeError & { code: 'ERR_OUT_OF_RANGE' } {
+  const error = new RangeError(message, options) as RangeError & { code: 'ERR_OUT_OF_RANGE' };
+  error.code = 'ERR_OUT_OF_RANGE';
+  return error;
+}
+
+/** Text given to a model that has no vocabulary (a MOON file alone): only token ids can be used (a TypeError: the prompt has the wrong kind). */
+export class NoTokenizerError extends TypeError {
+  readonly code = 'ERR_WEIGHTMAP_NO_TOKENIZER';
+  constructor(readonly path: string) {
+    super(`${path} has no tokenizer in or beside it: give token ids, or load it with { tokenizer: PATH }`);
+    this.name = 'NoTokenizerError';
+  }
+}

@@ -7,7 +7,7 @@
  */
 import type { NativeSamplingParams, Sampler } from '../binding';
 import { compileJsonSchema, jsonSchemaConstraint, type JsonSchema } from './constrain';
-import { AbortError } from './errors';
+import { AbortError, rangeError } from './errors';
 import { native } from './native';
 import { resolveSampling, type SamplingOptions } from './sampling';
 import type { StreamDecoder, Tokenizer } from './tokenizers';
@@ -92,12 +92,6 @@ export interface GenerationHost {
   vocabSize: number;
   /** Lends a session, preferably one whose cache shares a long prefix with `ids`. */
   acquire(ids: readonly number[]): SessionLease;
-}
-
-function rangeError(message: string): RangeError {
-  const error = new RangeError(message);
-  (error as RangeError & { code: string }).code = 'ERR_OUT_OF_RANGE';
-  return error;
 }
 
 /** Length of the longest common prefix. */
@@ -235,6 +229,12 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
       const filter = new StopStringFilter(stops);
       const sampler = new (native().Sampler)(sampling.seed);
 
+      // The sequence (prompt + generated) never exceeds the context: a prompt that fills it
+      // generates nothing.
+      if (ids.length >= contextLength && maxTokens > 0) {
+        stopReason = 'context-full';
+        return;
+      }
       while (generated.length < maxTokens) {
         if (signal?.aborted) throw new AbortError(undefined, { cause: signal.reason });
         running = true;
@@ -267,7 +267,8 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
           yield { token, text: piece.text };
           return;
         }
-        const full = history.length + 1 > contextLength;
+        // history + this token = the whole sequence; one more token would not fit.
+        const full = history.length + 1 >= contextLength;
         if (full || generated.length >= maxTokens) {
           // The last token: release the held-back text and any incomplete character.
           const tail = filter.push(decoder.flush());

@@ -1,13 +1,14 @@
 /**
- * The tokenizer of a model that has no vocabulary beside it (a TLLM file without vocab.txt +
- * merges.txt): prompts must be token ids, and generated tokens have no text (their ids are in
- * each piece's `token`).
+ * The tokenizer of a model that has no vocabulary in or beside it (a MOON file, a TLLM file without
+ * vocab.txt + merges.txt): prompts must be token ids, and generated tokens have no text (their ids
+ * are in each piece's `token`). Text raises NoTokenizerError.
  */
+import { NoTokenizerError } from './errors';
 import type { Tokenizer } from './tokenizers';
 
 export function idsOnlyTokenizer(vocabSize: number, where: string): Tokenizer {
   const noText = (): never => {
-    throw new TypeError(`${where} has no tokenizer (vocab.txt + merges.txt beside it, or { tokenizer }): give the prompt as token ids`);
+    throw new NoTokenizerError(where);
   };
   return {
     kind: 'none',

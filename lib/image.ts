@@ -5,7 +5,7 @@
  * the square without keeping the aspect ratio (moondream-zig's single 378×378 view).
  */
 import * as fs from 'node:fs';
-import { UnsupportedError } from './errors';
+import { rangeError, UnsupportedError } from './errors';
 
 /** Uncompressed pixels, row-major, `channels` bytes per pixel (1 grey, 3 RGB, 4 RGBA). */
 export interface RawImage {
@@ -44,10 +44,10 @@ export async function imageToRgb(image: ImageInput, size: number): Promise<Uint8
   if (isRawImage(image)) {
     const { data, width, height, channels } = image;
     if (![1, 3, 4].includes(channels) || !Number.isInteger(width) || !Number.isInteger(height) || width < 1 || height < 1) {
-      throw new RangeError(`raw image: width and height must be positive integers and channels 1, 3 or 4`);
+      throw rangeError(`raw image: width and height must be positive integers and channels 1, 3 or 4`);
     }
     if (data.length !== width * height * channels) {
-      throw new RangeError(`raw image: ${width}x${height}x${channels} needs ${width * height * channels} bytes, got ${data.length}`);
+      throw rangeError(`raw image: ${width}x${height}x${channels} needs ${width * height * channels} bytes, got ${data.length}`);
     }
     if (width === size && height === size && channels === 3) return data;
     const sharp = loadSharp(`resizing a ${width}x${height}x${channels} image to ${size}x${size} RGB`);

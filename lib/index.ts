@@ -9,7 +9,7 @@ export { MappedSource, mapFile } from './mapping';
 export { detectFormat, formatModule, readWeights, writeWeights, FORMATS } from './formats';
 export type { FormatModule, ReadOptions, WriteOptions, WriteProgress } from './formats';
 export { convert } from './convert';
-export type { ConvertOptions } from './convert';
+export type { ConvertOptions, ConvertResult } from './convert';
 export { closeWeights, findTensor, numel, DTYPE_BYTES } from './weights';
 export { dequantize } from './dequantize';
 export type {

@@ -25,7 +25,7 @@ import { ChatSession, type ChatSessionOptions } from './chat-session';
 import { DecoderEngine } from './engines/decoder';
 import { GptEngine } from './engines/gpt';
 import { MoondreamEngine } from './engines/moondream';
-import { DisposedError, UnsupportedError, WeightFormatError } from './errors';
+import { DisposedError, rangeError, UnsupportedError, WeightFormatError } from './errors';
 import { readWeights } from './formats';
 import { checkTokenIds, startGeneration, type GenerateOptions, type Generation, type LanguageSession } from './generate';
 import { idsOnlyTokenizer } from './ids-tokenizer';
@@ -73,7 +73,6 @@ export interface ModelInfo {
 /** What Model needs from an engine (lib/engines/*). */
 interface LanguageEngine {
   readonly vocabSize: number;
-  readonly maxSeqLen: number;
   readonly threads: number;
   /** The kernel set the engine runs, when it says. */
   readonly isa?: string;
@@ -128,8 +127,8 @@ export class Model {
   /** The logits [V] after the last of `ids`, all fed as one prefill from position 0. */
   async logits(ids: ArrayLike<number>, options: { signal?: AbortSignal } = {}): Promise<Float32Array> {
     const input = this.checkIds(ids);
-    if (input.length === 0) throw new RangeError('logits: no token ids');
-    if (input.length > this.contextLength) throw new RangeError(`logits: ${input.length} ids exceed the context length ${this.contextLength}`);
+    if (input.length === 0) throw rangeError('logits: no token ids');
+    if (input.length > this.contextLength) throw rangeError(`logits: ${input.length} ids exceed the context length ${this.contextLength}`);
     const lease = this.pool.acquire([]);
     try {
       if (lease.session.position > 0) lease.session.truncate(0);
@@ -228,7 +227,6 @@ async function loadEngine(weights: ModelWeights, options: LoadModelOptions): Pro
       const engine = await DecoderEngine.load(weights, { threads: options.threads, ...(options.quant ? { quant: options.quant } : {}) });
       return {
         vocabSize: engine.config.vocabSize,
-        maxSeqLen: engine.config.maxSeqLen,
         threads: engine.loadInfo.threads,
         isa: engine.loadInfo.isa,
         createSession: (contextLength) => {
@@ -255,9 +253,23 @@ async function loadEngine(weights: ModelWeights, options: LoadModelOptions): Pro
       return arch === 'tllm' ? GptEngine.load(weights, { threads: options.threads }) : MoondreamEngine.load(weights, { threads: options.threads });
     }
     case 'bert':
-      throw new UnsupportedError(`${weights.path} is a BERT embedding model: load it with loadEmbedder()`);
+      throw new UnsupportedError(`${weights.path} is a BERT embedding model: load it with loadEmbedder() (command line: weightmap embed)`);
     default:
       throw new UnsupportedError(`${weights.path}: no text-generation engine for architecture '${arch}'`);
+  }
+}
+
+/** Positions a text-generation model can hold (max_sequence_length); Infinity where no engine runs it (loadEngine says why). */
+function maxSequenceLength(config: ModelConfig): number {
+  switch (config.architecture) {
+    case 'llama':
+    case 'qwen3':
+    case 'tllm':
+      return config.maxSeqLen;
+    case 'moondream':
+      return config.text.maxSeqLen;
+    default:
+      return Infinity;
   }
 }
 
@@ -278,9 +290,9 @@ function readJsonIfPresent(path: string): any {
 /**
  * The tokenizer: the caller's; else a tokenizer.json or vocab.json + merges.txt beside the model;
  * else the one inside or beside the weights (ajc1 .tokenizer, llama2.c tokenizer.bin, GGUF vocab,
- * the one a sepweight config.json names).
+ * the one a sepweight config.json names); else none: an ids-only tokenizer (text raises NoTokenizerError).
  */
-async function resolveTokenizer(weights: ModelWeights, folder: string, given: LoadModelOptions['tokenizer']): Promise<Tokenizer> {
+async function resolveTokenizer(weights: ModelWeights, folder: string, given: LoadModelOptions['tokenizer'], vocabSize: number): Promise<Tokenizer> {
   if (given !== undefined) {
     if (typeof given === 'string') return loadTokenizer(given);
     if (typeof given === 'object' && given !== null && typeof given.encode === 'function') return given;
@@ -290,11 +302,12 @@ async function resolveTokenizer(weights: ModelWeights, folder: string, given: Lo
   if (fs.existsSync(at('tokenizer.json'))) return loadTokenizer(at('tokenizer.json'));
   if (fs.existsSync(at('vocab.json')) && fs.existsSync(at('merges.txt'))) return loadTokenizer(folder);
   if (weights.tokenizer) return tokenizerFromDataAsync(weights.tokenizer, weights.path);
+  // An HF folder weightmap wrote for a SentencePiece vocabulary holds llama2.c's tokenizer.bin.
+  if (weights.format === 'safetensors' && fs.existsSync(at('tokenizer.bin'))) return loadTokenizer(at('tokenizer.bin'));
   if (weights.config.architecture === 'tllm' && fs.existsSync(at('vocab.txt')) && fs.existsSync(at('merges.txt'))) return loadTokenizer(folder);
-  // TLLM files carry no vocabulary: without vocab.txt + merges.txt beside them, prompts are token ids
-  // (FORMATS.md §1.6). Every other architecture still needs a tokenizer (moon-tiny has none: an error).
-  if (weights.config.architecture === 'tllm') return idsOnlyTokenizer(weights.config.vocabSize, weights.path);
-  throw new WeightFormatError('BAD_HEADER', 'no tokenizer in or beside the weights; pass { tokenizer: PATH }', { path: weights.path });
+  // No vocabulary (MOON and TLLM files carry none, FORMATS.md §1.6, §2): the model runs on token
+  // ids; text raises NoTokenizerError.
+  return idsOnlyTokenizer(vocabSize, weights.path);
 }
 
 function tokenText(value: unknown): string | undefined {
@@ -334,27 +347,38 @@ function checkLoadOptions(options: LoadModelOptions): void {
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object');
   const { threads, contextLength } = options;
   if (threads !== undefined && !(Number.isInteger(threads) && threads >= 0 && threads <= 1024)) {
-    throw new RangeError(`threads must be an integer in [0, 1024] (0 = physical cores), got ${threads}`);
+    throw rangeError(`threads must be an integer in [0, 1024] (0 = physical cores), got ${threads}`);
   }
   if (contextLength !== undefined && !(Number.isInteger(contextLength) && contextLength >= 1)) {
-    throw new RangeError(`contextLength must be an integer >= 1, got ${contextLength}`);
+    throw rangeError(`contextLength must be an integer >= 1, got ${contextLength}`);
   }
   if (options.quant !== undefined && !['none', 'q8_0', 'f32'].includes(options.quant)) {
-    throw new RangeError(`quant must be 'none', 'q8_0' or 'f32', got ${String(options.quant)}`);
+    throw rangeError(`quant must be 'none', 'q8_0' or 'f32', got ${String(options.quant)}`);
   }
 }
 
 /** Reads the weights at `path` (format found by its bytes), binds them to their engine, finds the tokenizer. */
 export async function loadModel(path: string, options: LoadModelOptions = {}): Promise<Model> {
   if (typeof path !== 'string') throw new TypeError('loadModel(path): path must be a string');
+  if (path === '') throw Object.assign(new TypeError('loadModel(path): path is an empty string; pass a weight file or folder'), { code: 'ERR_INVALID_ARG_VALUE' });
   checkLoadOptions(options);
   const started = Date.now();
-  const weights = await readWeights(path, options.pipeline ? (await import('./pipeline/stage-files')).COORDINATOR_READ : options.format ? { format: options.format } : {});
+  // A tokenizer the caller names replaces the vocabulary sidecars: they are not even read.
+  const readOptions = {
+    ...(options.format ? { format: options.format } : {}),
+    ...(options.tokenizer !== undefined ? { vocabulary: false } : {}),
+    ...(options.pipeline ? (await import('./pipeline/stage-files')).COORDINATOR_READ : {}),
+  };
+  const weights = await readWeights(path, readOptions);
   let engine: LanguageEngine | undefined;
   try {
     const folder = modelFolder(path);
+    // Checked before the engine loads (which takes a while on a large model).
+    const maxContext = maxSequenceLength(weights.config);
+    const contextLength = options.contextLength ?? Math.min(maxContext, DEFAULT_CONTEXT);
+    if (contextLength > maxContext) throw rangeError(`contextLength ${contextLength} exceeds this model's maximum ${maxContext}`);
     engine = await loadEngine(weights, options);
-    const tokenizer = await resolveTokenizer(weights, folder, options.tokenizer);
+    const tokenizer = await resolveTokenizer(weights, folder, options.tokenizer, engine.vocabSize);
     if (tokenizer.vocabSize > engine.vocabSize) {
       throw new WeightFormatError('CONFIG_MISMATCH', 'the tokenizer has more tokens than the model has logits', {
         path: weights.path,
@@ -362,9 +386,6 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
         found: tokenizer.vocabSize,
       });
     }
-    const maxContext = engine.maxSeqLen;
-    const contextLength = options.contextLength ?? Math.min(maxContext, DEFAULT_CONTEXT);
-    if (contextLength > maxContext) throw new RangeError(`contextLength ${contextLength} exceeds this model's maximum ${maxContext}`);
     const templateFolders = typeof options.tokenizer === 'string' ? [modelFolder(options.tokenizer), folder] : [folder];
     const chatTemplate = resolveChatTemplate(weights, templateFolders, tokenizer);
     const info: ModelInfo = {

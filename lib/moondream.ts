@@ -5,7 +5,7 @@
  * makes the BOS + image positions attend to each other as upstream Moondream does.
  */
 import type { MoondreamEngine } from './engines/moondream';
-import { DisposedError, UnsupportedError } from './errors';
+import { DisposedError, rangeError, UnsupportedError } from './errors';
 import { startGeneration, type GenerateOptions, type Generation, type GenerationHost } from './generate';
 import { imageToRgb, type ImageInput } from './image';
 import { loadModel, Model, type LoadModelOptions } from './model';
@@ -35,7 +35,7 @@ export function questionIds(tokenizer: Tokenizer, question: string): number[] {
 export function answerPrefixRows(engine: MoondreamEngine, imageEmbeddings: Float32Array, ids: readonly number[]): Float32Array {
   const d = engine.config.text.hiddenSize;
   const patches = imageEmbeddings.length / d;
-  if (!Number.isInteger(patches) || patches < 1) throw new RangeError(`image embeddings must be whole rows of ${d} floats`);
+  if (!Number.isInteger(patches) || patches < 1) throw rangeError(`image embeddings must be whole rows of ${d} floats`);
   const rows = new Float32Array((1 + patches + ids.length) * d);
   rows.set(engine.embed([engine.config.text.bosTokenId]), 0);
   rows.set(imageEmbeddings, d);
@@ -50,7 +50,7 @@ export function answerPrefixRows(engine: MoondreamEngine, imageEmbeddings: Float
 export function prefixLength(engine: MoondreamEngine, prefixAttention: number | boolean | undefined): number {
   if (prefixAttention === true) return 1 + engine.config.vision.numPatches;
   if (prefixAttention === undefined || prefixAttention === false) return 0;
-  if (!Number.isInteger(prefixAttention) || prefixAttention < 0) throw new RangeError('prefixAttention must be a non-negative integer or a boolean');
+  if (!Number.isInteger(prefixAttention) || prefixAttention < 0) throw rangeError('prefixAttention must be a non-negative integer or a boolean');
   return prefixAttention;
 }
 
@@ -113,9 +113,9 @@ async function startAnswer(
   const patches = engine.config.vision.numPatches;
   const ids = questionIds(tokenizer, question);
   if (1 + patches + ids.length > text.maxSeqLen) {
-    throw new RangeError(`answer: BOS + ${patches} image positions + ${ids.length} question tokens exceed the context of ${text.maxSeqLen}`);
+    throw rangeError(`answer: BOS + ${patches} image positions + ${ids.length} question tokens exceed the context of ${text.maxSeqLen}`);
   }
-  if (prefix > patches + ids.length) throw new RangeError('answer: prefixAttention is longer than the prompt');
+  if (prefix > patches + ids.length) throw rangeError('answer: prefixAttention is longer than the prompt');
   const embeddings = await encodeImage(engine, image, { signal: options.signal });
 
   // Everything but the last question token is fed here (the prefix in one call); the generation

@@ -7,6 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { NativeSamplingParams } from '../binding';
+import { rangeError } from './errors';
 
 export interface SamplingOptions {
   /** 0 (the default): greedy, the highest logit (lowest id on ties). > 0: sample, softer as it grows. */
@@ -48,12 +49,6 @@ export interface ResolvedSampling {
   seed: bigint;
   /** temperature <= 0: no generator draws happen. */
   greedy: boolean;
-}
-
-function rangeError(message: string): RangeError {
-  const error = new RangeError(message);
-  (error as RangeError & { code: string }).code = 'ERR_OUT_OF_RANGE';
-  return error;
 }
 
 function typeError(message: string): TypeError {

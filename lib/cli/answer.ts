@@ -2,16 +2,16 @@
  * `weightmap answer MODEL IMAGE QUESTION [options]`: Moondream's answer about an image, streamed
  * to stdout. IMAGE is any file sharp decodes (JPEG, PNG, WebP, ...). Ctrl-C stops generation.
  */
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { loadMoondream } from '../moondream';
 import { printGeneration, withInterrupt } from './generate';
 import { addModelOptions, addSamplingOptions, modelOptions, samplingOptions } from './model-options';
-import { action, intOption } from './run-command';
+import { action, existingPath, intOption } from './run-command';
 
 function prefixOption(value: string): number | boolean {
   if (value === 'image') return true;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`--prefix-attention must be 'image' or an integer >= 0, got '${value}'`);
+  if (value.trim() === '' || !Number.isInteger(n) || n < 0) throw new InvalidArgumentError("expected 'image' or an integer >= 0");
   return n;
 }
 
@@ -19,10 +19,10 @@ export function registerAnswer(program: Command): void {
   const command = program
     .command('answer')
     .description('answer a question about an image with a Moondream model; only the answer goes to stdout')
-    .argument('<model>', 'MOON weights (config.json and tokenizer.json beside them)')
-    .argument('<image>', 'image file (JPEG, PNG, WebP, GIF, TIFF, AVIF)')
+    .argument('<model>', 'MOON weights (config.json and tokenizer.json beside them)', existingPath)
+    .argument('<image>', 'image file (JPEG, PNG, WebP, GIF, TIFF, AVIF)', existingPath)
     .argument('<question>', 'the question')
-    .option('--max-tokens <n>', 'most tokens to generate (default: until EOS or the context is full)', intOption('max-tokens', 0))
+    .option('--max-tokens <n>', 'most tokens to generate (default: until EOS or the context is full)', intOption(0))
     .option(
       '--prefix-attention <n>',
       "let the first n positions attend to each other ('image' = BOS + every patch, upstream Moondream's 730); default: causal",

@@ -6,7 +6,8 @@
 import type { Command } from 'commander';
 import { loadModel, type Model } from '../model';
 import { addModelOptions, modelOptions } from './model-options';
-import { action, intOption } from './run-command';
+import { action, existingPath, intOption } from './run-command';
+import { rangeError } from '../errors';
 
 export interface BenchStats {
   median: number;
@@ -74,7 +75,7 @@ export async function benchModel(
   });
   try {
     if (promptTokens + genTokens > model.contextLength) {
-      throw new RangeError(`--prompt-tokens + --gen-tokens (${promptTokens + genTokens}) exceed the context length ${model.contextLength}`);
+      throw rangeError(`--prompt-tokens + --gen-tokens (${promptTokens + genTokens}) exceed the context length ${model.contextLength}`);
     }
     const ids = promptIds(model, promptTokens);
     await run(model, ids, Math.min(genTokens, 8)); // warm-up: pages the weights in
@@ -119,10 +120,10 @@ export function registerBench(program: Command): void {
   const command = program
     .command('bench')
     .description('measure prefill and decode speed (tokens/s: median, min, max)')
-    .argument('<model>', 'weight file or folder')
-    .option('--prompt-tokens <n>', 'prompt length', intOption('prompt-tokens', 1), 512)
-    .option('--gen-tokens <n>', 'tokens to generate', intOption('gen-tokens', 1), 128)
-    .option('--repetitions <n>', 'timed runs', intOption('repetitions', 1), 3)
+    .argument('<model>', 'weight file or folder', existingPath)
+    .option('--prompt-tokens <n>', 'prompt length', intOption(1), 512)
+    .option('--gen-tokens <n>', 'tokens to generate', intOption(1), 128)
+    .option('--repetitions <n>', 'timed runs', intOption(1), 3)
     .option('--json', 'print a JSON report');
   addModelOptions(command);
   command.action(

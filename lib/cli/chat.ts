@@ -10,17 +10,17 @@ import { AbortError } from '../errors';
 import { loadModel } from '../model';
 import { writeOut } from './generate';
 import { addModelOptions, addSamplingOptions, modelOptions, samplingOptions } from './model-options';
-import { action, intOption } from './run-command';
+import { action, existingPath, intOption } from './run-command';
 
 export function registerChat(program: Command): void {
   const command = program
     .command('chat')
     .description('chat with a model on stdin/stdout (/exit to quit)')
-    .argument('<model>', 'weight file or folder')
+    .argument('<model>', 'weight file or folder', existingPath)
     .option('--system <text>', 'a system message before the conversation')
     .option('--think', 'let the model think before answering (Qwen3)')
     .option('--no-think', 'answer without thinking (the default)')
-    .option('--max-tokens <n>', 'most tokens per reply', intOption('max-tokens', 0));
+    .option('--max-tokens <n>', 'most tokens per reply', intOption(0));
   addModelOptions(command);
   addSamplingOptions(command);
   command.action(

@@ -2,33 +2,30 @@
 import { SingleBar, Presets } from 'cli-progress';
 import type { Command } from 'commander';
 import { convert } from '../convert';
+import { FORMATS } from '../formats';
 import type { WriteProgress } from '../formats/types';
 import type { FormatName } from '../weights';
-import { action, intOption } from './run-command';
+import { action, choiceOption, existingPath, intOption } from './run-command';
 
-const WRITABLE: FormatName[] = ['tllm', 'moon', 'embd', 'sepweight', 'ajc1', 'safetensors', 'llama2c', 'npy', 'gguf'];
+const READABLE: FormatName[] = FORMATS.map((f) => f.name);
+const WRITABLE: FormatName[] = FORMATS.filter((f) => f.write).map((f) => f.name);
 
 export function registerConvert(program: Command): void {
   program
     .command('convert')
     .description('convert weights between formats (any reader + any writer)')
-    .argument('<input>', 'weight file or folder')
+    .argument('<input>', 'weight file or folder', existingPath)
     .argument('<output>', 'file or folder to write')
-    .requiredOption('--to <format>', `output format: ${WRITABLE.join(', ')}`)
-    .option('--from <format>', 'input format (default: detected)')
-    .option('--quant <type>', 'quantize linear weights: q8_0')
-    .option('--group-size <n>', 'Q8_0 group size', intOption('group-size', 1))
-    .option('--dtype <type>', 'float type where the format offers a choice: f32 or f16')
+    .requiredOption('--to <format>', `output format: ${WRITABLE.join(', ')}`, choiceOption(WRITABLE))
+    .option('--from <format>', 'input format (default: detected)', choiceOption(READABLE))
+    .option('--quant <type>', 'quantize linear weights: q8_0', choiceOption(['q8_0'] as const))
+    .option('--group-size <n>', 'Q8_0 group size', intOption(1))
+    .option('--dtype <type>', 'float type where the format offers a choice: f32 or f16', choiceOption(['f32', 'f16'] as const))
     .option('--parts <spec>', 'sepweight input: parts to read')
     .option('--no-progress', 'no progress bar')
     .action(
       action(async (input: string, output: string, opts: Record<string, unknown>) => {
         const to = opts.to as FormatName;
-        if (!WRITABLE.includes(to)) throw new RangeError(`--to must be one of ${WRITABLE.join(', ')}, got '${to}'`);
-        if (opts.quant !== undefined && opts.quant !== 'q8_0') throw new RangeError(`--quant must be q8_0, got '${opts.quant}'`);
-        if (opts.dtype !== undefined && opts.dtype !== 'f32' && opts.dtype !== 'f16') {
-          throw new RangeError(`--dtype must be f32 or f16, got '${opts.dtype}'`);
-        }
         const showBar = opts.progress !== false && process.stderr.isTTY;
         const bar = new SingleBar(
           { format: 'converting [{bar}] {percentage}% | {value}/{total} MiB | {tensor}', hideCursor: true, stream: process.stderr },
@@ -44,8 +41,9 @@ export function registerConvert(program: Command): void {
           }
           bar.update(mib(p.bytesWritten), { tensor: p.tensor ?? '' });
         };
+        let notes: string[];
         try {
-          await convert(input, output, {
+          ({ notes } = await convert(input, output, {
             to,
             from: opts.from as FormatName | undefined,
             quant: opts.quant as 'q8_0' | undefined,
@@ -53,10 +51,11 @@ export function registerConvert(program: Command): void {
             dtype: opts.dtype as 'f32' | 'f16' | undefined,
             read: { parts: opts.parts as string | undefined },
             onProgress,
-          });
+          }));
         } finally {
           if (started) bar.stop();
         }
+        for (const note of notes) process.stderr.write(`weightmap: note: ${note}\n`);
       }),
     );
 }

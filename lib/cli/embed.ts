@@ -6,7 +6,7 @@ import * as readline from 'node:readline';
 import type { Command } from 'commander';
 import { EMBEDDER_QUANTS, type EmbedderQuant } from '../engines/bert';
 import { loadEmbedder, type Embedder, type EmbedOptions } from '../embedder';
-import { action, intOption } from './run-command';
+import { action, choiceOption, existingPath, intOption, threadsOption } from './run-command';
 
 /** The shortest decimal that reads back to the same float32 (as the fixtures write them). */
 export function float32Text(x: number): string {
@@ -33,28 +33,19 @@ export function registerEmbed(program: Command): void {
   program
     .command('embed')
     .description('sentence embeddings (BERT/MiniLM): one JSON array per text, one per line')
-    .argument('<model>', 'EMBD file or sentence-transformers folder')
+    .argument('<model>', 'EMBD file or sentence-transformers folder', existingPath)
     .argument('[text...]', 'texts to embed (default: one per line of stdin)')
-    .option('--batch-size <n>', 'texts per native batch (default 32)')
-    .option('--threads <n>', 'encoder threads (default: physical cores)')
-    .option('--quant <type>', `linear layers: ${EMBEDDER_QUANTS.join(', ')} (default f32; int8 is the fastest)`)
-    .option('--pooling <mode>', 'mean, cls or max (default: the model\'s)')
+    .option('--batch-size <n>', 'texts per native batch (default 32)', intOption(1))
+    .option('--threads <n>', 'encoder threads, 1 to the logical cores (default: physical cores)', threadsOption)
+    .option('--quant <type>', `linear layers: ${EMBEDDER_QUANTS.join(', ')} (default f32; int8 is the fastest)`, choiceOption(EMBEDDER_QUANTS))
+    .option('--pooling <mode>', 'mean, cls or max (default: the model\'s)', choiceOption(['mean', 'cls', 'max'] as const))
     .option('--no-normalize', 'skip the L2 normalization')
-    .option('--max-seq-length <n>', 'truncate texts to n tokens')
+    .option('--max-seq-length <n>', 'truncate texts to n tokens', intOption(2))
     .action(
       action(async (model: string, texts: string[], opts: Record<string, unknown>) => {
-        // Checked here (not by commander) so that a bad value is one line on stderr and exit code 1.
-        const int = (flag: string, key: string, min: number) =>
-          opts[key] === undefined ? undefined : intOption(flag, min)(String(opts[key]));
-        const batchSize = int('batch-size', 'batchSize', 1) ?? 32;
-        const threads = int('threads', 'threads', 1);
-        const maxSeqLength = int('max-seq-length', 'maxSeqLength', 2);
-        if (opts.quant !== undefined && !EMBEDDER_QUANTS.includes(opts.quant as EmbedderQuant)) {
-          throw new RangeError(`--quant must be one of ${EMBEDDER_QUANTS.join(', ')}, got '${opts.quant}'`);
-        }
-        if (opts.pooling !== undefined && !['mean', 'cls', 'max'].includes(opts.pooling as string)) {
-          throw new RangeError(`--pooling must be mean, cls or max, got '${opts.pooling}'`);
-        }
+        const batchSize = (opts.batchSize as number | undefined) ?? 32;
+        const threads = opts.threads as number | undefined;
+        const maxSeqLength = opts.maxSeqLength as number | undefined;
         const embedder = await loadEmbedder(model, {
           threads,
           quant: opts.quant as EmbedderQuant | undefined,

@@ -7,7 +7,7 @@ import { AbortError } from '../errors';
 import type { Generation } from '../generate';
 import { loadModel } from '../model';
 import { addModelOptions, addSamplingOptions, modelOptions, samplingOptions } from './model-options';
-import { action, intOption } from './run-command';
+import { action, existingPath, intOption } from './run-command';
 
 /** Writes to stdout, waiting when the pipe is full. */
 export async function writeOut(text: string): Promise<void> {
@@ -56,9 +56,9 @@ export function registerGenerate(program: Command): void {
   const command = program
     .command('generate')
     .description('generate text after a prompt; only the generated text goes to stdout')
-    .argument('<model>', 'weight file or folder')
+    .argument('<model>', 'weight file or folder', existingPath)
     .argument('<prompt>', "the prompt text ('' for none, '-' to read stdin)")
-    .option('--max-tokens <n>', 'most tokens to generate (default: until a stop token or the context is full)', intOption('max-tokens', 0))
+    .option('--max-tokens <n>', 'most tokens to generate (default: until a stop token or the context is full)', intOption(0))
     .option('--stop <text>', 'stop before this text (repeatable)', collect)
     .option('--ids', 'print the generated token ids (one line) instead of the text');
   addModelOptions(command);

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { readWeights } from '../formats';
 import { closeWeights, type ModelWeights } from '../weights';
-import { action } from './run-command';
+import { action, existingPath } from './run-command';
 
 export interface InspectReport {
   path: string;
@@ -91,7 +91,7 @@ export function registerInspect(program: Command): void {
   program
     .command('inspect')
     .description('show the format, architecture, configuration and tensor table of a weight file or folder')
-    .argument('<path>', 'weight file or folder')
+    .argument('<path>', 'weight file or folder', existingPath)
     .option('--json', 'print a JSON report')
     .option('--parts <spec>', 'sepweight: parts to map ("f", "b 0-5", "7-12", "75-80 e")')
     .action(

@@ -2,13 +2,14 @@
 import type { Command } from 'commander';
 import type { LoadModelOptions } from '../model';
 import type { SamplingOptions } from '../sampling';
-import { intOption, numberOption } from './run-command';
+import { InvalidArgumentError } from 'commander';
+import { existingPath, intOption, numberOption, threadsOption } from './run-command';
 
 export function addModelOptions(command: Command): Command {
   return command
-    .option('--tokenizer <path>', 'tokenizer file or folder (default: beside or inside the weights)')
-    .option('--threads <n>', 'engine threads (default: physical cores)', intOption('threads', 0))
-    .option('--context <n>', 'context length in tokens (default: min(model maximum, 4096))', intOption('context', 1))
+    .option('--tokenizer <path>', 'tokenizer file or folder (default: beside or inside the weights)', existingPath)
+    .option('--threads <n>', 'engine threads, 1 to the logical cores (default: physical cores)', threadsOption)
+    .option('--context <n>', 'context length in tokens (default: min(model maximum, 4096))', intOption(1))
     .option('--quant <type>', "decoder weights: none (as stored), q8_0 (quantize at load) or f32 (dequantize)")
     .option('--pipeline <stages>', 'run a sepweight tree on stages: 0-13=host:port,14-27=host:port (replicas: 0-13=a|b)');
 }
@@ -27,26 +28,26 @@ export function modelOptions(opts: Record<string, unknown>): LoadModelOptions {
 export function parsePipelineFlag(value: string): { layers: string; address: string[] }[] {
   return value.split(',').map((part) => {
     const at = part.indexOf('=');
-    if (at <= 0 || at === part.length - 1) throw new Error(`--pipeline: '${part}' is not layers=host:port`);
+    if (at <= 0 || at === part.length - 1) throw new InvalidArgumentError(`--pipeline: '${part}' is not layers=host:port`);
     return { layers: part.slice(0, at), address: part.slice(at + 1).split('|') };
   });
 }
 
 function seedOption(value: string): bigint {
-  if (!/^\d+$/.test(value)) throw new Error(`--seed must be a non-negative integer, got '${value}'`);
+  if (!/^\d+$/.test(value) || BigInt(value) >= 1n << 64n) throw new InvalidArgumentError('expected an integer in [0, 2^64 - 1]');
   return BigInt(value);
 }
 
 export function addSamplingOptions(command: Command): Command {
   return command
-    .option('--temperature <t>', '0 = greedy (default 0)', numberOption('temperature'))
-    .option('--top-k <k>', 'keep the k most likely tokens (default 40, 0 = off)', intOption('top-k', 0))
-    .option('--top-p <p>', 'nucleus sampling (default 0.95, 1 = off)', numberOption('top-p'))
-    .option('--min-p <p>', 'keep tokens with prob >= p x the top prob (default 0 = off)', numberOption('min-p'))
-    .option('--repeat-penalty <r>', 'penalize repeated tokens (default 1 = off)', numberOption('repeat-penalty'))
-    .option('--frequency-penalty <f>', 'subtract f per occurrence (default 0)', numberOption('frequency-penalty'))
-    .option('--presence-penalty <p>', 'subtract p once per present token (default 0)', numberOption('presence-penalty'))
-    .option('--penalty-last-n <n>', 'tokens the penalties look at (default 64, -1 = all)', intOption('penalty-last-n', -1))
+    .option('--temperature <t>', '0 = greedy (default 0)', numberOption(0))
+    .option('--top-k <k>', 'keep the k most likely tokens (default 40, 0 = off)', intOption(0))
+    .option('--top-p <p>', 'nucleus sampling (default 0.95, 1 = off)', numberOption(0, 1))
+    .option('--min-p <p>', 'keep tokens with prob >= p x the top prob (default 0 = off)', numberOption(0, 1))
+    .option('--repeat-penalty <r>', 'penalize repeated tokens (default 1 = off)', numberOption(0, Infinity, true))
+    .option('--frequency-penalty <f>', 'subtract f per occurrence (default 0)', numberOption())
+    .option('--presence-penalty <p>', 'subtract p once per present token (default 0)', numberOption())
+    .option('--penalty-last-n <n>', 'tokens the penalties look at (default 64, -1 = all)', intOption(-1))
     .option('--seed <s>', 'random seed (default: random)', seedOption);
 }
 

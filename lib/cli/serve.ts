@@ -18,10 +18,10 @@ export function registerServe(program: Command): void {
     .argument('<model>', 'weight file or folder of the text model')
     .option('--embedder <model>', 'an embedding model to serve at /v1/embeddings')
     .option('--host <host>', 'address to bind', '127.0.0.1')
-    .option('--port <n>', 'port to bind (0: any free port)', intOption('port', 0), 8080)
+    .option('--port <n>', 'port to bind (0: any free port)', intOption(0, 65535), 8080)
     .option('--api-key <key>', 'require Authorization: Bearer KEY (default: $WEIGHTMAP_API_KEY, else none)')
-    .option('--max-active <n>', 'generations running at once (default 4)', intOption('max-active', 1))
-    .option('--max-queued <n>', 'requests waiting before 429 (default 64)', intOption('max-queued', 0));
+    .option('--max-active <n>', 'generations running at once (default 4)', intOption(1))
+    .option('--max-queued <n>', 'requests waiting before 429 (default 64)', intOption(0));
   addModelOptions(command).action(
     action(async (modelPath: string, opts: Record<string, unknown>) => {
       const model = await loadModel(modelPath, modelOptions(opts));

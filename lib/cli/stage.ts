@@ -9,7 +9,7 @@ import { TOKEN_ENV } from '../pipeline/auth';
 import { parseLayerRange } from '../pipeline/layers';
 import { StageServer } from '../pipeline/stage-server';
 import { writeOut } from './generate';
-import { action, intOption } from './run-command';
+import { action, intOption, threadsOption } from './run-command';
 
 function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
@@ -22,15 +22,15 @@ export function registerStage(program: Command): void {
     .argument('<model>', 'sepweight folder (weightmap convert ... --to sepweight)')
     .requiredOption('--layers <first-last>', 'the layers to serve, inclusive: 0-13')
     .option('--listen <host:port>', 'address to bind; any non-loopback address needs TLS', '127.0.0.1:0')
-    .option('--threads <n>', 'engine threads (default: physical cores)', intOption('threads', 0))
+    .option('--threads <n>', 'engine threads, 1 to the logical cores (default: physical cores)', threadsOption)
     .option('--quant <type>', 'none (as stored), q8_0 (quantize at load) or f32 (dequantize)')
-    .option('--context <n>', 'positions each session holds (default: min(model maximum, 4096))', intOption('context', 1))
+    .option('--context <n>', 'positions each session holds (default: min(model maximum, 4096))', intOption(1))
     .option('--token <token>', `callers must send this bearer token (default: $${TOKEN_ENV})`)
     .option('--tls-cert <file>', 'PEM certificate chain of the stage')
     .option('--tls-key <file>', 'PEM private key of the stage')
     .option('--tls-ca <file>', 'PEM CA of client certificates: mutual TLS')
     .option('--allow-client <name>', 'with mutual TLS: a client certificate CN allowed to call (repeatable)', collect)
-    .option('--idle-timeout <seconds>', 'free a session whose coordinator sent nothing for this long (default 120)', intOption('idle-timeout', 1))
+    .option('--idle-timeout <seconds>', 'free a session whose coordinator sent nothing for this long (default 120)', intOption(1))
     .action(
       action(async (dir: string, opts: Record<string, unknown>) => {
         const read = (flag: string) => (opts[flag] === undefined ? undefined : fs.readFileSync(opts[flag] as string));

@@ -4,7 +4,7 @@
  * failures into weightmap's error classes.
  */
 import type { BertEncoder as NativeBertEncoder, BertEncoderInfo } from '../../binding';
-import { DisposedError, UnsupportedError } from '../errors';
+import { DisposedError, rangeError, UnsupportedError } from '../errors';
 import { native } from '../native';
 import type { BertConfig, ModelWeights } from '../weights';
 import { fromNativeError, withAbort } from './native-errors';
@@ -47,10 +47,10 @@ export class BertEngine {
     const transposed = weights.tensors.find((t) => t.transposed);
     if (transposed) throw new UnsupportedError(`tensor ${transposed.name} is stored [in,out]; the BERT engine takes HF [out,in] matrices`);
     if (options.threads !== undefined && !(Number.isInteger(options.threads) && options.threads >= 0)) {
-      throw new RangeError(`threads must be a non-negative integer, got ${options.threads}`);
+      throw rangeError(`threads must be a non-negative integer, got ${options.threads}`);
     }
     if (options.quant !== undefined && !EMBEDDER_QUANTS.includes(options.quant)) {
-      throw new RangeError(`quant must be one of ${EMBEDDER_QUANTS.join(', ')}, got ${String(options.quant)}`);
+      throw rangeError(`quant must be one of ${EMBEDDER_QUANTS.join(', ')}, got ${String(options.quant)}`);
     }
     try {
       const encoder = await native().BertEncoder.load({

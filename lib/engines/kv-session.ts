@@ -4,7 +4,7 @@
  * native call, truncate / abort / dispose with typed errors.
  */
 import type { NativeSamplingParams, Sampler } from '../../binding';
-import { DisposedError } from '../errors';
+import { DisposedError, rangeError } from '../errors';
 import { fromNativeError, withAbort } from './native-errors';
 
 /** The native calls a KV-cached session offers. */
@@ -81,9 +81,9 @@ export abstract class KvSession<S extends NativeKvSession> {
 
   /** RangeError (nothing fed) for no positions or a sequence past the model's limit. */
   protected checkCapacity(session: S, n: number, emptyMessage: string): void {
-    if (n === 0) throw new RangeError(emptyMessage);
+    if (n === 0) throw rangeError(emptyMessage);
     if (session.position + n > this.maxSeqLen) {
-      throw new RangeError(`the sequence would hold ${session.position + n} positions, past this model's ${this.limitName} ${this.maxSeqLen}`);
+      throw rangeError(`the sequence would hold ${session.position + n} positions, past this model's ${this.limitName} ${this.maxSeqLen}`);
     }
   }
 

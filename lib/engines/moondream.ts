@@ -3,7 +3,7 @@
  * its sessions, and the vision encoder + projection. Both bind the same mapped MOON weights.
  */
 import type { PhiModel, PhiSession, VitModel } from '../../binding';
-import { DisposedError, UnsupportedError } from '../errors';
+import { DisposedError, rangeError, UnsupportedError } from '../errors';
 import { native } from '../native';
 import type { ModelWeights, MoondreamConfig } from '../weights';
 import type { EngineOptions } from './gpt';
@@ -113,7 +113,7 @@ export class MoondreamEngine {
   encodeRgb(rgb: Uint8Array, options: EncodeOptions = {}): Promise<EncodedImage> {
     const size = this.config.vision.imageSize;
     if (rgb.length !== size * size * 3) {
-      throw new RangeError(`the vision encoder takes ${size}x${size} RGB (${size * size * 3} bytes), got ${rgb.length} bytes`);
+      throw rangeError(`the vision encoder takes ${size}x${size} RGB (${size * size * 3} bytes), got ${rgb.length} bytes`);
     }
     const run = async (): Promise<EncodedImage> => {
       const vision = this.vision;
@@ -148,10 +148,10 @@ export class MoondreamSession extends KvSession<PhiSession> {
     const session = this.live();
     const rows = isFloat32Array(input) ? input : Int32Array.from(input);
     const n = isFloat32Array(rows) ? rows.length / this.hiddenSize : rows.length;
-    if (!Number.isInteger(n)) throw new RangeError(`eval: embedding rows must be a whole number of ${this.hiddenSize}-float rows`);
+    if (!Number.isInteger(n)) throw rangeError(`eval: embedding rows must be a whole number of ${this.hiddenSize}-float rows`);
     this.checkCapacity(session, n, 'eval: no token ids or embedding rows');
     const prefix = options.prefixAttention ?? 0;
-    if (!Number.isInteger(prefix) || prefix < 0) throw new RangeError('prefixAttention must be a non-negative integer');
+    if (!Number.isInteger(prefix) || prefix < 0) throw rangeError('prefixAttention must be a non-negative integer');
     const logits = options.logits ?? 'last';
     return this.run(session, () => session.eval(rows, logits, prefix), options.signal);
   }

@@ -3,7 +3,7 @@
  * (native/napi/spec_views.h); callers get AbortError, RangeError, DisposedError or
  * WeightFormatError instead, with the original as `cause`.
  */
-import { AbortError, DisposedError, WeightFormatError, type WeightFormatErrorCode } from '../errors';
+import { AbortError, DisposedError, rangeError, WeightFormatError, type WeightFormatErrorCode } from '../errors';
 
 const FORMAT_CODES = new Set<string>([
   'BAD_MAGIC', 'BAD_VERSION', 'BAD_HEADER', 'TRUNCATED', 'TRAILING_DATA', 'SHAPE_MISMATCH', 'OUT_OF_BOUNDS',
@@ -20,9 +20,7 @@ export function fromNativeError(error: unknown, what: string, path?: string): un
   if (code === 'ABORT_ERR') return new AbortError(undefined, { cause: error });
   if (code === 'ERR_WEIGHTMAP_DISPOSED') return new DisposedError(what);
   if (code === 'ERR_OUT_OF_RANGE') {
-    const range = new RangeError(message, { cause: error });
-    (range as RangeError & { code: string }).code = 'ERR_OUT_OF_RANGE';
-    return range;
+    return rangeError(message, { cause: error });
   }
   if (typeof code === 'string' && FORMAT_CODES.has(code)) {
     return new WeightFormatError(code as WeightFormatErrorCode, message, { path, cause: error });

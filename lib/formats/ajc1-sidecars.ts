@@ -100,7 +100,7 @@ export function ajc1TokenizerFromHf(dir: string, config: DecoderConfig): Extract
 }
 
 /** The Jinja chat template of an HF folder: tokenizer_config.json's, else chat_template.jinja. */
-function chatTemplateSource(dir: string, config: HfJson | undefined): string | undefined {
+export function chatTemplateSource(dir: string, config: HfJson | undefined): string | undefined {
   const t = config?.chat_template;
   if (typeof t === 'string') return t;
   if (Array.isArray(t)) {

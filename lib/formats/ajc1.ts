@@ -10,15 +10,17 @@
  * (ajc1-sidecars.ts).
  */
 import * as fs from 'node:fs/promises';
-import { UnsupportedError } from '../errors';
+import { rangeError, UnsupportedError } from '../errors';
 import { mapFile, type MappedSource } from '../mapping';
 import { numel, type DecoderConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { DECODER_NAMES as N } from '../architectures/decoder';
 import { ByteCursor, fail, sizeForLayers } from './bytes';
-import { ajc1TemplatesFromHf, ajc1TokenizerFromHf, hfSideFolder } from './ajc1-sidecars';
+import { ajc1TemplatesFromHf, hfSideFolder } from './ajc1-sidecars';
 import { q8Chunks } from './q8-quantize';
 import { rawChunks, releasePages } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
+import { writeOutputs } from './output-files';
+import { ajc1Vocabulary } from './vocab-convert';
 import { requireTensor, runWriteJob, tensorsByName, type WriteJob } from './write-job';
 
 export const AJC1_MAGIC = 0x616a6331;
@@ -31,6 +33,9 @@ const AJC1_RMS_EPS = 1e-6;
 const AJC1_ROPE_THETA = 1e6;
 /** Score of tokenizer ids the .tokenizer file has no entry for (they never match). */
 export const MISSING_TOKEN_SCORE = -1e6;
+
+/** A `.tokenizer` bos/eos of -1 (as u32): the vocabulary has no such token. */
+const NO_TOKEN = 0xffffffff;
 
 /** Sidecar suffixes of the four prompt templates and their metadata.templates keys. */
 export const AJC1_TEMPLATES = [
@@ -201,10 +206,11 @@ async function readSidecar(path: string): Promise<Buffer | undefined> {
 export function parseAjc1Tokenizer(bytes: Buffer, path: string, vocabSize: number): TokenizerData {
   const cur = new ByteCursor(bytes, path);
   const maxTokenLength = cur.u32('max_token_length');
-  const bosId = cur.u32('bos_token_id');
-  const eosId = cur.u32('eos_token_id');
+  // -1 (0xffffffff) is "no such token".
+  const ids = [cur.u32('bos_token_id'), cur.u32('eos_token_id')].map((id) => (id === NO_TOKEN ? undefined : id));
+  const [bosId, eosId] = ids;
   for (const [name, id, at] of [['bos_token_id', bosId, 4], ['eos_token_id', eosId, 8]] as const) {
-    if (id >= vocabSize) fail('CONFIG_MISMATCH', `${name} lies outside the vocabulary`, { path, offset: at, expected: `< ${vocabSize}`, found: id });
+    if (id !== undefined && id >= vocabSize) fail('CONFIG_MISMATCH', `${name} lies outside the vocabulary`, { path, offset: at, expected: `< ${vocabSize}`, found: id });
   }
   const tokens: Uint8Array[] = [];
   const scores = new Float32Array(vocabSize).fill(MISSING_TOKEN_SCORE);
@@ -218,7 +224,7 @@ export function parseAjc1Tokenizer(bytes: Buffer, path: string, vocabSize: numbe
     tokens.push(cur.bytesView(length, `the bytes of token ${tokens.length}`));
   }
   while (tokens.length < vocabSize) tokens.push(new Uint8Array(0));
-  return { kind: 'scored', style: 'ajc1', tokens, scores, maxTokenLength, bosId, eosId };
+  return { kind: 'scored', style: 'ajc1', tokens, scores, maxTokenLength, ...(bosId !== undefined ? { bosId } : {}), ...(eosId !== undefined ? { eosId } : {}) };
 }
 
 // ignoreBOM keeps a leading U+FEFF: some vocabularies have it as a token of its own.
@@ -239,11 +245,11 @@ export async function readAjc1Templates(file: string): Promise<Ajc1Templates> {
   return templates;
 }
 
-async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeights> {
+async function read(path: string, options: ReadOptions = {}): Promise<ModelWeights> {
   const src = mapFile(path);
   try {
     const { config, tensors } = parse(src);
-    const tokBytes = await readSidecar(`${path}.tokenizer`);
+    const tokBytes = options.vocabulary === false ? undefined : await readSidecar(`${path}.tokenizer`);
     const tokenizer = tokBytes ? parseAjc1Tokenizer(tokBytes, `${path}.tokenizer`, config.vocabSize) : undefined;
     if (tokenizer?.kind === 'scored') {
       config.bosTokenId = tokenizer.bosId;
@@ -272,7 +278,7 @@ async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeig
 export function chooseGroupSize(c: DecoderConfig, requested: number | undefined, sourceGroupSize: number | undefined): number {
   if (requested !== undefined) {
     if (!Number.isInteger(requested) || !groupSizeFits(c, requested)) {
-      throw new RangeError(`groupSize ${requested} does not divide dim ${c.hiddenSize}, hidden_dim ${c.intermediateSize} and n_heads*head_dim ${c.numHeads * c.headDim}`);
+      throw rangeError(`groupSize ${requested} does not divide dim ${c.hiddenSize}, hidden_dim ${c.intermediateSize} and n_heads*head_dim ${c.numHeads * c.headDim}`);
     }
     return requested;
   }
@@ -300,8 +306,8 @@ async function writeQuantized(job: WriteJob, view: TensorView, groupSize: number
   await job.write(new Uint8Array(scales.buffer), view.name);
 }
 
-/** The bytes of a `.tokenizer` for scored token data (trailing empty entries left out). */
-export function encodeAjc1Tokenizer(t: Extract<TokenizerData, { kind: 'scored' }>, fallbackBos: number, fallbackEos: number): Buffer {
+/** The bytes of a `.tokenizer` for scored token data (trailing empty entries left out; no bos/eos: -1). */
+export function encodeAjc1Tokenizer(t: Extract<TokenizerData, { kind: 'scored' }>, fallbackBos: number | undefined, fallbackEos: number | undefined): Buffer {
   let count = t.tokens.length;
   // Trailing empty entries are the ids the original file had no entry for.
   while (count > 0 && t.tokens[count - 1].length === 0) count--;
@@ -309,8 +315,8 @@ export function encodeAjc1Tokenizer(t: Extract<TokenizerData, { kind: 'scored' }
   for (let i = 0; i < count; i++) size += 8 + t.tokens[i].length;
   const out = Buffer.alloc(size);
   out.writeUInt32LE(t.maxTokenLength, 0);
-  out.writeUInt32LE(t.bosId ?? fallbackBos, 4);
-  out.writeUInt32LE(t.eosId ?? fallbackEos, 8);
+  out.writeInt32LE(t.bosId ?? fallbackBos ?? -1, 4);
+  out.writeInt32LE(t.eosId ?? fallbackEos ?? -1, 8);
   let o = 12;
   for (let i = 0; i < count; i++) {
     out.writeFloatLE(t.scores[i], o);
@@ -343,38 +349,37 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   // Sidecars are prepared (and checked) before the checkpoint is written: the source's own, else
   // made from the tokenizer files of the HF folder the weights were read from (export.py).
   const hfFolder = hfSideFolder(weights);
-  const own = weights.tokenizer?.kind === 'scored' && weights.tokenizer.style === 'ajc1' ? weights.tokenizer : undefined;
-  const tok = own ?? (hfFolder ? ajc1TokenizerFromHf(hfFolder, c) : undefined);
+  const tok = await ajc1Vocabulary(weights, c.vocabSize);
   let tokenizer: Buffer | undefined;
   if (tok) {
-    if (tok.tokens.length > c.vocabSize) throw new RangeError(`the tokenizer has ${tok.tokens.length} entries, more than vocab_size ${c.vocabSize}`);
-    tokenizer = encodeAjc1Tokenizer(tok, c.bosTokenId ?? 0, c.eosTokenIds?.[0] ?? 0);
+    if (tok.tokens.length > c.vocabSize) throw rangeError(`the tokenizer has ${tok.tokens.length} entries, more than vocab_size ${c.vocabSize}`);
+    tokenizer = encodeAjc1Tokenizer(tok, c.bosTokenId, c.eosTokenIds?.[0]);
   }
   const templates = (weights.metadata.templates as Ajc1Templates | undefined) ?? (hfFolder ? ajc1TemplatesFromHf(hfFolder) : undefined);
 
-  await runWriteJob(path, total, options, async (job) => {
-    const header = Buffer.alloc(AJC1_HEADER_BYTES);
-    header.writeUInt32LE(AJC1_MAGIC, 0);
-    [AJC1_VERSION, c.hiddenSize, c.intermediateSize, c.numLayers, c.numHeads, c.numKvHeads, c.vocabSize, c.maxSeqLen, c.headDim, shared, groupSize].forEach(
-      (v, i) => header.writeInt32LE(v, 4 + 4 * i),
-    );
-    await job.write(header);
-    for (const { t, view } of plan) {
-      if (t.quantized) await writeQuantized(job, view, groupSize);
-      else await job.writeTensor(view, 'f32');
-    }
+  await writeOutputs(weights, options, async (out) => {
+    // Sidecars first: a destination that is an input is refused before the checkpoint is written.
+    if (tokenizer) await out.writeFile(`${path}.tokenizer`, tokenizer);
+    for (const [file, text] of ajc1TemplateFiles(path, templates)) await out.writeFile(file, text);
+    await runWriteJob(out.file(path), total, options, async (job) => {
+      const header = Buffer.alloc(AJC1_HEADER_BYTES);
+      header.writeUInt32LE(AJC1_MAGIC, 0);
+      [AJC1_VERSION, c.hiddenSize, c.intermediateSize, c.numLayers, c.numHeads, c.numKvHeads, c.vocabSize, c.maxSeqLen, c.headDim, shared, groupSize].forEach(
+        (v, i) => header.writeInt32LE(v, 4 + 4 * i),
+      );
+      await job.write(header);
+      for (const { t, view } of plan) {
+        if (t.quantized) await writeQuantized(job, view, groupSize);
+        else await job.writeTensor(view, 'f32');
+      }
+    });
   });
-  if (tokenizer) await fs.writeFile(`${path}.tokenizer`, tokenizer);
-  await writeAjc1Templates(path, templates);
 }
 
-/** Writes the `.template*` sidecars of `file` for the templates given. */
-export async function writeAjc1Templates(file: string, templates: Ajc1Templates | undefined): Promise<void> {
-  if (!templates || typeof templates !== 'object') return;
-  for (const { suffix, key } of AJC1_TEMPLATES) {
-    const text = templates[key];
-    if (typeof text === 'string') await fs.writeFile(file + suffix, text, 'utf8');
-  }
+/** The `.template*` sidecars of `file` for the templates given: [path, text] pairs. */
+export function ajc1TemplateFiles(file: string, templates: Ajc1Templates | undefined): [string, string][] {
+  if (!templates || typeof templates !== 'object') return [];
+  return AJC1_TEMPLATES.filter(({ key }) => typeof templates[key] === 'string').map(({ suffix, key }) => [file + suffix, templates[key]!]);
 }
 
 function detect(probe: Probe): boolean {

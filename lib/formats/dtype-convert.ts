@@ -4,6 +4,7 @@
  * Float32Array and encoding back. Typed arrays are host-endian; every platform Node runs on is
  * little-endian, like the formats.
  */
+import { rangeError } from '../errors';
 
 /** The float element types writers can emit. */
 export type FloatDType = 'f32' | 'f16' | 'bf16';
@@ -96,8 +97,8 @@ export function f32ToBf16(x: number): number {
  */
 export function decodeFloats(bytes: Uint8Array, dtype: FloatDType | 'f64', count: number, out: Float32Array): Float32Array {
   const size = dtype === 'f64' ? 8 : FLOAT_DTYPE_BYTES[dtype];
-  if (bytes.length < count * size) throw new RangeError(`decodeFloats: ${bytes.length} bytes hold fewer than ${count} ${dtype}`);
-  if (out.length < count) throw new RangeError(`decodeFloats: output holds ${out.length} < ${count}`);
+  if (bytes.length < count * size) throw rangeError(`decodeFloats: ${bytes.length} bytes hold fewer than ${count} ${dtype}`);
+  if (out.length < count) throw rangeError(`decodeFloats: output holds ${out.length} < ${count}`);
   const aligned = (bytes.byteOffset % size) === 0;
   switch (dtype) {
     case 'f32': {

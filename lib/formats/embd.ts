@@ -6,7 +6,7 @@
  * Every layout choice the seed left open is a DECISION of §3, implemented here as written.
  */
 import * as nodePath from 'node:path';
-import { UnsupportedError } from '../errors';
+import { rangeError, UnsupportedError } from '../errors';
 import { mapFile, type MappedSource } from '../mapping';
 import { numel, type BertConfig, type DType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { bertTensorSpecs, BERT_NAMES } from '../architectures/bert';
@@ -15,6 +15,7 @@ import { crc32, crc32Combine, crc32Native, fnv1a32 } from './checksums';
 import type { FloatDType } from './dtype-convert';
 import { EMBD_METADATA_PREFIX } from './safetensors';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
+import { writeOutputs } from './output-files';
 import { requireTensor, runWriteJob, tensorsByName } from './write-job';
 
 export const EMBD_MAGIC = 0x44424d45; // "EMBD"
@@ -537,7 +538,7 @@ function metadataSection(entries: [string, string][]): Buffer {
   for (const [k, v] of entries) {
     const key = Buffer.from(k, 'utf8');
     const value = Buffer.from(v, 'utf8');
-    if (key.length === 0 || key.length > 0xffff || value.length > 0xffff) throw new RangeError(`metadata entry '${k}' does not fit u16 lengths`);
+    if (key.length === 0 || key.length > 0xffff || value.length > 0xffff) throw rangeError(`metadata entry '${k}' does not fit u16 lengths`);
     const head = Buffer.alloc(4);
     head.writeUInt16LE(key.length, 0);
     head.writeUInt16LE(value.length, 2);
@@ -555,7 +556,7 @@ function vocabSection(tok: Extract<TokenizerData, { kind: 'wordpiece' }>, offset
   const entries: Buffer[] = [];
   for (const t of tok.tokens) {
     const bytes = Buffer.from(t, 'utf8');
-    if (bytes.length > 0xffff) throw new RangeError(`a token of ${bytes.length} bytes does not fit a u16 length`);
+    if (bytes.length > 0xffff) throw rangeError(`a token of ${bytes.length} bytes does not fit a u16 length`);
     const len = Buffer.alloc(2);
     len.writeUInt16LE(bytes.length);
     entries.push(len, bytes);
@@ -568,7 +569,7 @@ function vocabSection(tok: Extract<TokenizerData, { kind: 'wordpiece' }>, offset
   const s = tok.specialIds;
   const block = Buffer.alloc(SPECIAL_BLOCK_BYTES);
   [s.pad, s.unk, s.cls, s.sep, s.mask].forEach((id, i) => {
-    if (!Number.isInteger(id) || id < 0 || id >= tok.tokens.length) throw new RangeError(`special id ${id} lies outside the vocabulary`);
+    if (!Number.isInteger(id) || id < 0 || id >= tok.tokens.length) throw rangeError(`special id ${id} lies outside the vocabulary`);
     block.writeUInt32LE(id, 4 * i);
   });
   return Buffer.concat([head, body, block]);
@@ -638,7 +639,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   });
   const prefix = Buffer.concat([header, metadata, vocab, index, ...names, Buffer.alloc(dataOffset - stringsEnd)]);
 
-  await runWriteJob(path, totalSize, options, async (job) => {
+  await writeOutputs(weights, options, (out) => runWriteJob(out.file(path), totalSize, options, async (job) => {
     let fileCrc = crc32(prefix);
     let dataCrc = 0;
     await job.write(prefix);
@@ -658,7 +659,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
     footer.writeUInt32LE(fileCrc, 4);
     footer.writeUInt32LE(EMBD_FOOTER_MAGIC, 8);
     await job.write(footer);
-  });
+  }));
 }
 
 function detect(probe: Probe): boolean {

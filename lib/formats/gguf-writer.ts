@@ -6,17 +6,17 @@
  * weightmap cannot use (copied as raw blocks): reading a GGUF file and writing it again gives the
  * same bytes when nothing was converted. Weights from other formats must be a Llama or Qwen3
  * decoder: the `llama.*` / `qwen3.*` keys are derived from the config, q/k rows are put in the
- * order llama.cpp expects (Meta 'interleaved' for llama, 'half' for qwen3), and a llama2.c scored
- * vocabulary becomes `tokenizer.ggml.*` of model "llama" (spaces as U+2581, `<0xXX>` byte tokens
- * typed 6, <unk> 2, <s>/</s> 3), as llama.cpp's llama2.c converter writes it; a GGUF-kind
- * vocabulary is written as it came.
+ * order llama.cpp expects (Meta 'interleaved' for llama, 'half' for qwen3), and the source's
+ * vocabulary becomes `tokenizer.ggml.*` (vocab-convert.ts: a llama2.c one as model "llama", an
+ * ajc1 or HF byte-level BPE one as model "gpt2" with its merges) with its Jinja chat template as
+ * `tokenizer.chat_template`.
  *
  * Tensor types: F32, F16, BF16 as stored, ggml Q8_0 copied, llama2.c/ajc1 q8_0 dequantized to F32;
  * options.dtype converts every float matrix (rank ≥ 2; vectors stay F32, as llama.cpp keeps them).
  * Tensors start at multiples of the alignment (32, or the source's general.alignment), padded with
  * zeros; the file ends with the last tensor.
  */
-import { UnsupportedError } from '../errors';
+import { rangeError, UnsupportedError } from '../errors';
 import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import type { FloatDType } from './dtype-convert';
 import { DECODER_VARIANTS, isDecoderConfig } from '../architectures/decoder';
@@ -24,6 +24,8 @@ import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggmlBlockTypeId, ggufTensorName } f
 import { permutedRowChunks, qkRowSources } from './rope-order';
 import { canonicalShape, rawChunks, releasePages } from './tensor-data';
 import type { WriteOptions } from './types';
+import { writeOutputs } from './output-files';
+import { ggufVocabulary, jinjaChatTemplateOf } from './vocab-convert';
 import { runWriteJob } from './write-job';
 
 const TYPE_CODES: Readonly<Record<string, number>> = {
@@ -68,7 +70,7 @@ function typeOfValue(v: unknown): string {
   }
   if (typeof v === 'string') return 'string';
   if (typeof v === 'boolean') return 'bool';
-  throw new RangeError(`cannot encode ${typeof v} as a GGUF value`);
+  throw rangeError(`cannot encode ${typeof v} as a GGUF value`);
 }
 
 function encodeScalar(type: string, v: unknown): Buffer {
@@ -86,7 +88,7 @@ function encodeScalar(type: string, v: unknown): Buffer {
     case 'i64': b.writeBigInt64LE(BigInt(v as number | bigint)); return b;
     case 'bool': return Buffer.from([v ? 1 : 0]);
     case 'string': return encodeString(v as string);
-    default: throw new RangeError(`unknown GGUF value type '${type}'`);
+    default: throw rangeError(`unknown GGUF value type '${type}'`);
   }
 }
 
@@ -100,6 +102,7 @@ function encodeValue(type: string, v: unknown): Buffer {
     // Element type ARRAY, count, then each element as its own (element type, count, items).
     return Buffer.concat([u32(TYPE_CODES.array), u64(items.length), ...items.map((item) => encodeValue(typeOfValue(item), item))]);
   }
+  if (elem === 'string') return encodeStringArray(items as string[]);
   if (ArrayBuffer.isView(v) && !(v instanceof DataView)) {
     // Typed arrays are little-endian on every platform Node runs on: copy their bytes.
     const view = v as unknown as ArrayBufferView;
@@ -108,10 +111,27 @@ function encodeValue(type: string, v: unknown): Buffer {
   return Buffer.concat([u32(TYPE_CODES[elem]), u64(items.length), ...items.map((x) => encodeScalar(elem, x))]);
 }
 
+/** An array of strings into one buffer (vocabularies hold 10^5 tokens and merges: no Buffer per string). */
+function encodeStringArray(items: readonly string[]): Buffer {
+  let size = 12;
+  for (const item of items) size += 8 + Buffer.byteLength(item, 'utf8');
+  const out = Buffer.allocUnsafe(size);
+  out.writeUInt32LE(TYPE_CODES.string, 0);
+  out.writeBigUInt64LE(BigInt(items.length), 4);
+  let at = 12;
+  for (const item of items) {
+    const n = out.write(item, at + 8, 'utf8');
+    out.writeUInt32LE(n, at);
+    out.writeUInt32LE(0, at + 4);
+    at += 8 + n;
+  }
+  return out;
+}
+
 function encodeKv([key, type, value]: KvEntry): Buffer {
   const top = type.startsWith('array<') ? 'array' : type;
   const code = TYPE_CODES[top];
-  if (code === undefined) throw new RangeError(`unknown GGUF value type '${type}' for '${key}'`);
+  if (code === undefined) throw rangeError(`unknown GGUF value type '${type}' for '${key}'`);
   const payload = encodeValue(type, value);
   // encodeValue of an array starts with its element type: exactly what follows the ARRAY code.
   return Buffer.concat([encodeString(key), u32(code), payload]);
@@ -126,45 +146,23 @@ function sourceKvs(weights: ModelWeights): KvEntry[] {
   return Object.keys(types).map((key) => [key, types[key], weights.metadata[key]] as KvEntry);
 }
 
-function vocabularyKvs(t: TokenizerData | undefined): KvEntry[] {
+function vocabularyKvs(t: Extract<TokenizerData, { kind: 'gguf' }> | undefined, chatTemplate: string | undefined): KvEntry[] {
   if (!t) return [];
-  if (t.kind === 'gguf') {
-    const out: KvEntry[] = [['tokenizer.ggml.model', 'string', t.model]];
-    if (t.pre !== undefined) out.push(['tokenizer.ggml.pre', 'string', t.pre]);
-    out.push(['tokenizer.ggml.tokens', 'array<string>', t.tokens]);
-    if (t.scores) out.push(['tokenizer.ggml.scores', 'array<f32>', t.scores]);
-    if (t.tokenTypes) out.push(['tokenizer.ggml.token_type', 'array<i32>', t.tokenTypes]);
-    if (t.merges) out.push(['tokenizer.ggml.merges', 'array<string>', t.merges]);
-    const ids: [string, number | undefined][] = [['bos_token_id', t.bosId], ['eos_token_id', t.eosId], ['unknown_token_id', t.unkId], ['padding_token_id', t.padId]];
-    for (const [k, v] of ids) if (v !== undefined) out.push([`tokenizer.ggml.${k}`, 'u32', v]);
-    if (t.addBos !== undefined) out.push(['tokenizer.ggml.add_bos_token', 'bool', t.addBos]);
-    if (t.addEos !== undefined) out.push(['tokenizer.ggml.add_eos_token', 'bool', t.addEos]);
-    return out;
-  }
-  if (t.kind === 'scored' && t.style === 'llama2c') {
-    const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
-    const tokens: string[] = [];
-    const types = new Int32Array(t.tokens.length);
-    t.tokens.forEach((bytes, i) => {
-      // llama2.c stores BOS/EOS as "\n<s>\n" / "\n</s>\n".
-      const text = decoder.decode(bytes).replace(/^\n(<\/?s>)\n$/, '$1');
-      tokens.push(text.replace(/ /g, '\u2581'));
-      types[i] = text === '<unk>' ? 2 : text === '<s>' || text === '</s>' ? 3 : /^<0x[0-9A-F]{2}>$/.test(text) ? 6 : 1;
-    });
-    return [
-      ['tokenizer.ggml.model', 'string', 'llama'],
-      ['tokenizer.ggml.tokens', 'array<string>', tokens],
-      ['tokenizer.ggml.scores', 'array<f32>', t.scores],
-      ['tokenizer.ggml.token_type', 'array<i32>', types],
-      ['tokenizer.ggml.unknown_token_id', 'u32', 0],
-      ['tokenizer.ggml.bos_token_id', 'u32', t.bosId ?? 1],
-      ['tokenizer.ggml.eos_token_id', 'u32', t.eosId ?? 2],
-    ];
-  }
-  return [];
+  const out: KvEntry[] = [['tokenizer.ggml.model', 'string', t.model]];
+  if (t.pre !== undefined) out.push(['tokenizer.ggml.pre', 'string', t.pre]);
+  out.push(['tokenizer.ggml.tokens', 'array<string>', t.tokens]);
+  if (t.scores) out.push(['tokenizer.ggml.scores', 'array<f32>', t.scores]);
+  if (t.tokenTypes) out.push(['tokenizer.ggml.token_type', 'array<i32>', t.tokenTypes]);
+  if (t.merges) out.push(['tokenizer.ggml.merges', 'array<string>', t.merges]);
+  const ids: [string, number | undefined][] = [['bos_token_id', t.bosId], ['eos_token_id', t.eosId], ['unknown_token_id', t.unkId], ['padding_token_id', t.padId]];
+  for (const [k, v] of ids) if (v !== undefined) out.push([`tokenizer.ggml.${k}`, 'u32', v]);
+  if (t.addBos !== undefined) out.push(['tokenizer.ggml.add_bos_token', 'bool', t.addBos]);
+  if (t.addEos !== undefined) out.push(['tokenizer.ggml.add_eos_token', 'bool', t.addEos]);
+  if (chatTemplate !== undefined) out.push(['tokenizer.chat_template', 'string', chatTemplate]);
+  return out;
 }
 
-function decoderKvs(weights: ModelWeights): KvEntry[] {
+async function decoderKvs(weights: ModelWeights): Promise<KvEntry[]> {
   const c = weights.config;
   if (c.architecture !== 'llama' && c.architecture !== 'qwen3') throw new Error('unreachable');
   const a = c.architecture;
@@ -181,7 +179,7 @@ function decoderKvs(weights: ModelWeights): KvEntry[] {
     [`${a}.rope.dimension_count`, 'u32', c.headDim],
     [`${a}.rope.freq_base`, 'f32', c.ropeTheta],
     [`${a}.attention.layer_norm_rms_epsilon`, 'f32', c.rmsNormEps],
-    ...vocabularyKvs(weights.tokenizer),
+    ...vocabularyKvs(await ggufVocabulary(weights, c.vocabSize), jinjaChatTemplateOf(weights)),
   ];
 }
 
@@ -279,10 +277,10 @@ export async function writeGguf(weights: ModelWeights, path: string, options: Wr
   if (!fromGguf && arch !== 'llama' && arch !== 'qwen3') {
     throw new UnsupportedError(`GGUF output is written for Llama/Qwen3 decoders (or GGUF sources), not ${arch}`);
   }
-  const kvs = fromGguf ? sourceKvs(weights) : decoderKvs(weights);
+  const kvs = fromGguf ? sourceKvs(weights) : await decoderKvs(weights);
   const alignment = fromGguf && typeof weights.metadata['general.alignment'] === 'number' ? (weights.metadata['general.alignment'] as number) : GGUF_DEFAULT_ALIGNMENT;
   const tensors = fromGguf ? ggufSourceTensors(weights, options) : weights.tensors.map((v) => planTensor(weights, v, options));
-  if (new Set(tensors.map((t) => t.name)).size !== tensors.length) throw new RangeError('duplicate tensor names');
+  if (new Set(tensors.map((t) => t.name)).size !== tensors.length) throw rangeError('duplicate tensor names');
 
   const head = Buffer.concat([u32(GGUF_MAGIC), u32(3), u64(tensors.length), u64(kvs.length)]);
   const kvBytes = kvs.map(encodeKv);
@@ -297,7 +295,7 @@ export async function writeGguf(weights: ModelWeights, path: string, options: Wr
   const dataStart = tensors.length > 0 ? Math.ceil(headerLength / alignment) * alignment : headerLength;
   const total = tensors.length > 0 ? dataStart + offsets[offsets.length - 1] + tensors[tensors.length - 1].byteLength : headerLength;
 
-  await runWriteJob(path, total, options, async (job) => {
+  await writeOutputs(weights, options, (out) => runWriteJob(out.file(path), total, options, async (job) => {
     await job.write(head);
     for (const kv of kvBytes) await job.write(kv);
     for (const info of infos) await job.write(info);
@@ -312,6 +310,6 @@ export async function writeGguf(weights: ModelWeights, path: string, options: Wr
       else await job.writeRaw(out, t.name);
       if (t.view) releasePages(t.view);
     }
-  });
+  }));
 }
 

@@ -437,28 +437,21 @@ export function jsonText(value: unknown): string {
   return `${JSON.stringify(value, null, 2)}\n`;
 }
 
-/**
- * Writes config.json (and for BERT the sentence-transformers files) for a known architecture
- * into `dir`; returns false (writing nothing) for architectures HF configs do not describe.
- */
-export function writeHfFolderConfig(dir: string, config: ModelConfig, extra: HfJson = {}): boolean {
-  if (isDecoderConfig(config)) {
-    fs.writeFileSync(nodePath.join(dir, 'config.json'), jsonText(hfConfigFromDecoder(config, extra)));
-    return true;
-  }
+/** The configuration files of an HF folder for `config` ([path relative to the folder, text]); none for an unknown architecture. */
+export function hfFolderConfigFiles(config: ModelConfig, extra: HfJson = {}): [string, string][] {
+  if (isDecoderConfig(config)) return [['config.json', jsonText(hfConfigFromDecoder(config, extra))]];
   if (config.architecture === 'bert') {
     const files = hfFilesFromBert(config);
-    fs.writeFileSync(nodePath.join(dir, 'config.json'), jsonText({ ...files.config, ...extra }));
-    fs.writeFileSync(nodePath.join(dir, 'modules.json'), jsonText(files.modules));
-    fs.writeFileSync(nodePath.join(dir, 'sentence_bert_config.json'), jsonText(files.sentenceBert));
-    fs.mkdirSync(nodePath.join(dir, '1_Pooling'), { recursive: true });
-    fs.writeFileSync(nodePath.join(dir, '1_Pooling', 'config.json'), jsonText(files.pooling));
-    return true;
+    return [
+      ['config.json', jsonText({ ...files.config, ...extra })],
+      ['modules.json', jsonText(files.modules)],
+      ['sentence_bert_config.json', jsonText(files.sentenceBert)],
+      [nodePath.join('1_Pooling', 'config.json'), jsonText(files.pooling)],
+    ];
   }
   if (config.architecture === 'tllm' || config.architecture === 'moondream') {
     const hf = config.architecture === 'tllm' ? hfConfigFromTllm(config) : hfConfigFromMoondream(config);
-    fs.writeFileSync(nodePath.join(dir, 'config.json'), jsonText({ ...hf, ...extra }));
-    return true;
+    return [['config.json', jsonText({ ...hf, ...extra })]];
   }
-  return false;
+  return [];
 }

@@ -14,6 +14,7 @@ import { validateTokenizerJsonSteps, validateVocabSteps } from '../tokenizers/va
 import type { TokenizerData } from '../weights';
 import { fail } from './bytes';
 import type { HfJson } from './hf-config';
+import { rangeError } from '../errors';
 
 /** tokenizer.json files above this are not tokenizers (the largest real ones are ~35 MB). */
 const MAX_TOKENIZER_JSON_BYTES = 256 << 20;
@@ -160,7 +161,7 @@ export function tokenIdOf(v: HfVocabulary, text: string | undefined): number | u
  * token the vocabulary lacks falls back to it (EMBD's special block needs all five ids).
  */
 export function wordPieceData(v: HfVocabulary): Extract<TokenizerData, { kind: 'wordpiece' }> {
-  if (v.kind !== 'wordpiece') throw new RangeError(`${v.path} is not a WordPiece vocabulary`);
+  if (v.kind !== 'wordpiece') throw rangeError(`${v.path} is not a WordPiece vocabulary`);
   const gaps = v.tokens.findIndex((t) => t === undefined);
   if (gaps >= 0) fail('BAD_HEADER', `the vocabulary has no token for id ${gaps}`, { path: v.path, expected: 'ids 0..n-1', found: `no id ${gaps}` });
   const id = (key: string, fallback: string) => tokenIdOf(v, tokenText(v.config?.[`${key}_token`]) ?? fallback);

@@ -4,7 +4,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { UnsupportedError, WeightFormatError } from '../errors';
+import { rangeError, UnsupportedError, WeightFormatError } from '../errors';
 import type { FormatName, ModelWeights } from '../weights';
 import { ajc1Format } from './ajc1';
 import { embdFormat } from './embd';
@@ -34,7 +34,7 @@ export const FORMATS: readonly FormatModule[] = [
 
 export function formatModule(name: FormatName): FormatModule {
   const found = FORMATS.find((f) => f.name === name);
-  if (!found) throw new RangeError(`unknown format '${name}'; known: ${FORMATS.map((f) => f.name).join(', ')}`);
+  if (!found) throw rangeError(`unknown format '${name}'; known: ${FORMATS.map((f) => f.name).join(', ')}`);
   return found;
 }
 
@@ -60,7 +60,9 @@ export function detectFormat(filePath: string): FormatName {
       path: filePath,
       offset: 0,
       expected: FORMATS.map((f) => f.name).join(' | '),
-      found: p.isDirectory ? `folder of ${p.entries.slice(0, 8).join(', ')}` : p.head.subarray(0, 8).toString('hex'),
+      found: p.isDirectory
+        ? p.entries.length > 0 ? `a folder of ${p.entries.slice(0, 8).join(', ')}` : 'an empty folder'
+        : p.head.length > 0 ? p.head.subarray(0, 8).toString('hex') : 'an empty file (0 bytes)',
     });
   }
   return found.name;
@@ -79,7 +81,7 @@ export async function writeWeights(
   options: WriteOptions & { format: FormatName },
 ): Promise<void> {
   const module = formatModule(options.format);
-  if (!module.write) throw new RangeError(`weightmap cannot write ${module.title}`);
+  if (!module.write) throw rangeError(`weightmap cannot write ${module.title}`);
   const quantTypes = module.quantTypes ?? [];
   if (options.quant !== undefined && !quantTypes.includes(options.quant)) {
     throw new UnsupportedError(`${module.title} stores no ${options.quant} weights${quantTypes.length ? ` (it stores ${quantTypes.join(', ')})` : ''}`);
@@ -87,6 +89,5 @@ export async function writeWeights(
   if (options.groupSize !== undefined && quantTypes.length === 0) {
     throw new UnsupportedError(`${module.title} stores no quantized weights: a group size does not apply`);
   }
-  fs.mkdirSync(path.dirname(path.resolve(outPath)), { recursive: true });
   await module.write(weights, outPath, options);
 }

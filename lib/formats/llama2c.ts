@@ -32,6 +32,8 @@ import { ByteCursor, fail } from './bytes';
 import { releasePages, viewBytes } from './tensor-data';
 import { permutedRowChunks, qkRowSources } from './rope-order';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
+import { writeOutputs } from './output-files';
+import { llama2cVocabulary } from './vocab-convert';
 import { requireTensor, runWriteJob, tensorsByName } from './write-job';
 
 export const LLAMA2C_MAGIC = 0x616b3432;
@@ -288,11 +290,11 @@ function findTokenizer(checkpoint: string, vocabSize: number): { path: string; t
 // ---------------------------------------------------------------------------------------------
 // Reader
 
-async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeights> {
+async function read(path: string, options: ReadOptions = {}): Promise<ModelWeights> {
   const src = mapFile(path);
   try {
     const { header, config, tensors, ropeTables } = parse(src);
-    const found = findTokenizer(path, config.vocabSize);
+    const found = options.vocabulary === false ? undefined : findTokenizer(path, config.vocabSize);
     const metadata: Record<string, unknown> = { version: header.version, sharedClassifier: header.shared };
     if (ropeTables) metadata.ropeTables = ropeTables;
     if (found) metadata.tokenizerPath = found.path;
@@ -364,24 +366,29 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   const { before, after } = groups(config, 0, shared);
   const count = (gs: Group[]) => gs.reduce((a, g) => a + g.names.length * numel(g.shape) * 4, 0);
   const total = LLAMA2C_V0_HEADER_BYTES + count(before) + freqCis.length + count(after);
-  await runWriteJob(path, total, options, async (job) => {
-    const header = Buffer.alloc(LLAMA2C_V0_HEADER_BYTES);
-    [c.hiddenSize, c.intermediateSize, c.numLayers, c.numHeads, c.numKvHeads, shared ? c.vocabSize : -c.vocabSize, c.maxSeqLen].forEach((v, i) =>
-      header.writeInt32LE(v, 4 * i),
-    );
-    await job.write(header);
-    const emit = async (g: Group) => {
-      for (const name of g.names) {
-        const view = plan.get(name)!;
-        const rows = qkRowSources(c, name, 'interleaved');
-        if (rows) await job.writeFloats(permutedRowChunks(view, rows), 'f32', name);
-        else await job.writeTensor(view, 'f32', false);
-        releasePages(view);
-      }
-    };
-    for (const g of before) await emit(g);
-    await job.write(freqCis!, 'freq_cis');
-    for (const g of after) await emit(g);
+  // The vocabulary goes to tokenizer.bin beside the checkpoint, where llama2.c's run.c looks.
+  const vocabulary = llama2cVocabulary(weights);
+  await writeOutputs(weights, options, async (out) => {
+    if (vocabulary) await out.writeFile(nodePath.join(nodePath.dirname(nodePath.resolve(path)), 'tokenizer.bin'), encodeLlama2cTokenizer(vocabulary));
+    await runWriteJob(out.file(path), total, options, async (job) => {
+      const header = Buffer.alloc(LLAMA2C_V0_HEADER_BYTES);
+      [c.hiddenSize, c.intermediateSize, c.numLayers, c.numHeads, c.numKvHeads, shared ? c.vocabSize : -c.vocabSize, c.maxSeqLen].forEach((v, i) =>
+        header.writeInt32LE(v, 4 * i),
+      );
+      await job.write(header);
+      const emit = async (g: Group) => {
+        for (const name of g.names) {
+          const view = plan.get(name)!;
+          const rows = qkRowSources(c, name, 'interleaved');
+          if (rows) await job.writeFloats(permutedRowChunks(view, rows), 'f32', name);
+          else await job.writeTensor(view, 'f32', false);
+          releasePages(view);
+        }
+      };
+      for (const g of before) await emit(g);
+      await job.write(freqCis!, 'freq_cis');
+      for (const g of after) await emit(g);
+    });
   });
 }
 

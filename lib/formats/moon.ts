@@ -13,6 +13,7 @@ import { numel, type ModelWeights, type MoondreamConfig, type TensorView } from 
 import { MOONDREAM2_CONFIG, MOONDREAM_NAMES as N, moondreamTensorSpecs } from '../architectures/moondream';
 import { ByteCursor, fail } from './bytes';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
+import { writeOutputs } from './output-files';
 import { requireTensor, runWriteJob, tensorsByName } from './write-job';
 
 export const MOON_MAGIC = 0x4d4f4f4e;
@@ -351,24 +352,26 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   });
   let total = 8;
   for (const p of plan) total += RECORD_HEADER_BYTES + Buffer.byteLength(p.rec.file) + 8 * p.stored.length + 2 * p.count;
-  await runWriteJob(path, total, options, async (job) => {
-    const header = Buffer.alloc(8);
-    header.writeUInt32LE(MOON_MAGIC, 0);
-    header.writeUInt32LE(MOON_VERSION, 4);
-    await job.write(header);
-    for (const { rec, stored, count, views } of plan) {
-      const name = Buffer.from(rec.file, 'utf8');
-      const head = Buffer.alloc(RECORD_HEADER_BYTES + name.length + 8 * stored.length);
-      head.writeUInt32LE(name.length, 0);
-      head.writeUInt32LE(stored.length, 4);
-      head.writeUInt32LE(count, 8);
-      name.copy(head, RECORD_HEADER_BYTES);
-      stored.forEach((v, i) => head.writeBigUInt64LE(BigInt(v), RECORD_HEADER_BYTES + name.length + 8 * i));
-      await job.write(head, rec.file);
-      for (const view of views) await job.writeTensor(view, 'f16', rec.transposed);
-    }
+  await writeOutputs(weights, options, async (out) => {
+    if (configFile) await out.writeFile(configFile.path, configFile.text);
+    await runWriteJob(out.file(path), total, options, async (job) => {
+      const header = Buffer.alloc(8);
+      header.writeUInt32LE(MOON_MAGIC, 0);
+      header.writeUInt32LE(MOON_VERSION, 4);
+      await job.write(header);
+      for (const { rec, stored, count, views } of plan) {
+        const name = Buffer.from(rec.file, 'utf8');
+        const head = Buffer.alloc(RECORD_HEADER_BYTES + name.length + 8 * stored.length);
+        head.writeUInt32LE(name.length, 0);
+        head.writeUInt32LE(stored.length, 4);
+        head.writeUInt32LE(count, 8);
+        name.copy(head, RECORD_HEADER_BYTES);
+        stored.forEach((v, i) => head.writeBigUInt64LE(BigInt(v), RECORD_HEADER_BYTES + name.length + 8 * i));
+        await job.write(head, rec.file);
+        for (const view of views) await job.writeTensor(view, 'f16', rec.transposed);
+      }
+    });
   });
-  if (configFile) await fs.writeFile(configFile.path, configFile.text);
 }
 
 function detect(probe: Probe): boolean {

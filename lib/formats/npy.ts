@@ -9,13 +9,14 @@
  * The writer emits v1.0 exactly as numpy.save does (64-byte aligned preamble, same spacing).
  */
 import * as nodePath from 'node:path';
-import { UnsupportedError } from '../errors';
+import { rangeError, UnsupportedError } from '../errors';
 import { mapFile, type MappedSource } from '../mapping';
 import { DTYPE_BYTES, numel, type ModelWeights, type PlainDType, type TensorView } from '../weights';
 import { fail } from './bytes';
 import type { FloatDType } from './dtype-convert';
 import { canonicalShape, releasePages } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
+import { writeOutputs } from './output-files';
 import { runWriteJob, type WriteJob } from './write-job';
 
 export const NPY_MAGIC = Buffer.from([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]);
@@ -306,14 +307,14 @@ function pythonTupleRepr(shape: readonly number[]): string {
 
 /** The v1.0 preamble numpy.save writes for a C-order array of `dtype` and `shape`. */
 export function encodeNpyHeader(dtype: NpyWritableDType, shape: readonly number[]): Buffer {
-  for (const d of shape) if (!Number.isSafeInteger(d) || d < 0) throw new RangeError(`invalid .npy dimension ${d}`);
+  for (const d of shape) if (!Number.isSafeInteger(d) || d < 0) throw rangeError(`invalid .npy dimension ${d}`);
   const descr = dtype === 'f32' ? '<f4' : '<f2';
   let dict = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${pythonTupleRepr(shape)}, }`;
   if (shape.length > 0) dict += ' '.repeat(GROWTH_AXIS_MAX_DIGITS - String(shape[0]).length);
   const hlen = dict.length + 1;
   const padlen = ARRAY_ALIGN - ((NPY_MAGIC.length + 2 + 2 + hlen) % ARRAY_ALIGN);
   const total = hlen + padlen;
-  if (total > 0xffff) throw new RangeError('a .npy v1.0 header cannot hold this shape');
+  if (total > 0xffff) throw rangeError('a .npy v1.0 header cannot hold this shape');
   const out = Buffer.alloc(10 + total, 0x20);
   NPY_MAGIC.copy(out, 0);
   out[6] = 1;
@@ -379,7 +380,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   }
   const view = weights.tensors[0];
   const dtype: NpyWritableDType = options.dtype ?? (view.dtype === 'f16' ? 'f16' : 'f32');
-  await writeNpyFile(path, view, dtype, options);
+  await writeOutputs(weights, options, (out) => writeNpyFile(out.file(path), view, dtype, options));
 }
 
 function detect(probe: Probe): boolean {

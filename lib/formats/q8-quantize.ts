@@ -14,6 +14,7 @@ import { native } from '../native';
 import { numel, type TensorView } from '../weights';
 import { roundHalfEven } from './dtype-convert';
 import { orientedF32Chunks, releasePages } from './tensor-data';
+import { rangeError } from '../errors';
 
 /** Elements per chunk of q8Chunks (4 Mi: 4 MiB of int8 out). */
 const Q8_CHUNK_ELEMENTS = 4 << 20;
@@ -73,7 +74,7 @@ function nativeQuantizer(view: TensorView): NativeQuantize | undefined {
 export async function* q8Chunks(view: TensorView, groupSize: number, chunkElements = Q8_CHUNK_ELEMENTS): AsyncGenerator<Q8Chunk> {
   const n = numel(view.shape);
   if (!Number.isInteger(groupSize) || groupSize <= 0 || n % groupSize !== 0) {
-    throw new RangeError(`tensor '${view.name}' (${n} elements) is not a whole number of Q8_0 groups of ${groupSize}`);
+    throw rangeError(`tensor '${view.name}' (${n} elements) is not a whole number of Q8_0 groups of ${groupSize}`);
   }
   const chunk = Math.max(groupSize, Math.floor(chunkElements / groupSize) * groupSize);
   const quantize = nativeQuantizer(view);

@@ -7,7 +7,7 @@
  * holds Meta row 2i + j (i < hd/2, j ∈ {0,1}). Writers use these permutations to store a model in
  * the pairing their format implies; v_proj and everything else are untouched.
  */
-import { UnsupportedError } from '../errors';
+import { rangeError, UnsupportedError } from '../errors';
 import { DECODER_NAMES } from '../architectures/decoder';
 import type { DecoderConfig, TensorView } from '../weights';
 import { canonicalShape, readF32, transposedF32Chunks } from './tensor-data';
@@ -56,7 +56,7 @@ export function qkRowSources(config: DecoderConfig, name: string, to: RopePairin
 export function* permutedRowChunks(view: TensorView, src: Int32Array, chunkElements = 1 << 20): Generator<Float32Array> {
   const shape = canonicalShape(view);
   if (shape.length !== 2 || shape[0] !== src.length) {
-    throw new RangeError(`cannot permute the rows of '${view.name}' (shape ${shape.join('x')}) with ${src.length} row indices`);
+    throw rangeError(`cannot permute the rows of '${view.name}' (shape ${shape.join('x')}) with ${src.length} row indices`);
   }
   const [rows, cols] = shape;
   let readRow: (r: number, out: Float32Array<ArrayBuffer>) => void;

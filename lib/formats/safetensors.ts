@@ -21,8 +21,8 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { UnsupportedError } from '../errors';
-import { DECODER_NAMES, decoderTensorShapes } from '../architectures/decoder';
+import { rangeError, UnsupportedError } from '../errors';
+import { DECODER_NAMES, decoderTensorShapes, isDecoderConfig } from '../architectures/decoder';
 import { bertTensorSpecs } from '../architectures/bert';
 import { moondreamTensorSpecs } from '../architectures/moondream';
 import { tllmTensorSpecs } from '../architectures/tllm';
@@ -30,11 +30,13 @@ import { mapFile, type MappedSource } from '../mapping';
 import { DTYPE_BYTES, numel, type DType, type ModelConfig, type PlainDType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { ByteCursor, checkLayerCount, fail } from './bytes';
 import type { FloatDType } from './dtype-convert';
-import { jsonText, readHfFolderConfig, readJsonFile, writeHfFolderConfig, type HfJson } from './hf-config';
+import { hfFolderConfigFiles, jsonText, readHfFolderConfig, readJsonFile, type HfJson } from './hf-config';
 import { readHfVocabulary, wordPieceData } from './hf-vocab';
 import { permutedRowChunks, qkRowSources } from './rope-order';
 import { canonicalShape, isFloatReadable, releasePages } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
+import { writeOutputs } from './output-files';
+import { hfTokenizerFiles } from './vocab-convert';
 import { runWriteJob } from './write-job';
 
 /** The reference implementation's limit (safetensors MAX_HEADER_SIZE). */
@@ -332,7 +334,7 @@ function plan(weights: ModelWeights, options: WriteOptions): Planned[] {
     if (isFloat && options.dtype) dtype = options.dtype;
     else if (!(view.dtype in DTYPE_BYTES)) dtype = 'f32'; // quantized: dequantized
     else dtype = view.dtype as PlainDType;
-    const rows = c.architecture === 'llama' || c.architecture === 'qwen3' ? qkRowSources(c, view.name, 'half') : undefined;
+    const rows = isDecoderConfig(c) ? qkRowSources(c, view.name, 'half') : undefined;
     let mode: Planned['mode'] = 'raw';
     if (rows) mode = 'permuted';
     else if (dtype !== view.dtype || view.transposed) mode = 'floats';
@@ -353,7 +355,7 @@ function encodeHeader(planned: Planned[], metadata: Record<string, string>): Buf
   let offset = 0;
   for (const p of planned) {
     if (p.view.name === '__metadata__' || Object.prototype.hasOwnProperty.call(header, p.view.name)) {
-      throw new RangeError(`duplicate or reserved tensor name '${p.view.name}'`);
+      throw rangeError(`duplicate or reserved tensor name '${p.view.name}'`);
     }
     header[p.view.name] = { dtype: DTYPE_NAMES[p.dtype], shape: p.shape, data_offsets: [offset, offset + p.byteLength] };
     offset += p.byteLength;
@@ -375,45 +377,51 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   }
   const header = encodeHeader(planned, metadata);
   const total = 8 + header.length + planned.reduce((a, p) => a + p.byteLength, 0);
-  await runWriteJob(path, total, options, async (job) => {
-    const length = Buffer.alloc(8);
-    length.writeBigUInt64LE(BigInt(header.length));
-    await job.write(length);
-    await job.write(header);
-    for (const p of planned) {
-      if (p.mode === 'raw') await job.copyView(p.view);
-      else if (p.mode === 'permuted') await job.writeFloats(permutedRowChunks(p.view, p.rows!), p.dtype as FloatDType, p.view.name);
-      else await job.writeTensor(p.view, p.dtype as FloatDType, false);
-      releasePages(p.view);
-    }
-  });
   const c = weights.config;
   const dtypes = new Set(planned.map((p) => p.dtype));
   const torchDtype = dtypes.has('f32') ? 'float32' : dtypes.has('bf16') ? 'bfloat16' : dtypes.has('f16') ? 'float16' : undefined;
-  const config = c.architecture === 'llama' || c.architecture === 'qwen3' ? { ...c, ropePairing: 'half' as const } : c;
+  const config = isDecoderConfig(c) ? { ...c, ropePairing: 'half' as const } : c;
+  const files: [string, string | Uint8Array][] = hfFolderConfigFiles(config, torchDtype ? { torch_dtype: torchDtype } : {});
+  if (c.architecture === 'bert' && weights.tokenizer?.kind === 'wordpiece') files.push(...bertVocabularyFiles(weights.tokenizer));
+  files.push(...(await hfTokenizerFiles(weights)));
   const dir = nodePath.dirname(nodePath.resolve(path));
-  writeHfFolderConfig(dir, config, torchDtype ? { torch_dtype: torchDtype } : {});
-  if (c.architecture === 'bert' && weights.tokenizer?.kind === 'wordpiece') writeBertVocabulary(dir, weights.tokenizer);
+  await writeOutputs(weights, options, async (out) => {
+    for (const [name, text] of files) await out.writeFile(nodePath.join(dir, name), text);
+    await runWriteJob(out.file(path), total, options, async (job) => {
+      const length = Buffer.alloc(8);
+      length.writeBigUInt64LE(BigInt(header.length));
+      await job.write(length);
+      await job.write(header);
+      for (const p of planned) {
+        if (p.mode === 'raw') await job.copyView(p.view);
+        else if (p.mode === 'permuted') await job.writeFloats(permutedRowChunks(p.view, p.rows!), p.dtype as FloatDType, p.view.name);
+        else await job.writeTensor(p.view, p.dtype as FloatDType, false);
+        releasePages(p.view);
+      }
+    });
+  });
 }
 
 /** vocab.txt (one token per line, id = line) and the tokenizer_config.json naming its special tokens. */
-function writeBertVocabulary(dir: string, t: Extract<TokenizerData, { kind: 'wordpiece' }>): void {
+function bertVocabularyFiles(t: Extract<TokenizerData, { kind: 'wordpiece' }>): [string, string][] {
   const bad = t.tokens.findIndex((tok) => /[\r\n]|\s$/u.test(tok));
   if (bad >= 0) throw new UnsupportedError(`token ${bad} (${JSON.stringify(t.tokens[bad])}) cannot be written to vocab.txt (a line break or trailing space)`);
   const s = t.specialIds;
-  fs.writeFileSync(nodePath.join(dir, 'vocab.txt'), t.tokens.map((tok) => `${tok}\n`).join(''));
-  fs.writeFileSync(
-    nodePath.join(dir, 'tokenizer_config.json'),
-    jsonText({
-      tokenizer_class: 'BertTokenizer',
-      do_lower_case: t.doLowerCase,
-      unk_token: t.tokens[s.unk],
-      sep_token: t.tokens[s.sep],
-      pad_token: t.tokens[s.pad],
-      cls_token: t.tokens[s.cls],
-      mask_token: t.tokens[s.mask],
-    }),
-  );
+  return [
+    ['vocab.txt', t.tokens.map((tok) => `${tok}\n`).join('')],
+    [
+      'tokenizer_config.json',
+      jsonText({
+        tokenizer_class: 'BertTokenizer',
+        do_lower_case: t.doLowerCase,
+        unk_token: t.tokens[s.unk],
+        sep_token: t.tokens[s.sep],
+        pad_token: t.tokens[s.pad],
+        cls_token: t.tokens[s.cls],
+        mask_token: t.tokens[s.mask],
+      }),
+    ],
+  ];
 }
 
 function detect(probe: Probe): boolean {

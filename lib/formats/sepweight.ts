@@ -29,14 +29,16 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { UnsupportedError } from '../errors';
+import { rangeError, UnsupportedError } from '../errors';
 import { DECODER_NAMES, decoderTensorShapes } from '../architectures/decoder';
 import type { DecoderConfig, ModelConfig, ModelWeights, TensorView, TokenizerData } from '../weights';
 import { fail } from './bytes';
 import { decoderConfigFromHf, hfArchitecture, hfConfigFromDecoder, jsonText, readJsonFile, type HfJson } from './hf-config';
-import { encodeAjc1Tokenizer, parseAjc1Tokenizer, readAjc1Templates, writeAjc1Templates, type Ajc1Templates } from './ajc1';
+import { ajc1TemplateFiles, encodeAjc1Tokenizer, parseAjc1Tokenizer, readAjc1Templates, type Ajc1Templates } from './ajc1';
 import { encodeLlama2cTokenizer, readLlama2cTokenizer, ropeTablesOf, type RopeTables } from './llama2c';
 import { mapNpy, npyFileSize, writeNpyFile, type NpyWritableDType } from './npy';
+import { writeOutputs, writeSynced } from './output-files';
+import { ajc1Vocabulary, hfTokenizerFiles, llama2cVocabulary } from './vocab-convert';
 import { permutedRowChunks, qkRowSources } from './rope-order';
 import { canonicalShape } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
@@ -58,7 +60,7 @@ export interface PartSpec {
 export function parsePartSpec(spec: string): PartSpec {
   const tokens = spec.trim().split(/\s+/).filter((t) => t.length > 0);
   const bad = (why: string): never => {
-    throw new RangeError(`invalid sepweight part spec ${JSON.stringify(spec)}: ${why} (examples: "f", "b 0-5", "7-12", "75-80 e")`);
+    throw rangeError(`invalid sepweight part spec ${JSON.stringify(spec)}: ${why} (examples: "f", "b 0-5", "7-12", "75-80 e")`);
   };
   if (tokens.length === 0) bad('it is empty');
   if (tokens.includes('f')) {
@@ -93,7 +95,7 @@ export function specLayers(spec: PartSpec, numLayers: number): number[] {
   if (spec.full) return Array.from({ length: numLayers }, (_, i) => i);
   const layers: number[] = [];
   for (const [a, b] of spec.ranges) {
-    if (b > numLayers) throw new RangeError(`part spec asks for layers ${a}-${b} but the tree has ${numLayers} layers`);
+    if (b > numLayers) throw rangeError(`part spec asks for layers ${a}-${b} but the tree has ${numLayers} layers`);
     for (let l = a; l < b; l++) layers.push(l);
   }
   return layers;
@@ -163,7 +165,7 @@ function hfStem(name: string): { part: Part; layer?: number; stem: string } {
   if (name === DECODER_NAMES.norm) return { part: 'end', stem: 'norm.weight' };
   if (name === DECODER_NAMES.lmHead) return { part: 'end', stem: 'lm_head.weight' };
   const m = /^model\.layers\.(\d+)\.(.+)$/.exec(name);
-  if (!m) throw new RangeError(`no sepweight path for '${name}'`);
+  if (!m) throw rangeError(`no sepweight path for '${name}'`);
   return { part: 'mid', layer: Number(m[1]), stem: m[2] };
 }
 
@@ -313,7 +315,7 @@ function validateDecoder(root: string, config: DecoderConfig, tensors: TensorVie
  * The tokenizer config.json points at (a llama2.c tokenizer.bin, or an ajc1 `.tokenizer` whose
  * `.template*` files sit beside it), or tokenizer.bin at the root.
  */
-async function treeTokenizer(root: string, hf: HfJson | undefined, vocabSize: number): Promise<{ tokenizer?: TokenizerData; templates?: Ajc1Templates }> {
+async function treeTokenizer(root: string, hf: HfJson | undefined, vocabSize: number, vocabulary: boolean): Promise<{ tokenizer?: TokenizerData; templates?: Ajc1Templates }> {
   const entry = hf?.tokenizer;
   let file: string | undefined;
   let ajc1 = false;
@@ -326,9 +328,12 @@ async function treeTokenizer(root: string, hf: HfJson | undefined, vocabSize: nu
     file = nodePath.join(root, 'tokenizer.bin');
   }
   if (!file || !fs.existsSync(file) || !fs.statSync(file).isFile()) return {};
-  if (!ajc1) return { tokenizer: readLlama2cTokenizer(file, vocabSize) };
+  if (!ajc1) return vocabulary ? { tokenizer: readLlama2cTokenizer(file, vocabSize) } : {};
   const templates = await readAjc1Templates(file.replace(/\.tokenizer$/, ''));
-  return { tokenizer: parseAjc1Tokenizer(fs.readFileSync(file), file, vocabSize), ...(Object.keys(templates).length ? { templates } : {}) };
+  return {
+    ...(vocabulary ? { tokenizer: parseAjc1Tokenizer(fs.readFileSync(file), file, vocabSize) } : {}),
+    ...(Object.keys(templates).length ? { templates } : {}),
+  };
 }
 
 async function read(root: string, options: ReadOptions = {}): Promise<ModelWeights> {
@@ -379,7 +384,7 @@ async function read(root: string, options: ReadOptions = {}): Promise<ModelWeigh
     const config = decoderConfigOf(root, hf, scheme, files, numLayers);
     validateDecoder(root, config, tensors, spec.begin, layers, spec.end);
     if (tables.cos && tables.sin) metadata.ropeTables = tables;
-    const { tokenizer, templates } = await treeTokenizer(root, hf, config.vocabSize);
+    const { tokenizer, templates } = await treeTokenizer(root, hf, config.vocabSize, options.vocabulary !== false);
     if (templates) metadata.templates = templates;
     return { format: 'sepweight', path: root, architecture: config.architecture, config, tensors, metadata, ...(tokenizer ? { tokenizer } : {}), sources };
   } catch (error) {
@@ -396,9 +401,6 @@ async function write(weights: ModelWeights, root: string, options: WriteOptions 
   if (c.architecture !== 'llama' && c.architecture !== 'qwen3') {
     throw new UnsupportedError(`sepweight trees are written for Llama/Qwen3 decoders, not ${c.architecture}`);
   }
-  if (fs.existsSync(root) && (!fs.statSync(root).isDirectory() || fs.readdirSync(root).length > 0)) {
-    throw new RangeError(`the sepweight output ${root} must be a new or empty folder`);
-  }
   const byName = tensorsByName(weights);
   const floats = ['f32', 'f16', 'bf16', 'f64', 'q8_0', 'ggml_q8_0'];
   const specs = decoderTensorShapes({ ...c, tieWordEmbeddings: false }).filter((s) => s.name !== DECODER_NAMES.lmHead || !c.tieWordEmbeddings || byName.has(s.name));
@@ -411,7 +413,7 @@ async function write(weights: ModelWeights, root: string, options: WriteOptions 
   const config: DecoderConfig = { ...c, ropePairing: 'half' };
 
   const extra: HfJson = { torch_dtype: dtype === 'f32' ? 'float32' : 'float16', sepweight_key_scheme: 'hf', rope_pairing: 'half' };
-  const tokenizer = weights.tokenizer?.kind === 'scored' ? weights.tokenizer : undefined;
+  const tokenizer = llama2cVocabulary(weights) ?? (await ajc1Vocabulary(weights, c.vocabSize));
   const ajc1 = tokenizer?.style === 'ajc1';
   if (tokenizer) {
     extra.tokenizer = {
@@ -430,30 +432,38 @@ async function write(weights: ModelWeights, root: string, options: WriteOptions 
   const fileDtype = (name: string): NpyWritableDType => (name === ROPE_TABLE_STEMS.cos || name === ROPE_TABLE_STEMS.sin ? 'f32' : dtype);
 
   const totalBytes = plan.reduce((a, p) => a + npyFileSize(fileDtype(p.name), p.shape), 0);
-  let done = 0;
-  fs.mkdirSync(root, { recursive: true });
-  for (const p of plan) {
-    const where = hfStem(p.name);
-    const dir = where.part === 'mid' ? nodePath.join(root, 'mid', String(where.layer)) : nodePath.join(root, where.part);
-    fs.mkdirSync(dir, { recursive: true });
-    const offset = done;
-    const fileOptions: WriteOptions = {
-      ...options,
-      onProgress: options.onProgress && ((pr) => options.onProgress!({ bytesWritten: offset + pr.bytesWritten, totalBytes, tensor: p.name })),
-    };
-    const rows = qkRowSources(c, p.name, 'half');
-    const view = { ...p.view, name: p.name };
-    await writeNpyFile(nodePath.join(dir, `${where.stem}.npy`), view, fileDtype(p.name), fileOptions, rows ? permutedRowChunks(view, rows) : undefined);
-    done += npyFileSize(fileDtype(p.name), p.shape);
-  }
-  if (tokenizer && ajc1) {
-    const file = nodePath.join(root, AJC1_TOKENIZER_FILE);
-    fs.writeFileSync(file, encodeAjc1Tokenizer(tokenizer, c.bosTokenId ?? 0, c.eosTokenIds?.[0] ?? 0));
-    await writeAjc1Templates(file.replace(/\.tokenizer$/, ''), weights.metadata.templates as Ajc1Templates | undefined);
-  } else if (tokenizer) {
-    fs.writeFileSync(nodePath.join(root, 'tokenizer.bin'), encodeLlama2cTokenizer(tokenizer));
-  }
-  fs.writeFileSync(nodePath.join(root, 'config.json'), jsonText(hfConfigFromDecoder(config, extra)));
+  const hfFiles = await hfTokenizerFiles(weights);
+  // The tree is built in a temporary folder beside `root` and renamed into place when complete.
+  await writeOutputs(weights, options, async (out) => {
+    const tree = out.folder(root);
+    let done = 0;
+    for (const p of plan) {
+      const where = hfStem(p.name);
+      const dir = where.part === 'mid' ? nodePath.join(tree, 'mid', String(where.layer)) : nodePath.join(tree, where.part);
+      fs.mkdirSync(dir, { recursive: true });
+      const offset = done;
+      const fileOptions: WriteOptions = {
+        ...options,
+        onProgress: options.onProgress && ((pr) => options.onProgress!({ bytesWritten: offset + pr.bytesWritten, totalBytes, tensor: p.name })),
+      };
+      const rows = qkRowSources(c, p.name, 'half');
+      const view = { ...p.view, name: p.name };
+      await writeNpyFile(nodePath.join(dir, `${where.stem}.npy`), view, fileDtype(p.name), fileOptions, rows ? permutedRowChunks(view, rows) : undefined);
+      done += npyFileSize(fileDtype(p.name), p.shape);
+    }
+    if (tokenizer && ajc1) {
+      const file = nodePath.join(tree, AJC1_TOKENIZER_FILE);
+      await writeSynced(file, encodeAjc1Tokenizer(tokenizer, c.bosTokenId, c.eosTokenIds?.[0]));
+      for (const [name, text] of ajc1TemplateFiles(file.replace(/\.tokenizer$/, ''), weights.metadata.templates as Ajc1Templates | undefined)) {
+        await writeSynced(name, text);
+      }
+    } else if (tokenizer) {
+      await writeSynced(nodePath.join(tree, 'tokenizer.bin'), encodeLlama2cTokenizer(tokenizer));
+    }
+    // The files an HF folder would hold (tokenizer.json, tokenizer_config.json with the chat template), at the root.
+    for (const [name, data] of hfFiles) if (!fs.existsSync(nodePath.join(tree, name))) await writeSynced(nodePath.join(tree, name), data);
+    await writeSynced(nodePath.join(tree, 'config.json'), jsonText(hfConfigFromDecoder(config, extra)));
+  });
 }
 
 function detect(probe: Probe): boolean {

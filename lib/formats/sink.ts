@@ -99,8 +99,10 @@ export class FileSink {
     await this.handle.write(data, 0, data.length, position);
   }
 
+  /** Flushes, fsyncs and closes: the bytes are on disk before the file is renamed into place. */
   async close(): Promise<void> {
     await this.flush();
+    await this.handle.sync();
     await this.handle.close();
   }
 

@@ -2,7 +2,7 @@
  * Reading the elements of any TensorView as float32, in bounded chunks, for writers that convert
  * dtypes or orientation on the fly. Nothing here holds more than one chunk of a tensor.
  */
-import { UnsupportedError } from '../errors';
+import { rangeError, UnsupportedError } from '../errors';
 import { native } from '../native';
 import { GGML_BLOCK_LAYOUT, isGgmlBlockDType, numel, type GgmlBlockDType, type TensorView } from '../weights';
 import { decodeFloats, f16ToF32, halfTable } from './dtype-convert';
@@ -14,7 +14,7 @@ export const CHUNK_ELEMENTS = 1 << 20;
 export function viewBytes(view: TensorView, byteOffset = view.byteOffset, byteLength = view.byteLength): Buffer {
   const src = view.source.bytes;
   if (byteOffset < 0 || byteLength < 0 || byteOffset + byteLength > src.length) {
-    throw new RangeError(`tensor '${view.name}' lies outside its mapping (${byteOffset}+${byteLength} > ${src.length})`);
+    throw rangeError(`tensor '${view.name}' lies outside its mapping (${byteOffset}+${byteLength} > ${src.length})`);
   }
   return src.subarray(byteOffset, byteOffset + byteLength);
 }
@@ -32,7 +32,7 @@ export function isFloatReadable(view: TensorView): boolean {
  */
 export function readF32(view: TensorView, start: number, count: number, out = new Float32Array(count)): Float32Array {
   const n = numel(view.shape);
-  if (start < 0 || count < 0 || start + count > n) throw new RangeError(`readF32: [${start}, ${start + count}) outside '${view.name}' (${n} elements)`);
+  if (start < 0 || count < 0 || start + count > n) throw rangeError(`readF32: [${start}, ${start + count}) outside '${view.name}' (${n} elements)`);
   switch (view.dtype) {
     case 'f32':
       return decodeFloats(viewBytes(view, view.byteOffset + start * 4, count * 4), 'f32', count, out);
@@ -55,7 +55,7 @@ export function readF32(view: TensorView, start: number, count: number, out = ne
 // no Math.* call per element (those are not inlined under jest's VM contexts, and cost nothing to avoid).
 
 function dequantQ8(view: TensorView, start: number, count: number, out: Float32Array): Float32Array {
-  if (!view.scales) throw new RangeError(`q8_0 tensor '${view.name}' has no scales`);
+  if (!view.scales) throw rangeError(`q8_0 tensor '${view.name}' has no scales`);
   if (count === 0) return out;
   const gs = view.scales.groupSize;
   const qBytes = viewBytes(view, view.byteOffset + start, count);
@@ -122,7 +122,7 @@ export function* f32Chunks(view: TensorView, chunk = CHUNK_ELEMENTS): Generator<
  * read once per output block. The chunks share one buffer: each is valid until the next one.
  */
 export function* transposedF32Chunks(view: TensorView, chunk = CHUNK_ELEMENTS): Generator<Float32Array> {
-  if (view.shape.length !== 2) throw new RangeError(`cannot transpose '${view.name}' of rank ${view.shape.length}`);
+  if (view.shape.length !== 2) throw rangeError(`cannot transpose '${view.name}' of rank ${view.shape.length}`);
   const [rows, cols] = view.shape;
   // Output rows per chunk (= source columns per block), and source rows decoded at a time.
   const k = Math.max(1, Math.min(cols, Math.floor(chunk / Math.max(1, rows))));

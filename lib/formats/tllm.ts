@@ -10,6 +10,7 @@ import type { ModelWeights, TensorView, TllmConfig } from '../weights';
 import { tllmTensorSpecs, tllmTensorSpecsInOrder } from '../architectures/tllm';
 import { ByteCursor, fail } from './bytes';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
+import { writeOutputs } from './output-files';
 import { requireTensor, runWriteJob, tensorsByName } from './write-job';
 
 export const TLLM_MAGIC = 0x544c4c4d;
@@ -118,7 +119,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   validateTllmConfig(config, weights.path);
   const byName = tensorsByName(weights);
   const plan = tllmTensorSpecs(config).map((spec) => ({ spec, view: requireTensor(weights, byName, spec.name, spec.shape) }));
-  await runWriteJob(path, tllmFileSize(config), options, async (job) => {
+  await writeOutputs(weights, options, (out) => runWriteJob(out.file(path), tllmFileSize(config), options, async (job) => {
     const header = Buffer.alloc(TLLM_HEADER_BYTES);
     header.writeUInt32LE(TLLM_MAGIC, 0);
     header.writeUInt32LE(TLLM_VERSION, 4);
@@ -134,7 +135,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
       await job.write(prefix, spec.name);
       await job.writeTensor(view, 'f32', spec.linear);
     }
-  });
+  }));
 }
 
 function detect(probe: Probe): boolean {

@@ -6,6 +6,8 @@ export interface ReadOptions {
   parts?: string;
   /** Verify checksums where the format has them (EMBD). Default true. */
   verifyChecksums?: boolean;
+  /** false: leave vocabulary sidecars unread (ajc1 .tokenizer, llama2.c tokenizer.bin, a sepweight tree's), as when the caller brings its own tokenizer. */
+  vocabulary?: boolean;
 }
 
 export interface WriteProgress {

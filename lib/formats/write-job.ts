@@ -1,6 +1,7 @@
 /**
  * The shared skeleton of a streaming writer: a FileSink plus progress reporting and abort checks
- * between chunks, and removal of the partial file when anything fails.
+ * between chunks, and removal of the partial file when anything fails. Writers stage their files
+ * through OutputFiles (output-files.ts), which renames them into place once all are written.
  */
 import { AbortError } from '../errors';
 import type { WriteOptions } from './types';
@@ -85,8 +86,9 @@ export class WriteJob {
 }
 
 /**
- * Creates `path`, runs `body` with a WriteJob, checks that exactly `totalBytes` were written, and
- * closes the file; on any failure (abort included) the partial file is deleted and the error rethrown.
+ * Creates `path` (a temporary from OutputFiles, or a file inside a staged folder), runs `body` with
+ * a WriteJob, checks that exactly `totalBytes` were written, and fsyncs and closes the file; on any
+ * failure (abort included) the partial file is deleted and the error rethrown.
  */
 export async function runWriteJob(
   path: string,

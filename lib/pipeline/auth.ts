@@ -6,6 +6,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import * as net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
+import { rangeError } from '../errors';
 
 export interface TlsFiles {
   /** PEM certificate chain and private key of this side. */
@@ -30,7 +31,7 @@ export const TOKEN_ENV = 'WEIGHTMAP_STAGE_TOKEN';
 export function parseAddress(address: string): { host: string; port: number } {
   const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s[\]]+)):(\d{1,5})$/.exec(address);
   const port = m ? Number(m[3]) : NaN;
-  if (!m || port > 65535) throw new RangeError(`address ${JSON.stringify(address)} must be host:port (port 0-65535; [v6]:port for IPv6)`);
+  if (!m || port > 65535) throw rangeError(`address ${JSON.stringify(address)} must be host:port (port 0-65535; [v6]:port for IPv6)`);
   return { host: m[1] ?? m[2], port };
 }
 

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { decoderTensorShapes } from '../architectures/decoder';
 import type { DecoderConfig, ModelConfig } from '../weights';
-import { PipelineError } from '../errors';
+import { PipelineError, rangeError } from '../errors';
 
 export interface LayerRange {
   first: number;
@@ -18,10 +18,10 @@ export interface LayerRange {
 /** Parses "a-b" (a <= b) or "a" (one layer). RangeError otherwise. */
 export function parseLayerRange(text: string): LayerRange {
   const m = /^\s*(0|[1-9][0-9]{0,5})(?:-(0|[1-9][0-9]{0,5}))?\s*$/.exec(text);
-  if (!m) throw new RangeError(`layers ${JSON.stringify(text)} must be "first-last" (inclusive), e.g. "0-13"`);
+  if (!m) throw rangeError(`layers ${JSON.stringify(text)} must be "first-last" (inclusive), e.g. "0-13"`);
   const first = Number(m[1]);
   const last = m[2] === undefined ? first : Number(m[2]);
-  if (last < first) throw new RangeError(`layers ${JSON.stringify(text)}: the last layer comes before the first`);
+  if (last < first) throw rangeError(`layers ${JSON.stringify(text)}: the last layer comes before the first`);
   return { first, last };
 }
 
@@ -32,7 +32,7 @@ export function formatLayerRange(r: LayerRange): string {
 /** The sepweight part spec that maps the folders of `range` (start/ with layer 0, end/ with the last). */
 export function sepweightParts(range: LayerRange, numLayers: number): string {
   if (range.last >= numLayers) {
-    throw new RangeError(`layers ${formatLayerRange(range)} lie past the model's last layer ${numLayers - 1}`);
+    throw rangeError(`layers ${formatLayerRange(range)} lie past the model's last layer ${numLayers - 1}`);
   }
   return `${range.first === 0 ? 'b ' : ''}${range.first}-${range.last + 1}${range.last === numLayers - 1 ? ' e' : ''}`;
 }

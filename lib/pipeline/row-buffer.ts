@@ -1,4 +1,6 @@
 /** Rows of a fixed width appended at the end and cut back from it: the inputs a session sent a stage, kept for replay. */
+import { rangeError } from '../errors';
+
 export class RowBuffer<T extends Int32Array | Float32Array> {
   private data: T;
   private count = 0;
@@ -24,7 +26,7 @@ export class RowBuffer<T extends Int32Array | Float32Array> {
   /** Appends whole rows (values.length a multiple of width, the total at most maxRows). */
   append(values: T): void {
     const rows = values.length / this.width;
-    if (!Number.isInteger(rows) || this.count + rows > this.maxRows) throw new RangeError(`${rows} rows do not fit`);
+    if (!Number.isInteger(rows) || this.count + rows > this.maxRows) throw rangeError(`${rows} rows do not fit`);
     if ((this.count + rows) * this.width > this.data.length) {
       let capacity = this.data.length / this.width;
       while (capacity < this.count + rows) capacity *= 2;

@@ -6,7 +6,7 @@
  * session to a replica of the same layers and replay the prefix there to rebuild its KV cache.
  */
 import { randomUUID } from 'node:crypto';
-import { AbortError, DisposedError, PipelineError } from '../errors';
+import { AbortError, DisposedError, PipelineError, rangeError } from '../errors';
 import type { LanguageSession } from '../generate';
 import { RowBuffer } from './row-buffer';
 import { StageCallError, type StageReplica, type StepStream } from './stage-client';
@@ -59,9 +59,9 @@ export class PipelineSession implements LanguageSession {
     if (this.disposed) throw new DisposedError('PipelineSession');
     if (this.running) throw Object.assign(new Error('this session is already running a call; await it first'), { code: 'ERR_WEIGHTMAP_BUSY' });
     const n = ids.length;
-    if (n === 0) throw new RangeError('eval: no token ids');
+    if (n === 0) throw rangeError('eval: no token ids');
     if (this.pos + n > this.contextLength) {
-      throw Object.assign(new RangeError(`the sequence would hold ${this.pos + n} positions, past the context length ${this.contextLength}`), { code: 'ERR_OUT_OF_RANGE' });
+      throw rangeError(`the sequence would hold ${this.pos + n} positions, past the context length ${this.contextLength}`);
     }
     const { signal } = options;
     if (signal?.aborted) throw new AbortError(undefined, { cause: signal.reason });
@@ -88,7 +88,7 @@ export class PipelineSession implements LanguageSession {
   /** Forgets every position from `n` on (the stages forget them with the next tensor, which starts at n). */
   truncate(n: number): void {
     if (this.disposed) throw new DisposedError('PipelineSession');
-    if (!Number.isInteger(n) || n < 0 || n > this.pos) throw Object.assign(new RangeError(`truncate(${n}) outside [0, ${this.pos}]`), { code: 'ERR_OUT_OF_RANGE' });
+    if (!Number.isInteger(n) || n < 0 || n > this.pos) throw rangeError(`truncate(${n}) outside [0, ${this.pos}]`);
     this.pos = n;
   }
 

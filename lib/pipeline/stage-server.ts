@@ -18,6 +18,7 @@ import { formatLayerRange, modelHash, type LayerRange } from './layers';
 import { SCHEMA_VERSION, stageService, type StageInfo } from './schema';
 import { readStageWeights } from './stage-files';
 import { SessionStream, type ForwardCall } from './stage-stream';
+import { rangeError } from '../errors';
 
 export interface StageOptions extends StageSecurity {
   layers: LayerRange;
@@ -71,7 +72,7 @@ export class StageServer {
       const config = weights.config as DecoderConfig;
       const contextLength = options.contextLength ?? Math.min(config.maxSeqLen, DEFAULT_CONTEXT);
       if (!(Number.isInteger(contextLength) && contextLength >= 1 && contextLength <= config.maxSeqLen)) {
-        throw new RangeError(`contextLength must be an integer in [1, ${config.maxSeqLen}], got ${contextLength}`);
+        throw rangeError(`contextLength must be an integer in [1, ${config.maxSeqLen}], got ${contextLength}`);
       }
       const info: StageInfo = {
         schemaVersion: SCHEMA_VERSION,

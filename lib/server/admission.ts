@@ -3,7 +3,7 @@
  * (a full queue is an ApiError 429 with Retry-After, before any response is written); a waiter
  * whose signal fires leaves the queue.
  */
-import { AbortError } from '../errors';
+import { AbortError, rangeError } from '../errors';
 import { ApiError } from './api-error';
 
 export class AdmissionQueue {
@@ -15,8 +15,8 @@ export class AdmissionQueue {
     readonly maxActive: number,
     readonly maxQueued: number,
   ) {
-    if (!Number.isInteger(maxActive) || maxActive < 1) throw new RangeError(`maxActive must be an integer >= 1, got ${maxActive}`);
-    if (!Number.isInteger(maxQueued) || maxQueued < 0) throw new RangeError(`maxQueued must be an integer >= 0, got ${maxQueued}`);
+    if (!Number.isInteger(maxActive) || maxActive < 1) throw rangeError(`maxActive must be an integer >= 1, got ${maxActive}`);
+    if (!Number.isInteger(maxQueued) || maxQueued < 0) throw rangeError(`maxQueued must be an integer >= 0, got ${maxQueued}`);
   }
 
   get active(): number {

@@ -18,6 +18,7 @@ import { completions } from './routes/completions';
 import { embeddings } from './routes/embeddings';
 import { listModels, retrieveModel } from './routes/models';
 import { ModelScheduler } from './scheduler';
+import { rangeError } from '../errors';
 
 export interface ServeOptions {
   /** The text model (chat and text completions). */
@@ -62,7 +63,7 @@ function checkOptions(options: ServeOptions): Required<Pick<ServeOptions, 'maxAc
   for (const key of ['maxActive', 'maxQueued', 'maxBodyBytes'] as const) {
     const value = options[key];
     if (value === undefined) continue;
-    if (!Number.isInteger(value) || value < (key === 'maxQueued' ? 0 : 1)) throw new RangeError(`${key} must be an integer >= ${key === 'maxQueued' ? 0 : 1}, got ${value}`);
+    if (!Number.isInteger(value) || value < (key === 'maxQueued' ? 0 : 1)) throw rangeError(`${key} must be an integer >= ${key === 'maxQueued' ? 0 : 1}, got ${value}`);
     limits[key] = value;
   }
   return limits;

@@ -41,6 +41,11 @@ export class ByteLevelBpeTokenizer implements Tokenizer {
   private readonly special = new Set<number>();
   private readonly bytesCache: (Uint8Array | undefined)[] = [];
 
+  /** The pair table, for writers that store the merges (GGUF, tokenizer.json). */
+  get mergeTable(): MergeTable {
+    return this.config.merges;
+  }
+
   constructor(private readonly config: ByteLevelBpeConfig) {
     let size = 0;
     for (const [token, id] of config.vocab) {

@@ -16,11 +16,12 @@ type Gguf = Extract<TokenizerData, { kind: 'gguf' }>;
 type Scored = Extract<TokenizerData, { kind: 'scored' }>;
 
 /** llama.cpp token types. */
-const TOKEN_NORMAL = 1;
-const TOKEN_UNKNOWN = 2;
-const TOKEN_CONTROL = 3;
-const TOKEN_USER_DEFINED = 4;
-const TOKEN_BYTE = 6;
+export const TOKEN_NORMAL = 1;
+export const TOKEN_UNKNOWN = 2;
+export const TOKEN_CONTROL = 3;
+export const TOKEN_USER_DEFINED = 4;
+export const TOKEN_UNUSED = 5;
+export const TOKEN_BYTE = 6;
 
 function special(id: number, content: string, isSpecial = true): AddedToken {
   return { id, content, special: isSpecial, singleWord: false, lstrip: false, rstrip: false, normalized: false };

@@ -57,6 +57,13 @@ export class MergeTable {
     return this.merged[this.slot(a, b)];
   }
 
+  /** Every pair as [left, right, rank, merged id], in slot order. */
+  *entries(): Generator<[number, number, number, number]> {
+    for (let h = 0; h <= this.mask; h++) {
+      if (this.keys[h * 2] !== -1) yield [this.keys[h * 2], this.keys[h * 2 + 1], this.ranks[h], this.merged[h]];
+    }
+  }
+
   private grow(): void {
     const oldKeys = this.keys;
     const oldRanks = this.ranks;

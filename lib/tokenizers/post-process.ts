@@ -1,5 +1,6 @@
 /** What encode adds around the text's ids, and truncation (HF post-processor + truncation). */
 import type { EncodeOptions } from './types';
+import { rangeError } from '../errors';
 
 export interface SpecialWrapping {
   /** Ids placed before the text when special tokens are added (BOS, [CLS]). */
@@ -21,7 +22,7 @@ export function finishEncoding(
   const extra = add ? wrapping.prefix.length + wrapping.suffix.length : 0;
   const maxLength = options?.maxLength ?? defaultMaxLength;
   if (maxLength !== undefined && Number.isFinite(maxLength)) {
-    if (!Number.isInteger(maxLength) || maxLength < 0) throw new RangeError(`maxLength must be a non-negative integer, got ${maxLength}`);
+    if (!Number.isInteger(maxLength) || maxLength < 0) throw rangeError(`maxLength must be a non-negative integer, got ${maxLength}`);
     const room = Math.max(0, maxLength - extra);
     if (ids.length > room) ids.length = room;
   }

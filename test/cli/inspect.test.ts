@@ -39,14 +39,14 @@ describe('weightmap inspect', () => {
     expect(r.stderr).toMatch(/^weightmap: TRUNCATED: /);
   });
 
-  test('an unknown file is BAD_MAGIC, a missing one ENOENT (exit 1)', async () => {
+  test('an unknown file is BAD_MAGIC, a missing one a usage error (both exit 2)', async () => {
     const junk = path.join(tmp.dir, 'junk.txt');
     fs.writeFileSync(junk, 'hello, this is not a model\n');
     const r1 = await runCli(['inspect', junk]);
     expect(r1.exitCode).toBe(2);
     expect(r1.stderr).toMatch(/BAD_MAGIC/);
     const r2 = await runCli(['inspect', path.join(tmp.dir, 'missing.bin')]);
-    expect(r2.exitCode).toBe(1);
-    expect(r2.stderr).toMatch(/ENOENT/);
+    expect(r2.exitCode).toBe(2);
+    expect(r2.stderr).toMatch(/no such file or folder/);
   });
 });

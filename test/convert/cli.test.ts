@@ -43,7 +43,7 @@ describe('weightmap convert', () => {
     expect(fs.existsSync(out)).toBe(false);
   });
 
-  test('options the output format cannot honour: exit code 1 and why', async () => {
+  test('options the output format cannot honour: exit code 1 and why (an unknown format: a usage error, exit code 2)', async () => {
     const out = path.join(tmp.dir, 'x.tllm');
     const quant = await runCli(['convert', TLLM, out, '--to', 'tllm', '--quant', 'q8_0']);
     expect(quant.exitCode).toBe(1);
@@ -52,8 +52,8 @@ describe('weightmap convert', () => {
     expect(group.exitCode).toBe(1);
     expect(group.stderr).toMatch(/group size does not apply/);
     const unknown = await runCli(['convert', TLLM, out, '--to', 'onnx']);
-    expect(unknown.exitCode).toBe(1);
-    expect(unknown.stderr).toMatch(/--to must be one of/);
+    expect(unknown.exitCode).toBe(2);
+    expect(unknown.stderr).toMatch(/'--to <format>' argument 'onnx' is invalid\. expected one of /);
     expect(fs.existsSync(out)).toBe(false);
   });
 });

@@ -24,10 +24,14 @@ afterAll(() => tmp.cleanup());
 let counter = 0;
 const fresh = (name: string) => path.join(tmp.dir, `${counter++}-${name}`);
 
-/** The fixture dequantized to an f32 HF folder (config.json + model.safetensors), plus `files` from the Qwen3 tokenizer folder. */
+/**
+ * The fixture dequantized to an f32 HF folder (config.json + model.safetensors; the tokenizer files
+ * the conversion writes are removed), plus `files` from the Qwen3 tokenizer folder.
+ */
 async function hfFolder(files: string[]): Promise<string> {
   const dir = fresh('hf');
   await convert(AJC1, path.join(dir, 'model.safetensors'), { to: 'safetensors', dtype: 'f32' });
+  for (const f of ['tokenizer.json', 'tokenizer_config.json']) fs.rmSync(path.join(dir, f));
   for (const f of files) fs.copyFileSync(path.join(QWEN3, f), path.join(dir, f));
   return dir;
 }

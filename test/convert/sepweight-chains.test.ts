@@ -75,7 +75,7 @@ describe('Qwen3 ajc1 <-> sepweight', () => {
     const tree = fresh('qtree');
     await convert(AJC1, tree, { to: 'sepweight' });
     expect(fs.readdirSync(tree).sort()).toEqual(
-      ['config.json', 'end', 'mid', 'model.template', 'model.template.with-system', 'model.template.with-system-and-thinking', 'model.template.with-thinking', 'model.tokenizer', 'start'],
+      ['config.json', 'end', 'mid', 'model.template', 'model.template.with-system', 'model.template.with-system-and-thinking', 'model.template.with-thinking', 'model.tokenizer', 'start', 'tokenizer.json', 'tokenizer_config.json'],
     );
     const w = await read(tree);
     expect(w.config).toMatchObject({ architecture: 'qwen3', qkNorm: true, headDim: 32, ropePairing: 'half', bosTokenId: 151643, eosTokenIds: [151645] });

@@ -43,19 +43,19 @@ describe('weightmap embed', () => {
     expect(maxAbsDiff(vectors[2], sentences[3].embedding)).toBeLessThanOrEqual(1e-4);
   });
 
-  test('--no-normalize and --pooling change the output; bad options fail with exit code 1', async () => {
+  test('--no-normalize and --pooling change the output; bad options fail with exit code 2', async () => {
     const r = await runCli(['embed', MODEL, 'Hello, world!', '--no-normalize', '--pooling', 'max']);
     expect(r.exitCode).toBe(0);
     const [v] = parseLines(r.stdout);
     expect(Math.abs(Math.hypot(...v) - 1)).toBeGreaterThan(1e-3);
     const bad = await runCli(['embed', MODEL, 'x', '--batch-size', '0']);
-    expect(bad.exitCode).toBe(1);
+    expect(bad.exitCode).toBe(2);
     expect(bad.stderr).toMatch(/batch-size/);
     const badPooling = await runCli(['embed', MODEL, 'x', '--pooling', 'sum']);
-    expect(badPooling.exitCode).toBe(1);
+    expect(badPooling.exitCode).toBe(2);
   });
 
-  test('--quant int8: within cosine 0.999 of the fixture; an unknown quant fails with exit code 1', async () => {
+  test('--quant int8: within cosine 0.999 of the fixture; an unknown quant fails with exit code 2', async () => {
     const r = await runCli(['embed', MODEL, sentences[0].text, '--quant', 'int8']);
     expect(r.exitCode).toBe(0);
     const [v] = parseLines(r.stdout);
@@ -64,8 +64,8 @@ describe('weightmap embed', () => {
     expect(cosine).toBeGreaterThanOrEqual(0.999);
     expect(maxAbsDiff(v, e)).toBeGreaterThan(0); // the int8 path, not f32
     const bad = await runCli(['embed', MODEL, 'x', '--quant', 'int4']);
-    expect(bad.exitCode).toBe(1);
-    expect(bad.stderr).toMatch(/--quant must be one of f32, int8, q8_0/);
+    expect(bad.exitCode).toBe(2);
+    expect(bad.stderr).toMatch(/'--quant <type>' argument 'int4' is invalid\. expected one of f32, int8, q8_0/);
   });
 
   test('float32 values print as the shortest decimal that reads back', () => {

@@ -37,11 +37,11 @@ describe('loadModel on tllm-tiny', () => {
     try {
       expect(() => model.generate(new Array(129).fill(1))).toThrow(RangeError);
       await expect(model.logits(new Array(129).fill(1))).rejects.toThrow(RangeError);
-      // The context ends the generation at 128 positions.
+      // The context ends the generation at 128 positions: prompt + generated <= max_sequence_length.
       const generation = model.generate(new Array(120).fill(1), { maxTokens: 50 });
       await generation.text();
       expect(generation.stopReason).toBe('context-full');
-      expect(generation.tokens.length).toBe(128 - 120 + 1);
+      expect(generation.tokens.length).toBe(128 - 120);
     } finally {
       model.dispose();
     }

@@ -334,9 +334,11 @@ describe('llama2.c v0 writer', () => {
     // The GGUF's explicit output.weight equals the embedding, so the classifier is shared (as export.py decides).
     expect(back.config).toEqual({ ...gguf.config, tieWordEmbeddings: true });
     for (const t of back.tensors) expect(bytesOf(t).equals(bytesOf(findTensor(gguf, t.name)!))).toBe(true);
-    const b = tmpFile('b.bin');
+    // Elsewhere: a.bin's tokenizer.bin (written beside it, read with it) is an input of this write.
+    const b = path.join(tmpFile('again'), 'b.bin');
     await llama2cFormat.write!(back, b);
     expect(fs.readFileSync(b).equals(fs.readFileSync(a))).toBe(true);
+    expect(fs.readFileSync(path.join(path.dirname(b), 'tokenizer.bin')).equals(fs.readFileSync(path.join(path.dirname(a), 'tokenizer.bin')))).toBe(true);
   });
 
   test('an untied model gets a negative vocab_size and the classifier after freq_cis', async () => {

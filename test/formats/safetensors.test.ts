@@ -238,7 +238,8 @@ describe('HF folders', () => {
     const dir = newDir('llama');
     const bin = await track(llama2cFormat.read(STORIES_BIN));
     await safetensorsFormat.write!(bin, path.join(dir, 'model.safetensors'));
-    expect(listFiles(dir)).toEqual(['config.json', 'model.safetensors']);
+    // The llama2.c vocabulary rides along as tokenizer.bin (weightmap reads no SentencePiece tokenizer.json).
+    expect(listFiles(dir)).toEqual(['config.json', 'model.safetensors', 'tokenizer.bin']);
     const config = JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8'));
     expect(config).toEqual(expect.objectContaining({ architectures: ['LlamaForCausalLM'], model_type: 'llama', num_key_value_heads: 4, tie_word_embeddings: true, torch_dtype: 'float32' }));
     const w = await read(dir);

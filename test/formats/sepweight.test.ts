@@ -320,7 +320,8 @@ describe('sepweight writer', () => {
     await sepweightFormat.write!(src, out);
     // A llama2.c source also leaves its legacy RoPE tables in start/ (for the way back to .bin).
     const llama2cExtras = ['tokenizer.bin', 'start/freqs_cos.npy', 'start/freqs_sin.npy'];
-    const expected = [...npyFiles, 'config.json', ...(src.format === 'llama2c' ? llama2cExtras : [])].sort();
+    // Both sources carry the vocabulary (tokenizer.bin); only llama2.c has RoPE tables.
+    const expected = [...npyFiles, 'config.json', ...(src.format === 'llama2c' ? llama2cExtras : ['tokenizer.bin'])].sort();
     expect(listFiles(out)).toEqual(expected);
     for (const f of npyFiles) expect([f, fs.readFileSync(path.join(out, f)).equals(fs.readFileSync(path.join(STORIES_TREE, f)))]).toEqual([f, true]);
     const config = JSON.parse(fs.readFileSync(path.join(out, 'config.json'), 'utf8'));

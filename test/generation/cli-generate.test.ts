@@ -44,8 +44,8 @@ describe('weightmap generate', () => {
 
   it('reports bad options and files with an exit code', async () => {
     const bad = await runCli(['generate', stories('stories260K.bin'), '', '--top-p', '2']);
-    expect(bad.exitCode).toBe(1);
-    expect(bad.stderr).toMatch(/topP must be in \[0, 1\]/);
+    expect(bad.exitCode).toBe(2);
+    expect(bad.stderr).toMatch(/'--top-p <p>' argument '2' is invalid/);
     const missing = await runCli(['generate', stories('nope.bin'), 'x']);
     expect(missing.exitCode).not.toBe(0);
     expect(missing.stdout).toBe('');

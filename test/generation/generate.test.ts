@@ -139,15 +139,20 @@ describe('startGeneration', () => {
     expect(none.stopReason).toBe('max-tokens');
   });
 
-  it('stops when the context is full: the last token is never fed', async () => {
+  it('stops when the context is full: prompt + generated = the context, the last token never fed', async () => {
     const session = new ScriptedSession(counting(100));
     const { host, history } = hostFor(session, letters, { contextLength: 8 });
     const gen = startGeneration(host, [1, 2, 3, 4, 5], {});
     const pieces = await collect(gen);
-    expect(pieces.map((p) => p.token)).toEqual([11, 12, 13, 14]);
+    expect(pieces.map((p) => p.token)).toEqual([11, 12, 13]);
     expect(gen.stopReason).toBe('context-full');
-    expect(history.length).toBe(8);
-    expect(session.position).toBe(8);
+    expect(history.length).toBe(7);
+    expect(session.position).toBe(7);
+    // A prompt that fills the context generates nothing (and feeds nothing).
+    const full = new ScriptedSession(counting(100));
+    const filled = startGeneration(hostFor(full, letters, { contextLength: 8 }).host, [1, 2, 3, 4, 5, 6, 7, 8], {});
+    expect(await collect(filled)).toEqual([]);
+    expect([filled.stopReason, full.position]).toEqual(['context-full', 0]);
     expect(() => startGeneration(host, [1, 2, 3, 4, 5, 6, 7, 8, 9], {})).toThrow(/more than the context length 8/);
   });
 

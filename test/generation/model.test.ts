@@ -7,9 +7,9 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { convert } from '../../lib/convert';
-import { AbortError, DisposedError, UnsupportedError, WeightFormatError } from '../../lib/errors';
+import { AbortError, DisposedError, NoTokenizerError, UnsupportedError } from '../../lib/errors';
 import { loadModel, type Model } from '../../lib/model';
-import type { DecodeOptions, StreamDecoder, Tokenizer } from '../../lib/tokenizers';
+import { loadTokenizer, type DecodeOptions, type StreamDecoder, type Tokenizer } from '../../lib/tokenizers';
 import { fixture, readF32, readJson, tempDir } from '../helpers/fixtures';
 
 const stories = (...p: string[]) => fixture('llama-stories260k', ...p);
@@ -321,15 +321,25 @@ describe('control', () => {
     model.dispose(); // twice is fine
   });
 
-  it('rejects bad load options and a missing tokenizer', async () => {
+  it('rejects bad load options; without a tokenizer it runs on ids and refuses text', async () => {
     await expect(loadModel(stories('stories260K.bin'), { contextLength: 100000 })).rejects.toThrow(/exceeds this model's maximum 512/);
     await expect(loadModel(stories('stories260K.bin'), { threads: -1 })).rejects.toThrow(RangeError);
     await expect(loadModel(stories('stories260K.bin'), { quant: 'q4' as 'q8_0' })).rejects.toThrow(RangeError);
     const { dir, cleanup } = tempDir();
     try {
       fs.copyFileSync(stories('stories260K.bin'), nodePath.join(dir, 'stories260K.bin')); // no tok512.bin beside it
-      await expect(loadModel(nodePath.join(dir, 'stories260K.bin'))).rejects.toThrow(WeightFormatError);
-      await expect(loadModel(nodePath.join(dir, 'stories260K.bin'))).rejects.toThrow(/no tokenizer/);
+      const bare = await loadModel(nodePath.join(dir, 'stories260K.bin'), { threads: 1 });
+      try {
+        expect(() => bare.generate('Once')).toThrow(NoTokenizerError);
+        expect(() => bare.generate('Once')).toThrow(expect.objectContaining({ code: 'ERR_WEIGHTMAP_NO_TOKENIZER' }));
+        const ids = bare.generate([1], { maxTokens: 40 });
+        await ids.text();
+        const tokenizer = await loadTokenizer(stories('tok512.bin'));
+        expect(golden.startsWith(tokenizer.decode(ids.tokens))).toBe(true);
+        expect(ids.tokens).toHaveLength(40);
+      } finally {
+        bare.dispose();
+      }
     } finally {
       cleanup();
     }
