@@ -191,6 +191,14 @@ export class Model {
     closeWeights(this.weights);
   }
 
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.dispose();
+  }
+
   private host() {
     return {
       tokenizer: this.tokenizer,
