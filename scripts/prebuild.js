@@ -6,7 +6,7 @@
 // Targets: WEIGHTMAP_PREBUILD_ARCHS="x64,arm64" builds exactly those and fails if one cannot be
 // built; without it, this machine's arch, plus linux-arm64 on linux-x64 when the cross compiler
 // (Debian's g++-aarch64-linux-gnu) is on PATH. Each target builds incrementally in
-// build-prebuild/<platform>-<arch>: Release, stripped and portable (WEIGHTMAP_PREBUILD in
+// build-prebuild/<platform>-<arch>: Release and stripped (WEIGHTMAP_PREBUILD in
 // CMakeLists.txt). Only the targets built are replaced under prebuilds/; nothing else is deleted.
 'use strict';
 const { spawnSync } = require('node:child_process');

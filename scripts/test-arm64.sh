@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs tests on the linux-arm64 prebuild under qemu-user, with Debian 12's arm64 Node 18 unpacked
+# (not installed) into build-arm64-node/. Needs, once, as root:
+#   dpkg --add-architecture arm64 && apt-get update && apt-get install qemu-user
+# and prebuilds/linux-arm64 (WEIGHTMAP_PREBUILD_ARCHS=x64,arm64 npm run build:prebuilds).
+# Usage: scripts/test-arm64.sh [jest arguments]; by default the tests below, in one process:
+# qemu-user without binfmt_misc cannot start an arm64 child process.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+addon=prebuilds/linux-arm64/weightmap.napi.glibc.node
+sysroot=build-arm64-node/root
+[ -f "$addon" ] || { echo "$addon is missing: WEIGHTMAP_PREBUILD_ARCHS=x64,arm64 npm run build:prebuilds" >&2; exit 1; }
+command -v qemu-aarch64 >/dev/null || { echo "qemu-aarch64 is missing: apt-get install qemu-user" >&2; exit 1; }
+
+if [ ! -x "$sysroot/usr/bin/node" ]; then
+  dpkg --print-foreign-architectures | grep -qx arm64 ||
+    { echo "arm64 packages are not available: dpkg --add-architecture arm64 && apt-get update" >&2; exit 1; }
+  mkdir -p build-arm64-node/debs
+  # Debian 12's nodejs:arm64 and what it loads (apt-cache depends nodejs:arm64 libnode108:arm64).
+  (cd build-arm64-node/debs && apt-get download nodejs:arm64 libnode108:arm64 libc6:arm64 libgcc-s1:arm64 \
+    libstdc++6:arm64 libuv1:arm64 libssl3:arm64 libicu72:arm64 libc-ares2:arm64 libbrotli1:arm64 \
+    libnghttp2-14:arm64 zlib1g:arm64 node-acorn node-cjs-module-lexer node-undici)
+  for deb in build-arm64-node/debs/*.deb; do dpkg-deb -x "$deb" "$sysroot"; done
+fi
+
+node=("qemu-aarch64" "-L" "$sysroot" "$sysroot/usr/bin/node")
+"${node[@]}" -p '`arm64 Node ${process.version} (${process.arch}), N-API ${process.versions.napi}`'
+if [ $# -eq 0 ]; then
+  # Every kernel, engine, generation and embedding test but the three that start child processes
+  # (dispatch, answer-cli) or need sharp's arm64 build (moondream-answer).
+  set -- test/kernels test/engines test/generation test/embeddings test/package/dispose.test.ts \
+    --testPathIgnorePatterns 'dispatch\.test|answer-cli\.test|moondream-answer\.test'
+fi
+WEIGHTMAP_ADDON="$addon" "${node[@]}" node_modules/jest/bin/jest.js --runInBand "$@"
