@@ -24,6 +24,17 @@ if [ ! -x "$sysroot/usr/bin/node" ]; then
   for deb in build-arm64-node/debs/*.deb; do dpkg-deb -x "$deb" "$sysroot"; done
 fi
 
+# jest resolves modules with unrs-resolver, a native package: its arm64 build, from the npm
+# registry, found through NODE_PATH.
+resolver=build-arm64-node/node_modules/@unrs/resolver-binding-linux-arm64-gnu
+if [ ! -f "$resolver/package.json" ]; then
+  version=$(node -p 'require("unrs-resolver/package.json").version')
+  mkdir -p "$resolver"
+  tgz=$(cd build-arm64-node && npm pack --silent "@unrs/resolver-binding-linux-arm64-gnu@$version")
+  tar xzf "build-arm64-node/$tgz" -C "$resolver" --strip-components=1
+fi
+export NODE_PATH="$PWD/build-arm64-node/node_modules"
+
 node=("qemu-aarch64" "-L" "$sysroot" "$sysroot/usr/bin/node")
 "${node[@]}" -p '`arm64 Node ${process.version} (${process.arch}), N-API ${process.versions.napi}`'
 if [ $# -eq 0 ]; then
