@@ -69,8 +69,9 @@ model.dispose();
     // The outer npm's settings (npm_config_*) stay out: the project installs as a user's would.
     env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
     env.PATH = bin;
-    // allowScripts: npm 11.19+ asks for it before running a dependency's install script.
-    const manifest = { name: 'consumer', private: true, allowScripts: { weightmap: true } };
+    // allowScripts: npm 11.19+ asks for it before running a dependency's install script (keyed,
+    // for a tarball, by its file: spec, as `npm install-scripts approve` writes it).
+    const manifest = { name: 'consumer', private: true, allowScripts: { [`file:${path.resolve(tarball!)}`]: true } };
     fs.writeFileSync(path.join(project.dir, 'package.json'), JSON.stringify(manifest));
     // --foreground-scripts: whatever the install script prints reaches the output checked below.
     install = run([npmCli(), 'install', path.resolve(tarball!), '--omit=optional', '--foreground-scripts',
