@@ -25,6 +25,7 @@ const SIZE_BUDGET = 3 * 1024 * 1024;
 const CROSS = {
   'linux-x64': { arm64: { toolchain: 'cmake/aarch64-linux-gnu.cmake', compiler: 'aarch64-linux-gnu-g++' } },
 };
+const crossTargets = CROSS[`${platform}-${host}`] || {};
 const ELF_MACHINE = { x64: 62, arm64: 183 };
 
 function fail(message) {
@@ -32,15 +33,11 @@ function fail(message) {
   process.exit(1);
 }
 
-function crossFor(arch) {
-  return (CROSS[`${platform}-${host}`] || {})[arch];
-}
-
 function targets() {
   const requested = process.env.WEIGHTMAP_PREBUILD_ARCHS;
   if (requested) return requested.split(',').map((a) => a.trim()).filter(Boolean);
   const archs = [host];
-  for (const [arch, cross] of Object.entries(CROSS[`${platform}-${host}`] || {})) {
+  for (const [arch, cross] of Object.entries(crossTargets)) {
     if (onPath(cross.compiler)) archs.push(arch);
     else console.error(`weightmap prebuild: skipping ${platform}-${arch}: ${cross.compiler} is not on PATH`);
   }
@@ -48,7 +45,7 @@ function targets() {
 }
 
 function build(arch) {
-  const cross = arch === host ? undefined : crossFor(arch);
+  const cross = arch === host ? undefined : crossTargets[arch];
   if (arch !== host && !cross) fail(`cannot build ${platform}-${arch} on ${platform}-${host} (no cross toolchain known)`);
   if (cross && !onPath(cross.compiler)) fail(`${platform}-${arch} needs ${cross.compiler} on PATH (Debian: apt-get install g++-aarch64-linux-gnu)`);
 

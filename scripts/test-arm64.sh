@@ -38,9 +38,10 @@ export NODE_PATH="$PWD/build-arm64-node/node_modules"
 node=("qemu-aarch64" "-L" "$sysroot" "$sysroot/usr/bin/node")
 "${node[@]}" -p '`arm64 Node ${process.version} (${process.arch}), N-API ${process.versions.napi}`'
 if [ $# -eq 0 ]; then
-  # Every kernel, engine, generation and embedding test but the three that start child processes
-  # (dispatch, answer-cli) or need sharp's arm64 build (moondream-answer).
-  set -- test/kernels test/engines test/generation test/embeddings test/package/dispose.test.ts \
-    --testPathIgnorePatterns 'dispatch\.test|answer-cli\.test|moondream-answer\.test'
+  # Every kernel test (the NEON table against the scalar reference) but dispatch's, which starts
+  # child processes; the decoder, TLLM and Moondream engines on their fixtures; dispose.
+  set -- test/kernels test/engines/decoder-llama.test.ts test/engines/decoder-qwen3.test.ts \
+    test/engines/tllm.test.ts test/engines/moondream.test.ts test/package/dispose.test.ts \
+    --testPathIgnorePatterns 'dispatch\.test'
 fi
 WEIGHTMAP_ADDON="$addon" "${node[@]}" node_modules/jest/bin/jest.js --runInBand "$@"
