@@ -44,4 +44,5 @@ if [ $# -eq 0 ]; then
     test/engines/tllm.test.ts test/engines/moondream.test.ts test/package/dispose.test.ts \
     --testPathIgnorePatterns 'dispatch\.test'
 fi
-WEIGHTMAP_ADDON="$addon" "${node[@]}" node_modules/jest/bin/jest.js --runInBand "$@"
+# Emulated, a test runs 20 to 50 times slower than natively: no per-test time limit that means anything.
+WEIGHTMAP_ADDON="$addon" "${node[@]}" node_modules/jest/bin/jest.js --runInBand --testTimeout 1800000 "$@"
