@@ -176,6 +176,14 @@ export class Embedder {
     closeWeights(this.weights);
   }
 
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.dispose();
+  }
+
   private assertOpen(): void {
     if (this.closed) throw new DisposedError('Embedder');
   }

@@ -1,7 +1,7 @@
 /**
  * Images for vision encoders: RGB bytes at the encoder's size. Raw pixels already at that size
  * are used as they are; anything else (an image file, encoded bytes, raw pixels of another size
- * or channel count) is decoded and resized with sharp (libvips, prebuilt from npm), stretched to
+ * or channel count) is decoded and resized with sharp (an optional dependency), stretched to
  * the square without keeping the aspect ratio (moondream-zig's single 378×378 view).
  */
 import * as fs from 'node:fs';
@@ -21,6 +21,10 @@ export type ImageInput = string | Uint8Array | RawImage;
 type Sharp = typeof import('sharp');
 let sharpModule: Sharp | undefined;
 
+/**
+ * sharp is an optional dependency (about 17 MB of libvips): loaded on the first image that needs
+ * decoding or resizing, never for raw RGB at the encoder size.
+ */
 function loadSharp(why: string): Sharp {
   if (sharpModule) return sharpModule;
   try {
@@ -29,8 +33,8 @@ function loadSharp(why: string): Sharp {
     return sharpModule;
   } catch (cause) {
     throw new UnsupportedError(
-      `${why} needs the 'sharp' package, which could not be loaded (${(cause as Error).message}); ` +
-        'pass raw RGB pixels at the encoder size instead',
+      `${why} needs the optional package 'sharp', which could not be loaded (${(cause as Error).message.split('\n')[0]}): ` +
+        'install it with `npm install sharp`, or pass raw RGB pixels at the encoder size',
     );
   }
 }

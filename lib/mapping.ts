@@ -35,6 +35,14 @@ export class MappedSource {
   close(): void {
     this.file.close();
   }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.close();
+  }
 }
 
 /** Maps `filePath`. Throws Node-style errors (code ENOENT, EACCES, EISDIR) for I/O failures. */

@@ -197,6 +197,14 @@ export class Model {
     closeWeights(this.weights);
   }
 
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.dispose();
+  }
+
   private host() {
     return {
       tokenizer: this.tokenizer,

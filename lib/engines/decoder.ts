@@ -240,6 +240,14 @@ export class DecoderEngineSession {
     this.onDispose();
   }
 
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.dispose();
+  }
+
   /** Calls not yet settled (running or queued). */
   get queued(): number {
     return this.pending;

@@ -74,6 +74,14 @@ export abstract class KvSession<S extends NativeKvSession> {
     this.session = undefined;
   }
 
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.dispose();
+  }
+
   protected live(): S {
     if (!this.session) throw new DisposedError(this.name);
     return this.session;
