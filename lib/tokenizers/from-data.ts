@@ -5,7 +5,8 @@ import type { AddedToken } from './added-tokens';
 import { bertNormalizer } from './bert-basic';
 import { ByteLevelBpeTokenizer } from './byte-level-bpe';
 import { mergeTableFromPairs, parseMergeEntry } from './bpe-model';
-import { GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN, regexPreTokenizer } from './pretokenizers';
+import { MapVocab } from './bpe-vocab';
+import { GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN } from './pretokenizers';
 import { byteLevelBpeFromScoredSteps } from './scored-byte-level';
 import { bytePieceValue, SentencePieceBpeTokenizer, SPACE_MARK } from './sentencepiece-bpe';
 import { runNow, runYielding, type Steps } from './steps';
@@ -142,11 +143,10 @@ function ggufByteLevel(data: Gguf, where: string): Tokenizer {
   const { pattern, nfc } = preTokenizerFor(data.pre);
   const ids = definedIds({ bos: data.bosId, eos: data.eosId, unk: data.unkId, pad: data.padId });
   return new ByteLevelBpeTokenizer({
-    vocab,
+    vocab: new MapVocab(vocab),
     merges: mergeTableFromPairs(vocab, merges, where),
     addedTokens,
-    normalizer: nfc ? (s) => s.normalize('NFC') : undefined,
-    preTokenizer: regexPreTokenizer(pattern),
+    text: { normalizer: nfc ? 'NFC' : 'none', preTokenizer: { pattern, prefixSpace: false } },
     specialIds: ids,
     wrapping: {
       prefix: data.addBos && ids.bos !== undefined ? [ids.bos] : [],
