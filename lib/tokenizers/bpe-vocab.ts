@@ -79,18 +79,20 @@ export class PackedVocab implements BpeVocab {
    */
   static pack(entries: Iterable<[string, number]>, size: number, allocate: Allocate): PackedVocab | undefined {
     const list = [...entries];
-    if (list.some(([token]) => LONE_SURROGATE.test(token))) return undefined;
-    const encoded = list.map(([token]) => encoder.encode(token));
     const offsets = allocate(Uint32Array, list.length + 1);
-    for (let e = 0; e < list.length; e++) offsets[e + 1] = offsets[e] + encoded[e].length;
+    for (let e = 0; e < list.length; e++) {
+      if (LONE_SURROGATE.test(list[e][0])) return undefined;
+      offsets[e + 1] = offsets[e] + Buffer.byteLength(list[e][0], 'utf8');
+    }
     const bytes = allocate(Uint8Array, offsets[list.length]);
+    const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     const ids = allocate(Int32Array, list.length);
     const byId = allocate(Int32Array, size).fill(-1);
     let cap = 16;
     while (cap < list.length * 2) cap *= 2;
     const index = allocate(Int32Array, cap).fill(-1);
     for (let e = 0; e < list.length; e++) {
-      bytes.set(encoded[e], offsets[e]);
+      view.write(list[e][0], offsets[e], 'utf8');
       ids[e] = list[e][1];
       byId[list[e][1]] = e;
       let h = fnv1a(bytes, offsets[e], offsets[e + 1]) & (cap - 1);

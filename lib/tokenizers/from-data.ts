@@ -12,6 +12,7 @@ import { bytePieceValue, SentencePieceBpeTokenizer, SPACE_MARK } from './sentenc
 import { runNow, runYielding, type Steps } from './steps';
 import type { SpecialTokenIds, Tokenizer } from './types';
 import { WordPieceTokenizer } from './wordpiece';
+import { withRecipe } from './worker-client';
 
 type Gguf = Extract<TokenizerData, { kind: 'gguf' }>;
 type Scored = Extract<TokenizerData, { kind: 'scored' }>;
@@ -182,8 +183,8 @@ function ggufWordPiece(data: Gguf, where: string): Tokenizer {
  * from an ajc1 `.tokenizer` (151k tokens: a few hundred milliseconds) gives the event loop a turn
  * every few milliseconds. The other kinds build in one go.
  */
-export function tokenizerFromDataAsync(data: TokenizerData, where = 'tokenizer data'): Promise<Tokenizer> {
-  return runYielding(tokenizerFromDataSteps(data, where));
+export async function tokenizerFromDataAsync(data: TokenizerData, where = 'tokenizer data'): Promise<Tokenizer> {
+  return withRecipe(await runYielding(tokenizerFromDataSteps(data, where)), { data, where });
 }
 
 /** Builds the tokenizer a TokenizerData describes. `where` names its source in errors. */

@@ -1,0 +1,85 @@
+/**
+ * The cache of packed tokenizers (packed.ts): one file per tokenizer source, in
+ * `$WEIGHTMAP_CACHE/tokenizers/` (default ~/.cache/weightmap; WEIGHTMAP_CACHE=off turns it off).
+ * A file is used only when it passes checkPacked and records the same sizes and modification
+ * times of the source files as they have now; otherwise the tokenizer is built and the file
+ * rewritten (temporary file, then rename). Runs in the tokenizer worker.
+ */
+import * as crypto from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as nodePath from 'node:path';
+import { checkPacked, packedSource } from './packed';
+
+/** Bumped whenever the packed layout or the tokenizer builders change what they produce. */
+const CACHE_VERSION = 1;
+
+/** The cache folder the environment names (read on the calling thread), or undefined when off. */
+export function tokenizerCacheDir(): string | undefined {
+  const setting = process.env.WEIGHTMAP_CACHE;
+  if (setting === 'off' || setting === '0') return undefined;
+  return nodePath.join(setting || nodePath.join(os.homedir(), '.cache', 'weightmap'), 'tokenizers');
+}
+
+/** The files a load of `path` may read (see load.ts), each as [name, size, mtimeMs]: the cache key and its validity. */
+export function tokenizerSource(path: string): { version: number; path: string; files: [string, number, number][] } {
+  const real = fs.realpathSync(path);
+  const dir = fs.statSync(real).isDirectory() ? real : nodePath.dirname(real);
+  const names = new Set(['tokenizer.json', 'tokenizer_config.json', 'vocab.json', 'merges.txt', 'vocab.txt', 'tokenizer.bin']);
+  for (const name of fs.readdirSync(dir)) if (name.endsWith('.tokenizer')) names.add(name);
+  if (dir !== real) names.add(nodePath.basename(real));
+  const files: [string, number, number][] = [];
+  for (const name of [...names].sort()) {
+    const stat = fs.statSync(nodePath.join(dir, name), { throwIfNoEntry: false });
+    if (stat) files.push([name, stat.size, stat.mtimeMs]);
+  }
+  return { version: CACHE_VERSION, path: real, files };
+}
+
+function cacheFile(dir: string, source: { path: string }): string {
+  const key = crypto.createHash('sha256').update(`${CACHE_VERSION}\0${source.path}`).digest('hex').slice(0, 32);
+  return nodePath.join(dir, `${key}.wmtok`);
+}
+
+/** The cached packed tokenizer of `source`, in shared memory, or undefined (absent, stale or damaged). */
+export function readCachedTokenizer(dir: string, source: object): SharedArrayBuffer | undefined {
+  const file = cacheFile(dir, source as { path: string });
+  let fd: number;
+  try {
+    fd = fs.openSync(file, 'r');
+  } catch {
+    return undefined;
+  }
+  try {
+    const size = fs.fstatSync(fd).size;
+    const sab = new SharedArrayBuffer(size);
+    const bytes = new Uint8Array(sab);
+    let at = 0;
+    while (at < size) {
+      const n = fs.readSync(fd, bytes, at, size - at, at);
+      if (n === 0) return undefined;
+      at += n;
+    }
+    if (JSON.stringify(packedSource(bytes)) !== JSON.stringify(source)) return undefined;
+    checkPacked(bytes, file);
+    return sab;
+  } catch {
+    // A damaged or foreign file is rebuilt over, like a stale one.
+    return undefined;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Stores a packed tokenizer; a cache that cannot be written is skipped (it only saves time). */
+export function writeCachedTokenizer(dir: string, source: object, packed: SharedArrayBuffer): void {
+  const file = cacheFile(dir, source as { path: string });
+  const tmp = `${file}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`;
+  try {
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(tmp, new Uint8Array(packed));
+    fs.renameSync(tmp, file);
+  } catch {
+    fs.rmSync(tmp, { force: true });
+  }
+}

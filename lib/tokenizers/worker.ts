@@ -1,0 +1,59 @@
+/**
+ * The tokenizer worker thread: loads tokenizers (and packs the byte-level BPE ones, through the
+ * cache folder) and encodes long texts, so that neither holds the JS thread (worker-client.ts).
+ */
+import { parentPort } from 'node:worker_threads';
+import { readCachedTokenizer, tokenizerSource, writeCachedTokenizer } from './cache';
+import { tokenizerFromData } from './from-data';
+import { loadTokenizerSync } from './load';
+import { packTokenizer, unpackTokenizer } from './packed';
+import type { Tokenizer } from './types';
+import { sendError, type Recipe, type Reply, type Request } from './worker-protocol';
+
+/** Tokenizers made for encode requests, most recently used last. */
+const made = new Map<number, Tokenizer>();
+const MADE_LIMIT = 4;
+
+function load(path: string, cacheDir: string | undefined): SharedArrayBuffer | undefined {
+  const source = tokenizerSource(path);
+  const cached = cacheDir === undefined ? undefined : readCachedTokenizer(cacheDir, source);
+  if (cached) return cached;
+  const packed = packTokenizer(loadTokenizerSync(path), source);
+  if (packed && cacheDir !== undefined) writeCachedTokenizer(cacheDir, source, packed);
+  return packed;
+}
+
+function make(recipe: Recipe): Tokenizer {
+  if ('packed' in recipe) return unpackTokenizer(recipe.packed);
+  if ('path' in recipe) return loadTokenizerSync(recipe.path);
+  return tokenizerFromData(recipe.data, recipe.where);
+}
+
+function tokenizerFor(key: number, recipe: Recipe | undefined): Tokenizer {
+  let tokenizer = made.get(key);
+  if (tokenizer) {
+    made.delete(key);
+  } else {
+    if (!recipe) throw new Error(`the tokenizer worker has no tokenizer ${key}`);
+    tokenizer = make(recipe);
+    if (made.size >= MADE_LIMIT) made.delete(made.keys().next().value!);
+  }
+  made.set(key, tokenizer);
+  return tokenizer;
+}
+
+function handle(request: Request): { reply: Reply; transfer: ArrayBuffer[] } {
+  try {
+    if (request.op === 'load') return { reply: { id: request.id, packed: load(request.path, request.cacheDir) }, transfer: [] };
+    const tokenizer = tokenizerFor(request.key, request.recipe);
+    const ids = request.texts.map((text) => Int32Array.from(tokenizer.encode(text, request.options)));
+    return { reply: { id: request.id, ids }, transfer: ids.map((a) => a.buffer as ArrayBuffer) };
+  } catch (error) {
+    return { reply: { id: request.id, error: sendError(error) }, transfer: [] };
+  }
+}
+
+parentPort!.on('message', (request: Request) => {
+  const { reply, transfer } = handle(request);
+  parentPort!.postMessage(reply, transfer);
+});
