@@ -31,7 +31,7 @@ import { checkTokenIds, startGeneration, type GenerateOptions, type Generation, 
 import { idsOnlyTokenizer } from './ids-tokenizer';
 import { native } from './native';
 import { SessionPool } from './session-pool';
-import { loadTokenizer, tokenizerFromDataAsync, type Tokenizer } from './tokenizers';
+import { encodeAsync, loadTokenizer, loadWeightsTokenizer, type EncodeOptions, type Tokenizer } from './tokenizers';
 import { closeWeights, type FormatName, type ModelConfig, type ModelWeights } from './weights';
 
 export interface LoadModelOptions {
@@ -116,6 +116,12 @@ export class Model {
   /** Token ids of `text` (with the tokenizer's BOS where the model expects one). */
   encode(text: string): number[] {
     return this.tokenizer.encode(text);
+  }
+
+  /** encode() off the JS thread for long texts (the tokenizer worker; see tokenizers/worker-client.ts). */
+  async encodeAsync(text: string, options?: EncodeOptions): Promise<number[]> {
+    this.live();
+    return (await encodeAsync(this.tokenizer, [text], options))[0];
   }
 
   /** The logits [V] after the last of `ids`, all fed as one prefill from position 0. */
@@ -280,7 +286,7 @@ async function resolveTokenizer(weights: ModelWeights, folder: string, given: Lo
   const at = (name: string) => nodePath.join(folder, name);
   if (fs.existsSync(at('tokenizer.json'))) return loadTokenizer(at('tokenizer.json'));
   if (fs.existsSync(at('vocab.json')) && fs.existsSync(at('merges.txt'))) return loadTokenizer(folder);
-  if (weights.tokenizer) return tokenizerFromDataAsync(weights.tokenizer, weights.path);
+  if (weights.tokenizer) return loadWeightsTokenizer(weights, weights.tokenizer);
   if (weights.config.architecture === 'tllm' && fs.existsSync(at('vocab.txt')) && fs.existsSync(at('merges.txt'))) return loadTokenizer(folder);
   // TLLM files carry no vocabulary: without vocab.txt + merges.txt beside them, prompts are token ids
   // (FORMATS.md §1.6). Every other architecture still needs a tokenizer (moon-tiny has none: an error).
@@ -344,8 +350,11 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
   let engine: LanguageEngine | undefined;
   try {
     const folder = modelFolder(path);
+    // The tokenizer loads (in its worker) while the engine binds the weights.
+    const loadingTokenizer = resolveTokenizer(weights, folder, options.tokenizer);
+    loadingTokenizer.catch(() => undefined); // awaited below, unless the engine fails first
     engine = await loadEngine(weights, options);
-    const tokenizer = await resolveTokenizer(weights, folder, options.tokenizer);
+    const tokenizer = await loadingTokenizer;
     if (tokenizer.vocabSize > engine.vocabSize) {
       throw new WeightFormatError('CONFIG_MISMATCH', 'the tokenizer has more tokens than the model has logits', {
         path: weights.path,

@@ -135,8 +135,7 @@ export async function loadTokenizer(path: string): Promise<Tokenizer> {
  * `.tokenizer`, a GGUF's metadata) loads through loadTokenizer, off the JS thread and cached;
  * other data builds here in slices.
  */
-export async function loadWeightsTokenizer(weights: ModelWeights & { tokenizer: TokenizerData }): Promise<Tokenizer> {
-  const data = weights.tokenizer;
+export async function loadWeightsTokenizer(weights: Pick<ModelWeights, 'format' | 'path'>, data: TokenizerData): Promise<Tokenizer> {
   const file = data.kind === 'scored' && data.style === 'ajc1' && weights.format === 'ajc1' ? `${weights.path}.tokenizer`
     : data.kind === 'gguf' && weights.format === 'gguf' ? weights.path : undefined;
   if (file !== undefined) {
