@@ -4,8 +4,6 @@
  */
 import { parentPort } from 'node:worker_threads';
 import { readCachedTokenizer, tokenizerSource, writeCachedTokenizer } from './cache';
-import { tokenizerFromData } from './from-data';
-import { loadTokenizerSync } from './load';
 import { packTokenizer, unpackTokenizer } from './packed';
 import type { Tokenizer } from './types';
 import { sendError, type Recipe, type Reply, type Request } from './worker-protocol';
@@ -14,19 +12,29 @@ import { sendError, type Recipe, type Reply, type Request } from './worker-proto
 const made = new Map<number, Tokenizer>();
 const MADE_LIMIT = 4;
 
+/** The builders (and the format readers they use), loaded when first needed: a cache hit needs none. */
+function builders() {
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  return {
+    ...(require('./load') as typeof import('./load')),
+    ...(require('./from-data') as typeof import('./from-data')),
+  };
+  /* eslint-enable @typescript-eslint/no-require-imports */
+}
+
 function load(path: string, cacheDir: string | undefined): SharedArrayBuffer | undefined {
   const source = tokenizerSource(path);
   const cached = cacheDir === undefined ? undefined : readCachedTokenizer(cacheDir, source);
   if (cached) return cached;
-  const packed = packTokenizer(loadTokenizerSync(path), source);
+  const packed = packTokenizer(builders().loadTokenizerSync(path), source);
   if (packed && cacheDir !== undefined) writeCachedTokenizer(cacheDir, source, packed);
   return packed;
 }
 
 function make(recipe: Recipe): Tokenizer {
   if ('packed' in recipe) return unpackTokenizer(recipe.packed);
-  if ('path' in recipe) return loadTokenizerSync(recipe.path);
-  return tokenizerFromData(recipe.data, recipe.where);
+  if ('path' in recipe) return builders().loadTokenizerSync(recipe.path);
+  return builders().tokenizerFromData(recipe.data, recipe.where);
 }
 
 function tokenizerFor(key: number, recipe: Recipe | undefined): Tokenizer {

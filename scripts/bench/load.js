@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Loading and long-text calls against the event loop: for each call, in a fresh process, the wall
 // time and the longest time the event loop went without a turn (a setImmediate chain measures the
-// gaps; monitorEventLoopDelay's max is printed beside it). Tokenizer loads run twice on one empty
-// cache folder (WEIGHTMAP_CACHE): "cold" builds and stores the compact form, "warm" reads it.
+// gaps; monitorEventLoopDelay's max is printed beside it), and, for a second call in the same
+// process, the time the loop was busy (eventLoopUtilization). Tokenizer loads run twice on one
+// empty cache folder (WEIGHTMAP_CACHE): "cold" builds and stores the packed form, "warm" reads it.
 // Compare two checkouts by pointing --root at each (their dist/ must be built):
 //   node scripts/bench/load.js [--root /work/main] [--only NAME,...] [--runs 3]
 'use strict';
@@ -64,7 +65,7 @@ const CALLS = {
   'convert(ajc1 -> gguf)': async (w, tmp) => () => w.convert(AJC1, path.join(tmp, 'out.gguf'), { to: 'gguf' }),
 };
 
-async function child(name, tmp) {
+async function child(name, tmp, rerun) {
   const w = require(path.join(root, 'dist', 'cjs', 'index.js'));
   const run = await CALLS[name](w, tmp);
   if (!run) return { skipped: true };
@@ -85,7 +86,16 @@ async function child(name, tmp) {
   const ms = performance.now() - t0;
   done = true;
   histogram.disable();
-  return { ms, longest, histogramMax: histogram.max / 1e6 };
+  // Busy time is measured in a second run without the setImmediate chain (which keeps the loop
+  // from ever waiting): performance.eventLoopUtilization's active time.
+  let busy = null;
+  if (rerun) {
+    const again = await CALLS[name](w, tmp);
+    const elu = performance.eventLoopUtilization();
+    await again();
+    busy = performance.eventLoopUtilization(elu).active;
+  }
+  return { ms, longest, histogramMax: histogram.max / 1e6, busy };
 }
 
 function main() {
@@ -93,7 +103,7 @@ function main() {
   const runs = Number(opt('runs', '3'));
   const names = Object.keys(CALLS).filter((n) => only.length === 0 || only.some((o) => n.includes(o)));
   console.log(`root ${root}   load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}   median of ${runs} fresh processes`);
-  console.log(`${'call'.padEnd(46)} ${'pass'.padEnd(5)} ${'wall ms'.padStart(9)} ${'longest block ms'.padStart(17)} ${'(histogram max)'.padStart(16)}`);
+  console.log(`${'call'.padEnd(46)} ${'pass'.padEnd(5)} ${'wall ms'.padStart(9)} ${'longest block ms'.padStart(17)} ${'(histogram max)'.padStart(16)} ${'busy ms (2nd call)'.padStart(19)}`);
   for (const name of names) {
     const passes = name.startsWith('loadTokenizer') ? ['cold', 'warm'] : ['-'];
     const results = Object.fromEntries(passes.map((p) => [p, []]));
@@ -101,7 +111,7 @@ function main() {
       const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'weightmap-bench-load-'));
       try {
         for (const pass of passes) {
-          const out = execFileSync(process.execPath, [__filename, '--child', name, '--root', root, '--tmp', tmp], {
+          const out = execFileSync(process.execPath, [__filename, '--child', name, '--root', root, '--tmp', tmp, ...(pass === 'cold' ? [] : ['--busy'])], {
             env: { ...process.env, WEIGHTMAP_CACHE: path.join(tmp, 'cache') },
             encoding: 'utf8',
           });
@@ -118,13 +128,14 @@ function main() {
         continue;
       }
       const med = (key) => rs.map((x) => x[key]).sort((a, b) => a - b)[rs.length >> 1];
-      console.log(`${name.padEnd(46)} ${pass.padEnd(5)} ${med('ms').toFixed(1).padStart(9)} ${med('longest').toFixed(1).padStart(17)} ${med('histogramMax').toFixed(1).padStart(16)}`);
+      const busy = rs[0].busy === null ? '' : med('busy').toFixed(1);
+      console.log(`${name.padEnd(46)} ${pass.padEnd(5)} ${med('ms').toFixed(1).padStart(9)} ${med('longest').toFixed(1).padStart(17)} ${med('histogramMax').toFixed(1).padStart(16)} ${busy.padStart(19)}`);
     }
   }
 }
 
 if (args.includes('--child')) {
-  child(opt('child'), opt('tmp')).then(
+  child(opt('child'), opt('tmp'), args.includes('--busy')).then(
     (r) => {
       console.log(JSON.stringify(r));
       process.exit(0);
