@@ -31,7 +31,8 @@ import { checkTokenIds, startGeneration, type GenerateOptions, type Generation, 
 import { idsOnlyTokenizer } from './ids-tokenizer';
 import { native } from './native';
 import { SessionPool } from './session-pool';
-import { encodeAsync, loadTokenizer, loadWeightsTokenizer, type EncodeOptions, type Tokenizer } from './tokenizers';
+import { encodeAsync, loadTokenizer, loadWeightsTokenizer, WORKER_MIN_CHARS, type EncodeOptions, type Tokenizer } from './tokenizers';
+import { deferredGeneration } from './deferred-generation';
 import { closeWeights, type FormatName, type ModelConfig, type ModelWeights } from './weights';
 
 export interface LoadModelOptions {
@@ -150,8 +151,8 @@ export class Model {
    */
   generate(prompt: string | ArrayLike<number>, options: GenerateOptions = {}): Generation {
     this.live();
-    const ids = typeof prompt === 'string' ? this.tokenizer.encode(prompt) : this.checkIds(prompt);
-    return startGeneration(this.host(), ids, { ...options, stopTokens: options.stopTokens ?? this.stopTokens });
+    const start = (ids: number[]) => startGeneration(this.host(), ids, { ...options, stopTokens: options.stopTokens ?? this.stopTokens });
+    return typeof prompt === 'string' ? this.startOnText(prompt, undefined, start) : start(this.checkIds(prompt));
   }
 
   /** The prompt text of a conversation, ending with the opening of the assistant's turn. */
@@ -171,14 +172,14 @@ export class Model {
     checkMessages(messages);
     const text = this.renderChat(messages, options);
     // Templates write their own special tokens (BOS included) as text.
-    const ids = this.tokenizer.encode(text, { addSpecialTokens: false });
     const stops = new Set(options.stopTokens ?? this.stopTokens);
     for (const t of this.chatTemplate!.stopTokenTexts) {
       const id = this.tokenizer.tokenToId(t);
       if (id !== undefined) stops.add(id);
     }
     const stopStrings = [...this.chatTemplate!.stopStrings, ...(options.stop === undefined ? [] : typeof options.stop === 'string' ? [options.stop] : options.stop)];
-    return startGeneration(this.host(), ids, { ...options, stopTokens: [...stops], stop: stopStrings });
+    const start = (ids: number[]) => startGeneration(this.host(), ids, { ...options, stopTokens: [...stops], stop: stopStrings });
+    return this.startOnText(text, { addSpecialTokens: false }, start);
   }
 
   /** A conversation that remembers its messages: `await session.prompt('Hi!')`. */
@@ -195,6 +196,15 @@ export class Model {
     this.pool.dispose();
     this.engine.dispose();
     closeWeights(this.weights);
+  }
+
+  /**
+   * start(the ids of `text`): encoded here, or for a long text in the tokenizer worker, the
+   * generation then starting when they come (so its errors come from the first next()).
+   */
+  private startOnText(text: string, options: EncodeOptions | undefined, start: (ids: number[]) => Generation): Generation {
+    if (text.length >= WORKER_MIN_CHARS) return deferredGeneration(this.encodeAsync(text, options), start);
+    return start(this.tokenizer.encode(text, options));
   }
 
   private host() {

@@ -30,7 +30,7 @@ function layout(bytes: Uint8Array) {
 
 /** A copy of the packed bytes after `edit`, its checksum made to match again (SharedArrayBuffer-free, 8-aligned). */
 function tampered(edit: (buf: Buffer) => unknown): Uint8Array {
-  let buf = Buffer.from(new Uint8Array(packed));
+  let buf: Buffer = Buffer.from(new Uint8Array(packed));
   const replaced = edit(buf);
   if (Buffer.isBuffer(replaced)) buf = replaced;
   const out = new Uint8Array(new ArrayBuffer(buf.length));
