@@ -3,13 +3,17 @@
  * `$WEIGHTMAP_CACHE/tokenizers/` (default ~/.cache/weightmap; WEIGHTMAP_CACHE=off turns it off).
  * A file is used only when it passes checkPacked and records the same sizes and modification
  * times of the source files as they have now; otherwise the tokenizer is built and the file
- * rewritten (temporary file, then rename). Runs in the tokenizer worker.
+ * rewritten (temporary file, then rename) by the tokenizer worker. Reading runs on the calling
+ * thread without holding it: the file is read and checksummed off the thread (libuv, the native
+ * CRC), its arrays checked in slices (steps.ts).
  */
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as nodePath from 'node:path';
-import { checkPacked, packedSource } from './packed';
+import { crc32Native } from '../formats/checksums';
+import { checkPackedSteps, packedChecksum, packedSource } from './packed';
+import { runYielding } from './steps';
 
 /** Bumped whenever the packed layout or the tokenizer builders change what they produce. */
 const CACHE_VERSION = 1;
@@ -42,32 +46,32 @@ function cacheFile(dir: string, source: { path: string }): string {
 }
 
 /** The cached packed tokenizer of `source`, in shared memory, or undefined (absent, stale or damaged). */
-export function readCachedTokenizer(dir: string, source: object): SharedArrayBuffer | undefined {
+export async function readCachedTokenizer(dir: string, source: object): Promise<SharedArrayBuffer | undefined> {
   const file = cacheFile(dir, source as { path: string });
-  let fd: number;
+  let handle: fs.promises.FileHandle;
   try {
-    fd = fs.openSync(file, 'r');
+    handle = await fs.promises.open(file, 'r');
   } catch {
     return undefined;
   }
   try {
-    const size = fs.fstatSync(fd).size;
+    const size = (await handle.stat()).size;
     const sab = new SharedArrayBuffer(size);
     const bytes = new Uint8Array(sab);
-    let at = 0;
-    while (at < size) {
-      const n = fs.readSync(fd, bytes, at, size - at, at);
-      if (n === 0) return undefined;
-      at += n;
+    for (let at = 0; at < size; ) {
+      const { bytesRead } = await handle.read(bytes, at, size - at, at);
+      if (bytesRead === 0) return undefined;
+      at += bytesRead;
     }
     if (JSON.stringify(packedSource(bytes)) !== JSON.stringify(source)) return undefined;
-    checkPacked(bytes, file);
+    const crc = await crc32Native(packedChecksum(bytes).covered);
+    await runYielding(checkPackedSteps(bytes, file, crc));
     return sab;
   } catch {
     // A damaged or foreign file is rebuilt over, like a stale one.
     return undefined;
   } finally {
-    fs.closeSync(fd);
+    await handle.close();
   }
 }
 

@@ -14,7 +14,7 @@ import { fail } from '../formats/bytes';
 import { tokenizerFromData, tokenizerFromDataAsync, tokenizerFromDataSteps } from './from-data';
 import { readGgufTokenizerData } from './gguf-vocab';
 import { tokenizerFromJsonSteps, tokenizerFromVocabMergesSteps } from './hf-json';
-import { tokenizerCacheDir } from './cache';
+import { readCachedTokenizer, tokenizerCacheDir, tokenizerSource } from './cache';
 import { unpackTokenizer } from './packed';
 import { runNow, runYielding, type Steps } from './steps';
 import { TllmTokenizer } from './tllm';
@@ -117,15 +117,18 @@ export function loadTokenizerSync(path: string): Tokenizer {
 }
 
 /**
- * Reads the tokenizer at `path` (a file or a folder; see the module comment) in the tokenizer
- * worker. A byte-level BPE vocabulary (151k tokens for Qwen: hundreds of milliseconds to build)
- * comes back packed, from the cache folder when it holds it (cache.ts), and is in use without
+ * Reads the tokenizer at `path` (a file or a folder; see the module comment). A byte-level BPE
+ * vocabulary (151k tokens for Qwen: hundreds of milliseconds to build) is read packed from the
+ * cache folder (cache.ts), or built and packed in the tokenizer worker, and is in use without
  * further work; the other kinds, small, are built here in slices that let the event loop run in
  * between (steps.ts).
  */
 export async function loadTokenizer(path: string): Promise<Tokenizer> {
   if (typeof path !== 'string' || path === '') throw new TypeError('loadTokenizer(path): path must be a non-empty string');
-  const packed = await loadInWorker(path, tokenizerCacheDir());
+  const cacheDir = tokenizerCacheDir();
+  const source = tokenizerSource(path);
+  const cached = cacheDir === undefined ? undefined : await readCachedTokenizer(cacheDir, source);
+  const packed = cached ?? (await loadInWorker(path, cacheDir, source));
   if (packed) return withRecipe(unpackTokenizer(packed, path), { packed });
   return withRecipe(await runYielding(load(path)), { path });
 }

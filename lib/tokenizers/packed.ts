@@ -19,6 +19,7 @@ import type { BpeTextSpec } from './bpe-text';
 import { PackedVocab, type PackedVocabArrays } from './bpe-vocab';
 import { MergeTable, type MergeTableArrays } from './merge-table';
 import type { SpecialWrapping } from './post-process';
+import { runNow, type Steps } from './steps';
 import type { SpecialTokenIds } from './types';
 
 const MAGIC = 'WMTOKPK1';
@@ -120,16 +121,29 @@ function readHeader(buffer: Uint8Array, where: string): PackedHeader {
   }
 }
 
-/**
- * Checks a packed buffer read from a file: the checksum, the header's shape, every array's extent,
- * and every id, offset and slot against what the arrays hold (so that no lookup can run past an
- * array or probe forever). Throws WeightFormatError.
- */
+/** The CRC-32 a packed buffer stores, and the range it covers (from byte 16 to the end). */
+export function packedChecksum(buffer: Uint8Array): { stored: number; covered: Uint8Array } {
+  return { stored: Buffer.from(buffer.buffer, buffer.byteOffset, buffer.byteLength).readUInt32LE(12), covered: buffer.subarray(PREFIX) };
+}
+
+/** checkPackedSteps in one go, with zlib's CRC-32. */
 export function checkPacked(buffer: Uint8Array, where: string): void {
+  runNow(checkPackedSteps(buffer, where, zlib.crc32(buffer.subarray(PREFIX))));
+}
+
+/** Array elements checked per slice of checkPackedSteps (a few milliseconds). */
+const CHECK_STEP = 1 << 17;
+
+/**
+ * Checks a packed buffer read from a file: the checksum (`crc`, the CRC-32 of packedChecksum's
+ * range, computed by the caller), the header's shape, every array's extent, and every id, offset
+ * and slot against what the arrays hold (so that no lookup can run past an array or probe
+ * forever). Throws WeightFormatError. In slices (steps.ts).
+ */
+export function* checkPackedSteps(buffer: Uint8Array, where: string, crc: number): Steps<void> {
   const bytes = Buffer.from(buffer.buffer, buffer.byteOffset, buffer.byteLength);
   const header = readHeader(bytes, where);
   const stored = bytes.readUInt32LE(12);
-  const crc = zlib.crc32(bytes.subarray(PREFIX));
   if (crc !== stored) throw new WeightFormatError('CHECKSUM_MISMATCH', 'the packed tokenizer is damaged', { path: where, offset: 12, expected: stored, found: crc });
   const bad = (what: string, found?: unknown): never => {
     throw new WeightFormatError('BAD_HEADER', `packed tokenizer: ${what}`, { path: where, found });
@@ -152,16 +166,18 @@ export function checkPacked(buffer: Uint8Array, where: string): void {
   const entries = ids.length;
   if (offsets.length !== entries + 1 || offsets[0] !== 0 || offsets[entries] !== arrays.bytes.length) bad('token offsets do not cover the token bytes');
   for (let e = 0; e < entries; e++) {
+    if (e % CHECK_STEP === CHECK_STEP - 1) yield;
     if (offsets[e + 1] < offsets[e]) bad(`token offsets decrease at entry ${e}`);
     if (!(ids[e] >= 0 && ids[e] < byId.length)) bad(`entry ${e} has id ${ids[e]} outside [0, ${byId.length})`);
   }
   for (let id = 0; id < byId.length; id++) {
+    if (id % CHECK_STEP === CHECK_STEP - 1) yield;
     const e = byId[id];
     if (e !== -1 && !(e >= 0 && e < entries && ids[e] === id)) bad(`id ${id} names entry ${e}, which is not its`);
   }
-  checkSlots(index, entries, (slot) => index[slot] === -1, (slot) => index[slot] < entries && index[slot] >= 0, bad, 'vocabulary index');
+  yield* checkSlots(index, entries, (slot) => index[slot] === -1, (slot) => index[slot] < entries && index[slot] >= 0, bad, 'vocabulary index');
   if (keys.length !== ranks.length * 2 || merged.length !== ranks.length) bad('merge arrays differ in length');
-  const used = checkSlots(
+  const used = yield* checkSlots(
     ranks,
     header.mergeCount,
     (slot) => keys[slot * 2] === -1,
@@ -173,12 +189,13 @@ export function checkPacked(buffer: Uint8Array, where: string): void {
 }
 
 /** Slots of an open-addressing table: capacity a power of two, at most half of them used, each used one valid. */
-function checkSlots(slots: ArrayLike<number>, expected: number, empty: (slot: number) => boolean, valid: (slot: number) => boolean, bad: (what: string, found?: unknown) => never, what: string): number {
+function* checkSlots(slots: ArrayLike<number>, expected: number, empty: (slot: number) => boolean, valid: (slot: number) => boolean, bad: (what: string, found?: unknown) => never, what: string): Steps<number> {
   const cap = slots.length;
   if (cap < 16 || (cap & (cap - 1)) !== 0) bad(`${what} capacity is not a power of two`, cap);
   if (expected * 2 > cap) bad(`${what} is more than half full`, expected);
   let used = 0;
   for (let slot = 0; slot < cap; slot++) {
+    if (slot % CHECK_STEP === CHECK_STEP - 1) yield;
     if (empty(slot)) continue;
     if (!valid(slot)) bad(`${what} slot ${slot} is invalid`);
     used++;

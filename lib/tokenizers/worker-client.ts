@@ -106,9 +106,9 @@ function tokenizerWorker(): TokenizerWorker {
   return (shared ??= new TokenizerWorker());
 }
 
-/** Loads `path` in the worker: the packed tokenizer, or undefined when its kind does not pack. */
-export async function loadInWorker(path: string, cacheDir: string | undefined): Promise<SharedArrayBuffer | undefined> {
-  const reply = await tokenizerWorker().request({ op: 'load', path, cacheDir });
+/** Builds `path` in the worker: the packed tokenizer, or undefined when its kind does not pack. */
+export async function loadInWorker(path: string, cacheDir: string | undefined, source: object): Promise<SharedArrayBuffer | undefined> {
+  const reply = await tokenizerWorker().request({ op: 'load', path, cacheDir, source });
   return 'packed' in reply ? reply.packed : undefined;
 }
 

@@ -7,8 +7,11 @@ import type { EncodeOptions } from './types';
 export type Recipe = { packed: SharedArrayBuffer } | { path: string } | { data: TokenizerData; where: string };
 
 export type Request =
-  /** Load `path`; reply the packed tokenizer (built, or read from the cache folder `cacheDir`) or none when its kind does not pack. */
-  | { id: number; op: 'load'; path: string; cacheDir: string | undefined }
+  /**
+   * Build `path`; reply the packed tokenizer (also stored in the cache folder `cacheDir` under
+   * `source`, cache.ts) or none when its kind does not pack.
+   */
+  | { id: number; op: 'load'; path: string; cacheDir: string | undefined; source: object }
   /** Encode `texts` with the tokenizer `key` (made from `recipe`, which is sent the first time). */
   | { id: number; op: 'encode'; key: number; recipe?: Recipe; texts: string[]; options: EncodeOptions | undefined };
 

@@ -1,9 +1,9 @@
 /**
- * The tokenizer worker thread: loads tokenizers (and packs the byte-level BPE ones, through the
- * cache folder) and encodes long texts, so that neither holds the JS thread (worker-client.ts).
+ * The tokenizer worker thread: builds tokenizers (packing the byte-level BPE ones, and storing
+ * them in the cache folder) and encodes long texts, so that neither holds the JS thread (worker-client.ts).
  */
 import { parentPort } from 'node:worker_threads';
-import { readCachedTokenizer, tokenizerSource, writeCachedTokenizer } from './cache';
+import { writeCachedTokenizer } from './cache';
 import { packTokenizer, unpackTokenizer } from './packed';
 import type { Tokenizer } from './types';
 import { sendError, type Recipe, type Reply, type Request } from './worker-protocol';
@@ -22,10 +22,7 @@ function builders() {
   /* eslint-enable @typescript-eslint/no-require-imports */
 }
 
-function load(path: string, cacheDir: string | undefined): SharedArrayBuffer | undefined {
-  const source = tokenizerSource(path);
-  const cached = cacheDir === undefined ? undefined : readCachedTokenizer(cacheDir, source);
-  if (cached) return cached;
+function load(path: string, cacheDir: string | undefined, source: object): SharedArrayBuffer | undefined {
   const packed = packTokenizer(builders().loadTokenizerSync(path), source);
   if (packed && cacheDir !== undefined) writeCachedTokenizer(cacheDir, source, packed);
   return packed;
@@ -52,7 +49,7 @@ function tokenizerFor(key: number, recipe: Recipe | undefined): Tokenizer {
 
 function handle(request: Request): { reply: Reply; transfer: ArrayBuffer[] } {
   try {
-    if (request.op === 'load') return { reply: { id: request.id, packed: load(request.path, request.cacheDir) }, transfer: [] };
+    if (request.op === 'load') return { reply: { id: request.id, packed: load(request.path, request.cacheDir, request.source) }, transfer: [] };
     const tokenizer = tokenizerFor(request.key, request.recipe);
     const ids = request.texts.map((text) => Int32Array.from(tokenizer.encode(text, request.options)));
     return { reply: { id: request.id, ids }, transfer: ids.map((a) => a.buffer as ArrayBuffer) };

@@ -98,6 +98,35 @@ async function child(name, tmp, rerun) {
   return { ms, longest, histogramMax: histogram.max / 1e6, busy };
 }
 
+/**
+ * Where loadModel's time goes, step by step in one fresh process (the steps loadModel runs, here
+ * one after another): module load, readWeights, the engine, the tokenizer, the first token.
+ */
+async function phases(file, tmp) {
+  const t = [['start', performance.now()]];
+  const mark = (name) => t.push([name, performance.now()]);
+  const w = require(path.join(root, 'dist', 'cjs', 'index.js'));
+  const { DecoderEngine } = require(path.join(root, 'dist', 'cjs', 'engines', 'decoder.js'));
+  mark('require weightmap');
+  const weights = await w.readWeights(file);
+  mark('readWeights');
+  const engine = await DecoderEngine.load(weights, { threads: 1 });
+  mark('engine load');
+  const tokenizer = weights.tokenizer && weights.format === 'ajc1' ? await w.loadTokenizer(`${file}.tokenizer`) : await w.loadTokenizer(path.join(FIX, 'tokenizers', 'qwen3'));
+  mark('tokenizer (worker, cache)');
+  const session = engine.createSession({ contextLength: 256 });
+  const ids = tokenizer.encode('Hello');
+  await session.eval(ids);
+  mark('first token (prefill)');
+  session.dispose();
+  engine.dispose();
+  w.closeWeights(weights);
+  const out = {};
+  for (let i = 1; i < t.length; i++) out[t[i][0]] = +(t[i][1] - t[i - 1][1]).toFixed(1);
+  out.total = +(t[t.length - 1][1] - t[0][1]).toFixed(1);
+  return out;
+}
+
 function main() {
   const only = opt('only', '').split(',').filter(Boolean);
   const runs = Number(opt('runs', '3'));
@@ -132,9 +161,33 @@ function main() {
       console.log(`${name.padEnd(46)} ${pass.padEnd(5)} ${med('ms').toFixed(1).padStart(9)} ${med('longest').toFixed(1).padStart(17)} ${med('histogramMax').toFixed(1).padStart(16)} ${busy.padStart(19)}`);
     }
   }
+  if (only.length > 0 && !only.includes('phases')) return;
+  // Phases with the tokenizer cache warm (a first process fills it), as loadModel runs them.
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'weightmap-bench-load-'));
+  try {
+    const env = { ...process.env, WEIGHTMAP_CACHE: path.join(tmp, 'cache') };
+    const gguf = path.join(tmp, 'qwen3-tiny.gguf');
+    const w = require(path.join(root, 'dist', 'cjs', 'index.js'));
+    return w.convert(AJC1, gguf, { to: 'gguf' }).then(() => {
+      for (const file of [AJC1, gguf]) {
+        const run = () => JSON.parse(execFileSync(process.execPath, [__filename, '--phases', file, '--root', root, '--tmp', tmp], { env, encoding: 'utf8' }).trim().split('\n').pop());
+        run();
+        console.log(`phases ${path.basename(file)} (ms, cache warm): ${JSON.stringify(run())}`);
+      }
+      fs.rmSync(tmp, { recursive: true, force: true });
+    });
+  } catch (e) {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    throw e;
+  }
 }
 
-if (args.includes('--child')) {
+if (args.includes('--phases')) {
+  phases(opt('phases'), opt('tmp')).then((r) => {
+    console.log(JSON.stringify(r));
+    process.exit(0);
+  });
+} else if (args.includes('--child')) {
   child(opt('child'), opt('tmp'), args.includes('--busy')).then(
     (r) => {
       console.log(JSON.stringify(r));
