@@ -175,33 +175,35 @@ export function* checkPackedSteps(buffer: Uint8Array, where: string, crc: number
     const e = byId[id];
     if (e !== -1 && !(e >= 0 && e < entries && ids[e] === id)) bad(`id ${id} names entry ${e}, which is not its`);
   }
-  yield* checkSlots(index, entries, (slot) => index[slot] === -1, (slot) => index[slot] < entries && index[slot] >= 0, bad, 'vocabulary index');
+  checkCapacity(index.length, entries, bad, 'vocabulary index');
+  let filled = 0;
+  for (let slot = 0; slot < index.length; slot++) {
+    if (slot % CHECK_STEP === CHECK_STEP - 1) yield;
+    const e = index[slot];
+    if (e === -1) continue;
+    if (!(e >= 0 && e < entries)) bad(`vocabulary index slot ${slot} names entry ${e}`);
+    filled++;
+  }
+  if (filled !== entries) bad(`the vocabulary index holds ${filled} entries, the vocabulary ${entries}`);
   if (keys.length !== ranks.length * 2 || merged.length !== ranks.length) bad('merge arrays differ in length');
-  const used = yield* checkSlots(
-    ranks,
-    header.mergeCount,
-    (slot) => keys[slot * 2] === -1,
-    (slot) => keys[slot * 2] >= 0 && keys[slot * 2] < byId.length && keys[slot * 2 + 1] >= 0 && keys[slot * 2 + 1] < byId.length && ranks[slot] >= 0 && merged[slot] >= 0 && merged[slot] < byId.length,
-    bad,
-    'merge table',
-  );
+  checkCapacity(ranks.length, header.mergeCount, bad, 'merge table');
+  const size = byId.length;
+  let used = 0;
+  for (let slot = 0; slot < ranks.length; slot++) {
+    if (slot % CHECK_STEP === CHECK_STEP - 1) yield;
+    const a = keys[2 * slot];
+    if (a === -1) continue;
+    const b = keys[2 * slot + 1];
+    if (!(a >= 0 && a < size && b >= 0 && b < size && ranks[slot] >= 0 && merged[slot] >= 0 && merged[slot] < size)) bad(`merge table slot ${slot} is invalid`);
+    used++;
+  }
   if (used !== header.mergeCount) bad(`the merge table holds ${used} merges, the header says ${header.mergeCount}`);
 }
 
-/** Slots of an open-addressing table: capacity a power of two, at most half of them used, each used one valid. */
-function* checkSlots(slots: ArrayLike<number>, expected: number, empty: (slot: number) => boolean, valid: (slot: number) => boolean, bad: (what: string, found?: unknown) => never, what: string): Steps<number> {
-  const cap = slots.length;
-  if (cap < 16 || (cap & (cap - 1)) !== 0) bad(`${what} capacity is not a power of two`, cap);
-  if (expected * 2 > cap) bad(`${what} is more than half full`, expected);
-  let used = 0;
-  for (let slot = 0; slot < cap; slot++) {
-    if (slot % CHECK_STEP === CHECK_STEP - 1) yield;
-    if (empty(slot)) continue;
-    if (!valid(slot)) bad(`${what} slot ${slot} is invalid`);
-    used++;
-  }
-  if (used * 2 > cap) bad(`${what} is more than half full`, used);
-  return used;
+/** An open-addressing table: capacity a power of two, at most half of it in use (so every probe meets an empty slot). */
+function checkCapacity(capacity: number, used: number, bad: (what: string, found?: unknown) => never, what: string): void {
+  if (capacity < 16 || (capacity & (capacity - 1)) !== 0) bad(`${what} capacity is not a power of two`, capacity);
+  if (used * 2 > capacity) bad(`${what} is more than half full`, used);
 }
 
 /** Views of the arrays (the buffer must start at a multiple of 8, as a SharedArrayBuffer or a whole file read does). */

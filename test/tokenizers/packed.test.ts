@@ -96,6 +96,10 @@ test.each([
     const { arrays, header } = layout(buf);
     for (let i = 0; i < header.lengths.ranks; i++) if (buf.readInt32LE(arrays.keys + 8 * i) !== -1) return buf.writeInt32LE(1 << 29, arrays.keys + 8 * i + 4);
   }],
+  ['a vocabulary index with no empty slot', (buf: Buffer) => {
+    const { arrays, header } = layout(buf);
+    for (let i = 0; i < header.lengths.index; i++) if (buf.readInt32LE(arrays.index + 4 * i) === -1) buf.writeInt32LE(0, arrays.index + 4 * i);
+  }],
   ['a merge table with no empty slot', (buf: Buffer) => {
     const { arrays, header } = layout(buf);
     for (let i = 0; i < header.lengths.ranks; i++) if (buf.readInt32LE(arrays.keys + 8 * i) === -1) buf.writeInt32LE(3, arrays.keys + 8 * i);
