@@ -4,7 +4,7 @@
  */
 import * as nodePath from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { receiveError, type Recipe, type Reply, type Request } from './worker-protocol';
+import { MISSING_RECIPE, receiveError, type Recipe, type Reply, type Request } from './worker-protocol';
 import type { EncodeOptions, Tokenizer } from './types';
 
 const IDLE_MS = 5000;
@@ -58,11 +58,21 @@ class TokenizerWorker {
     });
   }
 
-  /** Whether the running worker holds recipe `key` (and, from now on, it will). */
-  knows(key: number): boolean {
-    const had = this.known.has(key);
-    this.known.add(key);
-    return had;
+  /**
+   * Sends an encode request, with the recipe the first time; the worker keeps a few tokenizers,
+   * so one it has let go gets its recipe again.
+   */
+  async encode(key: number, recipe: Recipe, texts: string[], options: EncodeOptions | undefined): Promise<Int32Array[]> {
+    for (let resend = !this.known.has(key); ; resend = true) {
+      this.known.add(key);
+      try {
+        const reply = await this.request({ op: 'encode', key, recipe: resend ? recipe : undefined, texts, options });
+        if (!('ids' in reply)) throw new Error('the tokenizer worker replied to an encode request with no ids');
+        return reply.ids;
+      } catch (error) {
+        if (resend || (error as { code?: unknown }).code !== MISSING_RECIPE) throw error;
+      }
+    }
   }
 
   private running(): Worker {
@@ -133,11 +143,8 @@ export async function encodeAsync(tokenizer: Tokenizer, texts: readonly string[]
   let chars = 0;
   for (const t of texts) chars += t.length;
   if (!entry || chars < WORKER_MIN_CHARS) return texts.map((t) => tokenizer.encode(t, options));
-  const worker = tokenizerWorker();
-  const recipe = worker.knows(entry.key) ? undefined : entry.recipe;
-  const reply = await worker.request({ op: 'encode', key: entry.key, recipe, texts: [...texts], options });
-  if (!('ids' in reply)) throw new Error('the tokenizer worker replied to an encode request with no ids');
-  return reply.ids.map(toArray);
+  const ids = await tokenizerWorker().encode(entry.key, entry.recipe, [...texts], options);
+  return ids.map(toArray);
 }
 
 /** A plain array of the ids (a loop: Array.from walks a typed array several times slower). */

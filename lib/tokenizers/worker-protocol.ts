@@ -20,6 +20,9 @@ export type Reply =
   | { id: number; ids: Int32Array[] }
   | { id: number; error: SentError };
 
+/** The code of the error an encode request gets when the worker no longer holds its tokenizer (the recipe is then sent again). */
+export const MISSING_RECIPE = 'ERR_WEIGHTMAP_MISSING_RECIPE';
+
 /** An error as it crosses threads: its class by name, its message, and its own data fields. */
 export interface SentError {
   name: string;

@@ -6,7 +6,7 @@ import { parentPort } from 'node:worker_threads';
 import { writeCachedTokenizer } from './cache';
 import { packTokenizer, unpackTokenizer } from './packed';
 import type { Tokenizer } from './types';
-import { sendError, type Recipe, type Reply, type Request } from './worker-protocol';
+import { MISSING_RECIPE, sendError, type Recipe, type Reply, type Request } from './worker-protocol';
 
 /** Tokenizers made for encode requests, most recently used last. */
 const made = new Map<number, Tokenizer>();
@@ -39,7 +39,7 @@ function tokenizerFor(key: number, recipe: Recipe | undefined): Tokenizer {
   if (tokenizer) {
     made.delete(key);
   } else {
-    if (!recipe) throw new Error(`the tokenizer worker has no tokenizer ${key}`);
+    if (!recipe) throw Object.assign(new Error(`the tokenizer worker has no tokenizer ${key}`), { code: MISSING_RECIPE });
     tokenizer = make(recipe);
     if (made.size >= MADE_LIMIT) made.delete(made.keys().next().value!);
   }

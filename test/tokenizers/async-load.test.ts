@@ -156,6 +156,13 @@ describe('encodeAsync', () => {
     expect(busy).toBeLessThan(onThread / 2);
   });
 
+  test('a tokenizer the worker let go (it keeps a few) is sent to it again', async () => {
+    const paths = [MINILM, GGUF, fixture('tokenizers', 'llama2c', 'tok512.bin'), fixture('tokenizers', 'llama2c', 'tokenizer.bin'), fixture('tokenizers', 'llama.cpp-vocab', 'ggml-vocab-bert-bge.gguf')];
+    const tokenizers = paths.map((p) => loadTokenizerSync(p));
+    const text = LONG.slice(0, 40000);
+    for (const t of [...tokenizers, tokenizers[0]]) expect((await encodeAsync(t, [text]))[0]).toEqual(t.encode(text));
+  });
+
   test('short texts, and tokenizers weightmap did not load, encode on this thread', async () => {
     const tokenizer = loadTokenizerSync(MINILM);
     const own: Tokenizer = Object.create(tokenizer);
