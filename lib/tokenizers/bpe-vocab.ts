@@ -57,8 +57,6 @@ const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 const LONE_SURROGATE = /\p{Cs}/u;
 const encoder = new TextEncoder();
 
-export type Allocate = <T extends Int32Array | Uint32Array | Uint8Array>(kind: new (n: number) => T, n: number) => T;
-
 export function fnv1a(bytes: Uint8Array, start: number, end: number): number {
   let h = 0x811c9dc5;
   for (let i = start; i < end; i++) h = Math.imul(h ^ bytes[i], 0x01000193);
@@ -73,24 +71,21 @@ export class PackedVocab implements BpeVocab {
     this.size = arrays.byId.length;
   }
 
-  /**
-   * Packs (token, id) entries; `allocate` gives the arrays (shared memory for the tokenizer
-   * worker). Undefined when a token is no well-formed UTF-16.
-   */
-  static pack(entries: Iterable<[string, number]>, size: number, allocate: Allocate): PackedVocab | undefined {
+  /** Packs (token, id) entries; undefined when a token is no well-formed UTF-16. */
+  static pack(entries: Iterable<[string, number]>, size: number): PackedVocab | undefined {
     const list = [...entries];
-    const offsets = allocate(Uint32Array, list.length + 1);
+    const offsets = new Uint32Array(list.length + 1);
     for (let e = 0; e < list.length; e++) {
       if (LONE_SURROGATE.test(list[e][0])) return undefined;
       offsets[e + 1] = offsets[e] + Buffer.byteLength(list[e][0], 'utf8');
     }
-    const bytes = allocate(Uint8Array, offsets[list.length]);
+    const bytes = new Uint8Array(offsets[list.length]);
     const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    const ids = allocate(Int32Array, list.length);
-    const byId = allocate(Int32Array, size).fill(-1);
+    const ids = new Int32Array(list.length);
+    const byId = new Int32Array(size).fill(-1);
     let cap = 16;
     while (cap < list.length * 2) cap *= 2;
-    const index = allocate(Int32Array, cap).fill(-1);
+    const index = new Int32Array(cap).fill(-1);
     for (let e = 0; e < list.length; e++) {
       view.write(list[e][0], offsets[e], 'utf8');
       ids[e] = list[e][1];

@@ -12,7 +12,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as nodePath from 'node:path';
 import { crc32Native } from '../formats/checksums';
-import { checkPackedSteps, packedChecksum, packedSource } from './packed';
+import { checkPackedSteps, packedCrcRange, packedSource } from './packed';
 import { runYielding } from './steps';
 
 /** Bumped whenever the packed layout or the tokenizer builders change what they produce. */
@@ -64,7 +64,7 @@ export async function readCachedTokenizer(dir: string, source: object): Promise<
       at += bytesRead;
     }
     if (JSON.stringify(packedSource(bytes)) !== JSON.stringify(source)) return undefined;
-    const crc = await crc32Native(packedChecksum(bytes).covered);
+    const crc = await crc32Native(packedCrcRange(bytes));
     await runYielding(checkPackedSteps(bytes, file, crc));
     return sab;
   } catch {

@@ -39,18 +39,13 @@ export class MergeTable {
     return table;
   }
 
-  /** The slots, in a table of the smallest capacity that holds them (built with `allocate`). */
-  arrays(allocate: (length: number) => Int32Array = (n) => new Int32Array(n)): MergeTableArrays {
+  /** The slots, in a table of the smallest capacity that holds them. */
+  arrays(): MergeTableArrays {
     const compact = new MergeTable(this.count);
     for (let i = 0; i <= this.mask; i++) {
       if (this.keys[i * 2] !== -1) compact.add(this.keys[i * 2], this.keys[i * 2 + 1], this.ranks[i], this.merged[i]);
     }
-    const copy = (a: Int32Array) => {
-      const out = allocate(a.length);
-      out.set(a);
-      return out;
-    };
-    return { keys: copy(compact.keys), ranks: copy(compact.ranks), merged: copy(compact.merged) };
+    return { keys: compact.keys, ranks: compact.ranks, merged: compact.merged };
   }
 
   get size(): number {

@@ -62,8 +62,7 @@ const align8 = (n: number) => (n + 7) & ~7;
 export function packTokenizer(tokenizer: unknown, source: unknown): SharedArrayBuffer | undefined {
   if (!(tokenizer instanceof ByteLevelBpeTokenizer)) return undefined;
   const c = tokenizer.config;
-  const plain = <T extends Int32Array | Uint32Array | Uint8Array>(kind: new (n: number) => T, n: number) => new kind(n);
-  const vocab = c.vocab instanceof PackedVocab ? c.vocab : PackedVocab.pack(c.vocab.entries(), c.vocab.size, plain);
+  const vocab = c.vocab instanceof PackedVocab ? c.vocab : PackedVocab.pack(c.vocab.entries(), c.vocab.size);
   if (!vocab) return undefined;
   const arrays: Arrays = { ...vocab.arrays, ...c.merges.arrays() };
   const header: PackedHeader = {
@@ -121,22 +120,22 @@ function readHeader(buffer: Uint8Array, where: string): PackedHeader {
   }
 }
 
-/** The CRC-32 a packed buffer stores, and the range it covers (from byte 16 to the end). */
-export function packedChecksum(buffer: Uint8Array): { stored: number; covered: Uint8Array } {
-  return { stored: Buffer.from(buffer.buffer, buffer.byteOffset, buffer.byteLength).readUInt32LE(12), covered: buffer.subarray(PREFIX) };
+/** The bytes a packed buffer's CRC-32 covers (from byte 16 to the end). */
+export function packedCrcRange(buffer: Uint8Array): Uint8Array {
+  return buffer.subarray(PREFIX);
 }
 
 /** checkPackedSteps in one go, with zlib's CRC-32. */
 export function checkPacked(buffer: Uint8Array, where: string): void {
-  runNow(checkPackedSteps(buffer, where, zlib.crc32(buffer.subarray(PREFIX))));
+  runNow(checkPackedSteps(buffer, where, zlib.crc32(packedCrcRange(buffer))));
 }
 
 /** Array elements checked per slice of checkPackedSteps (a few milliseconds). */
 const CHECK_STEP = 1 << 17;
 
 /**
- * Checks a packed buffer read from a file: the checksum (`crc`, the CRC-32 of packedChecksum's
- * range, computed by the caller), the header's shape, every array's extent, and every id, offset
+ * Checks a packed buffer read from a file: the checksum (`crc`, the CRC-32 of packedCrcRange,
+ * computed by the caller), the header's shape, every array's extent, and every id, offset
  * and slot against what the arrays hold (so that no lookup can run past an array or probe
  * forever). Throws WeightFormatError. In slices (steps.ts).
  */
