@@ -131,7 +131,7 @@ export function checkPacked(buffer: Uint8Array, where: string): void {
 }
 
 /** Array elements checked per slice of checkPackedSteps (a few milliseconds). */
-const CHECK_STEP = 1 << 17;
+const CHECK_STEP = 1 << 16;
 
 /**
  * Checks a packed buffer read from a file: the checksum (`crc`, the CRC-32 of packedCrcRange,
