@@ -40,14 +40,28 @@ export function tokenizerSource(path: string): { version: number; path: string; 
   return { version: CACHE_VERSION, path: real, files };
 }
 
-function cacheFile(dir: string, source: { path: string }): string {
+/** `<key>.wmtok` holds a packed tokenizer; `<key>.none` says (with its source as JSON) that the source's kind does not pack. */
+function cacheFile(dir: string, source: { path: string }, ext: '.wmtok' | '.none'): string {
   const key = crypto.createHash('sha256').update(`${CACHE_VERSION}\0${source.path}`).digest('hex').slice(0, 32);
-  return nodePath.join(dir, `${key}.wmtok`);
+  return nodePath.join(dir, key + ext);
 }
 
-/** The cached packed tokenizer of `source`, in shared memory, or undefined (absent, stale or damaged). */
-export async function readCachedTokenizer(dir: string, source: object): Promise<SharedArrayBuffer | undefined> {
-  const file = cacheFile(dir, source as { path: string });
+/**
+ * What the cache holds for `source`: the packed tokenizer (in shared memory), `'none'` when the
+ * source is of a kind that does not pack (so it is built on the calling thread without asking the
+ * worker), or undefined (absent, stale or damaged).
+ */
+export async function readCachedTokenizer(dir: string, source: object): Promise<SharedArrayBuffer | 'none' | undefined> {
+  const packed = await readPacked(cacheFile(dir, source as { path: string }, '.wmtok'), source);
+  if (packed) return packed;
+  try {
+    return (await fs.promises.readFile(cacheFile(dir, source as { path: string }, '.none'), 'utf8')) === JSON.stringify(source) ? 'none' : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function readPacked(file: string, source: object): Promise<SharedArrayBuffer | undefined> {
   let handle: fs.promises.FileHandle;
   try {
     handle = await fs.promises.open(file, 'r');
@@ -75,13 +89,13 @@ export async function readCachedTokenizer(dir: string, source: object): Promise<
   }
 }
 
-/** Stores a packed tokenizer; a cache that cannot be written is skipped (it only saves time). */
-export function writeCachedTokenizer(dir: string, source: object, packed: SharedArrayBuffer): void {
-  const file = cacheFile(dir, source as { path: string });
+/** Stores a packed tokenizer, or (undefined) that the source does not pack; a cache that cannot be written is skipped (it only saves time). */
+export function writeCachedTokenizer(dir: string, source: object, packed: SharedArrayBuffer | undefined): void {
+  const file = cacheFile(dir, source as { path: string }, packed ? '.wmtok' : '.none');
   const tmp = `${file}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`;
   try {
     fs.mkdirSync(dir, { recursive: true });
-    fs.writeFileSync(tmp, new Uint8Array(packed));
+    fs.writeFileSync(tmp, packed ? new Uint8Array(packed) : JSON.stringify(source));
     fs.renameSync(tmp, file);
   } catch {
     fs.rmSync(tmp, { force: true });

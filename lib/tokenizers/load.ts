@@ -128,7 +128,7 @@ export async function loadTokenizer(path: string): Promise<Tokenizer> {
   const cacheDir = tokenizerCacheDir();
   const source = tokenizerSource(path);
   const cached = cacheDir === undefined ? undefined : await readCachedTokenizer(cacheDir, source);
-  const packed = cached ?? (await loadInWorker(path, cacheDir, source));
+  const packed = cached === 'none' ? undefined : (cached ?? (await loadInWorker(path, cacheDir, source)));
   if (packed) return withRecipe(unpackTokenizer(packed, path), { packed });
   return withRecipe(await runYielding(load(path)), { path });
 }

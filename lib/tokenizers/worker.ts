@@ -24,7 +24,7 @@ function builders() {
 
 function load(path: string, cacheDir: string | undefined, source: object): SharedArrayBuffer | undefined {
   const packed = packTokenizer(builders().loadTokenizerSync(path), source);
-  if (packed && cacheDir !== undefined) writeCachedTokenizer(cacheDir, source, packed);
+  if (cacheDir !== undefined) writeCachedTokenizer(cacheDir, source, packed);
   return packed;
 }
 

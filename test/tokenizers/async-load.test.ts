@@ -37,9 +37,9 @@ afterEach(() => {
   else process.env.WEIGHTMAP_CACHE = savedCache;
 });
 
-function cacheFiles(): string[] {
+function cacheFiles(ext = '.wmtok'): string[] {
   const dir = nodePath.join(cache.dir, 'tokenizers');
-  return fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith('.wmtok')).map((f) => nodePath.join(dir, f)) : [];
+  return fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith(ext)).map((f) => nodePath.join(dir, f)) : [];
 }
 
 /** Same ids, texts, pieces and special ids as the reference, token for token. */
@@ -93,7 +93,9 @@ describe.each([
 
 test('a GGUF byte-level vocabulary packs too; a WordPiece tokenizer.json loads as before', async () => {
   for (const path of [GGUF, MINILM]) expectSameTokenizer(await loadTokenizer(path), loadTokenizerSync(path));
-  expect(cacheFiles()).toHaveLength(1); // the GGUF's; WordPiece is not packed
+  expect(cacheFiles()).toHaveLength(1); // the GGUF's; WordPiece is not packed,
+  expect(cacheFiles('.none')).toHaveLength(1); // which the cache notes, so that the next load builds it here at once
+  expectSameTokenizer(await loadTokenizer(MINILM), loadTokenizerSync(MINILM));
 });
 
 test('a damaged cache file is rebuilt over, and a changed source is not served from the cache', async () => {
