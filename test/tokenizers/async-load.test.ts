@@ -7,7 +7,7 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { encodeAsync, loadTokenizer, loadTokenizerSync, type Tokenizer } from '../../lib/tokenizers';
-import { timeOnThread, watchEventLoop } from '../helpers/event-loop';
+import { collectGarbage, timeOnThread, watchEventLoop } from '../helpers/event-loop';
 import { fixture, tempDir } from '../helpers/fixtures';
 import { makeCorpus } from './corpus';
 
@@ -66,6 +66,7 @@ function expectSameTokenizer(actual: Tokenizer, expected: Tokenizer): void {
 
 /** loadTokenizer(path) with the event loop watched. */
 async function watchedLoad(path: string) {
+  collectGarbage();
   const watch = watchEventLoop();
   const tokenizer = await loadTokenizer(path);
   return { tokenizer, ...watch.stop() };
@@ -150,6 +151,7 @@ describe('encodeAsync', () => {
     tokenizer.encode('warm up');
     let expected!: number[];
     const onThread = timeOnThread(() => (expected = tokenizer.encode(LONG, { maxLength: Infinity })));
+    collectGarbage();
     const watch = watchEventLoop();
     const [ids, short] = await encodeAsync(tokenizer, [LONG, 'short'], { maxLength: Infinity });
     const { busy } = watch.stop();

@@ -6,7 +6,7 @@
 import { deferredGeneration } from '../../lib/deferred-generation';
 import { loadEmbedder, type Embedder } from '../../lib/embedder';
 import { loadModel, type Model } from '../../lib/model';
-import { timeOnThread, watchEventLoop } from '../helpers/event-loop';
+import { collectGarbage, timeOnThread, watchEventLoop } from '../helpers/event-loop';
 import { fixture } from '../helpers/fixtures';
 import { makeCorpus } from './corpus';
 
@@ -28,6 +28,7 @@ test('model.encodeAsync gives encode()\'s ids without holding the loop', async (
   model.encode('warm up');
   let expected!: number[];
   const onThread = timeOnThread(() => (expected = model.encode(LONG)));
+  collectGarbage();
   const watch = watchEventLoop();
   const ids = await model.encodeAsync(LONG);
   const { busy } = watch.stop();
@@ -38,12 +39,14 @@ test('model.encodeAsync gives encode()\'s ids without holding the loop', async (
 test('generate() and chat() with a long text tokenize it in the worker; its length is then checked', async () => {
   // The watched calls come first: the encodes on this thread that give the expectations leave
   // garbage that a collection in a watched window would count as busy.
+  collectGarbage();
   let watch = watchEventLoop();
   const generation = model.generate(LONG, { maxTokens: 1 });
   expect(generation.tokens).toEqual([]);
   const generateError = await generation.text().catch((e) => e);
   const generateBusy = watch.stop().busy;
   const messages = [{ role: 'user' as const, content: LONG }];
+  collectGarbage();
   watch = watchEventLoop();
   const chatError = await model.chat(messages, { maxTokens: 1 }).next().catch((e) => e);
   const chatBusy = watch.stop().busy;
@@ -78,6 +81,7 @@ test('embed() of a long text: the vector of its truncated ids, tokenized off the
   const tokenizer = embedder.tokenizer;
   let ids!: number[];
   const onThread = timeOnThread(() => (ids = tokenizer.encode(LONG, { maxLength: embedder.maxSeqLength })));
+  collectGarbage();
   const watch = watchEventLoop();
   const [vector] = await embedder.embed([LONG]);
   const { busy } = watch.stop();
