@@ -16,7 +16,7 @@ import * as nodePath from 'node:path';
 import { BertEngine, type EmbedderQuant, type Pooling } from './engines/bert';
 import { AbortError, DisposedError, rangeError, UnsupportedError } from './errors';
 import { readWeights } from './formats';
-import { loadTokenizer, tokenizerFromDataAsync, type Tokenizer } from './tokenizers';
+import { encodeAsync, loadTokenizer, loadWeightsTokenizer, type Tokenizer } from './tokenizers';
 import { closeWeights, type BertConfig, type FormatName, type ModelWeights } from './weights';
 
 export type { EmbedderQuant, Pooling } from './engines/bert';
@@ -109,10 +109,11 @@ export class Embedder {
   async embed(texts: readonly string[], options: EmbedOptions = {}): Promise<Float32Array[]> {
     this.assertOpen();
     if (!Array.isArray(texts)) throw new TypeError('embed() takes an array of strings');
-    const ids = texts.map((text, i) => {
+    texts.forEach((text, i) => {
       if (typeof text !== 'string') throw new TypeError(`texts[${i}] is not a string`);
-      return this.tokenizer.encode(text, { maxLength: this.maxSeqLength });
     });
+    // Long texts are tokenized in the tokenizer worker.
+    const ids = await encodeAsync(this.tokenizer, texts, { maxLength: this.maxSeqLength });
     return this.embedTokens(ids, options);
   }
 
@@ -191,7 +192,7 @@ export class Embedder {
 
 /** The tokenizer in the weights (EMBD), in the folder, or beside the file. */
 async function findTokenizer(weights: ModelWeights, path: string): Promise<Tokenizer> {
-  if (weights.tokenizer) return tokenizerFromDataAsync(weights.tokenizer, path);
+  if (weights.tokenizer) return loadWeightsTokenizer(weights, weights.tokenizer);
   const dir = fs.statSync(path).isDirectory() ? path : nodePath.dirname(path);
   try {
     return await loadTokenizer(dir);

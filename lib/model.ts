@@ -32,7 +32,8 @@ import { idsOnlyTokenizer } from './ids-tokenizer';
 import { native } from './native';
 import type { PipelineSpec } from './pipeline/coordinator';
 import { SessionPool } from './session-pool';
-import { loadTokenizer, tokenizerFromDataAsync, type Tokenizer } from './tokenizers';
+import { encodeAsync, loadTokenizer, loadWeightsTokenizer, WORKER_MIN_CHARS, type EncodeOptions, type Tokenizer } from './tokenizers';
+import { deferredGeneration } from './deferred-generation';
 import { closeWeights, type FormatName, type ModelConfig, type ModelWeights } from './weights';
 
 export interface LoadModelOptions {
@@ -124,6 +125,12 @@ export class Model {
     return this.tokenizer.encode(text);
   }
 
+  /** encode() off the JS thread for long texts (the tokenizer worker; see tokenizers/worker-client.ts). */
+  async encodeAsync(text: string, options?: EncodeOptions): Promise<number[]> {
+    this.live();
+    return (await encodeAsync(this.tokenizer, [text], options))[0];
+  }
+
   /** The logits [V] after the last of `ids`, all fed as one prefill from position 0. */
   async logits(ids: ArrayLike<number>, options: { signal?: AbortSignal } = {}): Promise<Float32Array> {
     const input = this.checkIds(ids);
@@ -150,8 +157,8 @@ export class Model {
    */
   generate(prompt: string | ArrayLike<number>, options: GenerateOptions = {}): Generation {
     this.live();
-    const ids = typeof prompt === 'string' ? this.tokenizer.encode(prompt) : this.checkIds(prompt);
-    return startGeneration(this.host(), ids, { ...options, stopTokens: options.stopTokens ?? this.stopTokens });
+    const start = (ids: number[]) => startGeneration(this.host(), ids, { ...options, stopTokens: options.stopTokens ?? this.stopTokens });
+    return typeof prompt === 'string' ? this.startOnText(prompt, undefined, start) : start(this.checkIds(prompt));
   }
 
   /** The prompt text of a conversation, ending with the opening of the assistant's turn. */
@@ -171,14 +178,14 @@ export class Model {
     checkMessages(messages);
     const text = this.renderChat(messages, options);
     // Templates write their own special tokens (BOS included) as text.
-    const ids = this.tokenizer.encode(text, { addSpecialTokens: false });
     const stops = new Set(options.stopTokens ?? this.stopTokens);
     for (const t of this.chatTemplate!.stopTokenTexts) {
       const id = this.tokenizer.tokenToId(t);
       if (id !== undefined) stops.add(id);
     }
     const stopStrings = [...this.chatTemplate!.stopStrings, ...(options.stop === undefined ? [] : typeof options.stop === 'string' ? [options.stop] : options.stop)];
-    return startGeneration(this.host(), ids, { ...options, stopTokens: [...stops], stop: stopStrings });
+    const start = (ids: number[]) => startGeneration(this.host(), ids, { ...options, stopTokens: [...stops], stop: stopStrings });
+    return this.startOnText(text, { addSpecialTokens: false }, start);
   }
 
   /** A conversation that remembers its messages: `await session.prompt('Hi!')`. */
@@ -203,6 +210,15 @@ export class Model {
 
   async [Symbol.asyncDispose](): Promise<void> {
     this.dispose();
+  }
+
+  /**
+   * start(the ids of `text`): encoded here, or for a long text in the tokenizer worker, the
+   * generation then starting when they come (so its errors come from the first next()).
+   */
+  private startOnText(text: string, options: EncodeOptions | undefined, start: (ids: number[]) => Generation): Generation {
+    if (text.length >= WORKER_MIN_CHARS) return deferredGeneration(this.encodeAsync(text, options), start);
+    return start(this.tokenizer.encode(text, options));
   }
 
   private host() {
@@ -298,9 +314,10 @@ function readJsonIfPresent(path: string): any {
 /**
  * The tokenizer: the caller's; else a tokenizer.json or vocab.json + merges.txt beside the model;
  * else the one inside or beside the weights (ajc1 .tokenizer, llama2.c tokenizer.bin, GGUF vocab,
- * the one a sepweight config.json names); else none: an ids-only tokenizer (text raises NoTokenizerError).
+ * the one a sepweight config.json names); else undefined: the model has no vocabulary and runs on
+ * token ids (an ids-only tokenizer; text raises NoTokenizerError).
  */
-async function resolveTokenizer(weights: ModelWeights, folder: string, given: LoadModelOptions['tokenizer'], vocabSize: number): Promise<Tokenizer> {
+async function resolveTokenizer(weights: ModelWeights, folder: string, given: LoadModelOptions['tokenizer']): Promise<Tokenizer | undefined> {
   if (given !== undefined) {
     if (typeof given === 'string') return loadTokenizer(given);
     if (typeof given === 'object' && given !== null && typeof given.encode === 'function') return given;
@@ -309,13 +326,13 @@ async function resolveTokenizer(weights: ModelWeights, folder: string, given: Lo
   const at = (name: string) => nodePath.join(folder, name);
   if (fs.existsSync(at('tokenizer.json'))) return loadTokenizer(at('tokenizer.json'));
   if (fs.existsSync(at('vocab.json')) && fs.existsSync(at('merges.txt'))) return loadTokenizer(folder);
-  if (weights.tokenizer) return tokenizerFromDataAsync(weights.tokenizer, weights.path);
+  if (weights.tokenizer) return loadWeightsTokenizer(weights, weights.tokenizer);
   // An HF folder weightmap wrote for a SentencePiece vocabulary holds llama2.c's tokenizer.bin.
   if (weights.format === 'safetensors' && fs.existsSync(at('tokenizer.bin'))) return loadTokenizer(at('tokenizer.bin'));
   if (weights.config.architecture === 'tllm' && fs.existsSync(at('vocab.txt')) && fs.existsSync(at('merges.txt'))) return loadTokenizer(folder);
   // No vocabulary (MOON and TLLM files carry none, FORMATS.md §1.6, §2): the model runs on token
   // ids; text raises NoTokenizerError.
-  return idsOnlyTokenizer(vocabSize, weights.path);
+  return undefined;
 }
 
 function tokenText(value: unknown): string | undefined {
@@ -385,8 +402,11 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
     const maxContext = maxSequenceLength(weights.config);
     const contextLength = options.contextLength ?? Math.min(maxContext, DEFAULT_CONTEXT);
     if (contextLength > maxContext) throw rangeError(`contextLength ${contextLength} exceeds this model's maximum ${maxContext}`);
+    // The tokenizer loads (in its worker) while the engine binds the weights.
+    const loadingTokenizer = resolveTokenizer(weights, folder, options.tokenizer);
+    loadingTokenizer.catch(() => undefined); // awaited below, unless the engine fails first
     engine = await loadEngine(weights, options);
-    const tokenizer = await resolveTokenizer(weights, folder, options.tokenizer, engine.vocabSize);
+    const tokenizer = (await loadingTokenizer) ?? idsOnlyTokenizer(engine.vocabSize, weights.path);
     if (tokenizer.vocabSize > engine.vocabSize) {
       throw new WeightFormatError('CONFIG_MISMATCH', 'the tokenizer has more tokens than the model has logits', {
         path: weights.path,

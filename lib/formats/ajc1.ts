@@ -212,19 +212,52 @@ export function parseAjc1Tokenizer(bytes: Buffer, path: string, vocabSize: numbe
   for (const [name, id, at] of [['bos_token_id', bosId, 4], ['eos_token_id', eosId, 8]] as const) {
     if (id !== undefined && id >= vocabSize) fail('CONFIG_MISMATCH', `${name} lies outside the vocabulary`, { path, offset: at, expected: `< ${vocabSize}`, found: id });
   }
-  const tokens: Uint8Array[] = [];
-  const scores = new Float32Array(vocabSize).fill(MISSING_TOKEN_SCORE);
-  while (cur.remaining > 0) {
-    if (tokens.length === vocabSize) {
-      fail('CONFIG_MISMATCH', 'the tokenizer has more entries than the checkpoint vocab_size', { path, offset: cur.offset, expected: vocabSize, found: `> ${vocabSize}` });
+  // Every entry is bounds-checked now; its view and score are made on first use (loadModel hands
+  // the file itself to the tokenizer worker, so 151k views may never be needed on this thread).
+  let count = 0;
+  for (let at = cur.offset; at < bytes.length; count++) {
+    cur.offset = at;
+    if (count === vocabSize) {
+      fail('CONFIG_MISMATCH', 'the tokenizer has more entries than the checkpoint vocab_size', { path, offset: at, expected: vocabSize, found: `> ${vocabSize}` });
     }
-    const score = cur.f32('a token score');
-    const length = cur.u32('a token length');
-    scores[tokens.length] = score;
-    tokens.push(cur.bytesView(length, `the bytes of token ${tokens.length}`));
+    if (bytes.length - at < 8) {
+      cur.f32('a token score');
+      cur.u32('a token length'); // one of them throws TRUNCATED
+    }
+    const length = bytes.readUInt32LE(at + 4);
+    if (length > bytes.length - at - 8) {
+      cur.offset = at + 8;
+      cur.need(length, `the bytes of token ${count}`);
+    }
+    at += 8 + length;
   }
-  while (tokens.length < vocabSize) tokens.push(new Uint8Array(0));
-  return { kind: 'scored', style: 'ajc1', tokens, scores, maxTokenLength, ...(bosId !== undefined ? { bosId } : {}), ...(eosId !== undefined ? { eosId } : {}) };
+  let entries: { tokens: Uint8Array[]; scores: Float32Array } | undefined;
+  const parsed = () => {
+    if (entries) return entries;
+    const tokens: Uint8Array[] = [];
+    const scores = new Float32Array(vocabSize).fill(MISSING_TOKEN_SCORE);
+    for (let at = 12; at < bytes.length; ) {
+      const length = bytes.readUInt32LE(at + 4);
+      scores[tokens.length] = bytes.readFloatLE(at);
+      tokens.push(bytes.subarray(at + 8, at + 8 + length));
+      at += 8 + length;
+    }
+    while (tokens.length < vocabSize) tokens.push(new Uint8Array(0));
+    return (entries = { tokens, scores });
+  };
+  return {
+    kind: 'scored',
+    style: 'ajc1',
+    get tokens() {
+      return parsed().tokens;
+    },
+    get scores() {
+      return parsed().scores;
+    },
+    maxTokenLength,
+    ...(bosId !== undefined ? { bosId } : {}),
+    ...(eosId !== undefined ? { eosId } : {}),
+  };
 }
 
 // ignoreBOM keeps a leading U+FEFF: some vocabularies have it as a token of its own.

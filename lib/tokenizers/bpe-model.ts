@@ -81,7 +81,7 @@ export class BpeModel {
   private symBuf = new Int32Array(1024);
 
   constructor(
-    private readonly vocab: ReadonlyMap<string, number>,
+    private readonly vocab: { get(token: string): number | undefined },
     private readonly table: MergeTable,
     private readonly options: BpeModelOptions = {},
   ) {

@@ -7,8 +7,9 @@ import { AddedToken, AddedTokenSplitter } from './added-tokens';
 import { byteLevelToBytes } from './byte-level';
 import { byteStreamDecoder } from './byte-stream';
 import { BpeModel, BpeModelOptions } from './bpe-model';
+import { bpeTextSteps, type BpeTextSpec } from './bpe-text';
+import type { BpeVocab } from './bpe-vocab';
 import type { MergeTable } from './merge-table';
-import type { Normalizer } from './normalizers';
 import { finishEncoding, NO_WRAPPING, SpecialWrapping } from './post-process';
 import type { PreTokenizer } from './pretokenizers';
 import type { DecodeOptions, EncodeOptions, SpecialTokenIds, StreamDecoder, Tokenizer } from './types';
@@ -16,11 +17,11 @@ import { concatBytes, decodeUtf8Lossy } from './utf8';
 
 export interface ByteLevelBpeConfig {
   /** Model vocabulary: byte-level string -> id. */
-  vocab: Map<string, number>;
+  vocab: BpeVocab;
   merges: MergeTable;
   addedTokens: AddedToken[];
-  normalizer?: Normalizer;
-  preTokenizer: PreTokenizer;
+  /** The normalizer and pre-tokenizer (as data, so that a packed tokenizer carries them). */
+  text: BpeTextSpec;
   model?: BpeModelOptions;
   specialIds?: SpecialTokenIds;
   wrapping?: SpecialWrapping;
@@ -36,7 +37,8 @@ export class ByteLevelBpeTokenizer implements Tokenizer {
   private readonly splitter: AddedTokenSplitter;
   private readonly preTokenizer: PreTokenizer;
   private readonly wrapping: SpecialWrapping;
-  private readonly tokens: (string | undefined)[] = [];
+  /** Added tokens' contents by id (they take the place of the vocabulary's token). */
+  private readonly addedContent = new Map<number, string>();
   private readonly added = new Map<string, AddedToken>();
   private readonly special = new Set<number>();
   private readonly bytesCache: (Uint8Array | undefined)[] = [];
@@ -46,14 +48,10 @@ export class ByteLevelBpeTokenizer implements Tokenizer {
     return this.config.merges;
   }
 
-  constructor(private readonly config: ByteLevelBpeConfig) {
-    let size = 0;
-    for (const [token, id] of config.vocab) {
-      this.tokens[id] = token;
-      if (id + 1 > size) size = id + 1;
-    }
+  constructor(readonly config: ByteLevelBpeConfig) {
+    let size = config.vocab.size;
     for (const t of config.addedTokens) {
-      this.tokens[t.id] = t.content;
+      this.addedContent.set(t.id, t.content);
       this.added.set(t.content, t);
       if (t.id + 1 > size) size = t.id + 1;
     }
@@ -64,8 +62,9 @@ export class ByteLevelBpeTokenizer implements Tokenizer {
     this.specialIds = { ...config.specialIds };
     this.truncation = config.truncation;
     this.model = new BpeModel(config.vocab, config.merges, config.model);
-    this.splitter = new AddedTokenSplitter(config.addedTokens, config.normalizer);
-    this.preTokenizer = config.preTokenizer;
+    const text = bpeTextSteps(config.text);
+    this.splitter = new AddedTokenSplitter(config.addedTokens, text.normalizer);
+    this.preTokenizer = text.preTokenizer;
     this.wrapping = config.wrapping ?? NO_WRAPPING;
   }
 
@@ -89,7 +88,7 @@ export class ByteLevelBpeTokenizer implements Tokenizer {
   tokenBytes(id: number): Uint8Array | undefined {
     let b = this.bytesCache[id];
     if (b === undefined) {
-      const token = this.tokens[id];
+      const token = this.idToToken(id);
       if (token === undefined) return undefined;
       // Added tokens too: HF's ByteLevel decoder maps every token whose characters all are
       // byte stand-ins, and takes the UTF-8 of the others.
@@ -117,7 +116,7 @@ export class ByteLevelBpeTokenizer implements Tokenizer {
   }
 
   idToToken(id: number): string | undefined {
-    return Number.isInteger(id) && id >= 0 ? this.tokens[id] : undefined;
+    return Number.isInteger(id) && id >= 0 ? (this.addedContent.get(id) ?? this.config.vocab.tokenOf(id)) : undefined;
   }
 
   tokenToId(token: string): number | undefined {

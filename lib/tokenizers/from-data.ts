@@ -5,12 +5,14 @@ import type { AddedToken } from './added-tokens';
 import { bertNormalizer } from './bert-basic';
 import { ByteLevelBpeTokenizer } from './byte-level-bpe';
 import { mergeTableFromPairs, parseMergeEntry } from './bpe-model';
-import { GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN, regexPreTokenizer } from './pretokenizers';
+import { MapVocab } from './bpe-vocab';
+import { GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN } from './pretokenizers';
 import { byteLevelBpeFromScoredSteps } from './scored-byte-level';
 import { bytePieceValue, SentencePieceBpeTokenizer, SPACE_MARK } from './sentencepiece-bpe';
 import { runNow, runYielding, type Steps } from './steps';
 import type { SpecialTokenIds, Tokenizer } from './types';
 import { WordPieceTokenizer } from './wordpiece';
+import { withRecipe } from './worker-client';
 
 type Gguf = Extract<TokenizerData, { kind: 'gguf' }>;
 type Scored = Extract<TokenizerData, { kind: 'scored' }>;
@@ -143,11 +145,10 @@ function ggufByteLevel(data: Gguf, where: string): Tokenizer {
   const { pattern, nfc } = preTokenizerFor(data.pre);
   const ids = definedIds({ bos: data.bosId, eos: data.eosId, unk: data.unkId, pad: data.padId });
   return new ByteLevelBpeTokenizer({
-    vocab,
+    vocab: new MapVocab(vocab),
     merges: mergeTableFromPairs(vocab, merges, where),
     addedTokens,
-    normalizer: nfc ? (s) => s.normalize('NFC') : undefined,
-    preTokenizer: regexPreTokenizer(pattern),
+    text: { normalizer: nfc ? 'NFC' : 'none', preTokenizer: { pattern, prefixSpace: false } },
     specialIds: ids,
     wrapping: {
       prefix: data.addBos && ids.bos !== undefined ? [ids.bos] : [],
@@ -183,8 +184,8 @@ function ggufWordPiece(data: Gguf, where: string): Tokenizer {
  * from an ajc1 `.tokenizer` (151k tokens: a few hundred milliseconds) gives the event loop a turn
  * every few milliseconds. The other kinds build in one go.
  */
-export function tokenizerFromDataAsync(data: TokenizerData, where = 'tokenizer data'): Promise<Tokenizer> {
-  return runYielding(tokenizerFromDataSteps(data, where));
+export async function tokenizerFromDataAsync(data: TokenizerData, where = 'tokenizer data'): Promise<Tokenizer> {
+  return withRecipe(await runYielding(tokenizerFromDataSteps(data, where)), { data, where });
 }
 
 /** Builds the tokenizer a TokenizerData describes. `where` names its source in errors. */

@@ -11,7 +11,8 @@ import { mergeTableFromPairsSteps, parseMergeEntry } from './bpe-model';
 import { runNow, type Steps } from './steps';
 import { normalizerFromJson } from './normalizers';
 import type { SpecialWrapping } from './post-process';
-import { GPT2_PATTERN, preTokenizerFromJson, QWEN2_PATTERN, regexPreTokenizer } from './pretokenizers';
+import { MapVocab } from './bpe-vocab';
+import { GPT2_PATTERN, QWEN2_PATTERN } from './pretokenizers';
 import type { SpecialTokenIds, Tokenizer } from './types';
 import { validateAddedTokensDecoder, validateTokenizerJsonSteps, validateVocabSteps } from './validate-json';
 import { WordPieceTokenizer } from './wordpiece';
@@ -153,7 +154,6 @@ export function* tokenizerFromJsonSteps(json: any, where: string, config?: any):
   const lookup = (s: string) => addedTokens.find((t) => t.content === s)?.id ?? vocab.get(s);
   const wrapping = wrappingFromJson(json.post_processor, lookup, where);
   const specialIds = specialIdsOf(lookup, config);
-  const normalizer = normalizerFromJson(json.normalizer, bertNormalizerFromJson);
   if (type === 'BPE') {
     if (!usesByteLevel(json)) throw new UnsupportedError('BPE tokenizer.json without ByteLevel is not supported');
     if ((model.continuing_subword_prefix ?? '') !== '' || (model.end_of_word_suffix ?? '') !== '') {
@@ -164,11 +164,10 @@ export function* tokenizerFromJsonSteps(json: any, where: string, config?: any):
     yield;
     const table = yield* mergeTableFromPairsSteps(vocab, merges, where);
     return new ByteLevelBpeTokenizer({
-      vocab,
+      vocab: new MapVocab(vocab),
       merges: table,
       addedTokens,
-      normalizer,
-      preTokenizer: preTokenizerFromJson(json.pre_tokenizer),
+      text: { normalizer: { json: json.normalizer }, preTokenizer: { json: json.pre_tokenizer } },
       model: { ignoreMerges: !!model.ignore_merges, unkId: unk },
       specialIds,
       wrapping,
@@ -187,7 +186,7 @@ export function* tokenizerFromJsonSteps(json: any, where: string, config?: any):
       continuingSubwordPrefix: model.continuing_subword_prefix ?? '##',
       maxInputCharsPerWord: model.max_input_chars_per_word ?? 100,
       addedTokens,
-      normalizer,
+      normalizer: normalizerFromJson(json.normalizer, bertNormalizerFromJson),
       specialIds,
       wrapping,
       truncation: truncationOf(json),
@@ -233,22 +232,16 @@ export function* tokenizerFromVocabMergesSteps(vocabJson: any, mergesTxt: string
   const cls = String(config?.tokenizer_class ?? '');
   const qwen = cls.startsWith('Qwen2Tokenizer');
   const prefixSpace = !qwen && !!config?.add_prefix_space;
-  const gpt2 = regexPreTokenizer(GPT2_PATTERN);
   const specialIds = specialIdsOf(lookup, config);
   const wrapping: SpecialWrapping = { prefix: [], suffix: [] };
   if (config?.add_bos_token && specialIds.bos !== undefined) wrapping.prefix.push(specialIds.bos);
   if (config?.add_eos_token && specialIds.eos !== undefined) wrapping.suffix.push(specialIds.eos);
   const table = yield* mergeTableFromPairsSteps(vocab, merges, where);
   return new ByteLevelBpeTokenizer({
-    vocab,
+    vocab: new MapVocab(vocab),
     merges: table,
     addedTokens,
-    normalizer: qwen ? (s) => s.normalize('NFC') : undefined,
-    preTokenizer: qwen
-      ? regexPreTokenizer(QWEN2_PATTERN)
-      : prefixSpace
-        ? (text, out) => gpt2(text.startsWith(' ') ? text : ' ' + text, out)
-        : gpt2,
+    text: { normalizer: qwen ? 'NFC' : 'none', preTokenizer: { pattern: qwen ? QWEN2_PATTERN : GPT2_PATTERN, prefixSpace } },
     specialIds,
     wrapping,
   });

@@ -11,13 +11,16 @@ import { WeightFormatError } from '../errors';
 import { parseAjc1Tokenizer } from '../formats/ajc1';
 import { readLlama2cTokenizer } from '../formats/llama2c';
 import { fail } from '../formats/bytes';
-import { tokenizerFromData, tokenizerFromDataSteps } from './from-data';
+import { tokenizerFromData, tokenizerFromDataAsync, tokenizerFromDataSteps } from './from-data';
 import { readGgufTokenizerData } from './gguf-vocab';
 import { tokenizerFromJsonSteps, tokenizerFromVocabMergesSteps } from './hf-json';
+import { readCachedTokenizer, tokenizerCacheDir, tokenizerSource } from './cache';
+import { unpackTokenizer } from './packed';
 import { runNow, runYielding, type Steps } from './steps';
 import { TllmTokenizer } from './tllm';
-import type { TokenizerData } from '../weights';
+import type { ModelWeights, TokenizerData } from '../weights';
 import type { Tokenizer } from './types';
+import { loadInWorker, withRecipe } from './worker-client';
 
 function readJson(path: string): any {
   const text = fs.readFileSync(path, 'utf8');
@@ -108,17 +111,45 @@ function startsWithGguf(path: string): boolean {
   }
 }
 
-/** Synchronous loadTokenizer. */
+/** Synchronous loadTokenizer (it builds on the calling thread and uses no cache). */
 export function loadTokenizerSync(path: string): Tokenizer {
-  return runNow(load(path));
+  return withRecipe(runNow(load(path)), { path });
 }
 
 /**
- * Reads the tokenizer at `path` (a file or a folder; see the module comment). Large vocabularies
- * are built in slices that let the event loop run in between (steps.ts).
+ * Reads the tokenizer at `path` (a file or a folder; see the module comment). A byte-level BPE
+ * vocabulary (151k tokens for Qwen: hundreds of milliseconds to build) is read packed from the
+ * cache folder (cache.ts), or built and packed in the tokenizer worker, and is in use without
+ * further work; the other kinds, small, are built here in slices that let the event loop run in
+ * between (steps.ts).
  */
-export function loadTokenizer(path: string): Promise<Tokenizer> {
-  return runYielding(load(path));
+export async function loadTokenizer(path: string): Promise<Tokenizer> {
+  if (typeof path !== 'string' || path === '') throw new TypeError('loadTokenizer(path): path must be a non-empty string');
+  const cacheDir = tokenizerCacheDir();
+  const source = tokenizerSource(path);
+  const cached = cacheDir === undefined ? undefined : await readCachedTokenizer(cacheDir, source);
+  const packed = cached === 'none' ? undefined : (cached ?? (await loadInWorker(path, cacheDir, source)));
+  if (packed) return withRecipe(unpackTokenizer(packed, path), { packed });
+  return withRecipe(await runYielding(load(path)), { path });
+}
+
+/**
+ * The tokenizer of weights that carry one. A vocabulary in a file of its own (an ajc1
+ * `.tokenizer`, a GGUF's metadata) loads through loadTokenizer, off the JS thread and cached;
+ * other data builds here in slices.
+ */
+export async function loadWeightsTokenizer(weights: Pick<ModelWeights, 'format' | 'path'>, data: TokenizerData): Promise<Tokenizer> {
+  const file = data.kind === 'scored' && data.style === 'ajc1' && weights.format === 'ajc1' ? `${weights.path}.tokenizer`
+    : data.kind === 'gguf' && weights.format === 'gguf' ? weights.path : undefined;
+  if (file !== undefined) {
+    try {
+      return await loadTokenizer(file);
+    } catch {
+      // The file read alone can fail where the weights' reading succeeded (the vocabulary size
+      // checks need the checkpoint): the data decides.
+    }
+  }
+  return tokenizerFromDataAsync(data, weights.path);
 }
 
 function* load(path: string): Steps<Tokenizer> {

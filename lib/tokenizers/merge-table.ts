@@ -2,6 +2,15 @@
  * Pair table of a BPE model: (left id, right id) -> (rank, merged id), open addressing over
  * typed arrays (a JS Map keyed by pairs is several times slower on the encode hot path).
  */
+export interface MergeTableArrays {
+  /** [left, right] per slot (2 × capacity, a power of two); left = -1 marks an empty slot. */
+  keys: Int32Array;
+  /** Rank per slot. */
+  ranks: Int32Array;
+  /** Merged id per slot. */
+  merged: Int32Array;
+}
+
 export class MergeTable {
   private mask: number;
   /** [left, right] per slot; left = -1 marks an empty slot. */
@@ -17,6 +26,26 @@ export class MergeTable {
     this.keys = new Int32Array(cap * 2).fill(-1);
     this.ranks = new Int32Array(cap);
     this.merged = new Int32Array(cap);
+  }
+
+  /** A table over arrays `arrays()` returned (a packed tokenizer's; packed.ts checks them first). */
+  static fromArrays(arrays: MergeTableArrays, count: number): MergeTable {
+    const table = new MergeTable(0);
+    table.mask = arrays.ranks.length - 1;
+    table.keys = arrays.keys;
+    table.ranks = arrays.ranks;
+    table.merged = arrays.merged;
+    table.count = count;
+    return table;
+  }
+
+  /** The slots, in a table of the smallest capacity that holds them. */
+  arrays(): MergeTableArrays {
+    const compact = new MergeTable(this.count);
+    for (let i = 0; i <= this.mask; i++) {
+      if (this.keys[i * 2] !== -1) compact.add(this.keys[i * 2], this.keys[i * 2 + 1], this.ranks[i], this.merged[i]);
+    }
+    return { keys: compact.keys, ranks: compact.ranks, merged: compact.merged };
   }
 
   get size(): number {

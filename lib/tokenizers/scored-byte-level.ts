@@ -12,7 +12,8 @@ import { bytesToByteLevel } from './byte-level';
 import { ByteLevelBpeTokenizer } from './byte-level-bpe';
 import { ByteStringIds } from './byte-string-ids';
 import { MergeTable } from './merge-table';
-import { QWEN2_PATTERN, regexPreTokenizer } from './pretokenizers';
+import { MapVocab } from './bpe-vocab';
+import { QWEN2_PATTERN } from './pretokenizers';
 import { runNow, type Steps } from './steps';
 import type { TokenizerData } from '../weights';
 
@@ -92,11 +93,10 @@ export function* byteLevelBpeFromScoredSteps(
     }
   }
   return new ByteLevelBpeTokenizer({
-    vocab,
+    vocab: new MapVocab(vocab),
     merges: table,
     addedTokens,
-    normalizer: (s) => s.normalize('NFC'),
-    preTokenizer: regexPreTokenizer(QWEN2_PATTERN),
+    text: { normalizer: 'NFC', preTokenizer: { pattern: QWEN2_PATTERN, prefixSpace: false } },
     specialIds: {
       ...(data.bosId !== undefined ? { bos: data.bosId } : {}),
       ...(data.eosId !== undefined ? { eos: data.eosId } : {}),

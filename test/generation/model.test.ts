@@ -276,8 +276,9 @@ describe('control', () => {
     }
   });
 
-  it('keeps the event loop free while generating: a 10 ms interval never waits more than 50 ms', async () => {
-    const model = await loadModel(stories('stories260K.bin'), { threads: 1 });
+  it('keeps the event loop free while generating: a 10 ms interval never waits a quarter of the generating time', async () => {
+    // Qwen3-tiny's 151936-row classifier makes each token a few milliseconds of engine work.
+    const model = await loadModel(fixture('ajc1-qwen3-tiny', 'model.bin'), { threads: 1 });
     const gaps: number[] = [];
     let last = performance.now();
     const timer = setInterval(() => {
@@ -287,15 +288,14 @@ describe('control', () => {
     }, 10);
     try {
       const started = performance.now();
-      let tokens = 0;
-      while (performance.now() - started < 600) {
-        const gen = model.generate('', { maxTokens: 500, temperature: 0.8, seed: tokens + 1 });
-        await gen.text();
-        tokens += gen.tokens.length;
-      }
-      expect(tokens).toBeGreaterThan(100);
+      const generations = [0, 1, 2].map((seed) => model.generate('Once upon a time', { maxTokens: 240, temperature: 0.8, seed, stopTokens: [] }));
+      await Promise.all(generations.map((g) => g.text()));
+      const took = performance.now() - started;
+      expect(generations.map((g) => g.tokens.length)).toEqual([240, 240, 240]);
       expect(gaps.length).toBeGreaterThan(20);
-      expect(Math.max(...gaps)).toBeLessThan(50);
+      // Run on this thread, the generations would hold the loop for all of `took` (which a loaded
+      // machine stretches like the waits themselves); in the engine's worker the interval keeps firing.
+      expect(Math.max(...gaps)).toBeLessThan(took / 4);
     } finally {
       clearInterval(timer);
       model.dispose();

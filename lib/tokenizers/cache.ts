@@ -1,0 +1,103 @@
+/**
+ * The cache of packed tokenizers (packed.ts): one file per tokenizer source, in
+ * `$WEIGHTMAP_CACHE/tokenizers/` (default ~/.cache/weightmap; WEIGHTMAP_CACHE=off turns it off).
+ * A file is used only when it passes checkPacked and records the same sizes and modification
+ * times of the source files as they have now; otherwise the tokenizer is built and the file
+ * rewritten (temporary file, then rename) by the tokenizer worker. Reading runs on the calling
+ * thread without holding it: the file is read and checksummed off the thread (libuv, the native
+ * CRC), its arrays checked in slices (steps.ts).
+ */
+import * as crypto from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as nodePath from 'node:path';
+import { crc32Native } from '../formats/checksums';
+import { checkPackedSteps, packedCrcRange, packedSource } from './packed';
+import { runYielding } from './steps';
+
+/** Bumped whenever the packed layout or the tokenizer builders change what they produce. */
+const CACHE_VERSION = 1;
+
+/** The cache folder the environment names (read on the calling thread), or undefined when off. */
+export function tokenizerCacheDir(): string | undefined {
+  const setting = process.env.WEIGHTMAP_CACHE;
+  if (setting === 'off' || setting === '0') return undefined;
+  return nodePath.join(setting || nodePath.join(os.homedir(), '.cache', 'weightmap'), 'tokenizers');
+}
+
+/** The files a load of `path` may read (see load.ts), each as [name, size, mtimeMs]: the cache key and its validity. */
+export function tokenizerSource(path: string): { version: number; path: string; files: [string, number, number][] } {
+  const real = fs.realpathSync(path);
+  const dir = fs.statSync(real).isDirectory() ? real : nodePath.dirname(real);
+  const names = new Set(['tokenizer.json', 'tokenizer_config.json', 'vocab.json', 'merges.txt', 'vocab.txt', 'tokenizer.bin']);
+  for (const name of fs.readdirSync(dir)) if (name.endsWith('.tokenizer')) names.add(name);
+  if (dir !== real) names.add(nodePath.basename(real));
+  const files: [string, number, number][] = [];
+  for (const name of [...names].sort()) {
+    const stat = fs.statSync(nodePath.join(dir, name), { throwIfNoEntry: false });
+    if (stat) files.push([name, stat.size, stat.mtimeMs]);
+  }
+  return { version: CACHE_VERSION, path: real, files };
+}
+
+/** `<key>.wmtok` holds a packed tokenizer; `<key>.none` says (with its source as JSON) that the source's kind does not pack. */
+function cacheFile(dir: string, source: { path: string }, ext: '.wmtok' | '.none'): string {
+  const key = crypto.createHash('sha256').update(`${CACHE_VERSION}\0${source.path}`).digest('hex').slice(0, 32);
+  return nodePath.join(dir, key + ext);
+}
+
+/**
+ * What the cache holds for `source`: the packed tokenizer (in shared memory), `'none'` when the
+ * source is of a kind that does not pack (so it is built on the calling thread without asking the
+ * worker), or undefined (absent, stale or damaged).
+ */
+export async function readCachedTokenizer(dir: string, source: object): Promise<SharedArrayBuffer | 'none' | undefined> {
+  const packed = await readPacked(cacheFile(dir, source as { path: string }, '.wmtok'), source);
+  if (packed) return packed;
+  try {
+    return (await fs.promises.readFile(cacheFile(dir, source as { path: string }, '.none'), 'utf8')) === JSON.stringify(source) ? 'none' : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function readPacked(file: string, source: object): Promise<SharedArrayBuffer | undefined> {
+  let handle: fs.promises.FileHandle;
+  try {
+    handle = await fs.promises.open(file, 'r');
+  } catch {
+    return undefined;
+  }
+  try {
+    const size = (await handle.stat()).size;
+    const sab = new SharedArrayBuffer(size);
+    const bytes = new Uint8Array(sab);
+    for (let at = 0; at < size; ) {
+      const { bytesRead } = await handle.read(bytes, at, size - at, at);
+      if (bytesRead === 0) return undefined;
+      at += bytesRead;
+    }
+    if (JSON.stringify(packedSource(bytes)) !== JSON.stringify(source)) return undefined;
+    const crc = await crc32Native(packedCrcRange(bytes));
+    await runYielding(checkPackedSteps(bytes, file, crc));
+    return sab;
+  } catch {
+    // A damaged or foreign file is rebuilt over, like a stale one.
+    return undefined;
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Stores a packed tokenizer, or (undefined) that the source does not pack; a cache that cannot be written is skipped (it only saves time). */
+export function writeCachedTokenizer(dir: string, source: object, packed: SharedArrayBuffer | undefined): void {
+  const file = cacheFile(dir, source as { path: string }, packed ? '.wmtok' : '.none');
+  const tmp = `${file}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`;
+  try {
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(tmp, packed ? new Uint8Array(packed) : JSON.stringify(source));
+    fs.renameSync(tmp, file);
+  } catch {
+    fs.rmSync(tmp, { force: true });
+  }
+}

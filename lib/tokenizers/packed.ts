@@ -1,0 +1,240 @@
+/**
+ * A byte-level BPE tokenizer packed into one buffer: what the tokenizer worker sends to the main
+ * thread (shared memory, no copy) and what the cache stores. Turning it back into a tokenizer is
+ * a handful of typed-array views, so no 151k-entry table is rebuilt on the JS thread.
+ *
+ * Layout (little-endian):
+ *   [0, 8)    magic "WMTOKPK1"
+ *   [8, 12)   u32 H: bytes of the header JSON
+ *   [12, 16)  u32 CRC-32 (zlib) of every byte from 16 to the end
+ *   [16, 16+H) header JSON (PackedHeader), then zero padding to a multiple of 8
+ *   arrays in ARRAYS order, each at a multiple of 8, with the lengths the header gives
+ */
+import * as zlib from 'node:zlib';
+import { WeightFormatError } from '../errors';
+import type { AddedToken } from './added-tokens';
+import { ByteLevelBpeTokenizer } from './byte-level-bpe';
+import type { BpeModelOptions } from './bpe-model';
+import type { BpeTextSpec } from './bpe-text';
+import { PackedVocab, type PackedVocabArrays } from './bpe-vocab';
+import { MergeTable, type MergeTableArrays } from './merge-table';
+import type { SpecialWrapping } from './post-process';
+import { runNow, type Steps } from './steps';
+import type { SpecialTokenIds } from './types';
+
+const MAGIC = 'WMTOKPK1';
+const PREFIX = 16;
+
+interface PackedHeader {
+  kind: 'byte-level-bpe';
+  addedTokens: AddedToken[];
+  text: BpeTextSpec;
+  model: BpeModelOptions;
+  specialIds: SpecialTokenIds;
+  wrapping: SpecialWrapping;
+  truncation: number | null;
+  mergeCount: number;
+  /** Element counts of the arrays, by name. */
+  lengths: Record<ArrayName, number>;
+  /** What the packer says about where the tokenizer came from (the cache's key; not read here). */
+  source: unknown;
+}
+
+const ARRAYS = [
+  ['bytes', Uint8Array],
+  ['offsets', Uint32Array],
+  ['ids', Int32Array],
+  ['byId', Int32Array],
+  ['index', Int32Array],
+  ['keys', Int32Array],
+  ['ranks', Int32Array],
+  ['merged', Int32Array],
+] as const;
+type ArrayName = (typeof ARRAYS)[number][0];
+type Arrays = PackedVocabArrays & MergeTableArrays;
+
+const align8 = (n: number) => (n + 7) & ~7;
+
+/**
+ * The tokenizer packed into a SharedArrayBuffer, or undefined when it is of a kind that does not
+ * pack (only byte-level BPE does: the other kinds build in milliseconds).
+ */
+export function packTokenizer(tokenizer: unknown, source: unknown): SharedArrayBuffer | undefined {
+  if (!(tokenizer instanceof ByteLevelBpeTokenizer)) return undefined;
+  const c = tokenizer.config;
+  const vocab = c.vocab instanceof PackedVocab ? c.vocab : PackedVocab.pack(c.vocab.entries(), c.vocab.size);
+  if (!vocab) return undefined;
+  const arrays: Arrays = { ...vocab.arrays, ...c.merges.arrays() };
+  const header: PackedHeader = {
+    kind: 'byte-level-bpe',
+    addedTokens: c.addedTokens,
+    text: c.text,
+    model: c.model ?? {},
+    specialIds: c.specialIds ?? {},
+    wrapping: c.wrapping ?? { prefix: [], suffix: [] },
+    truncation: c.truncation ?? null,
+    mergeCount: c.merges.size,
+    lengths: Object.fromEntries(ARRAYS.map(([name]) => [name, arrays[name].length])) as Record<ArrayName, number>,
+    source,
+  };
+  const json = Buffer.from(JSON.stringify(header), 'utf8');
+  let size = align8(PREFIX + json.length);
+  const at: number[] = [];
+  for (const [name] of ARRAYS) {
+    at.push(size);
+    size = align8(size + arrays[name].byteLength);
+  }
+  const sab = new SharedArrayBuffer(size);
+  const out = Buffer.from(sab);
+  out.write(MAGIC, 0, 'latin1');
+  out.writeUInt32LE(json.length, 8);
+  json.copy(out, PREFIX);
+  ARRAYS.forEach(([name], i) => {
+    const a = arrays[name];
+    out.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), at[i]);
+  });
+  out.writeUInt32LE(zlib.crc32(out.subarray(PREFIX)), 12);
+  return sab;
+}
+
+/** The `source` a packed buffer records (undefined when the buffer is no packed tokenizer). */
+export function packedSource(buffer: Uint8Array): unknown {
+  try {
+    return readHeader(buffer, 'packed tokenizer').source;
+  } catch {
+    return undefined;
+  }
+}
+
+function readHeader(buffer: Uint8Array, where: string): PackedHeader {
+  const bytes = Buffer.from(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+  if (bytes.length < PREFIX || bytes.toString('latin1', 0, 8) !== MAGIC) {
+    throw new WeightFormatError('BAD_MAGIC', 'not a packed tokenizer', { path: where, offset: 0, expected: MAGIC, found: bytes.toString('latin1', 0, Math.min(8, bytes.length)) });
+  }
+  const n = bytes.readUInt32LE(8);
+  if (PREFIX + n > bytes.length) throw new WeightFormatError('TRUNCATED', 'the header runs past the end', { path: where, offset: 8, expected: `<= ${bytes.length - PREFIX}`, found: n });
+  try {
+    return JSON.parse(bytes.toString('utf8', PREFIX, PREFIX + n));
+  } catch (e) {
+    throw new WeightFormatError('BAD_HEADER', `the header is not valid JSON: ${(e as Error).message}`, { path: where, offset: PREFIX });
+  }
+}
+
+/** The bytes a packed buffer's CRC-32 covers (from byte 16 to the end). */
+export function packedCrcRange(buffer: Uint8Array): Uint8Array {
+  return buffer.subarray(PREFIX);
+}
+
+/** checkPackedSteps in one go, with zlib's CRC-32. */
+export function checkPacked(buffer: Uint8Array, where: string): void {
+  runNow(checkPackedSteps(buffer, where, zlib.crc32(packedCrcRange(buffer))));
+}
+
+/** Array elements checked per slice of checkPackedSteps (a few milliseconds). */
+const CHECK_STEP = 1 << 16;
+
+/**
+ * Checks a packed buffer read from a file: the checksum (`crc`, the CRC-32 of packedCrcRange,
+ * computed by the caller), the header's shape, every array's extent, and every id, offset
+ * and slot against what the arrays hold (so that no lookup can run past an array or probe
+ * forever). Throws WeightFormatError. In slices (steps.ts).
+ */
+export function* checkPackedSteps(buffer: Uint8Array, where: string, crc: number): Steps<void> {
+  const bytes = Buffer.from(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+  const header = readHeader(bytes, where);
+  const stored = bytes.readUInt32LE(12);
+  if (crc !== stored) throw new WeightFormatError('CHECKSUM_MISMATCH', 'the packed tokenizer is damaged', { path: where, offset: 12, expected: stored, found: crc });
+  const bad = (what: string, found?: unknown): never => {
+    throw new WeightFormatError('BAD_HEADER', `packed tokenizer: ${what}`, { path: where, found });
+  };
+  const isId = (v: unknown) => Number.isInteger(v) && (v as number) >= 0 && (v as number) < 2 ** 31;
+  if (header?.kind !== 'byte-level-bpe') bad('unknown kind', header?.kind);
+  if (!Array.isArray(header.addedTokens) || !header.addedTokens.every((t) => t && isId(t.id) && typeof t.content === 'string')) bad('bad added tokens');
+  if (!header.wrapping || ![header.wrapping.prefix, header.wrapping.suffix].every((l) => Array.isArray(l) && l.every(isId))) bad('bad wrapping');
+  if (!header.specialIds || !Object.values(header.specialIds).every(isId)) bad('bad special ids');
+  if (!(header.truncation === null || isId(header.truncation))) bad('bad truncation', header.truncation);
+  const m = header.model;
+  if (!m || typeof m !== 'object' || !(m.unkId === undefined || isId(m.unkId))) bad('bad model options');
+  const t = header.text;
+  const okNormalizer = t?.normalizer === 'NFC' || t?.normalizer === 'none' || (typeof t?.normalizer === 'object' && 'json' in t.normalizer);
+  const p = t?.preTokenizer as any;
+  const okPre = typeof p === 'object' && p !== null && ('json' in p || (typeof p.pattern === 'string' && typeof p.prefixSpace === 'boolean'));
+  if (!okNormalizer || !okPre) bad('bad text steps');
+  const arrays = viewArrays(bytes, header, where);
+  const { offsets, ids, byId, index, keys, ranks, merged } = arrays;
+  const entries = ids.length;
+  if (offsets.length !== entries + 1 || offsets[0] !== 0 || offsets[entries] !== arrays.bytes.length) bad('token offsets do not cover the token bytes');
+  for (let e = 0; e < entries; e++) {
+    if (e % CHECK_STEP === CHECK_STEP - 1) yield;
+    if (offsets[e + 1] < offsets[e]) bad(`token offsets decrease at entry ${e}`);
+    if (!(ids[e] >= 0 && ids[e] < byId.length)) bad(`entry ${e} has id ${ids[e]} outside [0, ${byId.length})`);
+  }
+  for (let id = 0; id < byId.length; id++) {
+    if (id % CHECK_STEP === CHECK_STEP - 1) yield;
+    const e = byId[id];
+    if (e !== -1 && !(e >= 0 && e < entries && ids[e] === id)) bad(`id ${id} names entry ${e}, which is not its`);
+  }
+  checkCapacity(index.length, entries, bad, 'vocabulary index');
+  let filled = 0;
+  for (let slot = 0; slot < index.length; slot++) {
+    if (slot % CHECK_STEP === CHECK_STEP - 1) yield;
+    const e = index[slot];
+    if (e === -1) continue;
+    if (!(e >= 0 && e < entries)) bad(`vocabulary index slot ${slot} names entry ${e}`);
+    filled++;
+  }
+  if (filled !== entries) bad(`the vocabulary index holds ${filled} entries, the vocabulary ${entries}`);
+  if (keys.length !== ranks.length * 2 || merged.length !== ranks.length) bad('merge arrays differ in length');
+  checkCapacity(ranks.length, header.mergeCount, bad, 'merge table');
+  const size = byId.length;
+  let used = 0;
+  for (let slot = 0; slot < ranks.length; slot++) {
+    if (slot % CHECK_STEP === CHECK_STEP - 1) yield;
+    const a = keys[2 * slot];
+    if (a === -1) continue;
+    const b = keys[2 * slot + 1];
+    if (!(a >= 0 && a < size && b >= 0 && b < size && ranks[slot] >= 0 && merged[slot] >= 0 && merged[slot] < size)) bad(`merge table slot ${slot} is invalid`);
+    used++;
+  }
+  if (used !== header.mergeCount) bad(`the merge table holds ${used} merges, the header says ${header.mergeCount}`);
+}
+
+/** An open-addressing table: capacity a power of two, at most half of it in use (so every probe meets an empty slot). */
+function checkCapacity(capacity: number, used: number, bad: (what: string, found?: unknown) => never, what: string): void {
+  if (capacity < 16 || (capacity & (capacity - 1)) !== 0) bad(`${what} capacity is not a power of two`, capacity);
+  if (used * 2 > capacity) bad(`${what} is more than half full`, used);
+}
+
+/** Views of the arrays (the buffer must start at a multiple of 8, as a SharedArrayBuffer or a whole file read does). */
+function viewArrays(bytes: Buffer, header: PackedHeader, where: string): Arrays {
+  if (bytes.byteOffset % 8 !== 0) throw new RangeError('a packed tokenizer must start at a multiple of 8 bytes');
+  let at = align8(PREFIX + bytes.readUInt32LE(8));
+  const out: Record<string, Int32Array | Uint32Array | Uint8Array> = {};
+  for (const [name, Kind] of ARRAYS) {
+    const n = header.lengths?.[name];
+    if (!Number.isInteger(n) || n < 0 || at + n * Kind.BYTES_PER_ELEMENT > bytes.length) {
+      throw new WeightFormatError('TRUNCATED', `packed tokenizer: array ${name} runs past the end`, { path: where, offset: at, expected: `<= ${bytes.length - at} bytes`, found: n });
+    }
+    out[name] = new Kind(bytes.buffer as ArrayBuffer, bytes.byteOffset + at, n);
+    at = align8(at + n * Kind.BYTES_PER_ELEMENT);
+  }
+  return out as unknown as Arrays;
+}
+
+/** The tokenizer of a packed buffer (made by packTokenizer, or read from a file and checked by checkPacked). */
+export function unpackTokenizer(buffer: Uint8Array | SharedArrayBuffer, where = 'packed tokenizer'): ByteLevelBpeTokenizer {
+  const bytes = buffer instanceof Uint8Array ? Buffer.from(buffer.buffer, buffer.byteOffset, buffer.byteLength) : Buffer.from(buffer);
+  const header = readHeader(bytes, where);
+  const a = viewArrays(bytes, header, where);
+  const tokenizer = new ByteLevelBpeTokenizer({
+    vocab: new PackedVocab(a),
+    merges: MergeTable.fromArrays(a, header.mergeCount),
+    addedTokens: header.addedTokens,
+    text: header.text,
+    model: header.model,
+    specialIds: header.specialIds,
+    wrapping: header.wrapping,
+    truncation: header.truncation ?? undefined,
+  });
+  return tokenizer;
+}

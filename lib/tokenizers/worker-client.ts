@@ -1,0 +1,155 @@
+/**
+ * The JS thread's side of the tokenizer worker (worker.ts): one worker per process, started on
+ * the first request and ended after a few idle seconds; it never keeps the process alive.
+ */
+import * as nodePath from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { MISSING_RECIPE, receiveError, type Recipe, type Reply, type Request } from './worker-protocol';
+import type { EncodeOptions, Tokenizer } from './types';
+
+const IDLE_MS = 5000;
+
+/**
+ * Run from the TypeScript sources (the test suite), the worker's modules are transpiled as they
+ * load, with the typescript package; the built package runs worker.js as it is.
+ */
+const TS_BOOT = `
+const { workerData } = require('node:worker_threads');
+const fs = require('node:fs');
+const ts = require(workerData.typescript);
+require.extensions['.ts'] = (module, file) => {
+  const out = ts.transpileModule(fs.readFileSync(file, 'utf8'), {
+    fileName: file,
+    compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true },
+  });
+  module._compile(out.outputText, file);
+};
+require(workerData.entry);
+`;
+
+function startWorker(): Worker {
+  const ext = nodePath.extname(__filename);
+  const entry = nodePath.join(__dirname, `worker${ext}`);
+  if (ext !== '.ts') return new Worker(entry);
+  return new Worker(TS_BOOT, { eval: true, workerData: { entry, typescript: require.resolve('typescript') } });
+}
+
+/** A request before it is numbered. */
+type Unsent<T = Request> = T extends unknown ? Omit<T, 'id'> : never;
+
+type Pending = { resolve: (reply: Reply) => void; reject: (error: Error) => void };
+
+class TokenizerWorker {
+  private worker: Worker | undefined;
+  private readonly pending = new Map<number, Pending>();
+  /** Recipe keys the running worker has been sent. */
+  private readonly known = new Set<number>();
+  private nextId = 1;
+  private idle: NodeJS.Timeout | undefined;
+
+  request(message: Unsent): Promise<Reply> {
+    const worker = this.running();
+    const id = this.nextId++;
+    clearTimeout(this.idle);
+    worker.ref();
+    return new Promise<Reply>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      worker.postMessage({ ...message, id });
+    });
+  }
+
+  /**
+   * Sends an encode request, with the recipe the first time; the worker keeps a few tokenizers,
+   * so one it has let go gets its recipe again.
+   */
+  async encode(key: number, recipe: Recipe, texts: string[], options: EncodeOptions | undefined): Promise<Int32Array[]> {
+    for (let resend = !this.known.has(key); ; resend = true) {
+      this.known.add(key);
+      try {
+        const reply = await this.request({ op: 'encode', key, recipe: resend ? recipe : undefined, texts, options });
+        if (!('ids' in reply)) throw new Error('the tokenizer worker replied to an encode request with no ids');
+        return reply.ids;
+      } catch (error) {
+        if (resend || (error as { code?: unknown }).code !== MISSING_RECIPE) throw error;
+      }
+    }
+  }
+
+  private running(): Worker {
+    if (this.worker) return this.worker;
+    const worker = startWorker();
+    worker.on('message', (reply: Reply) => {
+      const p = this.pending.get(reply.id);
+      this.pending.delete(reply.id);
+      if (this.pending.size === 0) this.rest(worker);
+      if ('error' in reply) p?.reject(receiveError(reply.error));
+      else p?.resolve(reply);
+    });
+    const fail = (error: Error) => {
+      if (this.worker !== worker) return;
+      this.worker = undefined;
+      this.known.clear();
+      for (const p of this.pending.values()) p.reject(error);
+      this.pending.clear();
+    };
+    worker.on('error', fail);
+    worker.on('exit', (code) => fail(new Error(`the tokenizer worker exited with code ${code}`)));
+    this.worker = worker;
+    return worker;
+  }
+
+  /** Lets the process exit while the worker waits, and ends it when it stays idle. */
+  private rest(worker: Worker): void {
+    worker.unref();
+    this.idle = setTimeout(() => {
+      if (this.worker !== worker || this.pending.size > 0) return;
+      this.worker = undefined;
+      this.known.clear();
+      void worker.terminate();
+    }, IDLE_MS).unref();
+  }
+}
+
+let shared: TokenizerWorker | undefined;
+
+function tokenizerWorker(): TokenizerWorker {
+  return (shared ??= new TokenizerWorker());
+}
+
+/** Builds `path` in the worker: the packed tokenizer, or undefined when its kind does not pack. */
+export async function loadInWorker(path: string, cacheDir: string | undefined, source: object): Promise<SharedArrayBuffer | undefined> {
+  const reply = await tokenizerWorker().request({ op: 'load', path, cacheDir, source });
+  return 'packed' in reply ? reply.packed : undefined;
+}
+
+const recipes = new WeakMap<Tokenizer, { key: number; recipe: Recipe }>();
+let nextKey = 1;
+
+/** Records how the worker can make `tokenizer` again (encodeAsync uses it). */
+export function withRecipe<T extends Tokenizer>(tokenizer: T, recipe: Recipe): T {
+  recipes.set(tokenizer, { key: nextKey++, recipe });
+  return tokenizer;
+}
+
+/** Texts shorter than this in all (UTF-16 units; ~5 ms of encoding) are encoded on the calling thread. */
+export const WORKER_MIN_CHARS = 32768;
+
+/**
+ * The ids of each text, as tokenizer.encode gives them, encoded in the worker when the texts are
+ * long and the tokenizer is one weightmap loaded (else on the calling thread).
+ */
+export async function encodeAsync(tokenizer: Tokenizer, texts: readonly string[], options?: EncodeOptions): Promise<number[][]> {
+  const entry = recipes.get(tokenizer);
+  let chars = 0;
+  for (const t of texts) chars += t.length;
+  if (!entry || chars < WORKER_MIN_CHARS) return texts.map((t) => tokenizer.encode(t, options));
+  const ids = await tokenizerWorker().encode(entry.key, entry.recipe, [...texts], options);
+  return ids.map(toArray);
+}
+
+/** A plain array of the ids (a loop: Array.from walks a typed array several times slower). */
+function toArray(ids: Int32Array): number[] {
+  const out = new Array<number>(ids.length);
+  for (let i = 0; i < ids.length; i++) out[i] = ids[i];
+  return out;
+}

@@ -1,0 +1,128 @@
+/**
+ * Packed tokenizers (lib/tokenizers/packed.ts): a round trip keeps every id, and a packed file is
+ * input like any other: damage, truncation and out-of-range ids or offsets are typed errors, even
+ * when the checksum has been made to match.
+ */
+import * as zlib from 'node:zlib';
+import { loadTokenizerSync } from '../../lib/tokenizers';
+import { checkPacked, packTokenizer, unpackTokenizer } from '../../lib/tokenizers/packed';
+import { fixture } from '../helpers/fixtures';
+import { makeCorpus } from './corpus';
+
+const GGUF = fixture('gguf-quants', 'qwen2-bias', 'qwen2-bias.Q4_1.gguf');
+const source = loadTokenizerSync(GGUF);
+const packed = new Uint8Array(packTokenizer(source, { test: true })!);
+
+/** Header, array offsets and lengths, as the layout comment of packed.ts gives them. */
+function layout(bytes: Uint8Array) {
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const headerLength = buf.readUInt32LE(8);
+  const header = JSON.parse(buf.toString('utf8', 16, 16 + headerLength));
+  const sizes: Record<string, number> = { bytes: 1, offsets: 4, ids: 4, byId: 4, index: 4, keys: 4, ranks: 4, merged: 4 };
+  let at = (16 + headerLength + 7) & ~7;
+  const arrays: Record<string, number> = {};
+  for (const name of Object.keys(sizes)) {
+    arrays[name] = at;
+    at = (at + header.lengths[name] * sizes[name] + 7) & ~7;
+  }
+  return { header, arrays, end: at };
+}
+
+/** A copy of the packed bytes after `edit`, its checksum made to match again (SharedArrayBuffer-free, 8-aligned). */
+function tampered(edit: (buf: Buffer) => unknown): Uint8Array {
+  let buf: Buffer = Buffer.from(new Uint8Array(packed));
+  const replaced = edit(buf);
+  if (Buffer.isBuffer(replaced)) buf = replaced;
+  const out = new Uint8Array(new ArrayBuffer(buf.length));
+  out.set(buf);
+  Buffer.from(out.buffer).writeUInt32LE(zlib.crc32(out.subarray(16)), 12);
+  return out;
+}
+
+/** The buffer with the header JSON replaced (arrays moved to keep their alignment). */
+function withHeader(change: (header: any) => void): Uint8Array {
+  return tampered((buf) => {
+    const { header, arrays } = layout(buf);
+    change(header);
+    const json = Buffer.from(JSON.stringify(header));
+    const start = (16 + json.length + 7) & ~7;
+    const out = Buffer.alloc(start + buf.length - arrays.bytes);
+    buf.copy(out, 0, 0, 16);
+    out.writeUInt32LE(json.length, 8);
+    json.copy(out, 16);
+    buf.copy(out, start, arrays.bytes);
+    return out;
+  });
+}
+
+test('the layout fills the buffer exactly, and unpacking gives the same tokenizer', () => {
+  expect(layout(packed).end).toBe(packed.length);
+  expect(() => checkPacked(packed, 'packed')).not.toThrow();
+  const back = unpackTokenizer(packed);
+  expect(back.vocabSize).toBe(source.vocabSize);
+  for (const text of makeCorpus(80, 3)) {
+    expect(back.encode(text)).toEqual(source.encode(text));
+    expect(back.decode(source.encode(text))).toBe(source.decode(source.encode(text)));
+  }
+  for (let id = 0; id < source.vocabSize; id++) {
+    expect(back.idToToken(id)).toBe(source.idToToken(id));
+    expect(back.tokenToId(source.idToToken(id)!)).toBe(source.tokenToId(source.idToToken(id)!));
+  }
+});
+
+test('a flipped bit is a checksum mismatch; a foreign or cut file is named as such', () => {
+  const flipped = new Uint8Array(packed);
+  flipped[flipped.length - 3] ^= 1;
+  expect(() => checkPacked(flipped, 'f')).toThrow(expect.objectContaining({ name: 'WeightFormatError', code: 'CHECKSUM_MISMATCH', path: 'f', offset: 12 }));
+  const foreign = new Uint8Array(packed);
+  foreign[0] = 0x58;
+  expect(() => checkPacked(foreign, 'f')).toThrow(expect.objectContaining({ code: 'BAD_MAGIC' }));
+  expect(() => checkPacked(packed.subarray(0, 10), 'f')).toThrow(expect.objectContaining({ code: 'BAD_MAGIC' }));
+  const cut = tampered((buf) => buf.subarray(0, buf.length - 64));
+  expect(() => checkPacked(cut, 'f')).toThrow(expect.objectContaining({ code: 'TRUNCATED' }));
+  const longHeader = tampered((buf) => void buf.writeUInt32LE(buf.length, 8));
+  expect(() => checkPacked(longHeader, 'f')).toThrow(expect.objectContaining({ code: 'TRUNCATED', offset: 8 }));
+});
+
+test.each([
+  ['an entry id past the id table', (buf: Buffer) => buf.writeInt32LE(1 << 30, layout(buf).arrays.ids)],
+  ['a negative byte offset step', (buf: Buffer) => buf.writeUInt32LE(0xffffff, layout(buf).arrays.offsets + 4)],
+  ['an id naming an entry that is not its', (buf: Buffer) => buf.writeInt32LE(1, layout(buf).arrays.byId)],
+  ['an index slot past the entries', (buf: Buffer) => {
+    const { arrays, header } = layout(buf);
+    for (let i = 0; i < header.lengths.index; i++) if (buf.readInt32LE(arrays.index + 4 * i) !== -1) return buf.writeInt32LE(1 << 29, arrays.index + 4 * i);
+  }],
+  ['a merge of an id outside the vocabulary', (buf: Buffer) => {
+    const { arrays, header } = layout(buf);
+    for (let i = 0; i < header.lengths.ranks; i++) if (buf.readInt32LE(arrays.keys + 8 * i) !== -1) return buf.writeInt32LE(1 << 29, arrays.keys + 8 * i + 4);
+  }],
+  ['a vocabulary index with no empty slot', (buf: Buffer) => {
+    const { arrays, header } = layout(buf);
+    for (let i = 0; i < header.lengths.index; i++) if (buf.readInt32LE(arrays.index + 4 * i) === -1) buf.writeInt32LE(0, arrays.index + 4 * i);
+  }],
+  ['a merge table with no empty slot', (buf: Buffer) => {
+    const { arrays, header } = layout(buf);
+    for (let i = 0; i < header.lengths.ranks; i++) if (buf.readInt32LE(arrays.keys + 8 * i) === -1) buf.writeInt32LE(3, arrays.keys + 8 * i);
+  }],
+])('%s is a typed error, checksum notwithstanding', (_what, edit) => {
+  const bad = tampered(edit);
+  expect(() => checkPacked(bad, 'f')).toThrow(expect.objectContaining({ name: 'WeightFormatError', code: 'BAD_HEADER', path: 'f' }));
+});
+
+test.each([
+  ['an unknown kind', (h: any) => (h.kind = 'wordpiece')],
+  ['a fractional added-token id', (h: any) => (h.addedTokens[0].id = 1.5)],
+  ['a negative wrapping id', (h: any) => (h.wrapping.prefix = [-1])],
+  ['a string special id', (h: any) => (h.specialIds.bos = 'x')],
+  ['text steps of no known shape', (h: any) => (h.text = { normalizer: 'NFC', preTokenizer: 'qwen2' })],
+  ['a merge count that disagrees with the table', (h: any) => (h.mergeCount += 1)],
+  ['an array longer than the file', (h: any) => (h.lengths.merged = 2 ** 30)],
+])('a header with %s is a typed error', (_what, change) => {
+  const bad = withHeader(change);
+  expect(() => checkPacked(bad, 'f')).toThrow(expect.objectContaining({ name: 'WeightFormatError', path: 'f' }));
+});
+
+test('the header rewrite helper keeps a valid file valid (the cases above test what they say)', () => {
+  expect(() => checkPacked(withHeader(() => undefined), 'f')).not.toThrow();
+  expect(() => checkPacked(tampered(() => undefined), 'f')).not.toThrow();
+});
