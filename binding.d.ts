@@ -214,7 +214,7 @@ export interface KernelsBinding {
    * flattened in the order they started (thread: 0, 1, ... by first appearance); the block
    * starting at 0 busy-waits delayUs µs (so the other threads must take the rest of its range).
    */
-  threadPoolRowBlocks(n: number, grain: number, threads: number, delayUs?: number): number[];
+  threadPoolRowBlocks(n: number, grain: number, threads: number, waitUs?: number): number[];
   /** Seconds to read every byte of `view` `passes` times, split across `threads` threads. */
   readBandwidth(view: ArrayBufferView, threads: number, passes: number): number;
 }

@@ -11,7 +11,7 @@
  *   arrays in ARRAYS order, each at a multiple of 8, with the lengths the header gives
  */
 import * as zlib from 'node:zlib';
-import { WeightFormatError } from '../errors';
+import { rangeError, WeightFormatError } from '../errors';
 import type { AddedToken } from './added-tokens';
 import { ByteLevelBpeTokenizer } from './byte-level-bpe';
 import type { BpeModelOptions } from './bpe-model';
@@ -207,7 +207,7 @@ function checkCapacity(capacity: number, used: number, bad: (what: string, found
 
 /** Views of the arrays (the buffer must start at a multiple of 8, as a SharedArrayBuffer or a whole file read does). */
 function viewArrays(bytes: Buffer, header: PackedHeader, where: string): Arrays {
-  if (bytes.byteOffset % 8 !== 0) throw new RangeError('a packed tokenizer must start at a multiple of 8 bytes');
+  if (bytes.byteOffset % 8 !== 0) throw rangeError('a packed tokenizer must start at a multiple of 8 bytes');
   let at = align8(PREFIX + bytes.readUInt32LE(8));
   const out: Record<string, Int32Array | Uint32Array | Uint8Array> = {};
   for (const [name, Kind] of ARRAYS) {

@@ -1,5 +1,5 @@
 /** Messages between the JS thread (worker-client.ts) and the tokenizer worker (worker.ts). */
-import { UnsupportedError, WeightFormatError, type WeightFormatErrorCode } from '../errors';
+import { rangeError, UnsupportedError, WeightFormatError, type WeightFormatErrorCode } from '../errors';
 import type { TokenizerData } from '../weights';
 import type { EncodeOptions } from './types';
 
@@ -60,7 +60,7 @@ export function receiveError(sent: SentError): Error {
       error = new UnsupportedError(sent.message);
       break;
     case 'RangeError':
-      error = new RangeError(sent.message);
+      error = rangeError(sent.message);
       break;
     case 'TypeError':
       error = new TypeError(sent.message);

@@ -467,33 +467,44 @@ Napi::Value ThreadPoolChunks(const Napi::CallbackInfo& info) {
   return out;
 }
 
-// threadPoolRowBlocks(n, grain, threads, delayUs): the blocks of one kernels::ParallelRowBlocks,
+// threadPoolRowBlocks(n, grain, threads, waitUs): the blocks of one kernels::ParallelRowBlocks,
 // flattened [begin, end, thread, ...] in the order they started (thread: 0, 1, ... in the order
-// the threads first appeared). The block that starts at 0 busy-waits delayUs µs, so that the
-// other threads must take the rest of its range.
+// the threads first appeared). The block that starts at 0 stalls its thread until another thread
+// has taken a block of the rest of the first range [0, n / threads), or for waitUs µs at most:
+// with work stealing the wait ends as soon as a thread is scheduled, whatever the machine's load.
 Napi::Value ThreadPoolRowBlocks(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const int64_t n = IntArg(info, 0, "n", 0, int64_t(1) << 32);
   const int64_t grain = IntArg(info, 1, "grain", 1, int64_t(1) << 32);
   const int threads = int(IntArg(info, 2, "threads", 1, kMaxThreads));
-  const int64_t delay_us = info.Length() > 3 ? IntArg(info, 3, "delayUs", 0, 1000000) : 0;
+  const int64_t wait_us = info.Length() > 3 ? IntArg(info, 3, "waitUs", 0, 60000000) : 0;
   std::mutex mu;
   std::vector<int64_t> blocks;
   std::vector<std::thread::id> ids;
+  auto stolen = [&](size_t stalled) {  // under mu
+    for (size_t i = 0; i < blocks.size(); i += 3)
+      if (blocks[i] > 0 && blocks[i] < n / threads && size_t(blocks[i + 2]) != stalled) return true;
+    return false;
+  };
   kernels::ParallelRowBlocks(PoolFor(threads), n, grain, [&](int64_t b, int64_t e) {
+    size_t t = 0;
     {
       std::lock_guard<std::mutex> lock(mu);
       const auto id = std::this_thread::get_id();
-      size_t t = 0;
       while (t < ids.size() && ids[t] != id) ++t;
       if (t == ids.size()) ids.push_back(id);
       blocks.push_back(b);
       blocks.push_back(e);
       blocks.push_back(int64_t(t));
     }
-    if (b == 0 && delay_us > 0) {
-      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(delay_us);
+    if (b == 0 && wait_us > 0) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(wait_us);
       while (std::chrono::steady_clock::now() < until) {
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          if (stolen(t)) break;
+        }
+        std::this_thread::yield();
       }
     }
   });

@@ -94,8 +94,8 @@ describe('thread pool', () => {
       [7, 1, 2, 0],
       [100, 16, 2, 0],
       [3072, 16, 2, 0],
-      [3072, 16, 2, 20000],
-      [1000, 64, 3, 20000],
+      [3072, 16, 2, 30_000_000],
+      [1000, 64, 3, 30_000_000],
       [1023, 16, 4, 0],
       [33, 32, 2, 0],
       [5, 8, 2, 0],
@@ -116,7 +116,8 @@ describe('thread pool', () => {
       }
       expect(next).toBe(n);
       if (delay > 0) {
-        // Block 0 spins 20 ms: another thread runs the rest of the first range (rows < n / threads).
+        // Block 0 stalls its thread until another takes the rest of the first range (rows < n / threads),
+        // or 30 s at most: without stealing, the rest of that range would wait for the stalled thread.
         const stalled = blocks[0][2];
         expect(blocks.some(([b, , t]) => b > 0 && b < n / threads && t !== stalled)).toBe(true);
       }
