@@ -30,9 +30,8 @@ export interface DecoderLoadOptions {
   threads?: number;
   /**
    * What to do with the weights at load. Default 'none': use them as stored (Q8_0 with int8
-   * kernels and runq-style Q8_0 activations, f32/f16 with the float kernels; bf16 becomes f32,
-   * GGUF Q8_0 blocks are repacked; the other GGUF block types run in place against 8-bit
-   * activations). 'q8_0': quantize f32/f16/bf16 matrices to Q8_0 (faster,
+   * kernels and runq-style Q8_0 activations, f32/f16 with the float kernels; bf16 becomes f32;
+   * GGUF block types, Q8_0 included, run in place against 8-bit activations). 'q8_0': quantize f32/f16/bf16 matrices to Q8_0 (faster,
    * approximate). 'f32': dequantize everything to f32 (the exact path: no activation quantization).
    */
   quant?: 'none' | 'q8_0' | 'f32';

@@ -114,22 +114,14 @@ Matrix Matrix::Prepare(const TensorRef& t, WeightQuant quant, int group, LoadCos
       throw SpecError("SHAPE_MISMATCH", "tensor " + t.Describe() + ": rows of " + std::to_string(m.cols_) +
                                             " elements are not whole groups of " + std::to_string(stored_group));
     if (quant == WeightQuant::F32) return f32_copy();
-    m.kind_ = MatrixKind::Q8;
-    m.group_ = stored_group;
-    if (t.dtype == DType::GgmlQ8_0) {
-      m.q_own_.resize(n);
-      m.s_own_.resize(n / 32);
-      ForRowChunks(pool, m.rows_, [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; r++)
-          UnpackGgmlRow(t.data + r * (m.cols_ / 32) * 34, m.cols_, m.q_own_.data() + r * m.cols_,
-                        m.s_own_.data() + r * (m.cols_ / 32));
-      });
-      m.q_ = m.q_own_.data();
-      m.s_ = m.s_own_.data();
-      cost->copied_bytes += n + n / 32 * 4;
-      cost->converted++;
+    if (t.dtype == DType::GgmlQ8_0) {  // ggml's 34-byte blocks, used in place like the other types
+      m.kind_ = MatrixKind::Blocks;
+      m.block_ = kernels::BlockType::Q8_0;
+      m.blocks_ = t.data;
       return m;
     }
+    m.kind_ = MatrixKind::Q8;
+    m.group_ = stored_group;
     m.q_ = reinterpret_cast<const int8_t*>(t.data);
     if (Aligned(t.scales, 4)) {
       m.s_ = reinterpret_cast<const float*>(t.scales);

@@ -6,12 +6,12 @@
 //        token) or matmul_q8 (a batch).
 //   F16  IEEE half [rows, cols] with hgemm_trans.
 //   F32  float [rows, cols] with sgemm_trans.
-//   Blocks  ggml blocks of any other GGUF type (kernels/ggml_blocks.h), rows of whole blocks,
+//   Blocks  ggml blocks of any GGUF type, Q8_0 included (kernels/ggml_blocks.h), rows of whole blocks,
 //        always used in place from the mapping; activations are quantized per 32 with sums
 //        (KernelTable::ggml.quantize_act) and multiplied with ggml.matmul[type].
 //
 // A matrix points into the mapping when the stored bytes already have one of these layouts;
-// otherwise (bf16, GGUF Q8_0 blocks, misaligned data, or a requested quantization) it owns a
+// otherwise (bf16, misaligned data, or a requested quantization) it owns a
 // copy converted once at load.
 #pragma once
 
