@@ -17,7 +17,7 @@ import { DECODER_NAMES as N } from '../architectures/decoder';
 import { ByteCursor, fail, sizeForLayers } from './bytes';
 import { ajc1TemplatesFromHf, hfSideFolder } from './ajc1-sidecars';
 import { q8Chunks } from './q8-quantize';
-import { rawChunks, releasePages } from './tensor-data';
+import { FLOAT_READABLE_DTYPES, rawChunks, releasePages } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { writeOutputs } from './output-files';
 import { ajc1Vocabulary } from './vocab-convert';
@@ -376,8 +376,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   const groupSize = chooseGroupSize(c, options.groupSize, sourceGs ?? c.groupSize);
   const shared = c.tieWordEmbeddings ? 1 : 0;
   validateAjc1Config(c, groupSize, shared, weights.path);
-  const readable = ['f32', 'f16', 'bf16', 'f64', 'q8_0', 'ggml_q8_0'];
-  const plan = ajc1Layout(c).map((t) => ({ t, view: requireTensor(weights, byName, t.name, t.shape, readable) }));
+  const plan = ajc1Layout(c).map((t) => ({ t, view: requireTensor(weights, byName, t.name, t.shape, FLOAT_READABLE_DTYPES) }));
   const total = ajc1FileSize(c, groupSize);
   // Sidecars are prepared (and checked) before the checkpoint is written: the source's own, else
   // made from the tokenizer files of the HF folder the weights were read from (export.py).

@@ -22,7 +22,7 @@ import type { FloatDType } from './dtype-convert';
 import { DECODER_VARIANTS, isDecoderConfig } from '../architectures/decoder';
 import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggmlBlockTypeId, ggufTensorName } from './gguf';
 import { permutedRowChunks, qkRowSources } from './rope-order';
-import { canonicalShape, rawChunks, releasePages } from './tensor-data';
+import { canonicalShape, isFloatReadable, rawChunks, releasePages } from './tensor-data';
 import type { WriteOptions } from './types';
 import { writeOutputs } from './output-files';
 import { ggufVocabulary, jinjaChatTemplateOf } from './vocab-convert';
@@ -218,7 +218,7 @@ function planTensorBytes(weights: ModelWeights, view: TensorView, options: Write
   }
   const stored = view.dtype === 'f32' || view.dtype === 'f16' || view.dtype === 'bf16' ? view.dtype : undefined;
   const dtype: FloatDType = requested ?? stored ?? 'f32';
-  if (!['f32', 'f16', 'bf16', 'f64', 'q8_0', 'ggml_q8_0'].includes(view.dtype)) {
+  if (!isFloatReadable(view)) {
     if (rows || view.transposed) throw new UnsupportedError(`cannot reorder the ${view.dtype} tensor '${view.name}'`);
     const ints: Record<string, number> = { i8: 24, i16: 25, i32: 26, i64: 27 };
     const code = ints[view.dtype];

@@ -29,7 +29,7 @@ import { DECODER_NAMES, decoderTensorShapes } from '../architectures/decoder';
 import { mapFile, type MappedSource } from '../mapping';
 import { numel, type DecoderConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { ByteCursor, fail } from './bytes';
-import { releasePages, viewBytes } from './tensor-data';
+import { FLOAT_READABLE_DTYPES, releasePages, viewBytes } from './tensor-data';
 import { permutedRowChunks, qkRowSources } from './rope-order';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { writeOutputs } from './output-files';
@@ -342,16 +342,16 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
     throw new UnsupportedError(`llama2.c holds Llama models, not ${c.architecture}`);
   }
   if (c.qkNorm) throw new UnsupportedError('llama2.c has no q/k norms (Qwen3 cannot be stored)');
+  if (c.ropeFreqFactors) throw new UnsupportedError('llama2.c has no RoPE frequency factors (Llama 3 scaling cannot be stored)');
   if (c.headDim * c.numHeads !== c.hiddenSize) throw new UnsupportedError(`llama2.c derives head_dim = dim / n_heads; this model has head_dim ${c.headDim}`);
   if (Math.fround(c.ropeTheta) !== Math.fround(THETA) || Math.fround(c.rmsNormEps) !== Math.fround(EPS)) {
     throw new UnsupportedError(`llama2.c fixes rope θ = 10000 and eps = 1e-5; this model has θ = ${c.ropeTheta}, eps = ${c.rmsNormEps}`);
   }
   const byName = tensorsByName(weights);
-  const floats = ['f32', 'f16', 'bf16', 'f64', 'q8_0', 'ggml_q8_0'];
   const plan = new Map(
     decoderTensorShapes({ ...c, tieWordEmbeddings: false })
       .filter((t) => t.name !== DECODER_NAMES.lmHead || byName.has(t.name))
-      .map((t) => [t.name, requireTensor(weights, byName, t.name, t.shape, floats)]),
+      .map((t) => [t.name, requireTensor(weights, byName, t.name, t.shape, FLOAT_READABLE_DTYPES)]),
   );
   const embed = plan.get(DECODER_NAMES.embed)!;
   const head = plan.get(DECODER_NAMES.lmHead);

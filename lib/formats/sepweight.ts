@@ -40,7 +40,7 @@ import { mapNpy, npyFileSize, writeNpyFile, type NpyWritableDType } from './npy'
 import { writeOutputs, writeSynced } from './output-files';
 import { ajc1Vocabulary, hfTokenizerFiles, llama2cVocabulary } from './vocab-convert';
 import { permutedRowChunks, qkRowSources } from './rope-order';
-import { canonicalShape } from './tensor-data';
+import { canonicalShape, FLOAT_READABLE_DTYPES } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { requireTensor, tensorsByName } from './write-job';
 
@@ -402,9 +402,8 @@ async function write(weights: ModelWeights, root: string, options: WriteOptions 
     throw new UnsupportedError(`sepweight trees are written for Llama/Qwen3 decoders, not ${c.architecture}`);
   }
   const byName = tensorsByName(weights);
-  const floats = ['f32', 'f16', 'bf16', 'f64', 'q8_0', 'ggml_q8_0'];
   const specs = decoderTensorShapes({ ...c, tieWordEmbeddings: false }).filter((s) => s.name !== DECODER_NAMES.lmHead || !c.tieWordEmbeddings || byName.has(s.name));
-  const plan = specs.map((s) => ({ ...s, view: requireTensor(weights, byName, s.name, s.shape, floats) }));
+  const plan = specs.map((s) => ({ ...s, view: requireTensor(weights, byName, s.name, s.shape, FLOAT_READABLE_DTYPES) }));
   if (c.tieWordEmbeddings && !byName.has(DECODER_NAMES.lmHead)) {
     // The end node's copy of the tied head.
     plan.push({ name: DECODER_NAMES.lmHead, shape: [c.vocabSize, c.hiddenSize], view: byName.get(DECODER_NAMES.embed)! });

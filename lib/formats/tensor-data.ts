@@ -19,9 +19,12 @@ export function viewBytes(view: TensorView, byteOffset = view.byteOffset, byteLe
   return src.subarray(byteOffset, byteOffset + byteLength);
 }
 
+/** The dtypes readF32 decodes: the float types, Q8_0 and every GGUF block type. */
+export const FLOAT_READABLE_DTYPES: readonly string[] = ['f32', 'f16', 'bf16', 'f64', 'q8_0', 'ggml_q8_0', ...Object.keys(GGML_BLOCK_LAYOUT)];
+
 /** Whether readF32 can decode this view. */
 export function isFloatReadable(view: TensorView): boolean {
-  return ['f32', 'f16', 'bf16', 'f64', 'q8_0', 'ggml_q8_0'].includes(view.dtype) || isGgmlBlockDType(view.dtype);
+  return FLOAT_READABLE_DTYPES.includes(view.dtype);
 }
 
 /**

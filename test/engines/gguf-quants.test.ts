@@ -147,14 +147,15 @@ describe.each(FILES)('gguf-quants %s: %s', (folder, _file, variant) => {
 });
 
 test.each([
-  ['qwen3-qknorm', 'Q4_K_M'],
-  ['qwen2-bias', 'Q4_1'],
-])('%s %s converts to safetensors through dequantization and runs the same (f32 path within 0.001)', async (folder, type) => {
+  ['qwen3-qknorm', 'Q4_K_M', 'safetensors'],
+  ['qwen2-bias', 'Q4_1', 'safetensors'],
+  ['qwen3-qknorm', 'Q5_0', 'sepweight'],
+] as const)('%s %s converts to %s through dequantization and runs the same (f32 path within 0.001)', async (folder, type, to) => {
   const { dir, cleanup } = tempDir();
   const [, , variant] = FILES.find(([f, file]) => f === folder && file.includes(type))!;
   try {
     const out = path.join(dir, 'model');
-    await convert(fixture('gguf-quants', folder, variant.file), out, { to: 'safetensors' });
+    await convert(fixture('gguf-quants', folder, variant.file), out, { to });
     const weights = await readWeights(out);
     expect(weights.config.architecture).toBe(folder.split('-')[0]);
     const engine = await DecoderEngine.load(weights, { threads: 2, quant: 'f32' });
@@ -166,6 +167,20 @@ test.each([
       engine.dispose();
       closeWeights(weights);
     }
+  } finally {
+    cleanup();
+  }
+});
+
+test('a Llama 3 model (RoPE frequency factors) is refused by the formats that cannot hold the factors, not written without them', async () => {
+  const { dir, cleanup } = tempDir();
+  const [, , variant] = FILES.find(([f, file]) => f === 'llama-ropefreqs' && file.includes('Q4_0'))!;
+  try {
+    const source = fixture('gguf-quants', 'llama-ropefreqs', variant.file);
+    for (const to of ['llama2c', 'safetensors', 'sepweight'] as const) {
+      await expect(convert(source, path.join(dir, `out.${to}`), { to })).rejects.toThrow(/frequency factors/i);
+    }
+    expect(fs.readdirSync(dir)).toEqual([]);
   } finally {
     cleanup();
   }
