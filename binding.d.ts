@@ -156,6 +156,16 @@ export interface KernelsBinding {
   /** y [m, rows] = X·Wᵀ: xq [m·cols], xs [m·cols/group]. */
   matmulQ8(isa: string, wq: Int8Array, ws: Float32Array, xq: Int8Array, xs: Float32Array, y: Float32Array,
     m: number, rows: number, cols: number, group: number, threads?: number): void;
+  /** x = the exact dequantization of `blocks` (whole blocks of ggml `type`: 'q4_0', 'q4_k', 'iq4_xs', ...). */
+  dequantizeBlocks(type: string, blocks: Uint8Array, x: Float32Array): void;
+  /** Activations for ggmlMatmul: q, d as quantizeQ8 with group 32, sum[n / 16] = Σ q per 16 values. */
+  quantizeAct(isa: string, x: Float32Array, q: Int8Array, d: Float32Array, sum: Int16Array): void;
+  /**
+   * y [m, rows] = X·Wᵀ, W [rows, n] of ggml blocks of `type` (row after row), X quantized by
+   * quantizeAct (xq [m·n], xd [m·n/32], xsum [m·n/16]); contract in native/kernels/kernels.h.
+   */
+  ggmlMatmul(isa: string, type: string, w: Uint8Array, xq: Int8Array, xd: Float32Array, xsum: Int16Array, y: Float32Array,
+    m: number, rows: number, n: number, threads?: number): void;
   /**
    * Per-row int8 activations: s[i] = max|x_i| / 127, q = round half away (x · f32(127 / max|x_i|)) in
    * [-127, 127], rows of ldq >= k values (the padding 0), decoded from the table's own encoding.
@@ -314,7 +324,7 @@ export declare class BertEncoder {
 export type DecoderNativeConfig = Pick<
   DecoderConfig,
   | 'hiddenSize' | 'intermediateSize' | 'numLayers' | 'numHeads' | 'numKvHeads' | 'headDim' | 'vocabSize'
-  | 'maxSeqLen' | 'rmsNormEps' | 'ropeTheta' | 'ropePairing' | 'tieWordEmbeddings' | 'qkNorm'
+  | 'maxSeqLen' | 'rmsNormEps' | 'ropeTheta' | 'ropePairing' | 'tieWordEmbeddings' | 'qkNorm' | 'qkvBias' | 'ropeFreqFactors'
 >;
 
 export interface DecoderNativeOptions {
@@ -428,6 +438,13 @@ export interface NativeBinding {
    * s = max|w| / 127 and q = round-half-to-even(w / s) in float32 (FORMATS.md §5.2; a zero group
    * gets s = 0, q = 0; NaN -> 0). Resolves when both arrays are filled; keeps the mapping alive.
    */
+  /**
+   * `count` elements at `byteOffset` of `file` as float32 into `out` [count], on libuv's thread
+   * pool (native/napi/dequantize_napi.cc): f32/f16/bf16 widened exactly, ggml blocks ('ggml_q8_0',
+   * 'ggml_q4_k', ...; count whole blocks) dequantized bit-equal to ggml. RangeError if the range
+   * lies outside the file; keeps the mapping and `out` alive until it settles.
+   */
+  dequantizeWeights(file: MappedFile, byteOffset: number, dtype: string, count: number, out: Float32Array): Promise<void>;
   quantizeQ8Weights(
     file: MappedFile,
     byteOffset: number,

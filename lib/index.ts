@@ -11,11 +11,13 @@ export type { FormatModule, ReadOptions, WriteOptions, WriteProgress } from './f
 export { convert } from './convert';
 export type { ConvertOptions } from './convert';
 export { closeWeights, findTensor, numel, DTYPE_BYTES } from './weights';
+export { dequantize } from './dequantize';
 export type {
   Architecture,
   BertConfig,
   DecoderConfig,
   DType,
+  GgmlBlockDType,
   FormatName,
   ModelConfig,
   ModelWeights,

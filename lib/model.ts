@@ -223,6 +223,7 @@ async function loadEngine(weights: ModelWeights, options: LoadModelOptions): Pro
   const arch = weights.config.architecture;
   switch (arch) {
     case 'llama':
+    case 'qwen2':
     case 'qwen3': {
       const engine = await DecoderEngine.load(weights, { threads: options.threads, ...(options.quant ? { quant: options.quant } : {}) });
       return {

@@ -3,6 +3,7 @@
  * one canonical vocabulary plus named tensor views into mapped files, in one canonical (HF-style)
  * naming. Nothing here owns a copy of the weights.
  */
+import type { DecoderArchitecture } from './architectures/decoder';
 import type { MappedSource } from './mapping';
 
 export type FormatName = 'tllm' | 'moon' | 'embd' | 'sepweight' | 'ajc1' | 'safetensors' | 'gguf' | 'llama2c' | 'npy';
@@ -11,15 +12,40 @@ export type FormatName = 'tllm' | 'moon' | 'embd' | 'sepweight' | 'ajc1' | 'safe
  * Element types. `q8_0`: int8 values at byteOffset with f32 scales elsewhere (`scales`), one
  * per `groupSize` consecutive elements of the flattened tensor (ajc1, llama2.c v2).
  * `ggml_q8_0`: ggml's interleaved blocks of 32 (f16 scale then 32 int8 = 34 bytes) (GGUF).
+ * `ggml_q4_0` ... `ggml_iq4_xs`: ggml's other block-quantized types (GGUF), rows of whole blocks;
+ * layouts in native/kernels/ggml_blocks.h, read as float32 with `dequantize` (lib/dequantize.ts).
  */
 export type DType =
   | 'f64' | 'f32' | 'f16' | 'bf16'
   | 'i64' | 'i32' | 'i16' | 'i8'
   | 'u64' | 'u32' | 'u16' | 'u8'
-  | 'bool' | 'q8_0' | 'ggml_q8_0';
+  | 'bool' | 'q8_0' | 'ggml_q8_0' | GgmlBlockDType;
+
+/** Values per block and bytes per block of each ggml block dtype (native/kernels/ggml_blocks.h). */
+export const GGML_BLOCK_LAYOUT = {
+  ggml_q4_0: { values: 32, bytes: 18 },
+  ggml_q4_1: { values: 32, bytes: 20 },
+  ggml_q5_0: { values: 32, bytes: 22 },
+  ggml_q5_1: { values: 32, bytes: 24 },
+  ggml_q2_k: { values: 256, bytes: 84 },
+  ggml_q3_k: { values: 256, bytes: 110 },
+  ggml_q4_k: { values: 256, bytes: 144 },
+  ggml_q5_k: { values: 256, bytes: 176 },
+  ggml_q6_k: { values: 256, bytes: 210 },
+  ggml_iq4_nl: { values: 32, bytes: 18 },
+  ggml_iq4_xs: { values: 256, bytes: 136 },
+} as const;
+export type GgmlBlockDType = keyof typeof GGML_BLOCK_LAYOUT;
+
+export function isGgmlBlockDType(dtype: DType): dtype is GgmlBlockDType {
+  return Object.prototype.hasOwnProperty.call(GGML_BLOCK_LAYOUT, dtype);
+}
+
+/** The dtypes with a fixed number of bytes per element. */
+export type PlainDType = Exclude<DType, 'q8_0' | 'ggml_q8_0' | GgmlBlockDType>;
 
 /** Bytes per element of the plain dtypes. */
-export const DTYPE_BYTES: Readonly<Record<Exclude<DType, 'q8_0' | 'ggml_q8_0'>, number>> = {
+export const DTYPE_BYTES: Readonly<Record<PlainDType, number>> = {
   f64: 8, f32: 4, f16: 2, bf16: 2,
   i64: 8, i32: 4, i16: 2, i8: 1,
   u64: 8, u32: 4, u16: 2, u8: 1,
@@ -45,11 +71,11 @@ export interface TensorView {
   transposed?: boolean;
 }
 
-export type Architecture = 'llama' | 'qwen3' | 'tllm' | 'bert' | 'moondream' | 'unknown';
+export type Architecture = DecoderArchitecture | 'tllm' | 'bert' | 'moondream' | 'unknown';
 
-/** Llama and Qwen3 (the decoder engine). Matrices [out,in]. */
+/** Llama, Qwen2 and Qwen3 (the decoder engine; variants in lib/architectures/decoder.ts). Matrices [out,in]. */
 export interface DecoderConfig {
-  architecture: 'llama' | 'qwen3';
+  architecture: DecoderArchitecture;
   hiddenSize: number;
   intermediateSize: number;
   numLayers: number;
@@ -65,6 +91,13 @@ export interface DecoderConfig {
   tieWordEmbeddings: boolean;
   /** Qwen3's per-head RMSNorm of q and k before RoPE. */
   qkNorm: boolean;
+  /** Qwen2's biases of the q, k and v projections (`*_proj.bias`), added before RoPE. Default false. */
+  qkvBias?: boolean;
+  /**
+   * Llama 3's RoPE frequency factors (headDim / 2 values, GGUF `rope_freqs.weight`): the inverse
+   * frequency of pair i is divided by factor i. Absent: plain RoPE.
+   */
+  ropeFreqFactors?: number[];
   bosTokenId?: number;
   eosTokenIds?: number[];
   /** Q8_0 group size of the stored weights, when quantized. */

@@ -1,9 +1,74 @@
 /**
- * Canonical tensor names and shapes of the Llama/Qwen3 decoder (HF transformers' keys, [out,in]
- * matrices). Every reader of a decoder format names its tensors with these, every writer maps
- * from them, and the engine looks them up here.
+ * The decoder variants (Llama, Qwen2, Qwen3) and their canonical tensor names and shapes (HF
+ * transformers' keys, [out,in] matrices). Every reader of a decoder format names its tensors with
+ * these, every writer maps from them, and the engine looks them up here. A variant that differs
+ * from Llama by a feature the engine has (biases, QK-norm) is one entry of DECODER_VARIANTS.
  */
-import type { DecoderConfig } from '../weights';
+import type { DecoderConfig, ModelConfig } from '../weights';
+
+export interface DecoderVariant {
+  /** Per-head RMSNorm of q and k before RoPE. */
+  qkNorm: boolean;
+  /** Biases on the q, k and v projections. */
+  qkvBias: boolean;
+  /** RoPE pairing of the q/k rows as llama.cpp stores them in GGUF. */
+  ggufRopePairing: 'half' | 'interleaved';
+  /** RMSNorm epsilon when a GGUF file omits it. */
+  ggufDefaultEps: number;
+}
+
+export const DECODER_VARIANTS = {
+  llama: { qkNorm: false, qkvBias: false, ggufRopePairing: 'interleaved', ggufDefaultEps: 1e-5 },
+  qwen2: { qkNorm: false, qkvBias: true, ggufRopePairing: 'half', ggufDefaultEps: 1e-6 },
+  qwen3: { qkNorm: true, qkvBias: false, ggufRopePairing: 'half', ggufDefaultEps: 1e-6 },
+} as const satisfies Record<string, DecoderVariant>;
+
+export type DecoderArchitecture = keyof typeof DECODER_VARIANTS;
+
+export function isDecoderArchitecture(name: unknown): name is DecoderArchitecture {
+  return typeof name === 'string' && Object.prototype.hasOwnProperty.call(DECODER_VARIANTS, name);
+}
+
+export function isDecoderConfig(config: ModelConfig): config is DecoderConfig {
+  return isDecoderArchitecture(config.architecture);
+}
+
+/** The architecture class name HF transformers gives each variant. */
+export const HF_DECODER_CLASSES: Readonly<Record<DecoderArchitecture, string>> = {
+  llama: 'LlamaForCausalLM',
+  qwen2: 'Qwen2ForCausalLM',
+  qwen3: 'Qwen3ForCausalLM',
+};
+
+/** Llama 3's `rope_scaling` (rope_type 'llama3') in HF config.json. */
+export interface Llama3RopeScaling {
+  factor: number;
+  low_freq_factor: number;
+  high_freq_factor: number;
+  original_max_position_embeddings: number;
+}
+
+/**
+ * The headDim / 2 factors Llama 3's scaling divides RoPE's inverse frequencies by (what
+ * convert_hf_to_gguf stores as `rope_freqs.weight`): 1 for wavelengths below
+ * original_max / high_freq_factor, `factor` above original_max / low_freq_factor, and the smooth
+ * blend 1 / ((1 - s) / factor + s), s = (original_max / wavelength - low) / (high - low), between.
+ */
+export function llama3RopeFactors(headDim: number, theta: number, p: Llama3RopeScaling): number[] {
+  const lowWavelen = p.original_max_position_embeddings / p.low_freq_factor;
+  const highWavelen = p.original_max_position_embeddings / p.high_freq_factor;
+  const out: number[] = [];
+  for (let i = 0; i < headDim / 2; i++) {
+    const wavelen = (2 * Math.PI) / theta ** ((-2 * i) / headDim);
+    if (wavelen < highWavelen) out.push(1);
+    else if (wavelen > lowWavelen) out.push(p.factor);
+    else {
+      const smooth = (p.original_max_position_embeddings / wavelen - p.low_freq_factor) / (p.high_freq_factor - p.low_freq_factor);
+      out.push(1 / ((1 - smooth) / p.factor + smooth));
+    }
+  }
+  return out;
+}
 
 export const DECODER_NAMES = {
   embed: 'model.embed_tokens.weight',
@@ -16,6 +81,9 @@ export const DECODER_NAMES = {
   o: (l: number) => `model.layers.${l}.self_attn.o_proj.weight`,
   qNorm: (l: number) => `model.layers.${l}.self_attn.q_norm.weight`,
   kNorm: (l: number) => `model.layers.${l}.self_attn.k_norm.weight`,
+  qBias: (l: number) => `model.layers.${l}.self_attn.q_proj.bias`,
+  kBias: (l: number) => `model.layers.${l}.self_attn.k_proj.bias`,
+  vBias: (l: number) => `model.layers.${l}.self_attn.v_proj.bias`,
   ffnNorm: (l: number) => `model.layers.${l}.post_attention_layernorm.weight`,
   gate: (l: number) => `model.layers.${l}.mlp.gate_proj.weight`,
   up: (l: number) => `model.layers.${l}.mlp.up_proj.weight`,
@@ -36,6 +104,9 @@ export function decoderTensorShapes(c: DecoderConfig): { name: string; shape: nu
       { name: DECODER_NAMES.v(l), shape: [kvDim, d] },
       { name: DECODER_NAMES.o(l), shape: [d, qDim] },
     );
+    if (c.qkvBias) {
+      out.push({ name: DECODER_NAMES.qBias(l), shape: [qDim] }, { name: DECODER_NAMES.kBias(l), shape: [kvDim] }, { name: DECODER_NAMES.vBias(l), shape: [kvDim] });
+    }
     if (c.qkNorm) {
       out.push({ name: DECODER_NAMES.qNorm(l), shape: [c.headDim] }, { name: DECODER_NAMES.kNorm(l), shape: [c.headDim] });
     }

@@ -12,6 +12,8 @@ export interface InspectReport {
   checksums: string;
   tensorCount: number;
   totalBytes: number;
+  /** The dtype mix: tensors and bytes per dtype, most bytes first. */
+  dtypes: { dtype: string; tensors: number; bytes: number }[];
   tensors: { name: string; dtype: string; shape: number[]; file: string; offset: number; bytes: number; transposed?: boolean }[];
   metadata: Record<string, unknown>;
   tokenizer?: { kind: string; tokens: number };
@@ -27,6 +29,13 @@ export function inspectReport(weights: ModelWeights): InspectReport {
     bytes: t.byteLength + (t.scales?.byteLength ?? 0),
     ...(t.transposed ? { transposed: true } : {}),
   }));
+  const mix = new Map<string, { dtype: string; tensors: number; bytes: number }>();
+  for (const t of tensors) {
+    const entry = mix.get(t.dtype) ?? { dtype: t.dtype, tensors: 0, bytes: 0 };
+    entry.tensors++;
+    entry.bytes += t.bytes;
+    mix.set(t.dtype, entry);
+  }
   const checksums = weights.checksums ?? 'none in this format';
   const metadata = Object.fromEntries(
     Object.entries(weights.metadata).filter(([, v]) => !(Array.isArray(v) && v.length > 64) && !ArrayBuffer.isView(v)),
@@ -39,6 +48,7 @@ export function inspectReport(weights: ModelWeights): InspectReport {
     checksums,
     tensorCount: tensors.length,
     totalBytes: tensors.reduce((a, t) => a + t.bytes, 0),
+    dtypes: [...mix.values()].sort((a, b) => b.bytes - a.bytes || a.dtype.localeCompare(b.dtype)),
     tensors,
     metadata,
     ...(weights.tokenizer ? { tokenizer: { kind: weights.tokenizer.kind, tokens: weights.tokenizer.tokens.length } } : {}),
@@ -64,6 +74,7 @@ export function renderReport(r: InspectReport): string {
     `architecture: ${r.architecture}`,
     `checksums:    ${r.checksums}`,
     `tensors:      ${r.tensorCount} (${formatBytes(r.totalBytes)})`,
+    `dtypes:       ${r.dtypes.map((d) => `${d.dtype} ×${d.tensors} (${formatBytes(d.bytes)})`).join(', ')}`,
   ];
   if (r.tokenizer) lines.push(`tokenizer:    ${r.tokenizer.kind}, ${r.tokenizer.tokens} tokens`);
   lines.push('config:');

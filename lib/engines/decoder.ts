@@ -1,5 +1,5 @@
 /**
- * The Llama/Qwen3 decoder engine (native/engines/decoder*): loads ModelWeights into the native
+ * The Llama/Qwen2/Qwen3 decoder engine (native/engines/decoder*): loads ModelWeights into the native
  * engine with the tensors used in place from their mappings, and runs sessions (one KV cache
  * each). Calls on one session run one after another, in call order; different sessions and models
  * run concurrently.
@@ -16,7 +16,7 @@ import type {
   NativeSamplingParams,
   Sampler,
 } from '../../binding';
-import { DECODER_NAMES, decoderTensorShapes } from '../architectures/decoder';
+import { DECODER_NAMES, decoderTensorShapes, isDecoderConfig } from '../architectures/decoder';
 import { AbortError, DisposedError, UnsupportedError, WeightFormatError } from '../errors';
 import { native } from '../native';
 import type { DecoderConfig, ModelWeights } from '../weights';
@@ -31,7 +31,8 @@ export interface DecoderLoadOptions {
   /**
    * What to do with the weights at load. Default 'none': use them as stored (Q8_0 with int8
    * kernels and runq-style Q8_0 activations, f32/f16 with the float kernels; bf16 becomes f32,
-   * GGUF Q8_0 blocks are repacked). 'q8_0': quantize f32/f16/bf16 matrices to Q8_0 (faster,
+   * GGUF Q8_0 blocks are repacked; the other GGUF block types run in place against 8-bit
+   * activations). 'q8_0': quantize f32/f16/bf16 matrices to Q8_0 (faster,
    * approximate). 'f32': dequantize everything to f32 (the exact path: no activation quantization).
    */
   quant?: 'none' | 'q8_0' | 'f32';
@@ -65,15 +66,19 @@ const DEFAULT_CONTEXT = 4096;
 /** The config fields the native engine reads. */
 function nativeConfig(c: DecoderConfig): DecoderNativeConfig {
   const { hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, vocabSize, maxSeqLen } = c;
-  const { rmsNormEps, ropeTheta, ropePairing, tieWordEmbeddings, qkNorm } = c;
-  return { hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, vocabSize, maxSeqLen, rmsNormEps, ropeTheta, ropePairing, tieWordEmbeddings, qkNorm };
+  const { rmsNormEps, ropeTheta, ropePairing, tieWordEmbeddings, qkNorm, qkvBias, ropeFreqFactors } = c;
+  return {
+    hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, vocabSize, maxSeqLen, rmsNormEps, ropeTheta, ropePairing, tieWordEmbeddings, qkNorm,
+    qkvBias: qkvBias ?? false,
+    ...(ropeFreqFactors ? { ropeFreqFactors } : {}),
+  };
 }
 
 /** The tensors of `weights` the decoder reads, as native views (the native side checks them all again). */
 export function decoderWeightsSpec(weights: ModelWeights) {
   const c = weights.config;
-  if (c.architecture !== 'llama' && c.architecture !== 'qwen3') {
-    throw new UnsupportedError(`the decoder engine runs llama and qwen3 models, not '${c.architecture}'`);
+  if (!isDecoderConfig(c)) {
+    throw new UnsupportedError(`the decoder engine runs llama, qwen2 and qwen3 models, not '${c.architecture}'`);
   }
   const needed = new Set(decoderTensorShapes(c).map((t) => t.name));
   if (c.tieWordEmbeddings) needed.delete(DECODER_NAMES.lmHead);

@@ -19,7 +19,8 @@
 import { UnsupportedError } from '../errors';
 import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import type { FloatDType } from './dtype-convert';
-import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggufTensorName } from './gguf';
+import { DECODER_VARIANTS, isDecoderConfig } from '../architectures/decoder';
+import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggmlBlockTypeId, ggufTensorName } from './gguf';
 import { permutedRowChunks, qkRowSources } from './rope-order';
 import { canonicalShape, rawChunks, releasePages } from './tensor-data';
 import type { WriteOptions } from './types';
@@ -208,12 +209,14 @@ function planTensorBytes(weights: ModelWeights, view: TensorView, options: Write
   const c = weights.config;
   const shape = canonicalShape(view);
   const dims = [...shape].reverse();
-  const name = c.architecture === 'llama' || c.architecture === 'qwen3' ? ggufTensorName(view.name) : view.name;
-  const rows = c.architecture === 'llama' || c.architecture === 'qwen3' ? qkRowSources(c, view.name, c.architecture === 'llama' ? 'interleaved' : 'half') : undefined;
+  const decoder = isDecoderConfig(c);
+  const name = decoder ? ggufTensorName(view.name) : view.name;
+  const rows = decoder ? qkRowSources(c, view.name, DECODER_VARIANTS[c.architecture].ggufRopePairing) : undefined;
   const n = numel(shape);
   const requested = options.dtype && shape.length >= 2 ? options.dtype : undefined;
-  if (view.dtype === 'ggml_q8_0' && !requested && !rows && !view.transposed) {
-    return { name, dims, ggmlType: 8, byteLength: view.byteLength, emit: () => rawChunks(view) };
+  const blocks = ggmlBlockTypeId(view.dtype);
+  if (blocks !== undefined && !requested && !rows && !view.transposed) {
+    return { name, dims, ggmlType: blocks, byteLength: view.byteLength, emit: () => rawChunks(view) };
   }
   const stored = view.dtype === 'f32' || view.dtype === 'f16' || view.dtype === 'bf16' ? view.dtype : undefined;
   const dtype: FloatDType = requested ?? stored ?? 'f32';

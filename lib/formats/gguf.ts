@@ -9,21 +9,24 @@
  * integers are numbers when safe, else bigints. Counts and lengths are checked against the bytes
  * left before anything is allocated.
  *
- * Tensors of type F32, F16, BF16 and Q8_0 (dtype 'ggml_q8_0') become views. Every other known
- * ggml type is validated (its block size and bytes per block are known), listed in
- * metadata['gguf.tensors'] with supported: false and left out of `tensors`; it is an UNSUPPORTED
- * error only when the architecture needs that tensor.
+ * Tensors of type F32, F16, BF16, Q8_0 (dtype 'ggml_q8_0') and the block types Q4_0, Q4_1,
+ * Q5_0, Q5_1, Q2_K..Q6_K, IQ4_NL, IQ4_XS (dtype 'ggml_' + the lower-case name) become views; each
+ * tensor's byte size follows from its block size and bytes per block and is checked against the
+ * file. Every other known ggml type is validated the same way, listed in metadata['gguf.tensors']
+ * with supported: false and left out of `tensors`; it is an UNSUPPORTED error only when the
+ * architecture needs that tensor.
  *
- * Architectures: `llama` (q/k rows in llama.cpp's permuted Meta order: ropePairing
- * 'interleaved') and `qwen3` ('half', QK-norm), with llama.cpp names mapped to the canonical
- * decoder names; other architectures, and vocabulary-only files (no tensors), read as 'unknown'
- * with their own tensor names. `tokenizer.ggml.*` becomes TokenizerData kind 'gguf'.
+ * Architectures: the decoder variants of lib/architectures/decoder.ts — `llama` (q/k rows in
+ * llama.cpp's permuted Meta order: ropePairing 'interleaved'; `rope_freqs.weight` becomes
+ * ropeFreqFactors), `qwen2` ('half', q/k/v biases) and `qwen3` ('half', QK-norm) — with llama.cpp
+ * names mapped to the canonical decoder names; other architectures, and vocabulary-only files (no
+ * tensors), read as 'unknown' with their own tensor names. `tokenizer.ggml.*` becomes TokenizerData kind 'gguf'.
  * metadata holds every key/value, plus 'gguf.version', 'gguf.alignment', 'gguf.types' (the value
  * type of each key) and 'gguf.tensors' (every tensor info, supported or not). Writer: gguf-writer.ts.
  */
-import { DECODER_NAMES, decoderTensorShapes } from '../architectures/decoder';
+import { DECODER_NAMES, DECODER_VARIANTS, decoderTensorShapes, isDecoderArchitecture, type DecoderArchitecture } from '../architectures/decoder';
 import { mapFile, type MappedSource } from '../mapping';
-import type { DecoderConfig, DType, ModelConfig, ModelWeights, TensorView, TokenizerData } from '../weights';
+import { GGML_BLOCK_LAYOUT, type DecoderConfig, type DType, type GgmlBlockDType, type ModelConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { ByteCursor, checkNoOverlap, checkRange, fail } from './bytes';
 import { writeGguf } from './gguf-writer';
 import type { FormatModule, Probe, ReadOptions } from './types';
@@ -67,30 +70,34 @@ export interface GgmlType {
   dtype?: DType;
 }
 
+function block(name: string, dtype: GgmlBlockDType): GgmlType {
+  return { name, blockSize: GGML_BLOCK_LAYOUT[dtype].values, typeSize: GGML_BLOCK_LAYOUT[dtype].bytes, dtype };
+}
+
 /** ggml_type ids (ggml.h) with their block layout; removed ids (4, 5, 31-33, 36-38) are absent. */
 export const GGML_TYPES: Readonly<Record<number, GgmlType>> = {
   0: { name: 'F32', blockSize: 1, typeSize: 4, dtype: 'f32' },
   1: { name: 'F16', blockSize: 1, typeSize: 2, dtype: 'f16' },
-  2: { name: 'Q4_0', blockSize: 32, typeSize: 18 },
-  3: { name: 'Q4_1', blockSize: 32, typeSize: 20 },
-  6: { name: 'Q5_0', blockSize: 32, typeSize: 22 },
-  7: { name: 'Q5_1', blockSize: 32, typeSize: 24 },
+  2: block('Q4_0', 'ggml_q4_0'),
+  3: block('Q4_1', 'ggml_q4_1'),
+  6: block('Q5_0', 'ggml_q5_0'),
+  7: block('Q5_1', 'ggml_q5_1'),
   8: { name: 'Q8_0', blockSize: 32, typeSize: 34, dtype: 'ggml_q8_0' },
   9: { name: 'Q8_1', blockSize: 32, typeSize: 36 },
-  10: { name: 'Q2_K', blockSize: 256, typeSize: 84 },
-  11: { name: 'Q3_K', blockSize: 256, typeSize: 110 },
-  12: { name: 'Q4_K', blockSize: 256, typeSize: 144 },
-  13: { name: 'Q5_K', blockSize: 256, typeSize: 176 },
-  14: { name: 'Q6_K', blockSize: 256, typeSize: 210 },
+  10: block('Q2_K', 'ggml_q2_k'),
+  11: block('Q3_K', 'ggml_q3_k'),
+  12: block('Q4_K', 'ggml_q4_k'),
+  13: block('Q5_K', 'ggml_q5_k'),
+  14: block('Q6_K', 'ggml_q6_k'),
   15: { name: 'Q8_K', blockSize: 256, typeSize: 292 },
   16: { name: 'IQ2_XXS', blockSize: 256, typeSize: 66 },
   17: { name: 'IQ2_XS', blockSize: 256, typeSize: 74 },
   18: { name: 'IQ3_XXS', blockSize: 256, typeSize: 98 },
   19: { name: 'IQ1_S', blockSize: 256, typeSize: 50 },
-  20: { name: 'IQ4_NL', blockSize: 32, typeSize: 18 },
+  20: block('IQ4_NL', 'ggml_iq4_nl'),
   21: { name: 'IQ3_S', blockSize: 256, typeSize: 110 },
   22: { name: 'IQ2_S', blockSize: 256, typeSize: 82 },
-  23: { name: 'IQ4_XS', blockSize: 256, typeSize: 136 },
+  23: block('IQ4_XS', 'ggml_iq4_xs'),
   24: { name: 'I8', blockSize: 1, typeSize: 1 },
   25: { name: 'I16', blockSize: 1, typeSize: 2 },
   26: { name: 'I32', blockSize: 1, typeSize: 4 },
@@ -102,6 +109,13 @@ export const GGML_TYPES: Readonly<Record<number, GgmlType>> = {
   35: { name: 'TQ2_0', blockSize: 256, typeSize: 66 },
   39: { name: 'MXFP4', blockSize: 32, typeSize: 17 },
 };
+
+/** The ggml_type id that stores a tensor of `dtype` as ggml blocks (ggml_q8_0, ggml_q4_k, ...), if any. */
+export function ggmlBlockTypeId(dtype: DType): number | undefined {
+  if (!dtype.startsWith('ggml_')) return undefined;
+  const entry = Object.entries(GGML_TYPES).find(([, t]) => t.dtype === dtype);
+  return entry ? Number(entry[0]) : undefined;
+}
 
 export interface GgufTensorInfo {
   /** The name in the file. */
@@ -312,9 +326,13 @@ export function canonicalDecoderName(ggufName: string): string | undefined {
     case 'output_norm.weight': return DECODER_NAMES.norm;
     case 'output.weight': return DECODER_NAMES.lmHead;
   }
-  const m = /^blk\.(0|[1-9][0-9]*)\.([a-z_]+)\.weight$/.exec(ggufName);
+  const m = /^blk\.(0|[1-9][0-9]*)\.([a-z_]+)\.(weight|bias)$/.exec(ggufName);
   if (!m) return undefined;
   const l = Number(m[1]);
+  if (m[3] === 'bias') {
+    const biases: Record<string, (l: number) => string> = { attn_q: DECODER_NAMES.qBias, attn_k: DECODER_NAMES.kBias, attn_v: DECODER_NAMES.vBias };
+    return biases[m[2]]?.(l);
+  }
   const perLayer: Record<string, (l: number) => string> = {
     attn_norm: DECODER_NAMES.attnNorm,
     attn_q: DECODER_NAMES.q,
@@ -351,9 +369,12 @@ export function ggufTensorName(canonical: string): string {
     'mlp.gate_proj.weight': 'ffn_gate',
     'mlp.up_proj.weight': 'ffn_up',
     'mlp.down_proj.weight': 'ffn_down',
+    'self_attn.q_proj.bias': 'attn_q',
+    'self_attn.k_proj.bias': 'attn_k',
+    'self_attn.v_proj.bias': 'attn_v',
   };
   const short = m ? perLayer[m[2]] : undefined;
-  return m && short ? `blk.${m[1]}.${short}.weight` : canonical;
+  return m && short ? `blk.${m[1]}.${short}.${m[2].endsWith('.bias') ? 'bias' : 'weight'}` : canonical;
 }
 
 /** The float32 `x` as the shortest decimal that reads back to the same float32 (1e-5, not 9.99999974e-6). */
@@ -416,8 +437,24 @@ class Kv {
   }
 }
 
-function decoderConfig(kv: Kv, arch: 'llama' | 'qwen3', byName: Map<string, GgufTensorInfo>, tokenizer: TokenizerData | undefined): DecoderConfig {
+/** Llama 3's RoPE factors from `rope_freqs.weight` (F32 [headDim / 2]), or undefined when absent. */
+function ropeFreqFactors(bytes: Buffer, path: string, info: GgufTensorInfo | undefined, headDim: number): number[] | undefined {
+  if (!info) return undefined;
+  if (info.typeName !== 'F32' || info.shape.length !== 1 || info.shape[0] !== headDim / 2) {
+    fail('SHAPE_MISMATCH', "'rope_freqs.weight' must be F32 with one factor per RoPE pair", { path, offset: info.byteOffset, expected: `F32 [${headDim / 2}]`, found: `${info.typeName} [${info.shape.join(', ')}]` });
+  }
+  const factors: number[] = [];
+  for (let i = 0; i < headDim / 2; i++) {
+    const f = bytes.readFloatLE(info.byteOffset + 4 * i);
+    if (!(f > 0) || !Number.isFinite(f)) fail('CONFIG_MISMATCH', "'rope_freqs.weight' holds a factor that is not positive and finite", { path, offset: info.byteOffset + 4 * i, expected: '> 0', found: f });
+    factors.push(f);
+  }
+  return factors;
+}
+
+function decoderConfig(kv: Kv, bytes: Buffer, arch: DecoderArchitecture, byName: Map<string, GgufTensorInfo>, tokenizer: TokenizerData | undefined): DecoderConfig {
   const path = kv.path;
+  const variant = DECODER_VARIANTS[arch];
   const hiddenSize = kv.int(`${arch}.embedding_length`);
   const numHeads = kv.int(`${arch}.attention.head_count`);
   const numKvHeads = kv.int(`${arch}.attention.head_count_kv`, numHeads);
@@ -454,12 +491,15 @@ function decoderConfig(kv: Kv, arch: 'llama' | 'qwen3', byName: Map<string, Gguf
     headDim,
     vocabSize,
     maxSeqLen: kv.int(`${arch}.context_length`),
-    rmsNormEps: kv.float(`${arch}.attention.layer_norm_rms_epsilon`, arch === 'llama' ? 1e-5 : 1e-6),
+    rmsNormEps: kv.float(`${arch}.attention.layer_norm_rms_epsilon`, variant.ggufDefaultEps),
     ropeTheta: kv.float(`${arch}.rope.freq_base`, 10000),
-    ropePairing: arch === 'llama' ? 'interleaved' : 'half',
+    ropePairing: variant.ggufRopePairing,
     tieWordEmbeddings: !byName.has('output.weight'),
-    qkNorm: arch === 'qwen3',
+    qkNorm: variant.qkNorm,
+    ...(variant.qkvBias ? { qkvBias: true } : {}),
   };
+  const factors = ropeFreqFactors(bytes, path, byName.get('rope_freqs.weight'), headDim);
+  if (factors) config.ropeFreqFactors = factors;
   if (tokenizer?.kind === 'gguf') {
     if (tokenizer.bosId !== undefined) config.bosTokenId = tokenizer.bosId;
     if (tokenizer.eosId !== undefined) config.eosTokenIds = [tokenizer.eosId];
@@ -510,6 +550,10 @@ function tokenizerOf(kv: Kv): TokenizerData | undefined {
   return out;
 }
 
+function supportedTypeNames(): string {
+  return Object.values(GGML_TYPES).filter((t) => t.dtype).map((t) => t.name).join(', ');
+}
+
 function viewOf(src: MappedSource, info: GgufTensorInfo, name: string): TensorView {
   return { name, dtype: GGML_TYPES[info.ggmlType].dtype!, shape: info.shape, source: src, byteOffset: info.byteOffset, byteLength: info.byteLength };
 }
@@ -528,9 +572,9 @@ function build(src: MappedSource, file: GgufFile): Omit<ModelWeights, 'path' | '
   };
   const common = { format: 'gguf' as const, metadata, ...(tokenizer ? { tokenizer } : {}) };
 
-  if ((arch === 'llama' || arch === 'qwen3') && file.tensors.length > 0) {
+  if (isDecoderArchitecture(arch) && file.tensors.length > 0) {
     const byName = new Map(file.tensors.map((t) => [t.name, t]));
-    const config = decoderConfig(kv, arch, byName, tokenizer);
+    const config = decoderConfig(kv, src.bytes, arch, byName, tokenizer);
     const canonical = new Map<string, GgufTensorInfo>();
     for (const t of file.tensors) {
       const name = canonicalDecoderName(t.name);
@@ -547,7 +591,7 @@ function build(src: MappedSource, file: GgufFile): Omit<ModelWeights, 'path' | '
       if (t.shape.length !== spec.shape.length || t.shape.some((v, i) => v !== spec.shape[i])) {
         fail('SHAPE_MISMATCH', `tensor '${t.name}' disagrees with the metadata`, { path, offset: t.byteOffset, expected: spec.shape, found: t.shape });
       }
-      if (!t.supported) fail('UNSUPPORTED', `tensor '${t.name}' has ggml type ${t.typeName}; weightmap reads F32, F16, BF16 and Q8_0`, { path, offset: t.byteOffset, found: t.typeName });
+      if (!t.supported) fail('UNSUPPORTED', `tensor '${t.name}' has ggml type ${t.typeName}, which weightmap does not read`, { path, offset: t.byteOffset, expected: supportedTypeNames(), found: t.typeName });
     }
     const tensors = file.tensors
       .filter((t) => t.supported)

@@ -22,6 +22,7 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
+import { DECODER_VARIANTS, HF_DECODER_CLASSES, isDecoderArchitecture, llama3RopeFactors, type DecoderArchitecture, type Llama3RopeScaling } from '../architectures/decoder';
 import type { BertConfig, DecoderConfig, ModelConfig, MoondreamConfig, TllmConfig } from '../weights';
 import { fail } from './bytes';
 import { moondreamConfigFromJson, moondreamConfigToJson } from './moon';
@@ -32,7 +33,7 @@ export type HfJson = Record<string, unknown>;
 /** config.json files above this are not configs. */
 const MAX_JSON_BYTES = 16 << 20;
 
-export type HfArchitecture = 'llama' | 'qwen3' | 'bert' | 'tllm' | 'moondream' | 'unknown';
+export type HfArchitecture = DecoderArchitecture | 'bert' | 'tllm' | 'moondream' | 'unknown';
 
 function isObject(v: unknown): v is HfJson {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -44,6 +45,7 @@ export function hfArchitecture(hf: HfJson): HfArchitecture {
   const classes = Array.isArray(hf.architectures) ? hf.architectures.filter((a): a is string => typeof a === 'string') : [];
   if (modelType === 'llama' || (!modelType && classes.some((c) => c.startsWith('Llama')))) return 'llama';
   if (modelType === 'qwen3' || (!modelType && classes.some((c) => c.startsWith('Qwen3') && !c.startsWith('Qwen3Moe')))) return 'qwen3';
+  if (modelType === 'qwen2' || (!modelType && classes.includes(HF_DECODER_CLASSES.qwen2))) return 'qwen2';
   if (modelType === 'bert' || (!modelType && classes.some((c) => c.startsWith('Bert')))) return 'bert';
   if (modelType === 'tllm') return 'tllm';
   if (modelType === 'moondream1' || modelType === 'moondream' || (!modelType && classes.includes('HfMoondream'))) return 'moondream';
@@ -116,23 +118,34 @@ function unsupported(path: string | undefined, what: string, found: unknown): ne
   return fail('UNSUPPORTED', what, { path, found });
 }
 
-/** DecoderConfig from an HF Llama or Qwen3 config.json. */
+/** Llama 3's rope_scaling as its four numbers; plain RoPE (absent or 'default') gives undefined. */
+function llama3Scaling(hf: HfJson, path: string | undefined): Llama3RopeScaling | undefined {
+  if (hf.rope_scaling === undefined || hf.rope_scaling === null) return undefined;
+  const scaling = hf.rope_scaling;
+  const type = isObject(scaling) ? scaling.rope_type ?? scaling.type : scaling;
+  if (type === 'default') return undefined;
+  if (type !== 'llama3' || !isObject(scaling)) return unsupported(path, "rope_scaling (plain RoPE and 'llama3' are implemented)", scaling);
+  const f = new Fields(scaling, path);
+  const p = { factor: f.num('factor', 8), low_freq_factor: f.num('low_freq_factor', 1), high_freq_factor: f.num('high_freq_factor', 4), original_max_position_embeddings: f.int('original_max_position_embeddings', 8192) };
+  if (!(p.factor > 0) || !(p.high_freq_factor > p.low_freq_factor)) fail('CONFIG_MISMATCH', "rope_scaling 'llama3' needs factor > 0 and high_freq_factor > low_freq_factor", { path, found: scaling });
+  return p;
+}
+
+/** DecoderConfig from an HF Llama, Qwen2 or Qwen3 config.json. */
 export function decoderConfigFromHf(hf: HfJson, path?: string): DecoderConfig {
   const architecture = hfArchitecture(hf);
-  if (architecture !== 'llama' && architecture !== 'qwen3') {
-    return fail('CONFIG_MISMATCH', 'config.json does not describe a Llama or Qwen3 model', { path, expected: 'llama | qwen3', found: hf.model_type ?? hf.architectures });
+  if (!isDecoderArchitecture(architecture)) {
+    return fail('CONFIG_MISMATCH', 'config.json does not describe a Llama, Qwen2 or Qwen3 model', { path, expected: Object.keys(DECODER_VARIANTS).join(' | '), found: hf.model_type ?? hf.architectures });
   }
+  const variant = DECODER_VARIANTS[architecture];
   const f = new Fields(hf, path);
   const act = f.str('hidden_act') ?? f.str('hidden_activation') ?? 'silu';
   if (act !== 'silu') unsupported(path, `activation '${act}' (the decoder runs SwiGLU with silu)`, act);
-  if (f.has('rope_scaling')) {
-    const scaling = hf.rope_scaling;
-    const type = isObject(scaling) ? scaling.rope_type ?? scaling.type : scaling;
-    if (type !== 'default') unsupported(path, 'rope_scaling (only plain RoPE is implemented)', scaling);
-  }
+  const scaling = llama3Scaling(hf, path);
+  // Qwen2's q/k/v biases are part of the architecture (its config has no attention_bias key).
   if (f.bool('attention_bias', false)) unsupported(path, 'attention biases', true);
   if (f.bool('mlp_bias', false)) unsupported(path, 'MLP biases', true);
-  if (architecture === 'qwen3' && f.bool('use_sliding_window', false)) unsupported(path, 'sliding-window attention', true);
+  if (architecture !== 'llama' && f.bool('use_sliding_window', false)) unsupported(path, 'sliding-window attention', true);
 
   const hiddenSize = f.int('hidden_size');
   const numHeads = f.int('num_attention_heads');
@@ -166,8 +179,10 @@ export function decoderConfigFromHf(hf: HfJson, path?: string): DecoderConfig {
     ropeTheta,
     ropePairing: pairing,
     tieWordEmbeddings: f.bool('tie_word_embeddings', false),
-    qkNorm: architecture === 'qwen3',
+    qkNorm: variant.qkNorm,
+    ...(variant.qkvBias ? { qkvBias: true } : {}),
   };
+  if (scaling) config.ropeFreqFactors = llama3RopeFactors(headDim, ropeTheta, scaling);
   const bos = f.ids('bos_token_id');
   if (bos && bos.length === 1) config.bosTokenId = bos[0];
   const eos = f.ids('eos_token_id');
@@ -177,8 +192,10 @@ export function decoderConfigFromHf(hf: HfJson, path?: string): DecoderConfig {
 
 /** An HF config.json object for a DecoderConfig; `extra` keys are appended (rope_pairing, torch_dtype, ...). */
 export function hfConfigFromDecoder(c: DecoderConfig, extra: HfJson = {}): HfJson {
+  // The factors alone do not give back rope_scaling's four numbers.
+  if (c.ropeFreqFactors) fail('UNSUPPORTED', 'RoPE frequency factors (Llama 3 scaling) cannot be written to config.json', { found: 'ropeFreqFactors' });
   const out: HfJson = {
-    architectures: [c.architecture === 'llama' ? 'LlamaForCausalLM' : 'Qwen3ForCausalLM'],
+    architectures: [HF_DECODER_CLASSES[c.architecture]],
     model_type: c.architecture,
     hidden_size: c.hiddenSize,
     intermediate_size: c.intermediateSize,
@@ -348,6 +365,7 @@ export function hfConfigFromMoondream(c: MoondreamConfig): HfJson {
 export function modelConfigFromHf(hf: HfJson, st: SentenceTransformersFiles = {}, path?: string): ModelConfig {
   switch (hfArchitecture(hf)) {
     case 'llama':
+    case 'qwen2':
     case 'qwen3':
       return decoderConfigFromHf(hf, path);
     case 'bert':

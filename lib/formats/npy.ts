@@ -11,7 +11,7 @@
 import * as nodePath from 'node:path';
 import { UnsupportedError } from '../errors';
 import { mapFile, type MappedSource } from '../mapping';
-import { DTYPE_BYTES, numel, type DType, type ModelWeights, type TensorView } from '../weights';
+import { DTYPE_BYTES, numel, type ModelWeights, type PlainDType, type TensorView } from '../weights';
 import { fail } from './bytes';
 import type { FloatDType } from './dtype-convert';
 import { canonicalShape, releasePages } from './tensor-data';
@@ -25,7 +25,7 @@ const ARRAY_ALIGN = 64;
 const GROWTH_AXIS_MAX_DIGITS = 21;
 
 /** numpy type characters (after the byte-order mark) -> our dtype. */
-const DESCR_TYPES: Readonly<Record<string, Exclude<DType, 'q8_0' | 'ggml_q8_0'>>> = {
+const DESCR_TYPES: Readonly<Record<string, PlainDType>> = {
   f2: 'f16', f4: 'f32', f8: 'f64',
   i1: 'i8', i2: 'i16', i4: 'i32', i8: 'i64',
   u1: 'u8', u2: 'u16', u4: 'u32', u8: 'u64',
@@ -37,7 +37,7 @@ export interface NpyHeader {
   minor: number;
   /** The descr string as written, e.g. '<f4'. */
   descr: string;
-  dtype: Exclude<DType, 'q8_0' | 'ggml_q8_0'>;
+  dtype: PlainDType;
   fortranOrder: boolean;
   shape: number[];
   /** Offset of the first element (= length of the preamble). */
@@ -163,7 +163,7 @@ function parseDict(tokens: Token[], path: string, base: number, textLength: numb
   return entries;
 }
 
-function parseDescr(descr: string, path: string, offset: number): Exclude<DType, 'q8_0' | 'ggml_q8_0'> {
+function parseDescr(descr: string, path: string, offset: number): PlainDType {
   const order = descr[0];
   const dtype = DESCR_TYPES[descr.slice(1)];
   if (!dtype || !'<>|='.includes(order)) {

@@ -27,13 +27,13 @@ import { bertTensorSpecs } from '../architectures/bert';
 import { moondreamTensorSpecs } from '../architectures/moondream';
 import { tllmTensorSpecs } from '../architectures/tllm';
 import { mapFile, type MappedSource } from '../mapping';
-import { DTYPE_BYTES, numel, type DType, type ModelConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import { DTYPE_BYTES, numel, type DType, type ModelConfig, type PlainDType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { ByteCursor, fail } from './bytes';
 import type { FloatDType } from './dtype-convert';
 import { jsonText, readHfFolderConfig, readJsonFile, writeHfFolderConfig, type HfJson } from './hf-config';
 import { readHfVocabulary, wordPieceData } from './hf-vocab';
 import { permutedRowChunks, qkRowSources } from './rope-order';
-import { canonicalShape, releasePages } from './tensor-data';
+import { canonicalShape, isFloatReadable, releasePages } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { runWriteJob } from './write-job';
 
@@ -43,8 +43,6 @@ export const SAFETENSORS_INDEX = 'model.safetensors.index.json';
 export const SAFETENSORS_SINGLE = 'model.safetensors';
 /** __metadata__ keys that carry an EMBD source's metadata entries (`embd.created_at`, ...). */
 export const EMBD_METADATA_PREFIX = 'embd.';
-
-type PlainDType = Exclude<DType, 'q8_0' | 'ggml_q8_0'>;
 
 const DTYPES: Readonly<Record<string, PlainDType>> = {
   BOOL: 'bool', U8: 'u8', I8: 'i8', I16: 'i16', U16: 'u16', F16: 'f16', BF16: 'bf16',
@@ -313,10 +311,10 @@ function plan(weights: ModelWeights, options: WriteOptions): Planned[] {
   const out: Planned[] = [];
   for (const view of weights.tensors) {
     const shape = canonicalShape(view);
-    const isFloat = ['f32', 'f16', 'bf16', 'f64', 'q8_0', 'ggml_q8_0'].includes(view.dtype);
+    const isFloat = isFloatReadable(view);
     let dtype: PlainDType;
     if (isFloat && options.dtype) dtype = options.dtype;
-    else if (view.dtype === 'q8_0' || view.dtype === 'ggml_q8_0') dtype = 'f32';
+    else if (!(view.dtype in DTYPE_BYTES)) dtype = 'f32'; // quantized: dequantized
     else dtype = view.dtype as PlainDType;
     const rows = c.architecture === 'llama' || c.architecture === 'qwen3' ? qkRowSources(c, view.name, 'half') : undefined;
     let mode: Planned['mode'] = 'raw';

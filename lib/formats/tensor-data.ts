@@ -3,7 +3,8 @@
  * dtypes or orientation on the fly. Nothing here holds more than one chunk of a tensor.
  */
 import { UnsupportedError } from '../errors';
-import { numel, type TensorView } from '../weights';
+import { native } from '../native';
+import { GGML_BLOCK_LAYOUT, isGgmlBlockDType, numel, type GgmlBlockDType, type TensorView } from '../weights';
 import { decodeFloats, f16ToF32, halfTable } from './dtype-convert';
 
 /** Default chunk: 1 Mi elements (4 MiB of float32). */
@@ -20,12 +21,14 @@ export function viewBytes(view: TensorView, byteOffset = view.byteOffset, byteLe
 
 /** Whether readF32 can decode this view. */
 export function isFloatReadable(view: TensorView): boolean {
-  return ['f32', 'f16', 'bf16', 'f64', 'q8_0', 'ggml_q8_0'].includes(view.dtype);
+  return ['f32', 'f16', 'bf16', 'f64', 'q8_0', 'ggml_q8_0'].includes(view.dtype) || isGgmlBlockDType(view.dtype);
 }
 
 /**
  * Elements [start, start+count) of the flattened tensor (storage order) as float32 into `out`.
- * Float dtypes convert exactly (f64 rounds); q8_0 / ggml_q8_0 dequantize as q·scale in float32.
+ * Float dtypes convert exactly (f64 rounds); q8_0 / ggml_q8_0 dequantize as q·scale in float32;
+ * the other ggml block types exactly as llama.cpp does (native, on the calling thread: callers
+ * read bounded chunks).
  */
 export function readF32(view: TensorView, start: number, count: number, out = new Float32Array(count)): Float32Array {
   const n = numel(view.shape);
@@ -43,6 +46,7 @@ export function readF32(view: TensorView, start: number, count: number, out = ne
     case 'ggml_q8_0':
       return dequantGgmlQ8(view, start, count, out);
     default:
+      if (isGgmlBlockDType(view.dtype)) return dequantBlocks(view, view.dtype, start, count, out);
       throw new UnsupportedError(`tensor '${view.name}' has dtype ${view.dtype}, which is not a float type`);
   }
 }
@@ -83,6 +87,19 @@ function dequantGgmlQ8(view: TensorView, start: number, count: number, out: Floa
     for (let k = 0; k < n; k++) out[i + k] = q[base + 2 + inBlock + k] * scale;
     i += n;
   }
+  return out;
+}
+
+/** The whole blocks covering [start, start + count) dequantized natively, then the range copied out. */
+function dequantBlocks(view: TensorView, dtype: GgmlBlockDType, start: number, count: number, out: Float32Array): Float32Array {
+  if (count === 0) return out;
+  const { values, bytes } = GGML_BLOCK_LAYOUT[dtype];
+  const b0 = Math.floor(start / values);
+  const b1 = Math.ceil((start + count) / values);
+  const src = viewBytes(view, view.byteOffset + b0 * bytes, (b1 - b0) * bytes);
+  const all = new Float32Array((b1 - b0) * values);
+  native().kernels.dequantizeBlocks(dtype.slice(5), new Uint8Array(src.buffer, src.byteOffset, src.length), all);
+  out.set(all.subarray(start - b0 * values, start - b0 * values + count));
   return out;
 }
 

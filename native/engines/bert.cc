@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "kernels/ggml_blocks.h"
 #include "kernels/kernels.h"
 #include "kernels/i8_matrix.h"
 #include "kernels/parallel.h"
@@ -61,7 +62,9 @@ void ReadRow(const TensorRef& t, int64_t r, float* out) {
         for (int i = 0; i < 32; i++) out[b * 32 + i] = q[i] * s;
       }
       return;
-    }
+    }    case DType::GgmlBlocks:
+      kernels::DequantizeBlocks(t.block, t.data + r * kernels::RowBytes(t.block, cols), out, cols);
+      return;
   }
 }
 

@@ -1,5 +1,7 @@
-// The Llama / Qwen3 decoder (FORMATS.md §4.5, §5.6, §7): RMSNorm, GQA, optional per-head
-// QK-norm before RoPE, RoPE with 'half' or 'interleaved' pairs, SwiGLU, tied or separate head.
+// The Llama / Qwen2 / Qwen3 decoder (FORMATS.md §4.5, §5.6, §7): RMSNorm, GQA, optional q/k/v
+// biases (Qwen2), optional per-head QK-norm before RoPE (Qwen3), RoPE with 'half' or
+// 'interleaved' pairs and optional per-frequency factors (Llama 3's rope_freqs), SwiGLU, tied or
+// separate head.
 // Weights stay in the mapping (see decoder_linear.h for the layouts); every session owns its KV
 // cache. Pure C++: the N-API glue is native/napi/decoder_napi.cc.
 #pragma once
@@ -32,6 +34,10 @@ struct DecoderConfig {
   bool interleaved = false;  // RoPE pairs (2i, 2i+1) instead of (i, i + head_dim/2)
   bool tied = false;         // classifier = token embedding
   bool qk_norm = false;      // Qwen3
+  bool qkv_bias = false;     // Qwen2: q/k/v projections add a bias, before RoPE
+  // Empty, or head_dim / 2 factors that divide RoPE's inverse frequencies (Llama 3 scaling):
+  // angle_i = pos · θ^(-2i/head_dim) / rope_freqs[i].
+  std::vector<float> rope_freqs;
 
   int64_t q_dim() const { return n_heads * head_dim; }
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
@@ -65,6 +71,7 @@ struct DecoderLayer {
   std::vector<float> ffn_norm;   // [dim]
   std::vector<float> q_norm;     // [head_dim] (qk_norm only)
   std::vector<float> k_norm;     // [head_dim] (qk_norm only)
+  std::vector<float> bq, bk, bv;  // [q_dim], [kv_dim], [kv_dim] (qkv_bias only)
   Matrix wq;  // [q_dim, dim]
   Matrix wk;  // [kv_dim, dim]
   Matrix wv;  // [kv_dim, dim]

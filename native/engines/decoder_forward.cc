@@ -141,10 +141,11 @@ void DecoderSession::Forward(const int32_t* ids, const float* states, int64_t n,
   else
     std::memcpy(x, states, n * dim * sizeof(float));
 
-  // angle_i = pos · θ^(-2i/hd), in double as the references compute it.
+  // angle_i = pos · θ^(-2i/hd) / rope_freqs[i], in double as the references compute it.
   for (int64_t t = 0; t < n; t++) {
     for (int64_t i = 0; i < hd / 2; i++) {
-      const double angle = static_cast<double>(pos0 + t) * std::pow(c.theta, -2.0 * i / hd);
+      const double factor = c.rope_freqs.empty() ? 1.0 : c.rope_freqs[i];
+      const double angle = static_cast<double>(pos0 + t) * std::pow(c.theta, -2.0 * i / hd) / factor;
       rope[t * hd + i] = static_cast<float>(std::cos(angle));
       rope[t * hd + hd / 2 + i] = static_cast<float>(std::sin(angle));
     }
@@ -174,10 +175,16 @@ void DecoderSession::Forward(const int32_t* ids, const float* states, int64_t n,
     const LinearJob qkv[3] = {{&L.wq, xb, q}, {&L.wk, xb, k}, {&L.wv, xb, v}};
     RunLinear(pool, qkv, 3, n, qin_);
 
-    // Per head: QK-norm (Qwen3), then RoPE; k and v go into the cache at their positions.
+    // Per head: biases (Qwen2), QK-norm (Qwen3), then RoPE; k and v go into the cache at their positions.
     ForRows(pool, n, c.q_dim() + c.kv_dim(), [&](int64_t t0, int64_t t1) {
       std::vector<float> head(hd);
       for (int64_t t = t0; t < t1; t++) {
+        if (c.qkv_bias) {
+          const kernels::KernelTable& kt = kernels::Active();
+          kt.axpy_f32(1.0f, L.bq.data(), q + t * c.q_dim(), c.q_dim());
+          kt.axpy_f32(1.0f, L.bk.data(), k + t * c.kv_dim(), c.kv_dim());
+          kt.axpy_f32(1.0f, L.bv.data(), v + t * c.kv_dim(), c.kv_dim());
+        }
         for (int64_t h = 0; h < c.n_heads; h++) {
           float* qh = q + t * c.q_dim() + h * hd;
           if (c.qk_norm) {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/ggml_blocks.h"
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
 #include "threadpool.h"
@@ -70,6 +71,9 @@ void DequantizeRow(const TensorRef& t, int64_t r, float* out) {
       for (int64_t i = 0; i < cols; i++) out[i] = q[i] * s[i / 32];
       break;
     }
+    case DType::GgmlBlocks:
+      kernels::DequantizeBlocks(t.block, t.data + r * kernels::RowBytes(t.block, cols), out, cols);
+      break;
   }
 }
 
@@ -90,6 +94,18 @@ Matrix Matrix::Prepare(const TensorRef& t, WeightQuant quant, int group, LoadCos
   m.rows_ = t.shape[0];
   m.cols_ = t.shape[1];
   const int64_t n = t.numel;
+  // Every row dequantized to an owned f32 copy.
+  auto f32_copy = [&]() {
+    m.kind_ = MatrixKind::F32;
+    m.f_own_.resize(n);
+    ForRowChunks(pool, m.rows_, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; r++) DequantizeRow(t, r, m.f_own_.data() + r * m.cols_);
+    });
+    m.f_ = m.f_own_.data();
+    cost->copied_bytes += n * 4;
+    cost->converted++;
+    return std::move(m);
+  };
 
   // Stored Q8 (groups along the flattened tensor, which must not straddle rows).
   if (t.dtype == DType::Q8_0 || t.dtype == DType::GgmlQ8_0) {
@@ -97,17 +113,7 @@ Matrix Matrix::Prepare(const TensorRef& t, WeightQuant quant, int group, LoadCos
     if (m.cols_ % stored_group != 0)
       throw SpecError("SHAPE_MISMATCH", "tensor " + t.Describe() + ": rows of " + std::to_string(m.cols_) +
                                             " elements are not whole groups of " + std::to_string(stored_group));
-    if (quant == WeightQuant::F32) {
-      m.kind_ = MatrixKind::F32;
-      m.f_own_.resize(n);
-      ForRowChunks(pool, m.rows_, [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; r++) DequantizeRow(t, r, m.f_own_.data() + r * m.cols_);
-      });
-      m.f_ = m.f_own_.data();
-      cost->copied_bytes += n * 4;
-      cost->converted++;
-      return m;
-    }
+    if (quant == WeightQuant::F32) return f32_copy();
     m.kind_ = MatrixKind::Q8;
     m.group_ = stored_group;
     if (t.dtype == DType::GgmlQ8_0) {
@@ -133,6 +139,15 @@ Matrix Matrix::Prepare(const TensorRef& t, WeightQuant quant, int group, LoadCos
       m.s_ = m.s_own_.data();
       cost->copied_bytes += m.s_own_.size() * 4;
     }
+    return m;
+  }
+
+  // Other ggml blocks: in place, or dequantized for the exact path.
+  if (t.dtype == DType::GgmlBlocks) {
+    if (quant == WeightQuant::F32) return f32_copy();
+    m.kind_ = MatrixKind::Blocks;
+    m.block_ = t.block;
+    m.blocks_ = t.data;
     return m;
   }
 
@@ -162,52 +177,51 @@ Matrix Matrix::Prepare(const TensorRef& t, WeightQuant quant, int group, LoadCos
     m.h_ = reinterpret_cast<const uint16_t*>(t.data);
     return m;
   }
-  m.kind_ = MatrixKind::F32;
   if (t.dtype == DType::F32 && Aligned(t.data, 4)) {
+    m.kind_ = MatrixKind::F32;
     m.f_ = reinterpret_cast<const float*>(t.data);
     return m;
   }
   // bf16, f16 asked as f32, or misaligned f32: one converted copy.
-  m.f_own_.resize(n);
-  ForRowChunks(pool, m.rows_, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; r++) DequantizeRow(t, r, m.f_own_.data() + r * m.cols_);
-  });
-  m.f_ = m.f_own_.data();
-  cost->copied_bytes += n * 4;
-  cost->converted++;
-  return m;
+  return f32_copy();
 }
 
 void RunLinear(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, std::vector<QuantizedInput>& scratch) {
   const kernels::KernelTable& k = kernels::Active();
 
-  // Quantized inputs of the Q8 jobs, one per distinct (x, group).
+  // Quantized inputs of the Q8 and Blocks jobs, one per distinct (x, group).
   const QuantizedInput* xin[8] = {};
   size_t used = 0;
   for (int j = 0; j < n_jobs; j++) {
     const Matrix& w = *jobs[j].w;
-    if (w.kind() != MatrixKind::Q8) continue;
+    if (w.kind() != MatrixKind::Q8 && w.kind() != MatrixKind::Blocks) continue;
+    const bool sums = w.kind() == MatrixKind::Blocks;
+    const int group = sums ? kernels::kActBlock : w.group();
     for (size_t u = 0; u < used; u++)
-      if (scratch[u].source == jobs[j].x && scratch[u].group == w.group()) xin[j] = &scratch[u];
+      if (scratch[u].source == jobs[j].x && scratch[u].group == group && (scratch[u].has_sums || !sums)) xin[j] = &scratch[u];
     if (xin[j]) continue;
     if (scratch.size() <= used) scratch.resize(used + 1);
     QuantizedInput& qi = scratch[used++];
     const int64_t cols = w.cols();
-    const int group = w.group();
     qi.source = jobs[j].x;
     qi.group = group;
+    qi.has_sums = sums;
     if (static_cast<int64_t>(qi.q.size()) < m * cols) qi.q.resize(m * cols);
     if (static_cast<int64_t>(qi.s.size()) < m * cols / group) qi.s.resize(m * cols / group);
+    if (sums && static_cast<int64_t>(qi.sum.size()) < m * cols / 16) qi.sum.resize(m * cols / 16);
     int8_t* q = qi.q.data();
     float* s = qi.s.data();
+    int16_t* sum = qi.sum.data();
     const float* x = jobs[j].x;
-    if (m == 1) {
-      k.quantize_q8(x, cols, group, q, s);
-    } else {
-      pool.ParallelFor(m, 1, [&](int64_t b, int64_t e) {
+    auto quantize_rows = [&](int64_t b, int64_t e) {
+      if (!sums) {
         k.quantize_q8(x + b * cols, (e - b) * cols, group, q + b * cols, s + b * (cols / group));
-      });
-    }
+        return;
+      }
+      k.ggml.quantize_act(x + b * cols, (e - b) * cols, q + b * cols, s + b * (cols / group), sum + b * (cols / 16));
+    };
+    if (m == 1) quantize_rows(0, 1);
+    else pool.ParallelFor(m, 1, quantize_rows);
     xin[j] = &qi;
   }
   for (size_t u = 0; u < used; u++) scratch[u].source = nullptr;  // the buffers behind x change after this call
@@ -237,6 +251,12 @@ void RunLinear(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, s
         case MatrixKind::F32:
           k.sgemm_trans(jobs[j].x, w.f(), y, m, cols, rows, r0, r1);
           break;
+        case MatrixKind::Blocks: {
+          kernels::Q8Act x;
+          x.m = m, x.n = cols, x.q = xin[j]->q.data(), x.d = xin[j]->s.data(), x.sum = xin[j]->sum.data();
+          k.ggml.matmul[static_cast<int>(w.block())](w.blocks(), x, y, rows, r0, r1);
+          break;
+        }
       }
     }
   };

@@ -6,10 +6,13 @@
 //        token) or matmul_q8 (a batch).
 //   F16  IEEE half [rows, cols] with hgemm_trans.
 //   F32  float [rows, cols] with sgemm_trans.
+//   Blocks  ggml blocks of any other GGUF type (kernels/ggml_blocks.h), rows of whole blocks,
+//        always used in place from the mapping; activations are quantized per 32 with sums
+//        (KernelTable::ggml.quantize_act) and multiplied with ggml.matmul[type].
 //
 // A matrix points into the mapping when the stored bytes already have one of these layouts;
-// otherwise (bf16, ggml blocks, misaligned data, or a requested quantization) it owns a copy
-// converted once at load.
+// otherwise (bf16, GGUF Q8_0 blocks, misaligned data, or a requested quantization) it owns a
+// copy converted once at load.
 #pragma once
 
 #include <cstdint>
@@ -24,12 +27,12 @@ class ThreadPool;
 
 namespace decoder {
 
-enum class MatrixKind { Q8, F16, F32 };
+enum class MatrixKind { Q8, F16, F32, Blocks };
 
 // What the loader may do with float weights.
 enum class WeightQuant {
-  Keep,  // use f32/f16 as stored (bf16 becomes f32); Q8_0 stays Q8_0
-  Q8,    // quantize f32/f16/bf16 matrices to Q8_0 (groups of the requested size) at load
+  Keep,  // use f32/f16 as stored (bf16 becomes f32); Q8_0 and ggml blocks stay as stored
+  Q8,    // quantize f32/f16/bf16 matrices to Q8_0 (groups of the requested size) at load; ggml blocks stay
   F32,   // dequantize everything to f32: the exact path (no activation quantization)
 };
 
@@ -60,6 +63,8 @@ class Matrix {
   const float* s() const { return s_; }
   const uint16_t* h() const { return h_; }
   const float* f() const { return f_; }
+  kernels::BlockType block() const { return block_; }
+  const uint8_t* blocks() const { return blocks_; }  // Blocks: rows × RowBytes(block, cols) bytes
 
  private:
   MatrixKind kind_ = MatrixKind::F32;
@@ -69,6 +74,8 @@ class Matrix {
   const float* s_ = nullptr;
   const uint16_t* h_ = nullptr;
   const float* f_ = nullptr;
+  kernels::BlockType block_ = kernels::BlockType::Q4_0;
+  const uint8_t* blocks_ = nullptr;
   // Converted copies, when the mapping's bytes cannot be used as they are.
   std::vector<int8_t> q_own_;
   std::vector<float> s_own_;
@@ -80,12 +87,16 @@ class Matrix {
 // dequantized from the mapping per token; the table is never copied whole).
 void DequantizeRow(const TensorRef& t, int64_t r, float* out);
 
-// Scratch for the quantized form of activations X [m, cols] (Q8 weights only).
+// Scratch for the quantized form of activations X [m, cols] (Q8 and Blocks weights). For Blocks
+// the input is quantized by ggml.quantize_act (group 32, the same q and s as quantize_q8) with
+// `sum` filled too, so a Q8 matrix of group 32 may share it.
 struct QuantizedInput {
-  std::vector<int8_t> q;  // [m, cols]
-  std::vector<float> s;   // [m, cols / group]
+  std::vector<int8_t> q;     // [m, cols]
+  std::vector<float> s;      // [m, cols / group]
+  std::vector<int16_t> sum;  // [m, cols / 16] when has_sums
   const float* source = nullptr;
   int group = 0;
+  bool has_sums = false;
 };
 
 // One product Y [m, rows] = X [m, cols] · Wᵀ.

@@ -1,5 +1,6 @@
 // Loading a decoder: every tensor checked against the config, then prepared for the kernels.
 #include <chrono>
+#include <cmath>
 
 #include "engines/decoder.h"
 
@@ -13,8 +14,8 @@ std::string LayerName(int64_t l, const char* rest) { return "model.layers." + st
 // A norm weight as f32 (norms are tiny; every dtype is converted to an owned copy).
 std::vector<float> LoadVector(const WeightsSpec& spec, const std::string& name, int64_t n, LoadCost* cost) {
   const TensorRef& t = spec.Require(name, {n});
-  if (t.dtype == DType::Q8_0 || t.dtype == DType::GgmlQ8_0)
-    throw SpecError("BAD_DTYPE", "norm weight " + t.Describe() + " must be f32, f16 or bf16");
+  if (t.dtype == DType::Q8_0 || t.dtype == DType::GgmlQ8_0 || t.dtype == DType::GgmlBlocks)
+    throw SpecError("BAD_DTYPE", "vector " + t.Describe() + " must be f32, f16 or bf16");
   std::vector<float> out(n);
   TensorRef row = t;
   row.shape = {1, n};
@@ -40,6 +41,11 @@ void DecoderConfig::Validate() const {
   if (head_dim % 2 != 0) fail("headDim must be even for RoPE, found " + std::to_string(head_dim));
   if (vocab > INT32_MAX) fail("vocabSize does not fit token ids");
   if (!(eps > 0) || !(theta > 0)) fail("rmsNormEps and ropeTheta must be positive");
+  if (!rope_freqs.empty() && static_cast<int64_t>(rope_freqs.size()) != head_dim / 2)
+    fail("ropeFreqFactors has " + std::to_string(rope_freqs.size()) + " values, headDim / 2 = " +
+         std::to_string(head_dim / 2) + " expected");
+  for (float f : rope_freqs)
+    if (!(f > 0) || !std::isfinite(f)) fail("ropeFreqFactors must be positive and finite");
 }
 
 std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, std::shared_ptr<const WeightsSpec> spec,
@@ -79,6 +85,11 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
     if (c.qk_norm) {
       L.q_norm = LoadVector(s, LayerName(l, "self_attn.q_norm.weight"), c.head_dim, &m.cost_);
       L.k_norm = LoadVector(s, LayerName(l, "self_attn.k_norm.weight"), c.head_dim, &m.cost_);
+    }
+    if (c.qkv_bias) {
+      L.bq = LoadVector(s, LayerName(l, "self_attn.q_proj.bias"), c.q_dim(), &m.cost_);
+      L.bk = LoadVector(s, LayerName(l, "self_attn.k_proj.bias"), c.kv_dim(), &m.cost_);
+      L.bv = LoadVector(s, LayerName(l, "self_attn.v_proj.bias"), c.kv_dim(), &m.cost_);
     }
     L.wq = LoadMatrix(s, LayerName(l, "self_attn.q_proj.weight"), c.q_dim(), c.dim, options, &m.cost_, *m.pool_);
     L.wk = LoadMatrix(s, LayerName(l, "self_attn.k_proj.weight"), c.kv_dim(), c.dim, options, &m.cost_, *m.pool_);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "kernels/ggml_blocks.h"
 #include "napi/errors.h"
 #include "napi/mapped_file.h"
 
@@ -19,24 +20,27 @@ uint64_t ReadCount(Napi::Env env, Napi::Value v, const std::string& what) {
   return static_cast<uint64_t>(d);
 }
 
-DType ParseDType(const std::string& name, const std::string& tensor) {
+DType ParseDType(const std::string& name, const std::string& tensor, kernels::BlockType* block) {
   if (name == "f32") return DType::F32;
   if (name == "f16") return DType::F16;
   if (name == "bf16") return DType::BF16;
   if (name == "q8_0") return DType::Q8_0;
   if (name == "ggml_q8_0") return DType::GgmlQ8_0;
+  if (name.rfind("ggml_", 0) == 0 && kernels::BlockTypeFromName(name.c_str() + 5, block)) return DType::GgmlBlocks;
   throw SpecError("BAD_DTYPE", "tensor " + tensor + " has dtype " + name +
-                                   ", which the engine cannot use (f32, f16, bf16, q8_0, ggml_q8_0)");
+                                   ", which the engine cannot use (f32, f16, bf16, q8_0, ggml_q8_0 and the other "
+                                   "ggml block types of kernels/ggml_blocks.h)");
 }
 
 // Bytes the values of a tensor of `numel` elements take (scales excluded for Q8_0).
-uint64_t DataBytes(DType dtype, uint64_t numel) {
+uint64_t DataBytes(DType dtype, kernels::BlockType block, uint64_t numel) {
   switch (dtype) {
     case DType::F32: return numel * 4;
     case DType::F16:
     case DType::BF16: return numel * 2;
     case DType::Q8_0: return numel;
     case DType::GgmlQ8_0: return numel / 32 * 34;
+    case DType::GgmlBlocks: return numel / kernels::InfoOf(block).values * kernels::InfoOf(block).bytes;
   }
   return 0;
 }
@@ -50,6 +54,7 @@ const char* DTypeName(DType dtype) {
     case DType::BF16: return "bf16";
     case DType::Q8_0: return "q8_0";
     case DType::GgmlQ8_0: return "ggml_q8_0";
+    case DType::GgmlBlocks: return "ggml blocks";
   }
   return "?";
 }
@@ -62,7 +67,10 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
   return s.str();
 }
 
-std::string TensorRef::Describe() const { return name + " " + ShapeString(shape) + " " + DTypeName(dtype); }
+std::string TensorRef::Describe() const {
+  const std::string type = dtype == DType::GgmlBlocks ? std::string("ggml_") + kernels::InfoOf(block).name : DTypeName(dtype);
+  return name + " " + ShapeString(shape) + " " + type;
+}
 
 std::shared_ptr<WeightsSpec> WeightsSpec::FromValue(Napi::Value value) {
   Napi::Env env = value.Env();
@@ -89,7 +97,7 @@ std::shared_ptr<WeightsSpec> WeightsSpec::FromValue(Napi::Value value) {
 
     Napi::Value dtype = desc.Get("dtype");
     if (!dtype.IsString()) ThrowTypeError(env, name + ".dtype must be a string");
-    t.dtype = ParseDType(dtype.As<Napi::String>().Utf8Value(), name);
+    t.dtype = ParseDType(dtype.As<Napi::String>().Utf8Value(), name, &t.block);
 
     Napi::Value shape = desc.Get("shape");
     if (!shape.IsArray()) ThrowTypeError(env, name + ".shape must be an array");
@@ -115,9 +123,11 @@ std::shared_ptr<WeightsSpec> WeightsSpec::FromValue(Napi::Value value) {
     uint64_t offset = ReadCount(env, desc.Get("byteOffset"), name + ".byteOffset");
     uint64_t length = ReadCount(env, desc.Get("byteLength"), name + ".byteLength");
 
-    if (t.dtype == DType::GgmlQ8_0 && t.numel % 32 != 0)
-      throw SpecError("SHAPE_MISMATCH", "ggml_q8_0 tensor " + t.Describe() + " is not a whole number of 32-element blocks");
-    uint64_t expected = DataBytes(t.dtype, static_cast<uint64_t>(t.numel));
+    const int block_values = t.dtype == DType::GgmlQ8_0 ? 32 : t.dtype == DType::GgmlBlocks ? kernels::InfoOf(t.block).values : 1;
+    if (t.shape.back() % block_values != 0)
+      throw SpecError("SHAPE_MISMATCH", "tensor " + t.Describe() + " has rows that are not whole blocks of " +
+                                            std::to_string(block_values) + " values");
+    uint64_t expected = DataBytes(t.dtype, t.block, static_cast<uint64_t>(t.numel));
     if (length != expected)
       throw SpecError("SHAPE_MISMATCH", "tensor " + t.Describe() + " needs " + std::to_string(expected) +
                                             " bytes but its view has " + std::to_string(length));

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/kernels.h"
 #include "mmap/mapping.h"
 
 namespace weightmap {
@@ -25,7 +26,9 @@ namespace weightmap {
 // The element types an engine can consume. Q8_0: int8 values plus one f32 scale per `group`
 // consecutive elements of the flattened tensor, the scales stored elsewhere (ajc1, llama2.c v2).
 // GgmlQ8_0: ggml's blocks of 32 elements, each an f16 scale followed by 32 int8 (34 bytes).
-enum class DType { F32, F16, BF16, Q8_0, GgmlQ8_0 };
+// GgmlBlocks: any other ggml block type (TensorRef::block; layouts in kernels/ggml_blocks.h),
+// rows of whole blocks; JS names them "ggml_" + the type's name ("ggml_q4_k").
+enum class DType { F32, F16, BF16, Q8_0, GgmlQ8_0, GgmlBlocks };
 
 const char* DTypeName(DType dtype);
 
@@ -49,6 +52,7 @@ struct TensorRef {
   uint64_t byte_length = 0;
   const uint8_t* scales = nullptr;  // Q8_0: numel / group f32 values (possibly unaligned)
   int group = 0;                    // Q8_0: elements per scale; GgmlQ8_0: 32
+  kernels::BlockType block = kernels::BlockType::Q4_0;  // GgmlBlocks: the block type
 
   // "name [a, b] f32" for messages.
   std::string Describe() const;

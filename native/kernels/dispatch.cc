@@ -125,21 +125,38 @@ bool NeonUsable() {
 }
 #endif
 
+// A copy of `t` with every null ggml slot taken from the scalar reference.
+KernelTable WithScalarGgml(const KernelTable& t) {
+  KernelTable out = t;
+  const GgmlKernels& ref = scalar::ggml();
+  if (!out.ggml.quantize_act) out.ggml.quantize_act = ref.quantize_act;
+  for (int i = 0; i < kBlockTypes; i++)
+    if (!out.ggml.matmul[i]) out.ggml.matmul[i] = ref.matmul[i];
+  return out;
+}
+
 struct Registry {
+  KernelTable owned[8];
   const KernelTable* tables[8] = {};
   int count = 0;
   std::atomic<const KernelTable*> active{nullptr};
 
+  void Add(const KernelTable& t) {
+    owned[count] = WithScalarGgml(t);
+    tables[count] = &owned[count];
+    count++;
+  }
+
   Registry() {
-    tables[count++] = &ScalarTable();
+    Add(ScalarTable());
 #if WEIGHTMAP_KERNELS_X86
     const X86Features f = DetectX86();
-    if (f.avx2_fma_f16c) tables[count++] = &Avx2Table();
-    if (f.avx512) tables[count++] = &Avx512Table();
-    if (f.avx512vnni) tables[count++] = &Avx512VnniTable();
+    if (f.avx2_fma_f16c) Add(Avx2Table());
+    if (f.avx512) Add(Avx512Table());
+    if (f.avx512vnni) Add(Avx512VnniTable());
 #endif
 #if WEIGHTMAP_KERNELS_ARM64
-    if (NeonUsable()) tables[count++] = &NeonTable();
+    if (NeonUsable()) Add(NeonTable());
 #endif
     const KernelTable* chosen = tables[count - 1];
     const char* forced = std::getenv("WEIGHTMAP_ISA");

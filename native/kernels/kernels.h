@@ -59,6 +59,49 @@ struct F32Panels {
   int64_t panels() const { return (n + kF32Panel - 1) / kF32Panel; }
 };
 
+// ggml's quantized block types (GGUF), dense ids for the tables; layouts, names and the exact
+// dequantization are in kernels/ggml_blocks.h.
+enum class BlockType : int { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, kCount };
+constexpr int kBlockTypes = static_cast<int>(BlockType::kCount);
+
+// Activations X [m, n] quantized for the ggml dot products (n % 32 == 0): per row, blocks of 32
+// values with q = quantize_q8(x, group 32) (the same q and scale, bit for bit), plus the sum of
+// q over every 16 consecutive values (for the weights' per-sub-block minimums).
+constexpr int kActBlock = 32;
+struct Q8Act {
+  int64_t m = 0, n = 0;
+  const int8_t* q = nullptr;     // [m, n], values in [-127, 127]
+  const float* d = nullptr;      // [m, n / 32]
+  const int16_t* sum = nullptr;  // [m, n / 16]: Σ q over values [16·s, 16·s + 16) of the row
+};
+
+// The ggml kernels of a table. A SIMD table may leave any pointer null: dispatch.cc then uses the
+// scalar one (so a variant fills only the types it speeds up). Filled today: every slot in
+// ggml_dot.cc (the scalar reference) and every matmul slot for "avx512vnni" (ggml_dot_avx512.cc).
+struct GgmlKernels {
+  // x[n] -> q[n], d[n / 32], sum[n / 16] for one row (n % 32 == 0), as Q8Act describes. q and d
+  // are bit-identical to quantize_q8(x, n, 32, q, d) (exact in every table); sum is exact.
+  void (*quantize_act)(const float* x, int64_t n, int8_t* q, float* d, int16_t* sum);
+
+  // matmul[type]: rows [r0, r1) of Y [x.m, rows] (row stride ldy) = X · Wᵀ for W [rows, x.n] of
+  // ggml blocks of `type`, used in place: row r is the RowBytes(type, n) bytes at
+  // w + r · RowBytes(type, n) (any alignment; n % block values == 0). m = 1 is decode's matvec.
+  //
+  // The value, with W's blocks unpacked as UnpackBlock (ggml_blocks.h) describes them (integer
+  // levels q_i and, per sub-block s of 16 or 32 values, f32 factors S_s and M_s):
+  //   y[i, r] = Σ_s x.d(s) · (S_s · I_s + M_s · X_s)
+  //   I_s = Σ_{k in s} q_k · x.q[i, k]   (int32, exact), X_s = Σ_{k in s} x.q[i, k] (from x.sum)
+  // where x.d(s) is the activation scale of the 32-block holding s (M_s = 0 for types without
+  // minimums). The scalar reference evaluates exactly that, sub-block by sub-block, left to
+  // right. A variant may regroup the f32 arithmetic (factor a super-block's d out of S_s, sum the
+  // sub-blocks in any order, fuse into fma, take levels shifted to unsigned, u = q + c with
+  // c <= 128, and the shift back as -c·S_s·X_s in f32), but must keep every integer sum exact and
+  // stay within
+  //   |y - y_scalar| <= (n / 16 + 16) · 2^-23 · Σ_k |x.d(k)| · (|S_k| · (|q_k| + 128) + |M_k|) · |x.q[i, k]|,
+  // and a row's result must not depend on m, r0/r1 or the thread split (test/kernels/ggml-dot).
+  void (*matmul[kBlockTypes])(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t r0, int64_t r1);
+};
+
 struct KernelTable {
   const char* isa;  // "scalar", "avx2", "avx512", "avx512vnni", "neon"
 
@@ -130,6 +173,9 @@ struct KernelTable {
   // The encoding of quantize_i8's activations: 128 where the int8 dot product takes them as u8
   // (x + 128, VNNI's vpdpbusd), else 0 (plain int8).
   uint8_t i8_zero;
+
+  // Quantized GGUF weights against 8-bit activations (see GgmlKernels).
+  GgmlKernels ggml;
 };
 
 // Floats of scratch for KernelTable::attention: kᵀ [hd, T32] and up to 8 score rows [8, T32],

@@ -266,6 +266,7 @@ const KernelTable& Avx2Table() {
       "avx2",   QuantizeQ8, MatvecQ8,  MatmulQ8, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
       F16ToF32, F32ToF16,   Bf16ToF32, Dot,      Axpy,  QuantizeI8, GemmI8<QAvx2, 4, 1>, SgemmPacked<6, 1>, AttentionHead,
       0,  // i8_zero
+      {},  // ggml: the scalar kernels until this ISA has its own (dispatch.cc fills null slots)
   };
   return table;
 }

@@ -363,6 +363,7 @@ const KernelTable& Avx512Table() {
       F16ToF32, F32ToF16,   Bf16ToF32,             Dot,             Axpy,
       QuantizeI8<0>, GemmI8<QBwZ, 6, 3>, SgemmPacked<6, 4>, AttentionHead,  // the sign trick: |w| and a sign mask per weight vector
       0,  // i8_zero
+      {},  // ggml: the scalar kernels until this ISA has its own (dispatch.cc fills null slots)
   };
   return table;
 }
@@ -376,6 +377,7 @@ const KernelTable& Avx512VnniTable() {
       SgemmPacked<6, 4>,     // likewise with vfmadd231ps
       AttentionHead,
       128,  // i8_zero
+      Avx512VnniGgml(),  // null slots: the scalar kernels (dispatch.cc)
   };
   return table;
 }

@@ -143,6 +143,7 @@ const KernelTable& NeonTable() {
       "neon",   scalar::quantize_q8, MatvecQ8,  MatmulQ8, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
       F16ToF32, F32ToF16,            Bf16ToF32, Dot,      Axpy,  scalar::quantize_i8, GemmI8<QNeon, 4, 1>, SgemmPacked<6, 1>, AttentionHead,
       0,  // i8_zero
+      {},  // ggml: the scalar kernels until this ISA has its own (dispatch.cc fills null slots)
   };
   return table;
 }

@@ -228,6 +228,7 @@ const KernelTable& ScalarTable() {
       scalar::f16_to_f32, scalar::f32_to_f16, scalar::bf16_to_f32, scalar::dot_f32,
       scalar::axpy_f32,   scalar::quantize_i8, scalar::gemm_i8,   scalar::sgemm_packed, scalar::attention,
       0,  // i8_zero
+      scalar::ggml(),
   };
   return table;
 }

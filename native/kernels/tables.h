@@ -27,6 +27,7 @@ const KernelTable& ScalarTable();
 const KernelTable& Avx2Table();        // AVX2 + FMA + F16C
 const KernelTable& Avx512Table();      // AVX-512 F/BW/DQ/VL (Skylake-X class: no VNNI)
 const KernelTable& Avx512VnniTable();  // the same plus AVX512-VNNI (vpdpbusd) for Q8_0
+const GgmlKernels& Avx512VnniGgml();   // ggml_dot_avx512.cc: Q4_0, Q4_K, Q6_K (other slots null)
 #endif
 #if WEIGHTMAP_KERNELS_ARM64
 const KernelTable& NeonTable();  // ARMv8.2 NEON with dot product and fp16 (see dispatch.cc)
@@ -60,6 +61,9 @@ void sgemm_packed(const float* x, int64_t m, const F32Panels& w, const float* bi
 void attention(const float* q, const float* k, const float* v, float* out, int64_t T, int64_t hd, int64_t ld,
                float scale, float* scratch);
 float f16_to_f32_one(uint16_t h);
+// The ggml kernels (ggml_dot.cc): every slot filled; dispatch.cc fills a table's null slots from it.
+void quantize_act(const float* x, int64_t n, int8_t* q, float* d, int16_t* sum);
+const GgmlKernels& ggml();
 uint16_t f32_to_f16_one(float f);
 }  // namespace scalar
 

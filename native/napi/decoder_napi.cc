@@ -91,6 +91,19 @@ DecoderConfig ParseConfig(Napi::Value value) {
   c.interleaved = p == "interleaved";
   c.tied = ReadBool(o, "tieWordEmbeddings");
   c.qk_norm = ReadBool(o, "qkNorm");
+  Napi::Value bias = o.Get("qkvBias");
+  c.qkv_bias = !bias.IsUndefined() && ReadBool(o, "qkvBias");
+  Napi::Value freqs = o.Get("ropeFreqFactors");
+  if (!freqs.IsUndefined()) {
+    if (!freqs.IsArray()) ThrowTypeError(env, "ropeFreqFactors must be an array of numbers");
+    Napi::Array a = freqs.As<Napi::Array>();
+    if (a.Length() > (1u << 16)) ThrowTypeError(env, "ropeFreqFactors is too long");
+    for (uint32_t i = 0; i < a.Length(); i++) {
+      Napi::Value v = a.Get(i);
+      if (!v.IsNumber()) ThrowTypeError(env, "ropeFreqFactors must be an array of numbers");
+      c.rope_freqs.push_back(v.As<Napi::Number>().FloatValue());
+    }
+  }
   return c;
 }
 

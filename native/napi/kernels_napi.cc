@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernels/f32_matrix.h"
+#include "kernels/ggml_blocks.h"
 #include "kernels/i8_matrix.h"
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
@@ -87,6 +88,16 @@ template <>
 struct ArrayInfo<int8_t> {
   static constexpr napi_typedarray_type kType = napi_int8_array;
   static constexpr const char* kName = "Int8Array";
+};
+template <>
+struct ArrayInfo<uint8_t> {
+  static constexpr napi_typedarray_type kType = napi_uint8_array;
+  static constexpr const char* kName = "Uint8Array";
+};
+template <>
+struct ArrayInfo<int16_t> {
+  static constexpr napi_typedarray_type kType = napi_int16_array;
+  static constexpr const char* kName = "Int16Array";
 };
 template <>
 struct ArrayInfo<uint16_t> {
@@ -552,6 +563,71 @@ Napi::Value ReadBandwidth(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, seconds);
 }
 
+// ---------------------------------------------------------------- ggml blocks
+kernels::BlockType BlockTypeArg(const Napi::CallbackInfo& info, size_t i) {
+  Napi::Env env = info.Env();
+  if (info.Length() <= i || !info[i].IsString()) ThrowTypeError(env, "type must be a string");
+  const std::string name = info[i].As<Napi::String>().Utf8Value();
+  kernels::BlockType type;
+  if (!kernels::BlockTypeFromName(name.c_str(), &type)) ThrowTypeError(env, "unknown ggml block type '" + name + "'");
+  return type;
+}
+
+// Values of `bytes` bytes of `type` blocks; RangeError unless they are whole blocks.
+int64_t BlockValues(Napi::Env env, kernels::BlockType type, int64_t bytes) {
+  const kernels::BlockInfo& b = kernels::InfoOf(type);
+  if (bytes % b.bytes != 0) ThrowRange(env, "blocks must be a whole number of " + std::to_string(b.bytes) + "-byte blocks");
+  return bytes / b.bytes * b.values;
+}
+
+// dequantizeBlocks(type, blocks, x)
+Napi::Value DequantizeBlocks(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const kernels::BlockType type = BlockTypeArg(info, 0);
+  auto blocks = ArrayArg<uint8_t>(info, 1, "blocks", -1);
+  auto x = ArrayArg<float>(info, 2, "x", BlockValues(env, type, blocks.length));
+  kernels::DequantizeBlocks(type, blocks.data, x.data, x.length);
+  return env.Undefined();
+}
+
+// quantizeAct(isa, x, q, d, sum)
+Napi::Value QuantizeAct(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const KernelTable& t = TableArg(info, 0);
+  auto x = ArrayArg<float>(info, 1, "x", -1);
+  if (x.length % kernels::kActBlock != 0) ThrowRange(env, "x.length must be a multiple of 32");
+  auto q = ArrayArg<int8_t>(info, 2, "q", x.length);
+  auto d = ArrayArg<float>(info, 3, "d", x.length / kernels::kActBlock);
+  auto sum = ArrayArg<int16_t>(info, 4, "sum", x.length / 16);
+  t.ggml.quantize_act(x.data, x.length, q.data, d.data, sum.data);
+  return env.Undefined();
+}
+
+// ggmlMatmul(isa, type, w, xq, xd, xsum, y, m, rows, n, threads)
+Napi::Value GgmlMatmul(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const KernelTable& t = TableArg(info, 0);
+  const kernels::BlockType type = BlockTypeArg(info, 1);
+  const int64_t m = IntArg(info, 7, "m", 1, kMaxDim);
+  const int64_t rows = IntArg(info, 8, "rows", 0, kMaxDim);
+  const int64_t n = IntArg(info, 9, "n", 1, kMaxDim);
+  const int threads = ThreadsArg(info, 10);
+  if (n % kernels::InfoOf(type).values != 0) ThrowRange(env, "n must be a multiple of the block size");
+  auto w = ArrayArg<uint8_t>(info, 2, "w", Mul(env, rows, kernels::RowBytes(type, n)));
+  auto xq = ArrayArg<int8_t>(info, 3, "xq", Mul(env, m, n));
+  auto xd = ArrayArg<float>(info, 4, "xd", Mul(env, m, n / kernels::kActBlock));
+  auto xsum = ArrayArg<int16_t>(info, 5, "xsum", Mul(env, m, n / 16));
+  auto y = ArrayArg<float>(info, 6, "y", Mul(env, m, rows));
+  CheckActivations(env, xq);
+  kernels::Q8Act x;
+  x.m = m, x.n = n, x.q = xq.data, x.d = xd.data, x.sum = xsum.data;
+  auto fn = t.ggml.matmul[static_cast<int>(type)];
+  ThreadPool* pool = PoolFor(threads);
+  if (pool) pool->ParallelFor(rows, 1, [&](int64_t r0, int64_t r1) { fn(w.data, x, y.data, rows, r0, r1); });
+  else fn(w.data, x, y.data, rows, 0, rows);
+  return env.Undefined();
+}
+
 void Register(Napi::Env env, Napi::Object exports) {
   Napi::Object k = Napi::Object::New(env);
   k.Set("isa", Napi::Function::New(env, Isa, "isa"));
@@ -561,6 +637,9 @@ void Register(Napi::Env env, Napi::Object exports) {
   k.Set("quantizeQ8", Napi::Function::New(env, QuantizeQ8, "quantizeQ8"));
   k.Set("matvecQ8", Napi::Function::New(env, MatvecQ8, "matvecQ8"));
   k.Set("matmulQ8", Napi::Function::New(env, MatmulQ8, "matmulQ8"));
+  k.Set("dequantizeBlocks", Napi::Function::New(env, DequantizeBlocks, "dequantizeBlocks"));
+  k.Set("quantizeAct", Napi::Function::New(env, QuantizeAct, "quantizeAct"));
+  k.Set("ggmlMatmul", Napi::Function::New(env, GgmlMatmul, "ggmlMatmul"));
   k.Set("quantizeI8", Napi::Function::New(env, QuantizeI8, "quantizeI8"));
   k.Set("gemmI8", Napi::Function::New(env, GemmI8, "gemmI8"));
   k.Set("sgemmPacked", Napi::Function::New(env, SgemmPacked, "sgemmPacked"));

@@ -1,18 +1,20 @@
 #!/usr/bin/env node
 // Decoder engine speed on a Qwen3-0.6B-shaped ajc1 file with random Q8_0 weights (made by
-// make-ajc1.js in the temp folder if absent): prefill tok/s (one prompt as one batch) and decode
-// tok/s (one token per call, greedy), per thread count, with min/median/max over runs, the ISA,
-// and the memory-bandwidth bound of decode (weight bytes read per token ÷ read bandwidth).
+// make-ajc1.js in the temp folder if absent), or with --gguf TYPE a GGUF of that shape with random
+// blocks of llama.cpp's file type TYPE (q4_k_m, q4_0, q6_k, q8_0; made by make-gguf.js): prefill
+// tok/s (one prompt as one batch) and decode tok/s (one token per call, greedy), per thread count,
+// with min/median/max over runs, the ISA, the load cost (ms, MB copied, matrices converted), and
+// the memory-bandwidth bound of decode (weight bytes read per token ÷ read bandwidth).
 // Needs `npm run build:ts` (dist/) and the addon (WEIGHTMAP_ADDON or build/).
 //   node scripts/bench/decoder.js [--model PATH] [--threads 1,2] [--prompt 512] [--decode 128] [--runs 3]
-//                                 [--bandwidth GBps] [--quant none|q8_0|f32]
+//                                 [--bandwidth GBps] [--quant none|q8_0|f32] [--gguf q4_k_m|q4_0|q6_k|q8_0]
 'use strict';
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const { performance } = require('node:perf_hooks');
-const { ajc1Format } = require('../../dist/cjs/formats/ajc1');
+const { readWeights } = require('../../dist/cjs/formats');
 const { DecoderEngine } = require('../../dist/cjs/engines/decoder');
 const { native } = require('../../dist/cjs/native');
 
@@ -57,16 +59,18 @@ function readBandwidth(threads, bytes) {
 }
 
 async function main() {
-  const model = opt('model', path.join(os.tmpdir(), 'weightmap-bench-qwen3-0.6b.ajc1'));
+  const gguf = opt('gguf');
+  const model = opt('model', path.join(os.tmpdir(), gguf ? `weightmap-bench-qwen3-0.6b.${gguf}.gguf` : 'weightmap-bench-qwen3-0.6b.ajc1'));
   const threadList = opt('threads', '1,2').split(',').map(Number);
   const promptLen = Number(opt('prompt', '512'));
   const decodeLen = Number(opt('decode', '128'));
   const runs = Number(opt('runs', '3'));
   if (!fs.existsSync(model)) {
-    const made = spawnSync(process.execPath, [path.join(__dirname, 'make-ajc1.js'), model], { stdio: 'inherit' });
+    const maker = gguf ? ['make-gguf.js', model, '--type', gguf] : ['make-ajc1.js', model];
+    const made = spawnSync(process.execPath, [path.join(__dirname, maker[0]), ...maker.slice(1)], { stdio: 'inherit' });
     if (made.status !== 0) process.exit(1);
   }
-  const weights = await ajc1Format.read(model);
+  const weights = await readWeights(model);
   const c = weights.config;
   const prompt = Int32Array.from({ length: promptLen }, (_, i) => (i * 7919 + 13) % c.vocabSize);
   const perToken = bytesPerToken(weights);
@@ -112,6 +116,7 @@ async function main() {
     report.results.push({
       threads,
       isa: engine.loadInfo.isa,
+      load: { ms: +engine.loadInfo.loadMs.toFixed(1), copiedMB: +(engine.loadInfo.copiedBytes / 1e6).toFixed(1), converted: engine.loadInfo.converted },
       prefillTokPerS: stats(prefill),
       decodeTokPerS: stats(decode),
       ...(bandwidth ? { readGBps: bandwidth, decodeBoundTokPerS: +((bandwidth * 1e9) / perToken).toFixed(1) } : {}),

@@ -7,6 +7,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { dequantize } from '../../lib/dequantize';
 import { GGML_TYPES, ggufFormat } from '../../lib/formats/gguf';
 import { readLlama2cTokenizer } from '../../lib/formats/llama2c';
 import { readF32 } from '../../lib/formats/tensor-data';
@@ -152,6 +153,7 @@ function qwen3Tensors(): TensorSpec[] {
     { name: 'blk.0.ffn_up.weight', dims: [32, 64], type: 1 },
     { name: 'blk.0.ffn_down.weight', dims: [64, 32], type: 8 },
     { name: 'extra.q4k', dims: [256, 2], type: 12 },
+    { name: 'extra.iq2', dims: [256, 2], type: 16 },
   ];
 }
 
@@ -332,7 +334,7 @@ describe('synthetic GGUF files', () => {
     }
   });
 
-  test('a Qwen3 model: half pairing, QK-norm, F16/BF16/Q8_0 views, alignment 64, an unsupported extra tensor listed', async () => {
+  test('a Qwen3 model: half pairing, QK-norm, F16/BF16/Q8_0/Q4_K views, alignment 64, an unsupported extra tensor listed', async () => {
     const tensors = qwen3Tensors();
     const bytes = buildGguf({ kv: qwen3Kv(), tensors, alignment: 64 });
     const w = await read(save(bytes));
@@ -371,6 +373,7 @@ describe('synthetic GGUF files', () => {
       'model.layers.0.mlp.gate_proj.weight': 'f16',
       'model.layers.0.mlp.up_proj.weight': 'f16',
       'model.layers.0.mlp.down_proj.weight': 'ggml_q8_0',
+      'extra.q4k': 'ggml_q4_k',
     });
     // Data starts at the first multiple of 64 after the infos; every offset is a multiple of 64.
     const embed = findTensor(w, 'model.embed_tokens.weight')!;
@@ -386,10 +389,18 @@ describe('synthetic GGUF files', () => {
     expect(values[32 + 31]).toBe(8);
     expect(values[96 + 5]).toBe(-4);
     const listed = w.metadata['gguf.tensors'] as { name: string; type: string; supported: boolean; shape: number[] }[];
-    expect(listed.find((t) => t.name === 'extra.q4k')).toEqual(expect.objectContaining({ type: 'Q4_K', supported: false, shape: [2, 256], byteLength: 2 * 144 }));
-    expect(findTensor(w, 'extra.q4k')).toBeUndefined();
+    expect(listed.find((t) => t.name === 'extra.q4k')).toEqual(expect.objectContaining({ type: 'Q4_K', supported: true, shape: [2, 256], byteLength: 2 * 144 }));
+    expect(findTensor(w, 'extra.q4k')!.byteLength).toBe(2 * 144);
+    expect(listed.find((t) => t.name === 'extra.iq2')).toEqual(expect.objectContaining({ type: 'IQ2_XXS', supported: false, shape: [2, 256], byteLength: 2 * 66 }));
+    expect(findTensor(w, 'extra.iq2')).toBeUndefined();
     const g = w.tokenizer as Extract<TokenizerData, { kind: 'gguf' }>;
     expect([g.model, g.pre, g.tokens, g.merges, g.eosId, g.padId]).toEqual(['gpt2', 'qwen2', ['a', 'b', 'ab', '<|endoftext|>'], ['a b'], 3, 3]);
+    // dequantize (native, off the JS thread) equals the JS decoding of every float dtype
+    for (const name of ['model.embed_tokens.weight', 'model.layers.0.self_attn.q_proj.weight', 'lm_head.weight', 'model.norm.weight']) {
+      const view = findTensor(w, name)!;
+      expect(Array.from(await dequantize(w, name))).toEqual(Array.from(readF32(view, 0, view.shape.reduce((a, b) => a * b, 1))));
+    }
+    await expect(dequantize(w, 'no.such.tensor')).rejects.toThrow("no tensor 'no.such.tensor'");
   });
 
   const withTensors = (edit: (t: TensorSpec[]) => void) => {
@@ -411,9 +422,9 @@ describe('synthetic GGUF files', () => {
 
   test.each([
     ['a missing required tensor', () => withTensors((t) => t.splice(t.findIndex((x) => x.name === 'blk.0.ffn_up.weight'), 1)), 'MISSING_TENSOR'],
-    ['a required tensor of an unsupported type (Q4_0)', () => withTensors((t) => void (named(t, 'blk.0.ffn_up.weight').type = 2)), 'UNSUPPORTED'],
+    ['a required tensor of an unsupported type (Q8_1)', () => withTensors((t) => void (named(t, 'blk.0.ffn_up.weight').type = 9)), 'UNSUPPORTED'],
     ['a tensor whose dims disagree with the metadata', () => withTensors((t) => void (named(t, 'blk.0.attn_q.weight').dims = [32, 16])), 'SHAPE_MISMATCH'],
-    ['a Q8_0 row that is not a multiple of 32', () => withTensors((t) => void (named(t, 'extra.q4k').dims = [100, 1])), 'SHAPE_MISMATCH'],
+    ['a Q4_K row that is not a multiple of 256', () => withTensors((t) => void (named(t, 'extra.q4k').dims = [100, 1])), 'SHAPE_MISMATCH'],
     ['an unknown (removed) ggml type', () => withTensors((t) => void (named(t, 'extra.q4k').type = 4)), 'BAD_DTYPE'],
     ['a misaligned offset', () => withTensors((t) => void (named(t, 'extra.q4k').offset = 100000 + 8)), 'BAD_HEADER'],
     ['an offset past the end', () => withTensors((t) => t.push({ name: 'far', dims: [4], type: 0, offset: 1 << 20, data: Buffer.alloc(0) })), 'OUT_OF_BOUNDS'],
@@ -480,7 +491,7 @@ describe('GGUF writer', () => {
     expect(fs.readFileSync(dst).equals(fs.readFileSync(file))).toBe(true);
   });
 
-  test('synthetic files round trip byte for byte: every value type; Qwen3 with alignment 64, BF16, Q8_0 and a Q4_K tensor copied as stored', async () => {
+  test('synthetic files round trip byte for byte: every value type; Qwen3 with alignment 64, BF16, Q8_0, a Q4_K view and an IQ2_XXS tensor copied as stored', async () => {
     const kv: Kv[] = [
       ['t.u8', T.U8, 200], ['t.i64', T.I64, -(1n << 62n)], ['t.f64', T.F64, 0.1], ['t.bool', T.BOOL, false],
       ['t.nested', T.ARR, { elem: T.ARR, items: [{ elem: T.U32, items: [1, 2] }, { elem: T.STR, items: ['q'] }, { elem: T.BOOL, items: [true] }] }],

@@ -1,0 +1,194 @@
+/**
+ * ggml block kernels (native/kernels/ggml_blocks.h, KernelTable.ggml). Budgets:
+ *  - dequantizeBlocks of the 32-value types: bit-exact against the layouts written out below
+ *    (every K-quant and the rest are checked bit for bit against llama.cpp's own files in
+ *    test/formats/gguf-quants.test.ts).
+ *  - quantizeAct: q and d bit-equal to quantizeQ8 with group 32, sums exact.
+ *  - scalar ggmlMatmul vs dequantize-then-f64 with the same quantized activations (only f32
+ *    rounding differs): |y - ref| <= (n/16 + 16)·2^-23·Σ_k |x̂_k|·B, B = the block's bound on
+ *    |S|·(|q| + 128) + |M| (from its f16 fields and the type's largest scale, min and level; the
+ *    128 covers levels shifted to unsigned, as kernels.h allows).
+ *  - vs the unquantized activations (what 8-bit activations cost): additionally
+ *    Σ_k |w_k|·d_x(k)/2 (each x̂ is within half a step of x).
+ *  - every table vs the scalar one: the contract's (n/16 + 16)·2^-23·Σ|x̂|·B; threads bit-equal.
+ */
+import { ISAS, U, f32ToF16Bits, kernels, rng, thrown, uniform, worstRatio } from './reference';
+
+interface TypeCase {
+  values: number;
+  bytes: number;
+  /** Byte offsets of the f16 scale d and (types with minimums) of the f16 min. */
+  d: number;
+  m?: number;
+  /** Largest |sub-block scale| / |d|, |sub-block min| / |m|, |level|. */
+  maxScale: number;
+  maxMin: number;
+  maxLevel: number;
+}
+
+const TYPES: Record<string, TypeCase> = {
+  q4_0: { values: 32, bytes: 18, d: 0, maxScale: 1, maxMin: 0, maxLevel: 8 },
+  q4_1: { values: 32, bytes: 20, d: 0, m: 2, maxScale: 1, maxMin: 1, maxLevel: 15 },
+  q5_0: { values: 32, bytes: 22, d: 0, maxScale: 1, maxMin: 0, maxLevel: 16 },
+  q5_1: { values: 32, bytes: 24, d: 0, m: 2, maxScale: 1, maxMin: 1, maxLevel: 31 },
+  q8_0: { values: 32, bytes: 34, d: 0, maxScale: 1, maxMin: 0, maxLevel: 128 },
+  iq4_nl: { values: 32, bytes: 18, d: 0, maxScale: 1, maxMin: 0, maxLevel: 127 },
+  q2_k: { values: 256, bytes: 84, d: 80, m: 82, maxScale: 15, maxMin: 15, maxLevel: 3 },
+  q3_k: { values: 256, bytes: 110, d: 108, maxScale: 32, maxMin: 0, maxLevel: 4 },
+  q4_k: { values: 256, bytes: 144, d: 0, m: 2, maxScale: 63, maxMin: 63, maxLevel: 15 },
+  q5_k: { values: 256, bytes: 176, d: 0, m: 2, maxScale: 63, maxMin: 63, maxLevel: 31 },
+  q6_k: { values: 256, bytes: 210, d: 208, maxScale: 128, maxMin: 0, maxLevel: 32 },
+  iq4_xs: { values: 256, bytes: 136, d: 0, maxScale: 32, maxMin: 0, maxLevel: 127 },
+};
+const TYPE_NAMES = Object.keys(TYPES);
+
+/** Random blocks: random bytes, then f16 scales of moderate size (d of either sign, min > 0). */
+function randomBlocks(t: TypeCase, blocks: number, rand: () => number): Uint8Array {
+  const out = new Uint8Array(blocks * t.bytes);
+  for (let i = 0; i < out.length; i++) out[i] = Math.floor(rand() * 256);
+  const dv = new DataView(out.buffer);
+  for (let b = 0; b < blocks; b++) {
+    const d = (rand() < 0.5 ? -1 : 1) * (0.002 + 0.02 * rand());
+    dv.setUint16(b * t.bytes + t.d, f32ToF16Bits(Math.fround(d)), true);
+    if (t.m !== undefined) dv.setUint16(b * t.bytes + t.m, f32ToF16Bits(Math.fround(0.001 + 0.01 * rand())), true);
+  }
+  return out;
+}
+
+function f16At(bytes: Uint8Array, offset: number): number {
+  const h = bytes[offset] | (bytes[offset + 1] << 8);
+  const s = h & 0x8000 ? -1 : 1;
+  const e = (h >> 10) & 0x1f;
+  const m = h & 0x3ff;
+  return e === 0 ? s * m * 2 ** -24 : s * (1 + m / 1024) * 2 ** (e - 15);
+}
+
+/** Per value: the bound B on |S|·(|q| + 128) + |M| of its block. */
+function levelBounds(type: string, w: Uint8Array): Float64Array {
+  const t = TYPES[type];
+  const blocks = w.length / t.bytes;
+  const out = new Float64Array(blocks * t.values);
+  for (let b = 0; b < blocks; b++) {
+    const d = Math.abs(f16At(w, b * t.bytes + t.d));
+    const m = t.m === undefined ? 0 : Math.abs(f16At(w, b * t.bytes + t.m));
+    out.fill(d * t.maxScale * (t.maxLevel + 128) + m * t.maxMin, b * t.values, (b + 1) * t.values);
+  }
+  return out;
+}
+
+function dequantize(type: string, w: Uint8Array): Float32Array {
+  const x = new Float32Array((w.length / TYPES[type].bytes) * TYPES[type].values);
+  kernels.dequantizeBlocks(type, w, x);
+  return x;
+}
+
+interface Act {
+  x: Float32Array;
+  q: Int8Array;
+  d: Float32Array;
+  sum: Int16Array;
+}
+
+function quantizeAct(isa: string, x: Float32Array): Act {
+  const q = new Int8Array(x.length);
+  const d = new Float32Array(x.length / 32);
+  const sum = new Int16Array(x.length / 16);
+  kernels.quantizeAct(isa, x, q, d, sum);
+  return { x, q, d, sum };
+}
+
+function matmul(isa: string, type: string, w: Uint8Array, a: Act, m: number, rows: number, n: number, threads = 1): Float32Array {
+  const y = new Float32Array(m * rows);
+  kernels.ggmlMatmul(isa, type, w, a.q, a.d, a.sum, y, m, rows, n, threads);
+  return y;
+}
+
+// [n (values per row), rows, activation rows] per block size: odd row and batch counts.
+const SHAPES: Record<number, Array<[number, number, number]>> = {
+  32: [[32, 1, 1], [96, 3, 2], [224, 7, 5], [1024, 17, 3]],
+  256: [[256, 1, 1], [768, 3, 2], [512, 7, 5], [1280, 17, 3]],
+};
+
+describe('dequantizeBlocks: the 32-value layouts written out', () => {
+  const rand = rng(11);
+  const nib = (b: Uint8Array, j: number) => (j < 16 ? b[j] & 15 : b[j - 16] >> 4);
+  const grid = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
+  // value j of one block, in f32 (Math.fround per operation, as ggml rounds)
+  const f = Math.fround;
+  const refs: Record<string, (blk: Uint8Array, j: number) => number> = {
+    q4_0: (b, j) => f(f16At(b, 0) * (nib(b.subarray(2), j) - 8)),
+    q4_1: (b, j) => f(f(f16At(b, 0) * nib(b.subarray(4), j)) + f16At(b, 2)),
+    q5_0: (b, j) => f(f16At(b, 0) * ((nib(b.subarray(6), j) | (((b[2 + (j >> 3)] >> (j & 7)) & 1) << 4)) - 16)),
+    q5_1: (b, j) => f(f(f16At(b, 0) * (nib(b.subarray(8), j) | (((b[4 + (j >> 3)] >> (j & 7)) & 1) << 4))) + f16At(b, 2)),
+    q8_0: (b, j) => f(f16At(b, 0) * ((b[2 + j] << 24) >> 24)),
+    iq4_nl: (b, j) => f(f16At(b, 0) * grid[nib(b.subarray(2), j)]),
+  };
+  test.each(Object.keys(refs))('%s', (type) => {
+    const t = TYPES[type];
+    const w = randomBlocks(t, 9, rand);
+    const got = dequantize(type, w);
+    const want = new Float32Array(got.length);
+    for (let b = 0; b < 9; b++) for (let j = 0; j < 32; j++) want[b * 32 + j] = refs[type](w.subarray(b * t.bytes, (b + 1) * t.bytes), j);
+    expect(Array.from(got)).toEqual(Array.from(want));
+  });
+
+  test('a partial block or an unknown type is refused', () => {
+    expect(thrown(() => kernels.dequantizeBlocks('q4_k', new Uint8Array(100), new Float32Array(256))).name).toBe('RangeError');
+    expect(thrown(() => kernels.dequantizeBlocks('q4_z', new Uint8Array(18), new Float32Array(32))).name).toBe('TypeError');
+  });
+});
+
+describe.each(ISAS)('ggml dot products (%s)', (isa) => {
+  test('quantizeAct = quantizeQ8 (group 32) plus exact sums per 16', () => {
+    const rand = rng(12);
+    const x = uniform(32 * 7, rand, -3, 3);
+    x.fill(0, 32, 64);
+    const a = quantizeAct(isa, x);
+    const q = new Int8Array(x.length);
+    const s = new Float32Array(x.length / 32);
+    kernels.quantizeQ8('scalar', x, 32, q, s);
+    expect(Array.from(a.q)).toEqual(Array.from(q));
+    expect(Array.from(a.d)).toEqual(Array.from(s));
+    for (let i = 0; i < a.sum.length; i++) expect(a.sum[i]).toBe(q.subarray(16 * i, 16 * i + 16).reduce((p, v) => p + v, 0));
+  });
+
+  test.each(TYPE_NAMES)('%s against dequantize-then-f64 math and the scalar table', (type) => {
+    const t = TYPES[type];
+    const rand = rng(100 + TYPE_NAMES.indexOf(type));
+    for (const [n, rows, m] of SHAPES[t.values]) {
+      const w = randomBlocks(t, (rows * n) / t.values, rand);
+      const wf = dequantize(type, w);
+      const bound = levelBounds(type, w);
+      const a = quantizeAct(isa, uniform(m * n, rand, -2, 2));
+      const y = matmul(isa, type, w, a, m, rows, n);
+      const ref = new Float64Array(m * rows);
+      const exact = new Float64Array(m * rows);
+      const fpBudget = new Float64Array(m * rows);
+      const actBudget = new Float64Array(m * rows);
+      for (let i = 0; i < m; i++)
+        for (let r = 0; r < rows; r++) {
+          let s = 0, e = 0, mag = 0, act = 0;
+          for (let k = 0; k < n; k++) {
+            const xd = a.d[i * (n / 32) + (k >> 5)];
+            const xh = a.q[i * n + k] * xd;
+            const wk = wf[r * n + k];
+            s += wk * xh;
+            e += wk * a.x[i * n + k];
+            mag += Math.abs(xh) * bound[r * n + k];
+            act += (Math.abs(wk) * xd) / 2;
+          }
+          ref[i * rows + r] = s;
+          exact[i * rows + r] = e;
+          fpBudget[i * rows + r] = (n / 16 + 16) * 2 * U * mag;
+          actBudget[i * rows + r] = fpBudget[i * rows + r] + act;
+        }
+      expect(worstRatio(y, ref, fpBudget)).toBeLessThanOrEqual(1);
+      expect(worstRatio(y, exact, actBudget)).toBeLessThanOrEqual(1);
+      if (isa !== 'scalar') expect(worstRatio(y, matmul('scalar', type, w, a, m, rows, n), fpBudget)).toBeLessThanOrEqual(1);
+      // one row at a time (decode's matvec) and threaded: the same bits
+      expect(Array.from(matmul(isa, type, w, a, m, rows, n, 3))).toEqual(Array.from(y));
+      const first: Act = { x: a.x.subarray(0, n), q: a.q.subarray(0, n), d: a.d.subarray(0, n / 32), sum: a.sum.subarray(0, n / 16) };
+      expect(Array.from(matmul(isa, type, w, first, 1, rows, n))).toEqual(Array.from(y.subarray(0, rows)));
+    }
+  });
+});
