@@ -103,7 +103,7 @@ std::vector<bool> BatchStep::Run(DecoderSession* const* sessions, const int32_t*
 
     norm_rows(L.attn_norm, x.data(), xb.data());
     const LinearJob qkv[3] = {{&L.wq, xb.data(), q.data()}, {&L.wk, xb.data(), k.data()}, {&L.wv, xb.data(), v.data()}};
-    RunLinear(pool, qkv, 3, n, qin);
+    RunLinearRows(pool, qkv, 3, n, qin);
 
     for (int64_t i = 0; i < n; i++) {
       DecoderSession& s = *sessions[i];
@@ -132,15 +132,15 @@ std::vector<bool> BatchStep::Run(DecoderSession* const* sessions, const int32_t*
     }
 
     const LinearJob o[1] = {{&L.wo, att.data(), proj.data()}};
-    RunLinear(pool, o, 1, n, qin);
+    RunLinearRows(pool, o, 1, n, qin);
     kt.axpy_f32(1.0f, proj.data(), x.data(), n * dim);
 
     norm_rows(L.ffn_norm, x.data(), xb.data());
     const LinearJob gate_up[2] = {{&L.w_gate, xb.data(), gate.data()}, {&L.w_up, xb.data(), up.data()}};
-    RunLinear(pool, gate_up, 2, n, qin);
+    RunLinearRows(pool, gate_up, 2, n, qin);
     kernels::silu_mul(gate.data(), up.data(), gate.data(), n * hidden);
     const LinearJob down[1] = {{&L.w_down, gate.data(), proj.data()}};
-    RunLinear(pool, down, 1, n, qin);
+    RunLinearRows(pool, down, 1, n, qin);
     kt.axpy_f32(1.0f, proj.data(), x.data(), n * dim);
   }
   if (all_aborted()) throw EngineError("ABORT_ERR", "The operation was aborted");
@@ -148,7 +148,7 @@ std::vector<bool> BatchStep::Run(DecoderSession* const* sessions, const int32_t*
   // logits [n, vocab] = Wcls · rmsnorm(x)
   norm_rows(M.final_norm(), x.data(), xb.data());
   const LinearJob cls[1] = {{&M.classifier(), xb.data(), logits}};
-  RunLinear(pool, cls, 1, n, qin);
+  RunLinearRows(pool, cls, 1, n, qin);
 
   std::vector<bool> committed(n);
   for (int64_t i = 0; i < n; i++) {
