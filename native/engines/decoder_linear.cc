@@ -298,9 +298,15 @@ void RunLinearRows(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t 
   const QuantizedInput* xin[8] = {};
   QuantizeInputs(pool, jobs, n_jobs, m, scratch, xin);
   // Per block of 16 weight rows, every activation row in turn: the block is read from memory
-  // once and stays in cache for the others.
+  // once and stays in cache for the others. A ggml kernel's result for a row does not depend on m
+  // (GgmlKernels::matmul, kernels.h), so Blocks take all m rows in one call, tiled; matmul_q8 and the
+  // float gemms round differently from their m == 1 forms, so those go one row at a time.
   auto rows_fn = [&](int64_t b, int64_t e) {
     ForJobRows(jobs, n_jobs, b, e, [&](int j, int64_t r0, int64_t r1) {
+      if (jobs[j].w->kind() == MatrixKind::Blocks) {
+        Product(jobs[j], xin[j], 0, m, r0, r1);
+        return;
+      }
       for (int64_t i = 0; i < m; i++) Product(jobs[j], xin[j], i, 1, r0, r1);
     });
   };
