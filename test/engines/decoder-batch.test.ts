@@ -6,6 +6,7 @@
 import type { Sampler } from '../../binding';
 import { DecoderEngine, type DecoderEngineSession } from '../../lib/engines/decoder';
 import { AbortError } from '../../lib/errors';
+import { readWeights } from '../../lib/formats';
 import { ajc1Format } from '../../lib/formats/ajc1';
 import { llama2cFormat } from '../../lib/formats/llama2c';
 import { native } from '../../lib/native';
@@ -156,5 +157,28 @@ describe('ajc1-qwen3-tiny (Q8_0, QK-norm, GQA)', () => {
     const tokens = await batched(engine, members);
     expect(tokens[0]).toEqual(c0.greedy.tokens);
     for (const [i, m] of members.entries()) expect(tokens[i]).toEqual(await alone(engine, m));
+  });
+});
+
+// GGUF block types (the tiled ggml kernels take all rows at once), Qwen2's q/k/v biases and
+// Llama 3's RoPE frequency factors.
+const GGUF = ['llama-ropefreqs', 'qwen2-bias', 'qwen3-qknorm'].flatMap((folder) =>
+  (readJson('gguf-quants', folder, 'expected.json').variants as { file: string; cases: { prompt: { ids: number[] } }[] }[]).map(
+    (v) => [folder, v.file, v.cases[0].prompt.ids] as const,
+  ),
+);
+describe.each(GGUF)('gguf-quants %s: %s', (folder, file, ids) => {
+  test('batched greedy tokens equal each session decoded alone', async () => {
+    const weights = await readWeights(fixture('gguf-quants', folder, file));
+    const engine = await DecoderEngine.load(weights, { threads: 2 });
+    const members: Member[] = [
+      { prompt: ids, join: 0, steps: 10 },
+      { prompt: ids.slice(0, Math.max(1, ids.length >> 1)), join: 1, steps: 8 },
+      { prompt: ids.slice(-3), join: 3, steps: 6 },
+    ];
+    const tokens = await batched(engine, members);
+    for (const [i, m] of members.entries()) expect(tokens[i]).toEqual(await alone(engine, m));
+    engine.dispose();
+    closeWeights(weights);
   });
 });
