@@ -379,7 +379,7 @@ export declare class DecoderModel {
   /**
    * One decode step of several idle sessions of this model together (continuous batching): row i
    * feeds ids[i] at sessions[i].position and draws its next token with samplers[i] and params[i],
-   * as step() would. The linear layers run as one product over the rows. Resolves to the tokens,
+   * as step() would, bitwise; each weight block is read from memory once for all rows. Resolves to the tokens,
    * -1 for a row whose session was aborted meanwhile (that session keeps its position). Sessions
    * and samplers must be distinct and not in use (ERR_WEIGHTMAP_BUSY).
    */

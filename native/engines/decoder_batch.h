@@ -1,8 +1,8 @@
 // One decode step of several sessions of one model together (continuous batching): every session
-// feeds one token at its own position; the linear layers run as one product over the n rows, so
-// each weight row is read once per step for all of them; attention runs per row against that
-// row's own KV cache. A committed row leaves its session exactly as DecoderSession::Eval of that
-// one token would.
+// feeds one token at its own position; the linear layers run over the n rows block of weight rows
+// by block (RunLinearRows), so each weight row is read from memory once per step for all of them;
+// attention runs per row against that row's own KV cache. A committed row leaves its session
+// bitwise as DecoderSession::Eval of that one token would.
 #pragma once
 
 #include <atomic>
