@@ -378,6 +378,19 @@ export declare class DecoderModel {
    * written; `kvCache` 'f16' halves its size and the traffic per decoded token (default 'f32').
    */
   createSession(options: { contextLength: number; kvCache?: 'f32' | 'f16' }): DecoderSession;
+  /**
+   * One decode step of several idle sessions of this model together (continuous batching): row i
+   * feeds ids[i] at sessions[i].position and draws its next token with samplers[i] and params[i],
+   * as step() would, bitwise; each weight block is read from memory once for all rows. Resolves to the tokens,
+   * -1 for a row whose session was aborted meanwhile (that session keeps its position). Sessions
+   * and samplers must be distinct and not in use (ERR_WEIGHTMAP_BUSY).
+   */
+  stepBatch(
+    sessions: readonly DecoderSession[],
+    ids: Int32Array,
+    samplers: readonly Sampler[],
+    params: readonly (NativeSamplingParams | undefined)[],
+  ): Promise<Int32Array>;
   /** Sessions made from it reject further calls with ERR_WEIGHTMAP_DISPOSED. */
   dispose(): void;
 }

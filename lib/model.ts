@@ -22,6 +22,7 @@ import {
   type ChatTemplate,
 } from './chat';
 import { ChatSession, type ChatSessionOptions } from './chat-session';
+import { DecodeLoop } from './engines/decode-loop';
 import { DecoderEngine } from './engines/decoder';
 import { GptEngine } from './engines/gpt';
 import { MoondreamEngine } from './engines/moondream';
@@ -249,6 +250,8 @@ async function loadEngine(weights: ModelWeights, options: LoadModelOptions): Pro
     case 'qwen2':
     case 'qwen3': {
       const engine = await DecoderEngine.load(weights, { threads: options.threads, ...(options.quant ? { quant: options.quant } : {}) });
+      // Concurrent generations decode together: their one-token steps run as batched steps.
+      const loop = new DecodeLoop(engine);
       return {
         vocabSize: engine.config.vocabSize,
         threads: engine.loadInfo.threads,
@@ -261,9 +264,13 @@ async function loadEngine(weights: ModelWeights, options: LoadModelOptions): Pro
               return session.position;
             },
             eval: (ids, opts) => session.eval(ids, opts),
-            step: (ids, params, sampler, _recent, opts) => session.step(ids, sampler, params, opts),
+            step: (ids, params, sampler, _recent, opts) =>
+              ids.length === 1 ? loop.step(session, ids[0], sampler, params, opts?.signal) : session.step(ids, sampler, params, opts),
             truncate: (n) => session.truncate(n),
-            abort: () => session.abort(),
+            abort: () => {
+              loop.cancel(session);
+              session.abort();
+            },
             dispose: () => session.dispose(),
           };
         },

@@ -60,6 +60,15 @@ export interface EvalOptions {
   signal?: AbortSignal;
 }
 
+/** One row of DecoderEngine.stepBatch. */
+export interface BatchStepRow {
+  session: DecoderEngineSession;
+  /** The token fed at the session's position. */
+  token: number;
+  sampler: Sampler;
+  params?: NativeSamplingParams;
+}
+
 const DEFAULT_CONTEXT = 4096;
 
 /** The config fields the native engine reads. */
@@ -130,6 +139,36 @@ export class DecoderEngine {
     const wrapped = new DecoderEngineSession(session, this.config.vocabSize, this.weightsPath, () => this.sessions.delete(wrapped));
     this.sessions.add(wrapped);
     return wrapped;
+  }
+
+  /**
+   * One decode step of several sessions of this engine together: row i feeds `token` at its
+   * session's position and picks the next token with its `sampler` and `params`, exactly as
+   * `session.step([token], sampler, params)` would, but the weights are read once for all rows.
+   * The sessions must be distinct and idle (no call running or queued: ERR_WEIGHTMAP_BUSY).
+   * Resolves to each row's token, or an AbortError for a row whose session was aborted meanwhile
+   * (that session keeps its position; the other rows are unaffected).
+   */
+  async stepBatch(rows: readonly BatchStepRow[]): Promise<(number | AbortError)[]> {
+    if (!this.native) throw new DisposedError('DecoderEngine');
+    const model = this.native;
+    let settle!: () => void;
+    const settled = new Promise<void>((resolve) => (settle = resolve));
+    const claimed: DecoderEngineSession[] = [];
+    try {
+      const natives = rows.map((row) => {
+        const native = row.session.holdFor(settled);
+        claimed.push(row.session);
+        return native;
+      });
+      const ids = Int32Array.from(rows, (row) => row.token);
+      const tokens = await model.stepBatch(natives, ids, rows.map((row) => row.sampler), rows.map((row) => row.params));
+      return Array.from(tokens, (token) => (token >= 0 ? token : new AbortError()));
+    } catch (error) {
+      throw fromNativeError(error, 'DecoderEngine', this.weightsPath);
+    } finally {
+      settle();
+    }
   }
 
   /** Frees the model and every session made from it. Calls in flight stop at their next layer. */
@@ -245,6 +284,21 @@ export class DecoderEngineSession {
 
   async [Symbol.asyncDispose](): Promise<void> {
     this.dispose();
+  }
+
+  /**
+   * @internal For DecoderEngine.stepBatch: the native session, held (as if a call ran on it) until
+   * `until` settles. Throws ERR_WEIGHTMAP_BUSY unless the session is idle.
+   */
+  holdFor(until: Promise<void>): NativeDecoderSession {
+    const session = this.live();
+    if (this.pending > 0) {
+      const busy = new Error('a batched step needs idle sessions; this one has calls running or queued');
+      throw Object.assign(busy, { code: 'ERR_WEIGHTMAP_BUSY' });
+    }
+    this.pending++;
+    this.tail = until.finally(() => this.pending--);
+    return session;
   }
 
   /** Calls not yet settled (running or queued). */

@@ -3,10 +3,13 @@
  * maxActive run at once (each in a session, a KV cache, of the model's pool), the others wait in a
  * bounded FIFO, and a client that leaves stops its generation at once, queued or running.
  *
- * Today each running generation steps on its own through Model.generate / Model.chat. A batched
- * decode step (one GEMM over the rows of all running sequences) belongs here: `submit` would enrol
- * the sequence in one loop that steps every running sequence together and hands each its token;
- * the routes, which only iterate what `submit` returns, would not change.
+ * Continuous batching: the running generations of a decoder model (Llama / Qwen) decode in one
+ * loop, the model's DecodeLoop (lib/engines/decode-loop.ts), which Model.generate / Model.chat
+ * step through: each step runs every running sequence's next token as one batched step (one
+ * product over their rows, the weights read once), sequences join when admitted and their prompt
+ * is fed, and leave when they end or their client aborts, between steps, without stopping the
+ * others. So maxActive is also the largest batch. Other engines (TLLM, Moondream) step each
+ * generation on its own. The routes only iterate what `submit` returns.
  */
 import type { ChatMessage } from '../chat';
 import type { GenerateOptions, GeneratedPiece, Generation, StopReason } from '../generate';

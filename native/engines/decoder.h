@@ -167,6 +167,8 @@ class DecoderSession {
   static constexpr int64_t kMaxBatch = 512;
 
  private:
+  friend class BatchStep;  // decoder_batch.cc: one step over the rows of several sessions
+
   // Eval of ids[n] (embedding models) or hidden[n, dim] (the others).
   void Run(const int32_t* ids, const float* hidden, int64_t n, bool all_logits, float* out, const std::atomic<bool>& abort);
   // One batch of n tokens at positions [pos0, pos0 + n), from ids or states [n, dim]. logits_rows: 0

@@ -1,5 +1,6 @@
 #include "engines/decoder_linear.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -178,11 +179,13 @@ Matrix Matrix::Prepare(const TensorRef& t, WeightQuant quant, int group, LoadCos
   return f32_copy();
 }
 
-void RunLinear(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, std::vector<QuantizedInput>& scratch) {
-  const kernels::KernelTable& k = kernels::Active();
+namespace {
 
-  // Quantized inputs of the Q8 and Blocks jobs, one per distinct (x, group).
-  const QuantizedInput* xin[8] = {};
+// Quantizes the inputs of the Q8 and Blocks jobs, one per distinct (x, group), into `scratch`;
+// xin[j] is job j's (null for float matrices).
+void QuantizeInputs(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, std::vector<QuantizedInput>& scratch,
+                    const QuantizedInput** xin) {
+  const kernels::KernelTable& k = kernels::Active();
   size_t used = 0;
   for (int j = 0; j < n_jobs; j++) {
     const Matrix& w = *jobs[j].w;
@@ -217,45 +220,89 @@ void RunLinear(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, s
     xin[j] = &qi;
   }
   for (size_t u = 0; u < used; u++) scratch[u].source = nullptr;  // the buffers behind x change after this call
+}
 
-  int64_t offsets[9] = {0};
-  for (int j = 0; j < n_jobs; j++) offsets[j + 1] = offsets[j] + jobs[j].w->rows();
-  const int64_t total = offsets[n_jobs];
-
-  auto rows_fn = [&](int64_t b, int64_t e) {
-    for (int j = 0; j < n_jobs; j++) {
-      const int64_t r0 = std::max(b, offsets[j]) - offsets[j];
-      const int64_t r1 = std::min(e, offsets[j + 1]) - offsets[j];
-      if (r0 >= r1) continue;
-      const Matrix& w = *jobs[j].w;
-      const int64_t rows = w.rows(), cols = w.cols();
-      float* y = jobs[j].y;
-      switch (w.kind()) {
-        case MatrixKind::Q8:
-          if (m == 1)
-            k.matvec_q8(w.q(), w.s(), xin[j]->q.data(), xin[j]->s.data(), y, cols, w.group(), r0, r1);
-          else
-            k.matmul_q8(w.q(), w.s(), xin[j]->q.data(), xin[j]->s.data(), y, m, cols, rows, w.group(), r0, r1);
-          break;
-        case MatrixKind::F16:
-          k.hgemm_trans(jobs[j].x, w.h(), y, m, cols, rows, r0, r1);
-          break;
-        case MatrixKind::F32:
-          k.sgemm_trans(jobs[j].x, w.f(), y, m, cols, rows, r0, r1);
-          break;
-        case MatrixKind::Blocks: {
-          kernels::Q8Act x;
-          x.m = m, x.n = cols, x.q = xin[j]->q.data(), x.d = xin[j]->s.data(), x.sum = xin[j]->sum.data();
-          k.ggml.matmul[static_cast<int>(w.block())](w.blocks(), x, y, rows, r0, r1);
-          break;
-        }
-      }
+// Columns [r0, r1) of Y [m, rows] = X · Wᵀ for the m activation rows from `row` on.
+void Product(const LinearJob& job, const QuantizedInput* xin, int64_t row, int64_t m, int64_t r0, int64_t r1) {
+  const kernels::KernelTable& k = kernels::Active();
+  const Matrix& w = *job.w;
+  const int64_t rows = w.rows(), cols = w.cols();
+  const float* x = job.x + row * cols;
+  float* y = job.y + row * rows;
+  switch (w.kind()) {
+    case MatrixKind::Q8: {
+      const int8_t* xq = xin->q.data() + row * cols;
+      const float* xs = xin->s.data() + row * (cols / w.group());
+      if (m == 1) k.matvec_q8(w.q(), w.s(), xq, xs, y, cols, w.group(), r0, r1);
+      else k.matmul_q8(w.q(), w.s(), xq, xs, y, m, cols, rows, w.group(), r0, r1);
+      break;
     }
+    case MatrixKind::F16:
+      k.hgemm_trans(x, w.h(), y, m, cols, rows, r0, r1);
+      break;
+    case MatrixKind::F32:
+      k.sgemm_trans(x, w.f(), y, m, cols, rows, r0, r1);
+      break;
+    case MatrixKind::Blocks: {
+      kernels::Q8Act a;
+      a.m = m, a.n = cols, a.q = xin->q.data() + row * cols, a.d = xin->s.data() + row * (cols / kernels::kActBlock);
+      a.sum = xin->sum.data() + row * (cols / 16);
+      k.ggml.matmul[static_cast<int>(w.block())](w.blocks(), a, y, rows, r0, r1);
+      break;
+    }
+  }
+}
+
+// Runs fn(j, r0, r1) for the rows [b, e) of the jobs' concatenated rows that fall in job j.
+template <typename Fn>
+void ForJobRows(const LinearJob* jobs, int n_jobs, int64_t b, int64_t e, const Fn& fn) {
+  int64_t offset = 0;
+  for (int j = 0; j < n_jobs; j++) {
+    const int64_t rows = jobs[j].w->rows();
+    const int64_t r0 = std::max(b, offset) - offset, r1 = std::min(e, offset + rows) - offset;
+    if (r0 < r1) fn(j, r0, r1);
+    offset += rows;
+  }
+}
+
+int64_t TotalRows(const LinearJob* jobs, int n_jobs) {
+  int64_t total = 0;
+  for (int j = 0; j < n_jobs; j++) total += jobs[j].w->rows();
+  return total;
+}
+
+}  // namespace
+
+void RunLinear(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, std::vector<QuantizedInput>& scratch) {
+  const QuantizedInput* xin[8] = {};
+  QuantizeInputs(pool, jobs, n_jobs, m, scratch, xin);
+  auto rows_fn = [&](int64_t b, int64_t e) {
+    ForJobRows(jobs, n_jobs, b, e, [&](int j, int64_t r0, int64_t r1) { Product(jobs[j], xin[j], 0, m, r0, r1); });
   };
   // One token: memory-bound and short (~100 µs), so split in blocks that a late worker leaves to
   // the others; a batch: one chunk per thread (matmul_q8 relays out X once per call).
+  const int64_t total = TotalRows(jobs, n_jobs);
   if (m == 1) kernels::ParallelRowBlocks(&pool, total, 16, rows_fn);
   else pool.ParallelFor(total, 16, rows_fn);
+}
+
+void RunLinearRows(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, std::vector<QuantizedInput>& scratch) {
+  const QuantizedInput* xin[8] = {};
+  QuantizeInputs(pool, jobs, n_jobs, m, scratch, xin);
+  // Per block of 16 weight rows, every activation row in turn: the block is read from memory
+  // once and stays in cache for the others. A ggml kernel's result for a row does not depend on m
+  // (GgmlKernels::matmul, kernels.h), so Blocks take all m rows in one call, tiled; matmul_q8 and the
+  // float gemms round differently from their m == 1 forms, so those go one row at a time.
+  auto rows_fn = [&](int64_t b, int64_t e) {
+    ForJobRows(jobs, n_jobs, b, e, [&](int j, int64_t r0, int64_t r1) {
+      if (jobs[j].w->kind() == MatrixKind::Blocks) {
+        Product(jobs[j], xin[j], 0, m, r0, r1);
+        return;
+      }
+      for (int64_t i = 0; i < m; i++) Product(jobs[j], xin[j], i, 1, r0, r1);
+    });
+  };
+  kernels::ParallelRowBlocks(&pool, TotalRows(jobs, n_jobs), 16, rows_fn);
 }
 
 }  // namespace decoder

@@ -111,5 +111,10 @@ struct LinearJob {
 // (input, group), into `scratch` (one entry per job at most).
 void RunLinear(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, std::vector<QuantizedInput>& scratch);
 
+// RunLinear with each of the m rows as its own one-token product (the kernels of m == 1), block
+// of weight rows by block, so each block is read from memory once for all m rows while it is in
+// cache: the decode step of several sessions, each row bitwise what RunLinear of it alone gives.
+void RunLinearRows(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, std::vector<QuantizedInput>& scratch);
+
 }  // namespace decoder
 }  // namespace weightmap

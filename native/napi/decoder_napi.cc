@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engines/decoder.h"
+#include "engines/decoder_batch.h"
 #include "engines/weights_spec.h"
 #include "kernels/kernels.h"
 #include "napi/addon_data.h"
@@ -249,6 +250,77 @@ class EvalWorker : public PromiseWorker {
   int32_t token_ = -1;
 };
 
+// stepBatch(): one BatchStep over several sessions, then each row's token drawn with its own
+// Sampler and params, as step() draws it. Resolves to Int32Array [n]: the tokens, -1 for a row
+// whose session was aborted during the step (its session keeps its position).
+class StepBatchWorker : public PromiseWorker {
+ public:
+  struct Row {
+    std::shared_ptr<SessionState> state;
+    int32_t id;
+    Sampler* sampler;
+    Napi::ObjectReference sampler_ref;  // keeps the JS Sampler alive while lent
+    SamplingParams params;
+  };
+  StepBatchWorker(Napi::Env env, std::vector<Row> rows) : PromiseWorker(env, "weightmap:decoder-step-batch"), rows_(std::move(rows)) {}
+
+ protected:
+  void Execute() override {
+    try {
+      const int64_t n = static_cast<int64_t>(rows_.size());
+      std::vector<DecoderSession*> sessions(n);
+      std::vector<const std::atomic<bool>*> aborts(n);
+      std::vector<int32_t> ids(n);
+      for (int64_t i = 0; i < n; i++) {
+        sessions[i] = rows_[i].state->session.get();
+        aborts[i] = &rows_[i].state->abort;
+        ids[i] = rows_[i].id;
+      }
+      const int64_t vocab = sessions[0]->model()->config().vocab;
+      std::vector<float> logits(static_cast<size_t>(n * vocab));  // [n, vocab]
+      const std::vector<bool> committed = BatchStep::Run(sessions.data(), ids.data(), n, aborts.data(), logits.data());
+      tokens_.assign(n, -1);
+      for (int64_t i = 0; i < n; i++) {
+        if (!committed[i]) continue;
+        const std::vector<int32_t>& history = sessions[i]->tokens();
+        tokens_[i] = rows_[i].sampler->Sample(logits.data() + i * vocab, static_cast<int32_t>(vocab), rows_[i].params,
+                                              history.data(), static_cast<int32_t>(history.size()));
+      }
+    } catch (const EngineError& e) {
+      Fail(e.code(), e.what());
+    } catch (const std::bad_alloc&) {
+      Fail("ERR_WEIGHTMAP_OUT_OF_MEMORY", "not enough memory for the activations of this batch");
+    } catch (const std::exception& e) {
+      Fail("ERR_WEIGHTMAP_NATIVE", e.what());
+    }
+  }
+  Napi::Value Result(Napi::Env env) override {
+    Napi::Int32Array out = Napi::Int32Array::New(env, tokens_.size());
+    for (size_t i = 0; i < tokens_.size(); i++) out[i] = tokens_[i];
+    return out;
+  }
+  void OnOK() override {
+    Release();
+    PromiseWorker::OnOK();
+  }
+  void OnError(const Napi::Error& e) override {
+    Release();
+    PromiseWorker::OnError(e);
+  }
+
+ private:
+  void Release() {
+    std::lock_guard<std::mutex> lock(lent_mutex);
+    for (Row& row : rows_) {
+      row.state->busy = false;
+      lent_samplers.erase(row.sampler);
+    }
+  }
+
+  std::vector<Row> rows_;
+  std::vector<int32_t> tokens_;
+};
+
 }  // namespace
 
 class DecoderSessionWrap : public Napi::ObjectWrap<DecoderSessionWrap> {
@@ -275,6 +347,9 @@ class DecoderSessionWrap : public Napi::ObjectWrap<DecoderSessionWrap> {
       ThrowTypeError(info.Env(), "DecoderSession is created by DecoderModel.createSession()");
     state_ = *info[0].As<Napi::External<std::shared_ptr<SessionState>>>().Data();
   }
+
+  // The native state (null once disposed), for DecoderModel.stepBatch.
+  const std::shared_ptr<SessionState>& state() const { return state_; }
 
  private:
   SessionState& Live(Napi::Env env) {
@@ -400,6 +475,7 @@ class DecoderModelWrap : public Napi::ObjectWrap<DecoderModelWrap> {
     Napi::Function ctor = DefineClass(env, "DecoderModel",
         {StaticMethod<&DecoderModelWrap::Load>("load"),
          InstanceMethod<&DecoderModelWrap::CreateSession>("createSession"),
+         InstanceMethod<&DecoderModelWrap::StepBatch>("stepBatch"),
          InstanceMethod<&DecoderModelWrap::Dispose>("dispose"),
          InstanceAccessor<&DecoderModelWrap::LoadInfo>("loadInfo"),
          InstanceAccessor<&DecoderModelWrap::Disposed>("disposed")});
@@ -459,6 +535,66 @@ class DecoderModelWrap : public Napi::ObjectWrap<DecoderModelWrap> {
     Napi::External<std::shared_ptr<SessionState>> handle = Napi::External<std::shared_ptr<SessionState>>::New(
         env, hold, [](Napi::Env, std::shared_ptr<SessionState>* p) { delete p; });
     return AddonData::Get(env)->classes.at("DecoderSession").New({handle});
+  }
+
+  // stepBatch(sessions: DecoderSession[], ids: Int32Array, samplers: Sampler[], params: (NativeSamplingParams | undefined)[]):
+  // Promise<Int32Array>. Every session (of this model, idle, distinct) feeds ids[i] at its position.
+  Napi::Value StepBatch(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!state_) throw DisposedError(env, "the DecoderModel");
+    if (!state_->model->has_head() || !state_->model->embeds())
+      throw MakeError(env, "ERR_OUT_OF_RANGE", "stepBatch() needs the whole model; a pipeline stage steps alone");
+    if (info.Length() < 4 || !info[0].IsArray() || !info[2].IsArray() || !info[3].IsArray())
+      ThrowTypeError(env, "stepBatch(sessions, ids, samplers, params): sessions, samplers and params must be arrays");
+    if (!info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
+      ThrowTypeError(env, "stepBatch: ids must be an Int32Array");
+    Napi::Array sessions = info[0].As<Napi::Array>();
+    Napi::Int32Array ids = info[1].As<Napi::Int32Array>();
+    Napi::Array samplers = info[2].As<Napi::Array>();
+    Napi::Array params = info[3].As<Napi::Array>();
+    const uint32_t n = sessions.Length();
+    if (n == 0) throw MakeError(env, "ERR_OUT_OF_RANGE", "stepBatch needs at least one session");
+    if (ids.ElementLength() != n || samplers.Length() != n || params.Length() != n)
+      ThrowTypeError(env, "stepBatch: sessions, ids, samplers and params must have the same length");
+    Napi::Function session_class = AddonData::Get(env)->classes.at("DecoderSession").Value();
+    std::vector<StepBatchWorker::Row> rows(n);
+    std::set<const SessionState*> states;
+    std::set<const Sampler*> seen;
+    for (uint32_t i = 0; i < n; i++) {
+      Napi::Value value = sessions.Get(i);
+      if (!value.IsObject() || !value.As<Napi::Object>().InstanceOf(session_class))
+        ThrowTypeError(env, "stepBatch: sessions[" + std::to_string(i) + "] is not a DecoderSession");
+      const std::shared_ptr<SessionState>& state = DecoderSessionWrap::Unwrap(value.As<Napi::Object>())->state();
+      if (!state) throw DisposedError(env, "the DecoderSession at sessions[" + std::to_string(i) + "]");
+      if (state->model != state_)
+        throw MakeError(env, "ERR_OUT_OF_RANGE", "stepBatch: sessions[" + std::to_string(i) + "] belongs to another model");
+      if (!states.insert(state.get()).second)
+        throw MakeError(env, "ERR_OUT_OF_RANGE", "stepBatch: sessions[" + std::to_string(i) + "] appears twice");
+      Sampler* sampler = UnwrapSampler(samplers.Get(i));
+      if (!sampler) ThrowTypeError(env, "stepBatch: samplers[" + std::to_string(i) + "] is not a Sampler");
+      if (!seen.insert(sampler).second)
+        throw MakeError(env, "ERR_WEIGHTMAP_BUSY", "stepBatch: samplers[" + std::to_string(i) + "] serves two rows");
+      rows[i].state = state;
+      rows[i].id = ids[i];
+      rows[i].sampler = sampler;
+      rows[i].params = ParseSamplingParams(env, params.Get(i));
+    }
+    // Claim every session and sampler, or none.
+    std::lock_guard<std::mutex> lock(lent_mutex);
+    for (uint32_t i = 0; i < n; i++) {
+      const bool busy = rows[i].state->busy.exchange(true);
+      if (busy || lent_samplers.count(rows[i].sampler)) {
+        for (uint32_t j = 0; j < i + (busy ? 0 : 1); j++) rows[j].state->busy = false;
+        throw MakeError(env, "ERR_WEIGHTMAP_BUSY", "stepBatch: " + std::string(busy ? "sessions" : "samplers") + "[" +
+                                                       std::to_string(i) + "] is in use by another call; await it first");
+      }
+    }
+    for (uint32_t i = 0; i < n; i++) {
+      rows[i].state->abort = false;  // as eval() does: an abort() from now on counts
+      lent_samplers.insert(rows[i].sampler);
+      rows[i].sampler_ref = Napi::Persistent(samplers.Get(i).As<Napi::Object>());
+    }
+    return (new StepBatchWorker(env, std::move(rows)))->Start();
   }
 
   Napi::Value Dispose(const Napi::CallbackInfo& info) {

@@ -1,0 +1,165 @@
+// BatchStep: the forward pass of decoder_forward.cc for n rows that belong to n sessions, each at
+// its own position. What differs from Forward: the RoPE angles and the KV-cache writes per row,
+// and attention per row with the row's session (its Attention() over one query).
+#include "engines/decoder_batch.h"
+
+#include <cmath>
+#include <cstring>
+#include <set>
+#include <string>
+
+#include "kernels/kernels.h"
+
+namespace weightmap {
+namespace decoder {
+
+namespace {
+
+void Check(DecoderSession* const* sessions, const int32_t* ids, int64_t n) {
+  if (n <= 0) throw EngineError("ERR_OUT_OF_RANGE", "a batched step needs at least one session");
+  const DecoderModel* model = sessions[0]->model().get();
+  if (!model->embeds() || !model->has_head())
+    throw EngineError("ERR_OUT_OF_RANGE", "a batched step needs the whole model (a pipeline stage steps alone)");
+  std::set<const DecoderSession*> seen;
+  for (int64_t i = 0; i < n; i++) {
+    const DecoderSession& s = *sessions[i];
+    const std::string row = "row " + std::to_string(i);
+    if (s.model().get() != model) throw EngineError("ERR_OUT_OF_RANGE", row + ": the sessions belong to different models");
+    if (!seen.insert(&s).second) throw EngineError("ERR_OUT_OF_RANGE", row + ": a session appears twice in one step");
+    if (s.position() >= s.context_length())
+      throw EngineError("ERR_OUT_OF_RANGE", row + ": the session holds " + std::to_string(s.position()) + " of " +
+                                                std::to_string(s.context_length()) + " positions; 1 more does not fit");
+    if (ids[i] < 0 || ids[i] >= model->config().vocab)
+      throw EngineError("ERR_OUT_OF_RANGE", row + ": token id " + std::to_string(ids[i]) +
+                                                " is outside the vocabulary [0, " + std::to_string(model->config().vocab) + ")");
+  }
+}
+
+}  // namespace
+
+std::vector<bool> BatchStep::Run(DecoderSession* const* sessions, const int32_t* ids, int64_t n,
+                                 const std::atomic<bool>* const* aborts, float* logits) {
+  Check(sessions, ids, n);
+  const DecoderModel& M = *sessions[0]->model_;
+  const DecoderConfig& c = M.config();
+  ThreadPool& pool = M.pool();
+  const kernels::KernelTable& kt = kernels::Active();
+  const int64_t dim = c.dim, hd = c.head_dim, hidden = c.hidden, qd = c.q_dim(), kvd = c.kv_dim();
+  auto all_aborted = [&]() {
+    for (int64_t i = 0; i < n; i++)
+      if (!aborts[i]->load(std::memory_order_relaxed)) return false;
+    return true;
+  };
+
+  std::vector<int64_t> pos(n);  // the position row i is fed at
+  for (int64_t i = 0; i < n; i++) pos[i] = sessions[i]->position();
+  std::vector<float> x(n * dim);        // [n, dim] residual stream
+  std::vector<float> xb(n * dim);       // [n, dim] normed input of a block
+  std::vector<float> q(n * qd);         // [n, q_dim]
+  std::vector<float> k(n * kvd);        // [n, kv_dim]
+  std::vector<float> v(n * kvd);        // [n, kv_dim]
+  std::vector<float> att(n * qd);       // [n, q_dim]
+  std::vector<float> proj(n * dim);     // [n, dim]
+  std::vector<float> gate(n * hidden);  // [n, hidden]
+  std::vector<float> up(n * hidden);    // [n, hidden]
+  std::vector<float> rope(n * hd);      // [n, hd]: cos of the hd/2 pair angles, then their sin
+  std::vector<QuantizedInput> qin;
+
+  for (int64_t i = 0; i < n; i++) M.Embed(ids[i], x.data() + i * dim);
+  // The angles exactly as Forward computes them for one token at pos[i].
+  for (int64_t i = 0; i < n; i++) {
+    for (int64_t j = 0; j < hd / 2; j++) {
+      const double factor = c.rope_freqs.empty() ? 1.0 : c.rope_freqs[j];
+      const double angle = static_cast<double>(pos[i]) * std::pow(c.theta, -2.0 * j / hd) / factor;
+      rope[i * hd + j] = static_cast<float>(std::cos(angle));
+      rope[i * hd + hd / 2 + j] = static_cast<float>(std::sin(angle));
+    }
+  }
+  auto rotate = [&](float* h, int64_t i) {
+    const float* cs = rope.data() + i * hd;
+    const float* sn = cs + hd / 2;
+    for (int64_t j = 0; j < hd / 2; j++) {
+      float* a = c.interleaved ? h + 2 * j : h + j;
+      float* b = c.interleaved ? h + 2 * j + 1 : h + j + hd / 2;
+      const float a0 = *a, b0 = *b;
+      *a = a0 * cs[j] - b0 * sn[j];
+      *b = a0 * sn[j] + b0 * cs[j];
+    }
+  };
+  // In place: h[hd] = rmsnorm(h) · weight.
+  std::vector<float> head(hd);
+  auto norm_head = [&](float* h, const std::vector<float>& weight) {
+    std::memcpy(head.data(), h, hd * sizeof(float));
+    kernels::rmsnorm(head.data(), weight.data(), h, hd, c.eps);
+  };
+  auto norm_rows = [&](const std::vector<float>& weight, const float* in, float* out) {
+    for (int64_t i = 0; i < n; i++) kernels::rmsnorm(in + i * dim, weight.data(), out + i * dim, dim, c.eps);
+  };
+
+  for (int64_t l = M.first_layer(); l < M.end_layer(); l++) {
+    if (all_aborted()) throw EngineError("ABORT_ERR", "The operation was aborted");
+    const DecoderLayer& L = M.layer(l);
+    const int64_t cached = l - M.first_layer();
+
+    norm_rows(L.attn_norm, x.data(), xb.data());
+    const LinearJob qkv[3] = {{&L.wq, xb.data(), q.data()}, {&L.wk, xb.data(), k.data()}, {&L.wv, xb.data(), v.data()}};
+    RunLinearRows(pool, qkv, 3, n, qin);
+
+    for (int64_t i = 0; i < n; i++) {
+      DecoderSession& s = *sessions[i];
+      float* qi = q.data() + i * qd;
+      float* ki = k.data() + i * kvd;
+      float* vi = v.data() + i * kvd;
+      if (c.qkv_bias) {
+        kt.axpy_f32(1.0f, L.bq.data(), qi, qd);
+        kt.axpy_f32(1.0f, L.bk.data(), ki, kvd);
+        kt.axpy_f32(1.0f, L.bv.data(), vi, kvd);
+      }
+      for (int64_t h = 0; h < c.n_heads; h++) {
+        if (c.qk_norm) norm_head(qi + h * hd, L.q_norm);
+        rotate(qi + h * hd, i);
+      }
+      for (int64_t g = 0; g < c.n_kv_heads; g++) {
+        if (c.qk_norm) norm_head(ki + g * hd, L.k_norm);
+        rotate(ki + g * hd, i);
+        s.StoreKv(cached, g, pos[i], ki + g * hd, vi + g * hd);
+      }
+      // The row's query through the session's own attention (one token at pos[i]).
+      s.EnsureScratch(1);
+      std::memcpy(s.q_.data(), qi, qd * sizeof(float));
+      s.Attention(cached, pos[i], 1);
+      std::memcpy(att.data() + i * qd, s.att_.data(), qd * sizeof(float));
+    }
+
+    const LinearJob o[1] = {{&L.wo, att.data(), proj.data()}};
+    RunLinearRows(pool, o, 1, n, qin);
+    kt.axpy_f32(1.0f, proj.data(), x.data(), n * dim);
+
+    norm_rows(L.ffn_norm, x.data(), xb.data());
+    const LinearJob gate_up[2] = {{&L.w_gate, xb.data(), gate.data()}, {&L.w_up, xb.data(), up.data()}};
+    RunLinearRows(pool, gate_up, 2, n, qin);
+    kernels::silu_mul(gate.data(), up.data(), gate.data(), n * hidden);
+    const LinearJob down[1] = {{&L.w_down, gate.data(), proj.data()}};
+    RunLinearRows(pool, down, 1, n, qin);
+    kt.axpy_f32(1.0f, proj.data(), x.data(), n * dim);
+  }
+  if (all_aborted()) throw EngineError("ABORT_ERR", "The operation was aborted");
+
+  // logits [n, vocab] = Wcls · rmsnorm(x)
+  norm_rows(M.final_norm(), x.data(), xb.data());
+  const LinearJob cls[1] = {{&M.classifier(), xb.data(), logits}};
+  RunLinearRows(pool, cls, 1, n, qin);
+
+  std::vector<bool> committed(n);
+  for (int64_t i = 0; i < n; i++) {
+    if (aborts[i]->load()) continue;
+    DecoderSession& s = *sessions[i];
+    s.tokens_.push_back(ids[i]);
+    s.position_.store(pos[i] + 1);
+    committed[i] = true;
+  }
+  return committed;
+}
+
+}  // namespace decoder
+}  // namespace weightmap
