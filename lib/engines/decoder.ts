@@ -67,6 +67,8 @@ export interface BatchStepRow {
   token: number;
   sampler: Sampler;
   params?: NativeSamplingParams;
+  /** Aborts this row alone: aborted before the step, the row is left out; during it, not committed. */
+  signal?: AbortSignal;
 }
 
 const DEFAULT_CONTEXT = 4096;
@@ -146,27 +148,37 @@ export class DecoderEngine {
    * session's position and picks the next token with its `sampler` and `params`, exactly as
    * `session.step([token], sampler, params)` would, but the weights are read once for all rows.
    * The sessions must be distinct and idle (no call running or queued: ERR_WEIGHTMAP_BUSY).
-   * Resolves to each row's token, or an AbortError for a row whose session was aborted meanwhile
+   * Resolves to each row's token, or an AbortError for a row whose session or signal was aborted
    * (that session keeps its position; the other rows are unaffected).
    */
   async stepBatch(rows: readonly BatchStepRow[]): Promise<(number | AbortError)[]> {
     if (!this.native) throw new DisposedError('DecoderEngine');
     const model = this.native;
+    const out: (number | AbortError)[] = rows.map(() => new AbortError());
+    const live = rows.flatMap((row, i) => (row.signal?.aborted ? [] : [i]));
+    if (live.length === 0) return out;
     let settle!: () => void;
     const settled = new Promise<void>((resolve) => (settle = resolve));
-    const claimed: DecoderEngineSession[] = [];
+    const unlisten: (() => void)[] = [];
     try {
-      const natives = rows.map((row) => {
-        const native = row.session.holdFor(settled);
-        claimed.push(row.session);
-        return native;
+      const natives = live.map((i) => rows[i].session.holdFor(settled));
+      for (const i of live) {
+        const { signal, session } = rows[i];
+        if (!signal) continue;
+        const onAbort = () => session.abort();
+        signal.addEventListener('abort', onAbort, { once: true });
+        unlisten.push(() => signal.removeEventListener('abort', onAbort));
+      }
+      const ids = Int32Array.from(live, (i) => rows[i].token);
+      const tokens = await model.stepBatch(natives, ids, live.map((i) => rows[i].sampler), live.map((i) => rows[i].params));
+      live.forEach((i, j) => {
+        if (tokens[j] >= 0) out[i] = tokens[j];
       });
-      const ids = Int32Array.from(rows, (row) => row.token);
-      const tokens = await model.stepBatch(natives, ids, rows.map((row) => row.sampler), rows.map((row) => row.params));
-      return Array.from(tokens, (token) => (token >= 0 ? token : new AbortError()));
+      return out;
     } catch (error) {
       throw fromNativeError(error, 'DecoderEngine', this.weightsPath);
     } finally {
+      for (const off of unlisten) off();
       settle();
     }
   }
