@@ -80,8 +80,8 @@ export class StageReplica {
 
 /**
  * One session's Forward stream: one tensor in flight, each with its own deadline. The deadline is
- * one timer per stream, re-armed by each step (a timer made and cleared per token costs more than
- * the rest of the coordinator's work for it); it holds the process open only while a step is in flight.
+ * one timer per stream, re-armed by each step rather than made and cleared per token; it holds the
+ * process open only while a step is in flight.
  */
 export class StepStream {
   private pending: { resolve(m: TensorMessage): void; reject(e: Error): void } | undefined;
