@@ -51,6 +51,8 @@ export class StageReplica {
       // A restarted stage is found again within about a second.
       'grpc.initial_reconnect_backoff_ms': 100,
       'grpc.max_reconnect_backoff_ms': 1_000,
+      // The session replays to a replica itself; grpc-js's retry layer would only buffer a copy of each message.
+      'grpc.enable_retries': 0,
       ...(security.tls?.serverName ? { 'grpc.ssl_target_name_override': security.tls.serverName } : {}),
     }) as unknown as StageClient;
     this.metadata = callMetadata(security);
@@ -76,9 +78,15 @@ export class StageReplica {
   }
 }
 
-/** One session's Forward stream: one tensor in flight, each with its own deadline. */
+/**
+ * One session's Forward stream: one tensor in flight, each with its own deadline. The deadline is
+ * one timer per stream, re-armed by each step rather than made and cleared per token; it holds the
+ * process open only while a step is in flight.
+ */
 export class StepStream {
-  private pending: { resolve(m: TensorMessage): void; reject(e: Error): void; timer: NodeJS.Timeout } | undefined;
+  private pending: { resolve(m: TensorMessage): void; reject(e: Error): void } | undefined;
+  private deadline: NodeJS.Timeout | undefined;
+  private deadlineMs = 0;
   private failure: StageCallError | undefined;
 
   constructor(private readonly call: grpc.ClientDuplexStream<TensorMessage, TensorMessage>) {
@@ -86,7 +94,7 @@ export class StepStream {
       const p = this.pending;
       if (!p) return this.fail(new StageCallError('a reply nobody asked for', false));
       this.pending = undefined;
-      clearTimeout(p.timer);
+      this.deadline?.unref();
       p.resolve(msg);
     });
     call.on('error', (error: grpc.ServiceError) => this.fail(callError(error)));
@@ -102,8 +110,8 @@ export class StepStream {
     if (this.failure) return Promise.reject(this.failure);
     if (this.pending) return Promise.reject(new StageCallError('a step is already in flight on this stream', false));
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => this.fail(new StageCallError(`no reply within the step deadline of ${timeoutMs} ms`, false)), timeoutMs);
-      this.pending = { resolve, reject, timer };
+      this.pending = { resolve, reject };
+      this.armDeadline(timeoutMs);
       this.call.write(msg);
     });
   }
@@ -118,11 +126,22 @@ export class StepStream {
       this.failure = error;
       this.call.cancel();
     }
+    clearTimeout(this.deadline);
     const p = this.pending;
     this.pending = undefined;
-    if (p) {
-      clearTimeout(p.timer);
-      p.reject(error);
+    p?.reject(error);
+  }
+
+  private armDeadline(timeoutMs: number): void {
+    if (this.deadline && this.deadlineMs === timeoutMs) {
+      this.deadline.refresh().ref();
+      return;
     }
+    clearTimeout(this.deadline);
+    this.deadlineMs = timeoutMs;
+    this.deadline = setTimeout(() => {
+      // Also fires after a reply (then unref'd and idle): only a step in flight is late.
+      if (this.pending) this.fail(new StageCallError(`no reply within the step deadline of ${timeoutMs} ms`, false));
+    }, timeoutMs);
   }
 }

@@ -61,8 +61,12 @@ export class SessionStream {
     this.close();
   }
 
+  /** Restarts the idle countdown: one timer per stream, re-armed by each tensor. */
   private touch(): void {
-    clearTimeout(this.idle);
+    if (this.idle) {
+      this.idle.refresh();
+      return;
+    }
     const ms = this.stage.idleTimeoutMs;
     this.idle = setTimeout(() => this.end(grpc.status.DEADLINE_EXCEEDED, `no tensor for ${ms} ms: the session was freed`), ms);
     this.idle.unref();

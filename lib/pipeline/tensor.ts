@@ -37,29 +37,32 @@ export interface ReadTensor {
 
 export const MAX_SESSION_ID = 128;
 
-function check(ok: boolean, message: string): void {
-  if (!ok) throw new TensorError(message);
-}
-
 const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
 
+// Every check runs on every message (a stage reads one per token): the error texts are built only
+// when a check fails.
 export function readTensor(msg: TensorMessage, bounds: TensorBounds): ReadTensor {
-  check(msg.sessionId === bounds.sessionId, `the session id ${JSON.stringify(String(msg.sessionId).slice(0, MAX_SESSION_ID))} is not this stream's`);
-  check((bounds.dtypes as readonly string[]).includes(msg.dtype), `dtype ${msg.dtype} is not one of ${bounds.dtypes.join(', ')}`);
+  if (msg.sessionId !== bounds.sessionId) throw new TensorError(`the session id ${JSON.stringify(String(msg.sessionId).slice(0, MAX_SESSION_ID))} is not this stream's`);
+  if (!(bounds.dtypes as readonly string[]).includes(msg.dtype)) throw new TensorError(`dtype ${msg.dtype} is not one of ${bounds.dtypes.join(', ')}`);
   const dtype = msg.dtype as WireDType;
   const shape = msg.shape;
   const rank = bounds.width === undefined ? 1 : 2;
-  check(Array.isArray(shape) && shape.length === rank && shape.every(isCount), `shape [${String(shape)}] is not of rank ${rank}`);
+  if (!(Array.isArray(shape) && shape.length === rank && shape.every(isCount))) throw new TensorError(`shape [${String(shape)}] is not of rank ${rank}`);
   const rows = shape[0];
-  check(rows >= 1 && rows <= bounds.maxRows, `shape [${shape.join(', ')}]: ${rows} rows outside [1, ${bounds.maxRows}]`);
-  if (bounds.width !== undefined) check(shape[1] === bounds.width, `shape [${shape.join(', ')}]: rows of ${shape[1]} elements, expected ${bounds.width}`);
+  if (!(rows >= 1 && rows <= bounds.maxRows)) throw new TensorError(`shape [${shape.join(', ')}]: ${rows} rows outside [1, ${bounds.maxRows}]`);
+  if (bounds.width !== undefined && shape[1] !== bounds.width) {
+    throw new TensorError(`shape [${shape.join(', ')}]: rows of ${shape[1]} elements, expected ${bounds.width}`);
+  }
   const position = msg.position;
-  check(isCount(position) && position >= bounds.minPosition && position <= bounds.maxPosition,
-    `position ${position} outside [${bounds.minPosition}, ${bounds.maxPosition}]`);
-  check(position + rows <= bounds.endLimit, `positions ${position}..${position + rows - 1} pass the limit of ${bounds.endLimit}`);
+  if (!(isCount(position) && position >= bounds.minPosition && position <= bounds.maxPosition)) {
+    throw new TensorError(`position ${position} outside [${bounds.minPosition}, ${bounds.maxPosition}]`);
+  }
+  if (position + rows > bounds.endLimit) throw new TensorError(`positions ${position}..${position + rows - 1} pass the limit of ${bounds.endLimit}`);
   const count = rows * (bounds.width ?? 1);
   const bytes = count * DTYPE_BYTES[dtype];
-  check(Buffer.isBuffer(msg.data) && msg.data.length === bytes, `${msg.data?.length} data bytes, expected ${bytes} for shape [${shape.join(', ')}] of ${dtype}`);
+  if (!(Buffer.isBuffer(msg.data) && msg.data.length === bytes)) {
+    throw new TensorError(`${msg.data?.length} data bytes, expected ${bytes} for shape [${shape.join(', ')}] of ${dtype}`);
+  }
 
   // Copied out of the message buffer, whose offset need not be aligned for the element type.
   if (dtype === 'F16') {

@@ -10,6 +10,9 @@
 // The per-hop overhead is also measured where compute is negligible: the stories260K fixture tree
 // (--hop-tree), whose whole forward pass takes tens of microseconds, next to the bare round trip
 // of the same 4 KB message through a child process that echoes it with no checks and no engine.
+// That round trip is a median; so is perHopMedianUs ((median pipeline − median in-process time per
+// token) ÷ hops), the figure to set beside it. perHopUs is the same from mean times per token, which
+// on a shared, loaded machine carry the scheduling delays of every process a token passes through.
 // Needs `npm run build:ts` (dist/) and the addon (build/ or WEIGHTMAP_ADDON).
 //   node scripts/bench/pipeline.js [--tree DIR] [--hop-tree DIR] [--hops-only] [--stages 1,2,3] [--prompt 128] [--decode 64] [--runs 3]
 'use strict';
@@ -83,6 +86,7 @@ async function measure(createSession, prompt, decodeLen, runs) {
   warm.dispose();
   const prefill = [];
   const decodeMs = [];
+  const tokenMs = [];
   for (let r = 0; r < runs; r++) {
     const s = createSession();
     const t0 = performance.now();
@@ -93,13 +97,20 @@ async function measure(createSession, prompt, decodeLen, runs) {
       const next = argmax(logits); // outside the timing
       const t = performance.now();
       logits = await s.eval([next]);
-      spent += performance.now() - t;
+      const ms = performance.now() - t;
+      spent += ms;
+      tokenMs.push(ms);
     }
     decodeMs.push(spent / decodeLen);
     s.dispose();
   }
   const msPerToken = median(decodeMs);
-  return { prefillTokPerS: +median(prefill).toFixed(1), decodeTokPerS: +(1000 / msPerToken).toFixed(2), decodeMsPerToken: +msPerToken.toFixed(3) };
+  return {
+    prefillTokPerS: +median(prefill).toFixed(1),
+    decodeTokPerS: +(1000 / msPerToken).toFixed(2),
+    decodeMsPerToken: +msPerToken.toFixed(3),
+    decodeMedianMsPerToken: +median(tokenMs).toFixed(3),
+  };
 }
 
 async function failover(tree, weights, prompt, numLayers) {
@@ -179,7 +190,13 @@ async function hops(tree, stageCounts, decodeLen, runs) {
   const base = await measure(() => local.createSession({ contextLength: 512 }), prompt, decodeLen, runs);
   local.dispose();
   closeWeights(whole);
-  const out = { tree, bareGrpcRoundTripUs: await bareRoundTrip(1000), inProcessUsPerToken: Math.round(base.decodeMsPerToken * 1000), stages: [] };
+  const out = {
+    tree,
+    bareGrpcRoundTripUs: await bareRoundTrip(1000),
+    inProcessUsPerToken: Math.round(base.decodeMsPerToken * 1000),
+    inProcessMedianUsPerToken: Math.round(base.decodeMedianMsPerToken * 1000),
+    stages: [],
+  };
   for (const k of stageCounts.filter((n) => n <= c.numLayers)) {
     const ranges = split(c.numLayers, k);
     const stages = [];
@@ -188,7 +205,13 @@ async function hops(tree, stageCounts, decodeLen, runs) {
       const engine = await PipelineEngine.connect(weights, ranges.map((layers, i) => ({ layers, address: stages[i].address })));
       const r = await measure(() => engine.createSession(512), prompt, decodeLen, runs);
       engine.dispose();
-      out.stages.push({ stages: k, usPerToken: Math.round(r.decodeMsPerToken * 1000), perHopUs: Math.round(((r.decodeMsPerToken - base.decodeMsPerToken) * 1000) / k) });
+      out.stages.push({
+        stages: k,
+        usPerToken: Math.round(r.decodeMsPerToken * 1000),
+        perHopUs: Math.round(((r.decodeMsPerToken - base.decodeMsPerToken) * 1000) / k),
+        medianUsPerToken: Math.round(r.decodeMedianMsPerToken * 1000),
+        perHopMedianUs: Math.round(((r.decodeMedianMsPerToken - base.decodeMedianMsPerToken) * 1000) / k),
+      });
     } finally {
       stop(stages);
     }
