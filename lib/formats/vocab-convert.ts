@@ -18,7 +18,7 @@ import { isDecoderConfig } from '../architectures/decoder';
 import { bytesToByteLevel, byteLevelToBytes } from '../tokenizers/byte-level';
 import { GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN } from '../tokenizers/pretokenizers';
 import { TOKEN_BYTE, TOKEN_CONTROL, TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_UNUSED, TOKEN_USER_DEFINED } from '../tokenizers/from-data';
-import { byteLevelBpeFromScoredSteps } from '../tokenizers/scored-byte-level';
+import { scoredMergesSteps } from '../tokenizers/scored-byte-level';
 import { runYielding, type Steps } from '../tokenizers/steps';
 import { SPACE_MARK } from '../tokenizers/sentencepiece-bpe';
 import type { DecoderConfig, ModelWeights, TokenizerData } from '../weights';
@@ -104,7 +104,7 @@ function* ggufFromAjc1(t: Scored, vocabSize: number): Steps<Gguf> {
   }
   // The pairs in merge-rank order (a counting sort by rank, in slices; pairs of one rank in table order).
   const pairs: [number, number, number, number][] = [];
-  for (const pair of (yield* byteLevelBpeFromScoredSteps(t)).mergeTable.entries()) {
+  for (const pair of (yield* scoredMergesSteps(t)).table.entries()) {
     if (pairs.push(pair) % STEP === 0) yield;
   }
   let maxRank = 0;
