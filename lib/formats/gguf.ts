@@ -31,6 +31,7 @@ import { isUtf8 } from 'node:buffer';
 import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from './bytes';
 import { writeGguf } from './gguf-writer';
 import type { FormatModule, Probe, ReadOptions } from './types';
+import { runNow, type Steps } from '../tokenizers/steps';
 
 export const GGUF_MAGIC = 0x46554747; // "GGUF" on disk
 export const GGUF_DEFAULT_ALIGNMENT = 32;
@@ -140,8 +141,8 @@ export interface GgufFile {
   metadata: Record<string, unknown>;
   /** The value type of every key (for strict lookups). */
   types: Record<string, GgufValueType>;
-  /** The lengths of the string arrays that metadata decodes on first read (LazyStrings), by key. */
-  lazyLengths: Record<string, number>;
+  /** The string arrays that metadata decodes on first read, by key. */
+  lazy: Record<string, LazyStrings>;
   /** The same as names, arrays with their element type ('u32', 'string', 'array<f32>'), for writers. */
   typeNames: Record<string, string>;
   tensors: GgufTensorInfo[];
@@ -172,6 +173,8 @@ function typedCopy<T>(cur: ByteCursor, n: number, size: number, make: (b: ArrayB
 
 /** String arrays this long (vocabularies, merges) are decoded on first use (LazyStrings). */
 const LAZY_STRINGS = 4096;
+/** Strings per slice of LazyStrings.decodeSteps (a few milliseconds). */
+const DECODE_STEP = 16384;
 
 /**
  * A long top-level array of strings: every length is bounds-checked now and the bytes copied (the
@@ -192,10 +195,16 @@ export class LazyStrings {
   ) {}
 
   strings(): string[] {
+    return this.decoded ?? runNow(this.decodeSteps());
+  }
+
+  /** strings() in slices (steps.ts), for the Promise APIs that need them all (conversions). */
+  *decodeSteps(): Steps<string[]> {
     if (this.decoded) return this.decoded;
     const cur = new ByteCursor(this.bytes, this.path);
     const out = new Array<string>(this.length);
     for (let i = 0; i < this.length; i++) {
+      if (i % DECODE_STEP === DECODE_STEP - 1) yield;
       const at = cur.offset;
       const len = cur.u64(`the length of ${this.what}[${i}]`);
       try {
@@ -314,7 +323,7 @@ export function parseGguf(bytes: Buffer, path: string): GgufFile {
   const metadata: Record<string, unknown> = {};
   const types: Record<string, GgufValueType> = {};
   const typeNames: Record<string, string> = {};
-  const lazyLengths: Record<string, number> = {};
+  const lazy: Record<string, LazyStrings> = {};
   for (let i = 0; i < nKv; i++) {
     const at = cur.offset;
     const key = readString(cur, `metadata key ${i}`, 'BAD_NAME');
@@ -325,7 +334,7 @@ export function parseGguf(bytes: Buffer, path: string): GgufFile {
     const value = readValue(cur, type, `'${key}'`, 0);
     typeNames[key] = elemType === undefined ? GGUF_TYPE_NAMES[type] : `array<${GGUF_TYPE_NAMES[elemType]}>`;
     if (value instanceof LazyStrings) {
-      lazyLengths[key] = value.length;
+      lazy[key] = value;
       Object.defineProperty(metadata, key, {
         get: () => value.strings(),
         set: (v) => Object.defineProperty(metadata, key, { value: v, enumerable: true, writable: true, configurable: true }),
@@ -388,7 +397,7 @@ export function parseGguf(bytes: Buffer, path: string): GgufFile {
     return { ...t, byteOffset };
   });
   checkNoOverlap(path, tensors.map((t) => ({ name: t.name, byteOffset: t.byteOffset, byteLength: t.byteLength })));
-  return { version, metadata, types, typeNames, lazyLengths, tensors, alignment, dataOffset };
+  return { version, metadata, types, typeNames, lazy, tensors, alignment, dataOffset };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -582,14 +591,26 @@ function decoderConfig(kv: Kv, bytes: Buffer, arch: DecoderArchitecture, byName:
   return config;
 }
 
+/** The not yet decoded string arrays of each vocabulary tokenizerOf made. */
+const lazyVocabularies = new WeakMap<TokenizerData, LazyStrings[]>();
+
+/** Decodes in slices what a GGUF vocabulary (`data`, of readWeights) has not decoded yet; other data: nothing to do. */
+export function* decodeVocabularySteps(data: TokenizerData): Steps<void> {
+  for (const strings of lazyVocabularies.get(data) ?? []) yield* strings.decodeSteps();
+}
+
 function tokenizerOf(kv: Kv): TokenizerData | undefined {
   const meta = kv.file.metadata;
   const path = kv.path;
   if (!kv.has('tokenizer.ggml.tokens')) return undefined;
   // The string arrays are read through `meta` when first used: a long one decodes then (LazyStrings).
+  const lazy: LazyStrings[] = [];
   const strings = (key: string): { n: number; get: () => string[] } => {
-    const n = kv.file.lazyLengths[key];
-    if (n !== undefined) return { n, get: () => meta[key] as string[] };
+    const l = kv.file.lazy[key];
+    if (l !== undefined) {
+      lazy.push(l);
+      return { n: l.length, get: () => meta[key] as string[] };
+    }
     const value = meta[key];
     if (!Array.isArray(value) || !value.every((t) => typeof t === 'string')) fail('BAD_HEADER', `'${key}' is not an array of strings`, { path });
     return { n: value.length, get: () => value as string[] };
@@ -632,6 +653,7 @@ function tokenizerOf(kv: Kv): TokenizerData | undefined {
   if (addBos !== undefined) out.addBos = addBos;
   const addEos = kv.bool('tokenizer.ggml.add_eos_token');
   if (addEos !== undefined) out.addEos = addEos;
+  lazyVocabularies.set(out, lazy);
   return out;
 }
 

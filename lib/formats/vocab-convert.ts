@@ -24,6 +24,7 @@ import { SPACE_MARK } from '../tokenizers/sentencepiece-bpe';
 import type { DecoderConfig, ModelWeights, TokenizerData } from '../weights';
 import { AJC1_UNMERGED_SCORE, ajc1TokenizerFromHf, chatTemplateSource, hfSideFolder } from './ajc1-sidecars';
 import { jsonText, readJsonFile, type HfJson } from './hf-config';
+import { decodeVocabularySteps } from './gguf';
 import { encodeLlama2cTokenizer, readLlama2cTokenizer } from './llama2c';
 
 type Scored = Extract<TokenizerData, { kind: 'scored' }>;
@@ -207,14 +208,20 @@ export function llama2cVocabulary(weights: ModelWeights): Scored | undefined {
 export async function ajc1Vocabulary(weights: ModelWeights, vocabSize: number): Promise<Scored | undefined> {
   const t = sourceVocabulary(weights);
   if (t?.kind === 'scored' && t.style === 'ajc1') return t;
-  if (t?.kind === 'gguf' && t.model === 'gpt2') return runYielding(ajc1FromGguf(t, vocabSize));
+  if (t?.kind === 'gguf' && t.model === 'gpt2') {
+    await runYielding(decodeVocabularySteps(t));
+    return runYielding(ajc1FromGguf(t, vocabSize));
+  }
   return undefined;
 }
 
 /** The source's vocabulary as GGUF `tokenizer.ggml.*` holds it (rebuilt in slices that let the event loop turn). */
 export async function ggufVocabulary(weights: ModelWeights, vocabSize: number): Promise<Gguf | undefined> {
   const t = sourceVocabulary(weights);
-  if (t?.kind === 'gguf') return t;
+  if (t?.kind === 'gguf') {
+    await runYielding(decodeVocabularySteps(t));
+    return t;
+  }
   if (t?.kind === 'scored') return t.style === 'llama2c' ? ggufFromLlama2c(t) : runYielding(ggufFromAjc1(t, vocabSize));
   return undefined;
 }
