@@ -20,13 +20,14 @@ import { rangeError, UnsupportedError } from '../errors';
 import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import type { FloatDType } from './dtype-convert';
 import { DECODER_VARIANTS, isDecoderConfig } from '../architectures/decoder';
-import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggmlBlockTypeId, ggufTensorName } from './gguf';
+import { decodeVocabularySteps, GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggmlBlockTypeId, ggufTensorName } from './gguf';
 import { permutedRowChunks, qkRowSources } from './rope-order';
 import { canonicalShape, isFloatReadable, rawChunks, releasePages } from './tensor-data';
 import type { WriteOptions } from './types';
 import { writeOutputs } from './output-files';
 import { ggufVocabulary, jinjaChatTemplateOf } from './vocab-convert';
 import { runWriteJob } from './write-job';
+import { runNow, runYielding, type Steps } from '../tokenizers/steps';
 
 const TYPE_CODES: Readonly<Record<string, number>> = {
   u8: 0, i8: 1, u16: 2, i16: 3, u32: 4, i32: 5, f32: 6, bool: 7, string: 8, array: 9, u64: 10, i64: 11, f64: 12,
@@ -97,30 +98,40 @@ function encodeValue(type: string, v: unknown): Buffer {
   const m = /^array<(.+)>$/.exec(type);
   if (!m) return encodeScalar(type, v);
   const elem = m[1];
-  const items = ArrayBuffer.isView(v) ? Array.from(v as unknown as ArrayLike<unknown>) : (v as unknown[]);
+  if (elem === 'string') return runNow(encodeStringArraySteps(v as string[]));
+  if (ArrayBuffer.isView(v) && !(v instanceof DataView)) {
+    // Typed arrays are little-endian on every platform Node runs on: copy their bytes.
+    const view = v as unknown as ArrayBufferView & { length: number };
+    return Buffer.concat([u32(TYPE_CODES[elem]), u64(view.length), Buffer.from(view.buffer, view.byteOffset, view.byteLength)]);
+  }
+  const items = v as unknown[];
   if (elem === 'array') {
     // Element type ARRAY, count, then each element as its own (element type, count, items).
     return Buffer.concat([u32(TYPE_CODES.array), u64(items.length), ...items.map((item) => encodeValue(typeOfValue(item), item))]);
   }
-  if (elem === 'string') return encodeStringArray(items as string[]);
-  if (ArrayBuffer.isView(v) && !(v instanceof DataView)) {
-    // Typed arrays are little-endian on every platform Node runs on: copy their bytes.
-    const view = v as unknown as ArrayBufferView;
-    return Buffer.concat([u32(TYPE_CODES[elem]), u64(items.length), Buffer.from(view.buffer, view.byteOffset, view.byteLength)]);
-  }
   return Buffer.concat([u32(TYPE_CODES[elem]), u64(items.length), ...items.map((x) => encodeScalar(elem, x))]);
 }
 
-/** An array of strings into one buffer (vocabularies hold 10^5 tokens and merges: no Buffer per string). */
-function encodeStringArray(items: readonly string[]): Buffer {
+/** Strings encoded per slice of encodeStringArraySteps (a few milliseconds). */
+const STRINGS_STEP = 16384;
+
+/**
+ * An array of strings into one buffer (vocabularies hold 10^5 tokens and merges: no Buffer per
+ * string), in slices (steps.ts).
+ */
+function* encodeStringArraySteps(items: readonly string[]): Steps<Buffer> {
   let size = 12;
-  for (const item of items) size += 8 + Buffer.byteLength(item, 'utf8');
+  for (let i = 0; i < items.length; i++) {
+    if (i % STRINGS_STEP === STRINGS_STEP - 1) yield;
+    size += 8 + Buffer.byteLength(items[i], 'utf8');
+  }
   const out = Buffer.allocUnsafe(size);
   out.writeUInt32LE(TYPE_CODES.string, 0);
   out.writeBigUInt64LE(BigInt(items.length), 4);
   let at = 12;
-  for (const item of items) {
-    const n = out.write(item, at + 8, 'utf8');
+  for (let i = 0; i < items.length; i++) {
+    if (i % STRINGS_STEP === STRINGS_STEP - 1) yield;
+    const n = out.write(items[i], at + 8, 'utf8');
     out.writeUInt32LE(n, at);
     out.writeUInt32LE(0, at + 4);
     at += 8 + n;
@@ -128,11 +139,12 @@ function encodeStringArray(items: readonly string[]): Buffer {
   return out;
 }
 
-function encodeKv([key, type, value]: KvEntry): Buffer {
+/** One key/value; a long string array (a vocabulary, its merges) in slices (steps.ts). */
+function* encodeKvSteps([key, type, value]: KvEntry): Steps<Buffer> {
   const top = type.startsWith('array<') ? 'array' : type;
   const code = TYPE_CODES[top];
   if (code === undefined) throw rangeError(`unknown GGUF value type '${type}' for '${key}'`);
-  const payload = encodeValue(type, value);
+  const payload = type === 'array<string>' ? yield* encodeStringArraySteps(value as string[]) : encodeValue(type, value);
   // encodeValue of an array starts with its element type: exactly what follows the ARRAY code.
   return Buffer.concat([encodeString(key), u32(code), payload]);
 }
@@ -277,13 +289,15 @@ export async function writeGguf(weights: ModelWeights, path: string, options: Wr
   if (!fromGguf && arch !== 'llama' && arch !== 'qwen3') {
     throw new UnsupportedError(`GGUF output is written for Llama/Qwen3 decoders (or GGUF sources), not ${arch}`);
   }
+  if (fromGguf && weights.tokenizer) await runYielding(decodeVocabularySteps(weights.tokenizer));
   const kvs = fromGguf ? sourceKvs(weights) : await decoderKvs(weights);
   const alignment = fromGguf && typeof weights.metadata['general.alignment'] === 'number' ? (weights.metadata['general.alignment'] as number) : GGUF_DEFAULT_ALIGNMENT;
   const tensors = fromGguf ? ggufSourceTensors(weights, options) : weights.tensors.map((v) => planTensor(weights, v, options));
   if (new Set(tensors.map((t) => t.name)).size !== tensors.length) throw rangeError('duplicate tensor names');
 
   const head = Buffer.concat([u32(GGUF_MAGIC), u32(3), u64(tensors.length), u64(kvs.length)]);
-  const kvBytes = kvs.map(encodeKv);
+  const kvBytes: Buffer[] = [];
+  for (const kv of kvs) kvBytes.push(await runYielding(encodeKvSteps(kv)));
   let offset = 0;
   const offsets: number[] = [];
   for (const t of tensors) {

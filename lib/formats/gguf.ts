@@ -27,9 +27,11 @@
 import { DECODER_NAMES, DECODER_VARIANTS, decoderTensorShapes, isDecoderArchitecture, type DecoderArchitecture } from '../architectures/decoder';
 import { mapFile, type MappedSource } from '../mapping';
 import { GGML_BLOCK_LAYOUT, type DecoderConfig, type DType, type GgmlBlockDType, type ModelConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import { isUtf8 } from 'node:buffer';
 import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from './bytes';
 import { writeGguf } from './gguf-writer';
 import type { FormatModule, Probe, ReadOptions } from './types';
+import { runNow, type Steps } from '../tokenizers/steps';
 
 export const GGUF_MAGIC = 0x46554747; // "GGUF" on disk
 export const GGUF_DEFAULT_ALIGNMENT = 32;
@@ -139,6 +141,8 @@ export interface GgufFile {
   metadata: Record<string, unknown>;
   /** The value type of every key (for strict lookups). */
   types: Record<string, GgufValueType>;
+  /** The string arrays that metadata decodes on first read, by key. */
+  lazy: Record<string, LazyStrings>;
   /** The same as names, arrays with their element type ('u32', 'string', 'array<f32>'), for writers. */
   typeNames: Record<string, string>;
   tensors: GgufTensorInfo[];
@@ -165,6 +169,74 @@ function typedCopy<T>(cur: ByteCursor, n: number, size: number, make: (b: ArrayB
   const copy = new Uint8Array(n * size);
   copy.set(view);
   return make(copy.buffer);
+}
+
+/** String arrays this long (vocabularies, merges) are decoded on first use (LazyStrings). */
+const LAZY_STRINGS = 4096;
+/** Strings per slice of LazyStrings.decodeSteps (a few milliseconds). */
+const DECODE_STEP = 16384;
+
+/**
+ * A long top-level array of strings: every length is bounds-checked now and the bytes copied (the
+ * mapping may be closed before first use), the strings decoded when first read. A 151k-token
+ * vocabulary takes ~100 ms to decode; loadModel hands the file to the tokenizer worker, so this
+ * thread may never need it. Invalid UTF-8 is found now when every string is shorter than 128
+ * bytes (then the length fields are ASCII and one check of the whole span decides), else on first use.
+ */
+export class LazyStrings {
+  private decoded: string[] | undefined;
+
+  constructor(
+    readonly length: number,
+    private readonly bytes: Buffer,
+    private readonly base: number,
+    private readonly what: string,
+    private readonly path: string,
+  ) {}
+
+  strings(): string[] {
+    return this.decoded ?? runNow(this.decodeSteps());
+  }
+
+  /** strings() in slices (steps.ts), for the Promise APIs that need them all (conversions). */
+  *decodeSteps(): Steps<string[]> {
+    if (this.decoded) return this.decoded;
+    const cur = new ByteCursor(this.bytes, this.path);
+    const out = new Array<string>(this.length);
+    for (let i = 0; i < this.length; i++) {
+      if (i % DECODE_STEP === DECODE_STEP - 1) yield;
+      const at = cur.offset;
+      const len = cur.u64(`the length of ${this.what}[${i}]`);
+      try {
+        out[i] = utf8.decode(cur.bytesView(len, `${this.what}[${i}]`));
+      } catch {
+        fail('BAD_HEADER', `${this.what}[${i}] is not valid UTF-8`, { path: this.path, offset: this.base + at });
+      }
+    }
+    return (this.decoded = out);
+  }
+}
+
+function lazyStrings(cur: ByteCursor, n: number, what: string): LazyStrings {
+  const b = cur.bytes;
+  const start = cur.offset;
+  let at = start;
+  let longest = 0;
+  for (let i = 0; i < n; i++) {
+    // u64 length, little-endian: the high half must be 0 and the string must fit.
+    const len = at + 8 <= cur.end ? b[at] | (b[at + 1] << 8) | (b[at + 2] << 16) | (b[at + 3] * 2 ** 24) : -1;
+    const high = at + 8 <= cur.end ? b[at + 4] | b[at + 5] | b[at + 6] | b[at + 7] : 1;
+    if (high !== 0 || len > cur.end - at - 8) {
+      cur.offset = at;
+      readString(cur, `${what}[${i}]`, 'BAD_HEADER'); // throws TRUNCATED / OUT_OF_BOUNDS
+    }
+    if (len > longest) longest = len;
+    at += 8 + len;
+  }
+  cur.offset = at;
+  const lazy = new LazyStrings(n, Buffer.from(b.subarray(start, at)), start, what, cur.path);
+  if (longest < 128 && !isUtf8(b.subarray(start, at))) lazy.strings(); // throws, naming the string
+  return lazy;
 }
 
 function readValue(cur: ByteCursor, type: number, what: string, depth: number): unknown {
@@ -203,6 +275,7 @@ function readValue(cur: ByteCursor, type: number, what: string, depth: number): 
       if (n * MIN_VALUE_BYTES[elemType] > cur.remaining) {
         fail('TRUNCATED', `${what} claims more elements than the file holds`, { path: cur.path, offset: countAt, expected: `<= ${Math.floor(cur.remaining / MIN_VALUE_BYTES[elemType])}`, found: n });
       }
+      if (elemType === GgufValueType.STRING && depth === 0 && n >= LAZY_STRINGS) return lazyStrings(cur, n, what);
       switch (elemType) {
         case GgufValueType.UINT8: return typedCopy(cur, n, 1, (b) => new Uint8Array(b), what);
         case GgufValueType.INT8: return typedCopy(cur, n, 1, (b) => new Int8Array(b), what);
@@ -250,6 +323,7 @@ export function parseGguf(bytes: Buffer, path: string): GgufFile {
   const metadata: Record<string, unknown> = {};
   const types: Record<string, GgufValueType> = {};
   const typeNames: Record<string, string> = {};
+  const lazy: Record<string, LazyStrings> = {};
   for (let i = 0; i < nKv; i++) {
     const at = cur.offset;
     const key = readString(cur, `metadata key ${i}`, 'BAD_NAME');
@@ -259,7 +333,17 @@ export function parseGguf(bytes: Buffer, path: string): GgufFile {
     const elemType = type === GgufValueType.ARRAY && cur.remaining >= 4 ? bytes.readUInt32LE(cur.offset) : undefined;
     const value = readValue(cur, type, `'${key}'`, 0);
     typeNames[key] = elemType === undefined ? GGUF_TYPE_NAMES[type] : `array<${GGUF_TYPE_NAMES[elemType]}>`;
-    Object.defineProperty(metadata, key, { value, enumerable: true, writable: true, configurable: true });
+    if (value instanceof LazyStrings) {
+      lazy[key] = value;
+      Object.defineProperty(metadata, key, {
+        get: () => value.strings(),
+        set: (v) => Object.defineProperty(metadata, key, { value: v, enumerable: true, writable: true, configurable: true }),
+        enumerable: true,
+        configurable: true,
+      });
+    } else {
+      Object.defineProperty(metadata, key, { value, enumerable: true, writable: true, configurable: true });
+    }
     types[key] = type;
   }
 
@@ -313,7 +397,7 @@ export function parseGguf(bytes: Buffer, path: string): GgufFile {
     return { ...t, byteOffset };
   });
   checkNoOverlap(path, tensors.map((t) => ({ name: t.name, byteOffset: t.byteOffset, byteLength: t.byteLength })));
-  return { version, metadata, types, typeNames, tensors, alignment, dataOffset };
+  return { version, metadata, types, typeNames, lazy, tensors, alignment, dataOffset };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -507,16 +591,39 @@ function decoderConfig(kv: Kv, bytes: Buffer, arch: DecoderArchitecture, byName:
   return config;
 }
 
+/** The not yet decoded string arrays of each vocabulary tokenizerOf made. */
+const lazyVocabularies = new WeakMap<TokenizerData, LazyStrings[]>();
+
+/** Decodes in slices what a GGUF vocabulary (`data`, of readWeights) has not decoded yet; other data: nothing to do. */
+export function* decodeVocabularySteps(data: TokenizerData): Steps<void> {
+  for (const strings of lazyVocabularies.get(data) ?? []) yield* strings.decodeSteps();
+}
+
 function tokenizerOf(kv: Kv): TokenizerData | undefined {
   const meta = kv.file.metadata;
   const path = kv.path;
   if (!kv.has('tokenizer.ggml.tokens')) return undefined;
-  const tokens = meta['tokenizer.ggml.tokens'];
-  if (!Array.isArray(tokens) || !tokens.every((t) => typeof t === 'string')) {
-    return fail('BAD_HEADER', "'tokenizer.ggml.tokens' is not an array of strings", { path });
-  }
-  const n = tokens.length;
-  const out: Extract<TokenizerData, { kind: 'gguf' }> = { kind: 'gguf', model: kv.str('tokenizer.ggml.model') ?? 'llama', tokens: tokens as string[] };
+  // The string arrays are read through `meta` when first used: a long one decodes then (LazyStrings).
+  const lazy: LazyStrings[] = [];
+  const strings = (key: string): { n: number; get: () => string[] } => {
+    const l = kv.file.lazy[key];
+    if (l !== undefined) {
+      lazy.push(l);
+      return { n: l.length, get: () => meta[key] as string[] };
+    }
+    const value = meta[key];
+    if (!Array.isArray(value) || !value.every((t) => typeof t === 'string')) fail('BAD_HEADER', `'${key}' is not an array of strings`, { path });
+    return { n: value.length, get: () => value as string[] };
+  };
+  const tokens = strings('tokenizer.ggml.tokens');
+  const n = tokens.n;
+  const out: Extract<TokenizerData, { kind: 'gguf' }> = {
+    kind: 'gguf',
+    model: kv.str('tokenizer.ggml.model') ?? 'llama',
+    get tokens() {
+      return tokens.get();
+    },
+  };
   const pre = kv.str('tokenizer.ggml.pre');
   if (pre !== undefined) out.pre = pre;
   if (kv.has('tokenizer.ggml.scores')) {
@@ -530,9 +637,8 @@ function tokenizerOf(kv: Kv): TokenizerData | undefined {
     out.tokenTypes = t as Int32Array;
   }
   if (kv.has('tokenizer.ggml.merges')) {
-    const m = meta['tokenizer.ggml.merges'];
-    if (!Array.isArray(m) || !m.every((x) => typeof x === 'string')) fail('BAD_HEADER', "'tokenizer.ggml.merges' is not an array of strings", { path });
-    out.merges = m as string[];
+    const merges = strings('tokenizer.ggml.merges');
+    Object.defineProperty(out, 'merges', { get: merges.get, enumerable: true, configurable: true });
   }
   // Ids outside the vocabulary (llama.cpp writes 0xFFFFFFFF, some writers -1, for "none") mean absent.
   const ids: [keyof typeof out, string][] = [['bosId', 'bos_token_id'], ['eosId', 'eos_token_id'], ['unkId', 'unknown_token_id'], ['padId', 'padding_token_id']];
@@ -547,6 +653,7 @@ function tokenizerOf(kv: Kv): TokenizerData | undefined {
   if (addBos !== undefined) out.addBos = addBos;
   const addEos = kv.bool('tokenizer.ggml.add_eos_token');
   if (addEos !== undefined) out.addEos = addEos;
+  lazyVocabularies.set(out, lazy);
   return out;
 }
 
@@ -568,8 +675,9 @@ function build(src: MappedSource, file: GgufFile): Omit<ModelWeights, 'path' | '
     'gguf.alignment': file.alignment,
     'gguf.types': file.typeNames,
     'gguf.tensors': file.tensors.map(({ name, shape, typeName, ggmlType, offset, byteOffset, byteLength, supported }) => ({ name, shape, type: typeName, ggmlType, offset, byteOffset, byteLength, supported })),
-    ...file.metadata,
   };
+  // Copied as property descriptors: a spread would decode the long string arrays now.
+  Object.defineProperties(metadata, Object.getOwnPropertyDescriptors(file.metadata));
   const common = { format: 'gguf' as const, metadata, ...(tokenizer ? { tokenizer } : {}) };
 
   if (isDecoderArchitecture(arch) && file.tensors.length > 0) {

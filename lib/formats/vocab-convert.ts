@@ -18,12 +18,13 @@ import { isDecoderConfig } from '../architectures/decoder';
 import { bytesToByteLevel, byteLevelToBytes } from '../tokenizers/byte-level';
 import { GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN } from '../tokenizers/pretokenizers';
 import { TOKEN_BYTE, TOKEN_CONTROL, TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_UNUSED, TOKEN_USER_DEFINED } from '../tokenizers/from-data';
-import { byteLevelBpeFromScoredSteps } from '../tokenizers/scored-byte-level';
+import { scoredMergesSteps } from '../tokenizers/scored-byte-level';
 import { runYielding, type Steps } from '../tokenizers/steps';
 import { SPACE_MARK } from '../tokenizers/sentencepiece-bpe';
 import type { DecoderConfig, ModelWeights, TokenizerData } from '../weights';
 import { AJC1_UNMERGED_SCORE, ajc1TokenizerFromHf, chatTemplateSource, hfSideFolder } from './ajc1-sidecars';
 import { jsonText, readJsonFile, type HfJson } from './hf-config';
+import { decodeVocabularySteps } from './gguf';
 import { encodeLlama2cTokenizer, readLlama2cTokenizer } from './llama2c';
 
 type Scored = Extract<TokenizerData, { kind: 'scored' }>;
@@ -104,7 +105,7 @@ function* ggufFromAjc1(t: Scored, vocabSize: number): Steps<Gguf> {
   }
   // The pairs in merge-rank order (a counting sort by rank, in slices; pairs of one rank in table order).
   const pairs: [number, number, number, number][] = [];
-  for (const pair of (yield* byteLevelBpeFromScoredSteps(t)).mergeTable.entries()) {
+  for (const pair of (yield* scoredMergesSteps(t)).table.entries()) {
     if (pairs.push(pair) % STEP === 0) yield;
   }
   let maxRank = 0;
@@ -207,14 +208,20 @@ export function llama2cVocabulary(weights: ModelWeights): Scored | undefined {
 export async function ajc1Vocabulary(weights: ModelWeights, vocabSize: number): Promise<Scored | undefined> {
   const t = sourceVocabulary(weights);
   if (t?.kind === 'scored' && t.style === 'ajc1') return t;
-  if (t?.kind === 'gguf' && t.model === 'gpt2') return runYielding(ajc1FromGguf(t, vocabSize));
+  if (t?.kind === 'gguf' && t.model === 'gpt2') {
+    await runYielding(decodeVocabularySteps(t));
+    return runYielding(ajc1FromGguf(t, vocabSize));
+  }
   return undefined;
 }
 
 /** The source's vocabulary as GGUF `tokenizer.ggml.*` holds it (rebuilt in slices that let the event loop turn). */
 export async function ggufVocabulary(weights: ModelWeights, vocabSize: number): Promise<Gguf | undefined> {
   const t = sourceVocabulary(weights);
-  if (t?.kind === 'gguf') return t;
+  if (t?.kind === 'gguf') {
+    await runYielding(decodeVocabularySteps(t));
+    return t;
+  }
   if (t?.kind === 'scored') return t.style === 'llama2c' ? ggufFromLlama2c(t) : runYielding(ggufFromAjc1(t, vocabSize));
   return undefined;
 }

@@ -8,41 +8,56 @@
  * position, which with JS substrings and a Map cost most of a second for a 151k vocabulary.
  */
 
+import { runNow, type Steps } from './steps';
+
 const P = 0x01000193;
 
+/** Tokens per slice of ByteStringIds.buildSteps (a few milliseconds). */
+const STEP = 16384;
+
 export class ByteStringIds {
-  private readonly mask: number;
-  private readonly slots: Int32Array; // [id, hash] per slot (one cache line per probe); id -1: empty
-  private readonly bytes: Uint8Array; // every token's bytes, one after another
-  private readonly starts: Int32Array; // token id -> its first byte in `bytes`; [n] = the end
+  private mask = 0;
+  private slots = new Int32Array(0); // [id, hash] per slot (one cache line per probe); id -1: empty
+  private bytes = new Uint8Array(0); // every token's bytes, one after another
+  private starts = new Int32Array(1); // token id -> its first byte in `bytes`; [n] = the end
   private powers = new Uint32Array([1]);
 
+  private constructor() {}
+
   /** The ids for which `include(id)` holds; of equal byte strings the lowest id is kept. */
-  constructor(tokens: readonly Uint8Array[], include: (id: number) => boolean) {
-    this.starts = new Int32Array(tokens.length + 1);
-    for (let id = 0; id < tokens.length; id++) this.starts[id + 1] = this.starts[id] + tokens[id].length;
-    this.bytes = new Uint8Array(this.starts[tokens.length]);
-    for (let id = 0; id < tokens.length; id++) this.bytes.set(tokens[id], this.starts[id]);
+  static of(tokens: readonly Uint8Array[], include: (id: number) => boolean): ByteStringIds {
+    return runNow(ByteStringIds.buildSteps(tokens, include));
+  }
+
+  /** ByteStringIds.of in slices (steps.ts): a 151k vocabulary takes tens of milliseconds. */
+  static *buildSteps(tokens: readonly Uint8Array[], include: (id: number) => boolean): Steps<ByteStringIds> {
+    const t = new ByteStringIds();
+    t.starts = new Int32Array(tokens.length + 1);
+    for (let id = 0; id < tokens.length; id++) t.starts[id + 1] = t.starts[id] + tokens[id].length;
+    t.bytes = new Uint8Array(t.starts[tokens.length]);
+    for (let id = 0; id < tokens.length; id++) {
+      if (id % STEP === STEP - 1) yield;
+      t.bytes.set(tokens[id], t.starts[id]);
+    }
     let cap = 16;
     while (cap < tokens.length * 2) cap *= 2;
-    this.mask = cap - 1;
-    this.slots = new Int32Array(cap * 2).fill(-1);
+    t.mask = cap - 1;
+    t.slots = new Int32Array(cap * 2).fill(-1);
     for (let id = 0; id < tokens.length; id++) {
-      if (!include(id)) continue;
-      const bytes = tokens[id];
-      const h = this.hashOf(bytes);
-      let slot = this.home(h);
-      let duplicate = false;
-      for (; this.slots[slot * 2] >= 0; slot = (slot + 1) & this.mask) {
-        if (this.slots[slot * 2 + 1] === (h | 0) && this.equal(this.slots[slot * 2], bytes, 0, bytes.length)) {
-          duplicate = true;
-          break;
-        }
-      }
-      if (duplicate) continue;
-      this.slots[slot * 2] = id;
-      this.slots[slot * 2 + 1] = h;
+      if (id % STEP === STEP - 1) yield;
+      if (include(id)) t.insert(id, tokens[id]);
     }
+    return t;
+  }
+
+  private insert(id: number, bytes: Uint8Array): void {
+    const h = this.hashOf(bytes);
+    let slot = this.home(h);
+    for (; this.slots[slot * 2] >= 0; slot = (slot + 1) & this.mask) {
+      if (this.slots[slot * 2 + 1] === (h | 0) && this.equal(this.slots[slot * 2], bytes, 0, bytes.length)) return;
+    }
+    this.slots[slot * 2] = id;
+    this.slots[slot * 2 + 1] = h;
   }
 
   /**

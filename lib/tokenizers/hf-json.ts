@@ -133,13 +133,16 @@ export function tokenizerFromJson(json: any, where: string, config?: any): Token
   return runNow(tokenizerFromJsonSteps(json, where, config));
 }
 
-/** Token -> id from a JSON vocabulary object, in slices of 16384 entries. */
+/** Entries per slice of the vocabulary builds (a few milliseconds). */
+const SLICE = 8192;
+
+/** Token -> id from a JSON vocabulary object, in slices. */
 function* vocabMapSteps(vocabJson: any): Steps<Map<string, number>> {
   const vocab = new Map<string, number>();
   let n = 0;
   for (const key in vocabJson ?? {}) {
     vocab.set(key, Number(vocabJson[key]));
-    if (++n % 16384 === 0) yield;
+    if (++n % SLICE === 0) yield;
   }
   return vocab;
 }
@@ -176,7 +179,12 @@ export function* tokenizerFromJsonSteps(json: any, where: string, config?: any):
   }
   if (type === 'WordPiece') {
     const tokens: string[] = [];
-    for (const [t, id] of vocab) tokens[id] = t;
+    let n = 0;
+    for (const [t, id] of vocab) {
+      tokens[id] = t;
+      if (++n % SLICE === 0) yield;
+    }
+    yield;
     if (json.pre_tokenizer && json.pre_tokenizer.type !== 'BertPreTokenizer') {
       throw new UnsupportedError(`WordPiece with pre-tokenizer ${JSON.stringify(json.pre_tokenizer.type)} is not supported`);
     }

@@ -153,6 +153,7 @@ export async function loadWeightsTokenizer(weights: Pick<ModelWeights, 'format' 
 }
 
 function* load(path: string): Steps<Tokenizer> {
+  yield; // loadTokenizer comes here after its cache or worker step: a turn of the loop first
   const stat = fs.statSync(path);
   if (stat.isDirectory()) return yield* fromFolder(path);
   const base = nodePath.basename(path);

@@ -42,6 +42,24 @@ export function* byteLevelBpeFromScoredSteps(
   data: Extract<TokenizerData, { kind: 'scored' }>,
   where = 'ajc1 tokenizer',
 ): Steps<ByteLevelBpeTokenizer> {
+  const { vocab, table, addedTokens } = yield* scoredMergesSteps(data, where);
+  return new ByteLevelBpeTokenizer({
+    vocab: new MapVocab(vocab),
+    merges: table,
+    addedTokens,
+    text: { normalizer: 'NFC', preTokenizer: { pattern: QWEN2_PATTERN, prefixSpace: false } },
+    specialIds: {
+      ...(data.bosId !== undefined ? { bos: data.bosId } : {}),
+      ...(data.eosId !== undefined ? { eos: data.eosId } : {}),
+    },
+  });
+}
+
+/** The vocabulary (byte-level strings), merge table and added tokens of scored data, in slices. */
+export function* scoredMergesSteps(
+  data: Extract<TokenizerData, { kind: 'scored' }>,
+  where = 'ajc1 tokenizer',
+): Steps<{ vocab: Map<string, number>; table: MergeTable; addedTokens: AddedToken[] }> {
   const n = data.tokens.length;
   const vocab = new Map<string, number>();
   const inVocab = new Uint8Array(n); // ids that are vocabulary entries (not added tokens, not absent)
@@ -72,8 +90,8 @@ export function* byteLevelBpeFromScoredSteps(
   }
   // Every split of a merged token into two vocabulary tokens of lower rank (the vocabulary's
   // first id of each byte string, as `vocab` keeps it).
-  const ids = new ByteStringIds(data.tokens, (id) => inVocab[id] === 1);
-  const table = new MergeTable(ranked.length * 4);
+  const ids = yield* ByteStringIds.buildSteps(data.tokens, (id) => inVocab[id] === 1);
+  const table = new MergeTable(ranked.length * 2); // Qwen3: 1.6 splits per merged token
   let prefix = new Uint32Array(64);
   for (let k = 0; k < ranked.length; k++) {
     if (k % STEP === STEP - 1) yield;
@@ -92,14 +110,5 @@ export function* byteLevelBpeFromScoredSteps(
       table.add(left, right, r, id);
     }
   }
-  return new ByteLevelBpeTokenizer({
-    vocab: new MapVocab(vocab),
-    merges: table,
-    addedTokens,
-    text: { normalizer: 'NFC', preTokenizer: { pattern: QWEN2_PATTERN, prefixSpace: false } },
-    specialIds: {
-      ...(data.bosId !== undefined ? { bos: data.bosId } : {}),
-      ...(data.eosId !== undefined ? { eos: data.eosId } : {}),
-    },
-  });
+  return { vocab, table, addedTokens };
 }

@@ -14,7 +14,7 @@ import type { Steps } from './steps';
 export const MAX_TOKEN_ID = 1 << 24;
 
 /** Entries checked between two yields (a few milliseconds of work). */
-const SLICE = 16384;
+const SLICE = 8192;
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);

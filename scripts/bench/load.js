@@ -64,7 +64,31 @@ const CALLS = {
     return typeof model.encodeAsync === 'function' ? () => model.encodeAsync(text) : undefined;
   },
   'convert(ajc1 -> gguf)': async (w, tmp) => () => w.convert(AJC1, path.join(tmp, 'out.gguf'), { to: 'gguf' }),
+  'convert(gguf Qwen3 vocab -> ajc1)': async (w, tmp) => {
+    const file = path.join(tmp, 'qwen3-tiny.gguf');
+    await w.convert(AJC1, file, { to: 'gguf' });
+    return () => w.convert(file, path.join(tmp, 'back.bin'), { to: 'ajc1' });
+  },
+  'convert(llama2c -> gguf)': async (w, tmp) => () => w.convert(FILES.llama2c, path.join(tmp, 'out.gguf'), { to: 'gguf' }),
+  'loadEmbedder(embd-minilm-tiny)': async (w) => () => w.loadEmbedder(FILES.embd, { threads: 1 }).then((e) => e.dispose?.()),
 };
+
+/** One file of each fixture format (readWeights and loadModel rows below). */
+const FILES = {
+  ajc1: AJC1,
+  embd: path.join(FIX, 'embd-minilm-tiny', 'model.weights'),
+  gguf: path.join(FIX, 'llama-stories260k', 'stories260K.gguf'),
+  'gguf Q4_K_M': path.join(FIX, 'gguf-quants', 'qwen3-qknorm', 'qwen3-qknorm.Q4_K_M.gguf'),
+  llama2c: path.join(FIX, 'llama-stories260k', 'stories260K.bin'),
+  sepweight: path.join(FIX, 'llama-stories260k', 'sepweight'),
+  moon: path.join(FIX, 'moon-tiny', 'model.moon'),
+  tllm: path.join(FIX, 'tllm-tiny', 'model.tllm'),
+};
+for (const [name, file] of Object.entries(FILES)) {
+  CALLS[`readWeights(${name})`] = async (w) => async () => w.closeWeights(await w.readWeights(file));
+  if (name === 'embd') continue; // an embedding model: loadEmbedder above
+  CALLS[`loadModel(${name})`] = async (w) => async () => (await w.loadModel(file, { threads: 1 })).dispose();
+}
 
 async function child(name, tmp) {
   const w = require(path.join(root, 'dist', 'cjs', 'index.js'));

@@ -420,6 +420,22 @@ describe('synthetic GGUF files', () => {
   };
   const named = (t: TensorSpec[], name: string) => t.find((x) => x.name === name)!;
 
+  test('a long string array with a long string that is not UTF-8 reads, and fails with BAD_HEADER when first used', async () => {
+    const items = [...Array(5000).fill('ab'), Buffer.concat([Buffer.alloc(200, 0x61), Buffer.from([0xc3])]), 'cd'];
+    const w = await ggufFormat.read(save(withKv((kv) => kv.push(['t.strs', T.ARR, { elem: T.STR, items }]))));
+    try {
+      expect(() => w.metadata['t.strs']).toThrow(expect.objectContaining({ name: 'WeightFormatError', code: 'BAD_HEADER', message: expect.stringContaining("'t.strs'[5000]") }));
+    } finally {
+      closeWeights(w);
+    }
+    const ok = await ggufFormat.read(save(withKv((kv) => kv.push(['t.strs', T.ARR, { elem: T.STR, items: [...items.slice(0, 5000), 'x'.repeat(300), 'é'] }]))));
+    try {
+      expect(ok.metadata['t.strs']).toEqual([...items.slice(0, 5000), 'x'.repeat(300), 'é']);
+    } finally {
+      closeWeights(ok);
+    }
+  });
+
   test.each([
     ['a missing required tensor', () => withTensors((t) => t.splice(t.findIndex((x) => x.name === 'blk.0.ffn_up.weight'), 1)), 'MISSING_TENSOR'],
     ['a required tensor of an unsupported type (Q8_1)', () => withTensors((t) => void (named(t, 'blk.0.ffn_up.weight').type = 9)), 'UNSUPPORTED'],
@@ -447,6 +463,8 @@ describe('synthetic GGUF files', () => {
     ['head_count not a multiple of head_count_kv', () => withKv((kv) => setKv(kv, 'qwen3.attention.head_count_kv', T.U32, 3)), 'CONFIG_MISMATCH'],
     ['scores of the wrong length', () => withKv((kv) => kv.push(['tokenizer.ggml.scores', T.ARR, { elem: T.F32, items: [0] }])), 'BAD_HEADER'],
     ['an array longer than the file', () => withKv((kv) => kv.push(['t.a', T.ARR, { elem: T.U64, items: [] }])), 'TRUNCATED'],
+    // 5000 strings: an array decoded on first use, whose UTF-8 is still checked at read.
+    ['a long string array with a string that is not UTF-8', () => withKv((kv) => kv.push(['t.strs', T.ARR, { elem: T.STR, items: [...Array(5000).fill('ab'), Buffer.from([0x61, 0xc3])] }])), 'BAD_HEADER'],
   ] as const)('rejects %s', async (what, make, code) => {
     let bytes = make();
     if (what === 'an array longer than the file') {

@@ -14,7 +14,7 @@ test('every substring of every token resolves like a Map keyed by the bytes (fir
     const key = Buffer.from(t).toString('latin1');
     if (include(id) && !byString.has(key)) byString.set(key, id);
   });
-  const ids = new ByteStringIds(tokens, include);
+  const ids = ByteStringIds.of(tokens, include);
   let hits = 0;
   for (const t of tokens) {
     const prefix = new Uint32Array(t.length + 1);
