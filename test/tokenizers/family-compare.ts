@@ -23,10 +23,12 @@ export async function compareEncode(ours: Tokenizer, hf: HfTokenizer, corpus: st
 
 /**
  * Decodes HF's ids of every string (special tokens added, so BOS is among them) plus runs of
- * random ids over the whole vocabulary, keeping and skipping special tokens.
+ * random ids over the whole vocabulary and the caller's `extra` lists, keeping and skipping
+ * special tokens.
  */
-export async function compareDecode(ours: Tokenizer, hf: HfTokenizer, corpus: string[], seed = 99): Promise<{ total: number; bad: string[] }> {
+export async function compareDecode(ours: Tokenizer, hf: HfTokenizer, corpus: string[], extra: number[][] = [], seed = 99): Promise<{ total: number; bad: string[] }> {
   const idLists = (await hf.encodeBatch(corpus, { addSpecialTokens: true })).map((e) => e.getIds());
+  idLists.push(...extra);
   let s = seed >>> 0;
   const next = () => (s = (Math.imul(s, 1103515245) + 12345) >>> 0);
   for (let k = 0; k < 300; k++) idLists.push(Array.from({ length: 1 + (next() % 12) }, () => next() % ours.vocabSize));

@@ -1,0 +1,45 @@
+/**
+ * Differential test of the Gemma 3 tokenizer (BPE over U+2581-marked text with byte fallback,
+ * 262k tokens) against Hugging Face's Rust tokenizers reading the same real tokenizer.json: ids
+ * with and without special tokens, and decode with and without skipping them.
+ */
+import * as nodePath from 'node:path';
+import { Tokenizer as HfTokenizer } from '@anush008/tokenizers';
+import { tokenizerFromJson, type Tokenizer } from '../../lib/tokenizers';
+import { familyCorpus, familyDir, familyJson } from './family-reference';
+import { compareDecode, compareEncode } from './family-compare';
+
+describe('gemma3 tokenizer.json vs HF tokenizers', () => {
+  const corpus = familyCorpus('gemma3');
+  const hf = HfTokenizer.fromFile(nodePath.join(familyDir('gemma3'), 'tokenizer.json'));
+  let ours: Tokenizer;
+  beforeAll(() => {
+    ours = tokenizerFromJson(familyJson('gemma3', 'tokenizer.json'), 'gemma3', familyJson('gemma3', 'tokenizer_config.json'));
+  });
+
+  it('is the byte-fallback BPE with HF\'s 262k ids (added tokens included), <end_of_turn> as EOS', () => {
+    expect(ours.kind).toBe('byte-fallback-bpe');
+    expect(ours.vocabSize).toBe(hf.getVocabSize(true));
+    expect(ours.vocabSize).toBeGreaterThan(262_000);
+    expect(ours.specialIds).toMatchObject({ bos: 2, eos: ours.tokenToId('<end_of_turn>'), pad: 0, unk: 3 });
+  });
+  it.each([false, true])('encode with addSpecialTokens=%s: identical ids over the corpus', async (add) => {
+    const { total, bad } = await compareEncode(ours, hf, corpus, add);
+    expect(bad).toEqual([]);
+    expect(total).toBe(corpus.length);
+  });
+  it('decode: identical text, with and without skipping special tokens', async () => {
+    // Byte tokens: a valid UTF-8 run, runs cut short before other tokens, stray continuation bytes.
+    const b = (...bytes: number[]) => bytes.map((x) => ours.tokenToId(`<0x${x.toString(16).toUpperCase().padStart(2, '0')}>`)!);
+    const word = ours.tokenToId('▁hello')!;
+    const extra = [
+      b(0xe6, 0x97, 0xa5),
+      [...b(0xe6, 0x97), word, ...b(0xa5)],
+      [2, ...b(0xf0, 0x9f, 0xa6), word, ...b(0x99, 0xff, 0x41), 1],
+      [...b(0xc3), ...b(0xa9, 0xc3, 0xa9), word, 106, ...b(0x80)],
+    ];
+    const { total, bad } = await compareDecode(ours, hf, corpus, extra);
+    expect(bad).toEqual([]);
+    expect(total).toBeGreaterThan(corpus.length);
+  });
+});
