@@ -63,6 +63,8 @@ export function familyCorpus(family: Family, count = 3000): string[] {
     () => 'def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n',
     () => '日本語のテキストと中文句子，还有한국어 문장。',
     () => '🦙🔥 👩🏽‍🚀 ✨🧪',
+    // letters and digits of Unicode 17, unassigned in older tables
+    () => '\u{32416}:M \u{11db0}\u{11db1}x \u{16ff4}5 a\u{88f}b \u{11de0}12',
   ];
   while (out.length < count) {
     let s = '';
