@@ -1,13 +1,18 @@
 /**
  * Differential test of the Llama 3 and Llama 3.1 tokenizers (byte-level BPE with the Llama 3
  * split and ignore_merges) against Hugging Face's Rust tokenizers reading the same real
- * tokenizer.json: ids with and without special tokens, and decode with and without skipping them.
+ * tokenizer.json: ids with and without special tokens, and decode with and without skipping them;
+ * loadTokenizer (worker, packed cache) on the same file, and the chat template of
+ * tokenizer_config.json against Meta's documented prompt format.
  */
 import * as nodePath from 'node:path';
 import { Tokenizer as HfTokenizer } from '@anush008/tokenizers';
-import { LLAMA3_PATTERN, tokenizerFromJson, type Tokenizer } from '../../lib/tokenizers';
-import { familyCorpus, familyDir, familyJson, type Family } from './family-reference';
-import { compareDecode, compareEncode } from './family-compare';
+import * as fs from 'node:fs';
+import { LLAMA3_PATTERN, loadTokenizer, tokenizerFromJson, type Tokenizer } from '../../lib/tokenizers';
+import { familyChatTemplate, familyCorpus, familyDir, familyJson, type Family } from './family-reference';
+import { CHAT, compareDecode, compareEncode, useTempTokenizerCache } from './family-compare';
+
+const cacheDir = useTempTokenizerCache();
 
 describe.each<Family>(['llama3', 'llama3_1'])('%s tokenizer.json vs HF tokenizers', (family) => {
   const corpus = familyCorpus(family);
@@ -29,5 +34,30 @@ describe.each<Family>(['llama3', 'llama3_1'])('%s tokenizer.json vs HF tokenizer
     const { total, bad } = await compareDecode(ours, hf, corpus);
     expect(bad).toEqual([]);
     expect(total).toBeGreaterThan(corpus.length);
+  });
+
+  it('loadTokenizer (built and packed in the worker, then read from the cache) encodes like HF', async () => {
+    const path = nodePath.join(familyDir(family), 'tokenizer.json');
+    for (let round = 0; round < 2; round++) {
+      const loaded = await loadTokenizer(path);
+      expect(loaded.kind).toBe('byte-level-bpe');
+      expect(loaded.specialIds).toEqual(ours.specialIds);
+      const { bad } = await compareEncode(loaded, hf, corpus.slice(0, 400), true);
+      expect(bad).toEqual([]);
+    }
+    expect(fs.readdirSync(nodePath.join(cacheDir(), 'tokenizers')).some((f) => f.endsWith('.wmtok'))).toBe(true);
+  });
+  it('the chat template renders Meta\'s Llama 3 prompt format, which both tokenizers encode alike', async () => {
+    const template = familyChatTemplate(family);
+    const header = (role: string) => `<|start_header_id|>${role}<|end_header_id|>\n\n`;
+    const prompt = template.render(CHAT, { addGenerationPrompt: true });
+    expect(prompt).toBe(
+      `<|begin_of_text|>${header('system')}You are terse.<|eot_id|>${header('user')}Hi there<|eot_id|>` +
+        `${header('assistant')}Hello.<|eot_id|>${header('user')}Count to 3.<|eot_id|>${header('assistant')}`,
+    );
+    expect(template.stopTokenTexts).toContain('<|eot_id|>');
+    const ids = ours.encode(prompt, { addSpecialTokens: false });
+    expect(ids).toEqual((await hf.encode(prompt, null, { addSpecialTokens: false })).getIds());
+    expect(ids.slice(0, 4)).toEqual([128000, 128006, ours.tokenToId('system'), 128007]);
   });
 });

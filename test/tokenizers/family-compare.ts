@@ -1,4 +1,7 @@
-/** Corpus comparisons of a weightmap tokenizer with Hugging Face's on the same tokenizer.json. */
+/** Corpus comparisons of a weightmap tokenizer with Hugging Face's on the same tokenizer.json, and what the family tests share. */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as nodePath from 'node:path';
 import type { Tokenizer as HfTokenizer } from '@anush008/tokenizers';
 import type { Tokenizer } from '../../lib/tokenizers';
 
@@ -44,3 +47,27 @@ export async function compareDecode(ours: Tokenizer, hf: HfTokenizer, corpus: st
   }
   return { total: total / 2, bad };
 }
+
+/** Points WEIGHTMAP_CACHE at a fresh folder for the tests of the calling file; returns the folder's getter. */
+export function useTempTokenizerCache(): () => string {
+  let dir = '';
+  const saved = process.env.WEIGHTMAP_CACHE;
+  beforeAll(() => {
+    dir = fs.mkdtempSync(nodePath.join(os.tmpdir(), 'weightmap-tokfam-'));
+    process.env.WEIGHTMAP_CACHE = dir;
+  });
+  afterAll(() => {
+    fs.rmSync(dir, { recursive: true, force: true });
+    if (saved === undefined) delete process.env.WEIGHTMAP_CACHE;
+    else process.env.WEIGHTMAP_CACHE = saved;
+  });
+  return () => dir;
+}
+
+/** The conversation the chat-template tests render (the user text is trimmed by both templates). */
+export const CHAT = [
+  { role: 'system' as const, content: 'You are terse.' },
+  { role: 'user' as const, content: ' Hi there \n' },
+  { role: 'assistant' as const, content: 'Hello.' },
+  { role: 'user' as const, content: 'Count to 3.' },
+];

@@ -6,6 +6,7 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
+import { jinjaChatTemplate, type ChatTemplate } from '../../lib/chat';
 import { mulberry32 } from '../helpers/rng';
 import { makeCorpus } from './corpus';
 
@@ -73,4 +74,10 @@ export function familyCorpus(family: Family, count = 3000): string[] {
     out.push(s);
   }
   return out;
+}
+
+/** A tokenizer_config.json's chat template, rendered through weightmap's Jinja path with its own BOS/EOS texts. */
+export function familyChatTemplate(family: Family): ChatTemplate {
+  const config = familyJson(family, 'tokenizer_config.json');
+  return jinjaChatTemplate(config.chat_template, { bosToken: config.bos_token, eosToken: config.eos_token });
 }
