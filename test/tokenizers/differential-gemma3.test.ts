@@ -1,13 +1,17 @@
 /**
  * Differential test of the Gemma 3 tokenizer (BPE over U+2581-marked text with byte fallback,
  * 262k tokens) against Hugging Face's Rust tokenizers reading the same real tokenizer.json: ids
- * with and without special tokens, and decode with and without skipping them.
+ * with and without special tokens, and decode with and without skipping them; loadTokenizer on
+ * the same file, and the chat template of tokenizer_config.json against Gemma's documented
+ * prompt format.
  */
 import * as nodePath from 'node:path';
 import { Tokenizer as HfTokenizer } from '@anush008/tokenizers';
-import { tokenizerFromJson, type Tokenizer } from '../../lib/tokenizers';
-import { familyCorpus, familyDir, familyJson } from './family-reference';
-import { compareDecode, compareEncode } from './family-compare';
+import { loadTokenizer, tokenizerFromJson, type Tokenizer } from '../../lib/tokenizers';
+import { familyChatTemplate, familyCorpus, familyDir, familyJson } from './family-reference';
+import { CHAT, compareDecode, compareEncode, useTempTokenizerCache } from './family-compare';
+
+useTempTokenizerCache();
 
 describe('gemma3 tokenizer.json vs HF tokenizers', () => {
   const corpus = familyCorpus('gemma3');
@@ -41,5 +45,25 @@ describe('gemma3 tokenizer.json vs HF tokenizers', () => {
     const { total, bad } = await compareDecode(ours, hf, corpus, extra);
     expect(bad).toEqual([]);
     expect(total).toBeGreaterThan(corpus.length);
+  });
+
+  it('loadTokenizer builds the same tokenizer, which encodes like HF', async () => {
+    const loaded = await loadTokenizer(nodePath.join(familyDir('gemma3'), 'tokenizer.json'));
+    expect(loaded.kind).toBe('byte-fallback-bpe');
+    expect(loaded.specialIds).toEqual(ours.specialIds);
+    const { bad } = await compareEncode(loaded, hf, corpus.slice(0, 400), true);
+    expect(bad).toEqual([]);
+  });
+  it('the chat template renders Gemma\'s turn format (system text folded into the first user turn), which both tokenizers encode alike', async () => {
+    const template = familyChatTemplate('gemma3');
+    const prompt = template.render(CHAT, { addGenerationPrompt: true });
+    expect(prompt).toBe(
+      '<bos><start_of_turn>user\nYou are terse.\n\nHi there<end_of_turn>\n<start_of_turn>model\nHello.<end_of_turn>\n' +
+        '<start_of_turn>user\nCount to 3.<end_of_turn>\n<start_of_turn>model\n',
+    );
+    expect(template.stopTokenTexts).toContain('<end_of_turn>');
+    const ids = ours.encode(prompt, { addSpecialTokens: false });
+    expect(ids).toEqual((await hf.encode(prompt, null, { addSpecialTokens: false })).getIds());
+    expect(ids.slice(0, 3)).toEqual([2, ours.tokenToId('<start_of_turn>'), ours.tokenToId('user')]);
   });
 });
