@@ -11,7 +11,7 @@ import { bpeTextSteps, type BpeTextSpec } from './bpe-text';
 import type { BpeVocab } from './bpe-vocab';
 import { byteStreamDecoder } from './byte-stream';
 import type { MergeTable } from './merge-table';
-import type { PieceDecoder } from './piece-decoder';
+import { pieceDecoderFromJson, type PieceDecoder } from './piece-decoder';
 import { finishEncoding, NO_WRAPPING, type SpecialWrapping } from './post-process';
 import type { PreTokenizer } from './pretokenizers';
 import type { DecodeOptions, EncodeOptions, SpecialTokenIds, StreamDecoder, Tokenizer } from './types';
@@ -25,7 +25,8 @@ export interface ByteFallbackBpeConfig {
   merges: MergeTable;
   addedTokens: AddedToken[];
   text: BpeTextSpec;
-  decoder: PieceDecoder;
+  /** tokenizer.json's `decoder` entry (data, like `text`, so that the config can be packed). */
+  decoder: unknown;
   /** HF `byte_fallback`: characters outside the vocabulary become their `<0xNN>` byte tokens. */
   byteFallback: boolean;
   unkId?: number;
@@ -44,6 +45,7 @@ export class ByteFallbackBpeTokenizer implements Tokenizer {
   private readonly splitter: AddedTokenSplitter;
   private readonly preTokenizer: PreTokenizer;
   private readonly wrapping: SpecialWrapping;
+  private readonly decoder: PieceDecoder;
   private readonly addedContent = new Map<number, string>();
   private readonly added = new Map<string, AddedToken>();
   private readonly special = new Set<number>();
@@ -77,6 +79,7 @@ export class ByteFallbackBpeTokenizer implements Tokenizer {
     this.splitter = new AddedTokenSplitter(config.addedTokens, text.normalizer);
     this.preTokenizer = text.preTokenizer;
     this.wrapping = config.wrapping ?? NO_WRAPPING;
+    this.decoder = pieceDecoderFromJson(config.decoder);
   }
 
   encode(text: string, options?: EncodeOptions): number[] {
@@ -143,7 +146,7 @@ export class ByteFallbackBpeTokenizer implements Tokenizer {
       const t = this.idToToken(id);
       if (t !== undefined) tokens.push(t);
     }
-    return this.config.decoder(tokens);
+    return this.decoder(tokens);
   }
 
   /** Incremental decoding: byte tokens as their byte, other tokens as their decoded text (incomplete UTF-8 is held back). */
@@ -154,7 +157,7 @@ export class ByteFallbackBpeTokenizer implements Tokenizer {
       const byte = this.byteOf.get(id);
       if (byte !== undefined && !this.addedContent.has(id)) return Uint8Array.of(byte);
       const t = this.idToToken(id);
-      return t === undefined ? undefined : Buffer.from(this.config.decoder([t]), 'utf8');
+      return t === undefined ? undefined : Buffer.from(this.decoder([t]), 'utf8');
     });
   }
 

@@ -11,7 +11,6 @@ import { ByteLevelBpeTokenizer } from './byte-level-bpe';
 import { mergeTableFromPairsSteps, parseMergeEntry } from './bpe-model';
 import { runNow, type Steps } from './steps';
 import { normalizerFromJson } from './normalizers';
-import { pieceDecoderFromJson } from './piece-decoder';
 import type { SpecialWrapping } from './post-process';
 import { MapVocab } from './bpe-vocab';
 import { GPT2_PATTERN, QWEN2_PATTERN } from './pretokenizers';
@@ -163,7 +162,6 @@ export function* tokenizerFromJsonSteps(json: any, where: string, config?: any):
       throw new UnsupportedError('BPE subword prefixes/suffixes are not supported');
     }
     if (!byteLevel && model.ignore_merges) throw new UnsupportedError('ignore_merges is not supported with byte_fallback');
-    const decoder = byteLevel ? undefined : pieceDecoderFromJson(json.decoder);
     const merges: [string, string][] = [];
     for (const m of (model.merges ?? []) as unknown[]) {
       merges.push(parseMergeEntry(m, merges.length, where));
@@ -172,13 +170,13 @@ export function* tokenizerFromJsonSteps(json: any, where: string, config?: any):
     const unk = model.unk_token != null ? vocab.get(String(model.unk_token)) : undefined;
     yield;
     const table = yield* mergeTableFromPairsSteps(vocab, merges, where);
-    if (decoder) {
+    if (!byteLevel) {
       return new ByteFallbackBpeTokenizer({
         vocab: new MapVocab(vocab),
         merges: table,
         addedTokens,
         text: { normalizer: { json: json.normalizer }, preTokenizer: { json: json.pre_tokenizer } },
-        decoder,
+        decoder: json.decoder,
         byteFallback: true,
         unkId: unk,
         fuseUnk: !!model.fuse_unk,

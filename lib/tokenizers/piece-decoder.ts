@@ -55,8 +55,9 @@ function stepFromJson(json: any): Step {
   }
 }
 
-/** Builds the decoder of a tokenizer.json `decoder` entry (a Sequence or a single step). */
+/** Builds the decoder of a tokenizer.json `decoder` entry (a Sequence, a single step, or null: the tokens joined). */
 export function pieceDecoderFromJson(json: any): PieceDecoder {
+  if (json === null || json === undefined) return (tokens) => tokens.join('');
   const steps = (json?.type === 'Sequence' ? (json.decoders as any[]) : [json]).map(stepFromJson);
   return (tokens) => {
     let t = tokens as string[];

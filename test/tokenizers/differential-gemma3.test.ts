@@ -47,6 +47,16 @@ describe('gemma3 tokenizer.json vs HF tokenizers', () => {
     expect(total).toBeGreaterThan(corpus.length);
   });
 
+  it('stream decoding gives decode\'s text (HF\'s) for the corpus, one id at a time', async () => {
+    const idLists = (await hf.encodeBatch(corpus.slice(0, 500), { addSpecialTokens: true })).map((e) => e.getIds());
+    const expected = await hf.decodeBatch(idLists, false);
+    const stream = ours.createStreamDecoder();
+    idLists.forEach((ids, i) => {
+      let text = '';
+      for (const id of ids) text += stream.push(id);
+      expect(text + stream.flush()).toBe(expected[i]);
+    });
+  });
   it('loadTokenizer builds the same tokenizer, which encodes like HF', async () => {
     const loaded = await loadTokenizer(nodePath.join(familyDir('gemma3'), 'tokenizer.json'));
     expect(loaded.kind).toBe('byte-fallback-bpe');
