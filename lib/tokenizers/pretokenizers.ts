@@ -45,11 +45,9 @@ const NEWER: Record<string, string> = { L: NEWER_LETTERS, N: NEWER_NUMBERS };
 
 /** The category of the `\p{L}` / `\pN` style escape at `i`, and the escape's length. */
 function categoryAt(pattern: string, i: number): { category: string; length: number } {
-  if (pattern[i + 2] === '{') {
-    const end = pattern.indexOf('}', i + 2);
-    return { category: pattern.slice(i + 3, end), length: end + 1 - i };
-  }
-  return { category: pattern[i + 2], length: 3 };
+  const end = pattern[i + 2] === '{' ? pattern.indexOf('}', i + 2) : i + 2;
+  if (end < 0 || end >= pattern.length) throw new UnsupportedError(`regex ${JSON.stringify(pattern)}: unfinished \\${pattern[i + 1]} escape at ${i}`);
+  return pattern[i + 2] === '{' ? { category: pattern.slice(i + 3, end), length: end + 1 - i } : { category: pattern[i + 2], length: 3 };
 }
 
 /**

@@ -8,7 +8,9 @@
 import * as nodePath from 'node:path';
 import { Tokenizer as HfTokenizer } from '@anush008/tokenizers';
 import * as fs from 'node:fs';
+import { UnsupportedError } from '../../lib/errors';
 import { LLAMA3_PATTERN, loadTokenizer, tokenizerFromJson, type Tokenizer } from '../../lib/tokenizers';
+import { preTokenizerFromJson } from '../../lib/tokenizers/pretokenizers';
 import { familyChatTemplate, familyCorpus, familyDir, familyJson, type Family } from './family-reference';
 import { CHAT, compareDecode, compareEncode, useTempTokenizerCache } from './family-compare';
 
@@ -59,5 +61,24 @@ describe.each<Family>(['llama3', 'llama3_1'])('%s tokenizer.json vs HF tokenizer
     const ids = ours.encode(prompt, { addSpecialTokens: false });
     expect(ids).toEqual((await hf.encode(prompt, null, { addSpecialTokens: false })).getIds());
     expect(ids.slice(0, 4)).toEqual([128000, 128006, ours.tokenToId('system'), 128007]);
+  });
+});
+
+describe('Oniguruma \\p{L} / \\p{N} in JS (letters and digits newer than HF\'s Unicode tables)', () => {
+  const TEXT = 'ab\u{32416}:M \u{11db0}\u{11db1}x 7\u{16ff4}5 a\u{88f}b \u{11de0}12 \u{32416}\u{32417} q';
+  it.each(['\\p{L}+', '\\P{L}+', '\\P{N}+', '[^\\s\\p{L}\\p{N}]+', '[\\p{L}\\p{N}]+', '[x\\p{N}]+'])('Split %s: the pieces HF makes', async (regex) => {
+    const split = { type: 'Split', pattern: { Regex: regex }, behavior: 'Isolated', invert: false };
+    // Each piece becomes one [UNK] of a one-entry WordLevel model: HF's pieces are its tokens' offsets.
+    const hf = HfTokenizer.fromString(JSON.stringify({
+      version: '1.0', added_tokens: [], normalizer: null, pre_tokenizer: split, post_processor: null, decoder: null,
+      model: { type: 'WordLevel', vocab: { '[UNK]': 0 }, unk_token: '[UNK]' },
+    }));
+    const hfPieces = (await hf.encode(TEXT, null, { addSpecialTokens: false })).getOffsets().map(([a, b]) => Array.from(TEXT).slice(a, b).join(''));
+    const ours: string[] = [];
+    preTokenizerFromJson(split)(TEXT, ours);
+    expect(ours).toEqual(hfPieces);
+  });
+  it('an unfinished \\p{ escape is refused, not looped on', () => {
+    expect(() => preTokenizerFromJson({ type: 'Split', pattern: { Regex: 'a\\p{L' }, behavior: 'Isolated', invert: false })).toThrow(UnsupportedError);
   });
 });
