@@ -1,11 +1,12 @@
 /**
  * Hugging Face tokenizer.json (and the older vocab.json + merges.txt + tokenizer_config.json
- * layout) -> a Tokenizer. Supported: BPE with ByteLevel (GPT-2, Qwen, Llama 3 families) and
- * WordPiece (BERT); other models or components raise UnsupportedError.
+ * layout) -> a Tokenizer. Supported: BPE with ByteLevel (GPT-2, Qwen, Llama 3 families), BPE with
+ * byte fallback (Gemma 3) and WordPiece (BERT); other models or components raise UnsupportedError.
  */
 import { UnsupportedError, WeightFormatError } from '../errors';
 import type { AddedToken } from './added-tokens';
 import { bertNormalizerFromJson } from './bert-basic';
+import { ByteFallbackBpeTokenizer } from './byte-fallback-bpe';
 import { ByteLevelBpeTokenizer } from './byte-level-bpe';
 import { mergeTableFromPairsSteps, parseMergeEntry } from './bpe-model';
 import { runNow, type Steps } from './steps';
@@ -158,14 +159,35 @@ export function* tokenizerFromJsonSteps(json: any, where: string, config?: any):
   const wrapping = wrappingFromJson(json.post_processor, lookup, where);
   const specialIds = specialIdsOf(lookup, config);
   if (type === 'BPE') {
-    if (!usesByteLevel(json)) throw new UnsupportedError('BPE tokenizer.json without ByteLevel is not supported');
+    const byteLevel = usesByteLevel(json);
+    if (!byteLevel && !model.byte_fallback) throw new UnsupportedError('BPE tokenizer.json without ByteLevel or byte_fallback is not supported');
     if ((model.continuing_subword_prefix ?? '') !== '' || (model.end_of_word_suffix ?? '') !== '') {
       throw new UnsupportedError('BPE subword prefixes/suffixes are not supported');
     }
-    const merges = ((model.merges ?? []) as unknown[]).map((m, i) => parseMergeEntry(m, i, where));
+    if (!byteLevel && model.ignore_merges) throw new UnsupportedError('ignore_merges is not supported with byte_fallback');
+    const merges: [string, string][] = [];
+    for (const m of (model.merges ?? []) as unknown[]) {
+      merges.push(parseMergeEntry(m, merges.length, where));
+      if (merges.length % 65536 === 0) yield;
+    }
     const unk = model.unk_token != null ? vocab.get(String(model.unk_token)) : undefined;
     yield;
     const table = yield* mergeTableFromPairsSteps(vocab, merges, where);
+    if (!byteLevel) {
+      return new ByteFallbackBpeTokenizer({
+        vocab: new MapVocab(vocab),
+        merges: table,
+        addedTokens,
+        text: { normalizer: { json: json.normalizer }, preTokenizer: { json: json.pre_tokenizer } },
+        decoder: json.decoder,
+        byteFallback: true,
+        unkId: unk,
+        fuseUnk: !!model.fuse_unk,
+        specialIds,
+        wrapping,
+        truncation: truncationOf(json),
+      });
+    }
     return new ByteLevelBpeTokenizer({
       vocab: new MapVocab(vocab),
       merges: table,

@@ -6,6 +6,7 @@ export { encodeAsync, WORKER_MIN_CHARS } from './worker-client';
 export { tokenizerFromData, tokenizerFromDataAsync } from './from-data';
 export { tokenizerFromJson, tokenizerFromVocabMerges } from './hf-json';
 export { ByteLevelBpeTokenizer } from './byte-level-bpe';
+export { ByteFallbackBpeTokenizer } from './byte-fallback-bpe';
 export { WordPieceTokenizer } from './wordpiece';
 export { SentencePieceBpeTokenizer } from './sentencepiece-bpe';
 export { TllmTokenizer } from './tllm';

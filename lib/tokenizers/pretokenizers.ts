@@ -7,8 +7,11 @@
  *  - `(?i:...)` inline flags do not exist in Node 20's RegExp; the (literal) group is expanded
  *    into case classes with the simple case folds Oniguruma applies (`s` also matches U+017F,
  *    `k` also matches U+212A).
+ *  - `\p{L}` and `\p{N}` follow Node's Unicode, newer than Oniguruma's: the characters assigned
+ *    since are left out (onig-unicode.ts).
  */
 import { UnsupportedError } from '../errors';
+import { NEWER_LETTERS, NEWER_NUMBERS } from './onig-unicode';
 
 /** Qwen2 / Qwen2.5 / Qwen3 (tokenizer.json Split pattern, and GGUF pre `qwen2`). */
 export const QWEN2_PATTERN =
@@ -37,10 +40,27 @@ function expandCaseInsensitive(group: string, pattern: string): string {
   return `(?:${out})`;
 }
 
-/** Translates an Oniguruma pattern (as HF tokenizer.json stores it) into an equivalent JS RegExp source. */
+/** Code points of JS's \p{L} / \p{N} that Oniguruma's older tables leave out, by category letter. */
+const NEWER: Record<string, string> = { L: NEWER_LETTERS, N: NEWER_NUMBERS };
+
+/** The category of the `\p{L}` / `\pN` style escape at `i`, and the escape's length. */
+function categoryAt(pattern: string, i: number): { category: string; length: number } {
+  const end = pattern[i + 2] === '{' ? pattern.indexOf('}', i + 2) : i + 2;
+  if (end < 0 || end >= pattern.length) throw new UnsupportedError(`regex ${JSON.stringify(pattern)}: unfinished \\${pattern[i + 1]} escape at ${i}`);
+  return pattern[i + 2] === '{' ? { category: pattern.slice(i + 3, end), length: end + 1 - i } : { category: pattern[i + 2], length: 3 };
+}
+
+/**
+ * Translates an Oniguruma pattern (as HF tokenizer.json stores it) into an equivalent JS RegExp
+ * source. \p{L} and \p{N} leave out what Oniguruma does not count (onig-unicode.ts): a bare one
+ * becomes `(?:(?![newer])\p{L})`, a class holding them `(?:(?![newer])[...])`, a negated one
+ * `(?:[^...]|[newer])` (the class's other members, \s and literals, hold none of those).
+ */
 export function translateOnigPattern(pattern: string): string {
   let out = '';
   let inClass = false;
+  let classStart = 0;
+  let classNewer = '';
   for (let i = 0; i < pattern.length; i++) {
     const c = pattern[i];
     if (!inClass && pattern.startsWith('(?i:', i)) {
@@ -57,26 +77,36 @@ export function translateOnigPattern(pattern: string): string {
     }
     if (c === '\\') {
       const d = pattern[i + 1];
-      if (d === 's') out += inClass ? '\\p{White_Space}' : '\\p{White_Space}';
-      else if (d === 'S') out += inClass ? '\\P{White_Space}' : '\\P{White_Space}';
+      if (d === 's') out += '\\p{White_Space}';
+      else if (d === 'S') out += '\\P{White_Space}';
       else if (d === 'p' || d === 'P') {
-        // \pL (one-letter form) -> \p{L}
-        if (pattern[i + 2] === '{') {
-          const end = pattern.indexOf('}', i + 2);
-          out += pattern.slice(i, end + 1);
-          i = end;
-          continue;
-        }
-        out += `\\${d}{${pattern[i + 2]}}`;
-        i += 2;
+        const { category, length } = categoryAt(pattern, i);
+        const escape = `\\${d}{${category}}`;
+        const newer = NEWER[category];
+        i += length - 1;
+        if (newer === undefined) out += escape;
+        else if (inClass) {
+          if (d === 'P') throw new UnsupportedError(`regex ${JSON.stringify(pattern)}: \\P{${category}} inside a class is not supported`);
+          out += escape;
+          classNewer += newer;
+        } else out += d === 'p' ? `(?:(?![${newer}])${escape})` : `(?:${escape}|[${newer}])`;
         continue;
       } else out += c + d;
       i++;
       continue;
     }
-    if (c === '[') inClass = true;
-    else if (c === ']') inClass = false;
-    else if (!inClass && (pattern.startsWith('(?>', i) || /^[*+?}]\+/.test(pattern.slice(i, i + 2)) && i > 0)) {
+    if (c === '[' && !inClass) {
+      inClass = true;
+      classStart = out.length;
+      classNewer = '';
+    } else if (c === ']' && inClass) {
+      inClass = false;
+      if (classNewer !== '') {
+        const body = out.slice(classStart) + ']';
+        out = out.slice(0, classStart) + (body.startsWith('[^') ? `(?:${body}|[${classNewer}])` : `(?:(?![${classNewer}])${body})`);
+        continue;
+      }
+    } else if (!inClass && (pattern.startsWith('(?>', i) || /^[*+?}]\+/.test(pattern.slice(i, i + 2)) && i > 0)) {
       throw new UnsupportedError(`regex ${JSON.stringify(pattern)}: atomic groups and possessive quantifiers are not supported`);
     }
     out += c;

@@ -38,7 +38,7 @@ export interface SpecialTokenIds {
 }
 
 /** 'none': a model without a vocabulary (lib/ids-tokenizer.ts): prompts are token ids. */
-export type TokenizerKind = 'byte-level-bpe' | 'wordpiece' | 'sentencepiece-bpe' | 'tllm' | 'none';
+export type TokenizerKind = 'byte-level-bpe' | 'byte-fallback-bpe' | 'wordpiece' | 'sentencepiece-bpe' | 'tllm' | 'none';
 
 export interface Tokenizer {
   readonly kind: TokenizerKind;
