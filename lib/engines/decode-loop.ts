@@ -8,7 +8,7 @@
  *   const next = await loop.step(session, token, sampler, params, signal);
  */
 import type { NativeSamplingParams, Sampler } from '../../binding';
-import { AbortError, DisposedError } from '../errors';
+import { AbortError, DisposedError, rangeError } from '../errors';
 import type { DecoderEngine, DecoderEngineSession } from './decoder';
 
 interface Waiting {
@@ -86,8 +86,8 @@ export class DecodeLoop {
       row.detach();
       // A row that cannot run fails alone rather than failing the step of every row.
       if (row.session.disposed) row.reject(new DisposedError('DecoderEngineSession'));
-      else if (!Number.isInteger(row.token) || row.token < 0 || row.token >= row.session.vocabSize) row.reject(new RangeError(`token id ${row.token} is outside the vocabulary [0, ${row.session.vocabSize})`))
-      else if (row.session.position >= row.session.contextLength) row.reject(new RangeError(`the session holds ${row.session.position} of ${row.session.contextLength} positions; 1 more does not fit`));
+      else if (!Number.isInteger(row.token) || row.token < 0 || row.token >= row.session.vocabSize) row.reject(rangeError(`token id ${row.token} is outside the vocabulary [0, ${row.session.vocabSize})`))
+      else if (row.session.position >= row.session.contextLength) row.reject(rangeError(`the session holds ${row.session.position} of ${row.session.contextLength} positions; 1 more does not fit`));
       else ready.push(row);
     }
     const onAborts = ready.map((row) => {
