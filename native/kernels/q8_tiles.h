@@ -62,14 +62,14 @@ inline void Q8PrefetchNextScales(const float* ws, int64_t groups, int64_t b0, in
 #endif
 }
 
-// kBias: per group and int32 lane, -128·Σ of the activations that lane multiplies (see above).
+// kBias: per group and int32 lane, -128·Σ of the activations that lane multiplies (see above),
+// group g's lanes at corr + g · stride.
 template <class Q>
-void Q8BiasCorrection(const int8_t* xq, int64_t groups, int group, int32_t* corr) {
-  constexpr int L = Q::kBytes / 4;
+void Q8BiasCorrection(const int8_t* xq, int64_t groups, int group, int32_t* corr, int64_t stride) {
   for (int64_t g = 0; g < groups; ++g) {
     typename Q::A c = Q::acc_zero();
     for (int v = 0; v < group / Q::kBytes; ++v) c = Q::bias_corr(c, Q::ld(xq + g * group + v * Q::kBytes));
-    Q::acc_st(corr + g * L, c);
+    Q::acc_st(corr + g * stride, c);
   }
 }
 
@@ -112,7 +112,7 @@ void Q8Matvec(const int8_t* wq, const float* ws, const int8_t* xq, const float* 
       Scratch(kScratchA, size_t(corr_bytes + kQ8MatvecBlockRows * groups * int64_t(sizeof(float)))));
   int32_t* corr = reinterpret_cast<int32_t*>(buf);
   float* cs = reinterpret_cast<float*>(buf + corr_bytes);
-  if constexpr (Q::kBias) Q8BiasCorrection<Q>(xq, groups, group, corr);
+  if constexpr (Q::kBias) Q8BiasCorrection<Q>(xq, groups, group, corr, L);
   for (int64_t b0 = r0; b0 < r1; b0 += kQ8MatvecBlockRows) {
     const int64_t rows = (r1 - b0) < kQ8MatvecBlockRows ? (r1 - b0) : kQ8MatvecBlockRows;
     Q8PrefetchNextScales(ws, groups, b0, r1);
@@ -129,11 +129,14 @@ void Q8Matvec(const int8_t* wq, const float* ws, const int8_t* xq, const float* 
 // g % 4, the groups past the last multiple of 4 into chain 0, in order), combined the same way.
 // Each weight vector is loaded and prepared once for all M rows. The chains run two at a time
 // instead of four side by side, so M rows hold 2·M accumulators, not 4·M (the M rows' chains are
-// independent and hide the multiply-add latency instead). cs [M][groups]: this weight row's
-// w_s·x_s per activation row; corr [M][groups][lanes] (kBias); y: row i at y[i · ldy].
+// independent and hide the multiply-add latency instead). The activations of a tile are
+// interleaved so that one pointer and constant offsets reach all M rows (separate row pointers ran
+// out of registers and made the loop load-bound):
+//   xr [groups][vecs][M][kBytes], corr [groups][M][lanes] (kBias), cs [groups][M] = w_s·x_s of
+//   this weight row; y: row i at y[i · ldy].
 template <class Q, int M>
-void Q8MatvecRowsTile(const int8_t* w, const float* cs, const int8_t* xq, const int32_t* corr, int64_t cols,
-                      int64_t groups, int group, float* y, int64_t ldy) {
+void Q8MatvecRowsTile(const int8_t* w, const float* cs, const int8_t* xr, const int32_t* corr, int64_t groups,
+                      int group, float* y, int64_t ldy) {
   using A = typename Q::A;
   using FV = typename Q::FV;
   constexpr int L = Q::kBytes / 4;
@@ -146,13 +149,14 @@ void Q8MatvecRowsTile(const int8_t* w, const float* cs, const int8_t* xq, const 
       for (int b = 0; b < M; ++b) acc[c][b] = Q::fzero();
       auto one = [&](int64_t g) {
         A ia[M];
-        for (int b = 0; b < M; ++b) ia[b] = Q::kBias ? Q::acc_ld(corr + (b * groups + g) * L) : Q::acc_zero();
-        const int64_t off = g * group;
+        for (int b = 0; b < M; ++b) ia[b] = Q::kBias ? Q::acc_ld(corr + (g * M + b) * L) : Q::acc_zero();
+        const int8_t* wg = w + g * group;
+        const int8_t* xg = xr + g * vecs * M * Q::kBytes;
         for (int v = 0; v < vecs; ++v) {
-          const auto wv = Q::prep_raw(Q::ld(w + off + v * Q::kBytes));
-          for (int b = 0; b < M; ++b) ia[b] = Q::dot(ia[b], wv, Q::ld(xq + b * cols + off + v * Q::kBytes));
+          const auto wv = Q::prep_raw(Q::ld(wg + v * Q::kBytes));
+          for (int b = 0; b < M; ++b) ia[b] = Q::dot(ia[b], wv, Q::ld(xg + (v * M + b) * Q::kBytes));
         }
-        for (int b = 0; b < M; ++b) acc[c][b] = Q::ffma(Q::cvt(ia[b]), Q::fset1(cs[b * groups + g]), acc[c][b]);
+        for (int b = 0; b < M; ++b) acc[c][b] = Q::ffma(Q::cvt(ia[b]), Q::fset1(cs[g * M + b]), acc[c][b]);
       };
       const int chain = 2 * h + c;
       for (int64_t g = chain; g < quads; g += 4) one(g);
@@ -168,38 +172,52 @@ void Q8MatvecRowsTile(const int8_t* w, const float* cs, const int8_t* xq, const 
 }
 
 template <class Q, int M>
-void Q8MatvecRowsTileAny(int mm, const int8_t* w, const float* cs, const int8_t* xq, const int32_t* corr,
-                         int64_t cols, int64_t groups, int group, float* y, int64_t ldy) {
+void Q8MatvecRowsTileAny(int mm, const int8_t* w, const float* cs, const int8_t* xr, const int32_t* corr,
+                         int64_t groups, int group, float* y, int64_t ldy) {
   if constexpr (M > 1) {
-    if (mm < M) return Q8MatvecRowsTileAny<Q, M - 1>(mm, w, cs, xq, corr, cols, groups, group, y, ldy);
+    if (mm < M) return Q8MatvecRowsTileAny<Q, M - 1>(mm, w, cs, xr, corr, groups, group, y, ldy);
   }
-  Q8MatvecRowsTile<Q, M>(w, cs, xq, corr, cols, groups, group, y, ldy);
+  Q8MatvecRowsTile<Q, M>(w, cs, xr, corr, groups, group, y, ldy);
 }
 
 // Rows [r0, r1) of Y [m, ldy] for m activation rows, each bitwise Q8Matvec of its row. Needs
-// group % Q::kBytes == 0. MaxM: activation rows per tile (as many as the registers hold).
+// group % Q::kBytes == 0. MaxM: activation rows per tile (as many as the registers hold); the
+// tiles of m rows are laid out one after another (tile i0 at xr + i0 · cols, corr + i0 · groups · L).
 template <class Q, int MaxM>
 void Q8MatvecRows(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t m,
                   int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1) {
   constexpr int L = Q::kBytes / 4;
   const int64_t groups = cols / group;
+  const int vecs = group / Q::kBytes;
   if (r1 <= r0 || m <= 0) return;
+  const int64_t x_bytes = Q8Align64(m * cols);
   const int64_t corr_bytes = Q::kBias ? Q8Align64(m * groups * L * int64_t(sizeof(int32_t))) : 0;
-  uint8_t* buf = static_cast<uint8_t*>(Scratch(kScratchA, size_t(corr_bytes + MaxM * groups * int64_t(sizeof(float)))));
-  int32_t* corr = reinterpret_cast<int32_t*>(buf);
-  float* cs = reinterpret_cast<float*>(buf + corr_bytes);
-  if constexpr (Q::kBias)
-    for (int64_t i = 0; i < m; ++i) Q8BiasCorrection<Q>(xq + i * cols, groups, group, corr + i * groups * L);
+  uint8_t* buf = static_cast<uint8_t*>(
+      Scratch(kScratchA, size_t(x_bytes + corr_bytes + MaxM * groups * int64_t(sizeof(float)))));
+  int8_t* xr = reinterpret_cast<int8_t*>(buf);
+  int32_t* corr = reinterpret_cast<int32_t*>(buf + x_bytes);
+  float* cs = reinterpret_cast<float*>(buf + x_bytes + corr_bytes);
+  for (int64_t i0 = 0; i0 < m; i0 += MaxM) {
+    const int mm = int((m - i0) < MaxM ? (m - i0) : MaxM);
+    for (int b = 0; b < mm; ++b) {
+      const int8_t* xi = xq + (i0 + b) * cols;
+      for (int64_t g = 0; g < groups; ++g)
+        for (int v = 0; v < vecs; ++v)
+          std::memcpy(xr + i0 * cols + ((g * vecs + v) * mm + b) * Q::kBytes, xi + g * group + v * Q::kBytes,
+                      size_t(Q::kBytes));
+      if constexpr (Q::kBias) Q8BiasCorrection<Q>(xi, groups, group, corr + (i0 * groups + b) * L, int64_t(mm) * L);
+    }
+  }
   for (int64_t b0 = r0; b0 < r1; b0 += kQ8MatvecBlockRows) {
     const int64_t rows = (r1 - b0) < kQ8MatvecBlockRows ? (r1 - b0) : kQ8MatvecBlockRows;
     Q8PrefetchNextScales(ws, groups, b0, r1);
     for (int64_t r = b0; r < b0 + rows; ++r) {
       for (int64_t i0 = 0; i0 < m; i0 += MaxM) {
         const int mm = int((m - i0) < MaxM ? (m - i0) : MaxM);
-        for (int b = 0; b < mm; ++b)
-          for (int64_t g = 0; g < groups; ++g) cs[b * groups + g] = ws[r * groups + g] * xs[(i0 + b) * groups + g];
-        Q8MatvecRowsTileAny<Q, MaxM>(mm, wq + r * cols, cs, xq + i0 * cols, corr + i0 * groups * L, cols, groups,
-                                     group, y + i0 * ldy + r, ldy);
+        for (int64_t g = 0; g < groups; ++g)
+          for (int b = 0; b < mm; ++b) cs[g * mm + b] = ws[r * groups + g] * xs[(i0 + b) * groups + g];
+        Q8MatvecRowsTileAny<Q, MaxM>(mm, wq + r * cols, cs, xr + i0 * cols, corr + i0 * groups * L, groups, group,
+                                     y + i0 * ldy + r, ldy);
       }
     }
   }
