@@ -152,10 +152,15 @@ void Q8MatvecRowsTile(const int8_t* w, const float* cs, const int8_t* xr, const 
         for (int b = 0; b < M; ++b) ia[b] = Q::kBias ? Q::acc_ld(corr + (g * M + b) * L) : Q::acc_zero();
         const int8_t* wg = w + g * group;
         const int8_t* xg = xr + g * vecs * M * Q::kBytes;
-        for (int v = 0; v < vecs; ++v) {
+        auto vec = [&](int v) {
           const auto wv = Q::prep_raw(Q::ld(wg + v * Q::kBytes));
           for (int b = 0; b < M; ++b) ia[b] = Q::dot(ia[b], wv, Q::ld(xg + (v * M + b) * Q::kBytes));
-        }
+        };
+        // One vector per group (the usual case) without the loop: GCC otherwise copies every
+        // int32 sum to another register and back around it.
+        if (vecs == 1) vec(0);
+        else
+          for (int v = 0; v < vecs; ++v) vec(v);
         for (int b = 0; b < M; ++b) acc[c][b] = Q::ffma(Q::cvt(ia[b]), Q::fset1(cs[g * M + b]), acc[c][b]);
       };
       const int chain = 2 * h + c;
