@@ -132,11 +132,11 @@ void Q8Matvec(const int8_t* wq, const float* ws, const int8_t* xq, const float* 
 // independent and hide the multiply-add latency instead). The activations of a tile are
 // interleaved so that one pointer and constant offsets reach all M rows (separate row pointers ran
 // out of registers and made the loop load-bound):
-//   xr [groups][vecs][M][kBytes], corr [groups][M][lanes] (kBias), cs [groups][M] = w_s·x_s of
-//   this weight row; y: row i at y[i · ldy].
+//   xr [groups][vecs][M][kBytes], xsr [groups][M], corr [groups][M][lanes] (kBias); w and ws: the
+//   weight row and its scales; y: row i at y[i · ldy].
 template <class Q, int M>
-void Q8MatvecRowsTile(const int8_t* w, const float* cs, const int8_t* xr, const int32_t* corr, int64_t groups,
-                      int group, float* y, int64_t ldy) {
+void Q8MatvecRowsTile(const int8_t* w, const float* ws, const int8_t* xr, const float* xsr, const int32_t* corr,
+                      int64_t groups, int group, float* y, int64_t ldy) {
   using A = typename Q::A;
   using FV = typename Q::FV;
   constexpr int L = Q::kBytes / 4;
@@ -161,7 +161,8 @@ void Q8MatvecRowsTile(const int8_t* w, const float* cs, const int8_t* xr, const 
         if (vecs == 1) vec(0);
         else
           for (int v = 0; v < vecs; ++v) vec(v);
-        for (int b = 0; b < M; ++b) acc[c][b] = Q::ffma(Q::cvt(ia[b]), Q::fset1(cs[g * M + b]), acc[c][b]);
+        const float wsg = ws[g];  // w_s·x_s rounded as Q8Matvec's cs
+        for (int b = 0; b < M; ++b) acc[c][b] = Q::ffma(Q::cvt(ia[b]), Q::fset1(wsg * xsr[g * M + b]), acc[c][b]);
       };
       const int chain = 2 * h + c;
       for (int64_t g = chain; g < quads; g += 4) one(g);
@@ -177,17 +178,18 @@ void Q8MatvecRowsTile(const int8_t* w, const float* cs, const int8_t* xr, const 
 }
 
 template <class Q, int M>
-void Q8MatvecRowsTileAny(int mm, const int8_t* w, const float* cs, const int8_t* xr, const int32_t* corr,
-                         int64_t groups, int group, float* y, int64_t ldy) {
+void Q8MatvecRowsTileAny(int mm, const int8_t* w, const float* ws, const int8_t* xr, const float* xsr,
+                         const int32_t* corr, int64_t groups, int group, float* y, int64_t ldy) {
   if constexpr (M > 1) {
-    if (mm < M) return Q8MatvecRowsTileAny<Q, M - 1>(mm, w, cs, xr, corr, groups, group, y, ldy);
+    if (mm < M) return Q8MatvecRowsTileAny<Q, M - 1>(mm, w, ws, xr, xsr, corr, groups, group, y, ldy);
   }
-  Q8MatvecRowsTile<Q, M>(w, cs, xr, corr, groups, group, y, ldy);
+  Q8MatvecRowsTile<Q, M>(w, ws, xr, xsr, corr, groups, group, y, ldy);
 }
 
 // Rows [r0, r1) of Y [m, ldy] for m activation rows, each bitwise Q8Matvec of its row. Needs
 // group % Q::kBytes == 0. MaxM: activation rows per tile (as many as the registers hold); the
-// tiles of m rows are laid out one after another (tile i0 at xr + i0 · cols, corr + i0 · groups · L).
+// tiles of m rows are laid out one after another (tile i0 at xr + i0 · cols, xsr + i0 · groups,
+// corr + i0 · groups · L).
 template <class Q, int MaxM>
 void Q8MatvecRows(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t m,
                   int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1) {
@@ -195,21 +197,25 @@ void Q8MatvecRows(const int8_t* wq, const float* ws, const int8_t* xq, const flo
   const int64_t groups = cols / group;
   const int vecs = group / Q::kBytes;
   if (r1 <= r0 || m <= 0) return;
+  // One row: the one-row kernel itself (four chains side by side suit it better).
+  if (m == 1) return Q8Matvec<Q>(wq, ws, xq, xs, y, cols, group, r0, r1);
   const int64_t x_bytes = Q8Align64(m * cols);
   const int64_t corr_bytes = Q::kBias ? Q8Align64(m * groups * L * int64_t(sizeof(int32_t))) : 0;
-  uint8_t* buf = static_cast<uint8_t*>(
-      Scratch(kScratchA, size_t(x_bytes + corr_bytes + MaxM * groups * int64_t(sizeof(float)))));
+  uint8_t* buf =
+      static_cast<uint8_t*>(Scratch(kScratchA, size_t(x_bytes + corr_bytes + m * groups * int64_t(sizeof(float)))));
   int8_t* xr = reinterpret_cast<int8_t*>(buf);
   int32_t* corr = reinterpret_cast<int32_t*>(buf + x_bytes);
-  float* cs = reinterpret_cast<float*>(buf + x_bytes + corr_bytes);
+  float* xsr = reinterpret_cast<float*>(buf + x_bytes + corr_bytes);
   for (int64_t i0 = 0; i0 < m; i0 += MaxM) {
     const int mm = int((m - i0) < MaxM ? (m - i0) : MaxM);
     for (int b = 0; b < mm; ++b) {
       const int8_t* xi = xq + (i0 + b) * cols;
-      for (int64_t g = 0; g < groups; ++g)
+      for (int64_t g = 0; g < groups; ++g) {
+        xsr[i0 * groups + g * mm + b] = xs[(i0 + b) * groups + g];
         for (int v = 0; v < vecs; ++v)
           std::memcpy(xr + i0 * cols + ((g * vecs + v) * mm + b) * Q::kBytes, xi + g * group + v * Q::kBytes,
                       size_t(Q::kBytes));
+      }
       if constexpr (Q::kBias) Q8BiasCorrection<Q>(xi, groups, group, corr + (i0 * groups + b) * L, int64_t(mm) * L);
     }
   }
@@ -217,12 +223,16 @@ void Q8MatvecRows(const int8_t* wq, const float* ws, const int8_t* xq, const flo
     const int64_t rows = (r1 - b0) < kQ8MatvecBlockRows ? (r1 - b0) : kQ8MatvecBlockRows;
     Q8PrefetchNextScales(ws, groups, b0, r1);
     for (int64_t r = b0; r < b0 + rows; ++r) {
+#if defined(__GNUC__)
+      // The tile reads a row in four strided passes with long bodies between loads, which the
+      // hardware prefetchers and the out-of-order window do not cover: fetch two rows ahead.
+      if (r + 2 < r1)
+        for (int64_t off = 0; off < cols; off += 64) __builtin_prefetch(wq + (r + 2) * cols + off);
+#endif
       for (int64_t i0 = 0; i0 < m; i0 += MaxM) {
         const int mm = int((m - i0) < MaxM ? (m - i0) : MaxM);
-        for (int64_t g = 0; g < groups; ++g)
-          for (int b = 0; b < mm; ++b) cs[g * mm + b] = ws[r * groups + g] * xs[(i0 + b) * groups + g];
-        Q8MatvecRowsTileAny<Q, MaxM>(mm, wq + r * cols, cs, xr + i0 * cols, corr + i0 * groups * L, groups, group,
-                                     y + i0 * ldy + r, ldy);
+        Q8MatvecRowsTileAny<Q, MaxM>(mm, wq + r * cols, ws + r * groups, xr + i0 * cols, xsr + i0 * groups,
+                                     corr + i0 * groups * L, groups, group, y + i0 * ldy + r, ldy);
       }
     }
   }
