@@ -289,17 +289,22 @@ void RunLinear(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, s
 void RunLinearRows(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, std::vector<QuantizedInput>& scratch) {
   const QuantizedInput* xin[8] = {};
   QuantizeInputs(pool, jobs, n_jobs, m, scratch, xin);
-  // Per block of 16 weight rows, every activation row in turn: the block is read from memory
-  // once and stays in cache for the others. A ggml kernel's result for a row does not depend on m
-  // (GgmlKernels::matmul, kernels.h), so Blocks take all m rows in one call, tiled; matmul_q8 and the
+  // Per block of 16 weight rows, every activation row: the block is read from memory once. A ggml
+  // kernel's result for a row does not depend on m (GgmlKernels::matmul, kernels.h), so Blocks take
+  // all m rows in one call, tiled; Q8 takes them in matvec_q8_rows (bitwise matvec_q8 per row); the
   // float gemms round differently from their m == 1 forms, so those go one row at a time.
+  const kernels::KernelTable& k = kernels::Active();
   auto rows_fn = [&](int64_t b, int64_t e) {
     ForJobRows(jobs, n_jobs, b, e, [&](int j, int64_t r0, int64_t r1) {
-      if (jobs[j].w->kind() == MatrixKind::Blocks) {
+      const Matrix& w = *jobs[j].w;
+      if (w.kind() == MatrixKind::Blocks) {
         Product(jobs[j], xin[j], 0, m, r0, r1);
-        return;
+      } else if (w.kind() == MatrixKind::Q8) {
+        k.matvec_q8_rows(w.q(), w.s(), xin[j]->q.data(), xin[j]->s.data(), jobs[j].y, m, w.cols(), w.rows(), w.group(),
+                         r0, r1);
+      } else {
+        for (int64_t i = 0; i < m; i++) Product(jobs[j], xin[j], i, 1, r0, r1);
       }
-      for (int64_t i = 0; i < m; i++) Product(jobs[j], xin[j], i, 1, r0, r1);
     });
   };
   kernels::ParallelRowBlocks(&pool, TotalRows(jobs, n_jobs), 16, rows_fn);

@@ -3,7 +3,7 @@
 //
 //   Q8   int8 values [rows, cols] + f32 scales, one per `group` consecutive elements of a row;
 //        activations are quantized per group (runq style) and multiplied with matvec_q8 (one
-//        token) or matmul_q8 (a batch).
+//        token), matmul_q8 (a prefill batch) or matvec_q8_rows (a decode batch, bitwise matvec_q8).
 //   F16  IEEE half [rows, cols] with hgemm_trans.
 //   F32  float [rows, cols] with sgemm_trans.
 //   Blocks  ggml blocks of any GGUF type, Q8_0 included (kernels/ggml_blocks.h), rows of whole blocks,

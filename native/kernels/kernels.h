@@ -25,6 +25,7 @@
 //    int8 weights packed once by I8Matrix (kernels/i8_matrix.h): the encoder's int8 path.
 //  - sgemm_packed: f32 weights packed once by F32Matrix (kernels/f32_matrix.h), bias fused.
 //  - attention: one head of an encoder's attention (q·kᵀ, softmax, ·v).
+//  - matvec_q8_rows: matvec_q8 over several activation rows, bitwise per row (batched decode).
 #pragma once
 
 #include <cstddef>
@@ -121,6 +122,13 @@ struct KernelTable {
   // activation rows (prefill); the same per-group arithmetic as matvec_q8.
   void (*matmul_q8)(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs,
                     float* y, int64_t m, int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1);
+
+  // matvec_q8 of m activation rows at once (batched decode; same arguments as matmul_q8): row i of
+  // Y [m, ldy] is BITWISE what matvec_q8(wq, ws, xq + i·cols, xs + i·(cols / group), y + i·ldy,
+  // cols, group, r0, r1) writes, for every m >= 1 and row range; each weight group is loaded once
+  // for up to 8 rows (unlike matmul_q8, whose f32 rounding differs from matvec_q8's).
+  void (*matvec_q8_rows)(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs,
+                         float* y, int64_t m, int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1);
 
   // Columns [n0, n1) of C [m, n] = A [m, k] · B [k, n], B f16 ("weights [in,out]", batched prefill).
   void (*hgemm)(const float* a, const uint16_t* b, float* c, int64_t m, int64_t k, int64_t n,

@@ -211,6 +211,13 @@ void MatvecQ8(const int8_t* wq, const float* ws, const int8_t* xq, const float* 
   scalar::matvec_q8(wq, ws, xq, xs, y, cols, group, r0, r1);
 }
 
+// 4 activation rows per tile: 8 accumulators, 4 int32 sums and |w|, w in the 16 ymm registers.
+void MatvecQ8Rows(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t m,
+                  int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1) {
+  if (group % 32 == 0) return Q8MatvecRows<QAvx2, 4>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
+  Q8MatvecEachRow<MatvecQ8>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
+}
+
 void MatmulQ8(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t m,
               int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1) {
   if (group % 4 != 0) return scalar::matmul_q8(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
@@ -263,7 +270,7 @@ void Axpy(float alpha, const float* x, float* y, int64_t n) { AxpyF32(alpha, x, 
 
 const KernelTable& Avx2Table() {
   static const KernelTable table = {
-      "avx2",   QuantizeQ8, MatvecQ8,  MatmulQ8, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
+      "avx2",   QuantizeQ8, MatvecQ8,  MatmulQ8, MatvecQ8Rows, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
       F16ToF32, F32ToF16,   Bf16ToF32, Dot,      Axpy,  QuantizeI8, GemmI8<QAvx2, 4, 1>, SgemmPacked<6, 1>, AttentionHead,
       0,  // i8_zero
       Avx2Ggml(),

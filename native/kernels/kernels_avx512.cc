@@ -177,7 +177,14 @@ struct QVnniY : FloatY {
   using WP = __m256i;
   static WP prep_raw(D w) { return _mm256_xor_si256(w, _mm256_set1_epi8(char(0x80))); }
   static WP prep_relaid(D w) { return w; }
-  static A dot(A acc, const WP& w, D x) { return _mm256_dpbusd_epi32(acc, w, x); }
+  static A dot(A acc, const WP& w, D x) {
+#if defined(__GNUC__)
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(w), "vm"(x));  // as QVnniZ::dot
+    return acc;
+#else
+    return _mm256_dpbusd_epi32(acc, w, x);
+#endif
+  }
   static A bias_corr(A acc, D x) {
     return _mm256_dpbusd_epi32(acc, _mm256_set1_epi8(char(0x80)), _mm256_sub_epi8(_mm256_setzero_si256(), x));
   }
@@ -296,6 +303,15 @@ void MatvecQ8T(const int8_t* wq, const float* ws, const int8_t* xq, const float*
   scalar::matvec_q8(wq, ws, xq, xs, y, cols, group, r0, r1);
 }
 
+// 8 activation rows per tile: 16 accumulators and 8 int32 sums of the 32 zmm (or ymm) registers.
+template <class QZ, class QY>
+void MatvecQ8RowsT(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t m,
+                   int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1) {
+  if (group % 64 == 0) return Q8MatvecRows<QZ, 8>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
+  if (group % 32 == 0) return Q8MatvecRows<QY, 8>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
+  Q8MatvecEachRow<MatvecQ8T<QZ, QY>>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
+}
+
 // R×M register tile: 4×4 with VNNI (16 accumulators, 8 loads per 16 vpdpbusd); 4×3 without (the
 // sign trick needs more registers per weight row).
 template <class QZ, int R, int M>
@@ -359,7 +375,7 @@ void Axpy(float alpha, const float* x, float* y, int64_t n) { AxpyF32(alpha, x, 
 
 const KernelTable& Avx512Table() {
   static const KernelTable table = {
-      "avx512", QuantizeQ8, MatvecQ8T<QBwZ, QBwY>, MatmulQ8T<QBwZ, 4, 3>, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
+      "avx512", QuantizeQ8, MatvecQ8T<QBwZ, QBwY>, MatmulQ8T<QBwZ, 4, 3>, MatvecQ8RowsT<QBwZ, QBwY>, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
       F16ToF32, F32ToF16,   Bf16ToF32,             Dot,             Axpy,
       QuantizeI8<0>, GemmI8<QBwZ, 6, 3>, SgemmPacked<6, 4>, AttentionHead,  // the sign trick: |w| and a sign mask per weight vector
       0,  // i8_zero
@@ -370,7 +386,7 @@ const KernelTable& Avx512Table() {
 
 const KernelTable& Avx512VnniTable() {
   static const KernelTable table = {
-      "avx512vnni", QuantizeQ8, MatvecQ8T<QVnniZ, QVnniY>, MatmulQ8T<QVnniZ, 4, 4>, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
+      "avx512vnni", QuantizeQ8, MatvecQ8T<QVnniZ, QVnniY>, MatmulQ8T<QVnniZ, 4, 4>, MatvecQ8RowsT<QVnniZ, QVnniY>, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
       F16ToF32,     F32ToF16,   Bf16ToF32,                 Dot,               Axpy,
       QuantizeI8<128>,       // u8 activations for vpdpbusd
       GemmI8<QVnniZ, 6, 4>,  // 24 zmm accumulators: 4 weight loads and 6 broadcasts per 24 vpdpbusd

@@ -94,6 +94,12 @@ void MatvecQ8(const int8_t* wq, const float* ws, const int8_t* xq, const float* 
   scalar::matvec_q8(wq, ws, xq, xs, y, cols, group, r0, r1);
 }
 
+void MatvecQ8Rows(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t m,
+                  int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1) {
+  if (group % 16 == 0) return Q8MatvecRows<QNeon, 8>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
+  Q8MatvecEachRow<MatvecQ8>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
+}
+
 void MatmulQ8(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t m,
               int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1) {
   if (group % 4 != 0) return scalar::matmul_q8(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
@@ -140,7 +146,7 @@ void Axpy(float alpha, const float* x, float* y, int64_t n) { AxpyF32(alpha, x, 
 
 const KernelTable& NeonTable() {
   static const KernelTable table = {
-      "neon",   scalar::quantize_q8, MatvecQ8,  MatmulQ8, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
+      "neon",   scalar::quantize_q8, MatvecQ8,  MatmulQ8, MatvecQ8Rows, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
       F16ToF32, F32ToF16,            Bf16ToF32, Dot,      Axpy,  scalar::quantize_i8, GemmI8<QNeon, 4, 1>, SgemmPacked<6, 1>, AttentionHead,
       0,  // i8_zero
       NeonGgml(),

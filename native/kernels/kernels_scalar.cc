@@ -57,6 +57,12 @@ void matmul_q8(const int8_t* wq, const float* ws, const int8_t* xq, const float*
       y[i * ldy + r] = DotQ8(wq + r * cols, ws + r * groups, xq + i * cols, xs + i * groups, cols, group);
 }
 
+void matvec_q8_rows(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y,
+                    int64_t m, int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1) {
+  for (int64_t i = 0; i < m; ++i)
+    matvec_q8(wq, ws, xq + i * cols, xs + i * (cols / group), y + i * ldy, cols, group, r0, r1);
+}
+
 float f16_to_f32_one(uint16_t h) {
   const uint32_t sign = uint32_t(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1fu;
@@ -223,7 +229,7 @@ void attention(const float* q, const float* k, const float* v, float* out, int64
 
 const KernelTable& ScalarTable() {
   static const KernelTable table = {
-      "scalar",          scalar::quantize_q8, scalar::matvec_q8,  scalar::matmul_q8,
+      "scalar",          scalar::quantize_q8, scalar::matvec_q8,  scalar::matmul_q8, scalar::matvec_q8_rows,
       scalar::hgemm,     scalar::hgemm_trans, scalar::sgemm,      scalar::sgemm_trans,
       scalar::f16_to_f32, scalar::f32_to_f16, scalar::bf16_to_f32, scalar::dot_f32,
       scalar::axpy_f32,   scalar::quantize_i8, scalar::gemm_i8,   scalar::sgemm_packed, scalar::attention,

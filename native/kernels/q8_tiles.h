@@ -48,6 +48,31 @@ inline int64_t Q8Align64(int64_t bytes) { return (bytes + 63) & ~int64_t(63); }
 //  * the scale products w_s·x_s of kQ8MatvecBlockRows rows at a time (cs [rows][groups]).
 constexpr int64_t kQ8MatvecBlockRows = 16;
 
+// The scales are a second stream, read in bursts of a block's rows: without this prefetch of the
+// next block's, their DRAM latency showed as ~8% of decode (perf: the stall on the scale loads).
+inline void Q8PrefetchNextScales(const float* ws, int64_t groups, int64_t b0, int64_t r1) {
+#if defined(__GNUC__)
+  if (b0 + kQ8MatvecBlockRows >= r1) return;
+  const int64_t next = (r1 - b0 - kQ8MatvecBlockRows) < kQ8MatvecBlockRows ? (r1 - b0 - kQ8MatvecBlockRows)
+                                                                             : kQ8MatvecBlockRows;
+  const char* p = reinterpret_cast<const char*>(ws + (b0 + kQ8MatvecBlockRows) * groups);
+  for (int64_t off = 0; off < next * groups * int64_t(sizeof(float)); off += 64) __builtin_prefetch(p + off);
+#else
+  (void)ws, (void)groups, (void)b0, (void)r1;
+#endif
+}
+
+// kBias: per group and int32 lane, -128·Σ of the activations that lane multiplies (see above),
+// group g's lanes at corr + g · stride.
+template <class Q>
+void Q8BiasCorrection(const int8_t* xq, int64_t groups, int group, int32_t* corr, int64_t stride) {
+  for (int64_t g = 0; g < groups; ++g) {
+    typename Q::A c = Q::acc_zero();
+    for (int v = 0; v < group / Q::kBytes; ++v) c = Q::bias_corr(c, Q::ld(xq + g * group + v * Q::kBytes));
+    Q::acc_st(corr + g * stride, c);
+  }
+}
+
 template <class Q>
 float Q8MatvecRow(const int8_t* w, const float* cs, const int8_t* xq, const int32_t* corr, int64_t groups,
                   int group) {
@@ -79,7 +104,6 @@ float Q8MatvecRow(const int8_t* w, const float* cs, const int8_t* xq, const int3
 template <class Q>
 void Q8Matvec(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t cols,
               int group, int64_t r0, int64_t r1) {
-  using A = typename Q::A;
   constexpr int L = Q::kBytes / 4;
   const int64_t groups = cols / group;
   if (r1 <= r0) return;
@@ -88,30 +112,137 @@ void Q8Matvec(const int8_t* wq, const float* ws, const int8_t* xq, const float* 
       Scratch(kScratchA, size_t(corr_bytes + kQ8MatvecBlockRows * groups * int64_t(sizeof(float)))));
   int32_t* corr = reinterpret_cast<int32_t*>(buf);
   float* cs = reinterpret_cast<float*>(buf + corr_bytes);
-  if constexpr (Q::kBias) {
-    for (int64_t g = 0; g < groups; ++g) {
-      A c = Q::acc_zero();
-      for (int v = 0; v < group / Q::kBytes; ++v) c = Q::bias_corr(c, Q::ld(xq + g * group + v * Q::kBytes));
-      Q::acc_st(corr + g * L, c);
-    }
-  }
+  if constexpr (Q::kBias) Q8BiasCorrection<Q>(xq, groups, group, corr, L);
   for (int64_t b0 = r0; b0 < r1; b0 += kQ8MatvecBlockRows) {
     const int64_t rows = (r1 - b0) < kQ8MatvecBlockRows ? (r1 - b0) : kQ8MatvecBlockRows;
-#if defined(__GNUC__)
-    // The scales are a second stream, read in bursts of a block's rows: without this their DRAM
-    // latency showed as ~8% of decode (perf: the stall on the scale loads just below).
-    if (b0 + kQ8MatvecBlockRows < r1) {
-      const int64_t next = (r1 - b0 - kQ8MatvecBlockRows) < kQ8MatvecBlockRows ? (r1 - b0 - kQ8MatvecBlockRows)
-                                                                                 : kQ8MatvecBlockRows;
-      const char* p = reinterpret_cast<const char*>(ws + (b0 + kQ8MatvecBlockRows) * groups);
-      for (int64_t off = 0; off < next * groups * int64_t(sizeof(float)); off += 64) __builtin_prefetch(p + off);
-    }
-#endif
+    Q8PrefetchNextScales(ws, groups, b0, r1);
     for (int64_t a = 0; a < rows; ++a)
       for (int64_t g = 0; g < groups; ++g) cs[a * groups + g] = ws[(b0 + a) * groups + g] * xs[g];
     for (int64_t a = 0; a < rows; ++a)
       y[b0 + a] = Q8MatvecRow<Q>(wq + (b0 + a) * cols, cs + a * groups, xq, corr, groups, group);
   }
+}
+
+// ---------------------------------------------------------------- matvec of a few rows (batched decode)
+// M activation rows against the same weight row, each result bitwise that of Q8Matvec: per
+// activation row the same int32 per group and the same four accumulator chains (group g into chain
+// g % 4, the groups past the last multiple of 4 into chain 0, in order), combined the same way.
+// Each weight vector is loaded and prepared once for all M rows. The chains run two at a time
+// instead of four side by side, so M rows hold 2·M accumulators, not 4·M (the M rows' chains are
+// independent and hide the multiply-add latency instead). The activations of a tile are
+// interleaved so that one pointer and constant offsets reach all M rows (separate row pointers ran
+// out of registers and made the loop load-bound):
+//   xr [groups][vecs][M][kBytes], xsr [groups][M], corr [groups][M][lanes] (kBias); w and ws: the
+//   weight row and its scales; y: row i at y[i · ldy].
+template <class Q, int M>
+void Q8MatvecRowsTile(const int8_t* w, const float* ws, const int8_t* xr, const float* xsr, const int32_t* corr,
+                      int64_t groups, int group, float* y, int64_t ldy) {
+  using A = typename Q::A;
+  using FV = typename Q::FV;
+  constexpr int L = Q::kBytes / 4;
+  const int vecs = group / Q::kBytes;
+  const int64_t quads = groups / 4 * 4;
+  float first_half[M] = {};
+  for (int h = 0; h < 2; ++h) {
+    FV acc[2][M];
+    for (int c = 0; c < 2; ++c) {
+      for (int b = 0; b < M; ++b) acc[c][b] = Q::fzero();
+      auto one = [&](int64_t g) {
+        A ia[M];
+        for (int b = 0; b < M; ++b) ia[b] = Q::kBias ? Q::acc_ld(corr + (g * M + b) * L) : Q::acc_zero();
+        const int8_t* wg = w + g * group;
+        const int8_t* xg = xr + g * vecs * M * Q::kBytes;
+        auto vec = [&](int v) {
+          const auto wv = Q::prep_raw(Q::ld(wg + v * Q::kBytes));
+          for (int b = 0; b < M; ++b) ia[b] = Q::dot(ia[b], wv, Q::ld(xg + (v * M + b) * Q::kBytes));
+        };
+        // One vector per group (the usual case) without the loop: GCC otherwise copies every
+        // int32 sum to another register and back around it.
+        if (vecs == 1) vec(0);
+        else
+          for (int v = 0; v < vecs; ++v) vec(v);
+        const float wsg = ws[g];  // w_s·x_s rounded as Q8Matvec's cs
+        for (int b = 0; b < M; ++b) acc[c][b] = Q::ffma(Q::cvt(ia[b]), Q::fset1(wsg * xsr[g * M + b]), acc[c][b]);
+      };
+      const int chain = 2 * h + c;
+      for (int64_t g = chain; g < quads; g += 4) one(g);
+      if (chain == 0)
+        for (int64_t g = quads; g < groups; ++g) one(g);
+    }
+    for (int b = 0; b < M; ++b) {
+      const float sum = Q::freduce(Q::ffma(acc[0][b], Q::fset1(1.0f), acc[1][b]));
+      if (h == 0) first_half[b] = sum;
+      else y[b * ldy] = first_half[b] + sum;
+    }
+  }
+}
+
+template <class Q, int M>
+void Q8MatvecRowsTileAny(int mm, const int8_t* w, const float* ws, const int8_t* xr, const float* xsr,
+                         const int32_t* corr, int64_t groups, int group, float* y, int64_t ldy) {
+  if constexpr (M > 1) {
+    if (mm < M) return Q8MatvecRowsTileAny<Q, M - 1>(mm, w, ws, xr, xsr, corr, groups, group, y, ldy);
+  }
+  Q8MatvecRowsTile<Q, M>(w, ws, xr, xsr, corr, groups, group, y, ldy);
+}
+
+// Rows [r0, r1) of Y [m, ldy] for m activation rows, each bitwise Q8Matvec of its row. Needs
+// group % Q::kBytes == 0. MaxM: activation rows per tile (as many as the registers hold); the
+// tiles of m rows are laid out one after another (tile i0 at xr + i0 · cols, xsr + i0 · groups,
+// corr + i0 · groups · L).
+template <class Q, int MaxM>
+void Q8MatvecRows(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t m,
+                  int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1) {
+  constexpr int L = Q::kBytes / 4;
+  const int64_t groups = cols / group;
+  const int vecs = group / Q::kBytes;
+  if (r1 <= r0 || m <= 0) return;
+  // One row: the one-row kernel itself (four chains side by side suit it better).
+  if (m == 1) return Q8Matvec<Q>(wq, ws, xq, xs, y, cols, group, r0, r1);
+  const int64_t x_bytes = Q8Align64(m * cols);
+  const int64_t corr_bytes = Q::kBias ? Q8Align64(m * groups * L * int64_t(sizeof(int32_t))) : 0;
+  uint8_t* buf =
+      static_cast<uint8_t*>(Scratch(kScratchA, size_t(x_bytes + corr_bytes + m * groups * int64_t(sizeof(float)))));
+  int8_t* xr = reinterpret_cast<int8_t*>(buf);
+  int32_t* corr = reinterpret_cast<int32_t*>(buf + x_bytes);
+  float* xsr = reinterpret_cast<float*>(buf + x_bytes + corr_bytes);
+  for (int64_t i0 = 0; i0 < m; i0 += MaxM) {
+    const int mm = int((m - i0) < MaxM ? (m - i0) : MaxM);
+    for (int b = 0; b < mm; ++b) {
+      const int8_t* xi = xq + (i0 + b) * cols;
+      for (int64_t g = 0; g < groups; ++g) {
+        xsr[i0 * groups + g * mm + b] = xs[(i0 + b) * groups + g];
+        for (int v = 0; v < vecs; ++v)
+          std::memcpy(xr + i0 * cols + ((g * vecs + v) * mm + b) * Q::kBytes, xi + g * group + v * Q::kBytes,
+                      size_t(Q::kBytes));
+      }
+      if constexpr (Q::kBias) Q8BiasCorrection<Q>(xi, groups, group, corr + (i0 * groups + b) * L, int64_t(mm) * L);
+    }
+  }
+  for (int64_t b0 = r0; b0 < r1; b0 += kQ8MatvecBlockRows) {
+    const int64_t rows = (r1 - b0) < kQ8MatvecBlockRows ? (r1 - b0) : kQ8MatvecBlockRows;
+    Q8PrefetchNextScales(ws, groups, b0, r1);
+    for (int64_t r = b0; r < b0 + rows; ++r) {
+#if defined(__GNUC__)
+      // The tile reads a row in four strided passes with long bodies between loads, which the
+      // hardware prefetchers and the out-of-order window do not cover: fetch two rows ahead.
+      if (r + 2 < r1)
+        for (int64_t off = 0; off < cols; off += 64) __builtin_prefetch(wq + (r + 2) * cols + off);
+#endif
+      for (int64_t i0 = 0; i0 < m; i0 += MaxM) {
+        const int mm = int((m - i0) < MaxM ? (m - i0) : MaxM);
+        Q8MatvecRowsTileAny<Q, MaxM>(mm, wq + r * cols, ws + r * groups, xr + i0 * cols, xsr + i0 * groups,
+                                     corr + i0 * groups * L, groups, group, y + i0 * ldy + r, ldy);
+      }
+    }
+  }
+}
+
+// matvec_q8_rows as a loop of a table's own matvec_q8 (the group sizes its tiles do not take).
+template <auto Matvec>
+void Q8MatvecEachRow(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t m,
+                     int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1) {
+  for (int64_t i = 0; i < m; ++i) Matvec(wq, ws, xq + i * cols, xs + i * (cols / group), y + i * ldy, cols, group, r0, r1);
 }
 
 // ---------------------------------------------------------------- matmul (prefill)

@@ -43,6 +43,8 @@ void matvec_q8(const int8_t* wq, const float* ws, const int8_t* xq, const float*
                int64_t cols, int group, int64_t r0, int64_t r1);
 void matmul_q8(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y,
                int64_t m, int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1);
+void matvec_q8_rows(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y,
+                    int64_t m, int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1);
 void hgemm(const float* a, const uint16_t* b, float* c, int64_t m, int64_t k, int64_t n,
            int64_t n0, int64_t n1);
 void hgemm_trans(const float* a, const uint16_t* b, float* c, int64_t m, int64_t k, int64_t n,

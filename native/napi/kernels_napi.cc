@@ -227,6 +227,17 @@ Napi::Value MatmulQ8(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// matvecQ8Rows(isa, wq, ws, xq, xs, y, m, rows, cols, group, r0, r1): rows [r0, r1) of y [m, rows],
+// one thread (the row range is the kernel's own argument).
+Napi::Value MatvecQ8Rows(const Napi::CallbackInfo& info) {
+  const KernelTable& t = TableArg(info, 0);
+  Q8Args a = ParseQ8(info, true);
+  const int64_t r0 = IntArg(info, 10, "r0", 0, a.rows);
+  const int64_t r1 = IntArg(info, 11, "r1", r0, a.rows);
+  t.matvec_q8_rows(a.wq.data, a.ws.data, a.xq.data, a.xs.data, a.y.data, a.m, a.cols, a.rows, a.group, r0, r1);
+  return info.Env().Undefined();
+}
+
 // ---------------------------------------------------------------- per-channel int8
 // quantizeI8(isa, x [m·k], m, k, ldq, q [m·ldq], s [m]): the table's quantize_i8, its bytes
 // decoded (minus the table's i8_zero) into q, padding included.
@@ -647,6 +658,7 @@ void Register(Napi::Env env, Napi::Object exports) {
   k.Set("physicalCores", Napi::Function::New(env, PhysicalCores, "physicalCores"));
   k.Set("quantizeQ8", Napi::Function::New(env, QuantizeQ8, "quantizeQ8"));
   k.Set("matvecQ8", Napi::Function::New(env, MatvecQ8, "matvecQ8"));
+  k.Set("matvecQ8Rows", Napi::Function::New(env, MatvecQ8Rows, "matvecQ8Rows"));
   k.Set("matmulQ8", Napi::Function::New(env, MatmulQ8, "matmulQ8"));
   k.Set("dequantizeBlocks", Napi::Function::New(env, DequantizeBlocks, "dequantizeBlocks"));
   k.Set("quantizeAct", Napi::Function::New(env, QuantizeAct, "quantizeAct"));

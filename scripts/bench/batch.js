@@ -7,7 +7,9 @@
 // Also counts the streams whose greedy tokens equal their sequential run.
 // Needs `npm run build:ts` (dist/) and the addon.
 //   node scripts/bench/batch.js [--model PATH] [--gguf q8_0|q4_k_m|q4_0|q6_k] [--streams 1,2,4,8]
-//                               [--steps 16] [--rounds 3] [--threads N] [--prompt 16]
+//                               [--steps 16] [--rounds 3] [--threads N] [--prompt 16] [--quant none|q8_0|f32]
+// --quant is DecoderEngine.load's: with q8_0 and a float model (e.g. --model of an f16 sepweight
+// folder) the matrices are Q8 (matvec_q8_rows), where a GGUF's Q8_0 blocks run the ggml kernels.
 'use strict';
 const fs = require('node:fs');
 const os = require('node:os');
@@ -73,8 +75,9 @@ async function main() {
   }
   const weights = await readWeights(modelPath);
   const threads = opt('threads') === undefined ? undefined : Number(opt('threads'));
-  const engine = await DecoderEngine.load(weights, { threads });
-  console.log(`model ${modelPath} (${gguf}), threads ${engine.loadInfo.threads}, isa ${engine.loadInfo.isa}, ${steps} steps × ${rounds} rounds`);
+  const quant = opt('quant');
+  const engine = await DecoderEngine.load(weights, { threads, quant });
+  console.log(`model ${modelPath} (${gguf}), quant ${quant ?? 'none'}, threads ${engine.loadInfo.threads}, isa ${engine.loadInfo.isa}, ${steps} steps × ${rounds} rounds`);
   console.log(`load average before: ${load()}`);
   await run(engine, 1, true); // warm the pages of the mapping
   const rows = [];
