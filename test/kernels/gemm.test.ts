@@ -64,6 +64,7 @@ const SHAPES: Array<[number, number, number]> = [
   [33, 3, 1],
   [2, 257, 3],
   [4, 0, 5],
+  [13, 600, 77], // several row tiles over three k-blocks of hgemm, the last strip partial
 ];
 
 const NAMES: GemmName[] = ['hgemm', 'hgemmTrans', 'sgemm', 'sgemmTrans'];
