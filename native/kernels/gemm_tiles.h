@@ -11,6 +11,7 @@
 //     static V fma(V a, V b, V c);  // a·b + c
 //     static V add(V a, V b);
 //     static float reduce(V);
+//     static constexpr int kTransNB, kTransMB;  // hgemm_trans tile (few rows, kTransPanelRows): B rows × A rows
 //     static constexpr int kOuterMB, kOuterNV;  // gemm tile (m > 1): A rows × vectors of C columns
 //   };
 #pragma once
@@ -19,9 +20,64 @@
 // (L1 holds 48 KB on the cores measured); every k-block re-reads and re-writes the C strip, so
 // fewer blocks: 4-5% more GFLOP/s than 128 on 729 × 1152 × 3456..4304 (vision shapes).
 constexpr int64_t kGemmKBlock = 256;
+constexpr int64_t kGemmTransBlockBytes = 256 << 10;  // hgemm_trans tiles: bytes of B rows per block (L2)
+// hgemm_trans through the panels from this many rows of A on: below, the transposing pack of f16
+// B (scalar stores down the panel's columns) costs more than the tiles' per-load conversion.
+// 1-thread CPU-time GMAC/s on AVX-512, panels vs tiles: m 64 k 1024: 47-56 vs 74-82; m 64 k 8192:
+// 43-47 vs 76-82; m 256 k 2048: 81-86 vs 91-94; m 740 k 2048: 88-98 vs 82-89; m 740 k 8192:
+// 93-97 vs 50-54.
+constexpr int64_t kTransPanelRows = 512;
 
 inline int64_t MinI64(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t MaxI64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+// ---- hgemm_trans with few rows: C = A·Bᵀ, B [n, k]: NB rows of B against MB rows of A, vectors along k, one reduction per
+// output at the end.
+template <class BT, int NB, int MB>
+void TransTile(const float* a, int64_t lda, const BT* b, float* c, int64_t k, int64_t n, int64_t i0, int64_t j0) {
+  using V = typename F::V;
+  constexpr int W = F::W;
+  V acc[NB][MB];
+  for (int x = 0; x < NB; ++x)
+    for (int y = 0; y < MB; ++y) acc[x][y] = F::zero();
+  const float* ap[MB];
+  const BT* bp[NB];
+  for (int y = 0; y < MB; ++y) ap[y] = a + (i0 + y) * lda;
+  for (int x = 0; x < NB; ++x) bp[x] = b + (j0 + x) * k;
+  int64_t p = 0;
+  for (; p + W <= k; p += W) {
+    V av[MB];
+    for (int y = 0; y < MB; ++y) av[y] = F::ld(ap[y] + p);
+    for (int x = 0; x < NB; ++x) {
+      const V bv = F::ld(bp[x] + p);
+      for (int y = 0; y < MB; ++y) acc[x][y] = F::fma(bv, av[y], acc[x][y]);
+    }
+  }
+  if (p < k) {
+    const int rest = int(k - p);
+    V av[MB];
+    for (int y = 0; y < MB; ++y) av[y] = F::ld_part(ap[y] + p, rest);
+    for (int x = 0; x < NB; ++x) {
+      const V bv = F::ld_part(bp[x] + p, rest);
+      for (int y = 0; y < MB; ++y) acc[x][y] = F::fma(bv, av[y], acc[x][y]);
+    }
+  }
+  for (int x = 0; x < NB; ++x)
+    for (int y = 0; y < MB; ++y) c[(i0 + y) * n + j0 + x] = F::reduce(acc[x][y]);
+}
+
+// Runs the NB×MB tile, or the largest smaller one that fits nb ≤ NB, mb ≤ MB.
+template <class BT, int NB, int MB>
+void TransTileAny(int nb, int mb, const float* a, int64_t lda, const BT* b, float* c, int64_t k, int64_t n,
+                  int64_t i0, int64_t j0) {
+  if constexpr (NB > 1) {
+    if (nb < NB) return TransTileAny<BT, NB - 1, MB>(nb, mb, a, lda, b, c, k, n, i0, j0);
+  }
+  if constexpr (MB > 1) {
+    if (mb < MB) return TransTileAny<BT, NB, MB - 1>(nb, mb, a, lda, b, c, k, n, i0, j0);
+  }
+  TransTile<BT, NB, MB>(a, lda, b, c, k, n, i0, j0);
+}
 
 // ---- Decode (m == 1) reads every weight once, and in address order: several rows interleaved
 // in short pieces defeat the hardware prefetchers (measured 3-4 GB/s instead of 12+ from DRAM).
@@ -181,7 +237,24 @@ void GemmTrans(const float* a, const BT* b, float* c, int64_t m, int64_t k, int6
     for (int64_t j = n0; j < n1; ++j) c[j] = DecodeRowDot(a, b + j * k, k);
     return;
   }
-  PackedGemmTrans<BT>(a, b, c, m, k, n, n0, n1);
+  if (sizeof(BT) == sizeof(float) || m >= kTransPanelRows) return PackedGemmTrans<BT>(a, b, c, m, k, n, n0, n1);
+  // Few rows of A: tiles of NB rows of B (converted as they are loaded) against MB rows of A.
+  constexpr int NB = F::kTransNB, MB = F::kTransMB;
+  // A copy of A whose rows are not 4 KiB apart (rows of a power-of-two length share L1 sets
+  // with each other and with the rows of B).
+  const int64_t lda = ((k + 15) & ~int64_t(15)) + 16;
+  float* ac = static_cast<float*>(Scratch(kScratchA, sizeof(float) * size_t(m * lda)));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t p = 0; p < k; ++p) ac[i * lda + p] = a[i * k + p];
+  // A block of B rows stays in L2 while every row tile of A passes over it.
+  const int64_t row_bytes = MaxI64(1, k * int64_t(sizeof(BT)));
+  const int64_t jb = MaxI64(NB, (kGemmTransBlockBytes / row_bytes) / NB * NB);
+  for (int64_t jb0 = n0; jb0 < n1; jb0 += jb) {
+    const int64_t jb1 = MinI64(n1, jb0 + jb);
+    for (int64_t i = 0; i < m; i += MB)
+      for (int64_t j = jb0; j < jb1; j += NB)
+        TransTileAny<BT, NB, MB>(int(MinI64(NB, jb1 - j)), int(MinI64(MB, m - i)), ac, lda, b, c, k, n, i, j);
+  }
 }
 
 template <class BT>

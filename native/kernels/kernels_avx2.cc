@@ -31,6 +31,7 @@ inline float Reduce8(__m256 v) {
 struct F {
   using V = __m256;
   static constexpr int W = 8;
+  static constexpr int kTransNB = 4, kTransMB = 2;
   static constexpr int kOuterMB = 4, kOuterNV = 2;
   static V zero() { return _mm256_setzero_ps(); }
   static V set1(float x) { return _mm256_set1_ps(x); }

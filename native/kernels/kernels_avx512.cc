@@ -29,6 +29,7 @@ namespace {
 struct F {
   using V = __m512;
   static constexpr int W = 16;
+  static constexpr int kTransNB = 4, kTransMB = 3;
   static constexpr int kOuterMB = 6, kOuterNV = 2;
   static __mmask16 mask(int n) { return __mmask16((1u << n) - 1u); }
   static V zero() { return _mm512_setzero_ps(); }

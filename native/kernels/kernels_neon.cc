@@ -20,6 +20,7 @@ namespace {
 struct F {
   using V = float32x4_t;
   static constexpr int W = 4;
+  static constexpr int kTransNB = 4, kTransMB = 3;
   static constexpr int kOuterMB = 4, kOuterNV = 4;
   static V zero() { return vdupq_n_f32(0.0f); }
   static V set1(float x) { return vdupq_n_f32(x); }
