@@ -11,7 +11,7 @@
 //     static V fma(V a, V b, V c);  // a·b + c
 //     static V add(V a, V b);
 //     static float reduce(V);
-//     static constexpr int kTransNB, kTransMB;  // hgemm_trans tile (few rows, kTransPanelRows): B rows × A rows
+//     static constexpr int kTransNB, kTransMB;  // hgemm_trans tile (1 < m < kTransPanelRows): B rows × A rows
 //     static constexpr int kOuterMB, kOuterNV;  // gemm tile (m > 1): A rows × vectors of C columns
 //   };
 #pragma once
@@ -25,14 +25,15 @@ constexpr int64_t kGemmTransBlockBytes = 256 << 10;  // hgemm_trans tiles: bytes
 // B (scalar stores down the panel's columns) costs more than the tiles' per-load conversion.
 // 1-thread CPU-time GMAC/s on AVX-512, panels vs tiles: m 64 k 1024: 47-56 vs 74-82; m 64 k 8192:
 // 43-47 vs 76-82; m 256 k 2048: 81-86 vs 91-94; m 740 k 2048: 88-98 vs 82-89; m 740 k 8192:
-// 93-97 vs 50-54.
+// 93-97 vs 50-54. f32 B (sgemm_trans) has no conversion to save and always takes the panels
+// (m 64: 53 vs 38; m 740: 89-91 vs 25-37).
 constexpr int64_t kTransPanelRows = 512;
 
 inline int64_t MinI64(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t MaxI64(int64_t a, int64_t b) { return a > b ? a : b; }
 
-// ---- hgemm_trans with few rows: C = A·Bᵀ, B [n, k]: NB rows of B against MB rows of A, vectors along k, one reduction per
-// output at the end.
+// ---- hgemm_trans with few rows: C = A·Bᵀ, B [n, k]: NB rows of B against MB rows of A, vectors
+// along k, one reduction per output at the end.
 template <class BT, int NB, int MB>
 void TransTile(const float* a, int64_t lda, const BT* b, float* c, int64_t k, int64_t n, int64_t i0, int64_t j0) {
   using V = typename F::V;
