@@ -11,19 +11,29 @@
 //     static V fma(V a, V b, V c);  // a·b + c
 //     static V add(V a, V b);
 //     static float reduce(V);
-//     static constexpr int kTransNB, kTransMB;  // hgemm_trans tile: B rows × A rows (m > 1)
-//     static constexpr int kOuterMB, kOuterNV;  // hgemm tile: A rows × vectors of C columns (m > 1)
+//     static constexpr int kTransNB, kTransMB;  // hgemm_trans tile (1 < m < kTransPanelRows): B rows × A rows
+//     static constexpr int kOuterMB, kOuterNV;  // gemm tile (m > 1): A rows × vectors of C columns
 //   };
 #pragma once
 
-constexpr int64_t kGemmKBlock = 128;               // hgemm: rows of B per packed panel (stays in L1)
-constexpr int64_t kGemmTransBlockBytes = 256 << 10;  // hgemm_trans: bytes of B rows per block (L2)
+// hgemm: rows of B per packed panel. 256 rows of the AVX-512 tile's 32 columns are 32 KB of f32
+// (L1 holds 48 KB on the cores measured); every k-block re-reads and re-writes the C strip, so
+// fewer blocks: 4-5% more GFLOP/s than 128 on 729 × 1152 × 3456..4304 (vision shapes).
+constexpr int64_t kGemmKBlock = 256;
+constexpr int64_t kGemmTransBlockBytes = 256 << 10;  // hgemm_trans tiles: bytes of B rows per block (L2)
+// hgemm_trans through the panels from this many rows of A on: below, the transposing pack of f16
+// B (scalar stores down the panel's columns) costs more than the tiles' per-load conversion.
+// 1-thread CPU-time GMAC/s on AVX-512, panels vs tiles: m 64 k 1024: 47-56 vs 74-82; m 64 k 8192:
+// 43-47 vs 76-82; m 256 k 2048: 81-86 vs 91-94; m 740 k 2048: 88-98 vs 82-89; m 740 k 8192:
+// 93-97 vs 50-54. f32 B (sgemm_trans) has no conversion to save and always takes the panels
+// (m 64: 53 vs 38; m 740: 89-91 vs 25-37).
+constexpr int64_t kTransPanelRows = 512;
 
 inline int64_t MinI64(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t MaxI64(int64_t a, int64_t b) { return a > b ? a : b; }
 
-// ---- C = A·Bᵀ, B [n, k]: NB rows of B against MB rows of A, vectors along k, one reduction per
-// output at the end.
+// ---- hgemm_trans with few rows: C = A·Bᵀ, B [n, k]: NB rows of B against MB rows of A, vectors
+// along k, one reduction per output at the end.
 template <class BT, int NB, int MB>
 void TransTile(const float* a, int64_t lda, const BT* b, float* c, int64_t k, int64_t n, int64_t i0, int64_t j0) {
   using V = typename F::V;
@@ -123,34 +133,11 @@ void DecodeRows(const float* a, const BT* b, float* c, int64_t k, int64_t n, int
   }
 }
 
-template <class BT>
-void GemmTrans(const float* a, const BT* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0, int64_t n1) {
-  if (m == 1) {
-    for (int64_t j = n0; j < n1; ++j) c[j] = DecodeRowDot(a, b + j * k, k);
-    return;
-  }
-  constexpr int NB = F::kTransNB, MB = F::kTransMB;
-  // A copy of A whose rows are not 4 KiB apart (rows of a power-of-two length share L1 sets
-  // with each other and with the rows of B).
-  const int64_t lda = ((k + 15) & ~int64_t(15)) + 16;
-  float* ac = static_cast<float*>(Scratch(kScratchA, sizeof(float) * size_t(m * lda)));
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t p = 0; p < k; ++p) ac[i * lda + p] = a[i * k + p];
-  // A block of B rows stays in L2 while every row tile of A passes over it.
-  const int64_t row_bytes = MaxI64(1, k * int64_t(sizeof(BT)));
-  const int64_t jb = MaxI64(NB, (kGemmTransBlockBytes / row_bytes) / NB * NB);
-  for (int64_t jb0 = n0; jb0 < n1; jb0 += jb) {
-    const int64_t jb1 = MinI64(n1, jb0 + jb);
-    for (int64_t i = 0; i < m; i += MB)
-      for (int64_t j = jb0; j < jb1; j += NB)
-        TransTileAny<BT, NB, MB>(int(MinI64(NB, jb1 - j)), int(MinI64(MB, m - i)), ac, lda, b, c, k, n, i, j);
-  }
-}
-
-// ---- m > 1: packed panels. B[p0:p1, j:j+CW] is widened once into a contiguous f32 panel that
-// stays in L1 (rows of B lie n elements apart, and with n a multiple of 1024 a strip of them
-// would fall into a couple of cache sets), and A[:, p0:p1] into MB-row panels; every B element
-// is converted exactly once per call.
+// ---- m > 1: packed panels. The k-block p0:p1 of output columns j:j+CW of B (a strip of rows of
+// B [k, n], or a block of rows of B [n, k] transposed) is widened once into a contiguous f32
+// panel that stays in L1 (rows of B lie n or k elements apart, and with a multiple of 1024 a strip
+// of them would fall into a couple of cache sets), and A[:, p0:p1] into MB-row panels; every B
+// element is converted exactly once per call, so the tile's inner loop is pure FMA.
 template <int MB, int NV>
 void PanelTile(const float* ap, const float* bp, int64_t kc, float* c, int64_t n, int64_t i0, int rows,
                int64_t j0, int cols, bool first) {
@@ -177,8 +164,10 @@ void PanelTile(const float* ap, const float* bp, int64_t kc, float* c, int64_t n
     }
 }
 
-template <class BT>
-void PackedGemm(const float* a, const BT* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0, int64_t n1) {
+// The m > 1 driver: pack_b(p0, kc, j, cols, bpack) fills bpack [kc][CW] with B[p0:p0+kc, j:j+cols]
+// as f32, columns past cols 0.
+template <class PackB>
+void PanelGemm(const float* a, float* c, int64_t m, int64_t k, int64_t n, int64_t n0, int64_t n1, const PackB& pack_b) {
   constexpr int MB = F::kOuterMB, NV = F::kOuterNV, W = F::W, CW = NV * W;
   const int64_t tiles = (m + MB - 1) / MB;
   const int64_t kc_max = MinI64(kGemmKBlock, MaxI64(k, 1));
@@ -199,16 +188,73 @@ void PackedGemm(const float* a, const BT* b, float* c, int64_t m, int64_t k, int
         }
     for (int64_t j = n0; j < n1; j += CW) {
       const int cols = int(MinI64(CW, n1 - j));
-      for (int64_t p = 0; p < kc; ++p) {  // bpack [p][CW], columns past n1 are 0
-        const BT* row = b + (p0 + p) * n + j;
-        for (int v = 0; v < NV; ++v) {
-          const int left = cols - v * W;
-          F::st(bpack + p * CW + v * W, left >= W ? F::ld(row + v * W) : left > 0 ? F::ld_part(row + v * W, left) : F::zero());
-        }
-      }
+      pack_b(p0, kc, j, cols, bpack);
       for (int64_t t = 0; t < tiles; ++t)
         PanelTile<MB, NV>(apack + t * kc * MB, bpack, kc, c, n, t * MB, int(MinI64(MB, m - t * MB)), j, cols, p0 == 0);
     }
+  }
+}
+
+// B [k, n]: each panel row is a contiguous piece of a row of B.
+template <class BT>
+void PackedGemm(const float* a, const BT* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0, int64_t n1) {
+  constexpr int NV = F::kOuterNV, W = F::W, CW = NV * W;
+  PanelGemm(a, c, m, k, n, n0, n1, [&](int64_t p0, int64_t kc, int64_t j, int cols, float* bpack) {
+    for (int64_t p = 0; p < kc; ++p) {
+      const BT* row = b + (p0 + p) * n + j;
+      for (int v = 0; v < NV; ++v) {
+        const int left = cols - v * W;
+        F::st(bpack + p * CW + v * W, left >= W ? F::ld(row + v * W) : left > 0 ? F::ld_part(row + v * W, left) : F::zero());
+      }
+    }
+  });
+}
+
+// B [n, k] (C = A·Bᵀ): each panel column is a contiguous piece of a row of B, widened W at a time
+// and written down the column; the transpose costs one pass over B against m rows of FMAs.
+template <class BT>
+void PackedGemmTrans(const float* a, const BT* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0, int64_t n1) {
+  constexpr int W = F::W, CW = F::kOuterNV * W;
+  PanelGemm(a, c, m, k, n, n0, n1, [&](int64_t p0, int64_t kc, int64_t j, int cols, float* bpack) {
+    alignas(64) float piece[W];
+    for (int x = 0; x < CW; ++x) {
+      if (x >= cols) {
+        for (int64_t p = 0; p < kc; ++p) bpack[p * CW + x] = 0.0f;
+        continue;
+      }
+      const BT* row = b + (j + x) * k + p0;
+      for (int64_t p = 0; p < kc; p += W) {
+        const int w = int(MinI64(W, kc - p));
+        F::st(piece, w == W ? F::ld(row + p) : F::ld_part(row + p, w));
+        for (int l = 0; l < w; ++l) bpack[(p + l) * CW + x] = piece[l];
+      }
+    }
+  });
+}
+
+template <class BT>
+void GemmTrans(const float* a, const BT* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0, int64_t n1) {
+  if (m == 1) {
+    for (int64_t j = n0; j < n1; ++j) c[j] = DecodeRowDot(a, b + j * k, k);
+    return;
+  }
+  if (sizeof(BT) == sizeof(float) || m >= kTransPanelRows) return PackedGemmTrans<BT>(a, b, c, m, k, n, n0, n1);
+  // Few rows of A: tiles of NB rows of B (converted as they are loaded) against MB rows of A.
+  constexpr int NB = F::kTransNB, MB = F::kTransMB;
+  // A copy of A whose rows are not 4 KiB apart (rows of a power-of-two length share L1 sets
+  // with each other and with the rows of B).
+  const int64_t lda = ((k + 15) & ~int64_t(15)) + 16;
+  float* ac = static_cast<float*>(Scratch(kScratchA, sizeof(float) * size_t(m * lda)));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t p = 0; p < k; ++p) ac[i * lda + p] = a[i * k + p];
+  // A block of B rows stays in L2 while every row tile of A passes over it.
+  const int64_t row_bytes = MaxI64(1, k * int64_t(sizeof(BT)));
+  const int64_t jb = MaxI64(NB, (kGemmTransBlockBytes / row_bytes) / NB * NB);
+  for (int64_t jb0 = n0; jb0 < n1; jb0 += jb) {
+    const int64_t jb1 = MinI64(n1, jb0 + jb);
+    for (int64_t i = 0; i < m; i += MB)
+      for (int64_t j = jb0; j < jb1; j += NB)
+        TransTileAny<BT, NB, MB>(int(MinI64(NB, jb1 - j)), int(MinI64(MB, m - i)), ac, lda, b, c, k, n, i, j);
   }
 }
 

@@ -8,7 +8,10 @@
 //   * vision encode time per 378×378 image on 1 and 2 threads,
 //   * with --answer, the time to an answer's first token (encode + prefill of 740 positions).
 // Needs the built package (npm run build:ts) and addon (WEIGHTMAP_ADDON or build/Release).
-//   node scripts/bench/moondream.js [--dir DIR] [--threads 1,2] [--tokens 32] [--vision-layers 27] [--no-vision] [--answer] [--remove]
+//   node scripts/bench/moondream.js [--dir DIR] [--threads 1,2] [--tokens 32] [--vision-layers 27] [--no-vision]
+//                                   [--vision-only] [--vision-reps 1] [--answer] [--remove]
+// --vision-only skips the bandwidth probe and the text decode; --vision-reps encodes that many
+// images per thread count (one engine) and reports each wall time, each CPU time and the load.
 // The file is kept for the next run (same size = reused) unless --remove is given.
 'use strict';
 const fs = require('node:fs');
@@ -31,6 +34,8 @@ const { native } = require(path.join(dist, 'native.js'));
 const visionLayers = Number(opt('vision-layers', '27'));
 const threadCounts = opt('threads', '1,2').split(',').map(Number);
 const decodeTokens = Number(opt('tokens', '32'));
+const visionOnly = args.includes('--vision-only');
+const visionReps = Math.max(1, Number(opt('vision-reps', '1')));
 const dir = opt('dir', path.join(os.tmpdir(), `weightmap-moondream-bench-v${visionLayers}`));
 const file = path.join(dir, 'model.moon');
 
@@ -184,11 +189,22 @@ async function benchVision(weights, threads) {
   const size = Vc.imageSize;
   const rgb = new Uint8Array(size * size * 3);
   for (let i = 0; i < rgb.length; i++) rgb[i] = (i * 2654435761) >>> 24;
-  const t0 = performance.now();
-  await engine.encodeRgb(rgb);
-  const ms = performance.now() - t0;
+  const seconds = [], cpuSeconds = [];
+  for (let r = 0; r < visionReps; r++) {
+    const t0 = performance.now();
+    const cpu0 = process.cpuUsage();
+    await engine.encodeRgb(rgb);
+    const cpu = process.cpuUsage(cpu0);
+    seconds.push(+((performance.now() - t0) / 1000).toFixed(2));
+    cpuSeconds.push(+((cpu.user + cpu.system) / 1e6).toFixed(2));
+  }
   engine.dispose();
-  return +(ms / 1000).toFixed(2);
+  return { seconds, median: median(seconds), cpuSeconds, cpuMedian: median(cpuSeconds) };
+}
+
+function median(values) {
+  const sorted = [...values].sort((x, y) => x - y);
+  return sorted[(sorted.length - 1) >> 1];
 }
 
 /**
@@ -240,10 +256,24 @@ async function main() {
     runs: [],
   };
   for (const threads of threadCounts) {
+    if (visionOnly) {
+      const vision = await benchVision(weights, threads);
+      // CPU seconds (all threads of the process) are what the other processes on a shared machine
+      // do not add to; wall seconds are what a user waits.
+      report.runs.push({
+        threads,
+        visionEncodeSecondsPerImage: vision.median,
+        visionEncodeSeconds: vision.seconds,
+        visionEncodeCpuSeconds: vision.cpuSeconds,
+        loadavg: os.loadavg().map((x) => +x.toFixed(2)),
+      });
+      console.error(JSON.stringify(report.runs[report.runs.length - 1]));
+      continue;
+    }
     const bandwidth = readBandwidth(weights, threads);
     const bound = (bandwidth * 1e9) / perToken;
     const decode = await benchDecode(weights, threads);
-    const visionSeconds = args.includes('--no-vision') ? null : await benchVision(weights, threads);
+    const visionSeconds = args.includes('--no-vision') ? null : (await benchVision(weights, threads)).median;
     report.runs.push({
       threads,
       readBandwidthGBs: +bandwidth.toFixed(2),

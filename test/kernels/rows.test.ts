@@ -185,6 +185,15 @@ describe('activations', () => {
     expect(t[0]).toBe(0);
     for (let i = 1; i < 4; i++) expect(Math.abs(t[i] - gt([0, 1, -1, 2][i]))).toBeLessThan(16 * U * 2);
     expect(Math.abs(t[1] - 0.8411919906082768)).toBeLessThan(16 * U);
+    // dense grid against the float64 formula (the kernel computes x / (1 + e^(-2z)) in f32):
+    // measured worst 1.9·U·|x|
+    const tgrid = Float32Array.from({ length: 24001 }, (_, i) => f(-12 + i / 1000));
+    const tdense = Float32Array.from(tgrid);
+    kernels.geluTanh(tdense);
+    for (let i = 0; i < tgrid.length; i++) expect(Math.abs(tdense[i] - gt(tgrid[i]))).toBeLessThanOrEqual(4 * U * Math.abs(tgrid[i]));
+    const ends = Float32Array.from([1e30, -1e30, Infinity, NaN]);
+    kernels.geluTanh(ends);
+    expect(Array.from(ends)).toEqual([1e30, -0, Infinity, NaN].map(f));
   });
 });
 
