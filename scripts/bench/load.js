@@ -71,6 +71,10 @@ const CALLS = {
   },
   'convert(llama2c -> gguf)': async (w, tmp) => () => w.convert(FILES.llama2c, path.join(tmp, 'out.gguf'), { to: 'gguf' }),
   'loadEmbedder(embd-minilm-tiny)': async (w) => () => w.loadEmbedder(FILES.embd, { threads: 1 }).then((e) => e.dispose?.()),
+  '3 generations x 240 tokens (ajc1)': async (w) => {
+    const model = await w.loadModel(AJC1, { threads: 1 });
+    return () => Promise.all([0, 1, 2].map((seed) => model.generate('Once upon a time', { maxTokens: 240, temperature: 0.8, seed, stopTokens: [] }).text()));
+  },
 };
 
 /** One file of each fixture format (readWeights and loadModel rows below). */
