@@ -168,15 +168,47 @@ class LoadWorker : public PromiseWorker {
 std::mutex lent_mutex;
 std::set<const Sampler*> lent_samplers;
 
+// A call that holds sessions (and lends samplers) while it runs: Run() on the worker thread, with
+// the engine's failures turned into coded rejections; Release() on the JS thread once it settles,
+// whichever way.
+class SessionCallWorker : public PromiseWorker {
+ public:
+  using PromiseWorker::PromiseWorker;
+
+ protected:
+  virtual void Run() = 0;
+  virtual void Release() = 0;
+
+  void Execute() override {
+    try {
+      Run();
+    } catch (const EngineError& e) {
+      Fail(e.code(), e.what());
+    } catch (const std::bad_alloc&) {
+      Fail("ERR_WEIGHTMAP_OUT_OF_MEMORY", "not enough memory for the activations of this batch");
+    } catch (const std::exception& e) {
+      Fail("ERR_WEIGHTMAP_NATIVE", e.what());
+    }
+  }
+  void OnOK() override {
+    Release();
+    PromiseWorker::OnOK();
+  }
+  void OnError(const Napi::Error& e) override {
+    Release();
+    PromiseWorker::OnError(e);
+  }
+};
+
 // eval(): the forward pass, resolving to the logits. step(): the forward pass and, in the same
 // worker, the choice of the next token with the caller's Sampler, resolving to its id.
 // evalHidden(): the forward pass of a pipeline stage from hidden states (ids_ empty).
-class EvalWorker : public PromiseWorker {
+class EvalWorker : public SessionCallWorker {
  public:
   EvalWorker(Napi::Env env, std::shared_ptr<SessionState> state, std::vector<int32_t> ids, bool all_logits)
-      : PromiseWorker(env, "weightmap:decoder-eval"), state_(std::move(state)), ids_(std::move(ids)), all_(all_logits) {}
+      : SessionCallWorker(env, "weightmap:decoder-eval"), state_(std::move(state)), ids_(std::move(ids)), all_(all_logits) {}
   EvalWorker(Napi::Env env, std::shared_ptr<SessionState> state, std::vector<float> hidden, bool all_logits)
-      : PromiseWorker(env, "weightmap:decoder-eval"), state_(std::move(state)), hidden_(std::move(hidden)), all_(all_logits) {}
+      : SessionCallWorker(env, "weightmap:decoder-eval"), state_(std::move(state)), hidden_(std::move(hidden)), all_(all_logits) {}
 
   // Turns this into a step(): `sampler` belongs to `sampler_object`, which stays referenced (and
   // the sampler lent) until the worker settles.
@@ -187,31 +219,23 @@ class EvalWorker : public PromiseWorker {
   }
 
  protected:
-  void Execute() override {
-    try {
-      DecoderSession& session = *state_->session;
-      const int64_t vocab = state_->model->model->config().vocab;
-      const int64_t dim = state_->model->model->config().dim;
-      if (hidden_.empty()) {
-        const int64_t n = static_cast<int64_t>(ids_.size());
-        logits_.resize(static_cast<size_t>(session.OutputFloats(n, all_)));
-        session.Eval(ids_.data(), n, all_, logits_.data(), state_->abort);
-      } else {
-        const int64_t n = static_cast<int64_t>(hidden_.size()) / dim;
-        logits_.resize(static_cast<size_t>(session.OutputFloats(n, all_)));
-        session.EvalHidden(hidden_.data(), n, all_, logits_.data(), state_->abort);
-      }
-      if (sampler_) {
-        const std::vector<int32_t>& history = state_->session->tokens();
-        token_ = sampler_->Sample(logits_.data(), static_cast<int32_t>(vocab), params_, history.data(),
-                                  static_cast<int32_t>(history.size()));
-      }
-    } catch (const EngineError& e) {
-      Fail(e.code(), e.what());
-    } catch (const std::bad_alloc&) {
-      Fail("ERR_WEIGHTMAP_OUT_OF_MEMORY", "not enough memory for the activations of this batch");
-    } catch (const std::exception& e) {
-      Fail("ERR_WEIGHTMAP_NATIVE", e.what());
+  void Run() override {
+    DecoderSession& session = *state_->session;
+    const int64_t vocab = state_->model->model->config().vocab;
+    const int64_t dim = state_->model->model->config().dim;
+    if (hidden_.empty()) {
+      const int64_t n = static_cast<int64_t>(ids_.size());
+      logits_.resize(static_cast<size_t>(session.OutputFloats(n, all_)));
+      session.Eval(ids_.data(), n, all_, logits_.data(), state_->abort);
+    } else {
+      const int64_t n = static_cast<int64_t>(hidden_.size()) / dim;
+      logits_.resize(static_cast<size_t>(session.OutputFloats(n, all_)));
+      session.EvalHidden(hidden_.data(), n, all_, logits_.data(), state_->abort);
+    }
+    if (sampler_) {
+      const std::vector<int32_t>& history = state_->session->tokens();
+      token_ = sampler_->Sample(logits_.data(), static_cast<int32_t>(vocab), params_, history.data(),
+                                static_cast<int32_t>(history.size()));
     }
   }
   Napi::Value Result(Napi::Env env) override {
@@ -221,17 +245,7 @@ class EvalWorker : public PromiseWorker {
         env, data->data(), data->size() * sizeof(float), [](Napi::Env, void*, std::vector<float>* d) { delete d; }, data);
     return Napi::Float32Array::New(env, data->size(), buffer, 0);
   }
-  void OnOK() override {
-    Release();
-    PromiseWorker::OnOK();
-  }
-  void OnError(const Napi::Error& e) override {
-    Release();
-    PromiseWorker::OnError(e);
-  }
-
- private:
-  void Release() {
+  void Release() override {
     state_->busy = false;
     if (sampler_) {
       std::lock_guard<std::mutex> lock(lent_mutex);
@@ -239,6 +253,7 @@ class EvalWorker : public PromiseWorker {
     }
   }
 
+ private:
   std::shared_ptr<SessionState> state_;
   std::vector<int32_t> ids_;
   std::vector<float> hidden_;  // [n, dim]
@@ -253,7 +268,7 @@ class EvalWorker : public PromiseWorker {
 // stepBatch(): one BatchStep over several sessions, then each row's token drawn with its own
 // Sampler and params, as step() draws it. Resolves to Int32Array [n]: the tokens, -1 for a row
 // whose session was aborted during the step (its session keeps its position).
-class StepBatchWorker : public PromiseWorker {
+class StepBatchWorker : public SessionCallWorker {
  public:
   struct Row {
     std::shared_ptr<SessionState> state;
@@ -262,36 +277,28 @@ class StepBatchWorker : public PromiseWorker {
     Napi::ObjectReference sampler_ref;  // keeps the JS Sampler alive while lent
     SamplingParams params;
   };
-  StepBatchWorker(Napi::Env env, std::vector<Row> rows) : PromiseWorker(env, "weightmap:decoder-step-batch"), rows_(std::move(rows)) {}
+  StepBatchWorker(Napi::Env env, std::vector<Row> rows) : SessionCallWorker(env, "weightmap:decoder-step-batch"), rows_(std::move(rows)) {}
 
  protected:
-  void Execute() override {
-    try {
-      const int64_t n = static_cast<int64_t>(rows_.size());
-      std::vector<DecoderSession*> sessions(n);
-      std::vector<const std::atomic<bool>*> aborts(n);
-      std::vector<int32_t> ids(n);
-      for (int64_t i = 0; i < n; i++) {
-        sessions[i] = rows_[i].state->session.get();
-        aborts[i] = &rows_[i].state->abort;
-        ids[i] = rows_[i].id;
-      }
-      const int64_t vocab = sessions[0]->model()->config().vocab;
-      std::vector<float> logits(static_cast<size_t>(n * vocab));  // [n, vocab]
-      const std::vector<bool> committed = BatchStep::Run(sessions.data(), ids.data(), n, aborts.data(), logits.data());
-      tokens_.assign(n, -1);
-      for (int64_t i = 0; i < n; i++) {
-        if (!committed[i]) continue;
-        const std::vector<int32_t>& history = sessions[i]->tokens();
-        tokens_[i] = rows_[i].sampler->Sample(logits.data() + i * vocab, static_cast<int32_t>(vocab), rows_[i].params,
-                                              history.data(), static_cast<int32_t>(history.size()));
-      }
-    } catch (const EngineError& e) {
-      Fail(e.code(), e.what());
-    } catch (const std::bad_alloc&) {
-      Fail("ERR_WEIGHTMAP_OUT_OF_MEMORY", "not enough memory for the activations of this batch");
-    } catch (const std::exception& e) {
-      Fail("ERR_WEIGHTMAP_NATIVE", e.what());
+  void Run() override {
+    const int64_t n = static_cast<int64_t>(rows_.size());
+    std::vector<DecoderSession*> sessions(n);
+    std::vector<const std::atomic<bool>*> aborts(n);
+    std::vector<int32_t> ids(n);
+    for (int64_t i = 0; i < n; i++) {
+      sessions[i] = rows_[i].state->session.get();
+      aborts[i] = &rows_[i].state->abort;
+      ids[i] = rows_[i].id;
+    }
+    const int64_t vocab = sessions[0]->model()->config().vocab;
+    std::vector<float> logits(static_cast<size_t>(n * vocab));  // [n, vocab]
+    const std::vector<bool> committed = BatchStep::Run(sessions.data(), ids.data(), n, aborts.data(), logits.data());
+    tokens_.assign(n, -1);
+    for (int64_t i = 0; i < n; i++) {
+      if (!committed[i]) continue;
+      const std::vector<int32_t>& history = sessions[i]->tokens();
+      tokens_[i] = rows_[i].sampler->Sample(logits.data() + i * vocab, static_cast<int32_t>(vocab), rows_[i].params,
+                                            history.data(), static_cast<int32_t>(history.size()));
     }
   }
   Napi::Value Result(Napi::Env env) override {
@@ -299,17 +306,7 @@ class StepBatchWorker : public PromiseWorker {
     for (size_t i = 0; i < tokens_.size(); i++) out[i] = tokens_[i];
     return out;
   }
-  void OnOK() override {
-    Release();
-    PromiseWorker::OnOK();
-  }
-  void OnError(const Napi::Error& e) override {
-    Release();
-    PromiseWorker::OnError(e);
-  }
-
- private:
-  void Release() {
+  void Release() override {
     std::lock_guard<std::mutex> lock(lent_mutex);
     for (Row& row : rows_) {
       row.state->busy = false;
@@ -317,6 +314,7 @@ class StepBatchWorker : public PromiseWorker {
     }
   }
 
+ private:
   std::vector<Row> rows_;
   std::vector<int32_t> tokens_;
 };
