@@ -171,3 +171,26 @@ export class AddedTokenSplitter {
     return out;
   }
 }
+
+/** The lookups a BPE tokenizer keeps of its added tokens, and the vocabulary size they extend. */
+export interface AddedTokenIndex {
+  /** Contents by id (they take the place of the vocabulary's token). */
+  content: Map<number, string>;
+  byContent: Map<string, AddedToken>;
+  /** Ids of special tokens: HF marks special by content, every added token whose content is a special token's. */
+  special: Set<number>;
+  /** max(vocabSize, largest added id + 1). */
+  vocabSize: number;
+}
+
+export function indexAddedTokens(addedTokens: readonly AddedToken[], vocabSize: number): AddedTokenIndex {
+  const index: AddedTokenIndex = { content: new Map(), byContent: new Map(), special: new Set(), vocabSize };
+  for (const t of addedTokens) {
+    index.content.set(t.id, t.content);
+    index.byContent.set(t.content, t);
+    if (t.id + 1 > index.vocabSize) index.vocabSize = t.id + 1;
+  }
+  const specialContents = new Set(addedTokens.filter((t) => t.special).map((t) => t.content));
+  for (const t of addedTokens) if (specialContents.has(t.content)) index.special.add(t.id);
+  return index;
+}

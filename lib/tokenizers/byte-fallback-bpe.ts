@@ -5,7 +5,7 @@
  * unknown token when one of those is missing, consecutive unknowns fused), then merged by rank
  * like HF's BPE model. Decoding runs tokenizer.json's decoder (piece-decoder.ts).
  */
-import { AddedToken, AddedTokenSplitter } from './added-tokens';
+import { AddedToken, AddedTokenSplitter, indexAddedTokens } from './added-tokens';
 import { mergeWord } from './bpe-merge';
 import { bpeTextSteps, type BpeTextSpec } from './bpe-text';
 import type { BpeVocab } from './bpe-vocab';
@@ -46,9 +46,9 @@ export class ByteFallbackBpeTokenizer implements Tokenizer {
   private readonly preTokenizer: PreTokenizer;
   private readonly wrapping: SpecialWrapping;
   private readonly decoder: PieceDecoder;
-  private readonly addedContent = new Map<number, string>();
-  private readonly added = new Map<string, AddedToken>();
-  private readonly special = new Set<number>();
+  private readonly addedContent: Map<number, string>;
+  private readonly added: Map<string, AddedToken>;
+  private readonly special: Set<number>;
   /** byte -> id of its `<0xNN>` token, -1 when absent. */
   private readonly byteIds = new Int32Array(256).fill(-1);
   /** id -> byte for the `<0xNN>` tokens (stream decoding). */
@@ -57,14 +57,10 @@ export class ByteFallbackBpeTokenizer implements Tokenizer {
   private symBuf = new Int32Array(1024);
 
   constructor(readonly config: ByteFallbackBpeConfig) {
-    let size = config.vocab.size;
-    for (const t of config.addedTokens) {
-      this.addedContent.set(t.id, t.content);
-      this.added.set(t.content, t);
-      if (t.id + 1 > size) size = t.id + 1;
-    }
-    const specialContents = new Set(config.addedTokens.filter((t) => t.special).map((t) => t.content));
-    for (const t of config.addedTokens) if (specialContents.has(t.content)) this.special.add(t.id);
+    const index = indexAddedTokens(config.addedTokens, config.vocab.size);
+    this.addedContent = index.content;
+    this.added = index.byContent;
+    this.special = index.special;
     for (let b = 0; b < 256; b++) {
       const id = config.vocab.get(`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`);
       if (id !== undefined) {
@@ -72,7 +68,7 @@ export class ByteFallbackBpeTokenizer implements Tokenizer {
         this.byteOf.set(id, b);
       }
     }
-    this.vocabSize = size;
+    this.vocabSize = index.vocabSize;
     this.specialIds = { ...config.specialIds };
     this.truncation = config.truncation;
     const text = bpeTextSteps(config.text);

@@ -3,7 +3,7 @@
  * rest normalized, pre-tokenized by regex, each word BPE-merged over its UTF-8 bytes. Decoding
  * maps tokens back to bytes and reads them as UTF-8 (lossy), like HF's ByteLevel decoder.
  */
-import { AddedToken, AddedTokenSplitter } from './added-tokens';
+import { AddedToken, AddedTokenSplitter, indexAddedTokens } from './added-tokens';
 import { byteLevelToBytes } from './byte-level';
 import { byteStreamDecoder } from './byte-stream';
 import { BpeModel, BpeModelOptions } from './bpe-model';
@@ -37,10 +37,9 @@ export class ByteLevelBpeTokenizer implements Tokenizer {
   private readonly splitter: AddedTokenSplitter;
   private readonly preTokenizer: PreTokenizer;
   private readonly wrapping: SpecialWrapping;
-  /** Added tokens' contents by id (they take the place of the vocabulary's token). */
-  private readonly addedContent = new Map<number, string>();
-  private readonly added = new Map<string, AddedToken>();
-  private readonly special = new Set<number>();
+  private readonly addedContent: Map<number, string>;
+  private readonly added: Map<string, AddedToken>;
+  private readonly special: Set<number>;
   private readonly bytesCache: (Uint8Array | undefined)[] = [];
 
   /** The pair table, for writers that store the merges (GGUF, tokenizer.json). */
@@ -49,16 +48,11 @@ export class ByteLevelBpeTokenizer implements Tokenizer {
   }
 
   constructor(readonly config: ByteLevelBpeConfig) {
-    let size = config.vocab.size;
-    for (const t of config.addedTokens) {
-      this.addedContent.set(t.id, t.content);
-      this.added.set(t.content, t);
-      if (t.id + 1 > size) size = t.id + 1;
-    }
-    // HF marks special by content: every added token whose content is a special token's.
-    const specialContents = new Set(config.addedTokens.filter((t) => t.special).map((t) => t.content));
-    for (const t of config.addedTokens) if (specialContents.has(t.content)) this.special.add(t.id);
-    this.vocabSize = size;
+    const index = indexAddedTokens(config.addedTokens, config.vocab.size);
+    this.addedContent = index.content;
+    this.added = index.byContent;
+    this.special = index.special;
+    this.vocabSize = index.vocabSize;
     this.specialIds = { ...config.specialIds };
     this.truncation = config.truncation;
     this.model = new BpeModel(config.vocab, config.merges, config.model);
