@@ -121,6 +121,11 @@ export class Model {
     return this.closed;
   }
 
+  /** Sessions (KV caches) in use and kept idle for reuse; idle ones are bounded (least recently used dropped). */
+  get sessions(): { busy: number; idle: number } {
+    return this.pool.size;
+  }
+
   /** Token ids of `text` (with the tokenizer's BOS where the model expects one). */
   encode(text: string): number[] {
     return this.tokenizer.encode(text);

@@ -3,10 +3,11 @@
 // loopback port) and runs rounds of N concurrent streaming clients (POST /v1/completions with
 // stream: true, greedy, a fixed number of tokens each). Per N: time to first token p50/p99 (from
 // sending the request to the first event with text) and aggregate tok/s (all completion tokens of
-// the round ÷ the round's wall time). Needs `npm run build:ts` (dist/) and the addon.
+// the round ÷ the round's wall time) and the server's RSS after the round. Needs `npm run build:ts` (dist/) and the addon.
 //   node scripts/bench/serve.js [--model PATH] [--tokenizer PATH] [--clients 1,2,4,8,16,32,64]
 //                               [--tokens 64] [--max-active 8] [--context 512] [--threads N]
 'use strict';
+const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
@@ -70,6 +71,16 @@ function streamOnce(server, agent, modelId) {
   });
 }
 
+// The server's resident set after a round (Linux; '-' elsewhere): flat across rounds means nothing is kept per request.
+function serverRssMiB(pid) {
+  try {
+    const kib = /VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return kib ? (Number(kib[1]) / 1024).toFixed(0) : '-';
+  } catch {
+    return '-';
+  }
+}
+
 const percentile = (values, p) => {
   const s = [...values].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
@@ -87,15 +98,15 @@ async function main() {
   });
   await streamOnce(server, agent, modelId); // warm-up
   console.log(`model ${modelId}, ${tokens} tokens per request, greedy, --max-active ${maxActive}, --context ${context}`);
-  console.log('| clients | TTFT p50 (ms) | TTFT p99 (ms) | aggregate tok/s |');
-  console.log('|---:|---:|---:|---:|');
+  console.log('| clients | TTFT p50 (ms) | TTFT p99 (ms) | aggregate tok/s | server RSS (MiB) |');
+  console.log('|---:|---:|---:|---:|---:|');
   for (const n of clientCounts) {
     const start = performance.now();
     const results = await Promise.all(Array.from({ length: n }, () => streamOnce(server, agent, modelId)));
     const seconds = (performance.now() - start) / 1000;
     const ttfts = results.map((r) => r.ttft);
     const total = results.reduce((sum, r) => sum + r.tokens, 0);
-    console.log(`| ${n} | ${percentile(ttfts, 50).toFixed(1)} | ${percentile(ttfts, 99).toFixed(1)} | ${(total / seconds).toFixed(0)} |`);
+    console.log(`| ${n} | ${percentile(ttfts, 50).toFixed(1)} | ${percentile(ttfts, 99).toFixed(1)} | ${(total / seconds).toFixed(0)} | ${serverRssMiB(server.child.pid)} |`);
   }
   agent.destroy();
   server.child.kill('SIGTERM');

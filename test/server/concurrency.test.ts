@@ -1,7 +1,8 @@
 /**
  * 50 concurrent streaming clients through the openai client on stories260K: every request
  * completes with the text of a single greedy run (none lost, none mixed up with another), round
- * after round, and the process's RSS stays flat (a generous bound; no timing is asserted).
+ * after round, and no session (KV cache) outlives its request beyond the pool's bounded idle set.
+ * (RSS is the allocator's business, not a leak signal: its figure lives in scripts/bench/serve.js.)
  */
 import OpenAI from 'openai';
 import { loadModel, type Model } from '../../lib/model';
@@ -37,20 +38,18 @@ async function streamText(client: OpenAI, prompt: string): Promise<{ text: strin
 }
 
 describe('50 concurrent streams', () => {
-  it('all complete with the single greedy text, round after round, RSS flat', async () => {
+  it('all complete with the single greedy text, round after round, sessions released', async () => {
     const expected = new Map<string, string>();
     for (const prompt of PROMPTS) expected.set(prompt, await model.generate(prompt, { maxTokens: 40 }).text());
     const client = running.client();
-    const rss: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       const prompts = Array.from({ length: CLIENTS }, (_, i) => PROMPTS[(i + round) % PROMPTS.length]);
       const results = await Promise.all(prompts.map((prompt) => streamText(client, prompt)));
       results.forEach((result, i) => expect(result).toEqual({ text: expected.get(prompts[i]), finish: 'length' }));
       expect(running.server.handler.scheduler!.active + running.server.handler.scheduler!.queued).toBe(0);
-      global.gc?.();
-      rss.push(process.memoryUsage().rss);
+      // 50 requests ran with up to 4 at once; afterwards none is busy and at most the pool's 2 idle caches remain.
+      expect(model.sessions.busy).toBe(0);
+      expect(model.sessions.idle).toBeLessThanOrEqual(2);
     }
-    // After the first round (warm-up: JIT, pools, sessions), RSS grows by less than 64 MiB over the rest.
-    expect(Math.max(...rss.slice(1)) - rss[0]).toBeLessThan(64 * 1024 * 1024);
   });
 });
