@@ -149,6 +149,8 @@ export interface KernelsBinding {
   /** Tables this build and CPU can run, "scalar" first, best last. */
   availableIsas(): string[];
   setIsa(isa: string): void;
+  /** The slots `isa`'s table leaves null (as dispatch offers it, ggml's filled from the scalar table). */
+  emptySlots(isa: string): string[];
   physicalCores(): number;
   /** q[n], s[n / group]: s = max|x| / 127 per group, q = round half away from zero (x / s). */
   quantizeQ8(isa: string, x: Float32Array, group: number, q: Int8Array, s: Float32Array): void;

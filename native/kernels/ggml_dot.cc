@@ -55,12 +55,23 @@ void Matmul(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t r0,
 }  // namespace
 
 const GgmlKernels& ggml() {
-  static const GgmlKernels kernels = {
-      quantize_act,
-      {Matmul<BlockType::Q4_0>, Matmul<BlockType::Q4_1>, Matmul<BlockType::Q5_0>, Matmul<BlockType::Q5_1>,
-       Matmul<BlockType::Q8_0>, Matmul<BlockType::Q2_K>, Matmul<BlockType::Q3_K>, Matmul<BlockType::Q4_K>,
-       Matmul<BlockType::Q5_K>, Matmul<BlockType::Q6_K>, Matmul<BlockType::IQ4_NL>, Matmul<BlockType::IQ4_XS>},
-  };
+  static const GgmlKernels kernels = [] {
+    GgmlKernels k{};
+    k.quantize_act = quantize_act;
+    k.matmul[int(BlockType::Q4_0)] = Matmul<BlockType::Q4_0>;
+    k.matmul[int(BlockType::Q4_1)] = Matmul<BlockType::Q4_1>;
+    k.matmul[int(BlockType::Q5_0)] = Matmul<BlockType::Q5_0>;
+    k.matmul[int(BlockType::Q5_1)] = Matmul<BlockType::Q5_1>;
+    k.matmul[int(BlockType::Q8_0)] = Matmul<BlockType::Q8_0>;
+    k.matmul[int(BlockType::Q2_K)] = Matmul<BlockType::Q2_K>;
+    k.matmul[int(BlockType::Q3_K)] = Matmul<BlockType::Q3_K>;
+    k.matmul[int(BlockType::Q4_K)] = Matmul<BlockType::Q4_K>;
+    k.matmul[int(BlockType::Q5_K)] = Matmul<BlockType::Q5_K>;
+    k.matmul[int(BlockType::Q6_K)] = Matmul<BlockType::Q6_K>;
+    k.matmul[int(BlockType::IQ4_NL)] = Matmul<BlockType::IQ4_NL>;
+    k.matmul[int(BlockType::IQ4_XS)] = Matmul<BlockType::IQ4_XS>;
+    return k;
+  }();
   return kernels;
 }
 

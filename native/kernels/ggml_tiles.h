@@ -431,11 +431,19 @@ inline void GgmlActSums(const int8_t* q, int64_t n, int16_t* sum) {
 
 template <class T>
 GgmlKernels GgmlTable(void (*quantize_act)(const float*, int64_t, int8_t*, float*, int16_t*)) {
-  return GgmlKernels{quantize_act,
-                     {GgmlKernel<T, GgmlQ4_0<T>>::Matmul, GgmlKernel<T, GgmlQ4_1<T>>::Matmul,
-                      GgmlKernel<T, GgmlQ5_0<T>>::Matmul, GgmlKernel<T, GgmlQ5_1<T>>::Matmul,
-                      GgmlKernel<T, GgmlQ8_0<T>>::Matmul, GgmlKernel<T, GgmlQ2K<T>>::Matmul,
-                      GgmlKernel<T, GgmlQ3K<T>>::Matmul, GgmlKernel<T, GgmlQ4K<T>>::Matmul,
-                      GgmlKernel<T, GgmlQ5K<T>>::Matmul, GgmlKernel<T, GgmlQ6K<T>>::Matmul,
-                      GgmlKernel<T, GgmlIq4Nl<T>>::Matmul, GgmlKernel<T, GgmlIq4Xs<T>>::Matmul}};
+  GgmlKernels k{};
+  k.quantize_act = quantize_act;
+  k.matmul[int(BlockType::Q4_0)] = GgmlKernel<T, GgmlQ4_0<T>>::Matmul;
+  k.matmul[int(BlockType::Q4_1)] = GgmlKernel<T, GgmlQ4_1<T>>::Matmul;
+  k.matmul[int(BlockType::Q5_0)] = GgmlKernel<T, GgmlQ5_0<T>>::Matmul;
+  k.matmul[int(BlockType::Q5_1)] = GgmlKernel<T, GgmlQ5_1<T>>::Matmul;
+  k.matmul[int(BlockType::Q8_0)] = GgmlKernel<T, GgmlQ8_0<T>>::Matmul;
+  k.matmul[int(BlockType::Q2_K)] = GgmlKernel<T, GgmlQ2K<T>>::Matmul;
+  k.matmul[int(BlockType::Q3_K)] = GgmlKernel<T, GgmlQ3K<T>>::Matmul;
+  k.matmul[int(BlockType::Q4_K)] = GgmlKernel<T, GgmlQ4K<T>>::Matmul;
+  k.matmul[int(BlockType::Q5_K)] = GgmlKernel<T, GgmlQ5K<T>>::Matmul;
+  k.matmul[int(BlockType::Q6_K)] = GgmlKernel<T, GgmlQ6K<T>>::Matmul;
+  k.matmul[int(BlockType::IQ4_NL)] = GgmlKernel<T, GgmlIq4Nl<T>>::Matmul;
+  k.matmul[int(BlockType::IQ4_XS)] = GgmlKernel<T, GgmlIq4Xs<T>>::Matmul;
+  return k;
 }

@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace weightmap {
 
@@ -200,6 +201,8 @@ const KernelTable* Find(const std::string& isa);
 const KernelTable* const* Available(int* count);
 // Forces the active table (tests, benchmarks). Returns false if unavailable.
 bool SetIsa(const std::string& isa);
+// The names of t's null slots: none for every table Find returns (test/kernels/dispatch.test.ts).
+std::vector<std::string> EmptySlots(const KernelTable& t);
 
 // Elementwise and row kernels: memory-bound, one scalar implementation that compilers
 // vectorize well; exact semantics in kernels_common.cc.

@@ -269,12 +269,30 @@ void Axpy(float alpha, const float* x, float* y, int64_t n) { AxpyF32(alpha, x, 
 }  // namespace
 
 const KernelTable& Avx2Table() {
-  static const KernelTable table = {
-      "avx2",   QuantizeQ8, MatvecQ8,  MatmulQ8, MatvecQ8Rows, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
-      F16ToF32, F32ToF16,   Bf16ToF32, Dot,      Axpy,  QuantizeI8, GemmI8<QAvx2, 4, 1>, SgemmPacked<6, 1>, AttentionHead,
-      0,  // i8_zero
-      Avx2Ggml(),
-  };
+  static const KernelTable table = [] {
+    KernelTable t{};
+    t.isa = "avx2";
+    t.quantize_q8 = QuantizeQ8;
+    t.matvec_q8 = MatvecQ8;
+    t.matmul_q8 = MatmulQ8;
+    t.matvec_q8_rows = MatvecQ8Rows;
+    t.hgemm = Hgemm;
+    t.hgemm_trans = HgemmTrans;
+    t.sgemm = Sgemm;
+    t.sgemm_trans = SgemmTrans;
+    t.f16_to_f32 = F16ToF32;
+    t.f32_to_f16 = F32ToF16;
+    t.bf16_to_f32 = Bf16ToF32;
+    t.dot_f32 = Dot;
+    t.axpy_f32 = Axpy;
+    t.quantize_i8 = QuantizeI8;
+    t.gemm_i8 = GemmI8<QAvx2, 4, 1>;
+    t.sgemm_packed = SgemmPacked<6, 1>;
+    t.attention = AttentionHead;
+    t.i8_zero = 0;
+    t.ggml = Avx2Ggml();
+    return t;
+  }();
   return table;
 }
 

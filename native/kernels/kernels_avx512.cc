@@ -371,30 +371,56 @@ void Bf16ToF32(const uint16_t* x, float* y, int64_t n) {
 float Dot(const float* a, const float* b, int64_t n) { return DotF32(a, b, n); }
 void Axpy(float alpha, const float* x, float* y, int64_t n) { AxpyF32(alpha, x, y, n); }
 
+// The table slots both AVX-512 tables share.
+KernelTable Avx512Common() {
+  KernelTable t{};
+  t.quantize_q8 = QuantizeQ8;
+  t.hgemm = Hgemm;
+  t.hgemm_trans = HgemmTrans;
+  t.sgemm = Sgemm;
+  t.sgemm_trans = SgemmTrans;
+  t.f16_to_f32 = F16ToF32;
+  t.f32_to_f16 = F32ToF16;
+  t.bf16_to_f32 = Bf16ToF32;
+  t.dot_f32 = Dot;
+  t.axpy_f32 = Axpy;
+  t.sgemm_packed = SgemmPacked<6, 4>;  // 24 zmm accumulators of vfmadd231ps
+  t.attention = AttentionHead;
+  return t;
+}
+
 }  // namespace
 
+// The sign trick: |w| and a sign mask per weight vector.
 const KernelTable& Avx512Table() {
-  static const KernelTable table = {
-      "avx512", QuantizeQ8, MatvecQ8T<QBwZ, QBwY>, MatmulQ8T<QBwZ, 4, 3>, MatvecQ8RowsT<QBwZ, QBwY>, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
-      F16ToF32, F32ToF16,   Bf16ToF32,             Dot,             Axpy,
-      QuantizeI8<0>, GemmI8<QBwZ, 6, 3>, SgemmPacked<6, 4>, AttentionHead,  // the sign trick: |w| and a sign mask per weight vector
-      0,  // i8_zero
-      Avx2Ggml(),  // ggml: vpmaddubsw as in AVX2 (no VNNI)
-  };
+  static const KernelTable table = [] {
+    KernelTable t = Avx512Common();
+    t.isa = "avx512";
+    t.matvec_q8 = MatvecQ8T<QBwZ, QBwY>;
+    t.matmul_q8 = MatmulQ8T<QBwZ, 4, 3>;
+    t.matvec_q8_rows = MatvecQ8RowsT<QBwZ, QBwY>;
+    t.quantize_i8 = QuantizeI8<0>;
+    t.gemm_i8 = GemmI8<QBwZ, 6, 3>;
+    t.i8_zero = 0;
+    t.ggml = Avx2Ggml();  // vpmaddubsw as in AVX2 (no VNNI)
+    return t;
+  }();
   return table;
 }
 
 const KernelTable& Avx512VnniTable() {
-  static const KernelTable table = {
-      "avx512vnni", QuantizeQ8, MatvecQ8T<QVnniZ, QVnniY>, MatmulQ8T<QVnniZ, 4, 4>, MatvecQ8RowsT<QVnniZ, QVnniY>, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
-      F16ToF32,     F32ToF16,   Bf16ToF32,                 Dot,               Axpy,
-      QuantizeI8<128>,       // u8 activations for vpdpbusd
-      GemmI8<QVnniZ, 6, 4>,  // 24 zmm accumulators: 4 weight loads and 6 broadcasts per 24 vpdpbusd
-      SgemmPacked<6, 4>,     // likewise with vfmadd231ps
-      AttentionHead,
-      128,  // i8_zero
-      Avx512VnniGgml(),
-  };
+  static const KernelTable table = [] {
+    KernelTable t = Avx512Common();
+    t.isa = "avx512vnni";
+    t.matvec_q8 = MatvecQ8T<QVnniZ, QVnniY>;
+    t.matmul_q8 = MatmulQ8T<QVnniZ, 4, 4>;
+    t.matvec_q8_rows = MatvecQ8RowsT<QVnniZ, QVnniY>;
+    t.quantize_i8 = QuantizeI8<128>;     // u8 activations for vpdpbusd
+    t.gemm_i8 = GemmI8<QVnniZ, 6, 4>;    // 24 zmm accumulators: 4 weight loads and 6 broadcasts per 24 vpdpbusd
+    t.i8_zero = 128;
+    t.ggml = Avx512VnniGgml();
+    return t;
+  }();
   return table;
 }
 

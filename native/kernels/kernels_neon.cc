@@ -145,12 +145,30 @@ void Axpy(float alpha, const float* x, float* y, int64_t n) { AxpyF32(alpha, x, 
 }  // namespace
 
 const KernelTable& NeonTable() {
-  static const KernelTable table = {
-      "neon",   scalar::quantize_q8, MatvecQ8,  MatmulQ8, MatvecQ8Rows, Hgemm, HgemmTrans, Sgemm, SgemmTrans,
-      F16ToF32, F32ToF16,            Bf16ToF32, Dot,      Axpy,  scalar::quantize_i8, GemmI8<QNeon, 4, 1>, SgemmPacked<6, 1>, AttentionHead,
-      0,  // i8_zero
-      NeonGgml(),
-  };
+  static const KernelTable table = [] {
+    KernelTable t{};
+    t.isa = "neon";
+    t.quantize_q8 = scalar::quantize_q8;
+    t.matvec_q8 = MatvecQ8;
+    t.matmul_q8 = MatmulQ8;
+    t.matvec_q8_rows = MatvecQ8Rows;
+    t.hgemm = Hgemm;
+    t.hgemm_trans = HgemmTrans;
+    t.sgemm = Sgemm;
+    t.sgemm_trans = SgemmTrans;
+    t.f16_to_f32 = F16ToF32;
+    t.f32_to_f16 = F32ToF16;
+    t.bf16_to_f32 = Bf16ToF32;
+    t.dot_f32 = Dot;
+    t.axpy_f32 = Axpy;
+    t.quantize_i8 = scalar::quantize_i8;
+    t.gemm_i8 = GemmI8<QNeon, 4, 1>;
+    t.sgemm_packed = SgemmPacked<6, 1>;
+    t.attention = AttentionHead;
+    t.i8_zero = 0;
+    t.ggml = NeonGgml();
+    return t;
+  }();
   return table;
 }
 

@@ -228,14 +228,30 @@ void attention(const float* q, const float* k, const float* v, float* out, int64
 }  // namespace scalar
 
 const KernelTable& ScalarTable() {
-  static const KernelTable table = {
-      "scalar",          scalar::quantize_q8, scalar::matvec_q8,  scalar::matmul_q8, scalar::matvec_q8_rows,
-      scalar::hgemm,     scalar::hgemm_trans, scalar::sgemm,      scalar::sgemm_trans,
-      scalar::f16_to_f32, scalar::f32_to_f16, scalar::bf16_to_f32, scalar::dot_f32,
-      scalar::axpy_f32,   scalar::quantize_i8, scalar::gemm_i8,   scalar::sgemm_packed, scalar::attention,
-      0,  // i8_zero
-      scalar::ggml(),
-  };
+  static const KernelTable table = [] {
+    KernelTable t{};
+    t.isa = "scalar";
+    t.quantize_q8 = scalar::quantize_q8;
+    t.matvec_q8 = scalar::matvec_q8;
+    t.matmul_q8 = scalar::matmul_q8;
+    t.matvec_q8_rows = scalar::matvec_q8_rows;
+    t.hgemm = scalar::hgemm;
+    t.hgemm_trans = scalar::hgemm_trans;
+    t.sgemm = scalar::sgemm;
+    t.sgemm_trans = scalar::sgemm_trans;
+    t.f16_to_f32 = scalar::f16_to_f32;
+    t.f32_to_f16 = scalar::f32_to_f16;
+    t.bf16_to_f32 = scalar::bf16_to_f32;
+    t.dot_f32 = scalar::dot_f32;
+    t.axpy_f32 = scalar::axpy_f32;
+    t.quantize_i8 = scalar::quantize_i8;
+    t.gemm_i8 = scalar::gemm_i8;
+    t.sgemm_packed = scalar::sgemm_packed;
+    t.attention = scalar::attention;
+    t.i8_zero = 0;
+    t.ggml = scalar::ggml();
+    return t;
+  }();
   return table;
 }
 

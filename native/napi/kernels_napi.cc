@@ -161,6 +161,13 @@ Napi::Value SetIsa(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+Napi::Value EmptySlots(const Napi::CallbackInfo& info) {
+  const std::vector<std::string> empty = kernels::EmptySlots(TableArg(info, 0));
+  Napi::Array out = Napi::Array::New(info.Env(), empty.size());
+  for (size_t i = 0; i < empty.size(); ++i) out.Set(uint32_t(i), Napi::String::New(info.Env(), empty[i]));
+  return out;
+}
+
 Napi::Value PhysicalCores(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), ThreadPool::PhysicalCores());
 }
@@ -655,6 +662,7 @@ void Register(Napi::Env env, Napi::Object exports) {
   k.Set("isa", Napi::Function::New(env, Isa, "isa"));
   k.Set("availableIsas", Napi::Function::New(env, AvailableIsas, "availableIsas"));
   k.Set("setIsa", Napi::Function::New(env, SetIsa, "setIsa"));
+  k.Set("emptySlots", Napi::Function::New(env, EmptySlots, "emptySlots"));
   k.Set("physicalCores", Napi::Function::New(env, PhysicalCores, "physicalCores"));
   k.Set("quantizeQ8", Napi::Function::New(env, QuantizeQ8, "quantizeQ8"));
   k.Set("matvecQ8", Napi::Function::New(env, MatvecQ8, "matvecQ8"));

@@ -38,6 +38,11 @@ describe('dispatch', () => {
     expect(bad.stderr).toMatch(/WEIGHTMAP_ISA=no-such-isa is not available/);
   });
 
+  test('every table fills every slot', () => {
+    const empty = Object.fromEntries(ISAS.map((isa) => [isa, kernels.emptySlots(isa)]));
+    expect(empty).toEqual(Object.fromEntries(ISAS.map((isa) => [isa, []])));
+  });
+
   test('setIsa switches the active table and rejects unknown names', () => {
     const before = kernels.isa();
     try {
