@@ -204,6 +204,8 @@ export interface KernelsBinding {
   layernorm(x: Float32Array, g: Float32Array, b: Float32Array | null, y: Float32Array, eps: number): void;
   /** In place. */
   softmax(x: Float32Array): void;
+  /** x = e^(x·scale - shift) in place (the kernels' polynomial exp); returns Σ x in double. */
+  expSum(x: Float32Array, scale: number, shift: number): number;
   /** One head at columns [0, hd) of [T, ld] matrices: out[t] = Σ_j softmax_j(scale·q[t]·k[j])·v[j]. */
   attention(isa: string, q: Float32Array, k: Float32Array, v: Float32Array, out: Float32Array, T: number, hd: number,
     ld: number, scale: number): void;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <new>
 
+#include "kernels/exp_f32.h"
 #include "kernels/kernels.h"
 #include "kernels/tables.h"
 
@@ -48,39 +49,6 @@ template <class Term>
   float mx = acc[0];
   for (int j = 1; j < kLanes; ++j) mx = acc[j] > mx ? acc[j] : mx;
   return mx;
-}
-
-// e^x in f32 without a library call, branch-free so that the loops below vectorize (std::exp does
-// not without -ffast-math). Max relative error 1.72·2^-24 over every float in [-86.6, 88.7]
-// (checked exhaustively against double exp); e^x < 2.4e-38 (x < -86.6) flushes to 0; x > 88.72
-// gives +inf and NaN stays NaN, as expf.
-[[gnu::always_inline]] inline float ExpF32(float x) {
-  constexpr float kLo = -86.6f;               // below: 0 (e^-86.6 = 2.4e-38, the normal range ends here)
-  constexpr float kHi = 88.72283935546875f;   // above: +inf, as expf
-  // clamped for n (a NaN becomes kLo here, and stays NaN through r below)
-  float xc = x > kLo ? x : kLo;
-  xc = xc < kHi ? xc : kHi;
-  // n = round(x / ln 2) by the 1.5·2^23 trick (round to nearest even in the default mode)
-  const float n = (xc * 1.44269502162933349609375f + 12582912.0f) - 12582912.0f;
-  // r = x - n·ln 2 in two steps (Cody–Waite: the high part has 9 bits, so n·hi is exact)
-  const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
-  // e^r on |r| <= 0.347: Taylor to degree 7 (truncation < 6e-9 relative)
-  float p = 1.0f / 5040.0f;
-  p = p * r + 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  // 2^(n-1) from its bits, times 2p: n - 1 + 127 stays in [1, 254] for n in [-125, 128]
-  const int32_t bits = (static_cast<int32_t>(n) + 126) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  float y = (p + p) * scale;
-  y = x < kLo ? 0.0f : y;
-  y = x > kHi ? HUGE_VALF : y;
-  return y;
 }
 
 // erf(z) without a library call, branch-free so that gelu_erf vectorizes (std::erf does not):

@@ -413,6 +413,12 @@ Napi::Value Softmax(const Napi::CallbackInfo& info) {  // (x) in place
   return info.Env().Undefined();
 }
 
+Napi::Value ExpSum(const Napi::CallbackInfo& info) {  // (x, scale, shift) in place -> Σ
+  auto x = ArrayArg<float>(info, 0, "x", -1);
+  const float scale = FloatArg(info, 1, "scale"), shift = FloatArg(info, 2, "shift");
+  return Napi::Number::New(info.Env(), kernels::exp_sum(x.data, x.length, scale, shift));
+}
+
 // (isa, q, k, v, out, T, hd, ld, scale): one head of [T, ld] matrices at column 0 (ld >= hd).
 Napi::Value Attention(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -686,6 +692,7 @@ void Register(Napi::Env env, Napi::Object exports) {
   k.Set("rmsnorm", Napi::Function::New(env, Rmsnorm, "rmsnorm"));
   k.Set("layernorm", Napi::Function::New(env, Layernorm, "layernorm"));
   k.Set("softmax", Napi::Function::New(env, Softmax, "softmax"));
+  k.Set("expSum", Napi::Function::New(env, ExpSum, "expSum"));
   k.Set("attention", Napi::Function::New(env, Attention, "attention"));
   k.Set("siluMul", Napi::Function::New(env, SiluMul, "siluMul"));
   k.Set("geluTanh", Napi::Function::New(env, GeluTanh, "geluTanh"));

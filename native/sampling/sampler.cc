@@ -6,6 +6,8 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/exp_f32.h"
+
 // The loops over the whole vocabulary get AVX-512 and AVX2 clones chosen at load time (glibc
 // ifunc) where the toolchain supports it; elsewhere they are built for the baseline ISA only.
 #if defined(__GNUC__) && defined(__x86_64__) && defined(__GLIBC__) && !defined(__APPLE__)
@@ -87,25 +89,13 @@ WEIGHTMAP_VOCAB_LOOP float MaxOf(const float* x, int32_t n) {
   return m;
 }
 
-// exp(x) for x <= 0 in float: 2^k · e^r with k = round(x / ln 2), r = x − k·ln 2 (ln 2 split in
-// two), e^r by its Taylor series to r^6 (|r| <= ln2/2; measured relative error < 2.5e-7). Below
-// −87, and for −inf and NaN, the result is 0. Integer masks instead of branches, so loops vectorize.
+// e^x for x <= 0 (kernels/exp_f32.h); below −86.6, and for −inf and NaN, the result is 0. Integer
+// masks instead of branches, so loops vectorize.
 inline float ExpNonPositive(float x) {
   const uint32_t u = Bits(x);
-  const uint32_t bad = Mask(u > 0xC2AE0000u) | Mask((u & 0x7FFFFFFFu) > 0x7F800000u);  // x < −87 or NaN
-  const float xc = FromBits((u & ~bad) | (0xC2AE0000u & bad));
-  const float kr = xc * 1.44269504089f + 12582912.0f;  // k + 1.5·2^23: k sits in the low mantissa bits
-  const float k = kr - 12582912.0f;
-  const float r = (xc - k * 0.693359375f) + k * 2.12194440e-4f;
-  float p = 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const float scale = FromBits((Bits(kr) - Bits(12582912.0f) + 127u) << 23);
-  return FromBits(Bits(p * scale) & ~bad);
+  const uint32_t bad = Mask(u > kernels::kExpLoBits) | Mask((u & 0x7FFFFFFFu) > 0x7F800000u);  // x < −86.6 or NaN
+  const float xc = FromBits((u & ~bad) | (kernels::kExpLoBits & bad));
+  return FromBits(Bits(kernels::ExpReduced(xc, xc)) & ~bad);
 }
 
 // w[i] = exp((x[i] − max) / t) for the members of `keep`, 0 for the others (NaN and −inf weigh 0),
