@@ -3,7 +3,7 @@
 //    = w + 128 and each group's int32 is corrected by -128·Σx, so it is exact for every int8.
 //  * "avx512": the same without VNNI (Skylake-X): |w| × (x·sign w) with vpmaddubsw, then vpmaddwd;
 //    exact for xq in [-127, 127]. Only the "avx512" functions may run on a CPU without VNNI, and
-//    they use no VNNI instruction (checked with objdump when this file changes).
+//    they use no VNNI instruction (test/kernels/isa-instructions.test.ts reads the disassembly).
 // f16 is widened with vcvtph2ps and narrowed with vcvtps2ph (round to nearest even).
 #include "kernels/tables.h"
 

@@ -3,17 +3,8 @@
  */
 import { spawnSync } from 'node:child_process';
 import * as os from 'node:os';
-import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { packageRoot } from '../../lib/native';
-import { ISAS, kernels, thrown } from './reference';
-
-/** The .node file this test process loaded, for child processes and workers. */
-function addonPath(): string {
-  if (process.env.WEIGHTMAP_ADDON) return path.resolve(process.env.WEIGHTMAP_ADDON);
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return (require('node-gyp-build') as { path(dir: string): string }).path(packageRoot);
-}
+import { ISAS, addonPath, kernels, thrown } from './reference';
 
 function isaInChild(env: Record<string, string>): { stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, ['-e', `process.stdout.write(require(${JSON.stringify(addonPath())}).kernels.isa())`], {

@@ -2,13 +2,21 @@
  * Independent references for the kernel tests: a seeded RNG, IEEE binary16 decoding/encoding
  * written from the format's definition (not from the native code), and double-precision dots.
  */
-import { native } from '../../lib/native';
+import * as path from 'node:path';
+import { native, packageRoot } from '../../lib/native';
 import type { KernelsBinding } from '../../binding';
 
 export const kernels: KernelsBinding = native().kernels;
 
 /** Every table this CPU and build can run ("scalar" first). */
 export const ISAS: string[] = kernels.availableIsas();
+
+/** The .node file this test process loaded, for child processes, workers and disassembly. */
+export function addonPath(): string {
+  if (process.env.WEIGHTMAP_ADDON) return path.resolve(process.env.WEIGHTMAP_ADDON);
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (require('node-gyp-build') as { path(dir: string): string }).path(packageRoot);
+}
 
 /** Unit roundoff of f32. */
 export const U = 2 ** -24;
