@@ -5,27 +5,13 @@
 //
 // Conventions: row-major; "[out,in]" weights are applied as y = W·x; f16 is IEEE binary16 stored
 // as uint16_t; Q8_0 data is int8 values plus one f32 scale per `group` consecutive elements of
-// the flattened tensor (rows are whole groups: cols % group == 0).
+// the flattened tensor (group >= 1; rows are whole groups: cols % group == 0). Q8_0 weights may be
+// any int8, activations xq lie in [-127, 127] (as quantize_q8 makes them; the AVX2 and AVX-512
+// int8 products rely on it). Every group size works; the SIMD tables are fastest for
+// group % 32 == 0 (matvec) and group % 4 == 0 (matmul) and take the scalar code otherwise.
 //
 // The table holds single-threaded kernels over a row range; the threaded entry points in
 // kernels/parallel.h split rows across a ThreadPool and call the table.
-//
-// Changes since the first draft (all additive, same names and semantics):
-//  - Q8_0 preconditions stated: group >= 1 and cols % group == 0; activations xq in [-127, 127]
-//    (what quantize_q8 produces; the AVX2/AVX-512 int8 products rely on it), weights any int8.
-//    Every group size works; the SIMD tables are fastest for group % 32 == 0 (matvec) and
-//    group % 4 == 0 (matmul), and fall back to the scalar code otherwise.
-//  - quantize_q8 clamps q to [-127, 127] and maps NaN to 0 (finite inputs never need the clamp).
-//  - f16 NaNs convert to quiet NaNs with the payload kept (as F16C and AArch64 FCVT do).
-//  - layernorm accepts b == nullptr (no bias).
-//  - rope_cos_sin + rope_apply: rope split in two, so an engine computes the angles once per
-//    position and applies them to every head.
-//  - parallel.h: MatvecQ8, MatmulQ8, Hgemm, HgemmTrans, Sgemm, SgemmTrans over a ThreadPool.
-//  - quantize_i8 + gemm_i8: per-row int8 activations (in the table's own encoding) × per-channel
-//    int8 weights packed once by I8Matrix (kernels/i8_matrix.h): the encoder's int8 path.
-//  - sgemm_packed: f32 weights packed once by F32Matrix (kernels/f32_matrix.h), bias fused.
-//  - attention: one head of an encoder's attention (q·kᵀ, softmax, ·v).
-//  - matvec_q8_rows: matvec_q8 over several activation rows, bitwise per row (batched decode).
 #pragma once
 
 #include <cstddef>
@@ -78,7 +64,7 @@ struct Q8Act {
 };
 
 // The ggml kernels of a table. A SIMD table may leave any pointer null: dispatch.cc then uses the
-// scalar one (so a variant fills only the types it speeds up). Filled today: every slot in
+// scalar one (so a variant fills only the types it speeds up). Filled: every slot in
 // ggml_dot.cc (the scalar reference), "avx2" and "avx512" (ggml_dot_avx2.cc), "avx512vnni"
 // (ggml_dot_avx512.cc) and "neon" (ggml_dot_neon.cc), all over ggml_tiles.h.
 struct GgmlKernels {
@@ -109,7 +95,8 @@ struct KernelTable {
   const char* isa;  // "scalar", "avx2", "avx512", "avx512vnni", "neon"
 
   // Q8_0 quantization of activations: q = round_half_away(x / s), s = max|x| / 127 per group
-  // (s = 0 and q = 0 for an all-zero group). x[n] -> q[n], s[n / group]; n % group == 0.
+  // (s = 0 and q = 0 for an all-zero group), clamped to [-127, 127] (needed only for non-finite x),
+  // NaN -> 0. x[n] -> q[n], s[n / group]; n % group == 0.
   void (*quantize_q8)(const float* x, int64_t n, int group, int8_t* q, float* s);
 
   // Rows [r0, r1) of y = W·x for Q8_0 W [rows, cols] and quantized x [cols]:
@@ -143,7 +130,8 @@ struct KernelTable {
   void (*sgemm_trans)(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n,
                       int64_t n0, int64_t n1);
 
-  // Conversions (exact, including subnormals, Inf and NaN).
+  // Conversions (exact, including subnormals, Inf and NaN; a NaN becomes quiet with its payload
+  // kept, as F16C and AArch64 FCVT do).
   void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
   void (*f32_to_f16)(const float* x, uint16_t* y, int64_t n);  // round to nearest even
   void (*bf16_to_f32)(const uint16_t* x, float* y, int64_t n);

@@ -48,10 +48,6 @@ void SgemmPacked(ThreadPool* pool, const KernelTable& t, const float* x, int64_t
 void GemmI8(ThreadPool* pool, const KernelTable& t, const uint8_t* xq, const float* xs, int64_t m, int64_t ldx,
             const I8Weights& w, const float* bias, float* y, int64_t ldy);
 
-inline void MatvecQ8(ThreadPool* pool, const int8_t* wq, const float* ws, const int8_t* xq, const float* xs,
-                     float* y, int64_t rows, int64_t cols, int group) {
-  MatvecQ8(pool, Active(), wq, ws, xq, xs, y, rows, cols, group);
-}
 inline void MatmulQ8(ThreadPool* pool, const int8_t* wq, const float* ws, const int8_t* xq, const float* xs,
                      float* y, int64_t m, int64_t rows, int64_t cols, int64_t ldy, int group) {
   MatmulQ8(pool, Active(), wq, ws, xq, xs, y, m, rows, cols, ldy, group);
