@@ -7,6 +7,7 @@
 // +inf and NaN stays NaN, as expf. Always inlined, so it is compiled with its caller's flags.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -45,26 +46,19 @@ constexpr uint32_t kExpHiBits = 0x42B17218u;  // kHi = 88.72283935546875f: e^kHi
   return (p + p) * scale;
 }
 
-// e^x for every float. The range tests are on the bits (all ones when true): float compares keep
-// GCC from vectorizing under the default -ftrapping-math, integer ones do not.
+// e^x for every float. Its range tests are float compares, which GCC if-converts (so that loops
+// over it vectorize) only under -fno-trapping-math, as kernels_common.cc is built; the sampler's
+// vocabulary loops test the bits instead (sampling/sampler.cc).
 [[gnu::always_inline]] inline float ExpF32(float x) {
-  constexpr uint32_t kInfBits = 0x7F800000u;
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  const auto all = [](bool c) { return static_cast<uint32_t>(-static_cast<int32_t>(c)); };
-  const uint32_t nan = all((u & 0x7FFFFFFFu) > kInfBits);
-  const uint32_t below = all(u > kExpLoBits) & ~nan;                                            // x < kLo, -inf
-  const uint32_t above = all(static_cast<int32_t>(u) > static_cast<int32_t>(kExpHiBits)) & ~nan;  // x > kHi, +inf
-  const uint32_t xc_bits = (u & ~(below | above | nan)) | (kExpLoBits & (below | nan)) | (kExpHiBits & above);
-  float xc;
-  std::memcpy(&xc, &xc_bits, sizeof xc);
-  const float y = ExpReduced(xc, x);
-  uint32_t y_bits;
-  std::memcpy(&y_bits, &y, sizeof y_bits);
-  y_bits = (y_bits & ~(below | above)) | (kInfBits & above);  // 0 below kLo, +inf above kHi
-  float out;
-  std::memcpy(&out, &y_bits, sizeof out);
-  return out;
+  constexpr float kLo = -86.6f;               // kExpLoBits
+  constexpr float kHi = 88.72283935546875f;   // kExpHiBits
+  // clamped for n (a NaN becomes kLo here, and stays NaN through r)
+  float xc = x > kLo ? x : kLo;
+  xc = xc < kHi ? xc : kHi;
+  float y = ExpReduced(xc, x);
+  y = x < kLo ? 0.0f : y;
+  y = x > kHi ? HUGE_VALF : y;
+  return y;
 }
 
 }  // namespace kernels
