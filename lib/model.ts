@@ -253,7 +253,9 @@ async function loadEngine(weights: ModelWeights, options: LoadModelOptions): Pro
   switch (arch) {
     case 'llama':
     case 'qwen2':
-    case 'qwen3': {
+    case 'qwen3':
+    case 'mistral':
+    case 'gemma3': {
       const engine = await DecoderEngine.load(weights, { threads: options.threads, ...(options.quant ? { quant: options.quant } : {}) });
       // Concurrent generations decode together: their one-token steps run as batched steps.
       const loop = new DecodeLoop(engine);
@@ -300,6 +302,8 @@ function maxSequenceLength(config: ModelConfig): number {
   switch (config.architecture) {
     case 'llama':
     case 'qwen3':
+    case 'mistral':
+    case 'gemma3':
     case 'tllm':
       return config.maxSeqLen;
     case 'moondream':
