@@ -318,7 +318,7 @@ export async function writeGguf(weights: ModelWeights, path: string, options: Wr
   const fromGguf = weights.format === 'gguf' && weights.metadata['gguf.types'] !== undefined;
   const arch = weights.config.architecture;
   if (!fromGguf && !WRITABLE_DECODERS.includes(arch)) {
-    throw new UnsupportedError(`GGUF output is written for Llama, Qwen3, Mistral and Gemma 3 decoders (or GGUF sources), not ${arch}`);
+    throw new UnsupportedError(`GGUF output is written for Llama/Qwen3/Mistral/Gemma 3 decoders (or GGUF sources), not ${arch}`);
   }
   if (fromGguf && weights.tokenizer) await runYielding(decodeVocabularySteps(weights.tokenizer));
   const kvs = fromGguf ? sourceKvs(weights) : await decoderKvs(weights);

@@ -148,6 +148,11 @@ test('greedy tokens equal the reference, decoding alone and in a batched step', 
     }
     expect(seqs[0]).toEqual(want.tokens);
     expect(seqs[1]).toEqual(referenceGreedy(model, prompt.slice(0, 3), 10).tokens);
+    // The keys and values the batched steps cached: the next position's logits against the reference.
+    const seq = [...prompt, ...seqs[0]];
+    const next = await sessions[0].eval([seq.at(-1)!]);
+    const ref = referenceLogits(model, seq).at(-1)!;
+    expect(maxAbsDiff(next, ref)).toBeLessThanOrEqual(tolerance(ref));
     for (const s of sessions) s.dispose();
   } finally {
     engine.dispose();
