@@ -105,13 +105,14 @@ function windowOf(hf: Record<string, unknown>, l: number): number {
 }
 
 /**
- * The logits [tokens.length][vocab] of a causal forward pass over `tokens` from position 0:
+ * The logits [tokens.length][vocab] (the last position's only with `lastOnly`) of a causal
+ * forward pass over `tokens` from position 0:
  * HF's Mistral (RMSNorm·w, SwiGLU) or Gemma 3 (embeddings ×√hidden, RMSNorm·(1 + w), QK-norm,
  * post-attention / pre- and post-FFN norms, GeGLU with tanh GELU, scores / √query_pre_attn_scalar,
  * local layers with rope_local_base_freq). RoPE rotates pairs (i, i + headDim/2) (HF's order).
  * A sliding layer's query at p attends to keys (p - window, p].
  */
-export function referenceLogits(model: TinyDecoder, tokens: number[]): Float64Array[] {
+export function referenceLogits(model: TinyDecoder, tokens: number[], lastOnly = false): Float64Array[] {
   const { hf, weights } = model;
   const s = sizesOf(hf);
   const gemma = hf.model_type === 'gemma3_text';
@@ -202,7 +203,7 @@ export function referenceLogits(model: TinyDecoder, tokens: number[]): Float64Ar
     });
   }
   const head = weights.get('lm_head.weight') ?? embed;
-  return xs.map((x) => matvec(head, rmsnorm(x, w('model.norm.weight')), s.vocab));
+  return (lastOnly ? xs.slice(-1) : xs).map((x) => matvec(head, rmsnorm(x, w('model.norm.weight')), s.vocab));
 }
 
 /** Greedy continuation of `prompt` by the reference, with the smallest top-1 / top-2 logit gap seen. */
@@ -211,7 +212,7 @@ export function referenceGreedy(model: TinyDecoder, prompt: number[], steps: num
   const tokens: number[] = [];
   let minMargin = Infinity;
   for (let i = 0; i < steps; i++) {
-    const logits = referenceLogits(model, seq).at(-1)!;
+    const logits = referenceLogits(model, seq, true)[0];
     const order = [...logits.keys()].sort((a, b) => logits[b] - logits[a]);
     minMargin = Math.min(minMargin, logits[order[0]] - logits[order[1]]);
     tokens.push(order[0]);
