@@ -14,7 +14,7 @@ import { readF32 } from '../../lib/formats/tensor-data';
 import { findTensor, type DecoderConfig, type ModelWeights } from '../../lib/weights';
 import { testWorkspace } from '../helpers/workspace';
 import { argmax, maxAbsDiff } from './decoder-helpers';
-import { referenceGreedy, referenceLogits, tinyDecoder, writeHfFolder, type TinyDecoder } from './tiny-decoder';
+import { engineLogits, referenceGreedy, referenceLogits, referenceTolerance, tinyDecoder, writeHfFolder, type TinyDecoder } from './tiny-decoder';
 
 const ws = testWorkspace('gemma3-');
 
@@ -46,11 +46,6 @@ const GEMMA_HF = {
 /** 14 tokens: more than three windows of 4. */
 const PROMPT = [2, 17, 40, 5, 33, 61, 9, 12, 50, 28, 3, 44, 19, 7];
 
-function tolerance(want: ArrayLike<number>): number {
-  let max = 0;
-  for (let i = 0; i < want.length; i++) max = Math.max(max, Math.abs(want[i]));
-  return 2e-4 * (1 + max);
-}
 
 async function load(model: TinyDecoder): Promise<{ weights: ModelWeights; engine: DecoderEngine }> {
   const weights = await ws.read(writeHfFolder(model, ws.fresh('hf')));
@@ -58,18 +53,9 @@ async function load(model: TinyDecoder): Promise<{ weights: ModelWeights; engine
   return { weights, engine };
 }
 
-async function allLogits(engine: DecoderEngine, tokens: number[]): Promise<Float32Array> {
-  const session = engine.createSession({ contextLength: 32 });
-  try {
-    return await session.eval(tokens, { allLogits: true });
-  } finally {
-    session.dispose();
-  }
-}
-
 function expectNearReference(got: Float32Array, want: Float64Array[], vocab: number): void {
   want.forEach((row, t) => {
-    expect(maxAbsDiff(got.subarray(t * vocab, (t + 1) * vocab), row)).toBeLessThanOrEqual(tolerance(row));
+    expect(maxAbsDiff(got.subarray(t * vocab, (t + 1) * vocab), row)).toBeLessThanOrEqual(referenceTolerance(row));
   });
 }
 
@@ -97,13 +83,13 @@ test('config.json of Gemma3ForCausalLM: the Gemma fields, sliding layers 0 and 1
 test('HF folder: logits of every position match the f64 reference (context longer than the window)', async () => {
   const { engine } = await load(model);
   try {
-    expectNearReference(await allLogits(engine, PROMPT), referenceLogits(model, PROMPT), 64);
+    expectNearReference(await engineLogits(engine, PROMPT), referenceLogits(model, PROMPT), 64);
     // One token at a time (decode) as well as the prompt in one batch (prefill).
     const session = engine.createSession({ contextLength: 32 });
     const want = referenceLogits(model, PROMPT);
     for (let t = 0; t < PROMPT.length; t++) {
       const got = await session.eval([PROMPT[t]]);
-      expect(maxAbsDiff(got, want[t])).toBeLessThanOrEqual(tolerance(want[t]));
+      expect(maxAbsDiff(got, want[t])).toBeLessThanOrEqual(referenceTolerance(want[t]));
     }
     session.dispose();
   } finally {
@@ -115,7 +101,7 @@ test('query_pre_attn_scalar other than head_dim scales the scores by 1/√scalar
   const other = tinyDecoder({ ...GEMMA_HF, query_pre_attn_scalar: 40 }, 8);
   const { engine } = await load(other);
   try {
-    expectNearReference(await allLogits(engine, PROMPT), referenceLogits(other, PROMPT), 64);
+    expectNearReference(await engineLogits(engine, PROMPT), referenceLogits(other, PROMPT), 64);
   } finally {
     engine.dispose();
   }
@@ -152,7 +138,7 @@ test('greedy tokens equal the reference, decoding alone and in a batched step', 
     const seq = [...prompt, ...seqs[0]];
     const next = await sessions[0].eval([seq.at(-1)!]);
     const ref = referenceLogits(model, seq).at(-1)!;
-    expect(maxAbsDiff(next, ref)).toBeLessThanOrEqual(tolerance(ref));
+    expect(maxAbsDiff(next, ref)).toBeLessThanOrEqual(referenceTolerance(ref));
     for (const s of sessions) s.dispose();
   } finally {
     engine.dispose();
@@ -181,8 +167,8 @@ test("GGUF written from the HF folder: llama.cpp's gemma3 keys and names, norms 
 
     const ggufEngine = await DecoderEngine.load(gguf, { threads: 2 });
     try {
-      const a = await allLogits(hfEngine, PROMPT);
-      const b = await allLogits(ggufEngine, PROMPT);
+      const a = await engineLogits(hfEngine, PROMPT);
+      const b = await engineLogits(ggufEngine, PROMPT);
       expect(maxAbsDiff(a, b)).toBeLessThanOrEqual(1e-5);
     } finally {
       ggufEngine.dispose();
@@ -190,6 +176,27 @@ test("GGUF written from the HF folder: llama.cpp's gemma3 keys and names, norms 
   } finally {
     hfEngine.dispose();
   }
+});
+
+test("GGUF's per-layer form of sliding_window_pattern (a bool per layer, true: sliding) reads as the pattern", async () => {
+  const source = await ws.read(writeHfFolder(model, ws.fresh('hf')));
+  const file = ws.fresh('u32.gguf');
+  await writeGguf(source, file);
+  const gguf = await ws.read(file);
+  const key = 'gemma3.attention.sliding_window_pattern';
+  const rewrite = async (layers: boolean[]) => {
+    const metadata = Object.defineProperties({}, Object.getOwnPropertyDescriptors(gguf.metadata)) as Record<string, unknown>;
+    metadata[key] = layers;
+    metadata['gguf.types'] = { ...(gguf.metadata['gguf.types'] as Record<string, string>), [key]: 'array<bool>' };
+    const out = ws.fresh('bools.gguf');
+    await writeGguf({ ...gguf, metadata }, out);
+    return out;
+  };
+  const periodic = await ws.read(await rewrite([true, true, false]));
+  expect(periodic.metadata[key]).toEqual([true, true, false]);
+  expect(periodic.config).toMatchObject({ slidingWindow: 4, slidingWindowPattern: 3 });
+  await expect(ws.read(await rewrite([false, true, true]))).rejects.toMatchObject({ code: 'UNSUPPORTED' });
+  await expect(ws.read(await rewrite([true, false]))).rejects.toMatchObject({ code: 'CONFIG_MISMATCH' });
 });
 
 test('a query_pre_attn_scalar llama.cpp would not derive is refused by the GGUF writer', async () => {

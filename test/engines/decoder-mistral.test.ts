@@ -11,7 +11,7 @@ import { decoderConfigFromHf } from '../../lib/formats/hf-config';
 import type { DecoderConfig } from '../../lib/weights';
 import { testWorkspace } from '../helpers/workspace';
 import { maxAbsDiff } from './decoder-helpers';
-import { referenceGreedy, referenceLogits, tinyDecoder, writeHfFolder } from './tiny-decoder';
+import { engineLogits, referenceGreedy, referenceLogits, referenceTolerance, tinyDecoder, writeHfFolder } from './tiny-decoder';
 
 const ws = testWorkspace('mistral-');
 
@@ -42,19 +42,6 @@ beforeAll(async () => {
 });
 afterAll(() => engine.dispose());
 
-async function logitsAt(e: DecoderEngine, tokens: number[]): Promise<Float32Array> {
-  const session = e.createSession({ contextLength: 32 });
-  try {
-    return await session.eval(tokens, { allLogits: true });
-  } finally {
-    session.dispose();
-  }
-}
-
-function tolerance(want: Float64Array): number {
-  return 2e-4 * (1 + Math.max(...Array.from(want, Math.abs)));
-}
-
 test('config.json: explicit head_dim, the window on every layer; null means full attention', () => {
   const c = decoderConfigFromHf(MISTRAL_HF);
   expect(c).toMatchObject<Partial<DecoderConfig>>({ architecture: 'mistral', headDim: 12, slidingWindow: 4, ropePairing: 'half', qkNorm: false, tieWordEmbeddings: false });
@@ -65,8 +52,8 @@ test('config.json: explicit head_dim, the window on every layer; null means full
 });
 
 test('logits of every position match the f64 reference; greedy tokens equal', async () => {
-  const got = await logitsAt(engine, PROMPT);
-  referenceLogits(model, PROMPT).forEach((row, t) => expect(maxAbsDiff(got.subarray(t * 64, (t + 1) * 64), row)).toBeLessThanOrEqual(tolerance(row)));
+  const got = await engineLogits(engine, PROMPT);
+  referenceLogits(model, PROMPT).forEach((row, t) => expect(maxAbsDiff(got.subarray(t * 64, (t + 1) * 64), row)).toBeLessThanOrEqual(referenceTolerance(row)));
 
   const want = referenceGreedy(model, PROMPT.slice(0, 3), 12);
   expect(want.minMargin).toBeGreaterThan(1e-2);
@@ -86,13 +73,13 @@ test('logits of every position match the f64 reference; greedy tokens equal', as
 test('sliding window closed form: logits at p ignore tokens before p - L·(W - 1), and see the one at it', async () => {
   const p = PROMPT.length - 1;
   const edge = p - LAYERS * (WINDOW - 1); // the earliest position that reaches p
-  const base = await logitsAt(engine, PROMPT);
+  const base = await engineLogits(engine, PROMPT);
   const at = (all: Float32Array) => all.subarray(p * 64, (p + 1) * 64);
   const changed = (pos: number) => PROMPT.map((t, i) => (i === pos ? (t + 31) % 64 : t));
   for (let pos = 0; pos < edge; pos++) {
-    expect(maxAbsDiff(at(await logitsAt(engine, changed(pos))), at(base))).toBe(0);
+    expect(maxAbsDiff(at(await engineLogits(engine, changed(pos))), at(base))).toBe(0);
   }
-  expect(maxAbsDiff(at(await logitsAt(engine, changed(edge))), at(base))).toBeGreaterThan(1e-3);
+  expect(maxAbsDiff(at(await engineLogits(engine, changed(edge))), at(base))).toBeGreaterThan(1e-3);
   // Decoded one token at a time the same holds (the window in the one-query path).
   const session = engine.createSession({ contextLength: 32 });
   let last!: Float32Array;
@@ -110,7 +97,7 @@ test("GGUF written from the HF folder reads back as Mistral (llama.cpp's llama +
   expect(gguf.config).toMatchObject({ architecture: 'mistral', ropePairing: 'interleaved', slidingWindow: 4, headDim: 12 });
   const ggufEngine = await DecoderEngine.load(gguf, { threads: 2 });
   try {
-    expect(maxAbsDiff(await logitsAt(ggufEngine, PROMPT), await logitsAt(engine, PROMPT))).toBeLessThanOrEqual(1e-5);
+    expect(maxAbsDiff(await engineLogits(ggufEngine, PROMPT), await engineLogits(engine, PROMPT))).toBeLessThanOrEqual(1e-5);
   } finally {
     ggufEngine.dispose();
   }

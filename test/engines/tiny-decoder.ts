@@ -6,6 +6,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import type { DecoderEngine } from '../../lib/engines/decoder';
 import { mulberry32 } from '../helpers/rng';
 
 export interface TinyDecoder {
@@ -219,4 +220,21 @@ export function referenceGreedy(model: TinyDecoder, prompt: number[], steps: num
     seq.push(order[0]);
   }
   return { tokens, minMargin };
+}
+
+/** The bound the engine's f32 logits keep from the f64 reference's `want`: 2e-4·(1 + max |logit|). */
+export function referenceTolerance(want: ArrayLike<number>): number {
+  let max = 0;
+  for (let i = 0; i < want.length; i++) max = Math.max(max, Math.abs(want[i]));
+  return 2e-4 * (1 + max);
+}
+
+/** The engine's logits [tokens.length, vocab] of `tokens` from position 0, in a fresh session. */
+export async function engineLogits(engine: DecoderEngine, tokens: number[]): Promise<Float32Array> {
+  const session = engine.createSession({ contextLength: 32 });
+  try {
+    return await session.eval(tokens, { allLogits: true });
+  } finally {
+    session.dispose();
+  }
 }
