@@ -33,7 +33,8 @@ const MISTRAL_HF = {
   tie_word_embeddings: false,
 };
 const WINDOW = 4, LAYERS = 2;
-const PROMPT = [1, 17, 40, 5, 33, 61, 9, 12, 50, 28, 3, 44, 19];
+/** 45 ids: prefill's second tile of 32 queries starts past the window (its keys start at 29). */
+const PROMPT = [1, ...Array.from({ length: 44 }, (_, i) => (i * 37 + 11) % 64)];
 const model = tinyDecoder(MISTRAL_HF, 11);
 let engine: DecoderEngine;
 
@@ -80,8 +81,12 @@ test('sliding window closed form: logits at p ignore tokens before p - L·(W - 1
     expect(maxAbsDiff(at(await engineLogits(engine, changed(pos))), at(base))).toBe(0);
   }
   expect(maxAbsDiff(at(await engineLogits(engine, changed(edge))), at(base))).toBeGreaterThan(1e-3);
+  // With an f16 KV cache (hgemm over the window) too, and within f16 rounding of the f32 cache.
+  const half = await engineLogits(engine, PROMPT, 'f16');
+  expect(maxAbsDiff(at(await engineLogits(engine, changed(edge - 1), 'f16')), at(half))).toBe(0);
+  expect(maxAbsDiff(half, base)).toBeLessThanOrEqual(1e-2 * (1 + Math.max(...Array.from(base, Math.abs))));
   // Decoded one token at a time the same holds (the window in the one-query path).
-  const session = engine.createSession({ contextLength: 32 });
+  const session = engine.createSession({ contextLength: 64 });
   let last!: Float32Array;
   for (const t of changed(edge - 1)) last = await session.eval([t]);
   session.dispose();

@@ -229,9 +229,9 @@ export function referenceTolerance(want: ArrayLike<number>): number {
   return 2e-4 * (1 + max);
 }
 
-/** The engine's logits [tokens.length, vocab] of `tokens` from position 0, in a fresh session. */
-export async function engineLogits(engine: DecoderEngine, tokens: number[]): Promise<Float32Array> {
-  const session = engine.createSession({ contextLength: 32 });
+/** The engine's logits [tokens.length, vocab] of `tokens` from position 0, in a fresh session (64 positions). */
+export async function engineLogits(engine: DecoderEngine, tokens: number[], kvCache: 'f32' | 'f16' = 'f32'): Promise<Float32Array> {
+  const session = engine.createSession({ contextLength: 64, kvCache });
   try {
     return await session.eval(tokens, { allLogits: true });
   } finally {
