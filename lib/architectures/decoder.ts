@@ -53,6 +53,7 @@ export function variantFields(architecture: DecoderArchitecture, hiddenSize: num
   return {
     qkNorm: v.qkNorm,
     ...(v.qkvBias ? { qkvBias: true } : {}),
+    // √hidden as llama.cpp scales (f32); transformers rounds it to the weights' dtype first (34 for the 1B's bf16, not 33.94).
     ...(v.gemma ? { sandwichNorms: true, activation: 'gelu_tanh' as const, embeddingScale: Math.sqrt(hiddenSize) } : {}),
   };
 }
