@@ -67,6 +67,15 @@ export const HF_DECODER_CLASSES: Readonly<Record<DecoderArchitecture, string>> =
   gemma3: 'Gemma3ForCausalLM',
 };
 
+/** The model_type of each variant's HF config.json (Gemma3ForCausalLM's text config is gemma3_text). */
+export const HF_MODEL_TYPES: Readonly<Record<DecoderArchitecture, string>> = {
+  llama: 'llama',
+  qwen2: 'qwen2',
+  qwen3: 'qwen3',
+  mistral: 'mistral',
+  gemma3: 'gemma3_text',
+};
+
 /**
  * Gemma 3's attention kinds: layer l slides (sees the last `slidingWindow` positions) unless
  * l % pattern == pattern - 1 (HF's `sliding_window_pattern`, llama.cpp's

@@ -23,7 +23,7 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { DECODER_VARIANTS, HF_DECODER_CLASSES, isDecoderArchitecture, isDecoderConfig, isSlidingLayer, llama3RopeFactors, slidingPatternOf, variantFields, type DecoderArchitecture, type Llama3RopeScaling } from '../architectures/decoder';
+import { DECODER_VARIANTS, HF_DECODER_CLASSES, HF_MODEL_TYPES, isDecoderArchitecture, isDecoderConfig, isSlidingLayer, llama3RopeFactors, slidingPatternOf, variantFields, type DecoderArchitecture, type Llama3RopeScaling } from '../architectures/decoder';
 import type { BertConfig, DecoderConfig, ModelConfig, MoondreamConfig, TllmConfig } from '../weights';
 import { fail } from './bytes';
 import { moondreamConfigFromJson, moondreamConfigToJson } from './moon';
@@ -47,8 +47,9 @@ export function hfArchitecture(hf: HfJson): HfArchitecture {
   if (modelType === 'llama' || (!modelType && classes.some((c) => c.startsWith('Llama')))) return 'llama';
   if (modelType === 'qwen3' || (!modelType && classes.some((c) => c.startsWith('Qwen3') && !c.startsWith('Qwen3Moe')))) return 'qwen3';
   if (modelType === 'qwen2' || (!modelType && classes.includes(HF_DECODER_CLASSES.qwen2))) return 'qwen2';
-  if (modelType === 'mistral' || (!modelType && classes.includes(HF_DECODER_CLASSES.mistral))) return 'mistral';
-  if (modelType === 'gemma3_text' || (!modelType && classes.includes(HF_DECODER_CLASSES.gemma3))) return 'gemma3';
+  for (const arch of ['mistral', 'gemma3'] as const) {
+    if (modelType === HF_MODEL_TYPES[arch] || (!modelType && classes.includes(HF_DECODER_CLASSES[arch]))) return arch;
+  }
   if (modelType === 'bert' || (!modelType && classes.some((c) => c.startsWith('Bert')))) return 'bert';
   if (modelType === 'tllm') return 'tllm';
   if (modelType === 'moondream1' || modelType === 'moondream' || (!modelType && classes.includes('HfMoondream'))) return 'moondream';
@@ -245,7 +246,7 @@ export function hfConfigFromDecoder(c: DecoderConfig, extra: HfJson = {}): HfJso
   if (!gemma && c.architecture !== 'mistral' && c.slidingWindow !== undefined) fail('UNSUPPORTED', `sliding-window attention cannot be written to a ${c.architecture} config.json`, { found: c.slidingWindow });
   const out: HfJson = {
     architectures: [HF_DECODER_CLASSES[c.architecture]],
-    model_type: c.architecture,
+    model_type: HF_MODEL_TYPES[c.architecture],
     hidden_size: c.hiddenSize,
     intermediate_size: c.intermediateSize,
     num_hidden_layers: c.numLayers,
@@ -265,7 +266,8 @@ export function hfConfigFromDecoder(c: DecoderConfig, extra: HfJson = {}): HfJso
     out.sliding_window = c.slidingWindow ?? null;
     if (c.slidingWindow !== undefined) {
       out.layer_types = Array.from({ length: c.numLayers }, (_, l) => (isSlidingLayer(c, l) ? 'sliding_attention' : 'full_attention'));
-      out.sliding_window_pattern = c.slidingWindowPattern ?? 0;
+      // transformers' older key; without a pattern every layer slides, which only layer_types says.
+      if (c.slidingWindowPattern) out.sliding_window_pattern = c.slidingWindowPattern;
       out.rope_local_base_freq = c.ropeLocalTheta ?? c.ropeTheta;
     }
   }

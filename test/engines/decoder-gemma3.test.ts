@@ -9,7 +9,7 @@
 import { native } from '../../lib/native';
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { writeGguf } from '../../lib/formats/gguf-writer';
-import { decoderConfigFromHf } from '../../lib/formats/hf-config';
+import { decoderConfigFromHf, hfConfigFromDecoder } from '../../lib/formats/hf-config';
 import { readF32 } from '../../lib/formats/tensor-data';
 import { findTensor, type DecoderConfig, type ModelWeights } from '../../lib/weights';
 import { testWorkspace } from '../helpers/workspace';
@@ -76,6 +76,10 @@ test('config.json of Gemma3ForCausalLM: the Gemma fields, sliding layers 0 and 1
     rope_parameters: { full_attention: { rope_type: 'default', rope_theta: 1e6 }, sliding_attention: { rope_type: 'default', rope_theta: 10000 } },
   });
   expect([c2.slidingWindowPattern, c2.ropeTheta, c2.ropeLocalTheta]).toEqual([3, 1e6, 10000]);
+  // Written back (weightmap's HF writer) and read again: the same config.
+  expect(decoderConfigFromHf(hfConfigFromDecoder(c))).toEqual(c);
+  const allSliding = { ...c, slidingWindowPattern: undefined };
+  expect(decoderConfigFromHf(hfConfigFromDecoder(allSliding))).toEqual({ ...c, slidingWindowPattern: undefined, slidingWindow: 4 });
   expect(() => decoderConfigFromHf({ ...GEMMA_HF, final_logit_softcapping: 30 })).toThrow(expect.objectContaining({ code: 'UNSUPPORTED' }));
   expect(() => decoderConfigFromHf({ ...GEMMA_HF, hidden_activation: 'silu' })).toThrow(expect.objectContaining({ code: 'UNSUPPORTED' }));
 });

@@ -7,7 +7,7 @@
  */
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { writeGguf } from '../../lib/formats/gguf-writer';
-import { decoderConfigFromHf } from '../../lib/formats/hf-config';
+import { decoderConfigFromHf, hfConfigFromDecoder } from '../../lib/formats/hf-config';
 import type { DecoderConfig } from '../../lib/weights';
 import { testWorkspace } from '../helpers/workspace';
 import { maxAbsDiff } from './decoder-helpers';
@@ -47,6 +47,7 @@ test('config.json: explicit head_dim, the window on every layer; null means full
   const c = decoderConfigFromHf(MISTRAL_HF);
   expect(c).toMatchObject<Partial<DecoderConfig>>({ architecture: 'mistral', headDim: 12, slidingWindow: 4, ropePairing: 'half', qkNorm: false, tieWordEmbeddings: false });
   expect(c.slidingWindowPattern).toBeUndefined();
+  expect(decoderConfigFromHf(hfConfigFromDecoder(c))).toEqual(c);
   expect(decoderConfigFromHf({ ...MISTRAL_HF, sliding_window: null }).slidingWindow).toBeUndefined();
   const { sliding_window: _w, ...noKey } = MISTRAL_HF;
   expect(decoderConfigFromHf(noKey).slidingWindow).toBe(4096); // MistralConfig's default
