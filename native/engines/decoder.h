@@ -51,11 +51,11 @@ struct DecoderConfig {
   double attn_scalar = 0;       // attention scores × 1/√attn_scalar (0: head_dim)
 
   int64_t q_dim() const { return n_heads * head_dim; }
+  int64_t kv_dim() const { return n_kv_heads * head_dim; }
   bool Sliding(int64_t layer) const {
     return sliding_window > 0 && (swa_pattern == 0 || layer % swa_pattern < swa_pattern - 1);
   }
   double LayerTheta(int64_t layer) const { return Sliding(layer) && theta_local > 0 ? theta_local : theta; }
-  int64_t kv_dim() const { return n_kv_heads * head_dim; }
   // Throws SpecError CONFIG_MISMATCH for values the engine cannot run.
   void Validate() const;
 };
