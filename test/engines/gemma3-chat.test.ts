@@ -58,4 +58,5 @@ test('chat template, tokenizer and greedy chat of a Gemma 3 folder', async () =>
   } finally {
     lm.dispose();
   }
-});
+  // Building the 262,145-token tokenizer takes seconds alone, far more on a loaded machine.
+}, 300_000);
