@@ -334,6 +334,8 @@ export type DecoderNativeConfig = Pick<
   DecoderConfig,
   | 'hiddenSize' | 'intermediateSize' | 'numLayers' | 'numHeads' | 'numKvHeads' | 'headDim' | 'vocabSize'
   | 'maxSeqLen' | 'rmsNormEps' | 'ropeTheta' | 'ropePairing' | 'tieWordEmbeddings' | 'qkNorm' | 'qkvBias' | 'ropeFreqFactors'
+  | 'slidingWindow' | 'slidingWindowPattern' | 'ropeLocalTheta' | 'normWeightOffset' | 'sandwichNorms' | 'activation'
+  | 'embeddingScale' | 'queryPreAttnScalar'
 >;
 
 export interface DecoderNativeOptions {

@@ -253,7 +253,9 @@ async function loadEngine(weights: ModelWeights, options: LoadModelOptions): Pro
   switch (arch) {
     case 'llama':
     case 'qwen2':
-    case 'qwen3': {
+    case 'qwen3':
+    case 'mistral':
+    case 'gemma3': {
       const engine = await DecoderEngine.load(weights, { threads: options.threads, ...(options.quant ? { quant: options.quant } : {}) });
       // Concurrent generations decode together: their one-token steps run as batched steps.
       const loop = new DecodeLoop(engine);
@@ -300,6 +302,8 @@ function maxSequenceLength(config: ModelConfig): number {
   switch (config.architecture) {
     case 'llama':
     case 'qwen3':
+    case 'mistral':
+    case 'gemma3':
     case 'tllm':
       return config.maxSeqLen;
     case 'moondream':
@@ -394,6 +398,17 @@ function checkLoadOptions(options: LoadModelOptions): void {
   }
 }
 
+/**
+ * Whether the ids a tokenizer has past the model's logits are only special tokens (or unused), a
+ * few at most: Gemma 3's tokenizer.json puts <image_soft_token> at 262144, one past the text
+ * model's 262144 logits. The model can neither produce them nor be fed them (checkTokenIds).
+ */
+function onlyControlTokensPast(tokenizer: Tokenizer, logits: number): boolean {
+  if (tokenizer.vocabSize - logits > 1024) return false;
+  for (let id = logits; id < tokenizer.vocabSize; id++) if (tokenizer.idToToken(id) !== undefined && !tokenizer.isSpecial(id)) return false;
+  return true;
+}
+
 /** Reads the weights at `path` (format found by its bytes), binds them to their engine, finds the tokenizer. */
 export async function loadModel(path: string, options: LoadModelOptions = {}): Promise<Model> {
   if (typeof path !== 'string') throw new TypeError('loadModel(path): path must be a string');
@@ -419,7 +434,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
     loadingTokenizer.catch(() => undefined); // awaited below, unless the engine fails first
     engine = await loadEngine(weights, options);
     const tokenizer = (await loadingTokenizer) ?? idsOnlyTokenizer(engine.vocabSize, weights.path);
-    if (tokenizer.vocabSize > engine.vocabSize) {
+    if (tokenizer.vocabSize > engine.vocabSize && !onlyControlTokensPast(tokenizer, engine.vocabSize)) {
       throw new WeightFormatError('CONFIG_MISMATCH', 'the tokenizer has more tokens than the model has logits', {
         path: weights.path,
         expected: `<= ${engine.vocabSize}`,

@@ -73,7 +73,7 @@ export interface TensorView {
 
 export type Architecture = DecoderArchitecture | 'tllm' | 'bert' | 'moondream' | 'unknown';
 
-/** Llama, Qwen2 and Qwen3 (the decoder engine; variants in lib/architectures/decoder.ts). Matrices [out,in]. */
+/** Llama, Qwen2, Qwen3, Mistral and Gemma 3 (the decoder engine; variants in lib/architectures/decoder.ts). Matrices [out,in]. */
 export interface DecoderConfig {
   architecture: DecoderArchitecture;
   hiddenSize: number;
@@ -98,6 +98,28 @@ export interface DecoderConfig {
    * frequency of pair i is divided by factor i. Absent: plain RoPE.
    */
   ropeFreqFactors?: number[];
+  /**
+   * Sliding-window attention (Mistral; Gemma 3's local layers): a position attends to the last
+   * slidingWindow positions, itself included. Absent: full attention.
+   */
+  slidingWindow?: number;
+  /** With slidingWindow: layer l attends globally when l % N == N - 1 (Gemma 3: 6). Absent or 0: every layer slides. */
+  slidingWindowPattern?: number;
+  /** RoPE base of the sliding layers (Gemma 3's rope_local_base_freq); absent: ropeTheta. */
+  ropeLocalTheta?: number;
+  /**
+   * Gemma: every norm scales by (normWeightOffset + w) of its stored weight w: 1 for HF checkpoints,
+   * 0 for llama.cpp's GGUF (its converter stores 1 + w). Absent: 0.
+   */
+  normWeightOffset?: number;
+  /** Gemma 3: RMSNorm of the attention and FFN outputs before their residual adds (see DECODER_VARIANTS). */
+  sandwichNorms?: boolean;
+  /** The FFN gate's activation: 'silu' (SwiGLU, the default) or 'gelu_tanh' (GeGLU, Gemma). */
+  activation?: 'silu' | 'gelu_tanh';
+  /** Token embeddings are multiplied by this (Gemma: √hiddenSize). Absent: 1. */
+  embeddingScale?: number;
+  /** Attention scores scale by 1/√queryPreAttnScalar (Gemma 3's query_pre_attn_scalar). Absent: headDim. */
+  queryPreAttnScalar?: number;
   bosTokenId?: number;
   eosTokenIds?: number[];
   /** Q8_0 group size of the stored weights, when quantized. */

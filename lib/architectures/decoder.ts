@@ -1,8 +1,9 @@
 /**
- * The decoder variants (Llama, Qwen2, Qwen3) and their canonical tensor names and shapes (HF
- * transformers' keys, [out,in] matrices). Every reader of a decoder format names its tensors with
- * these, every writer maps from them, and the engine looks them up here. A variant that differs
- * from Llama by a feature the engine has (biases, QK-norm) is one entry of DECODER_VARIANTS.
+ * The decoder variants (Llama, Qwen2, Qwen3, Mistral, Gemma 3) and their canonical tensor names
+ * and shapes (HF transformers' keys, [out,in] matrices). Every reader of a decoder format names its
+ * tensors with these, every writer maps from them, and the engine looks them up here. A variant
+ * that differs from Llama by a feature the engine has (biases, QK-norm, sandwich norms, GeGLU) is
+ * one entry of DECODER_VARIANTS.
  */
 import type { DecoderConfig, ModelConfig } from '../weights';
 
@@ -15,12 +16,22 @@ export interface DecoderVariant {
   ggufRopePairing: 'half' | 'interleaved';
   /** RMSNorm epsilon when a GGUF file omits it. */
   ggufDefaultEps: number;
+  /** general.architecture in GGUF (llama.cpp converts Mistral as `llama`). */
+  ggufArchitecture: string;
+  /**
+   * Gemma 3: RMSNorms after attention and after the FFN as well (post_attention_layernorm,
+   * post_feedforward_layernorm), the FFN's own before it (pre_feedforward_layernorm); GeGLU with
+   * tanh GELU; embeddings scaled by √hidden; norm weights w scale by (1 + w) in HF checkpoints.
+   */
+  gemma: boolean;
 }
 
 export const DECODER_VARIANTS = {
-  llama: { qkNorm: false, qkvBias: false, ggufRopePairing: 'interleaved', ggufDefaultEps: 1e-5 },
-  qwen2: { qkNorm: false, qkvBias: true, ggufRopePairing: 'half', ggufDefaultEps: 1e-6 },
-  qwen3: { qkNorm: true, qkvBias: false, ggufRopePairing: 'half', ggufDefaultEps: 1e-6 },
+  llama: { qkNorm: false, qkvBias: false, ggufRopePairing: 'interleaved', ggufDefaultEps: 1e-5, ggufArchitecture: 'llama', gemma: false },
+  qwen2: { qkNorm: false, qkvBias: true, ggufRopePairing: 'half', ggufDefaultEps: 1e-6, ggufArchitecture: 'qwen2', gemma: false },
+  qwen3: { qkNorm: true, qkvBias: false, ggufRopePairing: 'half', ggufDefaultEps: 1e-6, ggufArchitecture: 'qwen3', gemma: false },
+  mistral: { qkNorm: false, qkvBias: false, ggufRopePairing: 'interleaved', ggufDefaultEps: 1e-5, ggufArchitecture: 'llama', gemma: false },
+  gemma3: { qkNorm: true, qkvBias: false, ggufRopePairing: 'half', ggufDefaultEps: 1e-6, ggufArchitecture: 'gemma3', gemma: true },
 } as const satisfies Record<string, DecoderVariant>;
 
 export type DecoderArchitecture = keyof typeof DECODER_VARIANTS;
@@ -33,12 +44,58 @@ export function isDecoderConfig(config: ModelConfig): config is DecoderConfig {
   return isDecoderArchitecture(config.architecture);
 }
 
+/**
+ * The config fields a variant fixes (every reader sets them the same way); normWeightOffset is the
+ * reader's, as it depends on the format.
+ */
+export function variantFields(architecture: DecoderArchitecture, hiddenSize: number): Pick<DecoderConfig, 'qkNorm' | 'qkvBias' | 'sandwichNorms' | 'activation' | 'embeddingScale'> {
+  const v: DecoderVariant = DECODER_VARIANTS[architecture];
+  return {
+    qkNorm: v.qkNorm,
+    ...(v.qkvBias ? { qkvBias: true } : {}),
+    // √hidden as llama.cpp scales (f32); transformers rounds it to the weights' dtype first (34 for the 1B's bf16, not 33.94).
+    ...(v.gemma ? { sandwichNorms: true, activation: 'gelu_tanh' as const, embeddingScale: Math.sqrt(hiddenSize) } : {}),
+  };
+}
+
 /** The architecture class name HF transformers gives each variant. */
 export const HF_DECODER_CLASSES: Readonly<Record<DecoderArchitecture, string>> = {
   llama: 'LlamaForCausalLM',
   qwen2: 'Qwen2ForCausalLM',
   qwen3: 'Qwen3ForCausalLM',
+  mistral: 'MistralForCausalLM',
+  gemma3: 'Gemma3ForCausalLM',
 };
+
+/** The model_type of each variant's HF config.json (Gemma3ForCausalLM's text config is gemma3_text). */
+export const HF_MODEL_TYPES: Readonly<Record<DecoderArchitecture, string>> = {
+  llama: 'llama',
+  qwen2: 'qwen2',
+  qwen3: 'qwen3',
+  mistral: 'mistral',
+  gemma3: 'gemma3_text',
+};
+
+/**
+ * Gemma 3's attention kinds: layer l slides (sees the last `slidingWindow` positions) unless
+ * l % pattern == pattern - 1 (HF's `sliding_window_pattern`, llama.cpp's
+ * `attention.sliding_window_pattern`); without a pattern every layer slides (Mistral).
+ */
+export function isSlidingLayer(c: Pick<DecoderConfig, 'slidingWindow' | 'slidingWindowPattern'>, l: number): boolean {
+  if (!c.slidingWindow) return false;
+  const n = c.slidingWindowPattern;
+  return !n || l % n < n - 1;
+}
+
+/**
+ * The sliding-window pattern of a per-layer list (true: the layer slides), or undefined when the
+ * list is not "every Nth layer global" (all sliding gives 0: no global layer).
+ */
+export function slidingPatternOf(sliding: readonly boolean[]): number | undefined {
+  const first = sliding.indexOf(false);
+  const pattern = first < 0 ? 0 : first + 1;
+  return sliding.every((s, l) => s === isSlidingLayer({ slidingWindow: 1, slidingWindowPattern: pattern }, l)) ? pattern : undefined;
+}
 
 /** Llama 3's `rope_scaling` (rope_type 'llama3') in HF config.json. */
 export interface Llama3RopeScaling {
@@ -84,7 +141,11 @@ export const DECODER_NAMES = {
   qBias: (l: number) => `model.layers.${l}.self_attn.q_proj.bias`,
   kBias: (l: number) => `model.layers.${l}.self_attn.k_proj.bias`,
   vBias: (l: number) => `model.layers.${l}.self_attn.v_proj.bias`,
+  /** Llama: the norm before the FFN; Gemma 3: the norm of the attention output (postAttnNorm). */
   ffnNorm: (l: number) => `model.layers.${l}.post_attention_layernorm.weight`,
+  postAttnNorm: (l: number) => `model.layers.${l}.post_attention_layernorm.weight`,
+  preFfnNorm: (l: number) => `model.layers.${l}.pre_feedforward_layernorm.weight`,
+  postFfnNorm: (l: number) => `model.layers.${l}.post_feedforward_layernorm.weight`,
   gate: (l: number) => `model.layers.${l}.mlp.gate_proj.weight`,
   up: (l: number) => `model.layers.${l}.mlp.up_proj.weight`,
   down: (l: number) => `model.layers.${l}.mlp.down_proj.weight`,
@@ -110,8 +171,9 @@ export function decoderTensorShapes(c: DecoderConfig): { name: string; shape: nu
     if (c.qkNorm) {
       out.push({ name: DECODER_NAMES.qNorm(l), shape: [c.headDim] }, { name: DECODER_NAMES.kNorm(l), shape: [c.headDim] });
     }
+    out.push({ name: DECODER_NAMES.ffnNorm(l), shape: [d] });
+    if (c.sandwichNorms) out.push({ name: DECODER_NAMES.preFfnNorm(l), shape: [d] }, { name: DECODER_NAMES.postFfnNorm(l), shape: [d] });
     out.push(
-      { name: DECODER_NAMES.ffnNorm(l), shape: [d] },
       { name: DECODER_NAMES.gate(l), shape: [c.intermediateSize, d] },
       { name: DECODER_NAMES.up(l), shape: [c.intermediateSize, d] },
       { name: DECODER_NAMES.down(l), shape: [d, c.intermediateSize] },

@@ -77,10 +77,18 @@ const DEFAULT_CONTEXT = 4096;
 function nativeConfig(c: DecoderConfig): DecoderNativeConfig {
   const { hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, vocabSize, maxSeqLen } = c;
   const { rmsNormEps, ropeTheta, ropePairing, tieWordEmbeddings, qkNorm, qkvBias, ropeFreqFactors } = c;
+  const { slidingWindow, slidingWindowPattern, ropeLocalTheta, normWeightOffset, sandwichNorms, activation, embeddingScale, queryPreAttnScalar } = c;
   return {
     hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, vocabSize, maxSeqLen, rmsNormEps, ropeTheta, ropePairing, tieWordEmbeddings, qkNorm,
     qkvBias: qkvBias ?? false,
     ...(ropeFreqFactors ? { ropeFreqFactors } : {}),
+    // Gemma 3 and Mistral (absent: Llama's behaviour).
+    ...(slidingWindow !== undefined ? { slidingWindow, slidingWindowPattern: slidingWindowPattern ?? 0, ropeLocalTheta: ropeLocalTheta ?? ropeTheta } : {}),
+    normWeightOffset: normWeightOffset ?? 0,
+    sandwichNorms: sandwichNorms ?? false,
+    activation: activation ?? 'silu',
+    embeddingScale: embeddingScale ?? 1,
+    queryPreAttnScalar: queryPreAttnScalar ?? headDim,
   };
 }
 
@@ -88,7 +96,7 @@ function nativeConfig(c: DecoderConfig): DecoderNativeConfig {
 export function decoderWeightsSpec(weights: ModelWeights) {
   const c = weights.config;
   if (!isDecoderConfig(c)) {
-    throw new UnsupportedError(`the decoder engine runs llama, qwen2 and qwen3 models, not '${c.architecture}'`);
+    throw new UnsupportedError(`the decoder engine runs llama, qwen2, qwen3, mistral and gemma3 models, not '${c.architecture}'`);
   }
   const needed = new Set(decoderTensorShapes(c).map((t) => t.name));
   if (c.tieWordEmbeddings) needed.delete(DECODER_NAMES.lmHead);

@@ -4,9 +4,11 @@
  * Weights read from a GGUF file are written back with their own key/values (in order, with the
  * value types recorded in metadata['gguf.types']) and every tensor, including those of types
  * weightmap cannot use (copied as raw blocks): reading a GGUF file and writing it again gives the
- * same bytes when nothing was converted. Weights from other formats must be a Llama or Qwen3
- * decoder: the `llama.*` / `qwen3.*` keys are derived from the config, q/k rows are put in the
- * order llama.cpp expects (Meta 'interleaved' for llama, 'half' for qwen3), and the source's
+ * same bytes when nothing was converted. Weights from other formats must be a Llama, Qwen3, Mistral
+ * or Gemma 3 decoder: the `llama.*` / `qwen3.*` / `gemma3.*` keys are derived from the config
+ * (Mistral as llama.cpp converts it: `llama`, plus `llama.attention.sliding_window`), q/k rows are
+ * put in the order llama.cpp expects (Meta 'interleaved' for llama, 'half' for qwen3 and gemma3),
+ * Gemma's norm weights w are stored as 1 + w as llama.cpp's converter does, and the source's
  * vocabulary becomes `tokenizer.ggml.*` (vocab-convert.ts: a llama2.c one as model "llama", an
  * ajc1 or HF byte-level BPE one as model "gpt2" with its merges) with its Jinja chat template as
  * `tokenizer.chat_template`.
@@ -17,12 +19,12 @@
  * zeros; the file ends with the last tensor.
  */
 import { rangeError, UnsupportedError } from '../errors';
-import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import { numel, type DecoderConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import type { FloatDType } from './dtype-convert';
 import { DECODER_VARIANTS, isDecoderConfig } from '../architectures/decoder';
 import { decodeVocabularySteps, GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggmlBlockTypeId, ggufTensorName } from './gguf';
 import { permutedRowChunks, qkRowSources } from './rope-order';
-import { canonicalShape, isFloatReadable, rawChunks, releasePages } from './tensor-data';
+import { canonicalShape, f32Chunks, isFloatReadable, rawChunks, releasePages } from './tensor-data';
 import type { WriteOptions } from './types';
 import { writeOutputs } from './output-files';
 import { ggufVocabulary, jinjaChatTemplateOf } from './vocab-convert';
@@ -174,10 +176,30 @@ function vocabularyKvs(t: Extract<TokenizerData, { kind: 'gguf' }> | undefined, 
   return out;
 }
 
+/** The architectures a GGUF is written for from other formats. */
+const WRITABLE_DECODERS = ['llama', 'qwen3', 'mistral', 'gemma3'];
+
+/** Sliding-window keys: Mistral's window (llama.cpp ignores it), Gemma 3's window, pattern and local RoPE base. */
+function slidingWindowKvs(c: DecoderConfig, a: string): KvEntry[] {
+  if (c.slidingWindow === undefined) return [];
+  const out: KvEntry[] = [[`${a}.attention.sliding_window`, 'u32', c.slidingWindow]];
+  if (c.architecture === 'gemma3') {
+    // llama.cpp's pattern 0 is "every layer slides", as our absent pattern.
+    out.push([`${a}.attention.sliding_window_pattern`, 'u32', c.slidingWindowPattern ?? 0]);
+    out.push([`${a}.rope.freq_base_swa`, 'f32', c.ropeLocalTheta ?? c.ropeTheta]);
+  }
+  return out;
+}
+
 async function decoderKvs(weights: ModelWeights): Promise<KvEntry[]> {
   const c = weights.config;
-  if (c.architecture !== 'llama' && c.architecture !== 'qwen3') throw new Error('unreachable');
-  const a = c.architecture;
+  if (!isDecoderConfig(c) || !WRITABLE_DECODERS.includes(c.architecture)) throw new Error('unreachable');
+  const a = DECODER_VARIANTS[c.architecture].ggufArchitecture;
+  // llama.cpp derives Gemma 3's attention scale from the head size (src/models/gemma3.cpp).
+  const llamaCppScalar = c.numLayers === 62 ? c.hiddenSize / c.numHeads : c.headDim;
+  if (c.architecture === 'gemma3' && (c.queryPreAttnScalar ?? c.headDim) !== llamaCppScalar) {
+    throw new UnsupportedError(`GGUF cannot store Gemma 3's query_pre_attn_scalar ${c.queryPreAttnScalar} (llama.cpp uses ${llamaCppScalar})`);
+  }
   return [
     ['general.architecture', 'string', a],
     [`${a}.context_length`, 'u32', c.maxSeqLen],
@@ -191,6 +213,7 @@ async function decoderKvs(weights: ModelWeights): Promise<KvEntry[]> {
     [`${a}.rope.dimension_count`, 'u32', c.headDim],
     [`${a}.rope.freq_base`, 'f32', c.ropeTheta],
     [`${a}.attention.layer_norm_rms_epsilon`, 'f32', c.rmsNormEps],
+    ...slidingWindowKvs(c, a),
     ...vocabularyKvs(await ggufVocabulary(weights, c.vocabSize), jinjaChatTemplateOf(weights)),
   ];
 }
@@ -220,7 +243,15 @@ function planTensorBytes(weights: ModelWeights, view: TensorView, options: Write
   const shape = canonicalShape(view);
   const dims = [...shape].reverse();
   const decoder = isDecoderConfig(c);
-  const name = decoder ? ggufTensorName(view.name) : view.name;
+  const name = decoder ? ggufTensorName(view.name, c.sandwichNorms) : view.name;
+  const normShift = decoder ? c.normWeightOffset ?? 0 : 0;
+  if (normShift !== 0 && view.name.endsWith('norm.weight')) {
+    // GGUF stores Gemma's norms with the offset applied (see gguf.ts).
+    const shifted = function* () {
+      for (const chunk of f32Chunks(view)) yield chunk.map((v) => v + normShift);
+    };
+    return { name, dims, ggmlType: FLOAT_TYPES.f32, byteLength: numel(shape) * 4, emit: () => ({ floats: shifted(), dtype: 'f32' }) };
+  }
   const rows = decoder ? qkRowSources(c, view.name, DECODER_VARIANTS[c.architecture].ggufRopePairing) : undefined;
   const n = numel(shape);
   const requested = options.dtype && shape.length >= 2 ? options.dtype : undefined;
@@ -286,8 +317,8 @@ function ggufSourceTensors(weights: ModelWeights, options: WriteOptions): Planne
 export async function writeGguf(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
   const fromGguf = weights.format === 'gguf' && weights.metadata['gguf.types'] !== undefined;
   const arch = weights.config.architecture;
-  if (!fromGguf && arch !== 'llama' && arch !== 'qwen3') {
-    throw new UnsupportedError(`GGUF output is written for Llama/Qwen3 decoders (or GGUF sources), not ${arch}`);
+  if (!fromGguf && !WRITABLE_DECODERS.includes(arch)) {
+    throw new UnsupportedError(`GGUF output is written for Llama/Qwen3/Mistral/Gemma 3 decoders (or GGUF sources), not ${arch}`);
   }
   if (fromGguf && weights.tokenizer) await runYielding(decodeVocabularySteps(weights.tokenizer));
   const kvs = fromGguf ? sourceKvs(weights) : await decoderKvs(weights);

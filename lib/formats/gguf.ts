@@ -18,13 +18,14 @@
  *
  * Architectures: the decoder variants of lib/architectures/decoder.ts — `llama` (q/k rows in
  * llama.cpp's permuted Meta order: ropePairing 'interleaved'; `rope_freqs.weight` becomes
- * ropeFreqFactors), `qwen2` ('half', q/k/v biases) and `qwen3` ('half', QK-norm) — with llama.cpp
- * names mapped to the canonical decoder names; other architectures, and vocabulary-only files (no
+ * ropeFreqFactors; with `llama.attention.sliding_window`, which our writer adds for Mistral, it reads
+ * as `mistral`), `qwen2` ('half', q/k/v biases), `qwen3` ('half', QK-norm) and `gemma3` (below) —
+ * with llama.cpp names mapped to the canonical decoder names; other architectures, and vocabulary-only files (no
  * tensors), read as 'unknown' with their own tensor names. `tokenizer.ggml.*` becomes TokenizerData kind 'gguf'.
  * metadata holds every key/value, plus 'gguf.version', 'gguf.alignment', 'gguf.types' (the value
  * type of each key) and 'gguf.tensors' (every tensor info, supported or not). Writer: gguf-writer.ts.
  */
-import { DECODER_NAMES, DECODER_VARIANTS, decoderTensorShapes, isDecoderArchitecture, type DecoderArchitecture } from '../architectures/decoder';
+import { DECODER_NAMES, DECODER_VARIANTS, decoderTensorShapes, isDecoderArchitecture, slidingPatternOf, variantFields, type DecoderArchitecture } from '../architectures/decoder';
 import { mapFile, type MappedSource } from '../mapping';
 import { GGML_BLOCK_LAYOUT, type DecoderConfig, type DType, type GgmlBlockDType, type ModelConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { isUtf8 } from 'node:buffer';
@@ -403,8 +404,19 @@ export function parseGguf(bytes: Buffer, path: string): GgufFile {
 // ---------------------------------------------------------------------------------------------
 // Architectures
 
-/** llama.cpp tensor name -> canonical decoder name. */
-export function canonicalDecoderName(ggufName: string): string | undefined {
+/**
+ * The per-layer norms whose llama.cpp names differ with Gemma's sandwich norms: there `ffn_norm`
+ * is the FFN's pre-norm and `post_attention_norm` the attention output's, which HF calls
+ * post_attention_layernorm (Llama's name for its FFN norm).
+ */
+const SANDWICH_NORMS: Record<string, (l: number) => string> = {
+  ffn_norm: DECODER_NAMES.preFfnNorm,
+  post_attention_norm: DECODER_NAMES.postAttnNorm,
+  post_ffw_norm: DECODER_NAMES.postFfnNorm,
+};
+
+/** llama.cpp tensor name -> canonical decoder name (`sandwich`: Gemma 3's norm names). */
+export function canonicalDecoderName(ggufName: string, sandwich = false): string | undefined {
   switch (ggufName) {
     case 'token_embd.weight': return DECODER_NAMES.embed;
     case 'output_norm.weight': return DECODER_NAMES.norm;
@@ -417,6 +429,7 @@ export function canonicalDecoderName(ggufName: string): string | undefined {
     const biases: Record<string, (l: number) => string> = { attn_q: DECODER_NAMES.qBias, attn_k: DECODER_NAMES.kBias, attn_v: DECODER_NAMES.vBias };
     return biases[m[2]]?.(l);
   }
+  if (sandwich && SANDWICH_NORMS[m[2]]) return SANDWICH_NORMS[m[2]](l);
   const perLayer: Record<string, (l: number) => string> = {
     attn_norm: DECODER_NAMES.attnNorm,
     attn_q: DECODER_NAMES.q,
@@ -434,7 +447,7 @@ export function canonicalDecoderName(ggufName: string): string | undefined {
 }
 
 /** Canonical decoder name -> llama.cpp tensor name (the inverse of canonicalDecoderName); other names unchanged. */
-export function ggufTensorName(canonical: string): string {
+export function ggufTensorName(canonical: string, sandwich = false): string {
   switch (canonical) {
     case DECODER_NAMES.embed: return 'token_embd.weight';
     case DECODER_NAMES.norm: return 'output_norm.weight';
@@ -457,6 +470,10 @@ export function ggufTensorName(canonical: string): string {
     'self_attn.k_proj.bias': 'attn_k',
     'self_attn.v_proj.bias': 'attn_v',
   };
+  if (sandwich) {
+    const norm = Object.keys(SANDWICH_NORMS).find((k) => m && SANDWICH_NORMS[k](Number(m[1])) === canonical);
+    if (norm) return `blk.${m![1]}.${norm}.weight`;
+  }
   const short = m ? perLayer[m[2]] : undefined;
   return m && short ? `blk.${m[1]}.${short}.${m[2].endsWith('.bias') ? 'bias' : 'weight'}` : canonical;
 }
@@ -536,6 +553,23 @@ function ropeFreqFactors(bytes: Buffer, path: string, info: GgufTensorInfo | und
   return factors;
 }
 
+/**
+ * Gemma 3's layer kinds as llama.cpp reads them (src/models/gemma3.cpp, load_swa_pattern): sliding
+ * only when `attention.sliding_window` is set; `attention.sliding_window_pattern` is a u32 N or a
+ * bool per layer (true: sliding), default 6.
+ */
+function ggufSlidingPattern(kv: Kv, arch: string, numLayers: number): number | undefined {
+  const key = `${arch}.attention.sliding_window_pattern`;
+  const value = kv.file.metadata[key];
+  if (!Array.isArray(value)) return kv.int(key, 6, 0);
+  if (value.length !== numLayers || !value.every((v) => typeof v === 'boolean')) {
+    fail('CONFIG_MISMATCH', `metadata '${key}' must hold one bool per layer`, { path: kv.path, expected: `${numLayers} bools`, found: value.length });
+  }
+  const pattern = slidingPatternOf(value as boolean[]);
+  if (pattern === undefined) fail('UNSUPPORTED', `metadata '${key}' is not "every Nth layer global"`, { path: kv.path, found: value });
+  return pattern;
+}
+
 function decoderConfig(kv: Kv, bytes: Buffer, arch: DecoderArchitecture, byName: Map<string, GgufTensorInfo>, tokenizer: TokenizerData | undefined): DecoderConfig {
   const path = kv.path;
   const variant = DECODER_VARIANTS[arch];
@@ -579,9 +613,28 @@ function decoderConfig(kv: Kv, bytes: Buffer, arch: DecoderArchitecture, byName:
     ropeTheta: kv.float(`${arch}.rope.freq_base`, 10000),
     ropePairing: variant.ggufRopePairing,
     tieWordEmbeddings: !byName.has('output.weight'),
-    qkNorm: variant.qkNorm,
-    ...(variant.qkvBias ? { qkvBias: true } : {}),
+    ...variantFields(arch, hiddenSize),
   };
+  const window = kv.int(`${arch}.attention.sliding_window`, 0, 0);
+  if (arch === 'llama' && window > 0) {
+    // Written by weightmap for Mistral (llama.cpp converts Mistral as llama and keeps no window).
+    config.architecture = 'mistral';
+    config.slidingWindow = window;
+  }
+  if (arch === 'gemma3') {
+    // llama.cpp's converter stores Gemma 3's norm weights as 1 + w (conversion/gemma.py,
+    // Gemma3Model.norm_shift: 1.0 for every tensor whose name ends in "norm.weight").
+    config.normWeightOffset = 0;
+    // src/models/gemma3.cpp: attention scale 1/√n_embd_head_k, except 1/√(n_embd / n_head) for the 27B (62 layers).
+    config.queryPreAttnScalar = config.numLayers === 62 ? hiddenSize / numHeads : headDim;
+    if (kv.has(`${arch}.final_logit_softcapping`)) fail('UNSUPPORTED', 'final logit soft-capping', { path, found: kv.file.metadata[`${arch}.final_logit_softcapping`] });
+    const pattern = window > 0 ? ggufSlidingPattern(kv, arch, config.numLayers) : 1;
+    if (pattern !== 1) {
+      config.slidingWindow = window;
+      if (pattern) config.slidingWindowPattern = pattern;
+      config.ropeLocalTheta = kv.float(`${arch}.rope.freq_base_swa`, 10000);
+    }
+  }
   const factors = ropeFreqFactors(bytes, path, byName.get('rope_freqs.weight'), headDim);
   if (factors) config.ropeFreqFactors = factors;
   if (tokenizer?.kind === 'gguf') {
@@ -680,13 +733,15 @@ function build(src: MappedSource, file: GgufFile): Omit<ModelWeights, 'path' | '
   Object.defineProperties(metadata, Object.getOwnPropertyDescriptors(file.metadata));
   const common = { format: 'gguf' as const, metadata, ...(tokenizer ? { tokenizer } : {}) };
 
-  if (isDecoderArchitecture(arch) && file.tensors.length > 0) {
+  // A variant stored under another variant's architecture (Mistral as llama) is recognized from its keys.
+  if (isDecoderArchitecture(arch) && DECODER_VARIANTS[arch].ggufArchitecture === arch && file.tensors.length > 0) {
     const byName = new Map(file.tensors.map((t) => [t.name, t]));
     const config = decoderConfig(kv, src.bytes, arch, byName, tokenizer);
+    const sandwich = config.sandwichNorms === true;
     checkLayerCount(`metadata '${arch}.block_count'`, config.numLayers, file.tensors.length, { path });
     const canonical = new Map<string, GgufTensorInfo>();
     for (const t of file.tensors) {
-      const name = canonicalDecoderName(t.name);
+      const name = canonicalDecoderName(t.name, sandwich);
       if (name === undefined) continue;
       const layer = /^blk\.(\d+)\./.exec(t.name);
       if (layer && Number(layer[1]) >= config.numLayers) {
@@ -704,8 +759,8 @@ function build(src: MappedSource, file: GgufFile): Omit<ModelWeights, 'path' | '
     }
     const tensors = file.tensors
       .filter((t) => t.supported)
-      .map((t) => viewOf(src, t, canonicalDecoderName(t.name) ?? t.name));
-    return { ...common, architecture: arch, config, tensors };
+      .map((t) => viewOf(src, t, canonicalDecoderName(t.name, sandwich) ?? t.name));
+    return { ...common, architecture: config.architecture, config, tensors };
   }
   const config: ModelConfig = { architecture: 'unknown' };
   return { ...common, architecture: 'unknown', config, tensors: file.tensors.filter((t) => t.supported).map((t) => viewOf(src, t, t.name)) };

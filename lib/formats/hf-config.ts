@@ -1,7 +1,8 @@
 /**
  * Hugging Face `config.json` (plus the sentence-transformers side files) <-> our configs.
  *
- * Read: LlamaForCausalLM / model_type "llama" and Qwen3ForCausalLM / "qwen3" -> DecoderConfig;
+ * Read: LlamaForCausalLM / model_type "llama", Qwen2 / "qwen2", Qwen3 / "qwen3", MistralForCausalLM /
+ * "mistral" and Gemma3ForCausalLM / "gemma3_text" (the text-only Gemma 3, 1B) -> DecoderConfig;
  * BertModel (and other Bert* heads) / "bert" -> BertConfig, completed from `modules.json`,
  * `sentence_bert_config.json` and `<pooling>/config.json` when present; anything else 'unknown'.
  * Structural sizes are required; the rest default as transformers' config classes do. Features a
@@ -22,7 +23,7 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { DECODER_VARIANTS, HF_DECODER_CLASSES, isDecoderArchitecture, isDecoderConfig, llama3RopeFactors, type DecoderArchitecture, type Llama3RopeScaling } from '../architectures/decoder';
+import { DECODER_VARIANTS, HF_DECODER_CLASSES, HF_MODEL_TYPES, isDecoderArchitecture, isDecoderConfig, isSlidingLayer, llama3RopeFactors, slidingPatternOf, variantFields, type DecoderArchitecture, type Llama3RopeScaling } from '../architectures/decoder';
 import type { BertConfig, DecoderConfig, ModelConfig, MoondreamConfig, TllmConfig } from '../weights';
 import { fail } from './bytes';
 import { moondreamConfigFromJson, moondreamConfigToJson } from './moon';
@@ -46,6 +47,9 @@ export function hfArchitecture(hf: HfJson): HfArchitecture {
   if (modelType === 'llama' || (!modelType && classes.some((c) => c.startsWith('Llama')))) return 'llama';
   if (modelType === 'qwen3' || (!modelType && classes.some((c) => c.startsWith('Qwen3') && !c.startsWith('Qwen3Moe')))) return 'qwen3';
   if (modelType === 'qwen2' || (!modelType && classes.includes(HF_DECODER_CLASSES.qwen2))) return 'qwen2';
+  for (const arch of ['mistral', 'gemma3'] as const) {
+    if (modelType === HF_MODEL_TYPES[arch] || (!modelType && classes.includes(HF_DECODER_CLASSES[arch]))) return arch;
+  }
   if (modelType === 'bert' || (!modelType && classes.some((c) => c.startsWith('Bert')))) return 'bert';
   if (modelType === 'tllm') return 'tllm';
   if (modelType === 'moondream1' || modelType === 'moondream' || (!modelType && classes.includes('HfMoondream'))) return 'moondream';
@@ -131,27 +135,58 @@ function llama3Scaling(hf: HfJson, path: string | undefined): Llama3RopeScaling 
   return p;
 }
 
-/** DecoderConfig from an HF Llama, Qwen2 or Qwen3 config.json. */
+/**
+ * Sliding-window attention of an HF config: Mistral's `sliding_window` (null: full attention;
+ * absent: MistralConfig's 4096) for every layer; Gemma 3's window (Gemma3TextConfig's 4096 when
+ * absent) for the layers `layer_types` or `sliding_window_pattern` (default 6) mark as sliding.
+ */
+function hfSlidingWindow(hf: HfJson, architecture: DecoderArchitecture, numLayers: number, path: string | undefined): Pick<DecoderConfig, 'slidingWindow' | 'slidingWindowPattern'> {
+  const f = new Fields(hf, path);
+  if (architecture !== 'mistral' && architecture !== 'gemma3') {
+    if (architecture !== 'llama' && f.bool('use_sliding_window', false)) unsupported(path, 'sliding-window attention', true);
+    return {};
+  }
+  if (hf.sliding_window === null) return {};
+  const slidingWindow = f.int('sliding_window', 4096);
+  if (architecture === 'mistral') return { slidingWindow };
+  let pattern: number | undefined;
+  if (Array.isArray(hf.layer_types)) {
+    const types = hf.layer_types;
+    if (types.length !== numLayers || !types.every((t) => t === 'sliding_attention' || t === 'full_attention')) {
+      fail('CONFIG_MISMATCH', "layer_types must name 'sliding_attention' or 'full_attention' for each layer", { path, expected: `${numLayers} entries`, found: types });
+    }
+    pattern = slidingPatternOf(types.map((t) => t === 'sliding_attention'));
+    if (pattern === undefined) unsupported(path, 'layer_types that are not every Nth layer global', types);
+  } else pattern = f.int('sliding_window_pattern', 6);
+  // Pattern 1: no layer slides.
+  return pattern === 1 ? {} : { slidingWindow, ...(pattern ? { slidingWindowPattern: pattern } : {}) };
+}
+
+/** DecoderConfig from an HF Llama, Qwen2, Qwen3, Mistral or Gemma 3 config.json. */
 export function decoderConfigFromHf(hf: HfJson, path?: string): DecoderConfig {
   const architecture = hfArchitecture(hf);
   if (!isDecoderArchitecture(architecture)) {
-    return fail('CONFIG_MISMATCH', 'config.json does not describe a Llama, Qwen2 or Qwen3 model', { path, expected: Object.keys(DECODER_VARIANTS).join(' | '), found: hf.model_type ?? hf.architectures });
+    return fail('CONFIG_MISMATCH', 'config.json does not describe a Llama, Qwen2, Qwen3, Mistral or Gemma 3 model', { path, expected: Object.keys(DECODER_VARIANTS).join(' | '), found: hf.model_type ?? hf.architectures });
   }
   const variant = DECODER_VARIANTS[architecture];
   const f = new Fields(hf, path);
-  const act = f.str('hidden_act') ?? f.str('hidden_activation') ?? 'silu';
-  if (act !== 'silu') unsupported(path, `activation '${act}' (the decoder runs SwiGLU with silu)`, act);
+  const gemma = variant.gemma;
+  // Gemma3TextConfig names it hidden_activation (default gelu_pytorch_tanh).
+  const act = (gemma ? f.str('hidden_activation') ?? f.str('hidden_act') : f.str('hidden_act') ?? f.str('hidden_activation')) ?? (gemma ? 'gelu_pytorch_tanh' : 'silu');
+  const wanted = gemma ? 'gelu_pytorch_tanh' : 'silu';
+  if (act !== wanted) unsupported(path, `activation '${act}' (the ${architecture} decoder runs ${gemma ? 'GeGLU with tanh GELU' : 'SwiGLU with silu'})`, act);
   const scaling = llama3Scaling(hf, path);
   // Qwen2's q/k/v biases are part of the architecture (its config has no attention_bias key).
   if (f.bool('attention_bias', false)) unsupported(path, 'attention biases', true);
   if (f.bool('mlp_bias', false)) unsupported(path, 'MLP biases', true);
-  if (architecture !== 'llama' && f.bool('use_sliding_window', false)) unsupported(path, 'sliding-window attention', true);
+  for (const key of ['final_logit_softcapping', 'attn_logit_softcapping']) if (f.has(key)) unsupported(path, `${key} (Gemma 2's soft-capping)`, hf[key]);
 
   const hiddenSize = f.int('hidden_size');
   const numHeads = f.int('num_attention_heads');
   const numKvHeads = f.int('num_key_value_heads', numHeads);
   let headDim: number;
   if (f.has('head_dim')) headDim = f.int('head_dim');
+  else if (gemma) headDim = 256;  // Gemma3TextConfig's default
   else {
     if (hiddenSize % numHeads !== 0) fail('CONFIG_MISMATCH', 'hidden_size is not a multiple of num_attention_heads and head_dim is absent', { path, expected: `multiple of ${numHeads}`, found: hiddenSize });
     headDim = hiddenSize / numHeads;
@@ -159,9 +194,12 @@ export function decoderConfigFromHf(hf: HfJson, path?: string): DecoderConfig {
   if (numHeads % numKvHeads !== 0) fail('CONFIG_MISMATCH', 'num_attention_heads is not a multiple of num_key_value_heads', { path, expected: `multiple of ${numKvHeads}`, found: numHeads });
   if (headDim % 2 !== 0) fail('CONFIG_MISMATCH', 'head_dim must be even for RoPE', { path, expected: 'even', found: headDim });
 
-  // transformers ≥ 4.56 may nest theta under rope_parameters.
-  const ropeParams = isObject(hf.rope_parameters) ? new Fields(hf.rope_parameters, path) : undefined;
-  const ropeTheta = f.has('rope_theta') ? f.num('rope_theta', 10000) : ropeParams?.num('rope_theta', 10000) ?? 10000;
+  // transformers ≥ 4.56 may nest theta under rope_parameters (Gemma 3: per attention kind).
+  const nested = (kind: string) => (isObject(hf.rope_parameters) && isObject(hf.rope_parameters[kind]) ? new Fields(hf.rope_parameters[kind] as HfJson, path) : undefined);
+  const ropeParams = nested('full_attention') ?? (isObject(hf.rope_parameters) ? new Fields(hf.rope_parameters, path) : undefined);
+  const defaultTheta = gemma ? 1e6 : 10000;
+  const ropeTheta = f.has('rope_theta') ? f.num('rope_theta', defaultTheta) : ropeParams?.num('rope_theta', defaultTheta) ?? defaultTheta;
+  const numLayers = f.int('num_hidden_layers');
   const pairing = f.str('rope_pairing') ?? 'half';
   if (pairing !== 'half' && pairing !== 'interleaved') fail('CONFIG_MISMATCH', "rope_pairing must be 'half' or 'interleaved'", { path, expected: 'half | interleaved', found: pairing });
 
@@ -169,19 +207,28 @@ export function decoderConfigFromHf(hf: HfJson, path?: string): DecoderConfig {
     architecture,
     hiddenSize,
     intermediateSize: f.int('intermediate_size'),
-    numLayers: f.int('num_hidden_layers'),
+    numLayers,
     numHeads,
     numKvHeads,
     headDim,
     vocabSize: f.int('vocab_size'),
-    maxSeqLen: f.int('max_position_embeddings', architecture === 'llama' ? 2048 : 32768),
+    maxSeqLen: f.int('max_position_embeddings', { llama: 2048, qwen2: 32768, qwen3: 32768, mistral: 131072, gemma3: 131072 }[architecture]),
     rmsNormEps: f.num('rms_norm_eps', 1e-6),
     ropeTheta,
     ropePairing: pairing,
-    tieWordEmbeddings: f.bool('tie_word_embeddings', false),
-    qkNorm: variant.qkNorm,
-    ...(variant.qkvBias ? { qkvBias: true } : {}),
+    // Gemma3ForCausalLM ties its head unless told otherwise.
+    tieWordEmbeddings: f.bool('tie_word_embeddings', gemma),
+    ...variantFields(architecture, hiddenSize),
+    ...hfSlidingWindow(hf, architecture, numLayers, path),
   };
+  if (gemma) {
+    // HF's Gemma3RMSNorm scales by (1 + w).
+    config.normWeightOffset = 1;
+    config.queryPreAttnScalar = f.num('query_pre_attn_scalar', 256);
+    if (config.slidingWindow !== undefined) {
+      config.ropeLocalTheta = f.has('rope_local_base_freq') ? f.num('rope_local_base_freq', 10000) : nested('sliding_attention')?.num('rope_theta', 10000) ?? 10000;
+    }
+  }
   if (scaling) config.ropeFreqFactors = llama3RopeFactors(headDim, ropeTheta, scaling);
   const bos = f.ids('bos_token_id');
   if (bos && bos.length === 1) config.bosTokenId = bos[0];
@@ -194,9 +241,12 @@ export function decoderConfigFromHf(hf: HfJson, path?: string): DecoderConfig {
 export function hfConfigFromDecoder(c: DecoderConfig, extra: HfJson = {}): HfJson {
   // The factors alone do not give back rope_scaling's four numbers.
   if (c.ropeFreqFactors) fail('UNSUPPORTED', 'RoPE frequency factors (Llama 3 scaling) cannot be written to config.json', { found: 'ropeFreqFactors' });
+  const gemma = DECODER_VARIANTS[c.architecture].gemma;
+  if (gemma && c.normWeightOffset !== 1) fail('UNSUPPORTED', 'Gemma norm weights stored as 1 + w (GGUF) cannot be written to an HF folder, which stores w', { expected: 1, found: c.normWeightOffset ?? 0 });
+  if (!gemma && c.architecture !== 'mistral' && c.slidingWindow !== undefined) fail('UNSUPPORTED', `sliding-window attention cannot be written to a ${c.architecture} config.json`, { found: c.slidingWindow });
   const out: HfJson = {
     architectures: [HF_DECODER_CLASSES[c.architecture]],
-    model_type: c.architecture,
+    model_type: HF_MODEL_TYPES[c.architecture],
     hidden_size: c.hiddenSize,
     intermediate_size: c.intermediateSize,
     num_hidden_layers: c.numLayers,
@@ -207,10 +257,20 @@ export function hfConfigFromDecoder(c: DecoderConfig, extra: HfJson = {}): HfJso
     max_position_embeddings: c.maxSeqLen,
     rms_norm_eps: c.rmsNormEps,
     rope_theta: c.ropeTheta,
-    hidden_act: 'silu',
+    ...(gemma ? { hidden_activation: 'gelu_pytorch_tanh', query_pre_attn_scalar: c.queryPreAttnScalar ?? c.headDim } : { hidden_act: 'silu' }),
     attention_bias: false,
     tie_word_embeddings: c.tieWordEmbeddings,
   };
+  if (c.architecture === 'mistral') out.sliding_window = c.slidingWindow ?? null;
+  if (gemma) {
+    out.sliding_window = c.slidingWindow ?? null;
+    if (c.slidingWindow !== undefined) {
+      out.layer_types = Array.from({ length: c.numLayers }, (_, l) => (isSlidingLayer(c, l) ? 'sliding_attention' : 'full_attention'));
+      // transformers' older key; without a pattern every layer slides, which only layer_types says.
+      if (c.slidingWindowPattern) out.sliding_window_pattern = c.slidingWindowPattern;
+      out.rope_local_base_freq = c.ropeLocalTheta ?? c.ropeTheta;
+    }
+  }
   if (c.bosTokenId !== undefined) out.bos_token_id = c.bosTokenId;
   if (c.eosTokenIds !== undefined) out.eos_token_id = c.eosTokenIds.length === 1 ? c.eosTokenIds[0] : [...c.eosTokenIds];
   return { ...out, ...extra };
@@ -367,6 +427,8 @@ export function modelConfigFromHf(hf: HfJson, st: SentenceTransformersFiles = {}
     case 'llama':
     case 'qwen2':
     case 'qwen3':
+    case 'mistral':
+    case 'gemma3':
       return decoderConfigFromHf(hf, path);
     case 'bert':
       return bertConfigFromHf(hf, st, path);

@@ -213,7 +213,9 @@ interface NamedSpec {
 function architectureTensors(config: ModelConfig, views: TensorView[]): { specs: NamedSpec[]; rename: (name: string) => string | null } | undefined {
   switch (config.architecture) {
     case 'llama':
-    case 'qwen3': {
+    case 'qwen3':
+    case 'mistral':
+    case 'gemma3': {
       const prefixless = !views.some((v) => v.name.startsWith('model.'));
       const required = new Set(decoderTensorShapes(config).map((s) => s.name));
       const specs = decoderTensorShapes({ ...config, tieWordEmbeddings: false }).map((s) => ({ ...s, optional: !required.has(s.name) }));
@@ -235,6 +237,8 @@ function layerCounts(config: ModelConfig): [string, number][] {
   switch (config.architecture) {
     case 'llama':
     case 'qwen3':
+    case 'mistral':
+    case 'gemma3':
     case 'bert':
     case 'tllm':
       return [['num_hidden_layers', config.numLayers]];

@@ -1,7 +1,8 @@
 // The Llama / Qwen2 / Qwen3 decoder (FORMATS.md §4.5, §5.6, §7): RMSNorm, GQA, optional q/k/v
 // biases (Qwen2), optional per-head QK-norm before RoPE (Qwen3), RoPE with 'half' or
 // 'interleaved' pairs and optional per-frequency factors (Llama 3's rope_freqs), SwiGLU, tied or
-// separate head.
+// separate head; Mistral's sliding-window attention and Gemma 3's features (DecoderConfig's last
+// fields: decoder_variant.cc).
 // Weights stay in the mapping (see decoder_linear.h for the layouts); every session owns its KV
 // cache. Pure C++: the N-API glue is native/napi/decoder_napi.cc.
 #pragma once
@@ -39,12 +40,35 @@ struct DecoderConfig {
   // Empty, or head_dim / 2 factors that divide RoPE's inverse frequencies (Llama 3 scaling):
   // angle_i = pos · θ^(-2i/head_dim) / rope_freqs[i].
   std::vector<float> rope_freqs;
+  // Mistral and Gemma 3 (the defaults are Llama's behaviour).
+  int64_t sliding_window = 0;  // > 0: a sliding layer attends to the last sliding_window positions, itself included
+  int64_t swa_pattern = 0;     // with sliding_window: layer l is global when l % swa_pattern == swa_pattern - 1 (0: none is)
+  double theta_local = 0;      // RoPE base of the sliding layers (0: theta)
+  float norm_offset = 0;       // every RMSNorm scales by (norm_offset + w): Gemma's HF weights hold w, scaled by 1 + w
+  bool sandwich_norms = false;  // Gemma 3: RMSNorm of the attention and FFN outputs before the residual adds
+  bool gelu = false;            // GeGLU with tanh GELU instead of SwiGLU
+  float embed_scale = 1.0f;     // token embeddings × embed_scale (Gemma: √dim)
+  double attn_scalar = 0;       // attention scores × 1/√attn_scalar (0: head_dim)
 
   int64_t q_dim() const { return n_heads * head_dim; }
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
+  bool Sliding(int64_t layer) const {
+    return sliding_window > 0 && (swa_pattern == 0 || layer % swa_pattern < swa_pattern - 1);
+  }
+  double LayerTheta(int64_t layer) const { return Sliding(layer) && theta_local > 0 ? theta_local : theta; }
   // Throws SpecError CONFIG_MISMATCH for values the engine cannot run.
   void Validate() const;
 };
+
+// The variant steps Forward and BatchStep share (decoder_variant.cc).
+// rope [n, head_dim] = cos of the head_dim / 2 pair angles at positions[t], then their sin, for
+// RoPE base `theta` (and the config's rope_freqs).
+void RopeTable(const DecoderConfig& c, double theta, const int64_t* positions, int64_t n, float* rope);
+// gate [n] = act(gate) ⊙ up: silu (SwiGLU) or tanh GELU (GeGLU).
+void GatedActivation(const DecoderConfig& c, float* gate, const float* up, int64_t n);
+// x [rows, dim] += proj, or += rmsnorm(proj) · post_norm with sandwich norms (scratch [rows, dim]).
+void AddBlockOutput(const DecoderConfig& c, const std::vector<float>& post_norm, const float* proj, float* scratch,
+                    float* x, int64_t rows);
 
 struct DecoderOptions {
   int threads = 0;  // 0: physical cores
@@ -73,6 +97,8 @@ struct DecoderLayer {
   std::vector<float> q_norm;     // [head_dim] (qk_norm only)
   std::vector<float> k_norm;     // [head_dim] (qk_norm only)
   std::vector<float> bq, bk, bv;  // [q_dim], [kv_dim], [kv_dim] (qkv_bias only)
+  std::vector<float> post_attn_norm;  // [dim] (sandwich_norms only)
+  std::vector<float> post_ffn_norm;   // [dim] (sandwich_norms only)
   Matrix wq;  // [q_dim, dim]
   Matrix wk;  // [kv_dim, dim]
   Matrix wv;  // [kv_dim, dim]
@@ -220,6 +246,7 @@ class DecoderSession {
   std::vector<float> gate_;  // [n, hidden]
   std::vector<float> up_;    // [n, hidden]
   std::vector<float> rope_;  // [n, head_dim] cos of the pair angles then sin, per token
+  std::vector<float> rope_local_;  // the same for the sliding layers' base (theta_local set only)
   std::vector<QuantizedInput> qin_;
   // Attention scratch per worker slot (see decoder_attention.cc).
   std::vector<std::vector<float>> attn_scratch_;

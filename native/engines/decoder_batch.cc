@@ -63,20 +63,18 @@ std::vector<bool> BatchStep::Run(DecoderSession* const* sessions, const int32_t*
   std::vector<float> gate(n * hidden);  // [n, hidden]
   std::vector<float> up(n * hidden);    // [n, hidden]
   std::vector<float> rope(n * hd);      // [n, hd]: cos of the hd/2 pair angles, then their sin
+  std::vector<float> rope_local(c.theta_local > 0 ? n * hd : 0);  // the same for the sliding layers' base
   std::vector<QuantizedInput> qin;
 
   for (int64_t i = 0; i < n; i++) M.Embed(ids[i], x.data() + i * dim);
+  if (c.embed_scale != 1.0f)
+    for (float& e : x) e *= c.embed_scale;
   // The angles exactly as Forward computes them for one token at pos[i].
-  for (int64_t i = 0; i < n; i++) {
-    for (int64_t j = 0; j < hd / 2; j++) {
-      const double factor = c.rope_freqs.empty() ? 1.0 : c.rope_freqs[j];
-      const double angle = static_cast<double>(pos[i]) * std::pow(c.theta, -2.0 * j / hd) / factor;
-      rope[i * hd + j] = static_cast<float>(std::cos(angle));
-      rope[i * hd + hd / 2 + j] = static_cast<float>(std::sin(angle));
-    }
-  }
+  RopeTable(c, c.theta, pos.data(), n, rope.data());
+  if (c.theta_local > 0) RopeTable(c, c.theta_local, pos.data(), n, rope_local.data());
+  const float* layer_rope = rope.data();
   auto rotate = [&](float* h, int64_t i) {
-    const float* cs = rope.data() + i * hd;
+    const float* cs = layer_rope + i * hd;
     const float* sn = cs + hd / 2;
     for (int64_t j = 0; j < hd / 2; j++) {
       float* a = c.interleaved ? h + 2 * j : h + j;
@@ -100,6 +98,7 @@ std::vector<bool> BatchStep::Run(DecoderSession* const* sessions, const int32_t*
     if (all_aborted()) throw EngineError("ABORT_ERR", "The operation was aborted");
     const DecoderLayer& L = M.layer(l);
     const int64_t cached = l - M.first_layer();
+    layer_rope = c.LayerTheta(l) == c.theta ? rope.data() : rope_local.data();
 
     norm_rows(L.attn_norm, x.data(), xb.data());
     const LinearJob qkv[3] = {{&L.wq, xb.data(), q.data()}, {&L.wk, xb.data(), k.data()}, {&L.wv, xb.data(), v.data()}};
@@ -133,15 +132,15 @@ std::vector<bool> BatchStep::Run(DecoderSession* const* sessions, const int32_t*
 
     const LinearJob o[1] = {{&L.wo, att.data(), proj.data()}};
     RunLinearRows(pool, o, 1, n, qin);
-    kt.axpy_f32(1.0f, proj.data(), x.data(), n * dim);
+    AddBlockOutput(c, L.post_attn_norm, proj.data(), xb.data(), x.data(), n);
 
     norm_rows(L.ffn_norm, x.data(), xb.data());
     const LinearJob gate_up[2] = {{&L.w_gate, xb.data(), gate.data()}, {&L.w_up, xb.data(), up.data()}};
     RunLinearRows(pool, gate_up, 2, n, qin);
-    kernels::silu_mul(gate.data(), up.data(), gate.data(), n * hidden);
+    GatedActivation(c, gate.data(), up.data(), n * hidden);
     const LinearJob down[1] = {{&L.w_down, gate.data(), proj.data()}};
     RunLinearRows(pool, down, 1, n, qin);
-    kt.axpy_f32(1.0f, proj.data(), x.data(), n * dim);
+    AddBlockOutput(c, L.post_ffn_norm, proj.data(), xb.data(), x.data(), n);
   }
   if (all_aborted()) throw EngineError("ABORT_ERR", "The operation was aborted");
 

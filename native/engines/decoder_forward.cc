@@ -72,6 +72,7 @@ void DecoderSession::EnsureScratch(int64_t n) {
   gate_.resize(n * c.hidden);
   up_.resize(n * c.hidden);
   rope_.resize(n * c.head_dim);
+  if (c.theta_local > 0) rope_local_.resize(n * c.head_dim);
   capacity_ = n;
 }
 
@@ -136,23 +137,22 @@ void DecoderSession::Forward(const int32_t* ids, const float* states, int64_t n,
   float* up = up_.data();      // [n, hidden]
   float* rope = rope_.data();  // [n, hd]: cos of the hd/2 pair angles, then their sin
 
-  if (ids)
+  if (ids) {
     for (int64_t t = 0; t < n; t++) M.Embed(ids[t], x + t * dim);
-  else
+    if (c.embed_scale != 1.0f)
+      for (int64_t i = 0; i < n * dim; i++) x[i] *= c.embed_scale;
+  } else {
     std::memcpy(x, states, n * dim * sizeof(float));
-
-  // angle_i = pos · θ^(-2i/hd) / rope_freqs[i], in double as the references compute it.
-  for (int64_t t = 0; t < n; t++) {
-    for (int64_t i = 0; i < hd / 2; i++) {
-      const double factor = c.rope_freqs.empty() ? 1.0 : c.rope_freqs[i];
-      const double angle = static_cast<double>(pos0 + t) * std::pow(c.theta, -2.0 * i / hd) / factor;
-      rope[t * hd + i] = static_cast<float>(std::cos(angle));
-      rope[t * hd + hd / 2 + i] = static_cast<float>(std::sin(angle));
-    }
   }
+
+  std::vector<int64_t> positions(n);
+  for (int64_t t = 0; t < n; t++) positions[t] = pos0 + t;
+  RopeTable(c, c.theta, positions.data(), n, rope);
+  if (c.theta_local > 0) RopeTable(c, c.theta_local, positions.data(), n, rope_local_.data());
+  const float* layer_rope = rope;  // the table of the layer being run (its RoPE base)
   // Rotates one head vector h[hd] of token t.
   auto rotate = [&](float* h, int64_t t) {
-    const float* cs = rope + t * hd;
+    const float* cs = layer_rope + t * hd;
     const float* sn = cs + hd / 2;
     for (int64_t i = 0; i < hd / 2; i++) {
       float* a = c.interleaved ? h + 2 * i : h + i;
@@ -167,6 +167,7 @@ void DecoderSession::Forward(const int32_t* ids, const float* states, int64_t n,
     if (abort.load(std::memory_order_relaxed)) throw EngineError("ABORT_ERR", "The operation was aborted");
     const DecoderLayer& L = M.layer(l);
     const int64_t cached = l - M.first_layer();  // this layer's slot in the KV cache
+    layer_rope = c.LayerTheta(l) == c.theta ? rope : rope_local_.data();
 
     // Attention block: xb = rmsnorm(x); q, k, v = W·xb.
     ForRows(pool, n, dim, [&](int64_t t0, int64_t t1) {
@@ -207,26 +208,26 @@ void DecoderSession::Forward(const int32_t* ids, const float* states, int64_t n,
 
     Attention(cached, pos0, n);  // att [n, q_dim]
 
-    // x += Wo·att
+    // x += Wo·att (normed first with sandwich norms; xb is free until the FFN norm)
     const LinearJob o[1] = {{&L.wo, att, proj}};
     RunLinear(pool, o, 1, n, qin_);
     ForRows(pool, n, dim, [&](int64_t t0, int64_t t1) {
-      kernels::Active().axpy_f32(1.0f, proj + t0 * dim, x + t0 * dim, (t1 - t0) * dim);
+      AddBlockOutput(c, L.post_attn_norm, proj + t0 * dim, xb + t0 * dim, x + t0 * dim, t1 - t0);
     });
 
-    // FFN block: x += W_down·(silu(W_gate·xb) ⊙ W_up·xb), xb = rmsnorm(x).
+    // FFN block: x += W_down·(act(W_gate·xb) ⊙ W_up·xb), xb = rmsnorm(x); act silu or tanh GELU.
     ForRows(pool, n, dim, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; t++) kernels::rmsnorm(x + t * dim, L.ffn_norm.data(), xb + t * dim, dim, c.eps);
     });
     const LinearJob gate_up[2] = {{&L.w_gate, xb, gate}, {&L.w_up, xb, up}};
     RunLinear(pool, gate_up, 2, n, qin_);
     ForRows(pool, n, hidden, [&](int64_t t0, int64_t t1) {
-      kernels::silu_mul(gate + t0 * hidden, up + t0 * hidden, gate + t0 * hidden, (t1 - t0) * hidden);
+      GatedActivation(c, gate + t0 * hidden, up + t0 * hidden, (t1 - t0) * hidden);
     });
     const LinearJob down[1] = {{&L.w_down, gate, proj}};
     RunLinear(pool, down, 1, n, qin_);
     ForRows(pool, n, dim, [&](int64_t t0, int64_t t1) {
-      kernels::Active().axpy_f32(1.0f, proj + t0 * dim, x + t0 * dim, (t1 - t0) * dim);
+      AddBlockOutput(c, L.post_ffn_norm, proj + t0 * dim, xb + t0 * dim, x + t0 * dim, t1 - t0);
     });
   }
   if (logits_rows == 0) return;

@@ -78,6 +78,10 @@ void DecoderConfig::Validate() const {
          std::to_string(head_dim / 2) + " expected");
   for (float f : rope_freqs)
     if (!(f > 0) || !std::isfinite(f)) fail("ropeFreqFactors must be positive and finite");
+  if (sliding_window < 0 || swa_pattern < 0) fail("slidingWindow and slidingWindowPattern must not be negative");
+  if (!(theta_local >= 0) || !std::isfinite(norm_offset) || !(embed_scale > 0) || !std::isfinite(embed_scale) ||
+      !(attn_scalar >= 0) || !std::isfinite(attn_scalar))
+    fail("ropeLocalTheta, normWeightOffset, embeddingScale and queryPreAttnScalar must be finite (the scales positive)");
 }
 
 std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, std::shared_ptr<const WeightsSpec> spec,
@@ -112,14 +116,27 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
     m.embed_ = &embed;
   }
 
+  // An RMSNorm weight as the kernel multiplies by: norm_offset + w (Gemma's HF weights hold w).
+  auto norm = [&](const std::string& name, int64_t n) {
+    std::vector<float> w = LoadVector(s, name, n, &m.cost_);
+    for (float& v : w) v += c.norm_offset;
+    return w;
+  };
   m.layers_.resize(c.n_layers);
   for (int64_t l = m.first_layer_; l < m.end_layer_; l++) {
     DecoderLayer& L = m.layers_[l];
-    L.attn_norm = LoadVector(s, LayerName(l, "input_layernorm.weight"), c.dim, &m.cost_);
-    L.ffn_norm = LoadVector(s, LayerName(l, "post_attention_layernorm.weight"), c.dim, &m.cost_);
+    L.attn_norm = norm(LayerName(l, "input_layernorm.weight"), c.dim);
+    // With sandwich norms (Gemma 3) post_attention_layernorm norms the attention output.
+    if (c.sandwich_norms) {
+      L.ffn_norm = norm(LayerName(l, "pre_feedforward_layernorm.weight"), c.dim);
+      L.post_attn_norm = norm(LayerName(l, "post_attention_layernorm.weight"), c.dim);
+      L.post_ffn_norm = norm(LayerName(l, "post_feedforward_layernorm.weight"), c.dim);
+    } else {
+      L.ffn_norm = norm(LayerName(l, "post_attention_layernorm.weight"), c.dim);
+    }
     if (c.qk_norm) {
-      L.q_norm = LoadVector(s, LayerName(l, "self_attn.q_norm.weight"), c.head_dim, &m.cost_);
-      L.k_norm = LoadVector(s, LayerName(l, "self_attn.k_norm.weight"), c.head_dim, &m.cost_);
+      L.q_norm = norm(LayerName(l, "self_attn.q_norm.weight"), c.head_dim);
+      L.k_norm = norm(LayerName(l, "self_attn.k_norm.weight"), c.head_dim);
     }
     if (c.qkv_bias) {
       L.bq = LoadVector(s, LayerName(l, "self_attn.q_proj.bias"), c.q_dim(), &m.cost_);
@@ -135,7 +152,7 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
     L.w_down = matrix(LayerName(l, "mlp.down_proj.weight"), c.dim, c.hidden);
   }
   if (m.has_head()) {
-    m.final_norm_ = LoadVector(s, "model.norm.weight", c.dim, &m.cost_);
+    m.final_norm_ = norm("model.norm.weight", c.dim);
     const TensorRef& head = c.tied ? *m.embed_ : m.RowMajor(s.RequireAnyOrder("lm_head.weight", {c.vocab, c.dim}));
     m.classifier_ = Matrix::Prepare(head, options.quant, options.group_size, &m.cost_, *m.pool_);
   }

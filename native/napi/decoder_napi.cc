@@ -105,6 +105,21 @@ DecoderConfig ParseConfig(Napi::Value value) {
       c.rope_freqs.push_back(v.As<Napi::Number>().FloatValue());
     }
   }
+  // Mistral and Gemma 3 (absent: Llama's behaviour; DecoderConfig::Validate checks the values).
+  auto has = [&](const char* key) { return !o.Get(key).IsUndefined(); };
+  if (has("slidingWindow")) c.sliding_window = ReadInt(o, "slidingWindow", 0, kMax);
+  if (has("slidingWindowPattern")) c.swa_pattern = ReadInt(o, "slidingWindowPattern", 0, 1 << 16);
+  if (has("ropeLocalTheta")) c.theta_local = ReadDouble(o, "ropeLocalTheta");
+  if (has("normWeightOffset")) c.norm_offset = static_cast<float>(ReadDouble(o, "normWeightOffset"));
+  if (has("sandwichNorms")) c.sandwich_norms = ReadBool(o, "sandwichNorms");
+  if (has("embeddingScale")) c.embed_scale = static_cast<float>(ReadDouble(o, "embeddingScale"));
+  if (has("queryPreAttnScalar")) c.attn_scalar = ReadDouble(o, "queryPreAttnScalar");
+  if (has("activation")) {
+    Napi::Value act = o.Get("activation");
+    std::string a = act.IsString() ? act.As<Napi::String>().Utf8Value() : "";
+    if (a != "silu" && a != "gelu_tanh") ThrowTypeError(env, "activation must be 'silu' or 'gelu_tanh'");
+    c.gelu = a == "gelu_tanh";
+  }
   return c;
 }
 
