@@ -131,12 +131,6 @@ void KvCache::Reserve(int64_t n) {
   capacity_ = cap;
 }
 
-void KvCache::Release() {
-  for (auto& k : k_) std::vector<float>().swap(k);
-  for (auto& v : v_) std::vector<float>().swap(v);
-  capacity_ = 0;
-}
-
 void HalfToFloat(const uint16_t* x, float* y, int64_t n) { kernels::Active().f16_to_f32(x, y, n); }
 
 }  // namespace engines

@@ -49,8 +49,6 @@ class KvCache {
   int64_t width() const { return width_; }
   int64_t capacity() const { return capacity_; }
   int64_t bytes() const { return 2 * static_cast<int64_t>(k_.size()) * capacity_ * width_ * 4; }
-  // Frees the memory (capacity 0).
-  void Release();
 
  private:
   int64_t width_, max_positions_, capacity_ = 0;

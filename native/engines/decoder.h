@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engines/decoder_linear.h"
+#include "engines/engine_error.h"
 #include "engines/weights_spec.h"
 #include "threadpool.h"
 
@@ -55,16 +56,6 @@ struct DecoderOptions {
   // end_layer == n_layers; otherwise it takes, or returns, hidden states [n, dim].
   int64_t first_layer = 0;
   int64_t end_layer = 0;
-};
-
-// A failure while running, with the code the promise rejects with ("ABORT_ERR", ...).
-class EngineError : public std::runtime_error {
- public:
-  EngineError(std::string code, const std::string& message) : std::runtime_error(message), code_(std::move(code)) {}
-  const std::string& code() const { return code_; }
-
- private:
-  std::string code_;
 };
 
 struct DecoderLayer {
