@@ -221,7 +221,7 @@ export class DecoderEngineSession extends KvSession<NativeDecoderSession> {
     onDispose: () => void,
     private readonly loop?: DecodeLoop,
   ) {
-    super(session, { name: 'DecoderEngineSession', weightsPath }, onDispose);
+    super(session, { name: 'DecoderEngineSession', weightsPath, deferStart: true }, onDispose);
   }
 
   /**

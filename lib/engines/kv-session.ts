@@ -15,6 +15,12 @@ export interface KvSessionNames {
   weightsPath?: string;
   /** How the model's documentation names its position limit: set, calls are checked against it before anything is fed. */
   limitName?: string;
+  /**
+   * Every call waits for the next microtask before it reaches the native session, even on an idle
+   * session (a dispose() right after the call then rejects it with DisposedError, the decoder's
+   * contract); otherwise an idle session starts it at once (a dispose() then aborts it).
+   */
+  deferStart?: boolean;
 }
 
 export abstract class KvSession<S extends NativeSession = NativeSession> {
@@ -165,7 +171,7 @@ export abstract class KvSession<S extends NativeSession = NativeSession> {
         this.pending--;
       }
     };
-    const result = this.tail.then(start, start);
+    const result = this.pending === 1 && !this.names.deferStart ? start() : this.tail.then(start, start);
     this.tail = result.then(
       () => undefined,
       () => undefined,
