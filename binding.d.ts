@@ -238,8 +238,11 @@ export interface KernelsBinding {
   siluMul(gate: Float32Array, up: Float32Array, y: Float32Array): void;
   geluTanh(x: Float32Array): void;
   geluErf(x: Float32Array): void;
-  /** In place on the first rotDim entries: pairs (i, i + rotDim/2), or (2i, 2i+1) when interleaved. */
-  rope(x: Float32Array, rotDim: number, pos: number, theta: number, interleaved: boolean): void;
+  /**
+   * The engines' RoPE (native/engines/rope.h), in place on the first rotDim entries: pairs
+   * (i, i + rotDim/2), or (2i, 2i+1) when interleaved, turned by pos·theta^(-2i/rotDim) / factors[i].
+   */
+  rope(x: Float32Array, rotDim: number, pos: number, theta: number, interleaved: boolean, factors?: Float32Array): void;
   /** The [begin, end) chunks of one ThreadPool::ParallelFor over [0, n), flattened (pool contract tests). */
   threadPoolChunks(n: number, grain: number, threads: number): number[];
   /**

@@ -16,6 +16,7 @@
 
 #include "engines/decoder_linear.h"
 #include "engines/engine_error.h"
+#include "engines/rope.h"
 #include "engines/weights_spec.h"
 #include "threadpool.h"
 
@@ -46,6 +47,11 @@ struct DecoderConfig {
   // Throws SpecError CONFIG_MISMATCH for values the engine cannot run.
   void Validate() const;
 };
+
+// The RoPE of a config: every head_dim dims rotated (the factors point into c).
+inline engines::Rope RopeOf(const DecoderConfig& c) {
+  return {c.head_dim, c.theta, c.interleaved, c.rope_freqs.empty() ? nullptr : c.rope_freqs.data()};
+}
 
 struct DecoderOptions {
   int threads = 0;  // 0: physical cores

@@ -67,25 +67,9 @@ std::vector<bool> BatchStep::Run(DecoderSession* const* sessions, const int32_t*
 
   for (int64_t i = 0; i < n; i++) M.Embed(ids[i], x.data() + i * dim);
   // The angles exactly as Forward computes them for one token at pos[i].
-  for (int64_t i = 0; i < n; i++) {
-    for (int64_t j = 0; j < hd / 2; j++) {
-      const double factor = c.rope_freqs.empty() ? 1.0 : c.rope_freqs[j];
-      const double angle = static_cast<double>(pos[i]) * std::pow(c.theta, -2.0 * j / hd) / factor;
-      rope[i * hd + j] = static_cast<float>(std::cos(angle));
-      rope[i * hd + hd / 2 + j] = static_cast<float>(std::sin(angle));
-    }
-  }
-  auto rotate = [&](float* h, int64_t i) {
-    const float* cs = rope.data() + i * hd;
-    const float* sn = cs + hd / 2;
-    for (int64_t j = 0; j < hd / 2; j++) {
-      float* a = c.interleaved ? h + 2 * j : h + j;
-      float* b = c.interleaved ? h + 2 * j + 1 : h + j + hd / 2;
-      const float a0 = *a, b0 = *b;
-      *a = a0 * cs[j] - b0 * sn[j];
-      *b = a0 * sn[j] + b0 * cs[j];
-    }
-  };
+  const engines::Rope rotary = RopeOf(c);
+  for (int64_t i = 0; i < n; i++) rotary.Angles(pos[i], rope.data() + i * hd);
+  auto rotate = [&](float* h, int64_t i) { rotary.Rotate(h, rope.data() + i * hd); };
   // In place: h[hd] = rmsnorm(h) · weight.
   std::vector<float> head(hd);
   auto norm_head = [&](float* h, const std::vector<float>& weight) {

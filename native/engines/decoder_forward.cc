@@ -141,27 +141,10 @@ void DecoderSession::Forward(const int32_t* ids, const float* states, int64_t n,
   else
     std::memcpy(x, states, n * dim * sizeof(float));
 
-  // angle_i = pos · θ^(-2i/hd) / rope_freqs[i], in double as the references compute it.
-  for (int64_t t = 0; t < n; t++) {
-    for (int64_t i = 0; i < hd / 2; i++) {
-      const double factor = c.rope_freqs.empty() ? 1.0 : c.rope_freqs[i];
-      const double angle = static_cast<double>(pos0 + t) * std::pow(c.theta, -2.0 * i / hd) / factor;
-      rope[t * hd + i] = static_cast<float>(std::cos(angle));
-      rope[t * hd + hd / 2 + i] = static_cast<float>(std::sin(angle));
-    }
-  }
+  const engines::Rope rotary = RopeOf(c);
+  for (int64_t t = 0; t < n; t++) rotary.Angles(pos0 + t, rope + t * hd);
   // Rotates one head vector h[hd] of token t.
-  auto rotate = [&](float* h, int64_t t) {
-    const float* cs = rope + t * hd;
-    const float* sn = cs + hd / 2;
-    for (int64_t i = 0; i < hd / 2; i++) {
-      float* a = c.interleaved ? h + 2 * i : h + i;
-      float* b = c.interleaved ? h + 2 * i + 1 : h + i + hd / 2;
-      const float a0 = *a, b0 = *b;
-      *a = a0 * cs[i] - b0 * sn[i];
-      *b = a0 * sn[i] + b0 * cs[i];
-    }
-  };
+  auto rotate = [&](float* h, int64_t t) { rotary.Rotate(h, rope + t * hd); };
 
   for (int64_t l = M.first_layer(); l < M.end_layer(); l++) {
     if (abort.load(std::memory_order_relaxed)) throw EngineError("ABORT_ERR", "The operation was aborted");

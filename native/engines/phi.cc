@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "engines/rope.h"
 #include "kernels/kernels.h"
 #include "threadpool.h"
 
@@ -121,10 +122,9 @@ void PhiSession::Forward(const int32_t* tokens, const float* embeddings, int64_t
   }
   cache_.Reserve(pos_ + n);
   // Rotary angles of every new position, computed once and applied to every head of every layer.
-  const int64_t half = c.rotary_dim / 2;
+  const Rope rotary{c.rotary_dim, c.rope_theta, false, nullptr};
   rope_.resize(n * c.rotary_dim);
-  for (int64_t i = 0; i < n; i++)
-    kernels::rope_cos_sin(c.rotary_dim, pos_ + i, c.rope_theta, rope_.data() + i * c.rotary_dim, rope_.data() + i * c.rotary_dim + half);
+  for (int64_t i = 0; i < n; i++) rotary.Angles(pos_ + i, rope_.data() + i * c.rotary_dim);
 
   AttentionShape shape{n, pos_, pos_ + n, H, hd, 3 * d, d, prefix, 1.0f / std::sqrt(static_cast<float>(hd))};
   for (int64_t l = 0; l < c.n_layers; l++) {
@@ -142,8 +142,8 @@ void PhiSession::Forward(const int32_t* tokens, const float* embeddings, int64_t
       float* row = qkv_.data() + i * 3 * d;
       const float* cs = rope_.data() + i * c.rotary_dim;  // [cos | sin] of position pos + i
       for (int64_t hh = 0; hh < H; hh++) {
-        kernels::rope_apply(row + hh * hd, c.rotary_dim, cs, cs + half, false);
-        kernels::rope_apply(row + d + hh * hd, c.rotary_dim, cs, cs + half, false);
+        rotary.Rotate(row + hh * hd, cs);
+        rotary.Rotate(row + d + hh * hd, cs);
       }
       std::memcpy(k_cache + (pos_ + i) * d, row + d, sizeof(float) * d);
       std::memcpy(v_cache + (pos_ + i) * d, row + 2 * d, sizeof(float) * d);

@@ -18,8 +18,6 @@
 //  - quantize_q8 clamps q to [-127, 127] and maps NaN to 0 (finite inputs never need the clamp).
 //  - f16 NaNs convert to quiet NaNs with the payload kept (as F16C and AArch64 FCVT do).
 //  - layernorm accepts b == nullptr (no bias).
-//  - rope_cos_sin + rope_apply: rope split in two, so an engine computes the angles once per
-//    position and applies them to every head.
 //  - parallel.h: MatvecQ8, MatmulQ8, Hgemm, HgemmTrans, Sgemm, SgemmTrans over a ThreadPool.
 //  - quantize_i8 + gemm_i8: per-row int8 activations (in the table's own encoding) × per-channel
 //    int8 weights packed once by I8Matrix (kernels/i8_matrix.h): the encoder's int8 path.
@@ -212,12 +210,6 @@ double exp_sum(float* x, int64_t n, float scale, float shift);  // x = e^(x·sca
 void silu_mul(const float* gate, const float* up, float* y, int64_t n);              // y = gate·σ(gate)·up
 void gelu_tanh(float* x, int64_t n);
 void gelu_erf(float* x, int64_t n);
-// RoPE on one head vector x[head_dim] at position pos, rotating the first rot_dim dims:
-// half pairing (i, i + rot_dim/2) or interleaved (2i, 2i+1); angle = pos · theta^(-2i/rot_dim).
-void rope(float* x, int64_t rot_dim, int64_t pos, float theta, bool interleaved);
-// The same in two steps: cos/sin[rot_dim/2] of every angle at `pos`, then the rotation.
-void rope_cos_sin(int64_t rot_dim, int64_t pos, float theta, float* cos_out, float* sin_out);
-void rope_apply(float* x, int64_t rot_dim, const float* cos_v, const float* sin_v, bool interleaved);
 
 }  // namespace kernels
 }  // namespace weightmap
