@@ -25,9 +25,6 @@ void AddBiasRows(float* y, const float* bias, int64_t m, int64_t n) {
 void MatmulF32(ThreadPool& pool, const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n) {
   kernels::Sgemm(&pool, a, b, c, m, k, n);
 }
-void MatmulF32Trans(ThreadPool& pool, const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n) {
-  kernels::SgemmTrans(&pool, a, b, c, m, k, n);
-}
 void MatmulF16(ThreadPool& pool, const float* a, const uint16_t* b, float* c, int64_t m, int64_t k, int64_t n) {
   kernels::Hgemm(&pool, a, b, c, m, k, n);
 }
