@@ -83,8 +83,9 @@ struct DecoderTraits {
   using Session = DecoderSession;
   static constexpr const char* kName = "DecoderSession";
   static constexpr bool kPrefix = false;
-  // A pipeline stage that starts past layer 0 takes hidden states [n, dim] instead of ids.
-  static int64_t RowWidth(const Session& s) { return s.model()->embeds() ? 0 : s.model()->config().dim; }
+  // A pipeline stage that starts past layer 0 takes hidden states [n, dim] instead of ids (the
+  // session refuses the wrong kind with ERR_OUT_OF_RANGE).
+  static int64_t RowWidth(const Session& s) { return s.model()->config().dim; }
   static int64_t Vocab(const Session& s) { return s.model()->config().vocab; }
   static const char* CannotStep(const Session& s) {
     return s.model()->has_head() ? nullptr : "step() needs the model's head; this model ends before the last layer";
