@@ -49,81 +49,111 @@ export interface EngineThreadOptions {
 }
 
 /**
- * Errors of the gpt/phi/vit engines carry a `code`: a WeightFormatError code for a bad spec
- * (MISSING_TENSOR, SHAPE_MISMATCH, BAD_DTYPE, OUT_OF_BOUNDS, CONFIG_MISMATCH, UNSUPPORTED),
- * ERR_OUT_OF_RANGE, ERR_WEIGHTMAP_BUSY, ERR_WEIGHTMAP_DISPOSED, ABORT_ERR.
+ * The engine contract (native/napi/model_wrap.h, session_wrap.h). Every model is made by its static
+ * `load(spec, config, options?)`, which checks the views against their mappings synchronously and
+ * the tensors against the config in a worker; `dispose()` makes its sessions reject further calls.
+ * Every call that can be stopped is stopped by `abort()` on the object it runs on: the session, the
+ * VitModel, or the job a BertEncoder.encode returns. Errors carry a `code`: a WeightFormatError code
+ * for a bad spec (MISSING_TENSOR, SHAPE_MISMATCH, BAD_DTYPE, OUT_OF_BOUNDS, CONFIG_MISMATCH,
+ * UNSUPPORTED), ERR_OUT_OF_RANGE, ERR_WEIGHTMAP_BUSY, ERR_WEIGHTMAP_DISPOSED, ABORT_ERR.
  */
+export interface NativeModel {
+  readonly threads: number;
+  readonly disposed: boolean;
+  /** Sessions made from it reject further calls with ERR_WEIGHTMAP_DISPOSED; running calls finish. */
+  dispose(): void;
+}
+
+/**
+ * One sequence of a language model with its KV cache and the token ids it holds. One call at a
+ * time (ERR_WEIGHTMAP_BUSY otherwise).
+ */
+export declare class NativeSession {
+  protected constructor();
+  /** Positions in the KV cache. */
+  readonly position: number;
+  /** Positions it can hold. */
+  readonly contextLength: number;
+  /** Bytes of the KV cache. */
+  readonly cacheBytes: number;
+  /** A copy of the ids at positions [0, position) (the sampler's penalty history); -1 for rows fed without ids. */
+  readonly tokens: Int32Array;
+  /** True while a call runs. */
+  readonly busy: boolean;
+  readonly disposed: boolean;
+  /**
+   * Appends token ids, or input rows (Float32Array [n, width]: Moondream's embedding rows, a pipeline
+   * stage's hidden states) at `position`. Resolves to no logits, the last row's [V] (default), or [n, V];
+   * a model without its head resolves to hidden states [n, hiddenSize]. options.prefix: positions
+   * [0, prefix) attend to each other bidirectionally (PhiSession; the prefix in one call from 0);
+   * options.ids: the ids that name input rows in `tokens`. Rejects with ABORT_ERR after abort()
+   * (position unchanged) and ERR_OUT_OF_RANGE for ids outside the vocabulary or past the context.
+   */
+  eval(input: Int32Array | Float32Array, logits?: 'none' | 'last' | 'all', options?: { prefix?: number; ids?: Int32Array }): Promise<Float32Array>;
+  /**
+   * eval() of `ids`, then the next token chosen from the last position's logits by `sampler` in the
+   * same worker, with `tokens` (the new ids included) as the penalty history. Throws
+   * ERR_WEIGHTMAP_BUSY while the sampler serves another step, of any session.
+   */
+  step(ids: Int32Array, sampler: Sampler, params?: NativeSamplingParams): Promise<number>;
+  /** Forgets every position from `n` on (0..position). Throws ERR_WEIGHTMAP_BUSY while a call runs. */
+  truncate(n: number): void;
+  /** Makes the running (or next) call reject with ABORT_ERR at its next layer. */
+  abort(): void;
+  /** Frees the KV cache once no call uses it. */
+  dispose(): void;
+}
 
 /** The TLLM GPT-style model (native/napi/gpt_napi.cc): f32 [in,out] matrices used in place. */
-export declare class GptModel {
-  constructor(
+export declare class GptModel implements NativeModel {
+  private constructor();
+  static load(
     spec: EngineWeightsSpec,
     config: { hiddenSize: number; numLayers: number; numHeads: number; intermediateSize: number; maxSeqLen: number; vocabSize: number; layerNormEps?: number },
     options?: EngineThreadOptions,
-  );
+  ): Promise<GptModel>;
   readonly threads: number;
-  /** Sessions already made keep the weights mapped until they are disposed. */
+  readonly disposed: boolean;
+  createSession(): GptSession;
   dispose(): void;
 }
 
-/** One sequence of a GptModel with its KV cache. One call at a time. */
-export declare class GptSession {
-  constructor(model: GptModel);
-  readonly position: number;
-  readonly cacheBytes: number;
-  /** Appends ids at `position`; logits [V] of the last id, or [ids.length, V]. */
-  eval(ids: Int32Array, allLogits: boolean): Promise<Float32Array>;
-  /** eval() of ids, then the next token drawn in the same worker (`recent` = penalty window). */
-  step(ids: Int32Array, sampler: Sampler, params?: NativeSamplingParams, recent?: Int32Array): Promise<number>;
-  truncate(n: number): void;
-  abort(): void;
-  dispose(): void;
-}
+export declare class GptSession extends NativeSession {}
 
 /** Moondream's text model (native/napi/phi_napi.cc): f16 [out,in] matrices used in place. */
-export declare class PhiModel {
-  constructor(
+export declare class PhiModel implements NativeModel {
+  private constructor();
+  static load(
     spec: EngineWeightsSpec,
     config: {
       hiddenSize: number; numLayers: number; numHeads: number; headDim: number; rotaryDim: number; ropeTheta?: number;
       intermediateSize: number; vocabSize: number; maxSeqLen: number; layerNormEps?: number;
     },
     options?: EngineThreadOptions,
-  );
+  ): Promise<PhiModel>;
   readonly threads: number;
+  readonly disposed: boolean;
+  createSession(): PhiSession;
   /** The word-embedding rows of `ids` as f32, [ids.length, hiddenSize]. */
   embed(ids: Int32Array): Float32Array;
   dispose(): void;
 }
 
-export declare class PhiSession {
-  constructor(model: PhiModel);
-  readonly position: number;
-  readonly cacheBytes: number;
-  /**
-   * Appends token ids (Int32Array) or embedding rows (Float32Array [n, hiddenSize]) at `position`.
-   * Resolves to no logits, the last row's [V], or [n, V]. Positions < prefix attend to each other
-   * bidirectionally (the whole prefix must be in one call from position 0).
-   */
-  eval(input: Int32Array | Float32Array, logits: 'none' | 'last' | 'all', prefix: number): Promise<Float32Array>;
-  /** eval() of token ids, then the next token drawn in the same worker (`recent` = penalty window). */
-  step(ids: Int32Array, sampler: Sampler, params?: NativeSamplingParams, recent?: Int32Array): Promise<number>;
-  truncate(n: number): void;
-  abort(): void;
-  dispose(): void;
-}
+export declare class PhiSession extends NativeSession {}
 
 /** Moondream's vision encoder + projection (native/napi/vit_napi.cc): f16 [in,out] matrices. */
-export declare class VitModel {
-  constructor(
+export declare class VitModel implements NativeModel {
+  private constructor();
+  static load(
     spec: EngineWeightsSpec,
     config: {
       hiddenSize: number; numLayers: number; numHeads: number; headDim: number; intermediateSize: number;
       patchSize: number; imageSize: number; numPatches: number; projHidden: number; textHiddenSize: number; layerNormEps?: number;
     },
     options?: EngineThreadOptions,
-  );
+  ): Promise<VitModel>;
   readonly threads: number;
+  readonly disposed: boolean;
   /**
    * Encodes RGB bytes [imageSize, imageSize, 3]: image embeddings [numPatches, textHiddenSize] and,
    * when asked, the post-LN features [numPatches, hiddenSize]. One call at a time.
@@ -212,8 +242,11 @@ export interface KernelsBinding {
   siluMul(gate: Float32Array, up: Float32Array, y: Float32Array): void;
   geluTanh(x: Float32Array): void;
   geluErf(x: Float32Array): void;
-  /** In place on the first rotDim entries: pairs (i, i + rotDim/2), or (2i, 2i+1) when interleaved. */
-  rope(x: Float32Array, rotDim: number, pos: number, theta: number, interleaved: boolean): void;
+  /**
+   * The engines' RoPE (native/engines/rope.h), in place on the first rotDim entries: pairs
+   * (i, i + rotDim/2), or (2i, 2i+1) when interleaved, turned by pos·theta^(-2i/rotDim) / factors[i].
+   */
+  rope(x: Float32Array, rotDim: number, pos: number, theta: number, interleaved: boolean, factors?: Float32Array): void;
   /** The [begin, end) chunks of one ThreadPool::ParallelFor over [0, n), flattened (pool contract tests). */
   threadPoolChunks(n: number, grain: number, threads: number): number[];
   /**
@@ -309,15 +342,11 @@ export interface BertEncodeJob {
  * gemm_i8, or Q8_0 groups through matmul_q8). Any number of
  * encode() calls may run at once; dispose() lets running ones finish.
  */
-export declare class BertEncoder {
+export declare class BertEncoder implements NativeModel {
   private constructor();
   /** Checks every tensor against the config (rejects with a WeightFormatError code) and prepares the weights. */
-  static load(options: {
-    config: BertEncoderConfig;
-    weights: EngineWeightsSpec;
-    threads?: number;
-    quant?: 'f32' | 'int8' | 'q8_0';
-  }): Promise<BertEncoder>;
+  static load(spec: EngineWeightsSpec, config: BertEncoderConfig, options?: { threads?: number; quant?: 'f32' | 'int8' | 'q8_0' }): Promise<BertEncoder>;
+  readonly threads: number;
   readonly disposed: boolean;
   readonly info: BertEncoderInfo;
   /**
@@ -369,18 +398,13 @@ export interface DecoderLoadInfo {
 
 /**
  * A loaded Llama/Qwen3 decoder (native/napi/decoder_napi.cc): Q8_0 (int8 kernels, runq-style
- * activations), f16 and f32 weights used in place from the mappings. Errors carry a `code`: a
- * WeightFormatError code for a bad spec, ERR_OUT_OF_RANGE, ERR_WEIGHTMAP_BUSY,
- * ERR_WEIGHTMAP_DISPOSED, ABORT_ERR.
+ * activations), f16 and f32 weights used in place from the mappings.
  */
-export declare class DecoderModel {
+export declare class DecoderModel implements NativeModel {
   private constructor();
-  /**
-   * Checks the views against their mappings synchronously (throws), then checks every tensor
-   * against the config and prepares the weights in a worker.
-   */
   static load(spec: EngineWeightsSpec, config: DecoderNativeConfig, options?: DecoderNativeOptions): Promise<DecoderModel>;
   readonly loadInfo: DecoderLoadInfo;
+  readonly threads: number;
   readonly disposed: boolean;
   /**
    * A session with its own KV cache of `contextLength` positions (1..maxSeqLen), reserved, not
@@ -404,43 +428,8 @@ export declare class DecoderModel {
   dispose(): void;
 }
 
-/** One sequence of a DecoderModel with its KV cache. One call at a time. */
-export declare class DecoderSession {
-  private constructor();
-  /** Tokens in the KV cache. */
-  readonly position: number;
-  readonly contextLength: number;
-  /** Bytes reserved for the KV cache. */
-  readonly cacheBytes: number;
-  /** True while an eval runs. */
-  readonly busy: boolean;
-  readonly disposed: boolean;
-  /**
-   * Appends `ids` at `position`; resolves to the logits of the last position [vocab] or of all
-   * new positions [ids.length, vocab]. Throws ERR_WEIGHTMAP_BUSY while another eval runs;
-   * rejects with ABORT_ERR after abort() (position unchanged) and ERR_OUT_OF_RANGE when the ids
-   * do not fit the context or lie outside the vocabulary.
-   */
-  eval(ids: Int32Array, allLogits?: boolean): Promise<Float32Array>;
-  /**
-   * eval() for a model that starts past layer 0 (a pipeline stage): `hidden` [n, hiddenSize] enters
-   * its first layer. Models that end before the last layer resolve (here and from eval()) to the
-   * hidden states of every new position [n, hiddenSize] instead of logits.
-   */
-  evalHidden(hidden: Float32Array, allLogits?: boolean): Promise<Float32Array>;
-  /**
-   * eval() of `ids`, then the next token chosen from the last position's logits by `sampler` in the
-   * same worker, with the session's tokens (positions 0..position) as the penalty history. Throws
-   * ERR_WEIGHTMAP_BUSY while the sampler serves another step.
-   */
-  step(ids: Int32Array, sampler: Sampler, params?: NativeSamplingParams): Promise<number>;
-  /** Rewinds to `n` positions (0..position). Throws ERR_WEIGHTMAP_BUSY while an eval runs. */
-  truncate(n: number): void;
-  /** Makes the running (or next) eval reject with ABORT_ERR at its next layer. */
-  abort(): void;
-  /** Frees the KV cache once no call uses it. */
-  dispose(): void;
-}
+/** One sequence of a DecoderModel; a pipeline stage past layer 0 takes hidden states [n, hiddenSize] as input rows. */
+export declare class DecoderSession extends NativeSession {}
 
 export interface NativeBinding {
   MappedFile: typeof MappedFile;

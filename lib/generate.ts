@@ -12,23 +12,19 @@ import { native } from './native';
 import { resolveSampling, type SamplingOptions } from './sampling';
 import type { StreamDecoder, Tokenizer } from './tokenizers';
 
-/** One sequence of an engine with its KV cache (lib/engines/*: GptEngineSession, the decoder's session). */
+/** One sequence of an engine with its KV cache (lib/engines/kv-session.ts, lib/pipeline/session.ts). */
 export interface LanguageSession {
   /** Positions held in the KV cache. */
   readonly position: number;
+  /** The token ids at positions [0, position), oldest first (kept by the session: the penalty history). */
+  readonly tokens: ArrayLike<number>;
   /** Feeds ids after `position`; resolves to the logits [V] after the last one. */
   eval(ids: ArrayLike<number>, options?: { signal?: AbortSignal }): Promise<Float32Array>;
   /**
-   * Optional fast path: feeds ids and samples the next token in the same native call, with the
-   * generator state of `sampler` (native/napi/sampler_napi.h). `recent` = the penalty window.
+   * Feeds ids and samples the next token with the generator state of `sampler`
+   * (native/napi/sampler_napi.h), the penalties looking at `tokens`.
    */
-  step?(
-    ids: ArrayLike<number>,
-    params: NativeSamplingParams,
-    sampler: Sampler,
-    recent: Int32Array | undefined,
-    options?: { signal?: AbortSignal },
-  ): Promise<number>;
+  step(ids: ArrayLike<number>, sampler: Sampler, params: NativeSamplingParams, options?: { signal?: AbortSignal }): Promise<number>;
   /** Forgets every position from `n` on. */
   truncate(n: number): void;
   /** Stops a running eval (it rejects with AbortError). */
@@ -76,10 +72,9 @@ export interface Generation extends AsyncIterableIterator<GeneratedPiece> {
   text(): Promise<string>;
 }
 
-/** A session lent to one generation, with the ids its KV cache holds (kept in step by the generation). */
+/** A session lent to one generation. */
 export interface SessionLease {
   session: LanguageSession;
-  history: number[];
   /** Gives the session back (called once, when the generation is over in any way). */
   release(): void;
 }
@@ -176,14 +171,6 @@ function checkGenerateOptions(options: GenerateOptions): { maxTokens: number; st
   return { maxTokens, stops };
 }
 
-/** The penalty window of `history` as the native sampler takes it, or undefined when no penalty applies. */
-function penaltyWindow(params: NativeSamplingParams, history: readonly number[]): Int32Array | undefined {
-  const n = params.penaltyLastN ?? 64;
-  const active = n !== 0 && ((params.repeatPenalty ?? 1) !== 1 || (params.frequencyPenalty ?? 0) !== 0 || (params.presencePenalty ?? 0) !== 0);
-  if (!active) return undefined;
-  return Int32Array.from(n < 0 ? history : history.slice(Math.max(0, history.length - n)));
-}
-
 /**
  * Starts generating after `ids`. Nothing runs until the first next(): then a session is borrowed
  * from `host`, its KV cache keeps its longest common prefix with `ids`, the rest is fed as one
@@ -209,7 +196,7 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
     if (signal?.aborted) throw new AbortError(undefined, { cause: signal.reason });
     const constraint = options.jsonSchema === undefined ? undefined : await jsonSchemaConstraint(tokenizer, host.vocabSize, options.jsonSchema, [...stopTokens]);
     const lease = host.acquire(ids);
-    const { session, history } = lease;
+    const { session } = lease;
     let running = false;
     const onAbort = () => {
       if (running) session.abort();
@@ -217,9 +204,8 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
       // Reuse the cached prefix; at least the last prompt id is fed again to get its logits.
-      const keep = Math.min(commonPrefixLength(history, ids), ids.length - 1);
+      const keep = Math.min(commonPrefixLength(session.tokens, ids), ids.length - 1);
       if (keep < session.position) session.truncate(keep);
-      history.length = keep;
       let feed: number[] = ids.slice(keep);
 
       // The stream decoder is primed with the prompt, so the first generated piece decodes in
@@ -240,18 +226,11 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
         running = true;
         let token: number;
         try {
-          const recent = penaltyWindow(sampling.params, history.concat(feed));
           const params = constraint ? { ...sampling.params, allowedTokens: constraint.allowed() } : sampling.params;
-          if (session.step) {
-            token = await session.step(feed, params, sampler, recent, { signal });
-          } else {
-            const logits = await session.eval(feed, { signal });
-            token = sampler.sample(logits, params, recent);
-          }
+          token = await session.step(feed, sampler, params, { signal });
         } finally {
           running = false;
         }
-        history.push(...feed);
         generated.push(token);
         feed = [token];
         constraint?.advance(token);
@@ -267,8 +246,8 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
           yield { token, text: piece.text };
           return;
         }
-        // history + this token = the whole sequence; one more token would not fit.
-        const full = history.length + 1 >= contextLength;
+        // The cache + this token = the whole sequence; one more token would not fit.
+        const full = session.position + 1 >= contextLength;
         if (full || generated.length >= maxTokens) {
           // The last token: release the held-back text and any incomplete character.
           const tail = filter.push(decoder.flush());
@@ -280,8 +259,7 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
       }
       stopReason = 'max-tokens'; // maxTokens 0
     } catch (error) {
-      // An aborted or failed eval leaves the cache at its last committed position.
-      history.length = Math.min(history.length, session.position);
+      // An aborted or failed step leaves the cache (and its tokens) at its last committed position.
       if (signal?.aborted && !(error instanceof AbortError)) throw new AbortError(undefined, { cause: error });
       throw error;
     } finally {

@@ -22,7 +22,6 @@ import {
   type ChatTemplate,
 } from './chat';
 import { ChatSession, type ChatSessionOptions } from './chat-session';
-import { DecodeLoop } from './engines/decode-loop';
 import { DecoderEngine } from './engines/decoder';
 import { GptEngine } from './engines/gpt';
 import { MoondreamEngine } from './engines/moondream';
@@ -145,13 +144,7 @@ export class Model {
     const lease = this.pool.acquire([]);
     try {
       if (lease.session.position > 0) lease.session.truncate(0);
-      lease.history.length = 0;
-      const logits = await lease.session.eval(input, options);
-      lease.history.push(...input);
-      return logits;
-    } catch (error) {
-      lease.history.length = Math.min(lease.history.length, lease.session.position);
-      throw error;
+      return await lease.session.eval(input, options);
     } finally {
       lease.release();
     }
@@ -258,29 +251,11 @@ async function loadEngine(weights: ModelWeights, options: LoadModelOptions): Pro
     case 'gemma3': {
       const engine = await DecoderEngine.load(weights, { threads: options.threads, ...(options.quant ? { quant: options.quant } : {}) });
       // Concurrent generations decode together: their one-token steps run as batched steps.
-      const loop = new DecodeLoop(engine);
       return {
-        vocabSize: engine.config.vocabSize,
-        threads: engine.loadInfo.threads,
-        isa: engine.loadInfo.isa,
-        createSession: (contextLength) => {
-          const session = engine.createSession({ contextLength });
-          // The engine samples in its worker (penalties over the tokens the session holds).
-          return {
-            get position() {
-              return session.position;
-            },
-            eval: (ids, opts) => session.eval(ids, opts),
-            step: (ids, params, sampler, _recent, opts) =>
-              ids.length === 1 ? loop.step(session, ids[0], sampler, params, opts?.signal) : session.step(ids, sampler, params, opts),
-            truncate: (n) => session.truncate(n),
-            abort: () => {
-              loop.cancel(session);
-              session.abort();
-            },
-            dispose: () => session.dispose(),
-          };
-        },
+        vocabSize: engine.vocabSize,
+        threads: engine.threads,
+        isa: engine.isa,
+        createSession: (contextLength) => engine.createSession({ contextLength, batched: true }),
         dispose: () => engine.dispose(),
       };
     }

@@ -122,19 +122,19 @@ async function startAnswer(
   // feeds the last token and samples from its logits. Its ids name the image positions with the
   // BOS id: a special token, skipped when the stream decoder is primed with them.
   const rows = answerPrefixRows(engine, embeddings, ids.slice(0, -1));
+  const promptIds = [...new Array<number>(1 + patches).fill(text.bosTokenId), ...ids];
   const session = engine.createSession();
   try {
-    await session.eval(rows, { logits: 'none', prefixAttention: prefix, signal: options.signal });
+    await session.eval(rows, { logits: 'none', prefixAttention: prefix, ids: promptIds.slice(0, -1), signal: options.signal });
   } catch (error) {
     session.dispose();
     throw error;
   }
-  const promptIds = [...new Array<number>(1 + patches).fill(text.bosTokenId), ...ids];
   const host: GenerationHost = {
     tokenizer,
     contextLength: text.maxSeqLen,
     vocabSize: text.vocabSize,
-    acquire: () => ({ session, history: promptIds.slice(0, -1), release: () => session.dispose() }),
+    acquire: () => ({ session, release: () => session.dispose() }),
   };
   try {
     return startGeneration(host, promptIds, { ...options, stopTokens: options.stopTokens ?? [text.eosTokenId] });

@@ -8,7 +8,6 @@ import { commonPrefixLength, type LanguageSession, type SessionLease } from './g
 
 interface Slot {
   session: LanguageSession;
-  history: number[];
   /** Last time the slot was given back (for dropping the least recently used). */
   used: number;
 }
@@ -35,18 +34,17 @@ export class SessionPool {
     let best = -1;
     let bestLength = -1;
     this.idle.forEach((slot, i) => {
-      const length = commonPrefixLength(slot.history, ids);
+      const length = commonPrefixLength(slot.session.tokens, ids);
       if (length > bestLength) {
         best = i;
         bestLength = length;
       }
     });
-    const slot: Slot = best >= 0 ? this.idle.splice(best, 1)[0] : { session: this.create(), history: [], used: 0 };
+    const slot: Slot = best >= 0 ? this.idle.splice(best, 1)[0] : { session: this.create(), used: 0 };
     this.busy.add(slot);
     let released = false;
     return {
       session: slot.session,
-      history: slot.history,
       release: () => {
         if (released) return;
         released = true;

@@ -53,11 +53,9 @@ export class BertEngine {
       throw rangeError(`quant must be one of ${EMBEDDER_QUANTS.join(', ')}, got ${String(options.quant)}`);
     }
     try {
-      const encoder = await native().BertEncoder.load({
-        config,
-        weights: nativeWeightsSpec(weights),
-        threads: options.threads,
-        quant: options.quant,
+      const encoder = await native().BertEncoder.load(nativeWeightsSpec(weights), config, {
+        ...(options.threads !== undefined ? { threads: options.threads } : {}),
+        ...(options.quant !== undefined ? { quant: options.quant } : {}),
       });
       return new BertEngine(encoder, config);
     } catch (error) {

@@ -20,6 +20,8 @@ import { DECODER_NAMES, decoderTensorShapes, isDecoderConfig } from '../architec
 import { AbortError, DisposedError, UnsupportedError, WeightFormatError } from '../errors';
 import { native } from '../native';
 import type { DecoderConfig, ModelWeights } from '../weights';
+import { DecodeLoop } from './decode-loop';
+import { KvSession } from './kv-session';
 import { fromNativeError } from './native-errors';
 import { nativeWeightsSpec } from './native-spec';
 
@@ -52,6 +54,11 @@ export interface SessionOptions {
    * read per decoded token (which grow with the context), rounding keys and values to f16.
    */
   kvCache?: 'f32' | 'f16';
+  /**
+   * One-token steps of this session run together with those of the engine's other batched sessions
+   * (continuous batching, lib/engines/decode-loop.ts): each weight block is read once per step for all.
+   */
+  batched?: boolean;
 }
 
 export interface EvalOptions {
@@ -110,6 +117,7 @@ export class DecoderEngine {
   readonly loadInfo: DecoderLoadInfo;
   private native: NativeDecoderModel | undefined;
   private readonly sessions = new Set<DecoderEngineSession>();
+  private loop: DecodeLoop | undefined;
 
   private constructor(model: NativeDecoderModel, config: DecoderConfig, private readonly weightsPath: string) {
     this.native = model;
@@ -137,6 +145,18 @@ export class DecoderEngine {
     return this.native === undefined;
   }
 
+  get vocabSize(): number {
+    return this.config.vocabSize;
+  }
+
+  get threads(): number {
+    return this.loadInfo.threads;
+  }
+
+  get isa(): string {
+    return this.loadInfo.isa;
+  }
+
   createSession(options: SessionOptions = {}): DecoderEngineSession {
     if (!this.native) throw new DisposedError('DecoderEngine');
     const contextLength = options.contextLength ?? Math.min(this.config.maxSeqLen, DEFAULT_CONTEXT);
@@ -146,7 +166,8 @@ export class DecoderEngine {
     } catch (error) {
       throw fromNativeError(error, 'DecoderEngine', this.weightsPath);
     }
-    const wrapped = new DecoderEngineSession(session, this.config.vocabSize, this.weightsPath, () => this.sessions.delete(wrapped));
+    const loop = options.batched ? (this.loop ??= new DecodeLoop(this)) : undefined;
+    const wrapped = new DecoderEngineSession(session, this.config.vocabSize, this.weightsPath, () => this.sessions.delete(wrapped), loop);
     this.sessions.add(wrapped);
     return wrapped;
   }
@@ -199,52 +220,27 @@ export class DecoderEngine {
   }
 }
 
-export class DecoderEngineSession {
-  private native: NativeDecoderSession | undefined;
-  /** The last queued call: the next one starts when it settles. */
-  private tail: Promise<unknown> = Promise.resolve();
-  private pending = 0;
-  /** Bumped by abort(): calls queued before it reject instead of starting. */
-  private abortEpoch = 0;
-
-  /** @internal Made by DecoderEngine.createSession. */
+export class DecoderEngineSession extends KvSession<NativeDecoderSession> {
+  /** @internal Made by DecoderEngine.createSession; `loop`: one-token steps join its batched steps. */
   constructor(
     session: NativeDecoderSession,
     readonly vocabSize: number,
-    private readonly weightsPath: string,
-    private readonly onDispose: () => void,
+    weightsPath: string,
+    onDispose: () => void,
+    private readonly loop?: DecodeLoop,
   ) {
-    this.native = session;
-  }
-
-  /** Tokens in the KV cache (the position the next eval starts at). */
-  get position(): number {
-    return this.native?.position ?? 0;
-  }
-
-  get contextLength(): number {
-    return this.native?.contextLength ?? 0;
-  }
-
-  /** Bytes reserved for the KV cache (pages are committed as positions fill). */
-  get cacheBytes(): number {
-    return this.native?.cacheBytes ?? 0;
-  }
-
-  get disposed(): boolean {
-    return this.native === undefined || this.native.disposed;
+    super(session, { name: 'DecoderEngineSession', weightsPath, deferStart: true }, onDispose);
   }
 
   /**
    * Appends `ids` at the current position and runs them through the model as one batch.
    * Resolves to the logits of the last new position [vocab], or of every new position
    * [ids.length, vocab] with `allLogits`. Rejects with AbortError when `signal` fires (the
-   * session's position is then unchanged) and RangeError (code ERR_WEIGHTMAP_CONTEXT_FULL) when
-   * the ids do not fit the context.
+   * session's position is then unchanged) and RangeError when the ids do not fit the context.
    */
   eval(ids: ArrayLike<number>, options: EvalOptions = {}): Promise<Float32Array> {
     const input = ids instanceof Int32Array ? ids : Int32Array.from(ids);
-    return this.enqueue(options.signal, (session) => session.eval(input, options.allLogits === true));
+    return this.enqueue(options.signal, (session) => session.eval(input, options.allLogits === true ? 'all' : 'last'));
   }
 
   /**
@@ -253,109 +249,17 @@ export class DecoderEngineSession {
    * (here and from eval()) to the hidden states of every new position [n, hiddenSize].
    */
   evalHidden(hidden: Float32Array, options: { signal?: AbortSignal } = {}): Promise<Float32Array> {
-    return this.enqueue(options.signal, (session) => session.evalHidden(hidden));
+    return this.enqueue(options.signal, (session) => session.eval(hidden));
   }
 
-  /**
-   * One generation step in one native call: evaluates `ids` like eval(), then picks the next token
-   * from the last position's logits with `sampler` (its generator state carries over between
-   * steps), the penalties looking at every token the session holds. Resolves to the token id; the
-   * token is not fed yet (pass it to the next step). A Sampler serves one step at a time.
-   */
-  step(ids: ArrayLike<number>, sampler: Sampler, params: NativeSamplingParams = {}, options: { signal?: AbortSignal } = {}): Promise<number> {
-    const input = ids instanceof Int32Array ? ids : Int32Array.from(ids);
-    return this.enqueue(options.signal, (session) => session.step(input, sampler, params));
+  /** KvSession.step; a one-token step of a session made with `batched` runs in the engine's next batched step. */
+  override step(ids: ArrayLike<number>, sampler: Sampler, params: NativeSamplingParams = {}, options: { signal?: AbortSignal } = {}): Promise<number> {
+    if (this.loop && ids.length === 1) return this.loop.step(this, ids[0], sampler, params, options.signal);
+    return super.step(ids, sampler, params, options);
   }
 
-  /**
-   * Forgets every position from `n` on (reusing a prompt prefix). Only between calls: throws
-   * (code ERR_WEIGHTMAP_BUSY) while one is running or queued.
-   */
-  truncate(n: number): void {
-    const session = this.live();
-    if (this.pending > 0) {
-      const busy = new Error('truncate() while calls are running or queued on this session; await them first');
-      throw Object.assign(busy, { code: 'ERR_WEIGHTMAP_BUSY' });
-    }
-    try {
-      session.truncate(n);
-    } catch (error) {
-      throw fromNativeError(error, 'DecoderEngineSession');
-    }
-  }
-
-  /** Stops the running call and rejects every queued one with AbortError. */
-  abort(): void {
-    this.abortEpoch++;
-    this.native?.abort();
-  }
-
-  /** Frees the KV cache. A running call stops at its next layer; queued calls reject with DisposedError. */
-  dispose(): void {
-    if (!this.native) return;
-    this.native.dispose();
-    this.native = undefined;
-    this.onDispose();
-  }
-
-  [Symbol.dispose](): void {
-    this.dispose();
-  }
-
-  async [Symbol.asyncDispose](): Promise<void> {
-    this.dispose();
-  }
-
-  /**
-   * @internal For DecoderEngine.stepBatch: the native session, held (as if a call ran on it) until
-   * `until` settles. Throws ERR_WEIGHTMAP_BUSY unless the session is idle.
-   */
-  holdFor(until: Promise<void>): NativeDecoderSession {
-    const session = this.live();
-    if (this.pending > 0) {
-      const busy = new Error('a batched step needs idle sessions; this one has calls running or queued');
-      throw Object.assign(busy, { code: 'ERR_WEIGHTMAP_BUSY' });
-    }
-    this.pending++;
-    this.tail = until.finally(() => this.pending--);
-    return session;
-  }
-
-  /** Calls not yet settled (running or queued). */
-  get queued(): number {
-    return this.pending;
-  }
-
-  private live(): NativeDecoderSession {
-    if (!this.native) throw new DisposedError('DecoderEngineSession');
-    return this.native;
-  }
-
-  private enqueue<T>(signal: AbortSignal | undefined, run: (session: NativeDecoderSession) => Promise<T>): Promise<T> {
-    const epoch = this.abortEpoch;
-    this.pending++;
-    const start = async (): Promise<T> => {
-      try {
-        if (signal?.aborted || epoch !== this.abortEpoch) throw new AbortError(undefined, { cause: signal?.reason });
-        const session = this.live();
-        const onAbort = () => session.abort();
-        signal?.addEventListener('abort', onAbort, { once: true });
-        try {
-          return await run(session);
-        } catch (error) {
-          throw fromNativeError(error, 'DecoderEngineSession', this.weightsPath);
-        } finally {
-          signal?.removeEventListener('abort', onAbort);
-        }
-      } finally {
-        this.pending--;
-      }
-    };
-    const result = this.tail.then(start, start);
-    this.tail = result.then(
-      () => undefined,
-      () => undefined,
-    );
-    return result;
+  override abort(): void {
+    this.loop?.cancel(this);
+    super.abort();
   }
 }

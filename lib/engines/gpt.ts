@@ -27,13 +27,13 @@ export class GptEngine {
   readonly config: TllmConfig;
   private model: GptModel | undefined;
 
-  private constructor(config: TllmConfig, model: GptModel) {
+  private constructor(config: TllmConfig, model: GptModel, private readonly weightsPath: string) {
     this.config = config;
     this.model = model;
   }
 
   /** Checks every tensor of `weights` against the config (WeightFormatError) and binds them. */
-  static load(weights: ModelWeights, options: EngineOptions = {}): GptEngine {
+  static async load(weights: ModelWeights, options: EngineOptions = {}): Promise<GptEngine> {
     if (weights.config.architecture !== 'tllm') {
       throw new UnsupportedError(`the gpt engine runs TLLM weights, not ${weights.config.architecture}`);
     }
@@ -41,8 +41,8 @@ export class GptEngine {
     const linears = tllmTensorSpecs(config).filter((t) => t.linear).map((t) => t.name);
     requireOrientation(weights, linears, true, 'the gpt engine');
     try {
-      const model = new (native().GptModel)(nativeWeightsSpec(weights), config, { threads: options.threads ?? 0 });
-      return new GptEngine(config, model);
+      const model = await native().GptModel.load(nativeWeightsSpec(weights), config, { threads: options.threads ?? 0 });
+      return new GptEngine(config, model, weights.path);
     } catch (error) {
       throw fromNativeError(error, 'GptEngine', weights.path);
     }
@@ -64,9 +64,10 @@ export class GptEngine {
     return this.model === undefined;
   }
 
-  createSession(): GptEngineSession {
+  /** A session; `_contextLength` is the model's max_sequence_length (its cache grows to it). */
+  createSession(_contextLength?: number): GptEngineSession {
     if (!this.model) throw new DisposedError('GptEngine');
-    return new GptEngineSession(new (native().GptSession)(this.model), this.config.maxSeqLen);
+    return new GptEngineSession(this.model.createSession(), this.weightsPath);
   }
 
   /** Releases the weights once every session is disposed too. */
@@ -77,18 +78,20 @@ export class GptEngine {
 }
 
 export class GptEngineSession extends KvSession<GptSession> {
-  constructor(session: GptSession, maxSeqLen: number) {
-    super(session, 'GptEngineSession', maxSeqLen, 'max_sequence_length');
+  /** @internal Made by GptEngine.createSession. */
+  constructor(session: GptSession, weightsPath: string) {
+    super(session, { name: 'GptEngineSession', weightsPath, limitName: 'max_sequence_length' });
   }
 
   /**
-   * Feeds `ids` after the current position. Throws RangeError when the sequence would pass the
-   * model's max_sequence_length (nothing is fed then).
+   * Feeds `ids` after the current position. Rejects with RangeError when the sequence would pass
+   * the model's max_sequence_length (nothing is fed then).
    */
-  async eval(ids: ArrayLike<number>, options: EvalOptions = {}): Promise<Float32Array> {
-    const session = this.live();
-    this.checkCapacity(session, ids.length, 'eval: no token ids');
+  eval(ids: ArrayLike<number>, options: EvalOptions = {}): Promise<Float32Array> {
     const input = Int32Array.from(ids);
-    return this.run(session, () => session.eval(input, options.allLogits ?? false), options.signal);
+    return this.enqueue(options.signal, (session) => {
+      this.checkFits(session, input.length, 'eval: no token ids');
+      return session.eval(input, options.allLogits ? 'all' : 'last');
+    });
   }
 }

@@ -23,6 +23,8 @@ export interface MoondreamEvalOptions {
    * BOS + 729 image positions); default 0, plain causal attention (moondream-zig, the MOON source).
    */
   prefixAttention?: number;
+  /** The token ids that name embedding rows in the session's tokens (the penalty history); default -1, none. */
+  ids?: ArrayLike<number>;
   signal?: AbortSignal;
 }
 
@@ -44,13 +46,13 @@ export class MoondreamEngine {
   private vision: VitModel | undefined;
   private encoding: Promise<unknown> = Promise.resolve();
 
-  private constructor(config: MoondreamConfig, text: PhiModel, vision: VitModel) {
+  private constructor(config: MoondreamConfig, text: PhiModel, vision: VitModel, private readonly weightsPath: string) {
     this.config = config;
     this.text = text;
     this.vision = vision;
   }
 
-  static load(weights: ModelWeights, options: EngineOptions = {}): MoondreamEngine {
+  static async load(weights: ModelWeights, options: EngineOptions = {}): Promise<MoondreamEngine> {
     if (weights.config.architecture !== 'moondream') {
       throw new UnsupportedError(`the Moondream engines run Moondream weights, not ${weights.config.architecture}`);
     }
@@ -62,13 +64,13 @@ export class MoondreamEngine {
     const threads = { threads: options.threads ?? 0 };
     let text: PhiModel | undefined;
     try {
-      text = new (native().PhiModel)(nativeWeightsSpec(weights, (n) => n.startsWith('model.text.')), config.text, threads);
-      const vision = new (native().VitModel)(
+      text = await native().PhiModel.load(nativeWeightsSpec(weights, (n) => n.startsWith('model.text.')), config.text, threads);
+      const vision = await native().VitModel.load(
         nativeWeightsSpec(weights, (n) => n.startsWith('model.vision.')),
         { ...config.vision, textHiddenSize: config.text.hiddenSize },
         threads,
       );
-      return new MoondreamEngine(config, text, vision);
+      return new MoondreamEngine(config, text, vision, weights.path);
     } catch (error) {
       text?.dispose();
       throw fromNativeError(error, 'MoondreamEngine', weights.path);
@@ -91,9 +93,10 @@ export class MoondreamEngine {
     return this.text === undefined;
   }
 
-  createSession(): MoondreamSession {
+  /** A session; `_contextLength` is the model's context length (its cache grows to it). */
+  createSession(_contextLength?: number): MoondreamSession {
     if (!this.text) throw new DisposedError('MoondreamEngine');
-    return new MoondreamSession(new (native().PhiSession)(this.text), this.config.text.hiddenSize, this.config.text.maxSeqLen);
+    return new MoondreamSession(this.text.createSession(), this.config.text.hiddenSize, this.weightsPath);
   }
 
   /** Word-embedding rows of `ids` as f32 [ids.length, textHidden]. */
@@ -139,20 +142,25 @@ function isFloat32Array(x: unknown): x is Float32Array {
 }
 
 export class MoondreamSession extends KvSession<PhiSession> {
-  constructor(session: PhiSession, readonly hiddenSize: number, maxSeqLen: number) {
-    super(session, 'MoondreamSession', maxSeqLen, 'context length');
+  /** @internal Made by MoondreamEngine.createSession. */
+  constructor(session: PhiSession, readonly hiddenSize: number, weightsPath: string) {
+    super(session, { name: 'MoondreamSession', weightsPath, limitName: 'context length' });
   }
 
-  /** Feeds token ids, or embedding rows (Float32Array [n, textHidden]), after the current position. */
-  async eval(input: ArrayLike<number> | Float32Array, options: MoondreamEvalOptions = {}): Promise<Float32Array> {
-    const session = this.live();
+  /**
+   * Feeds token ids, or embedding rows (Float32Array [n, textHidden]), after the current position;
+   * `ids` names embedding rows in the session's tokens (-1 when absent).
+   */
+  eval(input: ArrayLike<number> | Float32Array, options: MoondreamEvalOptions = {}): Promise<Float32Array> {
     const rows = isFloat32Array(input) ? input : Int32Array.from(input);
     const n = isFloat32Array(rows) ? rows.length / this.hiddenSize : rows.length;
-    if (!Number.isInteger(n)) throw rangeError(`eval: embedding rows must be a whole number of ${this.hiddenSize}-float rows`);
-    this.checkCapacity(session, n, 'eval: no token ids or embedding rows');
+    if (!Number.isInteger(n)) return Promise.reject(rangeError(`eval: embedding rows must be a whole number of ${this.hiddenSize}-float rows`));
     const prefix = options.prefixAttention ?? 0;
-    if (!Number.isInteger(prefix) || prefix < 0) throw rangeError('prefixAttention must be a non-negative integer');
-    const logits = options.logits ?? 'last';
-    return this.run(session, () => session.eval(rows, logits, prefix), options.signal);
+    if (!Number.isInteger(prefix) || prefix < 0) return Promise.reject(rangeError('prefixAttention must be a non-negative integer'));
+    const ids = options.ids === undefined ? undefined : Int32Array.from(options.ids);
+    return this.enqueue(options.signal, (session) => {
+      this.checkFits(session, n, 'eval: no token ids or embedding rows');
+      return session.eval(rows, options.logits ?? 'last', { prefix, ...(ids ? { ids } : {}) });
+    });
   }
 }

@@ -1,6 +1,6 @@
 /**
  * Native failures as weightmap's error classes: an engine rejects with an Error carrying a `code`
- * (native/napi/spec_views.h); callers get AbortError, RangeError, DisposedError or
+ * (native/napi/engine_worker.h); callers get AbortError, RangeError, DisposedError or
  * WeightFormatError instead, with the original as `cause`.
  */
 import { AbortError, DisposedError, rangeError, WeightFormatError, type WeightFormatErrorCode } from '../errors';

@@ -7,6 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { AbortError, DisposedError, PipelineError, rangeError } from '../errors';
+import type { NativeSamplingParams, Sampler } from '../../binding';
 import type { LanguageSession } from '../generate';
 import { RowBuffer } from './row-buffer';
 import { StageCallError, type StageReplica, type StepStream } from './stage-client';
@@ -52,6 +53,17 @@ export class PipelineSession implements LanguageSession {
 
   get position(): number {
     return this.pos;
+  }
+
+  /** The ids at positions [0, position): the first stage's input rows, copied. */
+  get tokens(): Int32Array {
+    return Int32Array.from(this.inputs[0].view(0, this.pos) as Int32Array);
+  }
+
+  /** eval() of `ids`, then the next token drawn by `sampler` with the session's ids as the penalty history. */
+  async step(ids: ArrayLike<number>, sampler: Sampler, params: NativeSamplingParams, options: { signal?: AbortSignal } = {}): Promise<number> {
+    const logits = await this.eval(ids, options);
+    return sampler.sample(logits, params, this.inputs[0].view(0, this.pos) as Int32Array);
   }
 
   /** Feeds ids after `position` through every stage; resolves to the logits [vocab] of the last one. */

@@ -253,10 +253,6 @@ const TensorRef& RequireTable(const WeightsSpec& spec, const std::string& name, 
   return t;
 }
 
-void CheckAbort(const std::atomic<bool>& abort) {
-  if (abort.load(std::memory_order_relaxed)) throw Aborted();
-}
-
 }  // namespace
 
 void Config::Validate() const {
@@ -372,7 +368,7 @@ void Model::Attention(const float* q, const float* k, const float* v, float* ctx
 
 void Model::Encode(const int32_t* ids, const int32_t* lengths, int64_t n_seq, Pooling pooling, bool normalize,
                    float* out, const std::atomic<bool>& abort) const {
-  CheckAbort(abort);
+  ThrowIfAborted(abort);
   const Config& c = config_;
   const int64_t H = c.hidden, I = c.intermediate;
   ThreadPool& pool = *pool_;
@@ -434,7 +430,7 @@ void Model::Encode(const int32_t* ids, const int32_t* lengths, int64_t n_seq, Po
   Input xin(x, N, H, s.quantized);  // layer 0's: quantized on first use
   for (size_t l = 0; l < layers_.size(); l++) {
     const Layer& L = layers_[l];
-    CheckAbort(abort);
+    ThrowIfAborted(abort);
     // q, k, v [N, H] = x·Wᵀ + b
     Product(pool, L.wq, xin, N, L.bq, s.q.data());
     Product(pool, L.wk, xin, N, L.bk, s.k.data());
@@ -467,7 +463,7 @@ void Model::Encode(const int32_t* ids, const int32_t* lengths, int64_t n_seq, Po
     residual_norm(L.ln2_g, L.ln2_b, l + 1 < layers_.size() ? next_x.FuseFor(layers_[l + 1].wq) : nullptr);
     xin = next_x;
   }
-  CheckAbort(abort);
+  ThrowIfAborted(abort);
 
   // Pooling, then e / max(‖e‖₂, 1e-12). Sums in double: the order of rows cannot matter.
   std::vector<double> acc(H);

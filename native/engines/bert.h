@@ -60,12 +60,6 @@ struct Options {
   Quant quant = Quant::None;
 };
 
-// Thrown by Encode when the abort flag was seen set.
-class Aborted : public std::runtime_error {
- public:
-  Aborted() : std::runtime_error("The operation was aborted") {}
-};
-
 // What preparing the weights copied (reported to JS).
 struct LoadCost {
   uint64_t copied_bytes = 0;  // owned copies: vectors, converted or quantized matrices
@@ -111,7 +105,7 @@ class Model {
   // Encodes n_seq sequences whose ids lie one after another in ids[Σ lengths] and writes one
   // pooled vector per sequence to out[n_seq, H]. Every length must be in [1, max_positions] and
   // every id in [0, vocab) (the N-API layer checks). Thread-safe: each call has its own scratch,
-  // concurrent calls share the thread pool. Checks `abort` between layers (throws Aborted).
+  // concurrent calls share the thread pool. Checks `abort` between layers (throws EngineError ABORT_ERR).
   // The activation buffers of a call are kept for the next one (each concurrent call has its
   // own), so the memory of the largest batch stays with the model until it is destroyed.
   void Encode(const int32_t* ids, const int32_t* lengths, int64_t n_seq, Pooling pooling, bool normalize, float* out,

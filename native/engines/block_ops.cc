@@ -25,9 +25,6 @@ void AddBiasRows(float* y, const float* bias, int64_t m, int64_t n) {
 void MatmulF32(ThreadPool& pool, const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n) {
   kernels::Sgemm(&pool, a, b, c, m, k, n);
 }
-void MatmulF32Trans(ThreadPool& pool, const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n) {
-  kernels::SgemmTrans(&pool, a, b, c, m, k, n);
-}
 void MatmulF16(ThreadPool& pool, const float* a, const uint16_t* b, float* c, int64_t m, int64_t k, int64_t n) {
   kernels::Hgemm(&pool, a, b, c, m, k, n);
 }
@@ -129,12 +126,6 @@ void KvCache::Reserve(int64_t n) {
   for (auto& k : k_) k.resize(static_cast<size_t>(cap * width_));
   for (auto& v : v_) v.resize(static_cast<size_t>(cap * width_));
   capacity_ = cap;
-}
-
-void KvCache::Release() {
-  for (auto& k : k_) std::vector<float>().swap(k);
-  for (auto& v : v_) std::vector<float>().swap(v);
-  capacity_ = 0;
 }
 
 void HalfToFloat(const uint16_t* x, float* y, int64_t n) { kernels::Active().f16_to_f32(x, y, n); }

@@ -17,10 +17,9 @@ void LayerNormRows(const float* x, const float* g, const float* b, float* y, int
 // y[r] += bias for the m rows of width n.
 void AddBiasRows(float* y, const float* bias, int64_t m, int64_t n);
 
-// C [m, n] = A [m, k] · B for B stored [k, n] (f32: sgemm, f16: hgemm) or [n, k] (f32:
-// sgemm_trans, f16: hgemm_trans), columns split across the pool (kernels/parallel.h).
+// C [m, n] = A [m, k] · B for B stored [k, n] (sgemm, hgemm) or, f16, [n, k] (hgemm_trans),
+// columns split across the pool (kernels/parallel.h).
 void MatmulF32(ThreadPool& pool, const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n);
-void MatmulF32Trans(ThreadPool& pool, const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n);
 void MatmulF16(ThreadPool& pool, const float* a, const uint16_t* b, float* c, int64_t m, int64_t k, int64_t n);
 void MatmulF16Trans(ThreadPool& pool, const float* a, const uint16_t* b, float* c, int64_t m, int64_t k, int64_t n);
 
@@ -46,11 +45,7 @@ class KvCache {
   void Reserve(int64_t n);
   float* keys(int64_t layer) { return k_[layer].data(); }
   float* values(int64_t layer) { return v_[layer].data(); }
-  int64_t width() const { return width_; }
-  int64_t capacity() const { return capacity_; }
   int64_t bytes() const { return 2 * static_cast<int64_t>(k_.size()) * capacity_ * width_ * 4; }
-  // Frees the memory (capacity 0).
-  void Release();
 
  private:
   int64_t width_, max_positions_, capacity_ = 0;

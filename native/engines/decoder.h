@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "engines/decoder_linear.h"
+#include "engines/engine_error.h"
+#include "engines/rope.h"
 #include "engines/weights_spec.h"
 #include "threadpool.h"
 
@@ -60,10 +62,12 @@ struct DecoderConfig {
   void Validate() const;
 };
 
+// The RoPE of a config with base `theta` (the config's, or its sliding layers'): every head_dim dims
+// rotated (the factors point into c).
+inline engines::Rope RopeOf(const DecoderConfig& c, double theta) {
+  return {c.head_dim, theta, c.interleaved, c.rope_freqs.empty() ? nullptr : c.rope_freqs.data()};
+}
 // The variant steps Forward and BatchStep share (decoder_variant.cc).
-// rope [n, head_dim] = cos of the head_dim / 2 pair angles at positions[t], then their sin, for
-// RoPE base `theta` (and the config's rope_freqs).
-void RopeTable(const DecoderConfig& c, double theta, const int64_t* positions, int64_t n, float* rope);
 // gate [n] = act(gate) ⊙ up: silu (SwiGLU) or tanh GELU (GeGLU).
 void GatedActivation(const DecoderConfig& c, float* gate, const float* up, int64_t n);
 // x [rows, dim] += proj, or += rmsnorm(proj) · post_norm with sandwich norms (scratch [rows, dim]).
@@ -79,16 +83,6 @@ struct DecoderOptions {
   // end_layer == n_layers; otherwise it takes, or returns, hidden states [n, dim].
   int64_t first_layer = 0;
   int64_t end_layer = 0;
-};
-
-// A failure while running, with the code the promise rejects with ("ABORT_ERR", ...).
-class EngineError : public std::runtime_error {
- public:
-  EngineError(std::string code, const std::string& message) : std::runtime_error(message), code_(std::move(code)) {}
-  const std::string& code() const { return code_; }
-
- private:
-  std::string code_;
 };
 
 struct DecoderLayer {

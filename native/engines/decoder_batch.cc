@@ -70,20 +70,14 @@ std::vector<bool> BatchStep::Run(DecoderSession* const* sessions, const int32_t*
   if (c.embed_scale != 1.0f)
     for (float& e : x) e *= c.embed_scale;
   // The angles exactly as Forward computes them for one token at pos[i].
-  RopeTable(c, c.theta, pos.data(), n, rope.data());
-  if (c.theta_local > 0) RopeTable(c, c.theta_local, pos.data(), n, rope_local.data());
+  const engines::Rope rotary = RopeOf(c, c.theta);
+  for (int64_t i = 0; i < n; i++) rotary.Angles(pos[i], rope.data() + i * hd);
+  if (c.theta_local > 0) {
+    const engines::Rope local = RopeOf(c, c.theta_local);
+    for (int64_t i = 0; i < n; i++) local.Angles(pos[i], rope_local.data() + i * hd);
+  }
   const float* layer_rope = rope.data();
-  auto rotate = [&](float* h, int64_t i) {
-    const float* cs = layer_rope + i * hd;
-    const float* sn = cs + hd / 2;
-    for (int64_t j = 0; j < hd / 2; j++) {
-      float* a = c.interleaved ? h + 2 * j : h + j;
-      float* b = c.interleaved ? h + 2 * j + 1 : h + j + hd / 2;
-      const float a0 = *a, b0 = *b;
-      *a = a0 * cs[j] - b0 * sn[j];
-      *b = a0 * sn[j] + b0 * cs[j];
-    }
-  };
+  auto rotate = [&](float* h, int64_t i) { rotary.Rotate(h, layer_rope + i * hd); };
   // In place: h[hd] = rmsnorm(h) · weight.
   std::vector<float> head(hd);
   auto norm_head = [&](float* h, const std::vector<float>& weight) {

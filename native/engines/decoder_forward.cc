@@ -145,23 +145,16 @@ void DecoderSession::Forward(const int32_t* ids, const float* states, int64_t n,
     std::memcpy(x, states, n * dim * sizeof(float));
   }
 
-  std::vector<int64_t> positions(n);
-  for (int64_t t = 0; t < n; t++) positions[t] = pos0 + t;
-  RopeTable(c, c.theta, positions.data(), n, rope);
-  if (c.theta_local > 0) RopeTable(c, c.theta_local, positions.data(), n, rope_local_.data());
+  // rope [n, hd] (and rope_local_ for the sliding layers' base): the angles of positions pos0 + t.
+  const engines::Rope rotary = RopeOf(c, c.theta);
+  for (int64_t t = 0; t < n; t++) rotary.Angles(pos0 + t, rope + t * hd);
+  if (c.theta_local > 0) {
+    const engines::Rope local = RopeOf(c, c.theta_local);
+    for (int64_t t = 0; t < n; t++) local.Angles(pos0 + t, rope_local_.data() + t * hd);
+  }
   const float* layer_rope = rope;  // the table of the layer being run (its RoPE base)
   // Rotates one head vector h[hd] of token t.
-  auto rotate = [&](float* h, int64_t t) {
-    const float* cs = layer_rope + t * hd;
-    const float* sn = cs + hd / 2;
-    for (int64_t i = 0; i < hd / 2; i++) {
-      float* a = c.interleaved ? h + 2 * i : h + i;
-      float* b = c.interleaved ? h + 2 * i + 1 : h + i + hd / 2;
-      const float a0 = *a, b0 = *b;
-      *a = a0 * cs[i] - b0 * sn[i];
-      *b = a0 * sn[i] + b0 * cs[i];
-    }
-  };
+  auto rotate = [&](float* h, int64_t t) { rotary.Rotate(h, layer_rope + t * hd); };
 
   for (int64_t l = M.first_layer(); l < M.end_layer(); l++) {
     if (abort.load(std::memory_order_relaxed)) throw EngineError("ABORT_ERR", "The operation was aborted");

@@ -8,19 +8,6 @@
 namespace weightmap {
 namespace decoder {
 
-void RopeTable(const DecoderConfig& c, double theta, const int64_t* positions, int64_t n, float* rope) {
-  const int64_t hd = c.head_dim;
-  // angle_i = pos · θ^(-2i/hd) / rope_freqs[i], in double as the references compute it.
-  for (int64_t t = 0; t < n; t++) {
-    for (int64_t i = 0; i < hd / 2; i++) {
-      const double factor = c.rope_freqs.empty() ? 1.0 : c.rope_freqs[i];
-      const double angle = static_cast<double>(positions[t]) * std::pow(theta, -2.0 * i / hd) / factor;
-      rope[t * hd + i] = static_cast<float>(std::cos(angle));
-      rope[t * hd + hd / 2 + i] = static_cast<float>(std::sin(angle));
-    }
-  }
-}
-
 void GatedActivation(const DecoderConfig& c, float* gate, const float* up, int64_t n) {
   if (!c.gelu) {
     kernels::silu_mul(gate, up, gate, n);

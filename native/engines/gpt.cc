@@ -10,22 +10,51 @@
 namespace weightmap {
 namespace engines {
 
-GptSession::GptSession(const GptConfig& config, const GptWeights& weights)
-    : config_(config), weights_(weights), cache_(config.n_layers, config.dim, config.max_seq) {}
-
-void GptSession::Rewind(int64_t pos) {
-  if (pos < 0 || pos > pos_) throw std::out_of_range("rewind position " + std::to_string(pos) + " is outside [0, " + std::to_string(pos_) + "]");
-  pos_ = pos;
+std::shared_ptr<GptModel> GptModel::Load(const GptConfig& c, std::shared_ptr<const WeightsSpec> spec, int threads) {
+  if (c.dim % c.n_heads != 0) throw SpecError("CONFIG_MISMATCH", "hidden size must be a multiple of the number of heads");
+  auto model = std::make_shared<GptModel>();
+  const WeightsSpec& s = *spec;
+  GptWeights& w = model->weights_;
+  const int64_t d = c.dim, f = c.ffn;
+  w.tok_emb = s.RequireF32("model.embed_tokens.weight", {c.vocab, d});
+  w.pos_emb = s.RequireF32("model.embed_positions.weight", {c.max_seq, d});
+  for (int64_t l = 0; l < c.n_layers; l++) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    GptLayer L;
+    L.wq = s.RequireF32(p + "self_attn.q_proj.weight", {d, d});
+    L.wk = s.RequireF32(p + "self_attn.k_proj.weight", {d, d});
+    L.wv = s.RequireF32(p + "self_attn.v_proj.weight", {d, d});
+    L.wo = s.RequireF32(p + "self_attn.o_proj.weight", {d, d});
+    L.w1 = s.RequireF32(p + "mlp.fc1.weight", {d, f});
+    L.b1 = s.RequireF32(p + "mlp.fc1.bias", {f});
+    L.w2 = s.RequireF32(p + "mlp.fc2.weight", {f, d});
+    L.b2 = s.RequireF32(p + "mlp.fc2.bias", {d});
+    L.ln1_g = s.RequireF32(p + "input_layernorm.weight", {d});
+    L.ln1_b = s.RequireF32(p + "input_layernorm.bias", {d});
+    L.ln2_g = s.RequireF32(p + "post_attention_layernorm.weight", {d});
+    L.ln2_b = s.RequireF32(p + "post_attention_layernorm.bias", {d});
+    w.layers.push_back(L);
+  }
+  w.w_out = s.RequireF32("lm_head.weight", {d, c.vocab});
+  model->config_ = c;
+  model->spec_ = std::move(spec);
+  model->pool_ = std::make_unique<ThreadPool>(threads);
+  return model;
 }
 
-void GptSession::Reset() {
-  pos_ = 0;
-  cache_.Release();
+GptSession::GptSession(std::shared_ptr<const GptModel> model)
+    : model_(std::move(model)), cache_(model_->config().n_layers, model_->config().dim, model_->config().max_seq) {}
+
+void GptSession::Truncate(int64_t n) {
+  if (n < 0 || n > pos_) throw std::out_of_range("truncate(" + std::to_string(n) + ") is outside [0, " + std::to_string(pos_) + "]");
+  pos_ = n;
+  tokens_.resize(static_cast<size_t>(n));
 }
 
-bool GptSession::Forward(ThreadPool& pool, const int32_t* tokens, int64_t n, bool all_logits, float* logits,
-                         const std::atomic<bool>* abort) {
-  const GptConfig& c = config_;
+void GptSession::Forward(const int32_t* tokens, int64_t n, bool all_logits, float* logits, const std::atomic<bool>& abort) {
+  const GptConfig& c = model_->config();
+  const GptWeights& weights = model_->weights();
+  ThreadPool& pool = model_->pool();
   const int64_t d = c.dim, f = c.ffn, V = c.vocab, H = c.n_heads, dh = d / H;
   if (n <= 0) throw std::invalid_argument("Forward needs at least one token");
   if (pos_ + n > c.max_seq)
@@ -45,15 +74,15 @@ bool GptSession::Forward(ThreadPool& pool, const int32_t* tokens, int64_t n, boo
 
   // X[i] = E[t_i] + P[pos + i]
   for (int64_t i = 0; i < n; i++) {
-    const float* e = weights_.tok_emb + static_cast<int64_t>(tokens[i]) * d;
-    const float* p = weights_.pos_emb + (pos_ + i) * d;
+    const float* e = weights.tok_emb + static_cast<int64_t>(tokens[i]) * d;
+    const float* p = weights.pos_emb + (pos_ + i) * d;
     for (int64_t j = 0; j < d; j++) x[i * d + j] = e[j] + p[j];
   }
 
   AttentionShape shape{n, pos_, pos_ + n, H, dh, d, d, 0, 1.0f / std::sqrt(static_cast<float>(dh))};
   for (int64_t l = 0; l < c.n_layers; l++) {
-    if (abort && abort->load(std::memory_order_relaxed)) return false;
-    const GptLayer& w = weights_.layers[l];
+    ThrowIfAborted(abort);
+    const GptLayer& w = weights.layers[l];
     float* k_cache = cache_.keys(l);
     float* v_cache = cache_.values(l);
     // Attention: A = LN1(X); Q, K, V = A·W (new K/V rows go straight into the cache).
@@ -73,16 +102,16 @@ bool GptSession::Forward(ThreadPool& pool, const int32_t* tokens, int64_t n, boo
     AddBiasRows(proj_.data(), w.b2, n, d);
     for (int64_t i = 0; i < n * d; i++) x[i] += proj_[i];
   }
-  if (abort && abort->load(std::memory_order_relaxed)) return false;
+  ThrowIfAborted(abort);
 
   // No final LayerNorm: logits = X·W_out.
   if (all_logits) {
-    MatmulF32(pool, x, weights_.w_out, logits, n, d, V);
+    MatmulF32(pool, x, weights.w_out, logits, n, d, V);
   } else {
-    MatmulF32(pool, x + (n - 1) * d, weights_.w_out, logits, 1, d, V);
+    MatmulF32(pool, x + (n - 1) * d, weights.w_out, logits, 1, d, V);
   }
+  tokens_.insert(tokens_.end(), tokens, tokens + n);
   pos_ += n;
-  return true;
 }
 
 }  // namespace engines

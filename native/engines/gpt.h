@@ -5,14 +5,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "engines/block_ops.h"
+#include "engines/weights_spec.h"
+#include "threadpool.h"
 
 namespace weightmap {
-
-class ThreadPool;
-
 namespace engines {
 
 struct GptConfig {
@@ -47,32 +47,52 @@ struct GptWeights {
   const float* w_out;  // [d, V]
 };
 
-// One sequence: its KV cache and scratch. Weights are borrowed; the caller keeps them mapped.
-class GptSession {
+// The weights (in place in the mapping the spec keeps alive) and the thread pool, shared by the
+// model's sessions.
+class GptModel {
  public:
-  GptSession(const GptConfig& config, const GptWeights& weights);
+  // Checks every tensor of `spec` (the canonical TLLM names of lib/architectures/tllm.ts, every
+  // matrix stored [in,out]) against `config`; throws SpecError. threads 0: physical cores.
+  static std::shared_ptr<GptModel> Load(const GptConfig& config, std::shared_ptr<const WeightsSpec> spec, int threads);
 
-  int64_t position() const { return pos_; }
   const GptConfig& config() const { return config_; }
-
-  // Feeds tokens[0..n) at positions [position(), position()+n). Writes logits [n, V] when
-  // all_logits, else [V] for the last token. Returns false (and keeps the position) when
-  // `abort` was raised between layers. Throws std::out_of_range for a token id outside the
-  // vocabulary or a sequence longer than max_seq.
-  bool Forward(ThreadPool& pool, const int32_t* tokens, int64_t n, bool all_logits, float* logits,
-               const std::atomic<bool>* abort);
-
-  // Forgets every position >= pos (pos <= position()).
-  void Rewind(int64_t pos);
-  // Frees the KV cache; the session restarts at position 0.
-  void Reset();
-  int64_t cache_bytes() const { return cache_.bytes(); }
+  const GptWeights& weights() const { return weights_; }
+  ThreadPool& pool() const { return *pool_; }
+  int threads() const { return pool_->size(); }
 
  private:
   GptConfig config_;
+  std::shared_ptr<const WeightsSpec> spec_;  // keeps the mappings behind weights_ alive
   GptWeights weights_;
+  std::unique_ptr<ThreadPool> pool_;
+};
+
+// One sequence: its KV cache, its token ids and scratch.
+class GptSession {
+ public:
+  explicit GptSession(std::shared_ptr<const GptModel> model);
+
+  int64_t position() const { return pos_; }
+  int64_t context_length() const { return model_->config().max_seq; }
+  const GptModel& model() const { return *model_; }
+
+  // Feeds tokens[0..n) at positions [position(), position()+n). Writes logits [n, V] when
+  // all_logits, else [V] for the last token. Throws EngineError ABORT_ERR (keeping the position)
+  // when `abort` was raised between layers, std::out_of_range for a token id outside the
+  // vocabulary or a sequence longer than max_seq.
+  void Forward(const int32_t* tokens, int64_t n, bool all_logits, float* logits, const std::atomic<bool>& abort);
+
+  // Forgets every position from n on (n <= position()).
+  void Truncate(int64_t n);
+  // The token ids at positions [0, position()), oldest first (for the sampler's penalties).
+  const std::vector<int32_t>& tokens() const { return tokens_; }
+  int64_t cache_bytes() const { return cache_.bytes(); }
+
+ private:
+  std::shared_ptr<const GptModel> model_;
   KvCache cache_;
   int64_t pos_ = 0;
+  std::vector<int32_t> tokens_;  // [pos_]
   std::vector<float> x_, a_, q_, att_, proj_, hidden_;
 };
 

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "engines/rope.h"
 #include "kernels/kernels.h"
 #include "threadpool.h"
 
@@ -21,11 +22,41 @@ std::vector<float> ToFloat(const uint16_t* x, int64_t n) {
 
 }  // namespace
 
+std::shared_ptr<PhiModel> PhiModel::Load(const PhiConfig& c, std::shared_ptr<const WeightsSpec> spec, int threads) {
+  const WeightsSpec& s = *spec;
+  const int64_t d = c.dim, f = c.ffn, V = c.vocab;
+  PhiWeightsHalf w;
+  w.wte = s.RequireF16("model.text.wte", {V, d});
+  for (int64_t l = 0; l < c.n_layers; l++) {
+    const std::string p = "model.text.blocks." + std::to_string(l) + ".";
+    PhiLayerHalf L;
+    L.ln_w = s.RequireF16(p + "ln.weight", {d});
+    L.ln_b = s.RequireF16(p + "ln.bias", {d});
+    L.qkv_w = s.RequireF16(p + "attn.qkv.weight", {3 * d, d});
+    L.qkv_b = s.RequireF16(p + "attn.qkv.bias", {3 * d});
+    L.proj_w = s.RequireF16(p + "attn.proj.weight", {d, d});
+    L.proj_b = s.RequireF16(p + "attn.proj.bias", {d});
+    L.fc1_w = s.RequireF16(p + "mlp.fc1.weight", {f, d});
+    L.fc1_b = s.RequireF16(p + "mlp.fc1.bias", {f});
+    L.fc2_w = s.RequireF16(p + "mlp.fc2.weight", {d, f});
+    L.fc2_b = s.RequireF16(p + "mlp.fc2.bias", {d});
+    w.layers.push_back(L);
+  }
+  w.post_ln_w = s.RequireF16("model.text.post_ln.weight", {d});
+  w.post_ln_b = s.RequireF16("model.text.post_ln.bias", {d});
+  w.lm_w = s.RequireF16("model.text.lm_head.weight", {V, d});
+  w.lm_b = s.RequireF16("model.text.lm_head.bias", {V});
+  auto model = std::make_shared<PhiModel>(c, w);
+  model->spec_ = std::move(spec);
+  model->pool_ = std::make_unique<ThreadPool>(threads);
+  return model;
+}
+
 PhiModel::PhiModel(const PhiConfig& config, const PhiWeightsHalf& weights) : config_(config), half_(weights) {
   const int64_t d = config.dim;
-  if (config.n_heads * config.head_dim != d) throw std::invalid_argument("n_heads * head_dim must equal dim");
+  if (config.n_heads * config.head_dim != d) throw SpecError("CONFIG_MISMATCH", "n_heads * head_dim must equal dim");
   if (config.rotary_dim <= 0 || config.rotary_dim > config.head_dim || config.rotary_dim % 2 != 0)
-    throw std::invalid_argument("rotary_dim must be even and in (0, head_dim]");
+    throw SpecError("CONFIG_MISMATCH", "rotary_dim must be even and in (0, head_dim]");
   layers_.resize(static_cast<size_t>(config.n_layers));
   for (int64_t l = 0; l < config.n_layers; l++) {
     const PhiLayerHalf& w = weights.layers[l];
@@ -54,19 +85,16 @@ void PhiModel::Embed(const int32_t* tokens, int64_t n, float* rows) const {
 PhiSession::PhiSession(std::shared_ptr<const PhiModel> model)
     : model_(std::move(model)), cache_(model_->config().n_layers, model_->config().dim, model_->config().max_seq) {}
 
-void PhiSession::Rewind(int64_t pos) {
-  if (pos < 0 || pos > pos_) throw std::out_of_range("rewind position " + std::to_string(pos) + " is outside [0, " + std::to_string(pos_) + "]");
-  pos_ = pos;
+void PhiSession::Truncate(int64_t n) {
+  if (n < 0 || n > pos_) throw std::out_of_range("truncate(" + std::to_string(n) + ") is outside [0, " + std::to_string(pos_) + "]");
+  pos_ = n;
+  tokens_.resize(static_cast<size_t>(n));
 }
 
-void PhiSession::Reset() {
-  pos_ = 0;
-  cache_.Release();
-}
-
-bool PhiSession::Forward(ThreadPool& pool, const int32_t* tokens, const float* embeddings, int64_t n, LogitsMode mode,
-                         float* logits, int64_t prefix, const std::atomic<bool>* abort) {
+void PhiSession::Forward(const int32_t* tokens, const float* embeddings, int64_t n, LogitsMode mode, float* logits,
+                         int64_t prefix, const std::atomic<bool>& abort) {
   const PhiModel& m = *model_;
+  ThreadPool& pool = m.pool();
   const PhiConfig& c = m.config();
   const PhiWeightsHalf& w = m.half();
   const int64_t d = c.dim, f = c.ffn, V = c.vocab, H = c.n_heads, hd = c.head_dim;
@@ -94,14 +122,13 @@ bool PhiSession::Forward(ThreadPool& pool, const int32_t* tokens, const float* e
   }
   cache_.Reserve(pos_ + n);
   // Rotary angles of every new position, computed once and applied to every head of every layer.
-  const int64_t half = c.rotary_dim / 2;
+  const Rope rotary{c.rotary_dim, c.rope_theta, false, nullptr};
   rope_.resize(n * c.rotary_dim);
-  for (int64_t i = 0; i < n; i++)
-    kernels::rope_cos_sin(c.rotary_dim, pos_ + i, c.rope_theta, rope_.data() + i * c.rotary_dim, rope_.data() + i * c.rotary_dim + half);
+  for (int64_t i = 0; i < n; i++) rotary.Angles(pos_ + i, rope_.data() + i * c.rotary_dim);
 
   AttentionShape shape{n, pos_, pos_ + n, H, hd, 3 * d, d, prefix, 1.0f / std::sqrt(static_cast<float>(hd))};
   for (int64_t l = 0; l < c.n_layers; l++) {
-    if (abort && abort->load(std::memory_order_relaxed)) return false;
+    ThrowIfAborted(abort);
     const PhiLayerHalf& lw = w.layers[l];
     const PhiModel::LayerVectors& lv = m.layer(l);
     float* k_cache = cache_.keys(l);
@@ -115,8 +142,8 @@ bool PhiSession::Forward(ThreadPool& pool, const int32_t* tokens, const float* e
       float* row = qkv_.data() + i * 3 * d;
       const float* cs = rope_.data() + i * c.rotary_dim;  // [cos | sin] of position pos + i
       for (int64_t hh = 0; hh < H; hh++) {
-        kernels::rope_apply(row + hh * hd, c.rotary_dim, cs, cs + half, false);
-        kernels::rope_apply(row + d + hh * hd, c.rotary_dim, cs, cs + half, false);
+        rotary.Rotate(row + hh * hd, cs);
+        rotary.Rotate(row + d + hh * hd, cs);
       }
       std::memcpy(k_cache + (pos_ + i) * d, row + d, sizeof(float) * d);
       std::memcpy(v_cache + (pos_ + i) * d, row + 2 * d, sizeof(float) * d);
@@ -133,7 +160,7 @@ bool PhiSession::Forward(ThreadPool& pool, const int32_t* tokens, const float* e
     AddBiasRows(mlp_.data(), lv.fc2_b.data(), n, d);
     for (int64_t i = 0; i < n * d; i++) h[i] += proj_[i] + mlp_[i];
   }
-  if (abort && abort->load(std::memory_order_relaxed)) return false;
+  ThrowIfAborted(abort);
 
   if (mode != LogitsMode::kNone) {
     const int64_t first = mode == LogitsMode::kAll ? 0 : n - 1;
@@ -142,8 +169,9 @@ bool PhiSession::Forward(ThreadPool& pool, const int32_t* tokens, const float* e
     MatmulF16Trans(pool, a_.data(), w.lm_w, logits, rows, d, V);
     AddBiasRows(logits, m.lm_b().data(), rows, V);
   }
+  if (tokens) tokens_.insert(tokens_.end(), tokens, tokens + n);
+  else tokens_.resize(static_cast<size_t>(pos_ + n), -1);
   pos_ += n;
-  return true;
 }
 
 }  // namespace engines

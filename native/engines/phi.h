@@ -10,11 +10,10 @@
 #include <vector>
 
 #include "engines/block_ops.h"
+#include "engines/weights_spec.h"
+#include "threadpool.h"
 
 namespace weightmap {
-
-class ThreadPool;
-
 namespace engines {
 
 struct PhiConfig {
@@ -53,12 +52,18 @@ struct PhiWeightsHalf {
   const uint16_t* lm_b;       // [V]
 };
 
-// The weights of one model, shared by its sessions. The vectors (norms, biases: O(d) per layer)
-// are converted to f32 once here; the matrices stay f16 in the mapping.
+// The weights of one model and its thread pool, shared by its sessions. The vectors (norms,
+// biases: O(d) per layer) are converted to f32 once here; the matrices stay f16 in the mapping.
 class PhiModel {
  public:
+  // Checks every tensor of `spec` (the canonical names of lib/architectures/moondream.ts, text
+  // matrices [out,in]) against `config`; throws SpecError. threads 0: physical cores.
+  static std::shared_ptr<PhiModel> Load(const PhiConfig& config, std::shared_ptr<const WeightsSpec> spec, int threads);
+
   PhiModel(const PhiConfig& config, const PhiWeightsHalf& weights);
   const PhiConfig& config() const { return config_; }
+  ThreadPool& pool() const { return *pool_; }
+  int threads() const { return pool_->size(); }
   const PhiWeightsHalf& half() const { return half_; }
 
   struct LayerVectors {
@@ -74,6 +79,8 @@ class PhiModel {
 
  private:
   PhiConfig config_;
+  std::shared_ptr<const WeightsSpec> spec_;  // keeps the mappings behind half_ alive
+  std::unique_ptr<ThreadPool> pool_;
   PhiWeightsHalf half_;
   std::vector<LayerVectors> layers_;
   std::vector<float> post_ln_w_, post_ln_b_, lm_b_;
@@ -86,25 +93,31 @@ class PhiSession {
   explicit PhiSession(std::shared_ptr<const PhiModel> model);
 
   int64_t position() const { return pos_; }
+  int64_t context_length() const { return model_->config().max_seq; }
   const PhiConfig& config() const { return model_->config(); }
   const PhiModel& model() const { return *model_; }
 
   // Feeds n input rows at positions [position(), position()+n): `embeddings` [n, d] (token
   // embeddings, image embeddings, or both) when non-null, else the embeddings of tokens[0..n).
+  // With embeddings, `tokens` (or null: -1, no token) names the rows in tokens().
   // Logits: none, [V] for the last row, or [n, V]. Positions < prefix attend to each other
   // bidirectionally (Moondream's image prefix); such a prefix must be fed in the same call as
-  // position prefix-1. Returns false when `abort` was raised (the position does not move).
-  bool Forward(ThreadPool& pool, const int32_t* tokens, const float* embeddings, int64_t n, LogitsMode mode,
-               float* logits, int64_t prefix, const std::atomic<bool>* abort);
+  // position prefix-1. Throws EngineError ABORT_ERR when `abort` was raised (the position does
+  // not move).
+  void Forward(const int32_t* tokens, const float* embeddings, int64_t n, LogitsMode mode, float* logits, int64_t prefix,
+               const std::atomic<bool>& abort);
 
-  void Rewind(int64_t pos);
-  void Reset();
+  // Forgets every position from n on (n <= position()).
+  void Truncate(int64_t n);
+  // The token ids at positions [0, position()), oldest first (for the sampler's penalties).
+  const std::vector<int32_t>& tokens() const { return tokens_; }
   int64_t cache_bytes() const { return cache_.bytes(); }
 
  private:
   std::shared_ptr<const PhiModel> model_;
   KvCache cache_;
   int64_t pos_ = 0;
+  std::vector<int32_t> tokens_;  // [pos_]
   std::vector<float> h_, a_, qkv_, att_, proj_, hidden_, mlp_, rope_;
 };
 

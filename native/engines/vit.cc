@@ -37,13 +37,49 @@ void AddRows(ThreadPool& pool, float* x, const float* y, int64_t m, int64_t n) {
 
 }  // namespace
 
+std::shared_ptr<VitModel> VitModel::Load(const VitConfig& c, std::shared_ptr<const WeightsSpec> spec, int threads) {
+  const WeightsSpec& s = *spec;
+  const int64_t D = c.dim, f = c.ffn, P = c.proj_hidden, pin = 3 * c.patch * c.patch;
+  VitWeightsHalf w;
+  w.patch_w = s.RequireF16("model.vision.patch_emb.weight", {pin, D});
+  w.patch_b = s.RequireF16("model.vision.patch_emb.bias", {D});
+  w.pos = s.RequireF16("model.vision.pos_emb", {1, c.n_patches, D});
+  for (int64_t l = 0; l < c.n_layers; l++) {
+    const std::string p = "model.vision.blocks." + std::to_string(l) + ".";
+    VitLayerHalf L;
+    L.ln1_w = s.RequireF16(p + "ln1.weight", {D});
+    L.ln1_b = s.RequireF16(p + "ln1.bias", {D});
+    L.qkv_w = s.RequireF16(p + "attn.qkv.weight", {D, 3 * D});
+    L.qkv_b = s.RequireF16(p + "attn.qkv.bias", {3 * D});
+    L.proj_w = s.RequireF16(p + "attn.proj.weight", {D, D});
+    L.proj_b = s.RequireF16(p + "attn.proj.bias", {D});
+    L.ln2_w = s.RequireF16(p + "ln2.weight", {D});
+    L.ln2_b = s.RequireF16(p + "ln2.bias", {D});
+    L.fc1_w = s.RequireF16(p + "mlp.fc1.weight", {D, f});
+    L.fc1_b = s.RequireF16(p + "mlp.fc1.bias", {f});
+    L.fc2_w = s.RequireF16(p + "mlp.fc2.weight", {f, D});
+    L.fc2_b = s.RequireF16(p + "mlp.fc2.bias", {D});
+    w.layers.push_back(L);
+  }
+  w.post_ln_w = s.RequireF16("model.vision.post_ln.weight", {D});
+  w.post_ln_b = s.RequireF16("model.vision.post_ln.bias", {D});
+  w.proj1_w = s.RequireF16("model.vision.proj_mlp.fc1.weight", {2 * D, P});
+  w.proj1_b = s.RequireF16("model.vision.proj_mlp.fc1.bias", {P});
+  w.proj2_w = s.RequireF16("model.vision.proj_mlp.fc2.weight", {P, c.text_dim});
+  w.proj2_b = s.RequireF16("model.vision.proj_mlp.fc2.bias", {c.text_dim});
+  auto model = std::make_shared<VitModel>(c, w);
+  model->spec_ = std::move(spec);
+  model->pool_ = std::make_unique<ThreadPool>(threads);
+  return model;
+}
+
 VitModel::VitModel(const VitConfig& config, const VitWeightsHalf& weights) : config_(config), half_(weights) {
   const VitConfig& c = config;
   const int64_t D = c.dim;
-  if (c.n_heads * c.head_dim != D) throw std::invalid_argument("vision n_heads * head_dim must equal dim");
-  if (c.patch <= 0 || c.image_size % c.patch != 0) throw std::invalid_argument("image_size must be a multiple of patch_size");
+  if (c.n_heads * c.head_dim != D) throw SpecError("CONFIG_MISMATCH", "vision n_heads * head_dim must equal dim");
+  if (c.patch <= 0 || c.image_size % c.patch != 0) throw SpecError("CONFIG_MISMATCH", "image_size must be a multiple of patch_size");
   const int64_t grid = c.image_size / c.patch;
-  if (grid * grid != c.n_patches) throw std::invalid_argument("n_patches must be (image_size / patch_size)^2");
+  if (grid * grid != c.n_patches) throw SpecError("CONFIG_MISMATCH", "n_patches must be (image_size / patch_size)^2");
   layers_.resize(static_cast<size_t>(c.n_layers));
   for (int64_t l = 0; l < c.n_layers; l++) {
     const VitLayerHalf& w = weights.layers[l];
@@ -65,11 +101,10 @@ VitModel::VitModel(const VitConfig& config, const VitWeightsHalf& weights) : con
   proj2_b_ = ToFloat(weights.proj2_b, c.text_dim);
 }
 
-bool VitModel::Encode(ThreadPool& pool, const uint8_t* rgb, float* features, float* embeddings,
-                      const std::atomic<bool>* abort) const {
+void VitModel::Encode(const uint8_t* rgb, float* features, float* embeddings, const std::atomic<bool>& abort) const {
   const VitConfig& c = config_;
   const int64_t D = c.dim, N = c.n_patches, p = c.patch, S = c.image_size, grid = S / p, pin = 3 * p * p;
-  auto aborted = [&] { return abort && abort->load(std::memory_order_relaxed); };
+  ThreadPool& pool = *pool_;
 
   // patches [N, 3·p·p]: patch (gy, gx) row-major, element (ch, py, px), pixels (v/255 − 0.5)/0.5.
   std::vector<float> patches(static_cast<size_t>(N * pin));
@@ -93,7 +128,7 @@ bool VitModel::Encode(ThreadPool& pool, const uint8_t* rgb, float* features, flo
   // Pre-LN blocks, attention without a mask (every patch sees every patch).
   AttentionShape shape{N, 0, N, c.n_heads, c.head_dim, 3 * D, 3 * D, N, 1.0f / std::sqrt(static_cast<float>(c.head_dim))};
   for (int64_t l = 0; l < c.n_layers; l++) {
-    if (aborted()) return false;
+    ThrowIfAborted(abort);
     const VitLayerHalf& w = half_.layers[l];
     const LayerVectors& v = layers_[l];
     LayerNormRows(x.data(), v.ln1_w.data(), v.ln1_b.data(), y.data(), N, D, c.eps);
@@ -111,7 +146,7 @@ bool VitModel::Encode(ThreadPool& pool, const uint8_t* rgb, float* features, flo
     BiasRows(pool, tmp.data(), v.fc2_b.data(), N, D, false);
     AddRows(pool, x.data(), tmp.data(), N, D);
   }
-  if (aborted()) return false;
+  ThrowIfAborted(abort);
 
   // F = LN(x); the projection reads [F | F] [N, 2D].
   std::vector<float> cat(static_cast<size_t>(N * 2 * D));
@@ -121,13 +156,12 @@ bool VitModel::Encode(ThreadPool& pool, const uint8_t* rgb, float* features, flo
     std::memcpy(row + D, row, sizeof(float) * D);
     if (features) std::memcpy(features + i * D, row, sizeof(float) * D);
   }
-  if (!embeddings) return true;
+  if (!embeddings) return;
   std::vector<float> ph(static_cast<size_t>(N * c.proj_hidden));
   MatmulF16(pool, cat.data(), half_.proj1_w, ph.data(), N, 2 * D, c.proj_hidden);
   BiasRows(pool, ph.data(), proj1_b_.data(), N, c.proj_hidden, true);
   MatmulF16(pool, ph.data(), half_.proj2_w, embeddings, N, c.proj_hidden, c.text_dim);
   BiasRows(pool, embeddings, proj2_b_.data(), N, c.text_dim, false);
-  return true;
 }
 
 }  // namespace engines

@@ -5,12 +5,13 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "engines/weights_spec.h"
+#include "threadpool.h"
+
 namespace weightmap {
-
-class ThreadPool;
-
 namespace engines {
 
 struct VitConfig {
@@ -57,20 +58,28 @@ struct VitWeightsHalf {
 
 class VitModel {
  public:
+  // Checks every tensor of `spec` (the canonical names of lib/architectures/moondream.ts; MOON
+  // stores these matrices [in,out] and the views carry the stored shape) against `config`; throws
+  // SpecError. threads 0: physical cores.
+  static std::shared_ptr<VitModel> Load(const VitConfig& config, std::shared_ptr<const WeightsSpec> spec, int threads);
+
   VitModel(const VitConfig& config, const VitWeightsHalf& weights);
   const VitConfig& config() const { return config_; }
+  int threads() const { return pool_->size(); }
 
   // Encodes one RGB image, uint8 [S, S, 3] row-major. Writes the post-LN features F
   // [n_patches, D] when `features` is non-null and the image embeddings
-  // gelu([F | F]·W1 + b1)·W2 + b2 [n_patches, d] when `embeddings` is non-null. Returns false
-  // when `abort` was raised. Thread-safe: scratch is per call.
-  bool Encode(ThreadPool& pool, const uint8_t* rgb, float* features, float* embeddings, const std::atomic<bool>* abort) const;
+  // gelu([F | F]·W1 + b1)·W2 + b2 [n_patches, d] when `embeddings` is non-null. Throws EngineError
+  // ABORT_ERR when `abort` was raised. Thread-safe: scratch is per call.
+  void Encode(const uint8_t* rgb, float* features, float* embeddings, const std::atomic<bool>& abort) const;
 
  private:
   struct LayerVectors {
     std::vector<float> ln1_w, ln1_b, qkv_b, proj_b, ln2_w, ln2_b, fc1_b, fc2_b;
   };
   VitConfig config_;
+  std::shared_ptr<const WeightsSpec> spec_;  // keeps the mappings behind half_ alive
+  std::unique_ptr<ThreadPool> pool_;
   VitWeightsHalf half_;
   std::vector<LayerVectors> layers_;
   std::vector<float> patch_b_, pos_, post_ln_w_, post_ln_b_, proj1_b_, proj2_b_;

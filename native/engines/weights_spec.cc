@@ -4,21 +4,12 @@
 #include <sstream>
 
 #include "kernels/ggml_blocks.h"
-#include "napi/errors.h"
-#include "napi/mapped_file.h"
 
 namespace weightmap {
 
 namespace {
 
 constexpr double kMaxSafeInteger = 9007199254740991.0;  // 2^53 - 1
-
-uint64_t ReadCount(Napi::Env env, Napi::Value v, const std::string& what) {
-  if (!v.IsNumber()) ThrowTypeError(env, what + " must be a number");
-  double d = v.As<Napi::Number>().DoubleValue();
-  if (!(d >= 0) || d > kMaxSafeInteger || std::floor(d) != d) ThrowTypeError(env, what + " must be a non-negative integer");
-  return static_cast<uint64_t>(d);
-}
 
 DType ParseDType(const std::string& name, const std::string& tensor, kernels::BlockType* block) {
   if (name == "f32") return DType::F32;
@@ -72,42 +63,21 @@ std::string TensorRef::Describe() const {
   return name + " " + ShapeString(shape) + " " + type;
 }
 
-std::shared_ptr<WeightsSpec> WeightsSpec::FromValue(Napi::Value value) {
-  Napi::Env env = value.Env();
-  if (!value.IsObject()) ThrowTypeError(env, "weights spec must be an object");
-  Napi::Object spec = value.As<Napi::Object>();
+std::shared_ptr<WeightsSpec> WeightsSpec::Make(std::vector<std::shared_ptr<Mapping>> files, const std::vector<TensorView>& views) {
   auto out = std::make_shared<WeightsSpec>();
-
-  Napi::Value files = spec.Get("files");
-  if (!files.IsArray()) ThrowTypeError(env, "spec.files must be an array of MappedFile");
-  Napi::Array file_array = files.As<Napi::Array>();
-  for (uint32_t i = 0; i < file_array.Length(); i++) out->mappings_.push_back(MappedFile::FromValue(file_array.Get(i)));
-
-  Napi::Value tensors = spec.Get("tensors");
-  if (!tensors.IsObject()) ThrowTypeError(env, "spec.tensors must be an object");
-  Napi::Object tensor_map = tensors.As<Napi::Object>();
-  Napi::Array names = tensor_map.GetPropertyNames();
-  for (uint32_t i = 0; i < names.Length(); i++) {
-    std::string name = names.Get(i).As<Napi::String>().Utf8Value();
-    Napi::Value desc_value = tensor_map.Get(name);
-    if (!desc_value.IsObject()) ThrowTypeError(env, "spec.tensors['" + name + "'] must be an object");
-    Napi::Object desc = desc_value.As<Napi::Object>();
+  out->mappings_ = std::move(files);
+  for (const TensorView& view : views) {
+    const std::string& name = view.name;
     TensorRef t;
     t.name = name;
+    t.dtype = ParseDType(view.dtype, name, &t.block);
 
-    Napi::Value dtype = desc.Get("dtype");
-    if (!dtype.IsString()) ThrowTypeError(env, name + ".dtype must be a string");
-    t.dtype = ParseDType(dtype.As<Napi::String>().Utf8Value(), name, &t.block);
-
-    Napi::Value shape = desc.Get("shape");
-    if (!shape.IsArray()) ThrowTypeError(env, name + ".shape must be an array");
-    Napi::Array dims = shape.As<Napi::Array>();
-    if (dims.Length() == 0 || dims.Length() > 4)
-      throw SpecError("SHAPE_MISMATCH", "tensor " + name + " has rank " + std::to_string(dims.Length()) + " (1 to 4 expected)");
+    if (view.shape.empty() || view.shape.size() > 4)
+      throw SpecError("SHAPE_MISMATCH", "tensor " + name + " has rank " + std::to_string(view.shape.size()) + " (1 to 4 expected)");
     double numel = 1;
-    for (uint32_t d = 0; d < dims.Length(); d++) {
-      uint64_t n = ReadCount(env, dims.Get(d), name + ".shape[" + std::to_string(d) + "]");
+    for (uint64_t n : view.shape) {
       if (n == 0) throw SpecError("SHAPE_MISMATCH", "tensor " + name + " has an empty dimension");
+      if (n > kMaxSafeInteger) throw SpecError("SHAPE_MISMATCH", "tensor " + name + " has a dimension past 2^53");
       t.shape.push_back(static_cast<int64_t>(n));
       numel *= static_cast<double>(n);
     }
@@ -115,13 +85,11 @@ std::shared_ptr<WeightsSpec> WeightsSpec::FromValue(Napi::Value value) {
       throw SpecError("SHAPE_MISMATCH", "tensor " + name + " is too large (" + std::to_string(numel) + " elements)");
     t.numel = static_cast<int64_t>(numel);
 
-    uint64_t file = ReadCount(env, desc.Get("file"), name + ".file");
-    if (file >= out->mappings_.size())
-      ThrowTypeError(env, name + ".file is " + std::to_string(file) + " but spec.files has " +
-                              std::to_string(out->mappings_.size()) + " entries");
-    const Mapping& mapping = *out->mappings_[file];
-    uint64_t offset = ReadCount(env, desc.Get("byteOffset"), name + ".byteOffset");
-    uint64_t length = ReadCount(env, desc.Get("byteLength"), name + ".byteLength");
+    if (view.file >= out->mappings_.size())
+      throw SpecError("OUT_OF_BOUNDS", "tensor " + name + " names file " + std::to_string(view.file) + " of " +
+                                           std::to_string(out->mappings_.size()));
+    const Mapping& mapping = *out->mappings_[view.file];
+    const uint64_t offset = view.byte_offset, length = view.byte_length;
 
     const int block_values = t.dtype == DType::GgmlQ8_0 ? 32 : t.dtype == DType::GgmlBlocks ? kernels::InfoOf(t.block).values : 1;
     if (t.shape.back() % block_values != 0)
@@ -138,24 +106,17 @@ std::shared_ptr<WeightsSpec> WeightsSpec::FromValue(Napi::Value value) {
     t.data = mapping.At(offset, length);
     t.byte_length = length;
 
-    Napi::Value transposed = desc.Get("transposed");
-    if (!transposed.IsUndefined()) {
-      if (!transposed.IsBoolean()) ThrowTypeError(env, name + ".transposed must be a boolean");
-      t.transposed = transposed.As<Napi::Boolean>().Value();
-      if (t.transposed && (t.shape.size() != 2 || t.dtype == DType::Q8_0 || t.dtype == DType::GgmlQ8_0))
-        throw SpecError("UNSUPPORTED", "tensor " + t.Describe() + " is stored transposed; only f32/f16/bf16 matrices can be");
-    }
+    t.transposed = view.transposed;
+    if (t.transposed && (t.shape.size() != 2 || t.dtype == DType::Q8_0 || t.dtype == DType::GgmlQ8_0))
+      throw SpecError("UNSUPPORTED", "tensor " + t.Describe() + " is stored transposed; only f32/f16/bf16 matrices can be");
 
-    Napi::Value scales = desc.Get("scales");
     if (t.dtype == DType::Q8_0) {
-      if (!scales.IsObject()) throw SpecError("MISSING_TENSOR", "q8_0 tensor " + name + " has no scales");
-      Napi::Object s = scales.As<Napi::Object>();
-      uint64_t group = ReadCount(env, s.Get("groupSize"), name + ".scales.groupSize");
+      if (!view.has_scales) throw SpecError("MISSING_TENSOR", "q8_0 tensor " + name + " has no scales");
+      const uint64_t group = view.group;
       if (group == 0 || group > (1u << 20) || static_cast<uint64_t>(t.numel) % group != 0)
         throw SpecError("CONFIG_MISMATCH", "q8_0 tensor " + t.Describe() + " has group size " + std::to_string(group) +
                                                ", which does not divide its element count");
-      uint64_t s_offset = ReadCount(env, s.Get("byteOffset"), name + ".scales.byteOffset");
-      uint64_t s_length = ReadCount(env, s.Get("byteLength"), name + ".scales.byteLength");
+      const uint64_t s_offset = view.scales_offset, s_length = view.scales_length;
       uint64_t s_expected = static_cast<uint64_t>(t.numel) / group * 4;
       if (s_length != s_expected)
         throw SpecError("SHAPE_MISMATCH", "scales of " + t.Describe() + " need " + std::to_string(s_expected) +
@@ -168,7 +129,7 @@ std::shared_ptr<WeightsSpec> WeightsSpec::FromValue(Napi::Value value) {
     } else if (t.dtype == DType::GgmlQ8_0) {
       t.group = 32;
     }
-    out->file_of_[name] = file;
+    out->file_of_[name] = view.file;
     out->tensors_.emplace(name, std::move(t));
   }
   return out;
@@ -193,6 +154,28 @@ const TensorRef& WeightsSpec::RequireAnyOrder(const std::string& name, const std
     throw SpecError("SHAPE_MISMATCH", "tensor " + name + " has shape " + ShapeString(t->shape) + ", the config needs " +
                                           ShapeString(shape));
   return *t;
+}
+
+namespace {
+
+const TensorRef& RequireTyped(const WeightsSpec& spec, const std::string& name, const std::vector<int64_t>& shape, DType dtype) {
+  const TensorRef& t = spec.Require(name, shape);
+  if (t.dtype != dtype)
+    throw SpecError("BAD_DTYPE", "tensor " + t.Describe() + " must be " + DTypeName(dtype) + " for this engine");
+  return t;
+}
+
+}  // namespace
+
+const float* WeightsSpec::RequireF32(const std::string& name, const std::vector<int64_t>& shape) const {
+  const TensorRef& t = RequireTyped(*this, name, shape, DType::F32);
+  if (reinterpret_cast<uintptr_t>(t.data) % alignof(float) != 0)
+    throw SpecError("UNSUPPORTED", "f32 tensor " + t.Describe() + " is not 4-byte aligned in " + PathOf(t));
+  return reinterpret_cast<const float*>(t.data);
+}
+
+const uint16_t* WeightsSpec::RequireF16(const std::string& name, const std::vector<int64_t>& shape) const {
+  return reinterpret_cast<const uint16_t*>(RequireTyped(*this, name, shape, DType::F16).data);
 }
 
 const std::string& WeightsSpec::PathOf(const TensorRef& t) const {

@@ -1,18 +1,12 @@
-// Turns a JS description of tensor views (lib/engines/*.ts builds it from ModelWeights) into
-// native pointers into the mapped files, after checking every offset and size against the
-// mapping it points into. The spec keeps every mapping alive, so an engine that holds the spec
-// can use the pointers for as long as it lives, whatever JS does with its MappedFile handles.
+// The weights an engine loads from: tensor views (lib/engines/native-spec.ts describes them from
+// ModelWeights; native/napi/weights_spec_napi.cc reads that description) turned into pointers into
+// the mapped files, after checking every offset and size against the mapping it points into. The
+// spec keeps every mapping alive, so an engine that holds the spec can use the pointers for as long
+// as it lives. Plain C++: every failure is a SpecError.
 //
-// JS shape:
-//   { files: MappedFile[],
-//     tensors: { [canonicalName]: { dtype, shape: number[], file: number, byteOffset, byteLength,
-//                                   scales?: { byteOffset, byteLength, groupSize },
-//                                   transposed?: boolean } } }
 // `transposed`: the bytes hold the matrix [shape[1], shape[0]] row-major, i.e. `shape` in column-major
 // order (a Fortran-order .npy). Require() refuses such a tensor; only RequireAnyOrder() returns it.
 #pragma once
-
-#include <napi.h>
 
 #include <cstdint>
 #include <map>
@@ -21,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "engines/engine_error.h"
 #include "kernels/kernels.h"
 #include "mmap/mapping.h"
 
@@ -34,17 +29,6 @@ namespace weightmap {
 enum class DType { F32, F16, BF16, Q8_0, GgmlQ8_0, GgmlBlocks };
 
 const char* DTypeName(DType dtype);
-
-// A failure with one of WeightFormatError's stable codes (lib/errors.ts), e.g. "OUT_OF_BOUNDS",
-// "SHAPE_MISMATCH", "BAD_DTYPE", "MISSING_TENSOR", "CONFIG_MISMATCH".
-class SpecError : public std::runtime_error {
- public:
-  SpecError(std::string code, const std::string& message) : std::runtime_error(message), code_(std::move(code)) {}
-  const std::string& code() const { return code_; }
-
- private:
-  std::string code_;
-};
 
 struct TensorRef {
   std::string name;
@@ -62,10 +46,23 @@ struct TensorRef {
   std::string Describe() const;
 };
 
+// One tensor as the caller describes it, unchecked: bytes [byte_offset, +byte_length) of
+// files[file]; Q8_0 keeps its scales elsewhere in the same file.
+struct TensorView {
+  std::string name;
+  std::string dtype;  // "f32", "f16", "bf16", "q8_0", "ggml_q8_0", "ggml_" + a block type's name
+  std::vector<uint64_t> shape;
+  size_t file = 0;
+  uint64_t byte_offset = 0, byte_length = 0;
+  bool has_scales = false;
+  uint64_t scales_offset = 0, scales_length = 0, group = 0;
+  bool transposed = false;
+};
+
 class WeightsSpec {
  public:
-  // Validates the whole description; throws SpecError (bad layout) or Napi::TypeError (misuse).
-  static std::shared_ptr<WeightsSpec> FromValue(Napi::Value spec);
+  // Checks every view against its mapping and dtype; throws SpecError.
+  static std::shared_ptr<WeightsSpec> Make(std::vector<std::shared_ptr<Mapping>> files, const std::vector<TensorView>& views);
 
   const TensorRef* Find(const std::string& name) const;
   // The tensor `name` with exactly `shape`, or SpecError MISSING_TENSOR / SHAPE_MISMATCH
@@ -73,6 +70,10 @@ class WeightsSpec {
   const TensorRef& Require(const std::string& name, const std::vector<int64_t>& shape) const;
   // The same, stored in either order (the caller handles `transposed`).
   const TensorRef& RequireAnyOrder(const std::string& name, const std::vector<int64_t>& shape) const;
+  // Require() of an f32 tensor (4-byte aligned) or an f16 one (any offset: the kernels load it
+  // unaligned), as typed pointers into the mapping; SpecError BAD_DTYPE for another dtype.
+  const float* RequireF32(const std::string& name, const std::vector<int64_t>& shape) const;
+  const uint16_t* RequireF16(const std::string& name, const std::vector<int64_t>& shape) const;
 
   const std::map<std::string, TensorRef>& tensors() const { return tensors_; }
   // The path of the file that holds a tensor, for messages.

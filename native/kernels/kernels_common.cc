@@ -133,36 +133,6 @@ void gelu_erf(float* x, int64_t n) {
   }
 }
 
-void rope_cos_sin(int64_t rot_dim, int64_t pos, float theta, float* cos_out, float* sin_out) {
-  // As the Hugging Face reference computes it: inverse frequencies and angles in f32, then the
-  // cosine and sine of that f32 angle (here in double, rounded once).
-  const int64_t half = rot_dim / 2;
-  for (int64_t i = 0; i < half; ++i) {
-    const float inv_freq = 1.0f / std::pow(theta, float(2 * i) / float(rot_dim));
-    const float angle = float(pos) * inv_freq;
-    cos_out[i] = static_cast<float>(std::cos(double(angle)));
-    sin_out[i] = static_cast<float>(std::sin(double(angle)));
-  }
-}
-
-void rope_apply(float* x, int64_t rot_dim, const float* cos_v, const float* sin_v, bool interleaved) {
-  const int64_t half = rot_dim / 2;
-  for (int64_t i = 0; i < half; ++i) {
-    float* pa = interleaved ? &x[2 * i] : &x[i];
-    float* pb = interleaved ? &x[2 * i + 1] : &x[i + half];
-    const float a = *pa, b = *pb;
-    *pa = a * cos_v[i] - b * sin_v[i];
-    *pb = a * sin_v[i] + b * cos_v[i];
-  }
-}
-
-void rope(float* x, int64_t rot_dim, int64_t pos, float theta, bool interleaved) {
-  const int64_t half = rot_dim / 2;
-  float* cs = static_cast<float*>(Scratch(kScratchD, sizeof(float) * size_t(2 * half + 1)));
-  rope_cos_sin(rot_dim, pos, theta, cs, cs + half);
-  rope_apply(x, rot_dim, cs, cs + half, interleaved);
-}
-
 namespace {
 
 struct ScratchBuffers {

@@ -5,46 +5,32 @@
 #include <napi.h>
 
 #include <atomic>
-#include <cmath>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "engines/bert.h"
-#include "engines/weights_spec.h"
 #include "kernels/kernels.h"
-#include "napi/errors.h"
-#include "napi/promise_worker.h"
+#include "napi/engine_args.h"
+#include "napi/model_wrap.h"
 #include "napi/register.h"
 
 namespace weightmap {
 namespace {
 
-int64_t ConfigInt(Napi::Object config, const char* key) {
-  Napi::Value v = config.Get(key);
-  if (!v.IsNumber()) ThrowTypeError(config.Env(), std::string("config.") + key + " must be a number");
-  const double d = v.As<Napi::Number>().DoubleValue();
-  if (!(d >= 0) || d > 9007199254740991.0 || std::floor(d) != d)
-    ThrowTypeError(config.Env(), std::string("config.") + key + " must be a non-negative integer");
-  return static_cast<int64_t>(d);
-}
-
-bert::Config ParseConfig(Napi::Value value) {
-  Napi::Env env = value.Env();
-  if (!value.IsObject()) ThrowTypeError(env, "options.config must be a BertConfig object");
-  Napi::Object o = value.As<Napi::Object>();
+bert::Config ParseConfig(Napi::Env env, Napi::Value value) {
+  Napi::Object o = OptionsObject(env, value, "config");
+  constexpr int64_t kMax = int64_t{1} << 31;
   bert::Config c;
-  c.hidden = ConfigInt(o, "hiddenSize");
-  c.layers = ConfigInt(o, "numLayers");
-  c.heads = ConfigInt(o, "numHeads");
-  c.intermediate = ConfigInt(o, "intermediateSize");
-  c.vocab = ConfigInt(o, "vocabSize");
-  c.max_positions = ConfigInt(o, "maxPositionEmbeddings");
-  c.type_vocab = ConfigInt(o, "typeVocabSize");
-  Napi::Value eps = o.Get("layerNormEps");
-  if (!eps.IsNumber()) ThrowTypeError(env, "config.layerNormEps must be a number");
-  c.eps = eps.As<Napi::Number>().FloatValue();
+  c.hidden = ReadInt(o, "hiddenSize", 0, kMax);
+  c.layers = ReadInt(o, "numLayers", 0, kMax);
+  c.heads = ReadInt(o, "numHeads", 0, kMax);
+  c.intermediate = ReadInt(o, "intermediateSize", 0, kMax);
+  c.vocab = ReadInt(o, "vocabSize", 0, kMax);
+  c.max_positions = ReadInt(o, "maxPositionEmbeddings", 0, kMax);
+  c.type_vocab = ReadInt(o, "typeVocabSize", 0, kMax);
+  c.eps = static_cast<float>(ReadNumber(o, "layerNormEps"));
   Napi::Value act = o.Get("hiddenAct");
   const std::string act_name = act.IsString() ? act.As<Napi::String>().Utf8Value() : "";
   if (act_name != "gelu" && act_name != "gelu_tanh") ThrowTypeError(env, "config.hiddenAct must be 'gelu' or 'gelu_tanh'");
@@ -52,44 +38,12 @@ bert::Config ParseConfig(Napi::Value value) {
   return c;
 }
 
-class LoadWorker : public PromiseWorker {
- public:
-  LoadWorker(Napi::Env env, const Napi::FunctionReference* ctor, bert::Config config,
-             std::shared_ptr<const WeightsSpec> spec, bert::Options options)
-      : PromiseWorker(env, "weightmap:bert-load"), ctor_(ctor), config_(config), spec_(std::move(spec)), options_(options) {}
-
- protected:
-  void Execute() override {
-    try {
-      model_ = bert::Model::Load(config_, spec_, options_);
-    } catch (const SpecError& e) {
-      Fail(e.code(), e.what());
-    } catch (const std::exception& e) {
-      Fail("ERR_WEIGHTMAP_NATIVE", e.what());
-    }
-  }
-
-  Napi::Value Result(Napi::Env env) override {
-    auto* holder = new std::shared_ptr<bert::Model>(std::move(model_));
-    auto external = Napi::External<std::shared_ptr<bert::Model>>::New(
-        env, holder, [](Napi::Env, std::shared_ptr<bert::Model>* p) { delete p; });
-    return ctor_->New({external});
-  }
-
- private:
-  const Napi::FunctionReference* ctor_;
-  bert::Config config_;
-  std::shared_ptr<const WeightsSpec> spec_;
-  bert::Options options_;
-  std::shared_ptr<bert::Model> model_;
-};
-
-class EncodeWorker : public PromiseWorker {
+class EncodeWorker : public EngineWorker {
  public:
   EncodeWorker(Napi::Env env, std::shared_ptr<const bert::Model> model, std::vector<int32_t> ids,
                std::vector<int32_t> lengths, bert::Pooling pooling, bool normalize,
                std::shared_ptr<std::atomic<bool>> abort)
-      : PromiseWorker(env, "weightmap:bert-encode"),
+      : EngineWorker(env, "weightmap:bert-encode"),
         model_(std::move(model)),
         ids_(std::move(ids)),
         lengths_(std::move(lengths)),
@@ -98,18 +52,10 @@ class EncodeWorker : public PromiseWorker {
         abort_(std::move(abort)) {}
 
  protected:
-  void Execute() override {
-    try {
-      out_.resize(lengths_.size() * model_->config().hidden);
-      model_->Encode(ids_.data(), lengths_.data(), static_cast<int64_t>(lengths_.size()), pooling_, normalize_,
-                     out_.data(), *abort_);
-    } catch (const bert::Aborted& e) {
-      Fail("ABORT_ERR", e.what());
-    } catch (const std::bad_alloc&) {
-      Fail("ERR_WEIGHTMAP_NATIVE", "out of memory for a batch of " + std::to_string(ids_.size()) + " tokens");
-    } catch (const std::exception& e) {
-      Fail("ERR_WEIGHTMAP_NATIVE", e.what());
-    }
+  void Run() override {
+    out_.resize(lengths_.size() * model_->config().hidden);
+    model_->Encode(ids_.data(), lengths_.data(), static_cast<int64_t>(lengths_.size()), pooling_, normalize_, out_.data(),
+                   *abort_);
   }
 
   Napi::Value Result(Napi::Env env) override {
@@ -128,47 +74,25 @@ class EncodeWorker : public PromiseWorker {
   std::vector<float> out_;  // [n_seq, H]
 };
 
-class BertEncoder : public Napi::ObjectWrap<BertEncoder> {
+class BertEncoder : public ModelWrap<BertEncoder, bert::Model> {
  public:
+  static constexpr const char* kName = "BertEncoder";
+
   static void Init(Napi::Env env, Napi::Object exports) {
-    Napi::Function ctor = DefineClass(
-        env, "BertEncoder",
-        {
-            InstanceMethod<&BertEncoder::Encode>("encode"),
-            InstanceMethod<&BertEncoder::Dispose>("dispose"),
-            InstanceAccessor<&BertEncoder::Disposed>("disposed"),
-            InstanceAccessor<&BertEncoder::Info>("info"),
-        });
-    // The constructor outlives every BertEncoder.load() of this environment.
-    auto* ref = new Napi::FunctionReference(Napi::Persistent(ctor));
-    env.AddCleanupHook([ref]() { delete ref; });
-    ctor.Set("load", Napi::Function::New(env, &BertEncoder::Load, "load", ref));
-    exports.Set("BertEncoder", ctor);
+    Define(env, exports, {InstanceMethod<&BertEncoder::Encode>("encode"), InstanceAccessor<&BertEncoder::Info>("info")},
+           &BertEncoder::Load);
   }
 
-  // Called only by LoadWorker with the loaded model.
-  explicit BertEncoder(const Napi::CallbackInfo& info) : Napi::ObjectWrap<BertEncoder>(info) {
-    if (info.Length() != 1 || !info[0].IsExternal())
-      ThrowTypeError(info.Env(), "BertEncoder cannot be constructed directly; use BertEncoder.load()");
-    model_ = *info[0].As<Napi::External<std::shared_ptr<bert::Model>>>().Data();
-  }
+  using ModelWrap::ModelWrap;
 
  private:
-  // BertEncoder.load({ config, weights, threads?, quant? }) -> Promise<BertEncoder>
+  // BertEncoder.load(spec, config, options?: { threads?, quant? }): Promise<BertEncoder>
   static Napi::Value Load(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    const auto* ctor = static_cast<const Napi::FunctionReference*>(info.Data());
-    if (!info[0].IsObject()) ThrowTypeError(env, "BertEncoder.load expects an options object");
-    Napi::Object options = info[0].As<Napi::Object>();
-    bert::Config config = ParseConfig(options.Get("config"));
+    bert::Config config = ParseConfig(env, info.Length() > 1 ? info[1] : env.Undefined());
+    Napi::Object options = OptionsObject(env, info.Length() > 2 ? info[2] : env.Undefined(), "options");
     bert::Options opts;
-    Napi::Value threads = options.Get("threads");
-    if (!threads.IsUndefined()) {
-      if (!threads.IsNumber()) ThrowTypeError(env, "options.threads must be a number");
-      const double t = threads.As<Napi::Number>().DoubleValue();
-      if (!(t >= 0 && t <= 1024) || std::floor(t) != t) ThrowTypeError(env, "options.threads must be an integer in [0, 1024]");
-      opts.threads = static_cast<int>(t);
-    }
+    opts.threads = ThreadsOption(options);
     Napi::Value quant = options.Get("quant");
     if (!quant.IsUndefined()) {
       const std::string q = quant.IsString() ? quant.As<Napi::String>().Utf8Value() : "";
@@ -178,19 +102,17 @@ class BertEncoder : public Napi::ObjectWrap<BertEncoder> {
     }
     std::shared_ptr<const WeightsSpec> spec;
     try {
-      spec = WeightsSpec::FromValue(options.Get("weights"));
+      spec = WeightsSpecFromValue(info.Length() > 0 ? info[0] : env.Undefined());
     } catch (const SpecError& e) {
-      Napi::Promise::Deferred d = Napi::Promise::Deferred::New(env);
-      d.Reject(MakeError(env, e.code(), e.what()).Value());
-      return d.Promise();
+      ThrowEngineFailure(env, e);
     }
-    return (new LoadWorker(env, ctor, config, std::move(spec), opts))->Start();
+    return StartLoad<bert::Model>(env, kName, [config, spec, opts] { return bert::Model::Load(config, spec, opts); });
   }
 
   // encode(ids: Int32Array, lengths: Int32Array, pooling, normalize) -> { promise, abort }
   Napi::Value Encode(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (!model_) throw MakeError(env, "ERR_WEIGHTMAP_DISPOSED", "BertEncoder was disposed");
+    const std::shared_ptr<const bert::Model> model = Live(env)->model;
     if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
       ThrowTypeError(env, "ids must be an Int32Array");
     if (!info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
@@ -209,30 +131,25 @@ class BertEncoder : public Napi::ObjectWrap<BertEncoder> {
       ThrowTypeError(env, "pooling must be 'mean', 'cls' or 'max'");
     if (!info[3].IsBoolean()) ThrowTypeError(env, "normalize must be a boolean");
 
-    const bert::Config& c = model_->config();
-    auto range_error = [&](const std::string& message) {
-      Napi::Error e = Napi::RangeError::New(env, message);
-      e.Set("code", Napi::String::New(env, "ERR_OUT_OF_RANGE"));
-      throw e;
-    };
+    const bert::Config& c = model->config();
     std::vector<int32_t> len_copy(lengths.Data(), lengths.Data() + lengths.ElementLength());
     uint64_t total = 0;
     for (size_t i = 0; i < len_copy.size(); i++) {
       if (len_copy[i] < 1 || len_copy[i] > c.max_positions)
-        range_error("sequence " + std::to_string(i) + " has " + std::to_string(len_copy[i]) +
-                    " tokens; the model takes 1 to " + std::to_string(c.max_positions));
+        ThrowRange(env, "sequence " + std::to_string(i) + " has " + std::to_string(len_copy[i]) +
+                            " tokens; the model takes 1 to " + std::to_string(c.max_positions));
       total += static_cast<uint64_t>(len_copy[i]);
     }
     if (total != ids.ElementLength())
-      range_error("lengths add up to " + std::to_string(total) + " but there are " + std::to_string(ids.ElementLength()) + " ids");
+      ThrowRange(env, "lengths add up to " + std::to_string(total) + " but there are " + std::to_string(ids.ElementLength()) + " ids");
     std::vector<int32_t> id_copy(ids.Data(), ids.Data() + ids.ElementLength());
     for (size_t i = 0; i < id_copy.size(); i++)
       if (id_copy[i] < 0 || id_copy[i] >= c.vocab)
-        range_error("token id " + std::to_string(id_copy[i]) + " at " + std::to_string(i) + " is outside the vocabulary [0, " +
-                    std::to_string(c.vocab) + ")");
+        ThrowRange(env, "token id " + std::to_string(id_copy[i]) + " at " + std::to_string(i) + " is outside the vocabulary [0, " +
+                            std::to_string(c.vocab) + ")");
 
     auto abort = std::make_shared<std::atomic<bool>>(false);
-    auto* worker = new EncodeWorker(env, model_, std::move(id_copy), std::move(len_copy), pooling,
+    auto* worker = new EncodeWorker(env, model, std::move(id_copy), std::move(len_copy), pooling,
                                     info[3].As<Napi::Boolean>().Value(), abort);
     Napi::Object job = Napi::Object::New(env);
     job.Set("promise", worker->Start());
@@ -240,30 +157,21 @@ class BertEncoder : public Napi::ObjectWrap<BertEncoder> {
     return job;
   }
 
-  Napi::Value Dispose(const Napi::CallbackInfo& info) {
-    model_.reset();
-    return info.Env().Undefined();
-  }
-
-  Napi::Value Disposed(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), !model_); }
-
   // { hiddenSize, threads, quant, isa, loadMs, copiedBytes, convertedMatrices }
   Napi::Value Info(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (!model_) throw MakeError(env, "ERR_WEIGHTMAP_DISPOSED", "BertEncoder was disposed");
+    const bert::Model& m = *Live(env)->model;
     Napi::Object o = Napi::Object::New(env);
-    o.Set("hiddenSize", Napi::Number::New(env, static_cast<double>(model_->config().hidden)));
-    o.Set("threads", Napi::Number::New(env, model_->threads()));
-    const bert::Quant q = model_->quant();
+    o.Set("hiddenSize", Napi::Number::New(env, static_cast<double>(m.config().hidden)));
+    o.Set("threads", Napi::Number::New(env, m.threads()));
+    const bert::Quant q = m.quant();
     o.Set("quant", Napi::String::New(env, q == bert::Quant::Int8 ? "int8" : q == bert::Quant::Q8_0 ? "q8_0" : "f32"));
     o.Set("isa", Napi::String::New(env, kernels::Active().isa));
-    o.Set("loadMs", Napi::Number::New(env, model_->load_ms()));
-    o.Set("copiedBytes", Napi::Number::New(env, static_cast<double>(model_->cost().copied_bytes)));
-    o.Set("convertedMatrices", Napi::Number::New(env, model_->cost().converted));
+    o.Set("loadMs", Napi::Number::New(env, m.load_ms()));
+    o.Set("copiedBytes", Napi::Number::New(env, static_cast<double>(m.cost().copied_bytes)));
+    o.Set("convertedMatrices", Napi::Number::New(env, m.cost().converted));
     return o;
   }
-
-  std::shared_ptr<bert::Model> model_;
 };
 
 void Register(Napi::Env env, Napi::Object exports) { BertEncoder::Init(env, exports); }

@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "engines/rope.h"
 #include "kernels/f32_matrix.h"
 #include "kernels/ggml_blocks.h"
 #include "kernels/i8_matrix.h"
@@ -458,7 +459,8 @@ Napi::Value GeluErf(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-Napi::Value Rope(const Napi::CallbackInfo& info) {  // (x, rotDim, pos, theta, interleaved)
+// (x, rotDim, pos, theta, interleaved, factors?): the engines' RoPE (engines/rope.h) on one head.
+Napi::Value Rope(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto x = ArrayArg<float>(info, 0, "x", -1);
   const int64_t rot_dim = IntArg(info, 1, "rotDim", 0, x.length);
@@ -467,7 +469,11 @@ Napi::Value Rope(const Napi::CallbackInfo& info) {  // (x, rotDim, pos, theta, i
   const float theta = FloatArg(info, 3, "theta");
   if (!(theta > 0.0f) || !std::isfinite(theta)) ThrowRange(env, "theta must be a positive finite number");
   if (info.Length() <= 4 || !info[4].IsBoolean()) ThrowTypeError(env, "interleaved must be a boolean");
-  kernels::rope(x.data, rot_dim, pos, theta, info[4].As<Napi::Boolean>().Value());
+  engines::Rope rope{rot_dim, theta, info[4].As<Napi::Boolean>().Value(), nullptr};
+  if (info.Length() > 5 && !info[5].IsUndefined()) rope.factors = ArrayArg<float>(info, 5, "factors", rot_dim / 2).data;
+  std::vector<float> cs(static_cast<size_t>(rot_dim));
+  rope.Angles(pos, cs.data());
+  rope.Rotate(x.data, cs.data());
   return env.Undefined();
 }
 

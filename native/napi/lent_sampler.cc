@@ -16,20 +16,14 @@ std::set<const Sampler*> lent;
 
 }  // namespace
 
-LentSampler::LentSampler(Napi::Env env, Napi::Value sampler, Napi::Value params, Napi::Value recent)
+LentSampler::LentSampler(Napi::Env env, Napi::Value sampler, Napi::Value params, const std::string& what)
     : sampler_(UnwrapSampler(sampler)) {
-  if (!sampler_) ThrowTypeError(env, "step(ids, sampler, params, recent): sampler must be a Sampler");
+  if (!sampler_) ThrowTypeError(env, what + " must be a Sampler");
   params_ = ParseSamplingParams(env, params);
-  if (!recent.IsUndefined()) {
-    if (!recent.IsTypedArray() || recent.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
-      ThrowTypeError(env, "step(ids, sampler, params, recent): recent must be an Int32Array");
-    Napi::Int32Array r = recent.As<Napi::Int32Array>();
-    recent_.assign(r.Data(), r.Data() + r.ElementLength());
-  }
   {
     std::lock_guard<std::mutex> lock(lent_mutex);
     if (!lent.insert(sampler_).second)
-      throw MakeError(env, "ERR_WEIGHTMAP_BUSY", "this Sampler is in use by another step(); await it first");
+      throw MakeError(env, "ERR_WEIGHTMAP_BUSY", what + " is in use by another step; await it first");
   }
   ref_ = Napi::Persistent(sampler.As<Napi::Object>());
 }
@@ -39,8 +33,8 @@ LentSampler::~LentSampler() {
   lent.erase(sampler_);
 }
 
-int32_t LentSampler::Sample(float* logits, int32_t n) {
-  return sampler_->Sample(logits, n, params_, recent_.data(), static_cast<int32_t>(recent_.size()));
+int32_t LentSampler::Sample(float* logits, int32_t n, const int32_t* history, int32_t n_history) {
+  return sampler_->Sample(logits, n, params_, history, n_history);
 }
 
 }  // namespace weightmap

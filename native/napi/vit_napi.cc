@@ -1,89 +1,39 @@
 // JS class VitModel: Moondream's vision encoder and projection (native/engines/vit.h) with its own
-// thread pool. encode() runs on libuv's pool and returns a Promise.
+// thread pool. encode() runs on libuv's pool and returns a Promise; one at a time.
 #include <napi.h>
 
 #include <atomic>
-#include <cstring>
 #include <memory>
 #include <vector>
 
 #include "engines/vit.h"
-#include "engines/weights_spec.h"
-#include "napi/errors.h"
-#include "napi/promise_worker.h"
+#include "napi/engine_args.h"
+#include "napi/model_wrap.h"
 #include "napi/register.h"
-#include "napi/spec_views.h"
-#include "threadpool.h"
 
 namespace weightmap {
 
 namespace {
 
-struct VitCore {
-  std::shared_ptr<const WeightsSpec> spec;  // keeps the mappings behind the model alive
-  std::unique_ptr<engines::VitModel> model;
-  std::unique_ptr<ThreadPool> pool;
+// What the running encode shares with the JS object.
+struct EncodeSlot {
   std::atomic<bool> abort{false};
-  int running = 0;  // JS thread only
+  bool busy = false;  // JS thread only
 };
 
-// Canonical names of lib/architectures/moondream.ts; MOON stores these matrices [in,out], and
-// the views carry the stored shape.
-std::shared_ptr<VitCore> LoadCore(std::shared_ptr<const WeightsSpec> spec, const engines::VitConfig& c, int threads) {
-  const WeightsSpec& s = *spec;
-  const int64_t D = c.dim, f = c.ffn, P = c.proj_hidden, pin = 3 * c.patch * c.patch;
-  engines::VitWeightsHalf w;
-  w.patch_w = SpecF16(s, "model.vision.patch_emb.weight", {pin, D});
-  w.patch_b = SpecF16(s, "model.vision.patch_emb.bias", {D});
-  w.pos = SpecF16(s, "model.vision.pos_emb", {1, c.n_patches, D});
-  for (int64_t l = 0; l < c.n_layers; l++) {
-    const std::string p = "model.vision.blocks." + std::to_string(l) + ".";
-    engines::VitLayerHalf L;
-    L.ln1_w = SpecF16(s, p + "ln1.weight", {D});
-    L.ln1_b = SpecF16(s, p + "ln1.bias", {D});
-    L.qkv_w = SpecF16(s, p + "attn.qkv.weight", {D, 3 * D});
-    L.qkv_b = SpecF16(s, p + "attn.qkv.bias", {3 * D});
-    L.proj_w = SpecF16(s, p + "attn.proj.weight", {D, D});
-    L.proj_b = SpecF16(s, p + "attn.proj.bias", {D});
-    L.ln2_w = SpecF16(s, p + "ln2.weight", {D});
-    L.ln2_b = SpecF16(s, p + "ln2.bias", {D});
-    L.fc1_w = SpecF16(s, p + "mlp.fc1.weight", {D, f});
-    L.fc1_b = SpecF16(s, p + "mlp.fc1.bias", {f});
-    L.fc2_w = SpecF16(s, p + "mlp.fc2.weight", {f, D});
-    L.fc2_b = SpecF16(s, p + "mlp.fc2.bias", {D});
-    w.layers.push_back(L);
-  }
-  w.post_ln_w = SpecF16(s, "model.vision.post_ln.weight", {D});
-  w.post_ln_b = SpecF16(s, "model.vision.post_ln.bias", {D});
-  w.proj1_w = SpecF16(s, "model.vision.proj_mlp.fc1.weight", {2 * D, P});
-  w.proj1_b = SpecF16(s, "model.vision.proj_mlp.fc1.bias", {P});
-  w.proj2_w = SpecF16(s, "model.vision.proj_mlp.fc2.weight", {P, c.text_dim});
-  w.proj2_b = SpecF16(s, "model.vision.proj_mlp.fc2.bias", {c.text_dim});
-  auto core = std::make_shared<VitCore>();
-  core->model = std::make_unique<engines::VitModel>(c, w);
-  core->spec = std::move(spec);
-  core->pool = std::make_unique<ThreadPool>(threads);
-  return core;
-}
-
-class EncodeWorker : public PromiseWorker {
+class EncodeWorker : public EngineWorker {
  public:
-  EncodeWorker(Napi::Env env, std::shared_ptr<VitCore> core, std::vector<uint8_t> rgb, bool features)
-      : PromiseWorker(env, "weightmap:vit.encode"), core_(std::move(core)), rgb_(std::move(rgb)), want_features_(features) {}
+  EncodeWorker(Napi::Env env, std::shared_ptr<const engines::VitModel> model, std::shared_ptr<EncodeSlot> slot,
+               std::vector<uint8_t> rgb, bool features)
+      : EngineWorker(env, "weightmap:vit.encode"), model_(std::move(model)), slot_(std::move(slot)), rgb_(std::move(rgb)),
+        want_features_(features) {}
 
  protected:
-  void Execute() override {
-    try {
-      const engines::VitConfig& c = core_->model->config();
-      embeddings_.resize(static_cast<size_t>(c.n_patches * c.text_dim));
-      if (want_features_) features_.resize(static_cast<size_t>(c.n_patches * c.dim));
-      bool done = core_->model->Encode(*core_->pool, rgb_.data(), want_features_ ? features_.data() : nullptr,
-                                       embeddings_.data(), &core_->abort);
-      if (!done) Fail(kAbortCode, kAbortMessage);
-    } catch (const std::exception& e) {
-      FailureInfo f = DescribeFailure(e);
-      Fail(f.code, f.message);
-    }
+  void Run() override {
+    const engines::VitConfig& c = model_->config();
+    embeddings_.resize(static_cast<size_t>(c.n_patches * c.text_dim));
+    if (want_features_) features_.resize(static_cast<size_t>(c.n_patches * c.dim));
+    model_->Encode(rgb_.data(), want_features_ ? features_.data() : nullptr, embeddings_.data(), slot_->abort);
   }
   Napi::Value Result(Napi::Env env) override {
     Napi::Object out = Napi::Object::New(env);
@@ -97,79 +47,64 @@ class EncodeWorker : public PromiseWorker {
     }
     return out;
   }
-  void OnOK() override {
-    core_->running--;
-    PromiseWorker::OnOK();
-  }
-  void OnError(const Napi::Error& e) override {
-    core_->running--;
-    PromiseWorker::OnError(e);
-  }
+  void Release() override { slot_->busy = false; }
 
  private:
-  std::shared_ptr<VitCore> core_;
+  std::shared_ptr<const engines::VitModel> model_;
+  std::shared_ptr<EncodeSlot> slot_;
   std::vector<uint8_t> rgb_;
   bool want_features_;
   std::vector<float> embeddings_, features_;
 };
 
-class VitModelWrap : public Napi::ObjectWrap<VitModelWrap> {
+class VitModelWrap : public ModelWrap<VitModelWrap, engines::VitModel> {
  public:
+  static constexpr const char* kName = "VitModel";
+
   static void Init(Napi::Env env, Napi::Object exports) {
-    exports.Set("VitModel", DefineClass(env, "VitModel",
-                                        {InstanceAccessor<&VitModelWrap::Threads>("threads"),
-                                         InstanceMethod<&VitModelWrap::Encode>("encode"),
-                                         InstanceMethod<&VitModelWrap::Abort>("abort"),
-                                         InstanceMethod<&VitModelWrap::Dispose>("dispose")}));
+    Define(env, exports, {InstanceMethod<&VitModelWrap::Encode>("encode"), InstanceMethod<&VitModelWrap::Abort>("abort")},
+           &VitModelWrap::Load);
   }
 
-  // new VitModel(spec, config, options?)
-  explicit VitModelWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<VitModelWrap>(info) {
-    Napi::Env env = info.Env();
-    if (info.Length() < 2 || !info[1].IsObject()) ThrowTypeError(env, "VitModel(spec, config, options?): config must be an object");
-    Napi::Object cfg = info[1].As<Napi::Object>();
-    engines::VitConfig c;
-    c.dim = ConfigInt(cfg, "hiddenSize");
-    c.n_layers = ConfigInt(cfg, "numLayers");
-    c.n_heads = ConfigInt(cfg, "numHeads");
-    c.head_dim = ConfigInt(cfg, "headDim");
-    c.ffn = ConfigInt(cfg, "intermediateSize");
-    c.patch = ConfigInt(cfg, "patchSize");
-    c.image_size = ConfigInt(cfg, "imageSize");
-    c.n_patches = ConfigInt(cfg, "numPatches");
-    c.proj_hidden = ConfigInt(cfg, "projHidden");
-    c.text_dim = ConfigInt(cfg, "textHiddenSize");
-    c.eps = static_cast<float>(ConfigNumber(cfg, "layerNormEps", 1e-5));
-    int threads = ThreadsOption(info.Length() > 2 ? info[2] : env.Undefined());
-    try {
-      core_ = LoadCore(WeightsSpec::FromValue(info[0]), c, threads);
-    } catch (const Napi::Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      ThrowSpecFailure(env, e);
-    }
-  }
+  using ModelWrap::ModelWrap;
 
  private:
-  std::shared_ptr<VitCore> Core(Napi::Env env) const {
-    if (!core_) throw MakeError(env, "ERR_WEIGHTMAP_DISPOSED", "the VitModel was disposed");
-    return core_;
-  }
-
-  Napi::Value Threads(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), core_ ? core_->pool->size() : 0);
+  // load(spec, config: MoondreamConfig['vision'] fields + textHiddenSize, options?: { threads }): Promise<VitModel>
+  static Napi::Value Load(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    engines::VitConfig c;
+    Napi::Object cfg = OptionsObject(env, info.Length() > 1 ? info[1] : env.Undefined(), "config");
+    c.dim = ReadInt(cfg, "hiddenSize", 1, 1 << 20);
+    c.n_layers = ReadInt(cfg, "numLayers", 1, 1 << 16);
+    c.n_heads = ReadInt(cfg, "numHeads", 1, 1 << 16);
+    c.head_dim = ReadInt(cfg, "headDim", 1, 1 << 16);
+    c.ffn = ReadInt(cfg, "intermediateSize", 1, 1 << 24);
+    c.patch = ReadInt(cfg, "patchSize", 1, 1 << 12);
+    c.image_size = ReadInt(cfg, "imageSize", 1, 1 << 14);
+    c.n_patches = ReadInt(cfg, "numPatches", 1, 1 << 24);
+    c.proj_hidden = ReadInt(cfg, "projHidden", 1, 1 << 24);
+    c.text_dim = ReadInt(cfg, "textHiddenSize", 1, 1 << 20);
+    c.eps = static_cast<float>(ReadNumber(cfg, "layerNormEps", 1e-5));
+    const int threads = ThreadsOption(OptionsObject(env, info.Length() > 2 ? info[2] : env.Undefined(), "options"));
+    std::shared_ptr<const WeightsSpec> spec;
+    try {
+      spec = WeightsSpecFromValue(info.Length() > 0 ? info[0] : env.Undefined());
+    } catch (const SpecError& e) {
+      ThrowEngineFailure(env, e);
+    }
+    return StartLoad<engines::VitModel>(env, kName, [c, spec, threads] { return engines::VitModel::Load(c, spec, threads); });
   }
 
   // encode(rgb: Uint8Array [S·S·3], features: boolean): Promise<{ embeddings, features? }>.
   // One call at a time (abort() stops the running one).
   Napi::Value Encode(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    std::shared_ptr<VitCore> core = Core(env);
-    if (core->running > 0) throw MakeError(env, "ERR_WEIGHTMAP_BUSY", "encode: the model is still encoding an image");
+    const auto& handle = Live(env);
+    if (slot_->busy) throw MakeError(env, "ERR_WEIGHTMAP_BUSY", "encode: the model is still encoding an image");
     if (info.Length() < 1 || !info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
       ThrowTypeError(env, "encode(rgb, features): rgb must be a Uint8Array");
     Napi::Uint8Array rgb = info[0].As<Napi::Uint8Array>();
-    const engines::VitConfig& c = core->model->config();
+    const engines::VitConfig& c = handle->model->config();
     const size_t expected = static_cast<size_t>(c.image_size * c.image_size * 3);
     if (rgb.ElementLength() != expected)
       throw MakeError(env, "ERR_OUT_OF_RANGE", "encode(rgb): rgb must hold " + std::to_string(c.image_size) + "x" +
@@ -177,25 +112,21 @@ class VitModelWrap : public Napi::ObjectWrap<VitModelWrap> {
                                                    " bytes, got " + std::to_string(rgb.ElementLength()));
     bool features = info.Length() > 1 && info[1].ToBoolean().Value();
     std::vector<uint8_t> copy(rgb.Data(), rgb.Data() + rgb.ElementLength());
-    core->abort.store(false);
-    core->running++;
-    return (new EncodeWorker(env, core, std::move(copy), features))->Start();
+    slot_->abort = false;
+    slot_->busy = true;
+    return (new EncodeWorker(env, handle->model, slot_, std::move(copy), features))->Start();
   }
 
   Napi::Value Abort(const Napi::CallbackInfo& info) {
-    if (core_) core_->abort.store(true);
+    slot_->abort = true;
     return info.Env().Undefined();
   }
 
-  Napi::Value Dispose(const Napi::CallbackInfo& info) {
-    if (core_) {
-      core_->abort.store(true);
-      core_.reset();
-    }
-    return info.Env().Undefined();
-  }
+ public:
+  void OnDispose() { slot_->abort = true; }  // the running encode stops at its next layer
 
-  std::shared_ptr<VitCore> core_;
+ private:
+  std::shared_ptr<EncodeSlot> slot_ = std::make_shared<EncodeSlot>();
 };
 
 void Register(Napi::Env env, Napi::Object exports) { VitModelWrap::Init(env, exports); }

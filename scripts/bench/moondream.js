@@ -163,7 +163,7 @@ function warmPageCache(weights) {
 }
 
 async function benchDecode(weights, threads) {
-  const engine = MoondreamEngine.load(weights, { threads });
+  const engine = await MoondreamEngine.load(weights, { threads });
   const session = engine.createSession();
   const prompt = Array.from({ length: 16 }, (_, i) => (i * 7919) % 50000);
   const t0 = performance.now();
@@ -185,7 +185,7 @@ async function benchDecode(weights, threads) {
 }
 
 async function benchVision(weights, threads) {
-  const engine = MoondreamEngine.load(weights, { threads });
+  const engine = await MoondreamEngine.load(weights, { threads });
   const size = Vc.imageSize;
   const rgb = new Uint8Array(size * size * 3);
   for (let i = 0; i < rgb.length; i++) rgb[i] = (i * 2654435761) >>> 24;
@@ -212,7 +212,7 @@ function median(values) {
  * image rows + a 10-token question in the text model (what answer() does before decoding).
  */
 async function benchFirstToken(weights, threads) {
-  const engine = MoondreamEngine.load(weights, { threads });
+  const engine = await MoondreamEngine.load(weights, { threads });
   const size = Vc.imageSize;
   const rgb = new Uint8Array(size * size * 3);
   for (let i = 0; i < rgb.length; i++) rgb[i] = (i * 40503) >>> 8;

@@ -61,7 +61,7 @@ describe('Moondream answer() on moon-tiny', () => {
 
   beforeAll(async () => {
     weights = await moonFormat.read(fixture('moon-tiny', 'model.moon'));
-    engine = MoondreamEngine.load(weights, { threads: 2 });
+    engine = await MoondreamEngine.load(weights, { threads: 2 });
   });
   afterAll(() => {
     engine.dispose();

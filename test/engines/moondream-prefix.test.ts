@@ -125,7 +125,7 @@ describe('Moondream bidirectional image prefix', () => {
 
   beforeAll(async () => {
     weights = await moonFormat.read(fixture('moon-tiny', 'model.moon'));
-    engine = MoondreamEngine.load(weights, { threads: 2 });
+    engine = await MoondreamEngine.load(weights, { threads: 2 });
     const embeddings = readF32('moon-tiny', 'image_embeddings.f32');
     const d = engine.config.text.hiddenSize;
     const ids: number[] = expected.combined_case.sequence[2].ids;

@@ -51,7 +51,7 @@ describe('Moondream engines on moon-tiny', () => {
 
   beforeAll(async () => {
     weights = await moonFormat.read(fixture('moon-tiny', 'model.moon'));
-    engine = MoondreamEngine.load(weights, { threads: 2 });
+    engine = await MoondreamEngine.load(weights, { threads: 2 });
   });
   afterAll(() => {
     engine.dispose();
@@ -140,18 +140,18 @@ describe('Moondream engines on moon-tiny', () => {
     await expect(session.eval(prompt)).rejects.toThrow(DisposedError);
   });
 
-  test('weights with a vision matrix of the wrong shape are a WeightFormatError', () => {
+  test('weights with a vision matrix of the wrong shape are a WeightFormatError', async () => {
     const tensors = weights.tensors.map((t) =>
       t.name === 'model.vision.blocks.0.attn.qkv.weight' ? { ...t, shape: [...t.shape].reverse() } : t,
     );
-    expect(() => MoondreamEngine.load({ ...weights, tensors })).toThrow(
+    await expect(MoondreamEngine.load({ ...weights, tensors })).rejects.toThrow(
       expect.objectContaining({ name: 'WeightFormatError', code: 'SHAPE_MISMATCH' }),
     );
   });
 
-  test('matrices in the other orientation than MOON stores are refused, not misread', () => {
+  test('matrices in the other orientation than MOON stores are refused, not misread', async () => {
     const flip = (name: string) => weights.tensors.map((t) => (t.name === name ? { ...t, transposed: !t.transposed } : t));
-    expect(() => MoondreamEngine.load({ ...weights, tensors: flip('model.text.blocks.0.attn.proj.weight') })).toThrow(UnsupportedError);
-    expect(() => MoondreamEngine.load({ ...weights, tensors: flip('model.vision.blocks.1.attn.proj.weight') })).toThrow(UnsupportedError);
+    await expect(MoondreamEngine.load({ ...weights, tensors: flip('model.text.blocks.0.attn.proj.weight') })).rejects.toThrow(UnsupportedError);
+    await expect(MoondreamEngine.load({ ...weights, tensors: flip('model.vision.blocks.1.attn.proj.weight') })).rejects.toThrow(UnsupportedError);
   });
 });

@@ -35,7 +35,7 @@ describe('gpt engine (TLLM) on tllm-tiny', () => {
 
   beforeAll(async () => {
     weights = await tllmFormat.read(fixture('tllm-tiny', 'model.tllm'));
-    engine = GptEngine.load(weights, { threads: 2 });
+    engine = await GptEngine.load(weights, { threads: 2 });
   });
   afterAll(() => {
     engine.dispose();
@@ -120,14 +120,14 @@ describe('gpt engine (TLLM) on tllm-tiny', () => {
     await expect(session.eval(prompt)).rejects.toThrow(DisposedError);
   });
 
-  test('weights missing a tensor are a WeightFormatError MISSING_TENSOR', () => {
+  test('weights missing a tensor are a WeightFormatError MISSING_TENSOR', async () => {
     const broken: ModelWeights = { ...weights, tensors: weights.tensors.filter((t) => t.name !== 'lm_head.weight') };
-    expect(() => GptEngine.load(broken)).toThrow(expect.objectContaining({ name: 'WeightFormatError', code: 'MISSING_TENSOR' }));
+    await expect(GptEngine.load(broken)).rejects.toThrow(expect.objectContaining({ name: 'WeightFormatError', code: 'MISSING_TENSOR' }));
   });
 
-  test('a linear weight stored [out,in] (not the TLLM layout) is refused, not misread', () => {
+  test('a linear weight stored [out,in] (not the TLLM layout) is refused, not misread', async () => {
     const tensors = weights.tensors.map((t) => (t.name === 'model.layers.0.self_attn.q_proj.weight' ? { ...t, transposed: false } : t));
-    expect(() => GptEngine.load({ ...weights, tensors })).toThrow(UnsupportedError);
+    await expect(GptEngine.load({ ...weights, tensors })).rejects.toThrow(UnsupportedError);
   });
 
   test('two sessions of one engine run concurrently and both match the reference', async () => {
@@ -158,8 +158,8 @@ describe('gpt engine (TLLM) on tllm-tiny', () => {
   test('step() picks tokens in the worker: greedy gives the reference continuation', async () => {
     const sampler = new (native().Sampler)(1);
     const session = engine.createSession();
-    const tokens = [await session.step(prompt, { temperature: 0 }, sampler, undefined)];
-    while (tokens.length < kase.greedy.tokens.length) tokens.push(await session.step([tokens[tokens.length - 1]], { temperature: 0 }, sampler, undefined));
+    const tokens = [await session.step(prompt, sampler, { temperature: 0 })];
+    while (tokens.length < kase.greedy.tokens.length) tokens.push(await session.step([tokens[tokens.length - 1]], sampler, { temperature: 0 }));
     expect(tokens).toEqual(kase.greedy.tokens);
     expect(session.position).toBe(prompt.length + tokens.length - 1);
     session.dispose();
@@ -172,12 +172,12 @@ describe('gpt engine (TLLM) on tllm-tiny', () => {
     const a = engine.createSession();
     const b = engine.createSession();
     let history = prompt.slice();
-    let ta = await a.step(prompt, params, viaStep, Int32Array.from(history));
+    let ta = await a.step(prompt, viaStep, params);
     let tb = viaEval.sample(await b.eval(prompt), params, Int32Array.from(history));
     for (let i = 0; i < 12; i++) {
       expect(ta).toBe(tb);
       history = [...history, ta];
-      ta = await a.step([ta], params, viaStep, Int32Array.from(history));
+      ta = await a.step([ta], viaStep, params);
       tb = viaEval.sample(await b.eval([tb]), params, Int32Array.from(history));
     }
     a.dispose();
@@ -188,10 +188,10 @@ describe('gpt engine (TLLM) on tllm-tiny', () => {
     const sampler = new (native().Sampler)(7);
     const a = engine.createSession();
     const b = engine.createSession();
-    const first = a.step(prompt, {}, sampler, undefined);
-    await expect(b.step(prompt, {}, sampler, undefined)).rejects.toMatchObject({ code: 'ERR_WEIGHTMAP_BUSY' });
+    const first = a.step(prompt, sampler, {});
+    await expect(b.step(prompt, sampler, {})).rejects.toMatchObject({ code: 'ERR_WEIGHTMAP_BUSY' });
     await first;
-    expect(await b.step(prompt, {}, sampler, undefined)).toBe(kase.greedy.tokens[0]);
+    expect(await b.step(prompt, sampler, {})).toBe(kase.greedy.tokens[0]);
     a.dispose();
     b.dispose();
   });

@@ -35,9 +35,10 @@ class BytesTokenizer implements Partial<Tokenizer> {
 
 const text = (s: string) => [...Buffer.from(s, 'utf8')];
 
-/** A session whose logits after n positions put 10 on script(n) and 0 elsewhere. */
+/** A session whose logits after n positions put 10 on script(n) and 0 elsewhere; `tokens` are the ids it holds. */
 class ScriptedSession implements LanguageSession {
   position = 0;
+  readonly tokens: number[] = [];
   fed: number[][] = [];
   aborts = 0;
   disposed = false;
@@ -62,14 +63,20 @@ class ScriptedSession implements LanguageSession {
       this.pendingReject = undefined;
     }
     this.position += batch.length;
+    this.tokens.push(...batch);
     const logits = new Float32Array(VOCAB);
     logits[this.script(this.position)] = 10;
     return logits;
   }
 
+  async step(ids: ArrayLike<number>, sampler: Sampler, params: NativeSamplingParams): Promise<number> {
+    return sampler.sample(await this.eval(ids), params, Int32Array.from(this.tokens));
+  }
+
   truncate(n: number): void {
     if (n > this.position) throw new RangeError('truncate past the position');
     this.position = n;
+    this.tokens.length = n;
   }
 
   abort(): void {
@@ -82,8 +89,9 @@ class ScriptedSession implements LanguageSession {
   }
 }
 
-function hostFor(session: LanguageSession, tokenizer: BytesTokenizer, options: { contextLength?: number; history?: number[] } = {}) {
-  const history = options.history ?? [];
+/** `history`: the ids the session holds (ScriptedSession.tokens). */
+function hostFor(session: LanguageSession, tokenizer: BytesTokenizer, options: { contextLength?: number } = {}) {
+  const history = session.tokens;
   let releases = 0;
   let acquires = 0;
   const host: GenerationHost = {
@@ -92,7 +100,7 @@ function hostFor(session: LanguageSession, tokenizer: BytesTokenizer, options: {
     vocabSize: VOCAB,
     acquire(): SessionLease {
       acquires++;
-      return { session, history, release: () => void releases++ };
+      return { session, release: () => void releases++ };
     },
   };
   return { host, history, counts: () => ({ acquires, releases }) };
@@ -262,7 +270,7 @@ describe('abort and early exit', () => {
 describe('the KV cache', () => {
   it('keeps the longest common prefix and feeds the rest; an identical prompt re-feeds its last id', async () => {
     const session = new ScriptedSession(counting(100));
-    const { host, history } = hostFor(session, letters, { history: [] });
+    const { host, history } = hostFor(session, letters);
     await startGeneration(host, [1, 2, 3, 4], { maxTokens: 1 }).text();
     expect(history).toEqual([1, 2, 3, 4]);
     session.fed = [];
@@ -277,20 +285,21 @@ describe('the KV cache', () => {
     expect(history).toEqual([5]);
   });
 
-  it('uses the engine\'s step() with the sampling params and a Sampler, when the session has one', async () => {
-    const calls: { ids: number[]; params: NativeSamplingParams; sampler: Sampler; recent: Int32Array | undefined }[] = [];
-    let position = 0;
+  it('uses the engine\'s step() with the sampling params and a Sampler; the session keeps the penalty history', async () => {
+    const calls: { ids: number[]; params: NativeSamplingParams; sampler: Sampler; history: number[] }[] = [];
+    const tokens: number[] = [];
     const session: LanguageSession = {
       get position() {
-        return position;
+        return tokens.length;
       },
+      tokens,
       eval: () => Promise.reject(new Error('eval must not be used')),
-      step: async (ids, params, sampler, recent) => {
-        calls.push({ ids: Array.from(ids), params, sampler, recent });
-        position += ids.length;
-        return 20 + position;
+      step: async (ids, sampler, params) => {
+        tokens.push(...Array.from(ids));
+        calls.push({ ids: Array.from(ids), params, sampler, history: [...tokens] });
+        return 20 + tokens.length;
       },
-      truncate: (n) => void (position = n),
+      truncate: (n) => void (tokens.length = n),
       abort: () => undefined,
       dispose: () => undefined,
     };
@@ -301,6 +310,7 @@ describe('the KV cache', () => {
     expect(calls[0].params).toMatchObject({ temperature: 0.5, repeatPenalty: 1.2, penaltyLastN: 3 });
     expect(calls[0].sampler.rngState).toBe(7n);
     expect(new Set(calls.map((c) => c.sampler)).size).toBe(1); // one generator for the whole generation
-    expect(calls.map((c) => Array.from(c.recent!))).toEqual([[1, 2], [1, 2, 22], [2, 22, 23]]);
+    // The history a step samples with (the sampler takes its last penaltyLastN, sampler-native.test.ts).
+    expect(calls.map((c) => c.history)).toEqual([[1, 2], [1, 2, 22], [1, 2, 22, 23]]);
   });
 });

@@ -239,6 +239,28 @@ describe('rope', () => {
     expect(Math.abs(half[0] - Math.cos(3))).toBeLessThan(1e-7);
   });
 
+  test('every pair turns by the closed form pos·theta^(-2i/d)/factor_i at a long position, both pairings', () => {
+    const d = 128;
+    const pos = 100_000;
+    const theta = 500000;
+    const factors = Float32Array.from({ length: d / 2 }, (_, i) => 1 + (i % 7) / 2); // Llama 3 style
+    const x = uniform(d, rng(11));
+    for (const interleaved of [false, true]) {
+      const y = Float32Array.from(x);
+      kernels.rope(y, d, pos, theta, interleaved, factors);
+      for (let i = 0; i < d / 2; i++) {
+        const angle = (pos * Math.pow(theta, (-2 * i) / d)) / factors[i];
+        const [a, b] = interleaved ? [2 * i, 2 * i + 1] : [i, i + d / 2];
+        const ya = x[a] * Math.cos(angle) - x[b] * Math.sin(angle);
+        const yb = x[a] * Math.sin(angle) + x[b] * Math.cos(angle);
+        // cos and sin rounded to f32 once, then two f32 products and a sum: a few ulps of the pair norm.
+        const bound = 6 * U * Math.hypot(x[a], x[b]);
+        expect(Math.abs(y[a] - ya)).toBeLessThanOrEqual(bound);
+        expect(Math.abs(y[b] - yb)).toBeLessThanOrEqual(bound);
+      }
+    }
+  });
+
   test('rope validates its arguments', () => {
     const x = new Float32Array(8);
     expect(thrown(() => kernels.rope(x, 7, 0, 10000, false)).name).toBe('RangeError');

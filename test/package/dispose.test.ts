@@ -68,7 +68,7 @@ test('using disposes decoder and KV sessions', async () => {
   const weights = await readWeights(stories);
   const engine = await DecoderEngine.load(weights, { threads: 1 });
   const tllm = await readWeights(fixture('tllm-tiny', 'model.tllm'));
-  const gpt = GptEngine.load(tllm, { threads: 1 });
+  const gpt = await GptEngine.load(tllm, { threads: 1 });
   try {
     let decoderSession: DecoderEngineSession;
     let gptSession: GptEngineSession;
