@@ -32,6 +32,7 @@ import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from '.
 import { writeGguf } from './gguf-writer';
 import type { FormatModule, Probe, ReadOptions } from './types';
 import { runNow, type Steps } from '../tokenizers/steps';
+import { deferVocabularyWork } from './deferred-vocabulary';
 
 export const GGUF_MAGIC = 0x46554747; // "GGUF" on disk
 export const GGUF_DEFAULT_ALIGNMENT = 32;
@@ -173,8 +174,8 @@ function typedCopy<T>(cur: ByteCursor, n: number, size: number, make: (b: ArrayB
 
 /** String arrays this long (vocabularies, merges) are decoded on first use (LazyStrings). */
 const LAZY_STRINGS = 4096;
-/** Strings per slice of LazyStrings.decodeSteps (a few milliseconds). */
-const DECODE_STEP = 16384;
+/** Strings decoded between two checkpoints of LazyStrings.decodeSteps (well under a millisecond; see steps.ts). */
+const DECODE_STEP = 2048;
 
 /**
  * A long top-level array of strings: every length is bounds-checked now and the bytes copied (the
@@ -591,14 +592,6 @@ function decoderConfig(kv: Kv, bytes: Buffer, arch: DecoderArchitecture, byName:
   return config;
 }
 
-/** The not yet decoded string arrays of each vocabulary tokenizerOf made. */
-const lazyVocabularies = new WeakMap<TokenizerData, LazyStrings[]>();
-
-/** Decodes in slices what a GGUF vocabulary (`data`, of readWeights) has not decoded yet; other data: nothing to do. */
-export function* decodeVocabularySteps(data: TokenizerData): Steps<void> {
-  for (const strings of lazyVocabularies.get(data) ?? []) yield* strings.decodeSteps();
-}
-
 function tokenizerOf(kv: Kv): TokenizerData | undefined {
   const meta = kv.file.metadata;
   const path = kv.path;
@@ -653,7 +646,9 @@ function tokenizerOf(kv: Kv): TokenizerData | undefined {
   if (addBos !== undefined) out.addBos = addBos;
   const addEos = kv.bool('tokenizer.ggml.add_eos_token');
   if (addEos !== undefined) out.addEos = addEos;
-  lazyVocabularies.set(out, lazy);
+  deferVocabularyWork(out, function* () {
+    for (const strings of lazy) yield* strings.decodeSteps();
+  });
   return out;
 }
 
