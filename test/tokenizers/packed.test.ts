@@ -112,7 +112,8 @@ test.each([
 
 test.each([
   ['an unknown kind', (h: any) => (h.kind = 'wordpiece')],
-  ['a fractional added-token id', (h: any) => (h.addedTokens[0].id = 1.5)],
+  ['a fractional added-token id', (h: any) => (h.addedTokens[0][0] = 1.5)],
+  ['added-token flags past the five there are', (h: any) => (h.addedTokens[0][2] = 32)],
   ['a negative wrapping id', (h: any) => (h.wrapping.prefix = [-1])],
   ['a string special id', (h: any) => (h.specialIds.bos = 'x')],
   ['text steps of no known shape', (h: any) => (h.text = { normalizer: 'NFC', preTokenizer: 'qwen2' })],
