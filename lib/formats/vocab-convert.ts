@@ -166,30 +166,41 @@ class ShardedMap<V> {
 }
 
 function* ajc1FromGguf(t: Gguf, vocabSize: number): Steps<Scored> {
-  const firstMerge = new ShardedMap<number>();
+  const { tokens: texts, tokenTypes } = t;
+  const count = Math.max(vocabSize, texts.length);
+  const typeOf = (id: number) => (texts[id] === undefined ? TOKEN_UNUSED : (tokenTypes?.[id] ?? TOKEN_NORMAL));
+  const isAdded = (type: number) => type === TOKEN_CONTROL || type === TOKEN_USER_DEFINED;
+  // A token's score is the rank of the first merge that makes its text: ranks found through the
+  // first id of each text (the texts are the vocabulary's own strings: no new one outlives a slice).
+  const firstId = new ShardedMap<number>();
+  for (let id = 0; id < count; id++) {
+    if (id % STEP === STEP - 1) yield;
+    const type = typeOf(id);
+    if (type !== TOKEN_UNUSED && !isAdded(type)) firstId.setFirst(texts[id], id);
+  }
+  const firstRank = new Int32Array(count).fill(-1);
   const merges = t.merges ?? [];
   for (let rank = 0; rank < merges.length; rank++) {
     if (rank % STEP === STEP - 1) yield;
     const space = merges[rank].indexOf(' ', 1);
-    firstMerge.setFirst(merges[rank].slice(0, space) + merges[rank].slice(space + 1), rank);
+    const id = firstId.get(merges[rank].slice(0, space) + merges[rank].slice(space + 1));
+    if (id !== undefined && firstRank[id] < 0) firstRank[id] = rank;
   }
-  const { tokens: texts, tokenTypes } = t;
-  const count = Math.max(vocabSize, texts.length);
   const tokens: Uint8Array[] = new Array(count);
   const scores = new Float32Array(count).fill(AJC1_UNMERGED_SCORE);
   let maxTokenLength = 1;
   for (let id = 0; id < count; id++) {
     if (id % STEP === STEP - 1) yield;
-    const text = texts[id];
-    const type = tokenTypes?.[id] ?? TOKEN_NORMAL;
-    if (text === undefined || type === TOKEN_UNUSED) {
+    const type = typeOf(id);
+    if (type === TOKEN_UNUSED) {
       tokens[id] = new Uint8Array(0);
       continue;
     }
-    const added = type === TOKEN_CONTROL || type === TOKEN_USER_DEFINED;
+    const text = texts[id];
+    const added = isAdded(type);
     tokens[id] = added ? Buffer.from(text, 'utf8') : byteLevelToBytes(text);
-    const rank = added ? undefined : firstMerge.get(text);
-    if (rank !== undefined) scores[id] = -Math.log(rank + 1);
+    const rank = added ? -1 : firstRank[firstId.get(text)!];
+    if (rank >= 0) scores[id] = -Math.log(rank + 1);
     maxTokenLength = Math.max(maxTokenLength, tokens[id].length);
   }
   return {
