@@ -22,6 +22,8 @@ import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { writeOutputs } from './output-files';
 import { ajc1Vocabulary } from './vocab-convert';
 import { requireTensor, runWriteJob, tensorsByName, type WriteJob } from './write-job';
+import { decodeVocabularySteps, deferVocabularyWork } from './deferred-vocabulary';
+import { runNow, runYielding, type Steps } from '../tokenizers/steps';
 
 export const AJC1_MAGIC = 0x616a6331;
 export const AJC1_VERSION = 1;
@@ -204,6 +206,14 @@ async function readSidecar(path: string): Promise<Buffer | undefined> {
  * with score -1e6.
  */
 export function parseAjc1Tokenizer(bytes: Buffer, path: string, vocabSize: number): TokenizerData {
+  return runNow(parseAjc1TokenizerSteps(bytes, path, vocabSize));
+}
+
+/** Entries between two checkpoints of the `.tokenizer` walks (well under a millisecond; see steps.ts). */
+const ENTRY_STEP = 2048;
+
+/** parseAjc1Tokenizer in slices (steps.ts). */
+export function* parseAjc1TokenizerSteps(bytes: Buffer, path: string, vocabSize: number): Steps<TokenizerData> {
   const cur = new ByteCursor(bytes, path);
   const maxTokenLength = cur.u32('max_token_length');
   // -1 (0xffffffff) is "no such token".
@@ -216,6 +226,7 @@ export function parseAjc1Tokenizer(bytes: Buffer, path: string, vocabSize: numbe
   // the file itself to the tokenizer worker, so 151k views may never be needed on this thread).
   let count = 0;
   for (let at = cur.offset; at < bytes.length; count++) {
+    if (count % ENTRY_STEP === ENTRY_STEP - 1) yield;
     cur.offset = at;
     if (count === vocabSize) {
       fail('CONFIG_MISMATCH', 'the tokenizer has more entries than the checkpoint vocab_size', { path, offset: at, expected: vocabSize, found: `> ${vocabSize}` });
@@ -232,32 +243,36 @@ export function parseAjc1Tokenizer(bytes: Buffer, path: string, vocabSize: numbe
     at += 8 + length;
   }
   let entries: { tokens: Uint8Array[]; scores: Float32Array } | undefined;
-  const parsed = () => {
+  function* parsedSteps(): Steps<{ tokens: Uint8Array[]; scores: Float32Array }> {
     if (entries) return entries;
     const tokens: Uint8Array[] = [];
     const scores = new Float32Array(vocabSize).fill(MISSING_TOKEN_SCORE);
     for (let at = 12; at < bytes.length; ) {
+      if (tokens.length % ENTRY_STEP === ENTRY_STEP - 1) yield;
       const length = bytes.readUInt32LE(at + 4);
       scores[tokens.length] = bytes.readFloatLE(at);
       tokens.push(bytes.subarray(at + 8, at + 8 + length));
       at += 8 + length;
     }
     while (tokens.length < vocabSize) tokens.push(new Uint8Array(0));
-    return (entries = { tokens, scores });
-  };
-  return {
+    // A getter may have finished a second walk while this one waited at a checkpoint.
+    return (entries ??= { tokens, scores });
+  }
+  const data: TokenizerData = {
     kind: 'scored',
     style: 'ajc1',
     get tokens() {
-      return parsed().tokens;
+      return (entries ?? runNow(parsedSteps())).tokens;
     },
     get scores() {
-      return parsed().scores;
+      return (entries ?? runNow(parsedSteps())).scores;
     },
     maxTokenLength,
     ...(bosId !== undefined ? { bosId } : {}),
     ...(eosId !== undefined ? { eosId } : {}),
   };
+  deferVocabularyWork(data, parsedSteps);
+  return data;
 }
 
 // ignoreBOM keeps a leading U+FEFF: some vocabularies have it as a token of its own.
@@ -283,7 +298,7 @@ async function read(path: string, options: ReadOptions = {}): Promise<ModelWeigh
   try {
     const { config, tensors } = parse(src);
     const tokBytes = options.vocabulary === false ? undefined : await readSidecar(`${path}.tokenizer`);
-    const tokenizer = tokBytes ? parseAjc1Tokenizer(tokBytes, `${path}.tokenizer`, config.vocabSize) : undefined;
+    const tokenizer = tokBytes ? await runYielding(parseAjc1TokenizerSteps(tokBytes, `${path}.tokenizer`, config.vocabSize)) : undefined;
     if (tokenizer?.kind === 'scored') {
       config.bosTokenId = tokenizer.bosId;
       config.eosTokenIds = tokenizer.eosId === undefined ? undefined : [tokenizer.eosId];
@@ -339,23 +354,36 @@ async function writeQuantized(job: WriteJob, view: TensorView, groupSize: number
   await job.write(new Uint8Array(scales.buffer), view.name);
 }
 
-/** The bytes of a `.tokenizer` for scored token data (trailing empty entries left out; no bos/eos: -1). */
-export function encodeAjc1Tokenizer(t: Extract<TokenizerData, { kind: 'scored' }>, fallbackBos: number | undefined, fallbackEos: number | undefined): Buffer {
-  let count = t.tokens.length;
+/**
+ * The bytes of a `.tokenizer` for scored token data (trailing empty entries left out; no bos/eos:
+ * -1), written in slices that let the event loop turn.
+ */
+export async function encodeAjc1Tokenizer(t: Extract<TokenizerData, { kind: 'scored' }>, fallbackBos: number | undefined, fallbackEos: number | undefined): Promise<Buffer> {
+  await runYielding(decodeVocabularySteps(t));
+  return runYielding(encodeAjc1TokenizerSteps(t, t.bosId ?? fallbackBos ?? -1, t.eosId ?? fallbackEos ?? -1));
+}
+
+function* encodeAjc1TokenizerSteps(t: Extract<TokenizerData, { kind: 'scored' }>, bos: number, eos: number): Steps<Buffer> {
+  const { tokens, scores } = t;
+  let count = tokens.length;
   // Trailing empty entries are the ids the original file had no entry for.
-  while (count > 0 && t.tokens[count - 1].length === 0) count--;
+  while (count > 0 && tokens[count - 1].length === 0) count--;
   let size = 12;
-  for (let i = 0; i < count; i++) size += 8 + t.tokens[i].length;
+  for (let i = 0; i < count; i++) {
+    if (i % ENTRY_STEP === ENTRY_STEP - 1) yield;
+    size += 8 + tokens[i].length;
+  }
   const out = Buffer.alloc(size);
   out.writeUInt32LE(t.maxTokenLength, 0);
-  out.writeInt32LE(t.bosId ?? fallbackBos ?? -1, 4);
-  out.writeInt32LE(t.eosId ?? fallbackEos ?? -1, 8);
+  out.writeInt32LE(bos, 4);
+  out.writeInt32LE(eos, 8);
   let o = 12;
   for (let i = 0; i < count; i++) {
-    out.writeFloatLE(t.scores[i], o);
-    out.writeUInt32LE(t.tokens[i].length, o + 4);
-    out.set(t.tokens[i], o + 8);
-    o += 8 + t.tokens[i].length;
+    if (i % ENTRY_STEP === ENTRY_STEP - 1) yield;
+    out.writeFloatLE(scores[i], o);
+    out.writeUInt32LE(tokens[i].length, o + 4);
+    out.set(tokens[i], o + 8);
+    o += 8 + tokens[i].length;
   }
   return out;
 }
@@ -385,7 +413,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   let tokenizer: Buffer | undefined;
   if (tok) {
     if (tok.tokens.length > c.vocabSize) throw rangeError(`the tokenizer has ${tok.tokens.length} entries, more than vocab_size ${c.vocabSize}`);
-    tokenizer = encodeAjc1Tokenizer(tok, c.bosTokenId, c.eosTokenIds?.[0]);
+    tokenizer = await encodeAjc1Tokenizer(tok, c.bosTokenId, c.eosTokenIds?.[0]);
   }
   const templates = (weights.metadata.templates as Ajc1Templates | undefined) ?? (hfFolder ? ajc1TemplatesFromHf(hfFolder) : undefined);
 

@@ -17,6 +17,7 @@ import { EMBD_METADATA_PREFIX } from './safetensors';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { writeOutputs } from './output-files';
 import { requireTensor, runWriteJob, tensorsByName } from './write-job';
+import { runYielding, type Steps } from '../tokenizers/steps';
 
 export const EMBD_MAGIC = 0x44424d45; // "EMBD"
 export const EMBD_FOOTER_MAGIC = 0x454d4244; // "DBME"
@@ -186,8 +187,11 @@ function readMetadata(src: MappedSource, h: EmbdHeader): [string, string][] {
   return entries;
 }
 
-/** The vocabulary section, with §3.4's tolerant placement of the special-id block. */
-function readVocab(src: MappedSource, h: EmbdHeader): Extract<TokenizerData, { kind: 'wordpiece' }> & { count: number } {
+/** Tokens decoded between two checkpoints of readVocabSteps (well under a millisecond; see steps.ts). */
+const VOCAB_STEP = 2048;
+
+/** The vocabulary section, with §3.4's tolerant placement of the special-id block; in slices (steps.ts). */
+function* readVocabSteps(src: MappedSource, h: EmbdHeader): Steps<Extract<TokenizerData, { kind: 'wordpiece' }> & { count: number }> {
   const path = src.path;
   const start = h.vocabOffset;
   const end = start + h.vocabSize;
@@ -226,6 +230,7 @@ function readVocab(src: MappedSource, h: EmbdHeader): Extract<TokenizerData, { k
   const cur = new ByteCursor(src.bytes, path, entriesAt, entriesEnd);
   const tokens: string[] = new Array(count);
   for (let i = 0; i < count; i++) {
+    if (i % VOCAB_STEP === VOCAB_STEP - 1) yield;
     const length = cur.u16('a token length');
     const at = cur.offset;
     const raw = cur.bytesView(length, `token ${i}`);
@@ -428,7 +433,7 @@ async function read(path: string, options: ReadOptions = {}): Promise<ModelWeigh
     if (h.flags & FLAG_CHECKSUM_ENABLED && verify) await verifyDataAndFile(src, h);
     const entries = readMetadata(src, h);
     const meta = new Map(entries);
-    const vocab = h.flags & FLAG_VOCAB_EMBEDDED ? readVocab(src, h) : undefined;
+    const vocab = h.flags & FLAG_VOCAB_EMBEDDED ? await runYielding(readVocabSteps(src, h)) : undefined;
     const descriptors = readIndex(src, h);
     const typeRows = descriptors.find((d) => d.name === BERT_NAMES.tokenTypeEmbeddings)?.shape[0];
     const config = configFromMetadata(meta, path, typeRows);

@@ -22,7 +22,8 @@ import { rangeError, UnsupportedError } from '../errors';
 import { numel, type DecoderConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import type { FloatDType } from './dtype-convert';
 import { DECODER_VARIANTS, isDecoderConfig } from '../architectures/decoder';
-import { decodeVocabularySteps, GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggmlBlockTypeId, ggufTensorName } from './gguf';
+import { decodeVocabularySteps } from './deferred-vocabulary';
+import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggmlBlockTypeId, ggufTensorName } from './gguf';
 import { permutedRowChunks, qkRowSources } from './rope-order';
 import { canonicalShape, f32Chunks, isFloatReadable, rawChunks, releasePages } from './tensor-data';
 import type { WriteOptions } from './types';
@@ -114,8 +115,8 @@ function encodeValue(type: string, v: unknown): Buffer {
   return Buffer.concat([u32(TYPE_CODES[elem]), u64(items.length), ...items.map((x) => encodeScalar(elem, x))]);
 }
 
-/** Strings encoded per slice of encodeStringArraySteps (a few milliseconds). */
-const STRINGS_STEP = 16384;
+/** Strings encoded between two checkpoints of encodeStringArraySteps (well under a millisecond; see steps.ts). */
+const STRINGS_STEP = 2048;
 
 /**
  * An array of strings into one buffer (vocabularies hold 10^5 tokens and merges: no Buffer per

@@ -32,7 +32,8 @@ import { isUtf8 } from 'node:buffer';
 import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from './bytes';
 import { writeGguf } from './gguf-writer';
 import type { FormatModule, Probe, ReadOptions } from './types';
-import { runNow, type Steps } from '../tokenizers/steps';
+import { runNow, runYielding, type Steps } from '../tokenizers/steps';
+import { deferVocabularyWork } from './deferred-vocabulary';
 
 export const GGUF_MAGIC = 0x46554747; // "GGUF" on disk
 export const GGUF_DEFAULT_ALIGNMENT = 32;
@@ -174,8 +175,8 @@ function typedCopy<T>(cur: ByteCursor, n: number, size: number, make: (b: ArrayB
 
 /** String arrays this long (vocabularies, merges) are decoded on first use (LazyStrings). */
 const LAZY_STRINGS = 4096;
-/** Strings per slice of LazyStrings.decodeSteps (a few milliseconds). */
-const DECODE_STEP = 16384;
+/** Strings decoded between two checkpoints of LazyStrings.decodeSteps (well under a millisecond; see steps.ts). */
+const DECODE_STEP = 2048;
 
 /**
  * A long top-level array of strings: every length is bounds-checked now and the bytes copied (the
@@ -218,12 +219,14 @@ export class LazyStrings {
   }
 }
 
-function lazyStrings(cur: ByteCursor, n: number, what: string): LazyStrings {
+/** A long top-level string array, every length checked now (in slices, steps.ts), decoded on first use. */
+function* lazyStringsSteps(cur: ByteCursor, n: number, what: string): Steps<LazyStrings> {
   const b = cur.bytes;
   const start = cur.offset;
   let at = start;
   let longest = 0;
   for (let i = 0; i < n; i++) {
+    if (i % DECODE_STEP === DECODE_STEP - 1) yield;
     // u64 length, little-endian: the high half must be 0 and the string must fit.
     const len = at + 8 <= cur.end ? b[at] | (b[at + 1] << 8) | (b[at + 2] << 16) | (b[at + 3] * 2 ** 24) : -1;
     const high = at + 8 <= cur.end ? b[at + 4] | b[at + 5] | b[at + 6] | b[at + 7] : 1;
@@ -238,6 +241,31 @@ function lazyStrings(cur: ByteCursor, n: number, what: string): LazyStrings {
   const lazy = new LazyStrings(n, Buffer.from(b.subarray(start, at)), start, what, cur.path);
   if (longest < 128 && !isUtf8(b.subarray(start, at))) lazy.strings(); // throws, naming the string
   return lazy;
+}
+
+/** An array's element type and length, checked against what the file can hold. */
+function readArrayHead(cur: ByteCursor, what: string, depth: number): { elemType: number; n: number } {
+  const at = cur.offset;
+  if (depth >= MAX_NESTING) fail('BAD_HEADER', `${what} nests arrays too deeply`, { path: cur.path, offset: at, expected: `<= ${MAX_NESTING}`, found: depth + 1 });
+  const elemType = cur.u32(`the element type of ${what}`);
+  if (MIN_VALUE_BYTES[elemType] === undefined) fail('BAD_HEADER', `${what} has an unknown element type`, { path: cur.path, offset: at, expected: '0..12', found: elemType });
+  const countAt = cur.offset;
+  const n = cur.u64(`the length of ${what}`);
+  if (n * MIN_VALUE_BYTES[elemType] > cur.remaining) {
+    fail('TRUNCATED', `${what} claims more elements than the file holds`, { path: cur.path, offset: countAt, expected: `<= ${Math.floor(cur.remaining / MIN_VALUE_BYTES[elemType])}`, found: n });
+  }
+  return { elemType, n };
+}
+
+/** A key's value; a long array of strings (a vocabulary, its merges) as LazyStrings, checked in slices. */
+function* readKeyValueSteps(cur: ByteCursor, type: number, what: string): Steps<unknown> {
+  if (type === GgufValueType.ARRAY) {
+    const start = cur.offset;
+    const { elemType, n } = readArrayHead(cur, what, 0);
+    if (elemType === GgufValueType.STRING && n >= LAZY_STRINGS) return yield* lazyStringsSteps(cur, n, what);
+    cur.offset = start;
+  }
+  return readValue(cur, type, what, 0);
 }
 
 function readValue(cur: ByteCursor, type: number, what: string, depth: number): unknown {
@@ -268,15 +296,7 @@ function readValue(cur: ByteCursor, type: number, what: string, depth: number): 
     }
     case GgufValueType.STRING: return readString(cur, what, 'BAD_HEADER');
     case GgufValueType.ARRAY: {
-      if (depth >= MAX_NESTING) fail('BAD_HEADER', `${what} nests arrays too deeply`, { path: cur.path, offset: at, expected: `<= ${MAX_NESTING}`, found: depth + 1 });
-      const elemType = cur.u32(`the element type of ${what}`);
-      if (MIN_VALUE_BYTES[elemType] === undefined) fail('BAD_HEADER', `${what} has an unknown element type`, { path: cur.path, offset: at, expected: '0..12', found: elemType });
-      const countAt = cur.offset;
-      const n = cur.u64(`the length of ${what}`);
-      if (n * MIN_VALUE_BYTES[elemType] > cur.remaining) {
-        fail('TRUNCATED', `${what} claims more elements than the file holds`, { path: cur.path, offset: countAt, expected: `<= ${Math.floor(cur.remaining / MIN_VALUE_BYTES[elemType])}`, found: n });
-      }
-      if (elemType === GgufValueType.STRING && depth === 0 && n >= LAZY_STRINGS) return lazyStrings(cur, n, what);
+      const { elemType, n } = readArrayHead(cur, what, depth);
       switch (elemType) {
         case GgufValueType.UINT8: return typedCopy(cur, n, 1, (b) => new Uint8Array(b), what);
         case GgufValueType.INT8: return typedCopy(cur, n, 1, (b) => new Int8Array(b), what);
@@ -302,6 +322,11 @@ function readValue(cur: ByteCursor, type: number, what: string, depth: number): 
 
 /** Parses and validates the header, metadata and tensor infos of a GGUF file held in `bytes`. */
 export function parseGguf(bytes: Buffer, path: string): GgufFile {
+  return runNow(parseGgufSteps(bytes, path));
+}
+
+/** parseGguf in slices (steps.ts). */
+export function* parseGgufSteps(bytes: Buffer, path: string): Steps<GgufFile> {
   const cur = new ByteCursor(bytes, path);
   if (bytes.length < 4 || bytes.readUInt32LE(0) !== GGUF_MAGIC) {
     fail('BAD_MAGIC', 'not a GGUF file', { path, offset: 0, expected: '47 47 55 46 ("GGUF")', found: bytes.subarray(0, 4).toString('hex') });
@@ -332,7 +357,7 @@ export function parseGguf(bytes: Buffer, path: string): GgufFile {
     if (Object.prototype.hasOwnProperty.call(types, key)) fail('BAD_NAME', `duplicate metadata key '${key}'`, { path, offset: at });
     const type = cur.u32(`the type of '${key}'`);
     const elemType = type === GgufValueType.ARRAY && cur.remaining >= 4 ? bytes.readUInt32LE(cur.offset) : undefined;
-    const value = readValue(cur, type, `'${key}'`, 0);
+    const value = yield* readKeyValueSteps(cur, type, `'${key}'`);
     typeNames[key] = elemType === undefined ? GGUF_TYPE_NAMES[type] : `array<${GGUF_TYPE_NAMES[elemType]}>`;
     if (value instanceof LazyStrings) {
       lazy[key] = value;
@@ -644,14 +669,6 @@ function decoderConfig(kv: Kv, bytes: Buffer, arch: DecoderArchitecture, byName:
   return config;
 }
 
-/** The not yet decoded string arrays of each vocabulary tokenizerOf made. */
-const lazyVocabularies = new WeakMap<TokenizerData, LazyStrings[]>();
-
-/** Decodes in slices what a GGUF vocabulary (`data`, of readWeights) has not decoded yet; other data: nothing to do. */
-export function* decodeVocabularySteps(data: TokenizerData): Steps<void> {
-  for (const strings of lazyVocabularies.get(data) ?? []) yield* strings.decodeSteps();
-}
-
 function tokenizerOf(kv: Kv): TokenizerData | undefined {
   const meta = kv.file.metadata;
   const path = kv.path;
@@ -706,7 +723,9 @@ function tokenizerOf(kv: Kv): TokenizerData | undefined {
   if (addBos !== undefined) out.addBos = addBos;
   const addEos = kv.bool('tokenizer.ggml.add_eos_token');
   if (addEos !== undefined) out.addEos = addEos;
-  lazyVocabularies.set(out, lazy);
+  deferVocabularyWork(out, function* () {
+    for (const strings of lazy) yield* strings.decodeSteps();
+  });
   return out;
 }
 
@@ -769,7 +788,7 @@ function build(src: MappedSource, file: GgufFile): Omit<ModelWeights, 'path' | '
 async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeights> {
   const src = mapFile(path);
   try {
-    const file = parseGguf(src.bytes, path);
+    const file = await runYielding(parseGgufSteps(src.bytes, path));
     return { ...build(src, file), path, sources: [src] };
   } catch (error) {
     src.close();

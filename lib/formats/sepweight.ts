@@ -452,7 +452,7 @@ async function write(weights: ModelWeights, root: string, options: WriteOptions 
     }
     if (tokenizer && ajc1) {
       const file = nodePath.join(tree, AJC1_TOKENIZER_FILE);
-      await writeSynced(file, encodeAjc1Tokenizer(tokenizer, c.bosTokenId, c.eosTokenIds?.[0]));
+      await writeSynced(file, await encodeAjc1Tokenizer(tokenizer, c.bosTokenId, c.eosTokenIds?.[0]));
       for (const [name, text] of ajc1TemplateFiles(file.replace(/\.tokenizer$/, ''), weights.metadata.templates as Ajc1Templates | undefined)) {
         await writeSynced(name, text);
       }

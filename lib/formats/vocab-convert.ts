@@ -24,7 +24,7 @@ import { SPACE_MARK } from '../tokenizers/sentencepiece-bpe';
 import type { DecoderConfig, ModelWeights, TokenizerData } from '../weights';
 import { AJC1_UNMERGED_SCORE, ajc1TokenizerFromHf, chatTemplateSource, hfSideFolder } from './ajc1-sidecars';
 import { jsonText, readJsonFile, type HfJson } from './hf-config';
-import { decodeVocabularySteps } from './gguf';
+import { decodeVocabularySteps } from './deferred-vocabulary';
 import { encodeLlama2cTokenizer, readLlama2cTokenizer } from './llama2c';
 
 type Scored = Extract<TokenizerData, { kind: 'scored' }>;
@@ -82,20 +82,21 @@ function isSpecialAdded(t: Scored, id: number, content: string): boolean {
   return id === t.bosId || id === t.eosId || /^<\|.*\|>$/s.test(content);
 }
 
-/** Items per slice of the byte-level conversions (a few milliseconds each; see steps.ts). */
-const STEP = 8192;
+/** Items between two checkpoints of the byte-level conversions (well under a millisecond; see steps.ts). */
+const STEP = 1024;
 
 function* ggufFromAjc1(t: Scored, vocabSize: number): Steps<Gguf> {
-  const count = Math.max(vocabSize, t.tokens.length);
+  const { tokens: bytesOf, scores } = t;
+  const count = Math.max(vocabSize, bytesOf.length);
   const tokens: string[] = new Array(count);
   const tokenTypes = new Int32Array(count);
   for (let id = 0; id < count; id++) {
     if (id % STEP === STEP - 1) yield;
-    const bytes = t.tokens[id];
+    const bytes = bytesOf[id];
     if (!bytes || bytes.length === 0) {
       tokens[id] = `[PAD${id}]`;
       tokenTypes[id] = TOKEN_UNUSED;
-    } else if (t.scores[id] <= NOT_A_MERGE && bytes.length > 1) {
+    } else if (scores[id] <= NOT_A_MERGE && bytes.length > 1) {
       tokens[id] = utf8.decode(bytes);
       tokenTypes[id] = isSpecialAdded(t, id, tokens[id]) ? TOKEN_CONTROL : TOKEN_USER_DEFINED;
     } else {
@@ -103,22 +104,31 @@ function* ggufFromAjc1(t: Scored, vocabSize: number): Steps<Gguf> {
       tokenTypes[id] = TOKEN_NORMAL;
     }
   }
-  // The pairs in merge-rank order (a counting sort by rank, in slices; pairs of one rank in table order).
-  const pairs: [number, number, number, number][] = [];
-  for (const pair of (yield* scoredMergesSteps(t)).table.entries()) {
-    if (pairs.push(pair) % STEP === 0) yield;
+  // The pairs in merge-rank order (a counting sort by rank, in slices; pairs of one rank in table
+  // order), kept in typed arrays: 10^5 small arrays would outlive the young generation.
+  const { table } = yield* scoredMergesSteps(t);
+  const left = new Int32Array(table.size);
+  const right = new Int32Array(table.size);
+  const rank = new Int32Array(table.size);
+  let n = 0;
+  for (const [a, b, r] of table.entries()) {
+    if (n % STEP === STEP - 1) yield;
+    left[n] = a;
+    right[n] = b;
+    rank[n++] = r;
   }
   let maxRank = 0;
-  for (const pair of pairs) maxRank = Math.max(maxRank, pair[2]);
+  for (let k = 0; k < n; k++) maxRank = Math.max(maxRank, rank[k]);
   const starts = new Int32Array(maxRank + 2);
-  for (const pair of pairs) starts[pair[2] + 1]++;
+  for (let k = 0; k < n; k++) starts[rank[k] + 1]++;
   for (let r = 0; r <= maxRank; r++) starts[r + 1] += starts[r];
+  const order = new Int32Array(n);
+  for (let k = 0; k < n; k++) order[starts[rank[k]]++] = k;
   yield;
-  const merges: string[] = new Array(pairs.length);
-  for (let k = 0; k < pairs.length; k++) {
-    if (k % STEP === STEP - 1) yield;
-    const [left, right, rank] = pairs[k];
-    merges[starts[rank]++] = `${tokens[left]} ${tokens[right]}`;
+  const merges: string[] = [];
+  for (let i = 0; i < n; i++) {
+    if (i % STEP === STEP - 1) yield;
+    merges.push(`${tokens[left[order[i]]]} ${tokens[right[order[i]]]}`);
   }
   return {
     kind: 'gguf',
@@ -133,31 +143,64 @@ function* ggufFromAjc1(t: Scored, vocabSize: number): Steps<Gguf> {
   };
 }
 
+/**
+ * A Map split by a cheap hash of the key: a Map of 10^5 keys grows by rehashing them all in one
+ * call (tens of milliseconds on a loaded machine), a shard a sixteenth of that.
+ */
+class ShardedMap<V> {
+  private readonly shards = Array.from({ length: 16 }, () => new Map<string, V>());
+
+  private shard(key: string): Map<string, V> {
+    return this.shards[(key.length + key.charCodeAt(key.length - 1)) & 15];
+  }
+
+  get(key: string): V | undefined {
+    return this.shard(key).get(key);
+  }
+
+  /** Sets `key` unless it is already there. */
+  setFirst(key: string, value: V): void {
+    const shard = this.shard(key);
+    if (!shard.has(key)) shard.set(key, value);
+  }
+}
+
 function* ajc1FromGguf(t: Gguf, vocabSize: number): Steps<Scored> {
-  const firstMerge = new Map<string, number>();
+  const { tokens: texts, tokenTypes } = t;
+  const count = Math.max(vocabSize, texts.length);
+  const typeOf = (id: number) => (texts[id] === undefined ? TOKEN_UNUSED : (tokenTypes?.[id] ?? TOKEN_NORMAL));
+  const isAdded = (type: number) => type === TOKEN_CONTROL || type === TOKEN_USER_DEFINED;
+  // A token's score is the rank of the first merge that makes its text: ranks found through the
+  // first id of each text (the texts are the vocabulary's own strings: no new one outlives a slice).
+  const firstId = new ShardedMap<number>();
+  for (let id = 0; id < count; id++) {
+    if (id % STEP === STEP - 1) yield;
+    const type = typeOf(id);
+    if (type !== TOKEN_UNUSED && !isAdded(type)) firstId.setFirst(texts[id], id);
+  }
+  const firstRank = new Int32Array(count).fill(-1);
   const merges = t.merges ?? [];
   for (let rank = 0; rank < merges.length; rank++) {
     if (rank % STEP === STEP - 1) yield;
     const space = merges[rank].indexOf(' ', 1);
-    const merged = merges[rank].slice(0, space) + merges[rank].slice(space + 1);
-    if (!firstMerge.has(merged)) firstMerge.set(merged, rank);
+    const id = firstId.get(merges[rank].slice(0, space) + merges[rank].slice(space + 1));
+    if (id !== undefined && firstRank[id] < 0) firstRank[id] = rank;
   }
-  const count = Math.max(vocabSize, t.tokens.length);
   const tokens: Uint8Array[] = new Array(count);
   const scores = new Float32Array(count).fill(AJC1_UNMERGED_SCORE);
   let maxTokenLength = 1;
   for (let id = 0; id < count; id++) {
     if (id % STEP === STEP - 1) yield;
-    const text = t.tokens[id];
-    const type = t.tokenTypes?.[id] ?? TOKEN_NORMAL;
-    if (text === undefined || type === TOKEN_UNUSED) {
+    const type = typeOf(id);
+    if (type === TOKEN_UNUSED) {
       tokens[id] = new Uint8Array(0);
       continue;
     }
-    const added = type === TOKEN_CONTROL || type === TOKEN_USER_DEFINED;
+    const text = texts[id];
+    const added = isAdded(type);
     tokens[id] = added ? Buffer.from(text, 'utf8') : byteLevelToBytes(text);
-    const rank = added ? undefined : firstMerge.get(text);
-    if (rank !== undefined) scores[id] = -Math.log(rank + 1);
+    const rank = added ? -1 : firstRank[firstId.get(text)!];
+    if (rank >= 0) scores[id] = -Math.log(rank + 1);
     maxTokenLength = Math.max(maxTokenLength, tokens[id].length);
   }
   return {
@@ -204,24 +247,25 @@ export function llama2cVocabulary(weights: ModelWeights): Scored | undefined {
   return undefined;
 }
 
+/** sourceVocabulary with what its reader put off done, in slices that let the event loop turn. */
+async function preparedVocabulary(weights: ModelWeights): Promise<TokenizerData | undefined> {
+  const t = sourceVocabulary(weights);
+  if (t) await runYielding(decodeVocabularySteps(t));
+  return t;
+}
+
 /** The source's byte-level BPE vocabulary as an ajc1 `.tokenizer` holds it (rebuilt in slices that let the event loop turn). */
 export async function ajc1Vocabulary(weights: ModelWeights, vocabSize: number): Promise<Scored | undefined> {
-  const t = sourceVocabulary(weights);
+  const t = await preparedVocabulary(weights);
   if (t?.kind === 'scored' && t.style === 'ajc1') return t;
-  if (t?.kind === 'gguf' && t.model === 'gpt2') {
-    await runYielding(decodeVocabularySteps(t));
-    return runYielding(ajc1FromGguf(t, vocabSize));
-  }
+  if (t?.kind === 'gguf' && t.model === 'gpt2') return runYielding(ajc1FromGguf(t, vocabSize));
   return undefined;
 }
 
 /** The source's vocabulary as GGUF `tokenizer.ggml.*` holds it (rebuilt in slices that let the event loop turn). */
 export async function ggufVocabulary(weights: ModelWeights, vocabSize: number): Promise<Gguf | undefined> {
-  const t = sourceVocabulary(weights);
-  if (t?.kind === 'gguf') {
-    await runYielding(decodeVocabularySteps(t));
-    return t;
-  }
+  const t = await preparedVocabulary(weights);
+  if (t?.kind === 'gguf') return t;
   if (t?.kind === 'scored') return t.style === 'llama2c' ? ggufFromLlama2c(t) : runYielding(ggufFromAjc1(t, vocabSize));
   return undefined;
 }

@@ -10,6 +10,7 @@ import { GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN } from './pretokenizers';
 import { byteLevelBpeFromScoredSteps } from './scored-byte-level';
 import { bytePieceValue, SentencePieceBpeTokenizer, SPACE_MARK } from './sentencepiece-bpe';
 import { runNow, runYielding, type Steps } from './steps';
+import { decodeVocabularySteps } from '../formats/deferred-vocabulary';
 import type { SpecialTokenIds, Tokenizer } from './types';
 import { WordPieceTokenizer } from './wordpiece';
 import { withRecipe } from './worker-client';
@@ -195,6 +196,7 @@ export function tokenizerFromData(data: TokenizerData, where = 'tokenizer data')
 
 /** tokenizerFromData in slices (see steps.ts). */
 export function* tokenizerFromDataSteps(data: TokenizerData, where = 'tokenizer data'): Steps<Tokenizer> {
+  yield* decodeVocabularySteps(data);
   if (data.kind === 'scored' && data.style !== 'llama2c') return yield* byteLevelBpeFromScoredSteps(data, where);
   switch (data.kind) {
     case 'wordpiece':

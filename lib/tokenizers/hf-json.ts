@@ -134,8 +134,8 @@ export function tokenizerFromJson(json: any, where: string, config?: any): Token
   return runNow(tokenizerFromJsonSteps(json, where, config));
 }
 
-/** Entries per slice of the vocabulary builds (a few milliseconds). */
-const SLICE = 8192;
+/** Entries between two checkpoints of the builds (well under a millisecond; see steps.ts). */
+const SLICE = 2048;
 
 /** Token -> id from a JSON vocabulary object, in slices. */
 function* vocabMapSteps(vocabJson: any): Steps<Map<string, number>> {
@@ -168,7 +168,7 @@ export function* tokenizerFromJsonSteps(json: any, where: string, config?: any):
     const merges: [string, string][] = [];
     for (const m of (model.merges ?? []) as unknown[]) {
       merges.push(parseMergeEntry(m, merges.length, where));
-      if (merges.length % 65536 === 0) yield;
+      if (merges.length % SLICE === 0) yield;
     }
     const unk = model.unk_token != null ? vocab.get(String(model.unk_token)) : undefined;
     yield;
@@ -251,7 +251,7 @@ export function* tokenizerFromVocabMergesSteps(vocabJson: any, mergesTxt: string
   const lines = mergesTxt.split('\n');
   const merges: [string, string][] = [];
   for (let i = 0; i < lines.length; i++) {
-    if (i % 32768 === 32767) yield;
+    if (i % SLICE === SLICE - 1) yield;
     const raw = lines[i];
     const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
     if (line.length === 0 || (i === 0 && line.startsWith('#version'))) continue;

@@ -117,11 +117,11 @@ export function loadTokenizerSync(path: string): Tokenizer {
 }
 
 /**
- * Reads the tokenizer at `path` (a file or a folder; see the module comment). A byte-level BPE
- * vocabulary (151k tokens for Qwen: hundreds of milliseconds to build) is read packed from the
- * cache folder (cache.ts), or built and packed in the tokenizer worker, and is in use without
- * further work; the other kinds, small, are built here in slices that let the event loop run in
- * between (steps.ts).
+ * Reads the tokenizer at `path` (a file or a folder; see the module comment). A BPE vocabulary,
+ * byte-level or with byte fallback (151k tokens for Qwen, 262k for Gemma 3: hundreds of
+ * milliseconds to build) is read packed from the cache folder (cache.ts), or built and packed in
+ * the tokenizer worker, and is in use without further work; the other kinds, small, are built here
+ * in slices that let the event loop run in between (steps.ts).
  */
 export async function loadTokenizer(path: string): Promise<Tokenizer> {
   if (typeof path !== 'string' || path === '') throw new TypeError('loadTokenizer(path): path must be a non-empty string');
@@ -153,7 +153,7 @@ export async function loadWeightsTokenizer(weights: Pick<ModelWeights, 'format' 
 }
 
 function* load(path: string): Steps<Tokenizer> {
-  yield; // loadTokenizer comes here after its cache or worker step: a turn of the loop first
+  yield; // a checkpoint before the files are read
   const stat = fs.statSync(path);
   if (stat.isDirectory()) return yield* fromFolder(path);
   const base = nodePath.basename(path);

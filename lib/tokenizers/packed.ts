@@ -1,7 +1,8 @@
 /**
- * A byte-level BPE tokenizer packed into one buffer: what the tokenizer worker sends to the main
- * thread (shared memory, no copy) and what the cache stores. Turning it back into a tokenizer is
- * a handful of typed-array views, so no 151k-entry table is rebuilt on the JS thread.
+ * A BPE tokenizer (byte-level, or over characters with byte fallback) packed into one buffer: what
+ * the tokenizer worker sends to the main thread (shared memory, no copy) and what the cache
+ * stores. Turning it back into a tokenizer is a handful of typed-array views, so no 151k-entry
+ * (Qwen) or 262k-entry (Gemma 3) table is rebuilt on the JS thread.
  *
  * Layout (little-endian):
  *   [0, 8)    magic "WMTOKPK1"
@@ -13,23 +14,44 @@
 import * as zlib from 'node:zlib';
 import { rangeError, WeightFormatError } from '../errors';
 import type { AddedToken } from './added-tokens';
+import { ByteFallbackBpeTokenizer } from './byte-fallback-bpe';
 import { ByteLevelBpeTokenizer } from './byte-level-bpe';
 import type { BpeModelOptions } from './bpe-model';
 import type { BpeTextSpec } from './bpe-text';
 import { PackedVocab, type PackedVocabArrays } from './bpe-vocab';
 import { MergeTable, type MergeTableArrays } from './merge-table';
+import { pieceDecoderFromJson } from './piece-decoder';
 import type { SpecialWrapping } from './post-process';
 import { runNow, type Steps } from './steps';
-import type { SpecialTokenIds } from './types';
+import type { SpecialTokenIds, Tokenizer } from './types';
 
 const MAGIC = 'WMTOKPK1';
 const PREFIX = 16;
 
-interface PackedHeader {
-  kind: 'byte-level-bpe';
-  addedTokens: AddedToken[];
+/** What each kind adds to the common fields: ByteLevelBpeConfig's and ByteFallbackBpeConfig's own options. */
+type PackedKind =
+  | { kind: 'byte-level-bpe'; model: BpeModelOptions }
+  | { kind: 'byte-fallback-bpe'; decoder: unknown; byteFallback: boolean; unkId: number | null; fuseUnk: boolean };
+
+/** An added token as the header stores it: id, content, and its flags (ADDED_FLAGS) as bits. */
+type PackedAddedToken = [id: number, content: string, flags: number];
+
+/** The boolean fields of an AddedToken, bit 0 first (6k tokens as objects made Gemma 3's header 0.8 MB of JSON). */
+const ADDED_FLAGS = ['special', 'singleWord', 'lstrip', 'rstrip', 'normalized'] as const;
+
+function packAddedToken(t: AddedToken): PackedAddedToken {
+  return [t.id, t.content, ADDED_FLAGS.reduce((bits, name, i) => bits | (t[name] ? 1 << i : 0), 0)];
+}
+
+function unpackAddedToken([id, content, flags]: PackedAddedToken): AddedToken {
+  const t = { id, content } as AddedToken;
+  ADDED_FLAGS.forEach((name, i) => (t[name] = (flags & (1 << i)) !== 0));
+  return t;
+}
+
+type PackedHeader = PackedKind & {
+  addedTokens: PackedAddedToken[];
   text: BpeTextSpec;
-  model: BpeModelOptions;
   specialIds: SpecialTokenIds;
   wrapping: SpecialWrapping;
   truncation: number | null;
@@ -38,7 +60,7 @@ interface PackedHeader {
   lengths: Record<ArrayName, number>;
   /** What the packer says about where the tokenizer came from (the cache's key; not read here). */
   source: unknown;
-}
+};
 
 const ARRAYS = [
   ['bytes', Uint8Array],
@@ -55,21 +77,31 @@ type Arrays = PackedVocabArrays & MergeTableArrays;
 
 const align8 = (n: number) => (n + 7) & ~7;
 
+/** The kind and own options of a tokenizer that packs, or undefined. */
+function packedKind(tokenizer: unknown): PackedKind | undefined {
+  if (tokenizer instanceof ByteLevelBpeTokenizer) return { kind: 'byte-level-bpe', model: tokenizer.config.model ?? {} };
+  if (tokenizer instanceof ByteFallbackBpeTokenizer) {
+    const c = tokenizer.config;
+    return { kind: 'byte-fallback-bpe', decoder: c.decoder ?? null, byteFallback: c.byteFallback, unkId: c.unkId ?? null, fuseUnk: c.fuseUnk };
+  }
+  return undefined;
+}
+
 /**
  * The tokenizer packed into a SharedArrayBuffer, or undefined when it is of a kind that does not
- * pack (only byte-level BPE does: the other kinds build in milliseconds).
+ * pack (only the BPE kinds do: the others build in milliseconds).
  */
 export function packTokenizer(tokenizer: unknown, source: unknown): SharedArrayBuffer | undefined {
-  if (!(tokenizer instanceof ByteLevelBpeTokenizer)) return undefined;
-  const c = tokenizer.config;
+  const kind = packedKind(tokenizer);
+  if (!kind) return undefined;
+  const c = (tokenizer as ByteLevelBpeTokenizer | ByteFallbackBpeTokenizer).config;
   const vocab = c.vocab instanceof PackedVocab ? c.vocab : PackedVocab.pack(c.vocab.entries(), c.vocab.size);
   if (!vocab) return undefined;
   const arrays: Arrays = { ...vocab.arrays, ...c.merges.arrays() };
   const header: PackedHeader = {
-    kind: 'byte-level-bpe',
-    addedTokens: c.addedTokens,
+    ...kind,
+    addedTokens: c.addedTokens.map(packAddedToken),
     text: c.text,
-    model: c.model ?? {},
     specialIds: c.specialIds ?? {},
     wrapping: c.wrapping ?? { prefix: [], suffix: [] },
     truncation: c.truncation ?? null,
@@ -106,7 +138,15 @@ export function packedSource(buffer: Uint8Array): unknown {
   }
 }
 
+/**
+ * Headers already parsed, by the memory they were read from: a cached load reads the source, the
+ * checks and the tokenizer from one buffer, and Gemma 3's header takes milliseconds to parse.
+ */
+const parsedHeaders = new WeakMap<ArrayBufferLike, { byteOffset: number; byteLength: number; header: PackedHeader }>();
+
 function readHeader(buffer: Uint8Array, where: string): PackedHeader {
+  const parsed = parsedHeaders.get(buffer.buffer);
+  if (parsed?.byteOffset === buffer.byteOffset && parsed.byteLength === buffer.byteLength) return parsed.header;
   const bytes = Buffer.from(buffer.buffer, buffer.byteOffset, buffer.byteLength);
   if (bytes.length < PREFIX || bytes.toString('latin1', 0, 8) !== MAGIC) {
     throw new WeightFormatError('BAD_MAGIC', 'not a packed tokenizer', { path: where, offset: 0, expected: MAGIC, found: bytes.toString('latin1', 0, Math.min(8, bytes.length)) });
@@ -114,7 +154,9 @@ function readHeader(buffer: Uint8Array, where: string): PackedHeader {
   const n = bytes.readUInt32LE(8);
   if (PREFIX + n > bytes.length) throw new WeightFormatError('TRUNCATED', 'the header runs past the end', { path: where, offset: 8, expected: `<= ${bytes.length - PREFIX}`, found: n });
   try {
-    return JSON.parse(bytes.toString('utf8', PREFIX, PREFIX + n));
+    const header: PackedHeader = JSON.parse(bytes.toString('utf8', PREFIX, PREFIX + n));
+    parsedHeaders.set(buffer.buffer, { byteOffset: buffer.byteOffset, byteLength: buffer.byteLength, header });
+    return header;
   } catch (e) {
     throw new WeightFormatError('BAD_HEADER', `the header is not valid JSON: ${(e as Error).message}`, { path: where, offset: PREFIX });
   }
@@ -130,8 +172,8 @@ export function checkPacked(buffer: Uint8Array, where: string): void {
   runNow(checkPackedSteps(buffer, where, zlib.crc32(packedCrcRange(buffer))));
 }
 
-/** Array elements checked per slice of checkPackedSteps (a few milliseconds). */
-const CHECK_STEP = 1 << 16;
+/** Array elements checked between two checkpoints of checkPackedSteps (well under a millisecond; see steps.ts). */
+const CHECK_STEP = 8192;
 
 /**
  * Checks a packed buffer read from a file: the checksum (`crc`, the CRC-32 of packedCrcRange,
@@ -148,13 +190,24 @@ export function* checkPackedSteps(buffer: Uint8Array, where: string, crc: number
     throw new WeightFormatError('BAD_HEADER', `packed tokenizer: ${what}`, { path: where, found });
   };
   const isId = (v: unknown) => Number.isInteger(v) && (v as number) >= 0 && (v as number) < 2 ** 31;
-  if (header?.kind !== 'byte-level-bpe') bad('unknown kind', header?.kind);
-  if (!Array.isArray(header.addedTokens) || !header.addedTokens.every((t) => t && isId(t.id) && typeof t.content === 'string')) bad('bad added tokens');
+  if (header?.kind === 'byte-level-bpe') {
+    const m = header.model;
+    if (!m || typeof m !== 'object' || !(m.unkId === undefined || isId(m.unkId))) bad('bad model options');
+  } else if (header?.kind === 'byte-fallback-bpe') {
+    if (typeof header.byteFallback !== 'boolean' || typeof header.fuseUnk !== 'boolean' || !(header.unkId === null || isId(header.unkId))) bad('bad model options');
+    try {
+      pieceDecoderFromJson(header.decoder);
+    } catch {
+      bad('bad decoder');
+    }
+  } else {
+    bad('unknown kind', (header as { kind?: unknown } | undefined)?.kind);
+  }
+  const addedOk = (t: unknown) => Array.isArray(t) && t.length === 3 && isId(t[0]) && typeof t[1] === 'string' && isId(t[2]) && t[2] < 1 << ADDED_FLAGS.length;
+  if (!Array.isArray(header.addedTokens) || !header.addedTokens.every(addedOk)) bad('bad added tokens');
   if (!header.wrapping || ![header.wrapping.prefix, header.wrapping.suffix].every((l) => Array.isArray(l) && l.every(isId))) bad('bad wrapping');
   if (!header.specialIds || !Object.values(header.specialIds).every(isId)) bad('bad special ids');
   if (!(header.truncation === null || isId(header.truncation))) bad('bad truncation', header.truncation);
-  const m = header.model;
-  if (!m || typeof m !== 'object' || !(m.unkId === undefined || isId(m.unkId))) bad('bad model options');
   const t = header.text;
   const okNormalizer = t?.normalizer === 'NFC' || t?.normalizer === 'none' || (typeof t?.normalizer === 'object' && 'json' in t.normalizer);
   const p = t?.preTokenizer as any;
@@ -222,19 +275,25 @@ function viewArrays(bytes: Buffer, header: PackedHeader, where: string): Arrays 
 }
 
 /** The tokenizer of a packed buffer (made by packTokenizer, or read from a file and checked by checkPacked). */
-export function unpackTokenizer(buffer: Uint8Array | SharedArrayBuffer, where = 'packed tokenizer'): ByteLevelBpeTokenizer {
+export function unpackTokenizer(buffer: Uint8Array | SharedArrayBuffer, where = 'packed tokenizer'): Tokenizer {
   const bytes = buffer instanceof Uint8Array ? Buffer.from(buffer.buffer, buffer.byteOffset, buffer.byteLength) : Buffer.from(buffer);
   const header = readHeader(bytes, where);
   const a = viewArrays(bytes, header, where);
-  const tokenizer = new ByteLevelBpeTokenizer({
+  const common = {
     vocab: new PackedVocab(a),
     merges: MergeTable.fromArrays(a, header.mergeCount),
-    addedTokens: header.addedTokens,
+    addedTokens: header.addedTokens.map(unpackAddedToken),
     text: header.text,
-    model: header.model,
     specialIds: header.specialIds,
     wrapping: header.wrapping,
     truncation: header.truncation ?? undefined,
+  };
+  if (header.kind === 'byte-level-bpe') return new ByteLevelBpeTokenizer({ ...common, model: header.model });
+  return new ByteFallbackBpeTokenizer({
+    ...common,
+    decoder: header.decoder,
+    byteFallback: header.byteFallback,
+    unkId: header.unkId ?? undefined,
+    fuseUnk: header.fuseUnk,
   });
-  return tokenizer;
 }

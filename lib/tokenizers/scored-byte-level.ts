@@ -27,8 +27,8 @@ export function rankFromScore(score: number): number {
 
 const utf8 = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
 
-/** Tokens per slice of the build (a few milliseconds each). */
-const STEP = 8192;
+/** Tokens between two checkpoints of the build (well under a millisecond; see steps.ts). */
+const STEP = 1024;
 
 export function byteLevelBpeFromScored(
   data: Extract<TokenizerData, { kind: 'scored' }>,
@@ -42,7 +42,14 @@ export function* byteLevelBpeFromScoredSteps(
   data: Extract<TokenizerData, { kind: 'scored' }>,
   where = 'ajc1 tokenizer',
 ): Steps<ByteLevelBpeTokenizer> {
-  const { vocab, table, addedTokens } = yield* scoredMergesSteps(data, where);
+  const { table, addedTokens, inVocab } = yield* scoredMergesSteps(data, where);
+  const vocab = new Map<string, number>();
+  for (let id = 0; id < inVocab.length; id++) {
+    if (id % STEP === STEP - 1) yield;
+    if (inVocab[id] !== 1) continue;
+    const key = bytesToByteLevel(data.tokens[id]);
+    if (!vocab.has(key)) vocab.set(key, id);
+  }
   return new ByteLevelBpeTokenizer({
     vocab: new MapVocab(vocab),
     merges: table,
@@ -55,13 +62,15 @@ export function* byteLevelBpeFromScoredSteps(
   });
 }
 
-/** The vocabulary (byte-level strings), merge table and added tokens of scored data, in slices. */
+/**
+ * The merge table and added tokens of scored data, and which ids are vocabulary entries (1; not
+ * added tokens, not absent), in slices.
+ */
 export function* scoredMergesSteps(
   data: Extract<TokenizerData, { kind: 'scored' }>,
   where = 'ajc1 tokenizer',
-): Steps<{ vocab: Map<string, number>; table: MergeTable; addedTokens: AddedToken[] }> {
+): Steps<{ table: MergeTable; addedTokens: AddedToken[]; inVocab: Uint8Array }> {
   const n = data.tokens.length;
-  const vocab = new Map<string, number>();
   const inVocab = new Uint8Array(n); // ids that are vocabulary entries (not added tokens, not absent)
   const rank = new Int32Array(n).fill(-1);
   const addedTokens: AddedToken[] = [];
@@ -77,8 +86,6 @@ export function* scoredMergesSteps(
       addedTokens.push({ id, content, special, singleWord: false, lstrip: false, rstrip: false, normalized: false });
       continue;
     }
-    const key = bytesToByteLevel(bytes);
-    if (!vocab.has(key)) vocab.set(key, id);
     inVocab[id] = 1;
     if (score > NOT_A_MERGE) {
       if (!(score <= 0) || bytes.length < 2) {
@@ -89,7 +96,7 @@ export function* scoredMergesSteps(
     }
   }
   // Every split of a merged token into two vocabulary tokens of lower rank (the vocabulary's
-  // first id of each byte string, as `vocab` keeps it).
+  // first id of each byte string, as the tokenizer's vocabulary keeps it).
   const ids = yield* ByteStringIds.buildSteps(data.tokens, (id) => inVocab[id] === 1);
   const table = new MergeTable(ranked.length * 2); // Qwen3: 1.6 splits per merged token
   let prefix = new Uint32Array(64);
@@ -110,5 +117,5 @@ export function* scoredMergesSteps(
       table.add(left, right, r, id);
     }
   }
-  return { vocab, table, addedTokens };
+  return { table, addedTokens, inVocab };
 }

@@ -13,8 +13,8 @@ import type { Steps } from './steps';
 /** Ids at or above this are refused: the largest real vocabularies have ~2^18 entries. */
 export const MAX_TOKEN_ID = 1 << 24;
 
-/** Entries checked between two yields (a few milliseconds of work). */
-const SLICE = 8192;
+/** Entries checked between two checkpoints (well under a millisecond; see steps.ts). */
+const SLICE = 2048;
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);

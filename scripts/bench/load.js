@@ -19,6 +19,8 @@ const opt = (name, def) => (args.includes(`--${name}`) ? args[args.indexOf(`--${
 const root = path.resolve(opt('root', path.join(__dirname, '..', '..')));
 const FIX = path.resolve(__dirname, '..', '..', '..', 'shared', 'fixtures');
 const AJC1 = path.join(FIX, 'ajc1-qwen3-tiny', 'model.bin');
+/** Gemma 3's tokenizer.json (33 MB, 262k tokens; the devDependency the differential tests use). */
+const GEMMA3 = path.join(__dirname, '..', '..', 'node_modules', '@lenml', 'tokenizer-gemma3', 'models', 'tokenizer.json');
 
 /** ~1 MB of mixed prose, code and scripts (the text tokenizer.js uses, cut the same way). */
 function longText(bytes) {
@@ -34,6 +36,7 @@ const CALLS = {
   'loadTokenizer(qwen3 vocab.json+merges.txt)': async (w) => () => w.loadTokenizer(path.join(FIX, 'tokenizers', 'qwen3')),
   'loadTokenizer(ajc1 .tokenizer)': async (w) => () => w.loadTokenizer(`${AJC1}.tokenizer`),
   'loadTokenizer(minilm tokenizer.json)': async (w) => () => w.loadTokenizer(path.join(FIX, 'tokenizers', 'minilm', 'tokenizer.json')),
+  'loadTokenizer(gemma3 tokenizer.json)': async (w) => () => w.loadTokenizer(GEMMA3),
   'loadModel(ajc1) + first token': async (w) => async () => {
     const model = await w.loadModel(AJC1, { threads: 1 });
     await model.generate('Hello', { maxTokens: 1, temperature: 0 }).text();

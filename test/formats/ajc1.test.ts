@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { WeightFormatError } from '../../lib/errors';
 import { ajc1Format, chooseGroupSize, MISSING_TOKEN_SCORE } from '../../lib/formats/ajc1';
+import { decodeVocabularySteps } from '../../lib/formats/deferred-vocabulary';
 import { readF32 } from '../../lib/formats/tensor-data';
 import { closeWeights, numel, type DecoderConfig, type ModelWeights } from '../../lib/weights';
 import { fixture, readJson, tempDir } from '../helpers/fixtures';
@@ -134,6 +135,20 @@ describe('ajc1 reader', () => {
     for (let id = X.tokenizer_entries; id < X.vocab_size; id++) {
       expect(tok.tokens[id].length).toBe(0);
       expect(tok.scores[id]).toBe(MISSING_TOKEN_SCORE);
+    }
+  });
+
+  test("the tokenizer's 151k views are made on first need, in slices: decodeVocabularySteps stops at checkpoints, then leaves the getters nothing to do", async () => {
+    const fresh = await ajc1Format.read(MODEL);
+    try {
+      const tok = fresh.tokenizer!;
+      let checkpoints = 0;
+      for (const steps = decodeVocabularySteps(tok); !steps.next().done; ) checkpoints++;
+      expect(checkpoints).toBeGreaterThan(X.tokenizer_entries / 4096); // a checkpoint every few thousand entries
+      expect(decodeVocabularySteps(tok).next().done).toBe(true); // done once for all
+      expect(tok.kind === 'scored' && [tok.tokens.length, [...tok.tokens[220]]]).toEqual([X.vocab_size, [0x20]]);
+    } finally {
+      closeWeights(fresh);
     }
   });
 

@@ -1,17 +1,18 @@
 /**
  * Differential test of the Gemma 3 tokenizer (BPE over U+2581-marked text with byte fallback,
  * 262k tokens) against Hugging Face's Rust tokenizers reading the same real tokenizer.json: ids
- * with and without special tokens, and decode with and without skipping them; loadTokenizer on
- * the same file, and the chat template of tokenizer_config.json against Gemma's documented
+ * with and without special tokens, and decode with and without skipping them; loadTokenizer (worker,
+ * packed cache) on the same file, and the chat template of tokenizer_config.json against Gemma's documented
  * prompt format.
  */
+import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { Tokenizer as HfTokenizer } from '@anush008/tokenizers';
 import { loadTokenizer, tokenizerFromJson, type Tokenizer } from '../../lib/tokenizers';
 import { familyChatTemplate, familyCorpus, familyDir, familyJson } from './family-reference';
 import { CHAT, compareDecode, compareEncode, useTempTokenizerCache } from './family-compare';
 
-useTempTokenizerCache();
+const cacheDir = useTempTokenizerCache();
 
 describe('gemma3 tokenizer.json vs HF tokenizers', () => {
   const corpus = familyCorpus('gemma3');
@@ -57,12 +58,22 @@ describe('gemma3 tokenizer.json vs HF tokenizers', () => {
       expect(text + stream.flush()).toBe(expected[i]);
     });
   });
-  it('loadTokenizer builds the same tokenizer, which encodes like HF', async () => {
-    const loaded = await loadTokenizer(nodePath.join(familyDir('gemma3'), 'tokenizer.json'));
-    expect(loaded.kind).toBe('byte-fallback-bpe');
-    expect(loaded.specialIds).toEqual(ours.specialIds);
-    const { bad } = await compareEncode(loaded, hf, corpus.slice(0, 400), true);
-    expect(bad).toEqual([]);
+  it('loadTokenizer (built and packed in the worker, then read from the cache) encodes and decodes like HF', async () => {
+    const path = nodePath.join(familyDir('gemma3'), 'tokenizer.json');
+    for (let round = 0; round < 2; round++) {
+      const loaded = await loadTokenizer(path);
+      expect(loaded.kind).toBe('byte-fallback-bpe');
+      expect(loaded.specialIds).toEqual(ours.specialIds);
+      expect(loaded.vocabSize).toBe(ours.vocabSize);
+      const { bad } = await compareEncode(loaded, hf, corpus.slice(0, 400), true);
+      expect(bad).toEqual([]);
+      const decoded = await compareDecode(loaded, hf, corpus.slice(0, 100), []);
+      expect(decoded.bad).toEqual([]);
+    }
+    // The worker packed it (the cache file is its output), and nothing noted it as a kind that does not pack.
+    const files = fs.readdirSync(nodePath.join(cacheDir(), 'tokenizers'));
+    expect(files.filter((f) => f.endsWith('.wmtok'))).toHaveLength(1);
+    expect(files.filter((f) => f.endsWith('.none'))).toEqual([]);
   });
   it('the chat template renders Gemma\'s turn format (system text folded into the first user turn), which both tokenizers encode alike', async () => {
     const template = familyChatTemplate('gemma3');

@@ -1,13 +1,14 @@
 /**
- * Packed tokenizers (lib/tokenizers/packed.ts): a round trip keeps every id, and a packed file is
- * input like any other: damage, truncation and out-of-range ids or offsets are typed errors, even
+ * Packed tokenizers (lib/tokenizers/packed.ts): a round trip keeps every id, of a byte-level BPE
+ * and of a byte-fallback BPE (Gemma 3), and a packed file is input like any other: damage, truncation and out-of-range ids or offsets are typed errors, even
  * when the checksum has been made to match.
  */
 import * as zlib from 'node:zlib';
-import { loadTokenizerSync } from '../../lib/tokenizers';
+import { loadTokenizerSync, tokenizerFromJson } from '../../lib/tokenizers';
 import { checkPacked, packTokenizer, unpackTokenizer } from '../../lib/tokenizers/packed';
 import { fixture } from '../helpers/fixtures';
 import { makeCorpus } from './corpus';
+import { familyJson } from './family-reference';
 
 const GGUF = fixture('gguf-quants', 'qwen2-bias', 'qwen2-bias.Q4_1.gguf');
 const source = loadTokenizerSync(GGUF);
@@ -29,8 +30,8 @@ function layout(bytes: Uint8Array) {
 }
 
 /** A copy of the packed bytes after `edit`, its checksum made to match again (SharedArrayBuffer-free, 8-aligned). */
-function tampered(edit: (buf: Buffer) => unknown): Uint8Array {
-  let buf: Buffer = Buffer.from(new Uint8Array(packed));
+function tampered(edit: (buf: Buffer) => unknown, from: Uint8Array = packed): Uint8Array {
+  let buf: Buffer = Buffer.from(new Uint8Array(from));
   const replaced = edit(buf);
   if (Buffer.isBuffer(replaced)) buf = replaced;
   const out = new Uint8Array(new ArrayBuffer(buf.length));
@@ -40,7 +41,7 @@ function tampered(edit: (buf: Buffer) => unknown): Uint8Array {
 }
 
 /** The buffer with the header JSON replaced (arrays moved to keep their alignment). */
-function withHeader(change: (header: any) => void): Uint8Array {
+function withHeader(change: (header: any) => void, from: Uint8Array = packed): Uint8Array {
   return tampered((buf) => {
     const { header, arrays } = layout(buf);
     change(header);
@@ -52,7 +53,7 @@ function withHeader(change: (header: any) => void): Uint8Array {
     json.copy(out, 16);
     buf.copy(out, start, arrays.bytes);
     return out;
-  });
+  }, from);
 }
 
 test('the layout fills the buffer exactly, and unpacking gives the same tokenizer', () => {
@@ -111,7 +112,8 @@ test.each([
 
 test.each([
   ['an unknown kind', (h: any) => (h.kind = 'wordpiece')],
-  ['a fractional added-token id', (h: any) => (h.addedTokens[0].id = 1.5)],
+  ['a fractional added-token id', (h: any) => (h.addedTokens[0][0] = 1.5)],
+  ['added-token flags past the five there are', (h: any) => (h.addedTokens[0][2] = 32)],
   ['a negative wrapping id', (h: any) => (h.wrapping.prefix = [-1])],
   ['a string special id', (h: any) => (h.specialIds.bos = 'x')],
   ['text steps of no known shape', (h: any) => (h.text = { normalizer: 'NFC', preTokenizer: 'qwen2' })],
@@ -125,4 +127,40 @@ test.each([
 test('the header rewrite helper keeps a valid file valid (the cases above test what they say)', () => {
   expect(() => checkPacked(withHeader(() => undefined), 'f')).not.toThrow();
   expect(() => checkPacked(tampered(() => undefined), 'f')).not.toThrow();
+});
+
+describe('a byte-fallback BPE (Gemma 3: 262k tokens, 6k added tokens, a decoder of its own)', () => {
+  const gemma = tokenizerFromJson(familyJson('gemma3', 'tokenizer.json'), 'gemma3', familyJson('gemma3', 'tokenizer_config.json'));
+  const bytes = new Uint8Array(packTokenizer(gemma, { test: true })!);
+
+  test('packs, passes the checks, and unpacks to a tokenizer with the same ids, tokens and decoding', () => {
+    expect(layout(bytes).end).toBe(bytes.length);
+    expect(layout(bytes).header.kind).toBe('byte-fallback-bpe');
+    expect(() => checkPacked(bytes, 'packed')).not.toThrow();
+    const back = unpackTokenizer(bytes);
+    expect(back.kind).toBe('byte-fallback-bpe');
+    expect([back.vocabSize, back.specialIds]).toEqual([gemma.vocabSize, gemma.specialIds]);
+    for (const text of [...makeCorpus(80, 5), '<start_of_turn>user\n東京 🙂 naïve<end_of_turn>', '  two  spaces\t']) {
+      const ids = gemma.encode(text);
+      expect(back.encode(text)).toEqual(ids);
+      expect(back.decode(ids)).toBe(gemma.decode(ids));
+      expect(back.decode(ids, { skipSpecialTokens: true })).toBe(gemma.decode(ids, { skipSpecialTokens: true }));
+    }
+    for (let id = 0; id < gemma.vocabSize; id += 101) {
+      const token = gemma.idToToken(id);
+      expect(back.idToToken(id)).toBe(token);
+      expect(back.isSpecial(id)).toBe(gemma.isSpecial(id));
+      if (token !== undefined) expect(back.tokenToId(token)).toBe(gemma.tokenToId(token));
+    }
+  });
+
+  test.each([
+    ['byte_fallback that is no boolean', (h: any) => (h.byteFallback = 'yes')],
+    ['an unknown-token id of -1', (h: any) => (h.unkId = -1)],
+    ['a decoder step weightmap does not have', (h: any) => (h.decoder = { type: 'Metaspace' })],
+    ['the options of the other kind', (h: any) => (h.kind = 'byte-level-bpe')],
+  ])('a header with %s is a typed error', (_what, change) => {
+    expect(() => checkPacked(withHeader(() => undefined, bytes), 'f')).not.toThrow();
+    expect(() => checkPacked(withHeader(change, bytes), 'f')).toThrow(expect.objectContaining({ name: 'WeightFormatError', path: 'f' }));
+  });
 });
