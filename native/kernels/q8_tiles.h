@@ -120,9 +120,10 @@ void Q8MatvecTile(const int8_t* w, const float* ws, const uint8_t* xt, const Q8U
   const int64_t x_bytes = int64_t(un.vectors) * M * Q::kBytes;
   const int64_t s_off = x_bytes + (Q::kBias ? M * Q::kBytes : 0);
   const int64_t unit_bytes = int64_t(un.vectors) * Q::kBytes;
-  FV acc0[M], acc1[M];
-  for (int b = 0; b < M; ++b) acc0[b] = acc1[b] = Q::fzero();
-  auto unit = [&](int64_t u, FV* acc) {
+  FV acc[2][M];  // [chain][row]
+  for (int c = 0; c < 2; ++c)
+    for (int b = 0; b < M; ++b) acc[c][b] = Q::fzero();
+  auto unit = [&](int64_t u, auto chain) {
     const uint8_t* p = xt + u * block;
     const int8_t* wu = w + u * unit_bytes;
     A ia[M];
@@ -132,24 +133,25 @@ void Q8MatvecTile(const int8_t* w, const float* ws, const uint8_t* xt, const Q8U
       const auto wv = Q::prep_raw(Q::ld(wu + j * Q::kBytes));
       for (int b = 0; b < M; ++b) ia[b] = Q::dot(ia[b], wv, Q::ld(p + (int64_t(j) * M + b) * Q::kBytes));
     };
-    // One vector per unit (the usual case) without the loop: GCC otherwise copies every int32
+    // One vector per unit (Pairs always) without the loop: GCC otherwise copies every int32
     // sum to another register and back around it.
-    if (un.vectors == 1) vec(0);
+    if (Pairs || un.vectors == 1) vec(0);
     else
       for (int j = 0; j < un.vectors; ++j) vec(j);
     const FV wsu = Q8UnitScales<Q, Pairs>(ws, u);
     for (int b = 0; b < M; ++b)
-      acc[b] = Q::ffma(Q::cvt(ia[b]), Q::fmul(wsu, Q::fld(reinterpret_cast<const float*>(p + s_off + b * Q::kBytes))),
-                       acc[b]);
+      acc[chain][b] = Q::ffma(Q::cvt(ia[b]),
+                              Q::fmul(wsu, Q::fld(reinterpret_cast<const float*>(p + s_off + b * Q::kBytes))),
+                              acc[chain][b]);
   };
   int64_t u = 0;
   for (; u + 2 <= un.count; u += 2) {
-    unit(u, acc0);
-    unit(u + 1, acc1);
+    unit(u, std::integral_constant<int, 0>());
+    unit(u + 1, std::integral_constant<int, 1>());
   }
-  if (u < un.count) unit(u, acc0);
+  if (u < un.count) unit(u, std::integral_constant<int, 0>());
   // a·1 + b: the exact sum rounded once (the traits have no plain vector add)
-  for (int b = 0; b < M; ++b) y[b * ldy] = Q::freduce(Q::ffma(acc0[b], Q::fset1(1.0f), acc1[b]));
+  for (int b = 0; b < M; ++b) y[b * ldy] = Q::freduce(Q::ffma(acc[0][b], Q::fset1(1.0f), acc[1][b]));
 }
 
 template <class Q, bool Pairs, int M>
