@@ -48,6 +48,26 @@ describe.each(ISAS)('matvec_q8_rows (%s)', (isa) => {
     }
   });
 
+  test.each([32, 64])('group %d, rows of 2048: tiles of fewer activation rows, still bitwise matvec_q8', (group) => {
+    // 2048 columns make a prepared tile of 8 rows larger than the kernels keep in L1, so they split it.
+    const rand = rng(group + 1);
+    const rows = 3;
+    const cols = 2048;
+    const groups = cols / group;
+    const wq = randomInts(rows * cols, rand, -128, 127);
+    const ws = uniform(rows * groups, rand, 0.001, 0.05);
+    for (const m of [1, 4, 5, 8, 9]) {
+      const xq = randomInts(m * cols, rand, -127, 127);
+      const xs = uniform(m * groups, rand, 0.001, 0.05);
+      const want = new Float32Array(m * rows);
+      for (let i = 0; i < m; i++)
+        kernels.matvecQ8(isa, wq, ws, xq.subarray(i * cols, (i + 1) * cols), xs.subarray(i * groups, (i + 1) * groups), want.subarray(i * rows, (i + 1) * rows), rows, cols, group, 1);
+      const y = new Float32Array(m * rows);
+      kernels.matvecQ8Rows(isa, wq, ws, xq, xs, y, m, rows, cols, group, 0, rows);
+      expect({ m, y: bits(y) }).toEqual({ m, y: bits(want) });
+    }
+  });
+
   test.each([
     [64, 3],
     [32, 4],
