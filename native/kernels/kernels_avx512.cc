@@ -19,6 +19,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/kernels.h"
 
@@ -107,6 +108,10 @@ struct FloatZ {
   static FV fmul(FV a, FV b) { return _mm512_mul_ps(a, b); }
   static FV ffma(FV a, FV b, FV c) { return _mm512_fmadd_ps(a, b, c); }
   static float freduce(FV v) { return _mm512_reduce_add_ps(v); }
+  static FV fpair(const float* s) {
+    const __m512 two = _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(s))));
+    return _mm512_permutexvar_ps(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0), two);
+  }
   static __m512i ld(const void* p) { return _mm512_loadu_si512(p); }
   static __m512i acc_zero() { return _mm512_setzero_si512(); }
   static __m512i acc_lane0(int32_t v) { return _mm512_maskz_set1_epi32(1, v); }
@@ -294,22 +299,30 @@ void QuantizeI8(const float* x, int64_t m, int64_t k, uint8_t* q, int64_t ldq, f
   }
 }
 
-template <class QZ, class QY>
-void MatvecQ8T(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t cols,
-               int group, int64_t r0, int64_t r1) {
-  if (group % 64 == 0) return Q8Matvec<QZ>(wq, ws, xq, xs, y, cols, group, r0, r1);
-  if (group % 32 == 0) return Q8Matvec<QY>(wq, ws, xq, xs, y, cols, group, r0, r1);
+// matvec_q8 for the groups that are not multiples of 32.
+template <class QZ>
+void MatvecQ8Other(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t cols,
+                   int group, int64_t r0, int64_t r1) {
   if (group % 4 == 0) return Q8Matmul<QZ, 1, 1>(wq, ws, xq, xs, y, 1, cols, 0, group, r0, r1);
   scalar::matvec_q8(wq, ws, xq, xs, y, cols, group, r0, r1);
 }
 
-// 8 activation rows per tile: 16 accumulators and 8 int32 sums of the 32 zmm (or ymm) registers.
+// matvec_q8_rows, and matvec_q8 as its m = 1. 8 activation rows per tile: 16 accumulators of the
+// 32 registers. Group 32 in whole zmm: two groups per vector; multiples of 64: zmm; odd multiples
+// of 32: ymm. The choice depends on cols and group only, never on m.
 template <class QZ, class QY>
 void MatvecQ8RowsT(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t m,
                    int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1) {
-  if (group % 64 == 0) return Q8MatvecRows<QZ, 8>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
-  if (group % 32 == 0) return Q8MatvecRows<QY, 8>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
-  Q8MatvecEachRow<MatvecQ8T<QZ, QY>>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
+  if (group == 32 && cols % 64 == 0) return Q8MatvecRows<QZ, true, 8>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
+  if (group % 64 == 0) return Q8MatvecRows<QZ, false, 8>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
+  if (group % 32 == 0) return Q8MatvecRows<QY, false, 8>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
+  Q8MatvecEachRow<MatvecQ8Other<QZ>>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
+}
+
+template <class QZ, class QY>
+void MatvecQ8T(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t cols,
+               int group, int64_t r0, int64_t r1) {
+  MatvecQ8RowsT<QZ, QY>(wq, ws, xq, xs, y, 1, cols, 0, group, r0, r1);
 }
 
 // R×M register tile: 4×4 with VNNI (16 accumulators, 8 loads per 16 vpdpbusd); 4×3 without (the

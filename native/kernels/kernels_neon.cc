@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/kernels.h"
 
@@ -87,17 +88,23 @@ struct QNeon {
 
 #include "kernels/i8_tiles.h"
 
-void MatvecQ8(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t cols,
-              int group, int64_t r0, int64_t r1) {
-  if (group % 16 == 0) return Q8Matvec<QNeon>(wq, ws, xq, xs, y, cols, group, r0, r1);
+// matvec_q8 for the groups that are not multiples of 16.
+void MatvecQ8Other(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t cols,
+                   int group, int64_t r0, int64_t r1) {
   if (group % 4 == 0) return Q8Matmul<QNeon, 1, 1>(wq, ws, xq, xs, y, 1, cols, 0, group, r0, r1);
   scalar::matvec_q8(wq, ws, xq, xs, y, cols, group, r0, r1);
 }
 
+// matvec_q8_rows, and matvec_q8 as its m = 1 (8 activation rows per tile).
 void MatvecQ8Rows(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t m,
                   int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1) {
-  if (group % 16 == 0) return Q8MatvecRows<QNeon, 8>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
-  Q8MatvecEachRow<MatvecQ8>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
+  if (group % 16 == 0) return Q8MatvecRows<QNeon, false, 8>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
+  Q8MatvecEachRow<MatvecQ8Other>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
+}
+
+void MatvecQ8(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t cols,
+              int group, int64_t r0, int64_t r1) {
+  MatvecQ8Rows(wq, ws, xq, xs, y, 1, cols, 0, group, r0, r1);
 }
 
 void MatmulQ8(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t m,

@@ -17,13 +17,15 @@
 //     static A dot(A acc, const WP& w, D x);  // acc[l] += Σ_{b<4} w[4l+b]·x[4l+b], exact
 //     static FV cvt(A); static FV fzero(); static FV fset1(float); static FV fld(const float*);
 //     static FV fmul(FV, FV); static FV ffma(FV a, FV b, FV c); static float freduce(FV);
+//     static FV fpair(const float* s);  // 64-byte vectors only: lanes [0, 8) s[0], [8, 16) s[1]
 //     static void relayout(const int8_t* src, const Q8Layout&, int group, uint32_t flip, uint8_t* dst);
 //                                      // Q8Relayout below, or a vector transpose with the same result
 //   };
 //
 // Two shapes of the same arithmetic:
-//  * Q8Matvec (m = 1, memory-bound): weights read once, straight from the tensor. Each group's
-//    int32 comes from dot() over its vectors; then acc += cvt(int32 lanes) · (w_s·x_s).
+//  * Q8MatvecRows (decode, memory-bound; m = 1 and batches of a few rows alike): weights read
+//    once, straight from the tensor. Each group's int32 lanes come from dot() over its vectors;
+//    then acc += cvt(int32 lanes) · (w_s·x_s).
 //  * Q8Matmul (prefill, compute-bound): both operands are first relaid out so that int32 lane j
 //    of a vector belongs to group j of a "superblock" of kLanes groups (4 bytes of each group per
 //    vector). The int32 of kLanes groups then accumulate side by side, and the f32 scaling runs
@@ -36,31 +38,32 @@ constexpr int64_t kQ8WeightBlockBytes = 128 << 10;  // relaid weight rows per bl
 
 inline int64_t Q8Align64(int64_t bytes) { return (bytes + 63) & ~int64_t(63); }
 
-// ---------------------------------------------------------------- matvec (m == 1)
-// Memory-bound: the weights stream once, in address order (one row after another; rows read
-// side by side in group-sized pieces defeat the hardware prefetchers), so the loop only has to
-// keep up with DRAM. Per group: its int32 lanes from dot() over the group's vectors, then
-// acc += cvt(lanes) · (w_s·x_s), with four accumulators so that consecutive groups do not wait on
-// each other's multiply-add. Prepared once per call or per block of rows, not per group:
-//  * kBias: per group and int32 lane, -128·Σ of the activations that lane multiplies
-//    (corr [groups][lanes]), the dot's starting value: every lane then holds exactly
-//    Σ w·x over its bytes (w ^ 0x80 = w + 128 contributes 128·x too much per byte);
-//  * the scale products w_s·x_s of kQ8MatvecBlockRows rows at a time (cs [rows][groups]).
-constexpr int64_t kQ8MatvecBlockRows = 16;
+// ---------------------------------------------------------------- matvec (decode: m >= 1 activation rows)
+// Memory-bound at m = 1, so the weights stream once, in address order (one row after another:
+// rows read side by side in pieces defeat the hardware prefetchers). A row's weights are taken in
+// "units": one vector of two groups (Pairs: 64-byte vectors, group 32) or one group of
+// group / kBytes vectors. Per unit and activation row b:
+//   ia  = corr + Σ_vectors dot(w, x)            int32 lanes, each exactly Σ w·x over its bytes
+//   acc = fma(cvt(ia), wscale · xscale, acc)    per lane the scales of the lane's group
+// with two accumulators (even units, odd units) per activation row, and y = reduce(acc0 + acc1).
+// This arithmetic is the same for every m: up to MaxM activation rows share each weight vector
+// load and its preparation, and a row's result is independent of m, of the tile it lands in and
+// of the row range (batched decode gives the tokens of single steps by construction).
+// The activations are prepared once per call, per tile of mm rows interleaved unit by unit so that
+// one pointer and constant offsets reach every row of the tile (separate row pointers ran out of
+// registers and made the loop load-bound):
+//   per unit: x [vectors per unit][mm][kBytes], corr [mm][lanes] int32 (kBias: -128·Σ of the
+//   activations each lane multiplies, the dot's starting value: w ^ 0x80 = w + 128 contributes
+//   128·x too much per byte), xscale [mm][lanes] f32.
 
-// The scales are a second stream, read in bursts of a block's rows: without this prefetch of the
-// next block's, their DRAM latency showed as ~8% of decode (perf: the stall on the scale loads).
-inline void Q8PrefetchNextScales(const float* ws, int64_t groups, int64_t b0, int64_t r1) {
-#if defined(__GNUC__)
-  if (b0 + kQ8MatvecBlockRows >= r1) return;
-  const int64_t next = (r1 - b0 - kQ8MatvecBlockRows) < kQ8MatvecBlockRows ? (r1 - b0 - kQ8MatvecBlockRows)
-                                                                             : kQ8MatvecBlockRows;
-  const char* p = reinterpret_cast<const char*>(ws + (b0 + kQ8MatvecBlockRows) * groups);
-  for (int64_t off = 0; off < next * groups * int64_t(sizeof(float)); off += 64) __builtin_prefetch(p + off);
-#else
-  (void)ws, (void)groups, (void)b0, (void)r1;
-#endif
-}
+// Software prefetch distance of the weight stream (bytes ahead of the row being read) and of the
+// scales (rows ahead): the hardware prefetchers restart at every block of rows a thread takes.
+constexpr int64_t kQ8PrefetchBytes = 4096;
+
+// Prepared activations of one tile above this many bytes (long rows: wo, w_down) go in tiles of
+// half as many rows, so that a tile and the weights prefetched ahead stay in L1 (each weight row
+// is then read once per tile, the second time from L1): 3% less CPU time per batched step.
+constexpr int64_t kQ8TileBytes = 40 << 10;
 
 // kBias: per group and int32 lane, -128·Σ of the activations that lane multiplies (see above),
 // group g's lanes at corr + g · stride.
@@ -73,167 +76,129 @@ void Q8BiasCorrection(const int8_t* xq, int64_t groups, int group, int32_t* corr
   }
 }
 
-template <class Q>
-float Q8MatvecRow(const int8_t* w, const float* cs, const int8_t* xq, const int32_t* corr, int64_t groups,
-                  int group) {
+// The unit shape of a call: Pairs needs group * 2 == kBytes and cols % kBytes == 0; otherwise
+// group % kBytes == 0.
+template <class Q, bool Pairs>
+struct Q8Units {
+  int64_t count;  // units per row
+  int vectors;    // vectors per unit
+  int64_t Bytes(int mm) const {  // prepared activation bytes of one unit for mm rows
+    return int64_t(mm) * Q::kBytes * (vectors + (Q::kBias ? 1 : 0) + 1);
+  }
+  Q8Units(int64_t cols, int group)
+      : count(Pairs ? cols / Q::kBytes : cols / group), vectors(Pairs ? 1 : group / Q::kBytes) {}
+};
+
+// Lanes of the scales of unit u: Pairs, the first half from s[2u], the second from s[2u + 1].
+template <class Q, bool Pairs>
+typename Q::FV Q8UnitScales(const float* s, int64_t u) {
+  if constexpr (Pairs) return Q::fpair(s + 2 * u);
+  else return Q::fset1(s[u]);
+}
+
+// Row i of X [m, cols] into the prepared tile of mm rows at `tile`, as its row b.
+template <class Q, bool Pairs>
+void Q8PrepareRow(const Q8Units<Q, Pairs>& un, const int8_t* xi, const float* xsi, int mm, int b, uint8_t* tile) {
+  constexpr int L = Q::kBytes / 4;
+  const int64_t block = un.Bytes(mm);
+  const int64_t x_bytes = int64_t(un.vectors) * mm * Q::kBytes;
+  const int64_t unit_bytes = int64_t(un.vectors) * Q::kBytes;
+  for (int64_t u = 0; u < un.count; ++u) {
+    uint8_t* p = tile + u * block;
+    for (int j = 0; j < un.vectors; ++j)
+      std::memcpy(p + (int64_t(j) * mm + b) * Q::kBytes, xi + u * unit_bytes + j * Q::kBytes, size_t(Q::kBytes));
+    float* sl = reinterpret_cast<float*>(p + x_bytes + (Q::kBias ? mm * Q::kBytes : 0) + b * Q::kBytes);
+    for (int l = 0; l < L; ++l) sl[l] = Pairs ? xsi[2 * u + (l < L / 2 ? 0 : 1)] : xsi[u];
+  }
+  if constexpr (Q::kBias)
+    Q8BiasCorrection<Q>(xi, un.count, int(unit_bytes), reinterpret_cast<int32_t*>(tile + x_bytes + b * Q::kBytes),
+                        block / 4);
+}
+
+// One weight row (w, its scales ws) against the mm = M prepared rows at xt; row b's result at y[b · ldy].
+template <class Q, bool Pairs, int M>
+void Q8MatvecTile(const int8_t* w, const float* ws, const uint8_t* xt, const Q8Units<Q, Pairs>& un, float* y,
+                  int64_t ldy) {
   using A = typename Q::A;
   using FV = typename Q::FV;
-  constexpr int L = Q::kBytes / 4;
-  const int vecs = group / Q::kBytes;
-  FV acc[4] = {Q::fzero(), Q::fzero(), Q::fzero(), Q::fzero()};
-  auto one = [&](int64_t g, FV& a) {
-    A ia = Q::kBias ? Q::acc_ld(corr + g * L) : Q::acc_zero();
-    const int64_t off = g * group;
-    for (int v = 0; v < vecs; ++v)
-      ia = Q::dot(ia, Q::prep_raw(Q::ld(w + off + v * Q::kBytes)), Q::ld(xq + off + v * Q::kBytes));
-    a = Q::ffma(Q::cvt(ia), Q::fset1(cs[g]), a);
+  const int64_t block = un.Bytes(M);
+  const int64_t x_bytes = int64_t(un.vectors) * M * Q::kBytes;
+  const int64_t s_off = x_bytes + (Q::kBias ? M * Q::kBytes : 0);
+  const int64_t unit_bytes = int64_t(un.vectors) * Q::kBytes;
+  FV acc[2][M];  // [chain][row]
+  for (int c = 0; c < 2; ++c)
+    for (int b = 0; b < M; ++b) acc[c][b] = Q::fzero();
+  auto unit = [&](int64_t u, auto chain) {
+    const uint8_t* p = xt + u * block;
+    const int8_t* wu = w + u * unit_bytes;
+    A ia[M];
+    for (int b = 0; b < M; ++b)
+      ia[b] = Q::kBias ? Q::acc_ld(reinterpret_cast<const int32_t*>(p + x_bytes + b * Q::kBytes)) : Q::acc_zero();
+    auto vec = [&](int j) {
+      const auto wv = Q::prep_raw(Q::ld(wu + j * Q::kBytes));
+      for (int b = 0; b < M; ++b) ia[b] = Q::dot(ia[b], wv, Q::ld(p + (int64_t(j) * M + b) * Q::kBytes));
+    };
+    // One vector per unit (Pairs always) without the loop: GCC otherwise copies every int32
+    // sum to another register and back around it.
+    if (Pairs || un.vectors == 1) vec(0);
+    else
+      for (int j = 0; j < un.vectors; ++j) vec(j);
+    const FV wsu = Q8UnitScales<Q, Pairs>(ws, u);
+    for (int b = 0; b < M; ++b)
+      acc[chain][b] = Q::ffma(Q::cvt(ia[b]),
+                              Q::fmul(wsu, Q::fld(reinterpret_cast<const float*>(p + s_off + b * Q::kBytes))),
+                              acc[chain][b]);
   };
-  int64_t g = 0;
-  for (; g + 4 <= groups; g += 4) {
-    one(g, acc[0]);
-    one(g + 1, acc[1]);
-    one(g + 2, acc[2]);
-    one(g + 3, acc[3]);
+  int64_t u = 0;
+  for (; u + 2 <= un.count; u += 2) {
+    unit(u, std::integral_constant<int, 0>());
+    unit(u + 1, std::integral_constant<int, 1>());
   }
-  for (; g < groups; ++g) one(g, acc[0]);
+  if (u < un.count) unit(u, std::integral_constant<int, 0>());
   // a·1 + b: the exact sum rounded once (the traits have no plain vector add)
-  return Q::freduce(Q::ffma(acc[0], Q::fset1(1.0f), acc[1])) + Q::freduce(Q::ffma(acc[2], Q::fset1(1.0f), acc[3]));
+  for (int b = 0; b < M; ++b) y[b * ldy] = Q::freduce(Q::ffma(acc[0][b], Q::fset1(1.0f), acc[1][b]));
 }
 
-// Needs group % Q::kBytes == 0.
-template <class Q>
-void Q8Matvec(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t cols,
-              int group, int64_t r0, int64_t r1) {
-  constexpr int L = Q::kBytes / 4;
-  const int64_t groups = cols / group;
-  if (r1 <= r0) return;
-  const int64_t corr_bytes = Q::kBias ? Q8Align64(groups * L * int64_t(sizeof(int32_t))) : 0;
-  uint8_t* buf = static_cast<uint8_t*>(
-      Scratch(kScratchA, size_t(corr_bytes + kQ8MatvecBlockRows * groups * int64_t(sizeof(float)))));
-  int32_t* corr = reinterpret_cast<int32_t*>(buf);
-  float* cs = reinterpret_cast<float*>(buf + corr_bytes);
-  if constexpr (Q::kBias) Q8BiasCorrection<Q>(xq, groups, group, corr, L);
-  for (int64_t b0 = r0; b0 < r1; b0 += kQ8MatvecBlockRows) {
-    const int64_t rows = (r1 - b0) < kQ8MatvecBlockRows ? (r1 - b0) : kQ8MatvecBlockRows;
-    Q8PrefetchNextScales(ws, groups, b0, r1);
-    for (int64_t a = 0; a < rows; ++a)
-      for (int64_t g = 0; g < groups; ++g) cs[a * groups + g] = ws[(b0 + a) * groups + g] * xs[g];
-    for (int64_t a = 0; a < rows; ++a)
-      y[b0 + a] = Q8MatvecRow<Q>(wq + (b0 + a) * cols, cs + a * groups, xq, corr, groups, group);
-  }
-}
-
-// ---------------------------------------------------------------- matvec of a few rows (batched decode)
-// M activation rows against the same weight row, each result bitwise that of Q8Matvec: per
-// activation row the same int32 per group and the same four accumulator chains (group g into chain
-// g % 4, the groups past the last multiple of 4 into chain 0, in order), combined the same way.
-// Each weight vector is loaded and prepared once for all M rows. The chains run two at a time
-// instead of four side by side, so M rows hold 2·M accumulators, not 4·M (the M rows' chains are
-// independent and hide the multiply-add latency instead). The activations of a tile are
-// interleaved so that one pointer and constant offsets reach all M rows (separate row pointers ran
-// out of registers and made the loop load-bound):
-//   xr [groups][vecs][M][kBytes], xsr [groups][M], corr [groups][M][lanes] (kBias); w and ws: the
-//   weight row and its scales; y: row i at y[i · ldy].
-template <class Q, int M>
-void Q8MatvecRowsTile(const int8_t* w, const float* ws, const int8_t* xr, const float* xsr, const int32_t* corr,
-                      int64_t groups, int group, float* y, int64_t ldy) {
-  using A = typename Q::A;
-  using FV = typename Q::FV;
-  constexpr int L = Q::kBytes / 4;
-  const int vecs = group / Q::kBytes;
-  const int64_t quads = groups / 4 * 4;
-  float first_half[M] = {};
-  for (int h = 0; h < 2; ++h) {
-    FV acc[2][M];
-    for (int c = 0; c < 2; ++c) {
-      for (int b = 0; b < M; ++b) acc[c][b] = Q::fzero();
-      auto one = [&](int64_t g) {
-        A ia[M];
-        for (int b = 0; b < M; ++b) ia[b] = Q::kBias ? Q::acc_ld(corr + (g * M + b) * L) : Q::acc_zero();
-        const int8_t* wg = w + g * group;
-        const int8_t* xg = xr + g * vecs * M * Q::kBytes;
-        auto vec = [&](int v) {
-          const auto wv = Q::prep_raw(Q::ld(wg + v * Q::kBytes));
-          for (int b = 0; b < M; ++b) ia[b] = Q::dot(ia[b], wv, Q::ld(xg + (v * M + b) * Q::kBytes));
-        };
-        // One vector per group (the usual case) without the loop: GCC otherwise copies every
-        // int32 sum to another register and back around it.
-        if (vecs == 1) vec(0);
-        else
-          for (int v = 0; v < vecs; ++v) vec(v);
-        const float wsg = ws[g];  // w_s·x_s rounded as Q8Matvec's cs
-        for (int b = 0; b < M; ++b) acc[c][b] = Q::ffma(Q::cvt(ia[b]), Q::fset1(wsg * xsr[g * M + b]), acc[c][b]);
-      };
-      const int chain = 2 * h + c;
-      for (int64_t g = chain; g < quads; g += 4) one(g);
-      if (chain == 0)
-        for (int64_t g = quads; g < groups; ++g) one(g);
-    }
-    for (int b = 0; b < M; ++b) {
-      const float sum = Q::freduce(Q::ffma(acc[0][b], Q::fset1(1.0f), acc[1][b]));
-      if (h == 0) first_half[b] = sum;
-      else y[b * ldy] = first_half[b] + sum;
-    }
-  }
-}
-
-template <class Q, int M>
-void Q8MatvecRowsTileAny(int mm, const int8_t* w, const float* ws, const int8_t* xr, const float* xsr,
-                         const int32_t* corr, int64_t groups, int group, float* y, int64_t ldy) {
+template <class Q, bool Pairs, int M>
+void Q8MatvecTileAny(int mm, const int8_t* w, const float* ws, const uint8_t* xt, const Q8Units<Q, Pairs>& un,
+                     float* y, int64_t ldy) {
   if constexpr (M > 1) {
-    if (mm < M) return Q8MatvecRowsTileAny<Q, M - 1>(mm, w, ws, xr, xsr, corr, groups, group, y, ldy);
+    if (mm < M) return Q8MatvecTileAny<Q, Pairs, M - 1>(mm, w, ws, xt, un, y, ldy);
   }
-  Q8MatvecRowsTile<Q, M>(w, ws, xr, xsr, corr, groups, group, y, ldy);
+  Q8MatvecTile<Q, Pairs, M>(w, ws, xt, un, y, ldy);
 }
 
-// Rows [r0, r1) of Y [m, ldy] for m activation rows, each bitwise Q8Matvec of its row. Needs
-// group % Q::kBytes == 0. MaxM: activation rows per tile (as many as the registers hold); the
-// tiles of m rows are laid out one after another (tile i0 at xr + i0 · cols, xsr + i0 · groups,
-// corr + i0 · groups · L).
-template <class Q, int MaxM>
+// Rows [r0, r1) of Y [m, ldy] = X [m, cols] · Wᵀ (m = 1: matvec_q8's y), as described above.
+// MaxM: activation rows per tile (as many as the registers hold).
+template <class Q, bool Pairs, int MaxM>
 void Q8MatvecRows(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t m,
                   int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1) {
-  constexpr int L = Q::kBytes / 4;
-  const int64_t groups = cols / group;
-  const int vecs = group / Q::kBytes;
   if (r1 <= r0 || m <= 0) return;
-  // One row: the one-row kernel itself (four chains side by side suit it better).
-  if (m == 1) return Q8Matvec<Q>(wq, ws, xq, xs, y, cols, group, r0, r1);
-  const int64_t x_bytes = Q8Align64(m * cols);
-  const int64_t corr_bytes = Q::kBias ? Q8Align64(m * groups * L * int64_t(sizeof(int32_t))) : 0;
-  uint8_t* buf =
-      static_cast<uint8_t*>(Scratch(kScratchA, size_t(x_bytes + corr_bytes + m * groups * int64_t(sizeof(float)))));
-  int8_t* xr = reinterpret_cast<int8_t*>(buf);
-  int32_t* corr = reinterpret_cast<int32_t*>(buf + x_bytes);
-  float* xsr = reinterpret_cast<float*>(buf + x_bytes + corr_bytes);
-  for (int64_t i0 = 0; i0 < m; i0 += MaxM) {
-    const int mm = int((m - i0) < MaxM ? (m - i0) : MaxM);
-    for (int b = 0; b < mm; ++b) {
-      const int8_t* xi = xq + (i0 + b) * cols;
-      for (int64_t g = 0; g < groups; ++g) {
-        xsr[i0 * groups + g * mm + b] = xs[(i0 + b) * groups + g];
-        for (int v = 0; v < vecs; ++v)
-          std::memcpy(xr + i0 * cols + ((g * vecs + v) * mm + b) * Q::kBytes, xi + g * group + v * Q::kBytes,
-                      size_t(Q::kBytes));
-      }
-      if constexpr (Q::kBias) Q8BiasCorrection<Q>(xi, groups, group, corr + (i0 * groups + b) * L, int64_t(mm) * L);
-    }
+  const Q8Units<Q, Pairs> un(cols, group);
+  const int64_t groups = cols / group;
+  // Tile i0 (rows [i0, i0 + mm)) at xt + i0 · row_bytes.
+  const int64_t row_bytes = un.Bytes(1) * un.count;
+  const int tile_rows = row_bytes * MaxM > kQ8TileBytes ? (MaxM + 1) / 2 : MaxM;
+  uint8_t* xt = static_cast<uint8_t*>(Scratch(kScratchA, size_t(m * row_bytes)));
+  for (int64_t i0 = 0; i0 < m; i0 += tile_rows) {
+    const int mm = int((m - i0) < tile_rows ? (m - i0) : tile_rows);
+    for (int b = 0; b < mm; ++b)
+      Q8PrepareRow<Q, Pairs>(un, xq + (i0 + b) * cols, xs + (i0 + b) * groups, mm, b, xt + i0 * row_bytes);
   }
-  for (int64_t b0 = r0; b0 < r1; b0 += kQ8MatvecBlockRows) {
-    const int64_t rows = (r1 - b0) < kQ8MatvecBlockRows ? (r1 - b0) : kQ8MatvecBlockRows;
-    Q8PrefetchNextScales(ws, groups, b0, r1);
-    for (int64_t r = b0; r < b0 + rows; ++r) {
+  const char* w_end = reinterpret_cast<const char*>(wq + r1 * cols);
+  const int64_t scale_rows_ahead = kQ8PrefetchBytes / cols + 1;
+  for (int64_t r = r0; r < r1; ++r) {
 #if defined(__GNUC__)
-      // The tile reads a row in four strided passes with long bodies between loads, which the
-      // hardware prefetchers and the out-of-order window do not cover: fetch two rows ahead.
-      if (r + 2 < r1)
-        for (int64_t off = 0; off < cols; off += 64) __builtin_prefetch(wq + (r + 2) * cols + off);
+    const char* ahead = reinterpret_cast<const char*>(wq + r * cols) + kQ8PrefetchBytes;
+    for (int64_t off = 0; off < cols && ahead + off < w_end; off += 64) __builtin_prefetch(ahead + off);
+    if (r + scale_rows_ahead < r1)
+      for (int64_t off = 0; off < groups * int64_t(sizeof(float)); off += 64)
+        __builtin_prefetch(reinterpret_cast<const char*>(ws + (r + scale_rows_ahead) * groups) + off);
 #endif
-      for (int64_t i0 = 0; i0 < m; i0 += MaxM) {
-        const int mm = int((m - i0) < MaxM ? (m - i0) : MaxM);
-        Q8MatvecRowsTileAny<Q, MaxM>(mm, wq + r * cols, ws + r * groups, xr + i0 * cols, xsr + i0 * groups,
-                                     corr + i0 * groups * L, groups, group, y + i0 * ldy + r, ldy);
-      }
+    for (int64_t i0 = 0; i0 < m; i0 += tile_rows) {
+      const int mm = int((m - i0) < tile_rows ? (m - i0) : tile_rows);
+      Q8MatvecTileAny<Q, Pairs, MaxM>(mm, wq + r * cols, ws + r * groups, xt + i0 * row_bytes, un, y + i0 * ldy + r,
+                                      ldy);
     }
   }
 }

@@ -4,7 +4,9 @@
 // if absent): aggregate decode tok/s of N concurrent greedy streams, per N, the two modes
 // interleaved round by round (so a change in the machine's load hits both), median over rounds,
 // with the load average before and after. Each stream has its own prompt (different positions).
-// Also counts the streams whose greedy tokens equal their sequential run.
+// Also counts the streams whose greedy tokens equal their sequential run. Beside wall-clock tok/s,
+// tok per CPU-second of this process (user + system, all its threads): on a machine loaded by
+// other work, wall time mostly measures the wait for a core, CPU time much less so.
 // Needs `npm run build:ts` (dist/) and the addon.
 //   node scripts/bench/batch.js [--model PATH] [--gguf q8_0|q4_k_m|q4_0|q6_k] [--streams 1,2,4,8]
 //                               [--steps 16] [--rounds 3] [--threads N] [--prompt 16] [--quant none|q8_0|f32]
@@ -54,6 +56,7 @@ async function run(engine, n, batched) {
   const { sessions, samplers, tokens } = await start(engine, n);
   const out = sessions.map(() => []);
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   for (let s = 0; s < steps; s++) {
     if (batched) {
       const next = await engine.stepBatch(sessions.map((session, i) => ({ session, token: tokens[i], sampler: samplers[i], params: GREEDY })));
@@ -64,8 +67,9 @@ async function run(engine, n, batched) {
     tokens.forEach((t, i) => out[i].push(t));
   }
   const seconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
   for (const session of sessions) session.dispose();
-  return { tokPerS: (n * steps) / seconds, out };
+  return { tokPerS: (n * steps) / seconds, tokPerCpuS: (n * steps) / ((cpu.user + cpu.system) / 1e6), out };
 }
 
 async function main() {
@@ -84,6 +88,8 @@ async function main() {
   for (const n of streamCounts) {
     const batched = [];
     const sequential = [];
+    const batchedCpu = [];
+    const sequentialCpu = [];
     let same = 0;
     for (let r = 0; r < rounds; r++) {
       const b = await run(engine, n, true);
@@ -93,14 +99,20 @@ async function main() {
       same += b.out.filter((tokens, i) => JSON.stringify(tokens) === JSON.stringify(s.out[i])).length;
       batched.push(b.tokPerS);
       sequential.push(s.tokPerS);
+      batchedCpu.push(b.tokPerCpuS);
+      sequentialCpu.push(s.tokPerCpuS);
     }
-    rows.push({ n, batched: median(batched), sequential: median(sequential), same: `${same}/${n * rounds}`, load: load() });
+    rows.push({
+      n, batched: median(batched), sequential: median(sequential), batchedCpu: median(batchedCpu),
+      sequentialCpu: median(sequentialCpu), same: `${same}/${n * rounds}`, load: load(),
+    });
   }
-  const single = rows.find((r) => r.n === 1)?.sequential;
-  console.log('streams | batched tok/s | sequential tok/s | batched ÷ sequential | batched ÷ 1-stream | streams with equal tokens | load avg');
+  const single = rows.find((r) => r.n === 1);
+  const ratio = (a, b) => (b ? (a / b).toFixed(2) + '×' : '-');
+  console.log('streams | batched tok/s | sequential tok/s | batched ÷ sequential | batched ÷ 1-stream | batched tok/CPU-s | sequential tok/CPU-s | CPU-time batched ÷ 1-stream | streams with equal tokens | load avg');
   for (const r of rows) {
-    const vsSingle = single ? (r.batched / single).toFixed(2) + '×' : '-';
-    console.log(`${r.n} | ${r.batched.toFixed(1)} | ${r.sequential.toFixed(1)} | ${(r.batched / r.sequential).toFixed(2)}× | ${vsSingle} | ${r.same} | ${r.load}`);
+    console.log(`${r.n} | ${r.batched.toFixed(1)} | ${r.sequential.toFixed(1)} | ${ratio(r.batched, r.sequential)} | ${ratio(r.batched, single?.sequential)} | ` +
+      `${r.batchedCpu.toFixed(1)} | ${r.sequentialCpu.toFixed(1)} | ${ratio(r.batchedCpu, single?.sequentialCpu)} | ${r.same} | ${r.load}`);
   }
   console.log(`load average after: ${load()}`);
   engine.dispose();

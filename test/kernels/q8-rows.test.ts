@@ -2,9 +2,10 @@
  * matvec_q8_rows of every table against the same table's matvec_q8, one activation row at a time:
  * the contract is BITWISE equality per row (batched decode must give the tokens of single steps),
  * so the results are compared as bit patterns. Odd shapes: 1, 3 and 17 weight rows (17 crosses a
- * 16-row block), 1 to 5 groups (fewer and more than the four accumulator chains, with a tail),
- * groups of 32 (ymm), 64 (zmm), 96 (an odd multiple of 32), 16 and 8 (the fallbacks), m = 1..9
- * (9 splits into tiles of 8 and 1), full and partial row ranges.
+ * 16-row block), 1 to 5 groups (odd and even counts of units against the two accumulator chains),
+ * groups of 32 (AVX-512: two groups per zmm when their count is even, ymm when odd), 64 (zmm), 96
+ * (an odd multiple of 32), 16 and 8 (the fallbacks), m = 1..9 (9 splits into tiles of 8 and 1),
+ * full and partial row ranges.
  */
 import { ISAS, kernels, rng, uniform } from './reference';
 
@@ -47,10 +48,31 @@ describe.each(ISAS)('matvec_q8_rows (%s)', (isa) => {
     }
   });
 
-  test('extreme values: int32 group sums exact (all scales 1)', () => {
-    // 64 products of -128 · -127 per group: y = groups · 64 · 16256 exactly, for every m
-    const group = 64;
-    const groups = 3;
+  test.each([32, 64])('group %d, rows of 2048: tiles of fewer activation rows, still bitwise matvec_q8', (group) => {
+    // 2048 columns make a prepared tile of 8 rows larger than the kernels keep in L1, so they split it.
+    const rand = rng(group + 1);
+    const rows = 3;
+    const cols = 2048;
+    const groups = cols / group;
+    const wq = randomInts(rows * cols, rand, -128, 127);
+    const ws = uniform(rows * groups, rand, 0.001, 0.05);
+    for (const m of [1, 4, 5, 8, 9]) {
+      const xq = randomInts(m * cols, rand, -127, 127);
+      const xs = uniform(m * groups, rand, 0.001, 0.05);
+      const want = new Float32Array(m * rows);
+      for (let i = 0; i < m; i++)
+        kernels.matvecQ8(isa, wq, ws, xq.subarray(i * cols, (i + 1) * cols), xs.subarray(i * groups, (i + 1) * groups), want.subarray(i * rows, (i + 1) * rows), rows, cols, group, 1);
+      const y = new Float32Array(m * rows);
+      kernels.matvecQ8Rows(isa, wq, ws, xq, xs, y, m, rows, cols, group, 0, rows);
+      expect({ m, y: bits(y) }).toEqual({ m, y: bits(want) });
+    }
+  });
+
+  test.each([
+    [64, 3],
+    [32, 4],
+  ])('extreme values: int32 group sums exact (all scales 1; group %d, %d groups)', (group, groups) => {
+    // `group` products of -128 · -127 per group: y = groups · group · 16256 exactly, for every m
     const cols = group * groups;
     const m = 5;
     const wq = new Int8Array(2 * cols).fill(-128);
@@ -59,6 +81,6 @@ describe.each(ISAS)('matvec_q8_rows (%s)', (isa) => {
     const xs = new Float32Array(m * groups).fill(1);
     const y = new Float32Array(m * 2);
     kernels.matvecQ8Rows(isa, wq, ws, xq, xs, y, m, 2, cols, group, 0, 2);
-    expect(Array.from(y)).toEqual(new Array(m * 2).fill(groups * 64 * 16256));
+    expect(Array.from(y)).toEqual(new Array(m * 2).fill(groups * group * 16256));
   });
 });
