@@ -332,6 +332,13 @@ export type DecoderNativeConfig = Pick<
   | 'maxSeqLen' | 'rmsNormEps' | 'ropeTheta' | 'ropePairing' | 'tieWordEmbeddings' | 'qkNorm' | 'qkvBias' | 'ropeFreqFactors'
 >;
 
+/**
+ * Element type of a decoder session's KV cache: 'f16' (default: half of f32's bytes per position
+ * and per decoded token), 'f32' (exact), 'q8_0' (int8 with one scale per 32 values, 0.56 of f16's
+ * bytes at head_dim 128; the queries are quantized to int8 for the product with the keys).
+ */
+export type KvCacheType = 'f16' | 'f32' | 'q8_0';
+
 export interface DecoderNativeOptions {
   /** 0 or absent: physical cores. */
   threads?: number;
@@ -378,9 +385,9 @@ export declare class DecoderModel {
   readonly disposed: boolean;
   /**
    * A session with its own KV cache of `contextLength` positions (1..maxSeqLen), reserved, not
-   * written; `kvCache` 'f16' halves its size and the traffic per decoded token (default 'f32').
+   * written; `kvCache`: its element type (default 'f16'; see lib/engines/decoder.ts KvCacheType).
    */
-  createSession(options: { contextLength: number; kvCache?: 'f32' | 'f16' }): DecoderSession;
+  createSession(options: { contextLength: number; kvCache?: KvCacheType }): DecoderSession;
   /**
    * One decode step of several idle sessions of this model together (continuous batching): row i
    * feeds ids[i] at sessions[i].position and draws its next token with samplers[i] and params[i],

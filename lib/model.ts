@@ -49,6 +49,12 @@ export interface LoadModelOptions {
    * load (faster, approximate); 'f32' dequantizes everything (exact, slower).
    */
   quant?: 'none' | 'q8_0' | 'f32';
+  /**
+   * Decoder models: the element type of each session's KV cache. 'f16' (default) halves the bytes
+   * per position and per decoded token against 'f32' (exact); 'q8_0' is smaller still and least
+   * exact (see SessionOptions.kvCache in lib/engines/decoder.ts).
+   */
+  kvCache?: 'f16' | 'f32' | 'q8_0';
   /** Input format (default: detected). */
   format?: FormatName;
   /**
@@ -262,7 +268,7 @@ async function loadEngine(weights: ModelWeights, options: LoadModelOptions): Pro
         threads: engine.loadInfo.threads,
         isa: engine.loadInfo.isa,
         createSession: (contextLength) => {
-          const session = engine.createSession({ contextLength });
+          const session = engine.createSession({ contextLength, ...(options.kvCache ? { kvCache: options.kvCache } : {}) });
           // The engine samples in its worker (penalties over the tokens the session holds).
           return {
             get position() {
@@ -391,6 +397,9 @@ function checkLoadOptions(options: LoadModelOptions): void {
   }
   if (options.quant !== undefined && !['none', 'q8_0', 'f32'].includes(options.quant)) {
     throw rangeError(`quant must be 'none', 'q8_0' or 'f32', got ${String(options.quant)}`);
+  }
+  if (options.kvCache !== undefined && !['f16', 'f32', 'q8_0'].includes(options.kvCache)) {
+    throw rangeError(`kvCache must be 'f16', 'f32' or 'q8_0', got ${String(options.kvCache)}`);
   }
 }
 

@@ -13,6 +13,7 @@ import type {
   DecoderModel as NativeDecoderModel,
   DecoderNativeConfig,
   DecoderSession as NativeDecoderSession,
+  KvCacheType,
   NativeSamplingParams,
   Sampler,
 } from '../../binding';
@@ -48,10 +49,12 @@ export interface SessionOptions {
   /** Positions the KV cache holds. Default: the model's maximum, capped at 4096. */
   contextLength?: number;
   /**
-   * Element type of the KV cache. 'f32' (default) is exact; 'f16' halves the cache and the bytes
-   * read per decoded token (which grow with the context), rounding keys and values to f16.
+   * Element type of the KV cache. 'f16' (default) halves the cache and the bytes read per decoded
+   * token (which grow with the context) against 'f32', which is exact; 'q8_0' stores int8 keys and
+   * values with one f32 scale per 32 (0.56 of f16's bytes at head_dim 128) and quantizes the
+   * queries to int8 for the product with the keys: the smallest and the least exact.
    */
-  kvCache?: 'f32' | 'f16';
+  kvCache?: KvCacheType;
 }
 
 export interface EvalOptions {

@@ -1,7 +1,8 @@
-// Causal grouped-query attention of a batch of queries against the session's KV cache, as two
-// gemms per (kv head, tile of tokens), the query heads that share the kv head stacked so every
+// The session's KV cache and causal grouped-query attention of a batch of queries against it, as
+// two gemms per (kv head, tile of tokens), the query heads that share the kv head stacked so every
 // key and value is read once per tile: S = Q·Kᵀ, row-wise softmax up to each token's own
 // position, O = P·V.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -11,6 +12,38 @@
 
 namespace weightmap {
 namespace decoder {
+
+namespace {
+
+// Keys of a q8_0 value cache widened to f32 per piece of P·V (a piece of V [kMixChunk, hd] stays
+// in L1/L2 while the tile's rows pass over it).
+constexpr int64_t kMixChunk = 128;
+// Up to this many stacked query rows, the q8_0 scores read the keys in place (matvec_q8_rows);
+// from here on the relaying matmul_q8 pays for itself.
+constexpr int64_t kScoreRowsInPlace = 8;
+
+}  // namespace
+
+void DecoderSession::StoreKv(int64_t layer, int64_t g, int64_t pos, const float* k, const float* v) {
+  const int64_t hd = cfg_.head_dim;
+  const kernels::KernelTable& t = kernels::Active();
+  switch (kv_) {
+    case KvType::F32:
+      std::memcpy(Keys<float>(layer, g) + pos * hd, k, hd * sizeof(float));
+      std::memcpy(Values<float>(layer, g) + pos * hd, v, hd * sizeof(float));
+      break;
+    case KvType::F16:
+      t.f32_to_f16(k, Keys<uint16_t>(layer, g) + pos * hd, hd);
+      t.f32_to_f16(v, Values<uint16_t>(layer, g) + pos * hd, hd);
+      break;
+    case KvType::Q8_0: {
+      const int64_t group = KvGroup(), scales = hd / group;
+      t.quantize_q8(k, hd, int(group), Keys<int8_t>(layer, g) + pos * hd, KeyScales(layer, g) + pos * scales);
+      t.quantize_q8(v, hd, int(group), Values<int8_t>(layer, g) + pos * hd, ValueScales(layer, g) + pos * scales);
+      break;
+    }
+  }
+}
 
 void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n) {
   const DecoderConfig& c = cfg_;
@@ -23,10 +56,16 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n) {
   const int64_t tiles = (n + kAttnTile - 1) / kAttnTile;
   const int64_t items = tiles * c.n_kv_heads;
   const int64_t slots = std::min<int64_t>(pool.size(), items);
+  const bool q8 = kv_ == KvType::Q8_0;
+  const int64_t kv_group = KvGroup(), kv_scales = hd / kv_group;
 
-  // Per slot: queries A [rows, hd], output O [rows, hd], scores S [rows, context] (compacted in
-  // place into the probabilities P [rows, keys]).
-  const size_t scratch = static_cast<size_t>(rows_max * (2 * hd + context_));
+  // Per slot, in floats: queries A [rows, hd], output O [rows, hd], scores S [rows, context]
+  // (compacted in place into the probabilities P [rows, keys]); for q8_0 also the quantized
+  // queries Aq [rows, hd] int8 and their scales [rows, hd / kv_group], a piece of P [rows,
+  // kMixChunk], of V widened [kMixChunk, hd] and of O [rows, hd].
+  const int64_t q8_floats = (rows_max * hd + 3) / 4 + rows_max * kv_scales + rows_max * kMixChunk +
+                            kMixChunk * hd + rows_max * hd;
+  const size_t scratch = static_cast<size_t>(rows_max * (2 * hd + context_) + (q8 ? q8_floats : 0));
   if (static_cast<int64_t>(attn_scratch_.size()) < slots) attn_scratch_.resize(slots);
   for (int64_t s = 0; s < slots; s++)
     if (attn_scratch_[s].size() < scratch) attn_scratch_[s].resize(scratch);
@@ -38,33 +77,61 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n) {
     float* a = attn_scratch_[slot].data();  // [rows, hd]
     float* o = a + rows_max * hd;           // [rows, hd]
     float* s = o + rows_max * hd;           // [rows, context], then [rows, keys]
+    int8_t* aq = reinterpret_cast<int8_t*>(s + rows_max * context_);  // q8_0: [rows, hd]
+    float* as = s + rows_max * context_ + (rows_max * hd + 3) / 4;     // q8_0: [rows, kv_scales]
+    float* p_piece = as + rows_max * kv_scales;                         // q8_0: [rows, kMixChunk]
+    float* v_piece = p_piece + rows_max * kMixChunk;                    // q8_0: [kMixChunk, hd]
+    float* o_piece = v_piece + kMixChunk * hd;                          // q8_0: [rows, hd]
     for (int64_t item; (item = next.fetch_add(1)) < items;) {
       const int64_t tile = tiles - 1 - item / c.n_kv_heads;
       const int64_t g = item % c.n_kv_heads;
       const int64_t t0 = tile * kAttnTile, t1 = std::min(n, t0 + kAttnTile), m = t1 - t0;
-      const int64_t rows = group * m;   // row r: query head g·group + r / m, token t0 + r % m
-      const int64_t keys = pos0 + t1;   // positions the last token of the tile sees
-      const bool half = kv_ == KvType::F16;
+      const int64_t rows = group * m;  // row r: query head g·group + r / m, token t0 + r % m
+      // The tile reads the keys at positions [k0, k1): every row sees [k0, its own position]. A
+      // sliding window would raise k0 to the first key of the tile's first token and mask each
+      // row's older keys below.
+      const int64_t k0 = 0, k1 = pos0 + t1, keys = k1 - k0;
 
       for (int64_t r = 0; r < rows; r++) {
         const int64_t h = g * group + r / m, t = t0 + r % m;
         std::memcpy(a + r * hd, q_.data() + t * c.q_dim() + h * hd, hd * sizeof(float));
       }
-      // S [rows, context], columns [0, keys) = A · Kᵀ [hd, context]
-      if (half) k.hgemm(a, KeysT<uint16_t>(layer, g), s, rows, hd, context_, 0, keys);
-      else k.sgemm(a, KeysT<float>(layer, g), s, rows, hd, context_, 0, keys);
+      // S [rows, context], columns [k0, k1) = A · K[k0, k1)ᵀ
+      switch (kv_) {
+        case KvType::F32: k.sgemm_trans(a, Keys<float>(layer, g), s, rows, hd, context_, k0, k1); break;
+        case KvType::F16: k.hgemm_trans(a, Keys<uint16_t>(layer, g), s, rows, hd, context_, k0, k1); break;
+        case KvType::Q8_0:
+          for (int64_t r = 0; r < rows; r++) k.quantize_q8(a + r * hd, hd, int(kv_group), aq + r * hd, as + r * kv_scales);
+          (rows <= kScoreRowsInPlace ? k.matvec_q8_rows : k.matmul_q8)(Keys<int8_t>(layer, g), KeyScales(layer, g), aq, as, s,
+                                                                       rows, hd, context_, int(kv_group), k0, k1);
+          break;
+      }
       for (int64_t r = 0; r < rows; r++) {
-        float* row = s + r * context_;
-        float* p = s + r * keys;  // r·keys <= r·context: compacting forward never overwrites a later row
-        const int64_t visible = pos0 + t0 + r % m + 1;  // keys 0..own position
+        float* row = s + r * context_ + k0;
+        float* p = s + r * keys;  // r·keys <= r·context + k0: compacting forward never overwrites a later row
+        const int64_t visible = pos0 + t0 + r % m + 1 - k0;  // keys k0..own position
         for (int64_t j = 0; j < visible; j++) row[j] *= scale;
         kernels::softmax(row, visible);
         std::memmove(p, row, visible * sizeof(float));
         std::memset(p + visible, 0, (keys - visible) * sizeof(float));
       }
-      // O [rows, hd] = P [rows, keys] · V [keys, hd]
-      if (half) k.hgemm(s, Values<uint16_t>(layer, g), o, rows, keys, hd, 0, hd);
-      else k.sgemm(s, Values<float>(layer, g), o, rows, keys, hd, 0, hd);
+      // O [rows, hd] = P [rows, keys] · V [k0, k1)
+      switch (kv_) {
+        case KvType::F32: k.sgemm(s, Values<float>(layer, g) + k0 * hd, o, rows, keys, hd, 0, hd); break;
+        case KvType::F16: k.hgemm(s, Values<uint16_t>(layer, g) + k0 * hd, o, rows, keys, hd, 0, hd); break;
+        case KvType::Q8_0:
+          // In pieces of kMixChunk keys: V widened to f32, P's columns copied beside it.
+          for (int64_t j0 = 0; j0 < keys; j0 += kMixChunk) {
+            const int64_t len = std::min(kMixChunk, keys - j0);
+            const int8_t* vq = Values<int8_t>(layer, g) + (k0 + j0) * hd;
+            const float* vs = ValueScales(layer, g) + (k0 + j0) * kv_scales;
+            for (int64_t e = 0; e < len * hd; e++) v_piece[e] = vq[e] * vs[e / kv_group];
+            for (int64_t r = 0; r < rows; r++) std::memcpy(p_piece + r * len, s + r * keys + j0, len * sizeof(float));
+            k.sgemm(p_piece, v_piece, j0 == 0 ? o : o_piece, rows, len, hd, 0, hd);
+            if (j0 > 0) k.axpy_f32(1.0f, o_piece, o, rows * hd);
+          }
+          break;
+      }
       for (int64_t r = 0; r < rows; r++) {
         const int64_t h = g * group + r / m, t = t0 + r % m;
         std::memcpy(att_.data() + t * c.q_dim() + h * hd, o + r * hd, hd * sizeof(float));

@@ -28,6 +28,9 @@ constexpr int64_t kGemmTransBlockBytes = 256 << 10;  // hgemm_trans tiles: bytes
 // 93-97 vs 50-54. f32 B (sgemm_trans) has no conversion to save and always takes the panels
 // (m 64: 53 vs 38; m 740: 89-91 vs 25-37).
 constexpr int64_t kTransPanelRows = 512;
+// sgemm_trans through the tiles below this many rows (a decode step's stacked query heads against
+// the keys of a KV cache): packing B costs a pass over it that few rows of FMAs do not repay.
+constexpr int64_t kTransPanelRowsF32 = 16;
 
 inline int64_t MinI64(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t MaxI64(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -238,7 +241,8 @@ void GemmTrans(const float* a, const BT* b, float* c, int64_t m, int64_t k, int6
     for (int64_t j = n0; j < n1; ++j) c[j] = DecodeRowDot(a, b + j * k, k);
     return;
   }
-  if (sizeof(BT) == sizeof(float) || m >= kTransPanelRows) return PackedGemmTrans<BT>(a, b, c, m, k, n, n0, n1);
+  if (m >= (sizeof(BT) == sizeof(float) ? kTransPanelRowsF32 : kTransPanelRows))
+    return PackedGemmTrans<BT>(a, b, c, m, k, n, n0, n1);
   // Few rows of A: tiles of NB rows of B (converted as they are loaded) against MB rows of A.
   constexpr int NB = F::kTransNB, MB = F::kTransMB;
   // A copy of A whose rows are not 4 KiB apart (rows of a power-of-two length share L1 sets
