@@ -333,9 +333,10 @@ export type DecoderNativeConfig = Pick<
 >;
 
 /**
- * Element type of a decoder session's KV cache: 'f16' (default: half of f32's bytes per position
- * and per decoded token), 'f32' (exact), 'q8_0' (int8 with one scale per 32 values, 0.56 of f16's
- * bytes at head_dim 128; the queries are quantized to int8 for the product with the keys).
+ * Element type of a decoder session's KV cache: 'f16' (half of f32's bytes per position and per
+ * decoded token), 'f32' (exact), 'q8_0' (int8 with one f32 scale per 32 values, 0.56 of f16's
+ * bytes at head_dim 128). Default: 'f16' when the matrices quantize their activations (Q8_0, GGUF
+ * blocks), else 'f32'.
  */
 export type KvCacheType = 'f16' | 'f32' | 'q8_0';
 
@@ -385,7 +386,7 @@ export declare class DecoderModel {
   readonly disposed: boolean;
   /**
    * A session with its own KV cache of `contextLength` positions (1..maxSeqLen), reserved, not
-   * written; `kvCache`: its element type (default 'f16'; see lib/engines/decoder.ts KvCacheType).
+   * written; `kvCache`: its element type (KvCacheType).
    */
   createSession(options: { contextLength: number; kvCache?: KvCacheType }): DecoderSession;
   /**

@@ -50,9 +50,10 @@ export interface LoadModelOptions {
    */
   quant?: 'none' | 'q8_0' | 'f32';
   /**
-   * Decoder models: the element type of each session's KV cache. 'f16' (default) halves the bytes
-   * per position and per decoded token against 'f32' (exact); 'q8_0' is smaller still and least
-   * exact (see SessionOptions.kvCache in lib/engines/decoder.ts).
+   * Decoder models: the element type of each session's KV cache. 'f16' halves the bytes per
+   * position and per decoded token against 'f32' (exact); 'q8_0' is smaller still and least exact.
+   * Default: 'f16' for Q8_0 and GGUF-quantized weights, else 'f32' (SessionOptions.kvCache in
+   * lib/engines/decoder.ts).
    */
   kvCache?: 'f16' | 'f32' | 'q8_0';
   /** Input format (default: detected). */

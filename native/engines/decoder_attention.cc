@@ -15,12 +15,14 @@ namespace decoder {
 
 namespace {
 
-// Keys of a q8_0 value cache widened to f32 per piece of P·V (a piece of V [kMixChunk, hd] stays
-// in L1/L2 while the tile's rows pass over it).
-constexpr int64_t kMixChunk = 128;
-// Up to this many stacked query rows, the q8_0 scores read the keys in place (matvec_q8_rows);
-// from here on the relaying matmul_q8 pays for itself.
-constexpr int64_t kScoreRowsInPlace = 8;
+// A q8_0 cache is read in pieces of this many positions widened to f32 (a piece [kQ8Piece, hd]
+// stays in L1/L2 while the tile's rows pass over it).
+constexpr int64_t kQ8Piece = 128;
+
+// out [rows, hd] = the q8_0 rows q [rows, hd] with their scales s [rows, hd / group], as f32.
+void WidenQ8(const int8_t* q, const float* s, int64_t rows, int64_t hd, int64_t group, float* out) {
+  for (int64_t e = 0; e < rows * hd; e++) out[e] = q[e] * s[e / group];
+}
 
 }  // namespace
 
@@ -57,14 +59,12 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n) {
   const int64_t items = tiles * c.n_kv_heads;
   const int64_t slots = std::min<int64_t>(pool.size(), items);
   const bool q8 = kv_ == KvType::Q8_0;
-  const int64_t kv_group = KvGroup(), kv_scales = hd / kv_group;
+  const int64_t kv_group = KvGroup(), kv_scales = hd / kv_group;  // q8_0
 
   // Per slot, in floats: queries A [rows, hd], output O [rows, hd], scores S [rows, context]
-  // (compacted in place into the probabilities P [rows, keys]); for q8_0 also the quantized
-  // queries Aq [rows, hd] int8 and their scales [rows, hd / kv_group], a piece of P [rows,
-  // kMixChunk], of V widened [kMixChunk, hd] and of O [rows, hd].
-  const int64_t q8_floats = (rows_max * hd + 3) / 4 + rows_max * kv_scales + rows_max * kMixChunk +
-                            kMixChunk * hd + rows_max * hd;
+  // (compacted in place into the probabilities P [rows, keys]); for q8_0 also a piece of K or V
+  // widened [kQ8Piece, hd], of P [rows, kQ8Piece] and of O [rows, hd].
+  const int64_t q8_floats = kQ8Piece * hd + rows_max * kQ8Piece + rows_max * hd;
   const size_t scratch = static_cast<size_t>(rows_max * (2 * hd + context_) + (q8 ? q8_floats : 0));
   if (static_cast<int64_t>(attn_scratch_.size()) < slots) attn_scratch_.resize(slots);
   for (int64_t s = 0; s < slots; s++)
@@ -77,11 +77,9 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n) {
     float* a = attn_scratch_[slot].data();  // [rows, hd]
     float* o = a + rows_max * hd;           // [rows, hd]
     float* s = o + rows_max * hd;           // [rows, context], then [rows, keys]
-    int8_t* aq = reinterpret_cast<int8_t*>(s + rows_max * context_);  // q8_0: [rows, hd]
-    float* as = s + rows_max * context_ + (rows_max * hd + 3) / 4;     // q8_0: [rows, kv_scales]
-    float* p_piece = as + rows_max * kv_scales;                         // q8_0: [rows, kMixChunk]
-    float* v_piece = p_piece + rows_max * kMixChunk;                    // q8_0: [kMixChunk, hd]
-    float* o_piece = v_piece + kMixChunk * hd;                          // q8_0: [rows, hd]
+    float* kv_piece = s + rows_max * context_;      // q8_0: [kQ8Piece, hd]
+    float* p_piece = kv_piece + kQ8Piece * hd;       // q8_0: [rows, kQ8Piece]
+    float* o_piece = p_piece + rows_max * kQ8Piece;  // q8_0: [rows, hd]
     for (int64_t item; (item = next.fetch_add(1)) < items;) {
       const int64_t tile = tiles - 1 - item / c.n_kv_heads;
       const int64_t g = item % c.n_kv_heads;
@@ -100,10 +98,12 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n) {
       switch (kv_) {
         case KvType::F32: k.sgemm_trans(a, Keys<float>(layer, g), s, rows, hd, context_, k0, k1); break;
         case KvType::F16: k.hgemm_trans(a, Keys<uint16_t>(layer, g), s, rows, hd, context_, k0, k1); break;
-        case KvType::Q8_0:
-          for (int64_t r = 0; r < rows; r++) k.quantize_q8(a + r * hd, hd, int(kv_group), aq + r * hd, as + r * kv_scales);
-          (rows <= kScoreRowsInPlace ? k.matvec_q8_rows : k.matmul_q8)(Keys<int8_t>(layer, g), KeyScales(layer, g), aq, as, s,
-                                                                       rows, hd, context_, int(kv_group), k0, k1);
+        case KvType::Q8_0:  // piece by piece, into the piece's columns of S (row stride context)
+          for (int64_t j0 = k0; j0 < k1; j0 += kQ8Piece) {
+            const int64_t len = std::min(kQ8Piece, k1 - j0);
+            WidenQ8(Keys<int8_t>(layer, g) + j0 * hd, KeyScales(layer, g) + j0 * kv_scales, len, hd, kv_group, kv_piece);
+            k.sgemm_trans(a, kv_piece, s + j0, rows, hd, context_, 0, len);
+          }
           break;
       }
       for (int64_t r = 0; r < rows; r++) {
@@ -120,14 +120,13 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n) {
         case KvType::F32: k.sgemm(s, Values<float>(layer, g) + k0 * hd, o, rows, keys, hd, 0, hd); break;
         case KvType::F16: k.hgemm(s, Values<uint16_t>(layer, g) + k0 * hd, o, rows, keys, hd, 0, hd); break;
         case KvType::Q8_0:
-          // In pieces of kMixChunk keys: V widened to f32, P's columns copied beside it.
-          for (int64_t j0 = 0; j0 < keys; j0 += kMixChunk) {
-            const int64_t len = std::min(kMixChunk, keys - j0);
-            const int8_t* vq = Values<int8_t>(layer, g) + (k0 + j0) * hd;
-            const float* vs = ValueScales(layer, g) + (k0 + j0) * kv_scales;
-            for (int64_t e = 0; e < len * hd; e++) v_piece[e] = vq[e] * vs[e / kv_group];
+          // Piece by piece: V widened, P's columns copied beside it, O accumulated.
+          for (int64_t j0 = 0; j0 < keys; j0 += kQ8Piece) {
+            const int64_t len = std::min(kQ8Piece, keys - j0);
+            WidenQ8(Values<int8_t>(layer, g) + (k0 + j0) * hd, ValueScales(layer, g) + (k0 + j0) * kv_scales, len, hd,
+                    kv_group, kv_piece);
             for (int64_t r = 0; r < rows; r++) std::memcpy(p_piece + r * len, s + r * keys + j0, len * sizeof(float));
-            k.sgemm(p_piece, v_piece, j0 == 0 ? o : o_piece, rows, len, hd, 0, hd);
+            k.sgemm(p_piece, kv_piece, j0 == 0 ? o : o_piece, rows, len, hd, 0, hd);
             if (j0 > 0) k.axpy_f32(1.0f, o_piece, o, rows * hd);
           }
           break;
