@@ -5,9 +5,10 @@
 // tok/s (one prompt as one batch) and decode tok/s (one token per call, greedy), per thread count,
 // with min/median/max over runs, the ISA, the load cost (ms, MB copied, matrices converted), and
 // the memory-bandwidth bound of decode (weight bytes read per token ÷ read bandwidth).
-// Decode runs at each --position: that many positions filled by one prefill (untimed), then
-// --decode tokens per run (the session truncated back between runs), with the process's CPU time
-// per decoded token (user and system: what the thread pool burns beside the work shows here).
+// Decode runs at each --position: that many positions filled by a prefill (untimed; one session
+// filled up to each position in turn), then --decode tokens per run (truncated back between runs), with the process's CPU time
+// per decoded token (user and system, and per thread from /proc: what the thread pool burns beside
+// the work shows here).
 // --kv picks the KV cache's element type (default: the engine's).
 // Needs `npm run build:ts` (dist/) and the addon (WEIGHTMAP_ADDON or build/).
 //   node scripts/bench/decoder.js [--model PATH] [--threads 1,2] [--prompt 512 (0: no prefill run)] [--decode 128] [--runs 3]
@@ -30,6 +31,28 @@ function argmax(x) {
   let best = 0;
   for (let i = 1; i < x.length; i++) if (x[i] > x[best]) best = i;
   return best;
+}
+
+/** CPU ms (user + system) each thread of this process has used so far, by thread id (Linux; else empty). */
+function threadCpuMs() {
+  const out = new Map();
+  let tids = [];
+  try {
+    tids = fs.readdirSync('/proc/self/task');
+  } catch {
+    return out;
+  }
+  const tick = 1000 / 100; // USER_HZ
+  for (const tid of tids) {
+    try {
+      const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from the 3rd on
+      out.set(tid, (Number(fields[11]) + Number(fields[12])) * tick);
+    } catch {
+      // the thread ended
+    }
+  }
+  return out;
 }
 
 function stats(values, digits = 1) {
@@ -108,11 +131,16 @@ async function main() {
       s.dispose();
     }
     const decode = [];
-    for (const position of positions) {
-      const d = engine.createSession({ contextLength: position + decodeLen + 1, ...kv });
-      const first = await d.eval(promptOf(position));
+    // One session filled position by position: each --position only adds its new prompt tokens.
+    const top = Math.max(...positions);
+    const d = engine.createSession({ contextLength: top + decodeLen + 1, ...kv });
+    const longest = promptOf(top);
+    for (const position of [...positions].sort((a, b) => a - b)) {
+      const first = await d.eval(longest.subarray(d.position, position));
       const tokPerS = [];
       const cpuMsPerToken = { user: [], system: [] };
+      const threadCpu0 = threadCpuMs();
+      let decoded = 0;
       for (let r = 0; r < runs; r++) {
         await d.truncate(position);
         let logits = first;
@@ -125,18 +153,25 @@ async function main() {
           spent += performance.now() - t;
         }
         const cpu = process.cpuUsage(cpu0);
+        decoded += decodeLen;
         tokPerS.push(decodeLen / (spent / 1000));
         cpuMsPerToken.user.push(cpu.user / 1000 / decodeLen);
         cpuMsPerToken.system.push(cpu.system / 1000 / decodeLen);
       }
+      // Per thread (busiest first): the thread that runs the call and takes a share of each
+      // parallel job, the pool's workers, the JS thread.
+      const threadCpu = threadCpuMs();
+      const perThread = [...threadCpu].map(([tid, ms]) => (ms - (threadCpu0.get(tid) ?? 0)) / decoded).filter((ms) => ms > 0.05);
       decode.push({
         position,
         tokPerS: stats(tokPerS),
         cpuMsPerToken: { user: stats(cpuMsPerToken.user, 2).median, system: stats(cpuMsPerToken.system, 2).median },
-        kvMB: +(d.cacheBytes / 1e6).toFixed(1),
+        threadCpuMsPerToken: perThread.sort((a, b) => b - a).map((ms) => +ms.toFixed(2)),
+        kvMBPerPosition: +(d.cacheBytes / d.contextLength / 1e6).toFixed(3),
       });
-      d.dispose();
+      d.truncate(position);
     }
+    d.dispose();
     const bandwidth = readBandwidth(threads, weights.sources[0].bytes);
     report.results.push({
       threads,
