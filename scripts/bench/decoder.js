@@ -33,7 +33,7 @@ function argmax(x) {
   return best;
 }
 
-/** CPU ms (user + system) each thread of this process has used so far, by thread id (Linux; else empty). */
+/** CPU ms (user + system) each thread of this process has used so far, by "tid name" (Linux; else empty). */
 function threadCpuMs() {
   const out = new Map();
   let tids = [];
@@ -47,7 +47,8 @@ function threadCpuMs() {
     try {
       const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from the 3rd on
-      out.set(tid, (Number(fields[11]) + Number(fields[12])) * tick);
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      out.set(`${tid} ${name}`, (Number(fields[11]) + Number(fields[12])) * tick);
     } catch {
       // the thread ended
     }
@@ -123,11 +124,15 @@ async function main() {
       s.dispose();
     }
     const prefill = [];
+    const prefillCpu = []; // process CPU ms per prompt token (user + system)
     for (let r = 0; promptLen > 0 && r < runs; r++) {
       const s = engine.createSession({ contextLength: promptLen + 8, ...kv });
+      const cpu0 = process.cpuUsage();
       const t0 = performance.now();
       await s.eval(prompt);
       prefill.push(promptLen / ((performance.now() - t0) / 1000));
+      const cpu = process.cpuUsage(cpu0);
+      prefillCpu.push((cpu.user + cpu.system) / 1000 / promptLen);
       s.dispose();
     }
     const decode = [];
@@ -158,15 +163,20 @@ async function main() {
         cpuMsPerToken.user.push(cpu.user / 1000 / decodeLen);
         cpuMsPerToken.system.push(cpu.system / 1000 / decodeLen);
       }
-      // Per thread (busiest first): the thread that runs the call and takes a share of each
-      // parallel job, the pool's workers, the JS thread.
+      // Per thread name: the thread pool's workers ("weightmap-pool"), the threads that run the
+      // calls and take a share of each parallel job (libuv's), the JS thread.
       const threadCpu = threadCpuMs();
-      const perThread = [...threadCpu].map(([tid, ms]) => (ms - (threadCpu0.get(tid) ?? 0)) / decoded).filter((ms) => ms > 0.05);
+      const perThread = {};
+      for (const [key, ms] of threadCpu) {
+        const name = key.slice(key.indexOf(' ') + 1);
+        perThread[name] = (perThread[name] ?? 0) + (ms - (threadCpu0.get(key) ?? 0)) / decoded;
+      }
+      for (const name of Object.keys(perThread)) perThread[name] = +perThread[name].toFixed(2);
       decode.push({
         position,
         tokPerS: stats(tokPerS),
         cpuMsPerToken: { user: stats(cpuMsPerToken.user, 2).median, system: stats(cpuMsPerToken.system, 2).median },
-        threadCpuMsPerToken: perThread.sort((a, b) => b - a).map((ms) => +ms.toFixed(2)),
+        threadCpuMsPerToken: perThread,
         kvMBPerPosition: +(d.cacheBytes / d.contextLength / 1e6).toFixed(3),
       });
       d.truncate(position);
@@ -177,7 +187,7 @@ async function main() {
       threads,
       isa: engine.loadInfo.isa,
       load: { ms: +engine.loadInfo.loadMs.toFixed(1), copiedMB: +(engine.loadInfo.copiedBytes / 1e6).toFixed(1), converted: engine.loadInfo.converted },
-      ...(promptLen > 0 ? { prefillTokPerS: stats(prefill) } : {}),
+      ...(promptLen > 0 ? { prefillTokPerS: stats(prefill), prefillCpuMsPerToken: stats(prefillCpu, 2) } : {}),
       decode,
       ...(bandwidth ? { readGBps: bandwidth, decodeBoundTokPerS: +((bandwidth * 1e9) / perToken).toFixed(1) } : {}),
     });
