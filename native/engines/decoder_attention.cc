@@ -21,7 +21,10 @@ constexpr int64_t kQ8Piece = 128;
 
 // out [rows, hd] = the q8_0 rows q [rows, hd] with their scales s [rows, hd / group], as f32.
 void WidenQ8(const int8_t* q, const float* s, int64_t rows, int64_t hd, int64_t group, float* out) {
-  for (int64_t e = 0; e < rows * hd; e++) out[e] = q[e] * s[e / group];
+  for (int64_t g = 0; g < rows * hd / group; g++) {
+    const float scale = s[g];
+    for (int64_t e = g * group; e < (g + 1) * group; e++) out[e] = q[e] * scale;
+  }
 }
 
 }  // namespace
