@@ -367,6 +367,14 @@ export type DecoderNativeConfig = Pick<
   | 'embeddingScale' | 'queryPreAttnScalar'
 >;
 
+/**
+ * Element type of a decoder session's KV cache: 'f16' (half of f32's bytes per position and per
+ * decoded token), 'f32' (exact), 'q8_0' (int8 with one f32 scale per 32 values, 0.56 of f16's
+ * bytes at head_dim 128). Default: 'f16' when the matrices quantize their activations (Q8_0, GGUF
+ * blocks), else 'f32'.
+ */
+export type KvCacheType = 'f16' | 'f32' | 'q8_0';
+
 export interface DecoderNativeOptions {
   /** 0 or absent: physical cores. */
   threads?: number;
@@ -408,9 +416,9 @@ export declare class DecoderModel implements NativeModel {
   readonly disposed: boolean;
   /**
    * A session with its own KV cache of `contextLength` positions (1..maxSeqLen), reserved, not
-   * written; `kvCache` 'f16' halves its size and the traffic per decoded token (default 'f32').
+   * written; `kvCache`: its element type (KvCacheType).
    */
-  createSession(options: { contextLength: number; kvCache?: 'f32' | 'f16' }): DecoderSession;
+  createSession(options: { contextLength: number; kvCache?: KvCacheType }): DecoderSession;
   /**
    * One decode step of several idle sessions of this model together (continuous batching): row i
    * feeds ids[i] at sessions[i].position and draws its next token with samplers[i] and params[i],

@@ -48,6 +48,13 @@ export interface LoadModelOptions {
    * load (faster, approximate); 'f32' dequantizes everything (exact, slower).
    */
   quant?: 'none' | 'q8_0' | 'f32';
+  /**
+   * Decoder models: the element type of each session's KV cache. 'f16' halves the bytes per
+   * position and per decoded token against 'f32' (exact); 'q8_0' is smaller still and least exact.
+   * Default: 'f16' for Q8_0 and GGUF-quantized weights, else 'f32' (SessionOptions.kvCache in
+   * lib/engines/decoder.ts).
+   */
+  kvCache?: 'f16' | 'f32' | 'q8_0';
   /** Input format (default: detected). */
   format?: FormatName;
   /**
@@ -255,7 +262,7 @@ async function loadEngine(weights: ModelWeights, options: LoadModelOptions): Pro
         vocabSize: engine.vocabSize,
         threads: engine.threads,
         isa: engine.isa,
-        createSession: (contextLength) => engine.createSession({ contextLength, batched: true }),
+        createSession: (contextLength) => engine.createSession({ contextLength, batched: true, ...(options.kvCache ? { kvCache: options.kvCache } : {}) }),
         dispose: () => engine.dispose(),
       };
     }
@@ -370,6 +377,9 @@ function checkLoadOptions(options: LoadModelOptions): void {
   }
   if (options.quant !== undefined && !['none', 'q8_0', 'f32'].includes(options.quant)) {
     throw rangeError(`quant must be 'none', 'q8_0' or 'f32', got ${String(options.quant)}`);
+  }
+  if (options.kvCache !== undefined && !['f16', 'f32', 'q8_0'].includes(options.kvCache)) {
+    throw rangeError(`kvCache must be 'f16', 'f32' or 'q8_0', got ${String(options.kvCache)}`);
   }
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #if defined(__linux__)
+#include <pthread.h>
 #include <sched.h>
 #endif
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
@@ -32,8 +33,11 @@ namespace {
 
 thread_local const void* current_pool = nullptr;  // the pool whose job this thread is running
 
-// How long a worker polls for the next job before sleeping, unless WEIGHTMAP_SPIN_US says.
-constexpr int kWorkerSpinMicros = 100;
+// How long a worker polls for the next job before sleeping, unless WEIGHTMAP_SPIN_US says: the
+// gaps between the parallel kernels of a decode step (norms, RoPE, KV stores on the calling
+// thread) are a few µs; the gap between two steps (a round trip through JS) is longer and is
+// slept through.
+constexpr int kWorkerSpinMicros = 20;
 
 int SpinMicros() {
   const char* env = std::getenv("WEIGHTMAP_SPIN_US");
@@ -42,28 +46,23 @@ int SpinMicros() {
   return v < 0 ? 0 : (v > 100000 ? 100000 : int(v));
 }
 
-// How long the caller of ParallelFor polls for the other threads' chunks before sleeping.
-constexpr int kCallerSpinMicros = 500;
-// Polling past this long yields the core between polls.
-constexpr int kYieldAfterMicros = 20;
+// How long the caller of ParallelFor polls for the other threads' chunks before sleeping: they
+// are running (a chunk nobody has claimed the caller runs itself), so the wait is the imbalance
+// between chunks, short unless a thread was preempted.
+constexpr int kCallerSpinMicros = 100;
 
-// Polls `done` for at most `micros`; true if it became true.
+// Polls `done` for at most `micros` with the CPU's pause between polls; true if it became true.
+// No sched_yield: on an idle core it is a system call per poll (perf showed spinning and
+// sched_yield at 11% of decode samples at 2 threads), and a thread that needs the core gets it
+// from the scheduler once the poll ends in a sleep.
 template <class Pred>
 bool SpinUntil(int micros, Pred done) {
   if (micros <= 0) return done();
-  const auto start = std::chrono::steady_clock::now();
-  const auto deadline = start + std::chrono::microseconds(micros);
-  const auto yield_from = start + std::chrono::microseconds(kYieldAfterMicros);
-  bool yielding = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
   for (int i = 0;; ++i) {
     if (done()) return true;
     WEIGHTMAP_CPU_RELAX();
-    if (yielding) std::this_thread::yield();
-    if ((i & 63) == 63) {
-      const auto now = std::chrono::steady_clock::now();
-      if (now >= deadline) return done();
-      yielding = now >= yield_from;
-    }
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() >= deadline) return done();
   }
 }
 
@@ -110,6 +109,9 @@ struct ThreadPool::Impl {
   }
 
   void Worker() {
+#if defined(__linux__)
+    pthread_setname_np(pthread_self(), "weightmap-pool");  // per-thread CPU time and profiles name it
+#endif
     current_pool = this;
     uint64_t seen = 0;
     for (;;) {
@@ -196,8 +198,7 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain, const std::function<void(
 
   // The other threads' last chunks end about when the caller's does (decode matvecs split with
   // kernels::ParallelRowBlocks end within a block of each other): wait for them awake, since
-  // sleeping costs a wake-up (tens of µs on a VM) per call. Yields once the wait is long, so a
-  // worker that shares this core with us gets it.
+  // sleeping costs a wake-up (tens of µs on a VM) per call.
   SpinUntil(std::max(p.spin_us, kCallerSpinMicros), [&] {
     return p.remaining.load(std::memory_order_acquire) == 0 && p.active.load(std::memory_order_acquire) == 0;
   });

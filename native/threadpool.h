@@ -3,16 +3,18 @@
 // thread takes a share of every job itself.
 //
 // Details (additive to the first draft): a worker polls for the next job for up to
-// WEIGHTMAP_SPIN_US µs (default 100; 0 turns it off) before sleeping, and the caller of
+// WEIGHTMAP_SPIN_US µs (default 20; 0 turns it off) before sleeping, and the caller of
 // ParallelFor, once its own chunks are done, polls for the other threads' chunks for up to
-// max(500, that) µs; both yield the core between polls after the first 20 µs, so that on a loaded
-// machine they give way to the other runnable threads. The kernels of a decode step come back to
-// back (gaps of µs to tens of µs) and a sleeping thread costs a wake-up of ~30 µs on this VM per
-// call (measured: median start of the worker's chunk 29 µs after the caller's). Without the
-// yield, spinning measured slower on the loaded 2-core machine; with it, decode at 2 threads
-// measured 3-17% faster than with 0 (three A/B pairs, load 1.3-1.5). A ParallelFor called from
-// inside a job of the same pool runs inline on the calling thread. An exception thrown by fn is
-// rethrown to the caller of ParallelFor (the first one; the other chunks still run).
+// max(100, that) µs; both poll with the CPU's pause instruction only (no sched_yield, which on an
+// idle core is a system call per poll). The kernels of a decode step come back to back (gaps of
+// a few µs) and a sleeping thread costs a wake-up of ~30 µs on this VM per call (measured: median
+// start of the worker's chunk 29 µs after the caller's). Against the first draft's longer polls
+// with sched_yield (100 and 500 µs): decode at 2 threads on the loaded 2-core machine (load 17-21,
+// scripts/bench/decoder.js --position 16, interleaved) 10.2 and 12.0 tok/s vs 7.0-9.3, at the
+// same process CPU time per token (31.5-31.8 ms vs 31.4-33.2; 1 thread: 30.5). A ParallelFor
+// called from inside a job of the same pool runs inline on the calling thread. An exception
+// thrown by fn is rethrown to the caller of ParallelFor (the first one; the other chunks still
+// run).
 #pragma once
 
 #include <cstdint>

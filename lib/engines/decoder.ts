@@ -13,6 +13,7 @@ import type {
   DecoderModel as NativeDecoderModel,
   DecoderNativeConfig,
   DecoderSession as NativeDecoderSession,
+  KvCacheType,
   NativeSamplingParams,
   Sampler,
 } from '../../binding';
@@ -50,10 +51,14 @@ export interface SessionOptions {
   /** Positions the KV cache holds. Default: the model's maximum, capped at 4096. */
   contextLength?: number;
   /**
-   * Element type of the KV cache. 'f32' (default) is exact; 'f16' halves the cache and the bytes
-   * read per decoded token (which grow with the context), rounding keys and values to f16.
+   * Element type of the KV cache. 'f16' halves the cache and the bytes read per decoded token
+   * (which grow with the context) against 'f32', which is exact; 'q8_0' stores int8 keys and values
+   * with one f32 scale per 32 (per row when headDim is not a multiple of 32; 0.56 of f16's bytes at
+   * headDim 128): the smallest and the least exact. Default: 'f16' when the weights run with 8-bit
+   * activations (Q8_0 and GGUF block matrices: f16's rounding is far below theirs), else 'f32' (the
+   * exact path stays exact).
    */
-  kvCache?: 'f32' | 'f16';
+  kvCache?: KvCacheType;
   /**
    * One-token steps of this session run together with those of the engine's other batched sessions
    * (continuous batching, lib/engines/decode-loop.ts): each weight block is read once per step for all.

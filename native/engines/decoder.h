@@ -102,6 +102,12 @@ struct DecoderLayer {
   Matrix w_down;  // [dim, hidden]
 };
 
+// Element type of a session's KV cache: f32 (exact), f16 (half the memory and the traffic per
+// decoded token, which grows with the context; ~1e-3 relative rounding of keys and values) or
+// q8_0 (int8 with one f32 scale per kKvGroup values of a row, or per row when head_dim is not a
+// multiple of it: 0.56 of f16's bytes at head_dim 128; widened to f32 piece by piece in attention).
+enum class KvType { F32, F16, Q8_0 };
+
 class DecoderModel {
  public:
   // Checks every tensor against the config and prepares the matrices (the slow part when
@@ -123,6 +129,13 @@ class DecoderModel {
   bool has_head() const { return end_layer_ == config_.n_layers; }
   const Matrix& classifier() const { return classifier_; }
   const std::vector<float>& final_norm() const { return final_norm_; }
+  // The KV cache of a session by default: f16 when the matrices quantize their activations to 8
+  // bits (its rounding, 2^-11 relative, adds nothing visible to theirs), else f32 (the exact
+  // path stays exact).
+  KvType default_kv() const {
+    const MatrixKind kind = layers_[first_layer_].wq.kind();
+    return kind == MatrixKind::Q8 || kind == MatrixKind::Blocks ? KvType::F16 : KvType::F32;
+  }
   // x[dim] = row `token` of the token embedding, dequantized from the mapping.
   void Embed(int32_t token, float* x) const { DequantizeRow(*embed_, token, x); }
 
@@ -145,10 +158,6 @@ class DecoderModel {
   // `t` in row-major order: itself, or (stored transposed) a copy transposed once here.
   const TensorRef& RowMajor(const TensorRef& t);
 };
-
-// Element type of a session's KV cache: f32 (exact) or f16 (half the memory and the traffic per
-// decoded token, which grows with the context; ~1e-3 relative rounding of keys and values).
-enum class KvType { F32, F16 };
 
 // One sequence: its KV cache and scratch. Not thread-safe: the N-API layer runs one call on a
 // session at a time.
@@ -176,7 +185,7 @@ class DecoderSession {
   KvType kv_type() const { return kv_; }
   // Bytes reserved for the KV cache (committed only as positions fill).
   int64_t cache_bytes() const {
-    return 2 * (model_->end_layer() - model_->first_layer()) * cfg_.n_kv_heads * context_ * cfg_.head_dim * KvBytes();
+    return 2 * (model_->end_layer() - model_->first_layer()) * cfg_.n_kv_heads * context_ * KvRowBytes();
   }
   // Forgets every position from n on (n <= position()).
   void Truncate(int64_t n);
@@ -199,19 +208,31 @@ class DecoderSession {
   // [pos0, pos0 + n), against the cache of `layer` (which already holds their keys/values).
   void Attention(int64_t layer, int64_t pos0, int64_t n);
   void EnsureScratch(int64_t n);
-  int64_t KvBytes() const { return kv_ == KvType::F16 ? 2 : 4; }
-  // Kᵀ [head_dim, context] and V [context, head_dim] of one kv head of one layer (counted from
-  // the model's first_layer), as T (float
-  // for an f32 cache, uint16_t for f16).
+  // Values per q8_0 scale in a cached row (head_dim when it is not a multiple of kKvGroup).
+  int64_t KvGroup() const { return cfg_.head_dim % kKvGroup == 0 ? kKvGroup : cfg_.head_dim; }
+  // Bytes of one cached row (one position of one kv head): its head_dim elements, plus the f32
+  // scales for q8_0.
+  int64_t KvRowBytes() const {
+    const int64_t hd = cfg_.head_dim;
+    return kv_ == KvType::F32 ? 4 * hd : kv_ == KvType::F16 ? 2 * hd : hd + 4 * (hd / KvGroup());
+  }
+  // K and V [context, head_dim] of one kv head of one layer (counted from the model's
+  // first_layer), as T (float for an f32 cache, uint16_t for f16, int8_t for q8_0); the q8_0
+  // scales of the same rows [context, head_dim / KvGroup()].
   template <typename T>
-  T* KeysT(int64_t layer, int64_t kv_head) {
+  T* Keys(int64_t layer, int64_t kv_head) {
     return reinterpret_cast<T*>(k_cache_.get()) + (layer * cfg_.n_kv_heads + kv_head) * context_ * cfg_.head_dim;
   }
   template <typename T>
   T* Values(int64_t layer, int64_t kv_head) {
     return reinterpret_cast<T*>(v_cache_.get()) + (layer * cfg_.n_kv_heads + kv_head) * context_ * cfg_.head_dim;
   }
-  // Stores k and v [head_dim] of kv head g at position pos of `layer`.
+  float* KeyScales(int64_t layer, int64_t kv_head) { return k_scales_.get() + ScaleOffset(layer, kv_head); }
+  float* ValueScales(int64_t layer, int64_t kv_head) { return v_scales_.get() + ScaleOffset(layer, kv_head); }
+  int64_t ScaleOffset(int64_t layer, int64_t kv_head) const {
+    return (layer * cfg_.n_kv_heads + kv_head) * context_ * (cfg_.head_dim / KvGroup());
+  }
+  // Appends k and v [head_dim] of kv head g at position pos of `layer` (one row each).
   void StoreKv(int64_t layer, int64_t g, int64_t pos, const float* k, const float* v);
 
   std::shared_ptr<const DecoderModel> model_;
@@ -221,12 +242,14 @@ class DecoderSession {
   std::atomic<int64_t> position_{0};
   std::vector<int32_t> tokens_;  // [position_]
 
-  // KV cache per layer and kv head: keys transposed [head_dim][context] and values
-  // [context][head_dim], so that both products of attention (q·Kᵀ and p·V) are plain gemms
-  // over the cache with the positions as the long dimension.
+  // KV cache per layer and kv head: keys and values [context][head_dim], so a new position is
+  // one contiguous row of each; attention reads them as the long side of its two gemms
+  // (S = Q·Kᵀ and O = P·V).
   // Allocated without being written: the pages are committed only as positions fill.
   std::unique_ptr<uint8_t[]> k_cache_;
   std::unique_ptr<uint8_t[]> v_cache_;
+  std::unique_ptr<float[]> k_scales_;  // q8_0 only
+  std::unique_ptr<float[]> v_scales_;
 
   // Activations of one batch of n tokens (allocated for the largest batch seen).
   int64_t capacity_ = 0;
@@ -245,6 +268,7 @@ class DecoderSession {
   // Attention scratch per worker slot (see decoder_attention.cc).
   std::vector<std::vector<float>> attn_scratch_;
   static constexpr int64_t kAttnTile = 32;  // tokens per work item
+  static constexpr int64_t kKvGroup = 32;   // q8_0 values per scale
 };
 
 }  // namespace decoder

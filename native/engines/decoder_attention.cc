@@ -1,5 +1,5 @@
-// Causal grouped-query attention of a batch of queries against the session's KV cache, as two
-// gemms per (kv head, tile of tokens), the query heads that share the kv head stacked so every
+// The session's KV cache and causal grouped-query attention of a batch of queries against it, as
+// two gemms per (kv head, tile of tokens), the query heads that share the kv head stacked so every
 // key and value is read once per tile: S = Q·Kᵀ, row-wise softmax up to each token's own
 // position, O = P·V. A sliding layer (DecoderConfig::Sliding) sees only the last sliding_window
 // positions: the tile's products start at the first key its first token sees.
@@ -14,6 +14,43 @@
 namespace weightmap {
 namespace decoder {
 
+namespace {
+
+// A q8_0 cache is read in pieces of this many positions widened to f32 (a piece [kQ8Piece, hd]
+// stays in L1/L2 while the tile's rows pass over it).
+constexpr int64_t kQ8Piece = 128;
+
+// out [rows, hd] = the q8_0 rows q [rows, hd] with their scales s [rows, hd / group], as f32.
+void WidenQ8(const int8_t* q, const float* s, int64_t rows, int64_t hd, int64_t group, float* out) {
+  for (int64_t g = 0; g < rows * hd / group; g++) {
+    const float scale = s[g];
+    for (int64_t e = g * group; e < (g + 1) * group; e++) out[e] = q[e] * scale;
+  }
+}
+
+}  // namespace
+
+void DecoderSession::StoreKv(int64_t layer, int64_t g, int64_t pos, const float* k, const float* v) {
+  const int64_t hd = cfg_.head_dim;
+  const kernels::KernelTable& t = kernels::Active();
+  switch (kv_) {
+    case KvType::F32:
+      std::memcpy(Keys<float>(layer, g) + pos * hd, k, hd * sizeof(float));
+      std::memcpy(Values<float>(layer, g) + pos * hd, v, hd * sizeof(float));
+      break;
+    case KvType::F16:
+      t.f32_to_f16(k, Keys<uint16_t>(layer, g) + pos * hd, hd);
+      t.f32_to_f16(v, Values<uint16_t>(layer, g) + pos * hd, hd);
+      break;
+    case KvType::Q8_0: {
+      const int64_t group = KvGroup(), scales = hd / group;
+      t.quantize_q8(k, hd, int(group), Keys<int8_t>(layer, g) + pos * hd, KeyScales(layer, g) + pos * scales);
+      t.quantize_q8(v, hd, int(group), Values<int8_t>(layer, g) + pos * hd, ValueScales(layer, g) + pos * scales);
+      break;
+    }
+  }
+}
+
 void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n) {
   const DecoderConfig& c = cfg_;
   const kernels::KernelTable& k = kernels::Active();
@@ -26,10 +63,14 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n) {
   const int64_t tiles = (n + kAttnTile - 1) / kAttnTile;
   const int64_t items = tiles * c.n_kv_heads;
   const int64_t slots = std::min<int64_t>(pool.size(), items);
+  const bool q8 = kv_ == KvType::Q8_0;
+  const int64_t kv_group = KvGroup(), kv_scales = hd / kv_group;  // q8_0
 
-  // Per slot: queries A [rows, hd], output O [rows, hd], scores S [rows, context] (compacted in
-  // place into the probabilities P [rows, keys]).
-  const size_t scratch = static_cast<size_t>(rows_max * (2 * hd + context_));
+  // Per slot, in floats: queries A [rows, hd], output O [rows, hd], scores S [rows, context]
+  // (compacted in place into the probabilities P [rows, keys]); for q8_0 also a piece of K or V
+  // widened [kQ8Piece, hd], of P [rows, kQ8Piece] and of O [rows, hd].
+  const int64_t q8_floats = kQ8Piece * hd + rows_max * kQ8Piece + rows_max * hd;
+  const size_t scratch = static_cast<size_t>(rows_max * (2 * hd + context_) + (q8 ? q8_floats : 0));
   if (static_cast<int64_t>(attn_scratch_.size()) < slots) attn_scratch_.resize(slots);
   for (int64_t s = 0; s < slots; s++)
     if (attn_scratch_[s].size() < scratch) attn_scratch_[s].resize(scratch);
@@ -41,38 +82,63 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n) {
     float* a = attn_scratch_[slot].data();  // [rows, hd]
     float* o = a + rows_max * hd;           // [rows, hd]
     float* s = o + rows_max * hd;           // [rows, context], then [rows, keys]
+    float* kv_piece = s + rows_max * context_;      // q8_0: [kQ8Piece, hd]
+    float* p_piece = kv_piece + kQ8Piece * hd;       // q8_0: [rows, kQ8Piece]
+    float* o_piece = p_piece + rows_max * kQ8Piece;  // q8_0: [rows, hd]
     for (int64_t item; (item = next.fetch_add(1)) < items;) {
       const int64_t tile = tiles - 1 - item / c.n_kv_heads;
       const int64_t g = item % c.n_kv_heads;
       const int64_t t0 = tile * kAttnTile, t1 = std::min(n, t0 + kAttnTile), m = t1 - t0;
-      const int64_t rows = group * m;   // row r: query head g·group + r / m, token t0 + r % m
-      const int64_t keys = pos0 + t1;   // positions the last token of the tile sees
-      // The first key any token of the tile sees; P [rows, span] covers keys [k0, keys).
+      const int64_t rows = group * m;  // row r: query head g·group + r / m, token t0 + r % m
+      // The tile reads the keys at positions [k0, k1): k1 - 1 is the last token's own position, k0
+      // the first key its first token sees (0, or the start of a sliding layer's window).
+      const int64_t k1 = pos0 + t1;
       const int64_t k0 = window > 0 ? std::max<int64_t>(0, pos0 + t0 - window + 1) : 0;
-      const int64_t span = keys - k0;
-      const bool half = kv_ == KvType::F16;
+      const int64_t keys = k1 - k0;
 
       for (int64_t r = 0; r < rows; r++) {
         const int64_t h = g * group + r / m, t = t0 + r % m;
         std::memcpy(a + r * hd, q_.data() + t * c.q_dim() + h * hd, hd * sizeof(float));
       }
-      // S [rows, context], columns [k0, keys) = A · Kᵀ [hd, context]
-      if (half) k.hgemm(a, KeysT<uint16_t>(layer, g), s, rows, hd, context_, k0, keys);
-      else k.sgemm(a, KeysT<float>(layer, g), s, rows, hd, context_, k0, keys);
+      // S [rows, context], columns [k0, k1) = A · K[k0, k1)ᵀ
+      switch (kv_) {
+        case KvType::F32: k.sgemm_trans(a, Keys<float>(layer, g), s, rows, hd, context_, k0, k1); break;
+        case KvType::F16: k.hgemm_trans(a, Keys<uint16_t>(layer, g), s, rows, hd, context_, k0, k1); break;
+        case KvType::Q8_0:  // piece by piece, into the piece's columns of S (row stride context)
+          for (int64_t j0 = k0; j0 < k1; j0 += kQ8Piece) {
+            const int64_t len = std::min(kQ8Piece, k1 - j0);
+            WidenQ8(Keys<int8_t>(layer, g) + j0 * hd, KeyScales(layer, g) + j0 * kv_scales, len, hd, kv_group, kv_piece);
+            k.sgemm_trans(a, kv_piece, s + j0, rows, hd, context_, 0, len);
+          }
+          break;
+      }
       for (int64_t r = 0; r < rows; r++) {
-        float* row = s + r * context_;
-        float* p = s + r * span;  // r·span <= r·context: compacting forward never overwrites a later row
-        const int64_t end = pos0 + t0 + r % m + 1;  // keys [first, end): up to the own position
-        const int64_t first = window > 0 ? std::max<int64_t>(0, end - window) : 0;
+        float* row = s + r * context_;  // column j: the key at position j
+        float* p = s + r * keys;        // r·keys <= r·context + k0: compacting forward never overwrites a later row
+        const int64_t end = pos0 + t0 + r % m + 1;                                   // up to the own position
+        const int64_t first = window > 0 ? std::max<int64_t>(0, end - window) : 0;  // >= k0
         for (int64_t j = first; j < end; j++) row[j] *= scale;
         kernels::softmax(row + first, end - first);
         std::memmove(p + (first - k0), row + first, (end - first) * sizeof(float));
         std::memset(p, 0, (first - k0) * sizeof(float));
-        std::memset(p + (end - k0), 0, (keys - end) * sizeof(float));
+        std::memset(p + (end - k0), 0, (k1 - end) * sizeof(float));
       }
-      // O [rows, hd] = P [rows, span] · V [k0..keys, hd]
-      if (half) k.hgemm(s, Values<uint16_t>(layer, g) + k0 * hd, o, rows, span, hd, 0, hd);
-      else k.sgemm(s, Values<float>(layer, g) + k0 * hd, o, rows, span, hd, 0, hd);
+      // O [rows, hd] = P [rows, keys] · V [k0, k1)
+      switch (kv_) {
+        case KvType::F32: k.sgemm(s, Values<float>(layer, g) + k0 * hd, o, rows, keys, hd, 0, hd); break;
+        case KvType::F16: k.hgemm(s, Values<uint16_t>(layer, g) + k0 * hd, o, rows, keys, hd, 0, hd); break;
+        case KvType::Q8_0:
+          // Piece by piece: V widened, P's columns copied beside it, O accumulated.
+          for (int64_t j0 = 0; j0 < keys; j0 += kQ8Piece) {
+            const int64_t len = std::min(kQ8Piece, keys - j0);
+            WidenQ8(Values<int8_t>(layer, g) + (k0 + j0) * hd, ValueScales(layer, g) + (k0 + j0) * kv_scales, len, hd,
+                    kv_group, kv_piece);
+            for (int64_t r = 0; r < rows; r++) std::memcpy(p_piece + r * len, s + r * keys + j0, len * sizeof(float));
+            k.sgemm(p_piece, kv_piece, j0 == 0 ? o : o_piece, rows, len, hd, 0, hd);
+            if (j0 > 0) k.axpy_f32(1.0f, o_piece, o, rows * hd);
+          }
+          break;
+      }
       for (int64_t r = 0; r < rows; r++) {
         const int64_t h = g * group + r / m, t = t0 + r % m;
         std::memcpy(att_.data() + t * c.q_dim() + h * hd, o + r * hd, hd * sizeof(float));

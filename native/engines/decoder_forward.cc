@@ -26,29 +26,18 @@ void ForRows(ThreadPool& pool, int64_t n, int64_t width, const Fn& fn) {
 
 DecoderSession::DecoderSession(std::shared_ptr<const DecoderModel> model, int64_t context_length, KvType kv)
     : model_(std::move(model)), cfg_(model_->config()), context_(context_length), kv_(kv) {
-  if (kv_ == KvType::F16 && cfg_.head_dim > 512)
-    throw EngineError("ERR_OUT_OF_RANGE", "an f16 KV cache needs headDim <= 512");
   if (context_ <= 0 || context_ > cfg_.max_seq_len)
     throw EngineError("ERR_OUT_OF_RANGE", "contextLength " + std::to_string(context_) + " outside [1, " +
                                               std::to_string(cfg_.max_seq_len) + "]");
-  const size_t cache = static_cast<size_t>(cache_bytes() / 2);
-  k_cache_.reset(new uint8_t[cache]);
-  v_cache_.reset(new uint8_t[cache]);
-}
-
-void DecoderSession::StoreKv(int64_t layer, int64_t g, int64_t pos, const float* k, const float* v) {
-  const int64_t hd = cfg_.head_dim;
-  if (kv_ == KvType::F32) {
-    float* keys_t = KeysT<float>(layer, g) + pos;  // column pos of Kᵀ [hd, context]
-    for (int64_t d = 0; d < hd; d++) keys_t[d * context_] = k[d];
-    std::memcpy(Values<float>(layer, g) + pos * hd, v, hd * sizeof(float));
-  } else {
-    const kernels::KernelTable& t = kernels::Active();
-    uint16_t half[512];  // head_dim <= 512 for an f16 cache (checked at session creation)
-    t.f32_to_f16(k, half, hd);
-    uint16_t* keys_t = KeysT<uint16_t>(layer, g) + pos;
-    for (int64_t d = 0; d < hd; d++) keys_t[d * context_] = half[d];
-    t.f32_to_f16(v, Values<uint16_t>(layer, g) + pos * hd, hd);
+  const int64_t rows = (model_->end_layer() - model_->first_layer()) * cfg_.n_kv_heads * context_;
+  const size_t elements = static_cast<size_t>(rows * cfg_.head_dim);
+  const size_t element_bytes = kv_ == KvType::F32 ? 4 : kv_ == KvType::F16 ? 2 : 1;
+  k_cache_.reset(new uint8_t[elements * element_bytes]);
+  v_cache_.reset(new uint8_t[elements * element_bytes]);
+  if (kv_ == KvType::Q8_0) {
+    const size_t scales = static_cast<size_t>(rows * (cfg_.head_dim / KvGroup()));
+    k_scales_.reset(new float[scales]);
+    v_scales_.reset(new float[scales]);
   }
 }
 

@@ -28,6 +28,14 @@ constexpr int64_t kGemmTransBlockBytes = 256 << 10;  // hgemm_trans tiles: bytes
 // 93-97 vs 50-54. f32 B (sgemm_trans) has no conversion to save and always takes the panels
 // (m 64: 53 vs 38; m 740: 89-91 vs 25-37).
 constexpr int64_t kTransPanelRows = 512;
+// sgemm_trans through the tiles below this many rows (a decode step's stacked query heads against
+// the keys of a KV cache): packing B costs a pass over it that few rows of FMAs do not repay.
+constexpr int64_t kTransPanelRowsF32 = 16;
+// f16 B with rows this short takes the panels from kTransPanelRowsF32 rows of A on too: a tile's
+// horizontal sums per output (one per NB×MB outputs at the end of k) cost as much as its FMAs over
+// k = 128 (attention's scores against the keys of a head in a prefill: m 64 k 128 n 512, 1 thread
+// CPU time, tiles 83 GFLOP/s, panels 150).
+constexpr int64_t kTransShortRow = 256;
 
 inline int64_t MinI64(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t MaxI64(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -100,35 +108,40 @@ float DecodeRowDot(const float* a, const BT* row, int64_t k) {
   return F::reduce(F::add(F::add(s0, s1), F::add(s2, s3)));
 }
 
-// c[n0, n1) = a · B for B [k, n]: rows of B four at a time, each row's slice read in order.
-template <class BT>
+// Rows [0, M) of C [M, n], columns [n0, n1) = A [M, k] · B for B [k, n]: rows of B four at a
+// time, each row's slice read in order and once for the M rows of A (decode's m = 1, and the few
+// query heads of attention's P·V in a decode step).
+template <class BT, int M>
 void DecodeRows(const float* a, const BT* b, float* c, int64_t k, int64_t n, int64_t n0, int64_t n1) {
   using V = typename F::V;
   constexpr int W = F::W;
-  for (int64_t j = n0; j < n1; ++j) c[j] = 0.0f;
-  int64_t p = 0;
-  for (; p < k; p += 4) {
+  for (int y = 0; y < M; ++y)
+    for (int64_t j = n0; j < n1; ++j) c[y * n + j] = 0.0f;
+  for (int64_t p = 0; p < k; p += 4) {
     const int rows = int(MinI64(4, k - p));
     const BT* r0 = b + p * n;
-    const V a0 = F::set1(a[p]);
-    const V a1 = F::set1(rows > 1 ? a[p + 1] : 0.0f);
-    const V a2 = F::set1(rows > 2 ? a[p + 2] : 0.0f);
-    const V a3 = F::set1(rows > 3 ? a[p + 3] : 0.0f);
+    V av[M][4];
+    for (int y = 0; y < M; ++y)
+      for (int q = 0; q < 4; ++q) av[y][q] = F::set1(q < rows ? a[y * k + p + q] : 0.0f);
     int64_t j = n0;
     if (rows == 4) {
       for (; j + W <= n1; j += W) {
-        V acc = F::fma(a0, F::ld(r0 + j), F::ld(c + j));
-        acc = F::fma(a1, F::ld(r0 + n + j), acc);
-        acc = F::fma(a2, F::ld(r0 + 2 * n + j), acc);
-        F::st(c + j, F::fma(a3, F::ld(r0 + 3 * n + j), acc));
+        const V b0 = F::ld(r0 + j), b1 = F::ld(r0 + n + j), b2 = F::ld(r0 + 2 * n + j), b3 = F::ld(r0 + 3 * n + j);
+        for (int y = 0; y < M; ++y) {
+          V acc = F::fma(av[y][0], b0, F::ld(c + y * n + j));
+          acc = F::fma(av[y][1], b1, acc);
+          acc = F::fma(av[y][2], b2, acc);
+          F::st(c + y * n + j, F::fma(av[y][3], b3, acc));
+        }
       }
     }
     for (; j < n1; j += W) {  // the last columns, or the last 1-3 rows
       const int w = int(MinI64(W, n1 - j));
-      const V av[4] = {a0, a1, a2, a3};
-      V acc = F::ld_part(c + j, w);
-      for (int q = 0; q < rows; ++q) acc = F::fma(av[q], F::ld_part(r0 + q * n + j, w), acc);
-      F::st_part(c + j, acc, w);
+      for (int y = 0; y < M; ++y) {
+        V acc = F::ld_part(c + y * n + j, w);
+        for (int q = 0; q < rows; ++q) acc = F::fma(av[y][q], F::ld_part(r0 + q * n + j, w), acc);
+        F::st_part(c + y * n + j, acc, w);
+      }
     }
   }
 }
@@ -238,7 +251,8 @@ void GemmTrans(const float* a, const BT* b, float* c, int64_t m, int64_t k, int6
     for (int64_t j = n0; j < n1; ++j) c[j] = DecodeRowDot(a, b + j * k, k);
     return;
   }
-  if (sizeof(BT) == sizeof(float) || m >= kTransPanelRows) return PackedGemmTrans<BT>(a, b, c, m, k, n, n0, n1);
+  if (m >= (sizeof(BT) == sizeof(float) || k <= kTransShortRow ? kTransPanelRowsF32 : kTransPanelRows))
+    return PackedGemmTrans<BT>(a, b, c, m, k, n, n0, n1);
   // Few rows of A: tiles of NB rows of B (converted as they are loaded) against MB rows of A.
   constexpr int NB = F::kTransNB, MB = F::kTransMB;
   // A copy of A whose rows are not 4 KiB apart (rows of a power-of-two length share L1 sets
@@ -260,8 +274,16 @@ void GemmTrans(const float* a, const BT* b, float* c, int64_t m, int64_t k, int6
 
 template <class BT>
 void Gemm(const float* a, const BT* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0, int64_t n1) {
-  if (m == 1) DecodeRows<BT>(a, b, c, k, n, n0, n1);
-  else PackedGemm<BT>(a, b, c, m, k, n, n0, n1);
+  // Up to 4 rows of A: B streamed once (panels padded to kOuterMB rows would waste most FMAs and
+  // repack B; attention's P·V in a decode step, m 2 k 4096 n 128 f16, 1 thread CPU time: 61 µs in
+  // panels, 28 µs as two m = 1 calls).
+  switch (m) {
+    case 1: return DecodeRows<BT, 1>(a, b, c, k, n, n0, n1);
+    case 2: return DecodeRows<BT, 2>(a, b, c, k, n, n0, n1);
+    case 3: return DecodeRows<BT, 3>(a, b, c, k, n, n0, n1);
+    case 4: return DecodeRows<BT, 4>(a, b, c, k, n, n0, n1);
+    default: return PackedGemm<BT>(a, b, c, m, k, n, n0, n1);
+  }
 }
 
 // ---- Level-1 helpers.

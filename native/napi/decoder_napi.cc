@@ -212,12 +212,14 @@ class DecoderModelWrap : public ModelWrap<DecoderModelWrap, DecoderModel> {
     if (info.Length() < 1 || !info[0].IsObject()) ThrowTypeError(env, "createSession(options): options must be an object");
     Napi::Object options = info[0].As<Napi::Object>();
     const int64_t context = ReadInt(options, "contextLength", 1, handle->model->config().max_seq_len);
-    KvType kv = KvType::F32;
+    KvType kv = handle->model->default_kv();
     Napi::Value kv_value = options.Get("kvCache");
     if (!kv_value.IsUndefined()) {
       const std::string name = kv_value.IsString() ? kv_value.As<Napi::String>().Utf8Value() : "";
       if (name == "f16") kv = KvType::F16;
-      else if (name != "f32") ThrowTypeError(env, "kvCache must be 'f32' or 'f16'");
+      else if (name == "f32") kv = KvType::F32;
+      else if (name == "q8_0") kv = KvType::Q8_0;
+      else ThrowTypeError(env, "kvCache must be 'f16', 'f32' or 'q8_0'");
     }
     std::unique_ptr<DecoderSession> session;
     try {

@@ -5,8 +5,14 @@
 // tok/s (one prompt as one batch) and decode tok/s (one token per call, greedy), per thread count,
 // with min/median/max over runs, the ISA, the load cost (ms, MB copied, matrices converted), and
 // the memory-bandwidth bound of decode (weight bytes read per token ÷ read bandwidth).
+// Decode runs at each --position: that many positions filled by a prefill (untimed; one session
+// filled up to each position in turn), then --decode tokens per run (truncated back between runs), with the process's CPU time
+// per decoded token (user and system, and per thread from /proc: what the thread pool burns beside
+// the work shows here).
+// --kv picks the KV cache's element type (default: the engine's).
 // Needs `npm run build:ts` (dist/) and the addon (WEIGHTMAP_ADDON or build/).
-//   node scripts/bench/decoder.js [--model PATH] [--threads 1,2] [--prompt 512] [--decode 128] [--runs 3]
+//   node scripts/bench/decoder.js [--model PATH] [--threads 1,2] [--prompt 512 (0: no prefill run)] [--decode 128] [--runs 3]
+//                                 [--position 16 | 512,2048,4096] [--kv f16|f32|q8_0]
 //                                 [--bandwidth GBps] [--quant none|q8_0|f32] [--gguf q4_k_m|q4_0|q6_k|q8_0]
 'use strict';
 const fs = require('node:fs');
@@ -27,9 +33,32 @@ function argmax(x) {
   return best;
 }
 
-function stats(values) {
+/** CPU ms (user + system) each thread of this process has used so far, by "tid name" (Linux; else empty). */
+function threadCpuMs() {
+  const out = new Map();
+  let tids = [];
+  try {
+    tids = fs.readdirSync('/proc/self/task');
+  } catch {
+    return out;
+  }
+  const tick = 1000 / 100; // USER_HZ
+  for (const tid of tids) {
+    try {
+      const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from the 3rd on
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      out.set(`${tid} ${name}`, (Number(fields[11]) + Number(fields[12])) * tick);
+    } catch {
+      // the thread ended
+    }
+  }
+  return out;
+}
+
+function stats(values, digits = 1) {
   const s = [...values].sort((a, b) => a - b);
-  const r = (v) => +v.toFixed(1);
+  const r = (v) => +v.toFixed(digits);
   return { median: r(s[Math.floor(s.length / 2)]), min: r(s[0]), max: r(s[s.length - 1]), runs: s.length };
 }
 
@@ -65,6 +94,8 @@ async function main() {
   const promptLen = Number(opt('prompt', '512'));
   const decodeLen = Number(opt('decode', '128'));
   const runs = Number(opt('runs', '3'));
+  const positions = opt('position', '16').split(',').map(Number);
+  const kv = opt('kv') ? { kvCache: opt('kv') } : {};
   if (!fs.existsSync(model)) {
     const maker = gguf ? ['make-gguf.js', model, '--type', gguf] : ['make-ajc1.js', model];
     const made = spawnSync(process.execPath, [path.join(__dirname, maker[0]), ...maker.slice(1)], { stdio: 'inherit' });
@@ -72,7 +103,8 @@ async function main() {
   }
   const weights = await readWeights(model);
   const c = weights.config;
-  const prompt = Int32Array.from({ length: promptLen }, (_, i) => (i * 7919 + 13) % c.vocabSize);
+  const promptOf = (n) => Int32Array.from({ length: n }, (_, i) => (i * 7919 + 13) % c.vocabSize);
+  const prompt = promptOf(promptLen);
   const perToken = bytesPerToken(weights);
   const report = {
     model,
@@ -87,38 +119,76 @@ async function main() {
     // Warm-up: fault every page of the mapping in and let the CPU clock settle.
     {
       const s = engine.createSession({ contextLength: 64 });
-      let l = await s.eval(prompt.subarray(0, 16));
+      let l = await s.eval(promptOf(16));
       for (let i = 0; i < 8; i++) l = await s.eval([argmax(l)]);
       s.dispose();
     }
     const prefill = [];
-    const decode = [];
-    for (let r = 0; r < runs; r++) {
-      const s = engine.createSession({ contextLength: promptLen + 8 });
+    const prefillCpu = []; // process CPU ms per prompt token (user + system)
+    for (let r = 0; promptLen > 0 && r < runs; r++) {
+      const s = engine.createSession({ contextLength: promptLen + 8, ...kv });
+      const cpu0 = process.cpuUsage();
       const t0 = performance.now();
       await s.eval(prompt);
       prefill.push(promptLen / ((performance.now() - t0) / 1000));
+      const cpu = process.cpuUsage(cpu0);
+      prefillCpu.push((cpu.user + cpu.system) / 1000 / promptLen);
       s.dispose();
-
-      const d = engine.createSession({ contextLength: 16 + decodeLen + 1 });
-      let logits = await d.eval(prompt.subarray(0, 16));
-      let spent = 0;
-      for (let i = 0; i < decodeLen; i++) {
-        const next = argmax(logits); // outside the timing: the engine's share only
-        const t = performance.now();
-        logits = await d.eval([next]);
-        spent += performance.now() - t;
-      }
-      decode.push(decodeLen / (spent / 1000));
-      d.dispose();
     }
+    const decode = [];
+    // One session filled position by position: each --position only adds its new prompt tokens.
+    const top = Math.max(...positions);
+    const d = engine.createSession({ contextLength: top + decodeLen + 1, ...kv });
+    const longest = promptOf(top);
+    for (const position of [...positions].sort((a, b) => a - b)) {
+      const first = await d.eval(longest.subarray(d.position, position));
+      const tokPerS = [];
+      const cpuMsPerToken = { user: [], system: [] };
+      const threadCpu0 = threadCpuMs();
+      let decoded = 0;
+      for (let r = 0; r < runs; r++) {
+        await d.truncate(position);
+        let logits = first;
+        let spent = 0;
+        const cpu0 = process.cpuUsage();
+        for (let i = 0; i < decodeLen; i++) {
+          const next = argmax(logits); // outside the timing: the engine's share only
+          const t = performance.now();
+          logits = await d.eval([next]);
+          spent += performance.now() - t;
+        }
+        const cpu = process.cpuUsage(cpu0);
+        decoded += decodeLen;
+        tokPerS.push(decodeLen / (spent / 1000));
+        cpuMsPerToken.user.push(cpu.user / 1000 / decodeLen);
+        cpuMsPerToken.system.push(cpu.system / 1000 / decodeLen);
+      }
+      // Per thread name: the thread pool's workers ("weightmap-pool"), the threads that run the
+      // calls and take a share of each parallel job (libuv's), the JS thread.
+      const threadCpu = threadCpuMs();
+      const perThread = {};
+      for (const [key, ms] of threadCpu) {
+        const name = key.slice(key.indexOf(' ') + 1);
+        perThread[name] = (perThread[name] ?? 0) + (ms - (threadCpu0.get(key) ?? 0)) / decoded;
+      }
+      for (const name of Object.keys(perThread)) perThread[name] = +perThread[name].toFixed(2);
+      decode.push({
+        position,
+        tokPerS: stats(tokPerS),
+        cpuMsPerToken: { user: stats(cpuMsPerToken.user, 2).median, system: stats(cpuMsPerToken.system, 2).median },
+        threadCpuMsPerToken: perThread,
+        kvMBPerPosition: +(d.cacheBytes / d.contextLength / 1e6).toFixed(3),
+      });
+      d.truncate(position);
+    }
+    d.dispose();
     const bandwidth = readBandwidth(threads, weights.sources[0].bytes);
     report.results.push({
       threads,
       isa: engine.loadInfo.isa,
       load: { ms: +engine.loadInfo.loadMs.toFixed(1), copiedMB: +(engine.loadInfo.copiedBytes / 1e6).toFixed(1), converted: engine.loadInfo.converted },
-      prefillTokPerS: stats(prefill),
-      decodeTokPerS: stats(decode),
+      ...(promptLen > 0 ? { prefillTokPerS: stats(prefill), prefillCpuMsPerToken: stats(prefillCpu, 2) } : {}),
+      decode,
       ...(bandwidth ? { readGBps: bandwidth, decodeBoundTokPerS: +((bandwidth * 1e9) / perToken).toFixed(1) } : {}),
     });
     engine.dispose();

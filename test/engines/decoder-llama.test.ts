@@ -216,6 +216,24 @@ describe('sessions of one model', () => {
     f16.dispose();
   });
 
+  // The tolerance of q8_0 keys and values is held on the Qwen3 fixture (decoder-qwen3.test.ts);
+  // here: the size with head_dim 8 (one scale per row), and that a prefill batch and single steps
+  // read the same cache.
+  test('a q8_0 KV cache with head_dim 8: one scale per row, the same logits batched as stepped', async () => {
+    const batched = engine.createSession({ contextLength: 256, kvCache: 'q8_0' });
+    const stepped = engine.createSession({ contextLength: 256, kvCache: 'q8_0' });
+    // 2 (k, v) x 5 layers x 4 kv heads x 256 positions x (8 int8 + one f32 scale).
+    expect(batched.cacheBytes).toBe(2 * 5 * 4 * 256 * (8 + 4));
+    const ids = [expected.bos, ...expected.tokens.slice(0, 99)];
+    const all = await batched.eval(ids, { allLogits: true });
+    for (let i = 0; i < ids.length; i++) {
+      const one = await stepped.eval([ids[i]]);
+      expect(maxAbsDiff(all.subarray(i * V, (i + 1) * V), one)).toBeLessThanOrEqual(1e-4);
+    }
+    batched.dispose();
+    stepped.dispose();
+  });
+
   test('the same logits with 1 thread as with 2', async () => {
     const single = await DecoderEngine.load(weights, { threads: 1 });
     expect(single.loadInfo.threads).toBe(1);

@@ -89,6 +89,34 @@ test('an f16 KV cache keeps the greedy continuation and the 0.12 tolerance (Q8_0
   engine.dispose();
 });
 
+test('the KV cache is f16 by default on the Q8_0 path and f32 on the exact path', async () => {
+  for (const [quant, bytes] of [['none', 2], ['f32', 4]] as const) {
+    const engine = await DecoderEngine.load(weights, { threads: 1, quant });
+    const c = expected.config;
+    // 2 (k, v) x layers x kv heads x positions x head_dim x element size.
+    expect(engine.createSession({ contextLength: 64 }).cacheBytes).toBe(2 * c.n_layers * c.n_kv_heads * 64 * c.head_dim * bytes);
+    engine.dispose();
+  }
+});
+
+// int8 keys, values and queries are 8-bit quantizations like the runq activations the 0.12
+// tolerance covers: both paths stay within it.
+test.each(['none', 'f32'] as const)('a q8_0 KV cache (quant %s) keeps the greedy continuation and the 0.12 tolerance', async (quant) => {
+  const engine = await DecoderEngine.load(weights, { threads: 2, quant });
+  const session = engine.createSession({ contextLength: 64, kvCache: 'q8_0' });
+  const c = expected.config;
+  // Per cached row: head_dim int8 values and one f32 scale per 32 (head_dim is a multiple of 32).
+  expect(c.head_dim % 32).toBe(0);
+  expect(session.cacheBytes).toBe(2 * c.n_layers * c.n_kv_heads * 64 * (c.head_dim + (4 * c.head_dim) / 32));
+  const run = await greedy(session, promptIds, c0.greedy.max_new_tokens, c0.greedy.stop_ids);
+  expect(maxAbsDiff(run.logits[0], lastLogits)).toBeLessThanOrEqual(expected.tolerances.logits_abs_q8_activation_engine);
+  c0.greedy.steps.forEach((step: { top: [number, number][] }, j: number) => {
+    expect(topDiff(run.logits[j], step.top)).toBeLessThanOrEqual(expected.tolerances.logits_abs_q8_activation_engine);
+  });
+  expect(run.tokens).toEqual(c0.greedy.tokens);
+  engine.dispose();
+});
+
 test('the Q8_0 weights are used in place: nothing copied but the norms', async () => {
   const engine = await DecoderEngine.load(weights, { threads: 1 });
   const c = expected.config;

@@ -116,7 +116,8 @@ describe('misuse is refused early', () => {
       await attempt(() => model.generate([600]));
       await attempt(() => formatModule('onnx' as 'gguf'));
       await attempt(() => loadModel(STORIES, { threads: -1 }));
-      expect(caught).toHaveLength(7);
+      await attempt(() => loadModel(STORIES, { kvCache: 'bf16' as 'f16' }));
+      expect(caught).toHaveLength(8);
       for (const e of caught) expect([e instanceof RangeError, (e as { code?: string }).code]).toEqual([true, 'ERR_OUT_OF_RANGE']);
     } finally {
       model.dispose();

@@ -57,6 +57,21 @@ describe('stories260K (llama2.c golden output)', () => {
     }
   });
 
+  it('kvCache reaches the sessions: f32 is the default for f32 weights, q8_0 rounds keys and values', async () => {
+    const ids = storiesExpected.greedy.tokens.slice(0, 40);
+    const logits = async (kvCache?: 'f32' | 'q8_0') => {
+      const model = await loadModel(stories('stories260K.bin'), { threads: 1, ...(kvCache ? { kvCache } : {}) });
+      try {
+        return await model.logits(ids);
+      } finally {
+        model.dispose();
+      }
+    };
+    const [byDefault, f32, q8] = [await logits(), await logits('f32'), await logits('q8_0')];
+    expect(Array.from(byDefault)).toEqual(Array.from(f32));
+    expect(maxAbsDiff(q8, f32)).toBeGreaterThan(1e-3);
+  });
+
   it('an HF safetensors folder converted from the .bin (q/k permuted to half pairs) gives the same text', async () => {
     const { dir, cleanup } = tempDir();
     try {

@@ -64,6 +64,8 @@ const SHAPES: Array<[number, number, number]> = [
   [33, 3, 1],
   [2, 257, 3],
   [4, 0, 5],
+  [4, 37, 50], // hgemm/sgemm with 2-4 rows: B streamed once for every row (DecodeRows)
+  [2, 130, 161],
   [13, 600, 77], // several row tiles over three k-blocks of hgemm, the last strip partial
   [513, 300, 35], // hgemm_trans through the packed panels (m >= 512), two k-blocks
 ];
