@@ -1,9 +1,14 @@
 // The machine's arithmetic ceiling, for the benchmarks' "share of peak" figures: how many 512-bit
 // int8 dot products (vpdpbusd, 64 multiply-adds each) and f32 FMAs (vfmadd231ps, 16 each) one
 // core retires per second, with 12 independent accumulators so that only throughput limits.
-// Built and run by scripts/bench/peak.js (x86-64 with AVX-512 VNNI):
-//   peak-probe SECONDS  ->  {"int8_macs_per_s": ..., "f32_macs_per_s": ...}
-#include <chrono>
+// Rates are per second of this thread's CPU time (CLOCK_THREAD_CPUTIME_ID), not of the wall clock,
+// so time the scheduler gives to other processes on a loaded machine does not lower them; with a
+// CPU index the probe pins itself to that CPU, so N probes measure N distinct cores.
+// Built and run by scripts/bench/peak.js (x86-64 Linux with AVX-512 VNNI):
+//   peak-probe SECONDS [CPU]  ->  {"int8_macs_per_s": ..., "f32_macs_per_s": ..., "cpu": CPU|-1}
+#include <sched.h>
+#include <time.h>
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -32,13 +37,19 @@ void F32Loop(long iterations) {
         "zmm30", "zmm31");
 }
 
-// Instructions per second of `loop`, over about `seconds`.
+double ThreadCpuSeconds() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
+// Instructions per CPU-second of `loop`, over about `seconds` of CPU time.
 double Rate(void (*loop)(long), double seconds) {
   long iterations = 1 << 20;
   for (;;) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = ThreadCpuSeconds();
     loop(iterations);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double s = ThreadCpuSeconds() - t0;
     if (s >= seconds) return 12.0 * double(iterations) / s;
     iterations *= 2;
   }
@@ -48,8 +59,18 @@ double Rate(void (*loop)(long), double seconds) {
 
 int main(int argc, char** argv) {
   const double seconds = argc > 1 ? std::atof(argv[1]) : 0.5;
+  const int cpu = argc > 2 ? std::atoi(argv[2]) : -1;
+  if (cpu >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0) {
+      std::perror("sched_setaffinity");
+      return 1;
+    }
+  }
   const double int8 = Rate(Int8Loop, seconds) * 64;
   const double f32 = Rate(F32Loop, seconds) * 16;
-  std::printf("{\"int8_macs_per_s\": %.4e, \"f32_macs_per_s\": %.4e}\n", int8, f32);
+  std::printf("{\"int8_macs_per_s\": %.4e, \"f32_macs_per_s\": %.4e, \"cpu\": %d}\n", int8, f32, cpu);
   return 0;
 }
