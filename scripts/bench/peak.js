@@ -6,8 +6,9 @@
 // the cores retire while they run, instead of shrinking with the share other processes take.
 // x86-64 Linux with AVX-512 VNNI only.
 //   node scripts/bench/peak.js [--threads N] [--seconds S] [--json]
-// Also a module: measurePeak(threads) -> { threads, int8MacsPerSecond, f32MacsPerSecond } (sums
-// over the threads), or null where the probe cannot be built or run.
+// Also a module: measurePeak(threads) -> { threads, int8MacsPerSecond, f32MacsPerSecond,
+// readBytesPerSecond } (sums over the threads; the read bandwidth of `threads` cores streaming at
+// once), or null where the probe cannot be built or run.
 'use strict';
 const { execFileSync, spawn } = require('node:child_process');
 const crypto = require('node:crypto');
@@ -48,6 +49,7 @@ async function measurePeak(threads, seconds = 0.5) {
       threads,
       int8MacsPerSecond: runs.reduce((a, r) => a + r.int8_macs_per_s, 0),
       f32MacsPerSecond: runs.reduce((a, r) => a + r.f32_macs_per_s, 0),
+      readBytesPerSecond: runs.reduce((a, r) => a + r.read_bytes_per_s, 0),
     };
   } catch {
     return null;
@@ -63,7 +65,8 @@ async function main() {
   if (rest.includes('--json')) return console.log(JSON.stringify(peak));
   console.log(
     `${threads} thread(s): int8 ${(peak.int8MacsPerSecond / 1e9).toFixed(0)} GMAC/s (vpdpbusd zmm), ` +
-      `f32 ${(peak.f32MacsPerSecond / 1e9).toFixed(0)} GMAC/s (vfmadd231ps zmm)`,
+      `f32 ${(peak.f32MacsPerSecond / 1e9).toFixed(0)} GMAC/s (vfmadd231ps zmm), ` +
+      `read ${(peak.readBytesPerSecond / 1e9).toFixed(1)} GB/s (per CPU-second of each thread)`,
   );
 }
 
