@@ -12,6 +12,7 @@
 // (f32 for f32 embeddings) plus f32 attention for prefill and embeddings.
 // The peers are installed on first use into a cache folder (peers/cache.js; building llama-bench
 // takes minutes), models are generated there too. Needs `npm run build:ts` (dist/) and the addon.
+// --quick: 2 rounds instead of 3.
 //   node scripts/bench/peers.js [--quick] [--pairs 3] [--types q4_k_m,q4_0,q6_k,q8_0] [--threads 1,2]
 //                               [--prompt 512] [--decode 128] [--only decoder|embed] [--json]
 'use strict';
@@ -24,6 +25,7 @@ const { measurePeak } = require('./peak.js');
 const { bytesPerToken, prefillMacsPerToken } = require('./decoder-work');
 const cache = require('./peers/cache');
 const embedRows = require('./peers/embed-rows');
+const { runJson } = require('./peers/run-json');
 
 const args = process.argv.slice(2);
 const opt = (name, fallback) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : fallback);
@@ -31,20 +33,16 @@ const quick = args.includes('--quick');
 const PAIRS = Number(opt('pairs', quick ? '2' : '3'));
 const TYPES = opt('types', 'q4_k_m,q4_0,q6_k,q8_0').split(',');
 const THREADS = opt('threads', '1,2').split(',').map(Number);
-const PROMPT = Number(opt('prompt', quick ? '128' : '512'));
-const DECODE = Number(opt('decode', quick ? '32' : '128'));
+const PROMPT = Number(opt('prompt', '512'));
+const DECODE = Number(opt('decode', '128'));
 const ONLY = opt('only');
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const summary = (xs) => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs), runs: xs });
-
-/** Runs `command` and parses the last line of its stdout as JSON. */
-function runJson(command, argv) {
-  const r = spawnSync(command, argv, { encoding: 'utf8', maxBuffer: 64 << 20 });
-  if (r.status !== 0) throw new Error(`${path.basename(command)} ${argv.join(' ')} failed (${r.status}):\n${r.stderr.slice(-2000)}`);
-  const lines = r.stdout.trim().split('\n');
-  return JSON.parse(lines.slice(lines.findIndex((l) => l.startsWith('[') || l.startsWith('{'))).join('\n'));
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const h = s.length >> 1;
+  return s.length % 2 ? s[h] : (s[h - 1] + s[h]) / 2;
 }
+const summary = (xs) => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs), runs: xs });
 
 function ggufModel(type) {
   const file = path.join(cache.CACHE, 'models', `qwen3-0.6b.${type}.gguf`);
@@ -73,7 +71,7 @@ function decoderSides() {
     decode: peak.readBytesPerSecond / work.bytesPerToken,
     prefill: 1 / (work.macs.linear / peak.int8MacsPerSecond + work.macs.attention / peak.f32MacsPerSecond),
   });
-  const child = (script, ...rest) => runJson(process.execPath, [path.join(__dirname, 'peers', script), ...rest.map(String)]);
+  const child = (script, ...rest) => runJson(process.execPath, [path.join(__dirname, 'peers', script), ...rest]);
   return {
     info: { nodeLlamaCpp: nlc.version, llamaCpp: `${bench.release} (${bench.commit})` },
     sides: {
@@ -81,7 +79,7 @@ function decoderSides() {
       'llama-bench': {
         bound,
         run: (file, vocab, threads) => {
-          const rows = runJson(bench.path, ['-m', file, '-t', threads, '-p', PROMPT, '-n', DECODE, '-r', '1', '-o', 'json'].map(String));
+          const rows = runJson(bench.path, ['-m', file, '-t', threads, '-p', PROMPT, '-n', DECODE, '-r', '1', '-o', 'json']);
           return {
             prefill: rows.find((r) => r.n_prompt > 0 && r.n_gen === 0).avg_ts,
             decode: rows.find((r) => r.n_gen > 0 && r.n_prompt === 0).avg_ts,

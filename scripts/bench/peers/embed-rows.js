@@ -6,10 +6,10 @@
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
-const { spawnSync } = require('node:child_process');
 const { loadEmbedder } = require('../../../dist/cjs/index.js');
 const { makeTexts, macsPerSentence, writeHfFolder, SHAPE } = require('../embed.js');
 const { writeMiniLmOnnx } = require('./minilm-onnx');
+const { runJson } = require('./run-json');
 
 const TOKENS = 18;
 const TEXTS = 32;
@@ -27,12 +27,6 @@ async function ensureModel(cacheDir) {
   fs.rmSync(dir, { recursive: true, force: true });
   fs.renameSync(partial, dir);
   return dir;
-}
-
-function child(command, argv) {
-  const r = spawnSync(command, argv.map(String), { encoding: 'utf8', maxBuffer: 64 << 20 });
-  if (r.status !== 0) throw new Error(`${argv[0]} failed (${r.status}):\n${r.stderr.slice(-2000)}`);
-  return JSON.parse(r.stdout.trim().split('\n').at(-1));
 }
 
 function cosine(a, b) {
@@ -62,12 +56,12 @@ async function embedRows({ threads: threadList, interleave, cache }) {
   const rows = [];
   let agreement = null;
   for (const threads of threadList) {
-    const mine = (quant) => () => child(process.execPath, [path.join(__dirname, 'embed-weightmap.js'), dir, quant, threads, textsFile, BATCH, ROUNDS]);
+    const mine = (quant) => () => runJson(process.execPath, [path.join(__dirname, 'embed-weightmap.js'), dir, quant, threads, textsFile, BATCH, ROUNDS]);
     const sides = {
       'weightmap f32': { measure: measured('f32', mine('f32')), bound: bound('f32MacsPerSecond') },
       'weightmap int8': { measure: measured('int8', mine('int8')), bound: bound('int8MacsPerSecond') },
       'transformers.js': {
-        measure: measured('transformers', () => child(process.execPath, [path.join(__dirname, 'embed-transformers.mjs'), peer.entry, dir, threads, textsFile, BATCH, ROUNDS])),
+        measure: measured('transformers', () => runJson(process.execPath, [path.join(__dirname, 'embed-transformers.mjs'), peer.entry, dir, threads, textsFile, BATCH, ROUNDS])),
         bound: bound('f32MacsPerSecond'),
       },
     };
