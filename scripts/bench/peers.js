@@ -12,9 +12,10 @@
 // (f32 for f32 embeddings) plus f32 attention for prefill and embeddings.
 // The peers are installed on first use into a cache folder (peers/cache.js; building llama-bench
 // takes minutes), models are generated there too. Needs `npm run build:ts` (dist/) and the addon.
-// --quick: 2 rounds instead of 3.
+// --quick: 2 rounds instead of 3. A run past --run-timeout seconds is killed and left out of its
+// row (oversubscribed, llama.cpp's spinning threads can slow down a hundredfold).
 //   node scripts/bench/peers.js [--quick] [--pairs 3] [--types q4_k_m,q4_0,q6_k,q8_0] [--threads 1,2]
-//                               [--prompt 512] [--decode 128] [--only decoder|embed] [--json]
+//                               [--prompt 512] [--decode 128] [--only decoder|embed] [--run-timeout 900] [--json]
 'use strict';
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -36,6 +37,7 @@ const THREADS = opt('threads', '1,2').split(',').map(Number);
 const PROMPT = Number(opt('prompt', '512'));
 const DECODE = Number(opt('decode', '128'));
 const ONLY = opt('only');
+const RUN_TIMEOUT = Number(opt('run-timeout', '900'));
 
 function median(xs) {
   const s = [...xs].sort((a, b) => a - b);
@@ -71,7 +73,7 @@ function decoderSides() {
     decode: peak.readBytesPerSecond / work.bytesPerToken,
     prefill: 1 / (work.macs.linear / peak.int8MacsPerSecond + work.macs.attention / peak.f32MacsPerSecond),
   });
-  const child = (script, ...rest) => runJson(process.execPath, [path.join(__dirname, 'peers', script), ...rest]);
+  const child = (script, ...rest) => runJson(process.execPath, [path.join(__dirname, 'peers', script), ...rest], RUN_TIMEOUT);
   return {
     info: { nodeLlamaCpp: nlc.version, llamaCpp: `${bench.release} (${bench.commit})` },
     sides: {
@@ -79,7 +81,7 @@ function decoderSides() {
       'llama-bench': {
         bound,
         run: (file, vocab, threads) => {
-          const rows = runJson(bench.path, ['-m', file, '-t', threads, '-p', PROMPT, '-n', DECODE, '-r', '1', '-o', 'json']);
+          const rows = runJson(bench.path, ['-m', file, '-t', threads, '-p', PROMPT, '-n', DECODE, '-r', '1', '-o', 'json'], RUN_TIMEOUT);
           return {
             prefill: rows.find((r) => r.n_prompt > 0 && r.n_gen === 0).avg_ts,
             decode: rows.find((r) => r.n_gen > 0 && r.n_prompt === 0).avg_ts,
@@ -98,32 +100,42 @@ function decoderSides() {
  * side to every peer (the median of the per-round ratios); and the load averages seen.
  */
 async function interleave(label, sides, threads) {
-  const values = {};
+  const values = {}; // metric -> side -> value per round (missing where a run timed out)
   const bounds = {};
   const load = [];
   for (let round = 0; round < PAIRS; round++) {
     const peak = await measurePeak(threads, 0.25);
     for (const [side, { measure, bound }] of Object.entries(sides)) {
       load.push(os.loadavg()[0]);
-      const result = measure();
-      for (const [metric, value] of Object.entries(result)) ((values[metric] ??= {})[side] ??= []).push(value);
+      let result;
+      try {
+        result = measure();
+      } catch (error) {
+        if (!error.timedOut) throw error;
+        console.error(`${label} round ${round + 1}/${PAIRS} ${side}: ${error.message}, left out (load ${load.at(-1).toFixed(1)})`);
+        continue;
+      }
+      for (const [metric, value] of Object.entries(result)) ((values[metric] ??= {})[side] ??= [])[round] = value;
       if (peak) for (const [metric, value] of Object.entries(bound(peak))) ((bounds[metric] ??= {})[side] ??= []).push(value);
       const text = Object.entries(result).map(([m, v]) => `${m} ${v.toFixed(1)}`).join(', ');
       console.error(`${label} round ${round + 1}/${PAIRS} ${side}: ${text} (load ${load.at(-1).toFixed(1)})`);
     }
   }
+  const present = (xs) => xs.filter((x) => x !== undefined);
   const metrics = {};
   for (const [metric, bySide] of Object.entries(values)) {
     const names = Object.keys(bySide);
-    const mine = names.filter((n) => n.startsWith('weightmap'));
     const ratios = {};
-    for (const m of mine) {
-      for (const p of names.filter((n) => !n.startsWith('weightmap'))) ratios[`${m} / ${p}`] = summary(bySide[m].map((x, i) => x / bySide[p][i]));
+    for (const m of names.filter((n) => n.startsWith('weightmap'))) {
+      for (const p of names.filter((n) => !n.startsWith('weightmap'))) {
+        const perRound = bySide[m].map((x, i) => (x === undefined || bySide[p][i] === undefined ? undefined : x / bySide[p][i]));
+        if (present(perRound).length) ratios[`${m} / ${p}`] = summary(present(perRound));
+      }
     }
     const sidesOut = {};
     for (const [side, xs] of Object.entries(bySide)) {
       const b = bounds[metric]?.[side];
-      sidesOut[side] = { ...summary(xs), bound: b ? median(b) : null, share: b ? median(xs) / median(b) : null };
+      sidesOut[side] = { ...summary(present(xs)), bound: b ? median(b) : null, share: b ? median(present(xs)) / median(b) : null };
     }
     metrics[metric] = { sides: sidesOut, ratios };
   }
@@ -151,7 +163,7 @@ async function decoderRows() {
 }
 
 const fmt = (x) => (x >= 100 ? x.toFixed(0) : x.toFixed(1));
-const cell = (s) => `${fmt(s.median)} [${fmt(s.min)}–${fmt(s.max)}]`;
+const cell = (s) => `${fmt(s.median)} [${fmt(s.min)}–${fmt(s.max)}]${s.runs.length < PAIRS ? ` (${s.runs.length} of ${PAIRS})` : ''}`;
 const pct = (x) => (x === null ? '–' : `${(100 * x).toFixed(0)}%`);
 
 /** One markdown table row per row × metric. */

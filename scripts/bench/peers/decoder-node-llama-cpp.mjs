@@ -26,12 +26,13 @@ await sequence.evaluateWithoutGeneratingNewTokens(prompt);
 const prefill = prompt.length / ((performance.now() - t) / 1000);
 await sequence.clearHistory();
 
+// A random model may pick an end-of-generation token; the rate counts the tokens generated.
 let generated = 0;
 t = performance.now();
-for await (const _ of sequence.evaluate([prompt[0]], { temperature: 0 })) {
+for await (const _ of sequence.evaluate([prompt[0]], { temperature: 0, yieldEogToken: true })) {
   if (++generated >= decode) break;
 }
-const decodeRate = decode / ((performance.now() - t) / 1000);
+const decodeRate = generated / ((performance.now() - t) / 1000);
 await context.dispose();
 await model.dispose();
 console.log(JSON.stringify({ prefill, decode: decodeRate }));
