@@ -15,7 +15,8 @@
 // --quick: 2 rounds instead of 3. A run past --run-timeout seconds is killed and left out of its
 // row (oversubscribed, llama.cpp's spinning threads can slow down a hundredfold).
 //   node scripts/bench/peers.js [--quick] [--pairs 3] [--types q4_k_m,q4_0,q6_k,q8_0] [--threads 1,2]
-//                               [--prompt 512] [--decode 128] [--only decoder|embed] [--run-timeout 900] [--json]
+//                               [--prompt 512] [--decode 128] [--only decoder|embed] [--run-timeout 900]
+//                               [--peers llama-bench,node-llama-cpp] [--json]
 'use strict';
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -38,6 +39,7 @@ const PROMPT = Number(opt('prompt', '512'));
 const DECODE = Number(opt('decode', '128'));
 const ONLY = opt('only');
 const RUN_TIMEOUT = Number(opt('run-timeout', '900'));
+const SIDES = opt('peers', 'llama-bench,node-llama-cpp').split(',');
 
 function median(xs) {
   const s = [...xs].sort((a, b) => a - b);
@@ -63,34 +65,42 @@ function runOrThrow(command, argv) {
 }
 
 /**
- * The decoder sides: name -> { run(file, vocab, threads) -> { prefill, decode } in tok/s, bound }.
- * Every side shares one bound per metric (bound(work, peak) -> { prefill, decode }).
+ * The decoder sides named in SIDES: name -> { run(file, vocab, threads) -> { prefill, decode } in
+ * tok/s, bound }. Every side shares one bound per metric (bound(work, peak) -> { prefill, decode }).
+ * Only the peers named are installed (llama-bench is a build of minutes).
  */
 function decoderSides() {
-  const nlc = cache.nodeLlamaCpp();
-  const bench = cache.llamaBench();
   const bound = (work, peak) => ({
     decode: peak.readBytesPerSecond / work.bytesPerToken,
     prefill: 1 / (work.macs.linear / peak.int8MacsPerSecond + work.macs.attention / peak.f32MacsPerSecond),
   });
   const child = (script, ...rest) => runJson(process.execPath, [path.join(__dirname, 'peers', script), ...rest], RUN_TIMEOUT);
-  return {
-    info: { nodeLlamaCpp: nlc.version, llamaCpp: `${bench.release} (${bench.commit})` },
-    sides: {
-      weightmap: { bound, run: (file, vocab, threads) => child('decoder-weightmap.js', file, threads, PROMPT, DECODE) },
-      'llama-bench': {
-        bound,
-        run: (file, vocab, threads) => {
-          const rows = runJson(bench.path, ['-m', file, '-t', threads, '-p', PROMPT, '-n', DECODE, '-r', '1', '-o', 'json'], RUN_TIMEOUT);
-          return {
-            prefill: rows.find((r) => r.n_prompt > 0 && r.n_gen === 0).avg_ts,
-            decode: rows.find((r) => r.n_gen > 0 && r.n_prompt === 0).avg_ts,
-          };
-        },
-      },
-      'node-llama-cpp': { bound, run: (file, vocab, threads) => child('decoder-node-llama-cpp.mjs', nlc.entry, file, vocab, threads, PROMPT, DECODE) },
+  const info = {};
+  const makers = {
+    weightmap: () => (file, vocab, threads) => child('decoder-weightmap.js', file, threads, PROMPT, DECODE),
+    'llama-bench': () => {
+      const bench = cache.llamaBench();
+      info['llama.cpp'] = `${bench.release} (${bench.commit})`;
+      return (file, vocab, threads) => {
+        const rows = runJson(bench.path, ['-m', file, '-t', threads, '-p', PROMPT, '-n', DECODE, '-r', '1', '-o', 'json'], RUN_TIMEOUT);
+        return {
+          prefill: rows.find((r) => r.n_prompt > 0 && r.n_gen === 0).avg_ts,
+          decode: rows.find((r) => r.n_gen > 0 && r.n_prompt === 0).avg_ts,
+        };
+      };
+    },
+    'node-llama-cpp': () => {
+      const nlc = cache.nodeLlamaCpp();
+      info['node-llama-cpp'] = nlc.version;
+      return (file, vocab, threads) => child('decoder-node-llama-cpp.mjs', nlc.entry, file, vocab, threads, PROMPT, DECODE);
     },
   };
+  const sides = {};
+  for (const name of ['weightmap', ...SIDES]) {
+    if (!makers[name]) throw new Error(`unknown side '${name}' (${Object.keys(makers).join(', ')})`);
+    sides[name] = { bound, run: makers[name]() };
+  }
+  return { info, sides };
 }
 
 /**
@@ -196,7 +206,8 @@ async function main() {
   if (report.decoder) {
     const { info, rows } = report.decoder;
     printTable(
-      `Decoder, tok/s: prefill = pp${PROMPT} (one batch), decode = tg${DECODE} from position 0; llama.cpp ${info.llamaCpp}, node-llama-cpp ${info.nodeLlamaCpp}; ` +
+      `Decoder, tok/s: prefill = pp${PROMPT} (one batch), decode = tg${DECODE} from position 0; ` +
+        Object.entries(info).map(([k, v]) => `${k} ${v}`).join(', ') + '; ' +
         'bound: decode = read bandwidth ÷ weight bytes per token, prefill = int8 peak (matrices) + f32 peak (attention)',
       rows,
       ['decode', 'prefill'],
