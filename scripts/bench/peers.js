@@ -11,7 +11,7 @@
 // lower it): read bandwidth ÷ weight bytes per token for decode; int8 peak for the linear layers
 // (f32 for f32 embeddings) plus f32 attention for prefill and embeddings.
 // The peers are installed on first use into a cache folder (peers/cache.js; building llama-bench
-// takes minutes), models are generated there too. Needs `npm run build:ts` (dist/) and the addon.
+// takes tens of minutes on 2 busy cores), models are generated there too. Needs `npm run build:ts` (dist/) and the addon.
 // --quick: 2 rounds instead of 3. A run past --run-timeout seconds is killed and left out of its
 // row (oversubscribed, llama.cpp's spinning threads can slow down a hundredfold).
 //   node scripts/bench/peers.js [--quick] [--pairs 3] [--types q4_k_m,q4_0,q6_k,q8_0] [--threads 1,2]

@@ -59,7 +59,7 @@ const CASES = [
 ];
 
 function convert(source, out, ...options) {
-  execFileSync(process.execPath, [cli, 'convert', source, out, '--no-progress', ...options], { stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync(process.execPath, [cli, 'convert', source, out, '--no-progress', ...options], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
 }
 
 /** The GGUF of a case, written under `dir`. */
@@ -124,7 +124,7 @@ async function runCase(llama, c, dir) {
   try {
     gguf = ggufOf(c, dir);
   } catch (error) {
-    return { passed: false, converted: false, error: String(error.stderr ?? error.message).trim() };
+    return { passed: false, converted: false, error: String(error.stderr || error.message).trim() };
   }
   const mine = await weightmapSide(gguf, c.ref);
   const expected = c.ref.expected.slice(0, GEN);

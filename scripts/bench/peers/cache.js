@@ -35,7 +35,7 @@ function nodeLlamaCpp() {
   return { version: pkg.version, entry: path.join(modules, 'node-llama-cpp', 'dist', 'index.js') };
 }
 
-/** { path, release, commit }: llama-bench built from node-llama-cpp's llama.cpp bundle (minutes, once). */
+/** { path, release, commit }: llama-bench built from node-llama-cpp's llama.cpp bundle (once; a long build). */
 function llamaBench() {
   nodeLlamaCpp();
   const llama = path.join(modules, 'node-llama-cpp', 'llama');
