@@ -23,6 +23,7 @@ const { performance } = require('node:perf_hooks');
 const { readWeights } = require('../../dist/cjs/formats');
 const { DecoderEngine } = require('../../dist/cjs/engines/decoder');
 const { native } = require('../../dist/cjs/native');
+const { bytesPerToken } = require('./decoder-work');
 
 const args = process.argv.slice(2);
 const opt = (name, def) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : def);
@@ -60,18 +61,6 @@ function stats(values, digits = 1) {
   const s = [...values].sort((a, b) => a - b);
   const r = (v) => +v.toFixed(digits);
   return { median: r(s[Math.floor(s.length / 2)]), min: r(s[0]), max: r(s[s.length - 1]), runs: s.length };
-}
-
-/** Bytes of weights one decode step reads: every matrix (values + scales), the classifier, one embedding row. */
-function bytesPerToken(weights) {
-  const c = weights.config;
-  let bytes = 0;
-  for (const t of weights.tensors) {
-    const size = t.byteLength + (t.scales ? t.scales.byteLength : 0);
-    if (t.name === 'model.embed_tokens.weight') bytes += c.tieWordEmbeddings ? size : size / c.vocabSize;
-    else bytes += size;
-  }
-  return bytes;
 }
 
 /**

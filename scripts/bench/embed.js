@@ -226,7 +226,7 @@ async function main() {
   else console.log(note);
 }
 
-module.exports = { ensureModel, VOCAB };
+module.exports = { ensureModel, makeTexts, macsPerSentence, writeHfFolder, SHAPE, VOCAB };
 if (require.main === module) {
   main().catch((error) => {
     console.error(error);

@@ -6,7 +6,9 @@
 // The per-tensor mix follows llama-quantize's rules for these types: Q4_K_M uses Q6_K for the
 // tied embedding and for attn_v / ffn_down of the "more bits" layers (the first and last eighth
 // and every third in between), Q4_0 and Q6_K use Q6_K for the embedding, Q8_0 uses Q8_0 for all.
-//   node scripts/bench/make-gguf.js OUT --type q4_k_m|q4_0|q6_k|q8_0 [--seed 1]
+// --vocab adds a byte-level BPE vocabulary of the model's size (the 256 byte symbols, then
+// placeholder tokens, no merges), which llama.cpp needs to load the file at all.
+//   node scripts/bench/make-gguf.js OUT --type q4_k_m|q4_0|q6_k|q8_0 [--seed 1] [--vocab]
 'use strict';
 const fs = require('node:fs');
 
@@ -82,6 +84,30 @@ const f32 = (x) => { const b = Buffer.alloc(4); b.writeFloatLE(x); return b; };
 const kvU32 = (k, n) => Buffer.concat([str(k), u32(4), u32(n)]);
 const kvF32 = (k, x) => Buffer.concat([str(k), u32(6), f32(x)]);
 const kvStr = (k, s) => Buffer.concat([str(k), u32(8), str(s)]);
+const kvArr = (k, type, items) => Buffer.concat([str(k), u32(9), u32(type), u64(items.length), ...items]);
+
+/**
+ * tokenizer.ggml.* of a byte-level BPE vocabulary of `size` tokens: GPT-2's byte-to-symbol map
+ * for ids 0..255 (printable bytes stand for themselves, the rest map to U+0100 upwards), then
+ * placeholders; the last id is end of text.
+ */
+function vocabKv(size) {
+  const symbols = [];
+  let extra = 0;
+  for (let b = 0; b < 256; b++) {
+    const printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || b >= 0xae;
+    symbols.push(String.fromCodePoint(printable ? b : 0x100 + extra++));
+  }
+  const tokens = Array.from({ length: size }, (_, i) => (i < 256 ? symbols[i] : i === size - 1 ? '<|endoftext|>' : `<t${i}>`));
+  return [
+    kvStr('tokenizer.ggml.model', 'gpt2'), kvStr('tokenizer.ggml.pre', 'qwen2'),
+    kvArr('tokenizer.ggml.tokens', 8, tokens.map(str)),
+    kvArr('tokenizer.ggml.token_type', 5, tokens.map((_, i) => u32(i === size - 1 ? 3 : 1))),
+    kvArr('tokenizer.ggml.merges', 8, []),
+    kvU32('tokenizer.ggml.eos_token_id', size - 1), kvU32('tokenizer.ggml.bos_token_id', size - 1),
+    Buffer.concat([str('tokenizer.ggml.add_bos_token'), u32(7), Buffer.from([0])]),
+  ];
+}
 
 async function main() {
   const args = process.argv.slice(2);
@@ -89,7 +115,7 @@ async function main() {
   const opt = (name, def) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : def);
   const ftype = opt('type', 'q4_k_m');
   if (!out || FTYPES[ftype] === undefined) {
-    console.error(`usage: make-gguf.js OUT --type ${Object.keys(FTYPES).join('|')} [--seed N]`);
+    console.error(`usage: make-gguf.js OUT --type ${Object.keys(FTYPES).join('|')} [--seed N] [--vocab]`);
     process.exit(1);
   }
   const { dim, hidden, layers, heads, kvHeads, headDim, ctx } = SHAPE;
@@ -99,6 +125,7 @@ async function main() {
     kvU32('qwen3.block_count', layers), kvU32('qwen3.attention.head_count', heads), kvU32('qwen3.attention.head_count_kv', kvHeads),
     kvU32('qwen3.attention.key_length', headDim), kvU32('qwen3.attention.value_length', headDim),
     kvF32('qwen3.rope.freq_base', 1e6), kvF32('qwen3.attention.layer_norm_rms_epsilon', 1e-6),
+    ...(args.includes('--vocab') ? vocabKv(SHAPE.vocab) : []),
   ];
   const tensors = tensorList(ftype);
   let offset = 0;

@@ -1,28 +1,37 @@
 #!/usr/bin/env node
 // Per-core arithmetic peak of this CPU, measured (not assumed from a nominal clock): builds
-// scripts/bench/peak-probe.cc with the system g++ and runs it on every core at once, so turbo and
-// shared-core effects show as they do during a benchmark. x86-64 with AVX-512 VNNI only.
+// scripts/bench/peak-probe.cc with the system g++ and runs one probe per thread at once, each
+// pinned to its own CPU, so turbo and shared-core effects show as they do during a benchmark.
+// The probes count per-thread CPU time, not wall time: on a loaded machine the figure stays what
+// the cores retire while they run, instead of shrinking with the share other processes take.
+// x86-64 Linux with AVX-512 VNNI only.
 //   node scripts/bench/peak.js [--threads N] [--seconds S] [--json]
-// Also a module: measurePeak(threads) -> { threads, int8MacsPerSecond, f32MacsPerSecond } (sums
-// over the threads), or null where the probe cannot be built or run.
+// Also a module: measurePeak(threads) -> { threads, int8MacsPerSecond, f32MacsPerSecond,
+// readBytesPerSecond } (sums over the threads; the read bandwidth of `threads` cores streaming at
+// once), or null where the probe cannot be built or run.
 'use strict';
 const { execFileSync, spawn } = require('node:child_process');
+const crypto = require('node:crypto');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 
 const SOURCE = path.join(__dirname, 'peak-probe.cc');
-const BINARY = path.join(os.tmpdir(), 'weightmap-peak-probe');
 
+// One binary per version of the source (checkouts of other versions share the temp folder).
 function build() {
-  if (fs.existsSync(BINARY) && fs.statSync(BINARY).mtimeMs > fs.statSync(SOURCE).mtimeMs) return BINARY;
-  execFileSync('g++', ['-O2', '-mavx512f', '-mavx512vnni', '-o', BINARY, SOURCE], { stdio: 'pipe' });
-  return BINARY;
+  const hash = crypto.createHash('sha256').update(fs.readFileSync(SOURCE)).digest('hex').slice(0, 12);
+  const binary = path.join(os.tmpdir(), `weightmap-peak-probe-${hash}`);
+  if (fs.existsSync(binary)) return binary;
+  const partial = `${binary}.${process.pid}`;
+  execFileSync('g++', ['-O2', '-mavx512f', '-mavx512vnni', '-o', partial, SOURCE], { stdio: 'pipe' });
+  fs.renameSync(partial, binary);
+  return binary;
 }
 
-function runOnce(binary, seconds) {
+function runOnce(binary, seconds, cpu) {
   return new Promise((resolve, reject) => {
-    const child = spawn(binary, [String(seconds)]);
+    const child = spawn(binary, [String(seconds), String(cpu)]);
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.on('error', reject);
@@ -31,14 +40,16 @@ function runOnce(binary, seconds) {
 }
 
 async function measurePeak(threads, seconds = 0.5) {
-  if (process.arch !== 'x64') return null;
+  if (process.arch !== 'x64' || process.platform !== 'linux') return null;
   try {
     const binary = build();
-    const runs = await Promise.all(Array.from({ length: threads }, () => runOnce(binary, seconds)));
+    const cpus = os.availableParallelism?.() ?? os.cpus().length;
+    const runs = await Promise.all(Array.from({ length: threads }, (_, i) => runOnce(binary, seconds, i % cpus)));
     return {
       threads,
       int8MacsPerSecond: runs.reduce((a, r) => a + r.int8_macs_per_s, 0),
       f32MacsPerSecond: runs.reduce((a, r) => a + r.f32_macs_per_s, 0),
+      readBytesPerSecond: runs.reduce((a, r) => a + r.read_bytes_per_s, 0),
     };
   } catch {
     return null;
@@ -50,11 +61,12 @@ async function main() {
   const at = (name, fallback) => (rest.includes(`--${name}`) ? rest[rest.indexOf(`--${name}`) + 1] : fallback);
   const threads = Number(at('threads', String(os.availableParallelism?.() ?? os.cpus().length)));
   const peak = await measurePeak(threads, Number(at('seconds', '0.5')));
-  if (!peak) throw new Error('the probe needs x86-64, g++ and AVX-512 VNNI');
+  if (!peak) throw new Error('the probe needs x86-64 Linux, g++ and AVX-512 VNNI');
   if (rest.includes('--json')) return console.log(JSON.stringify(peak));
   console.log(
     `${threads} thread(s): int8 ${(peak.int8MacsPerSecond / 1e9).toFixed(0)} GMAC/s (vpdpbusd zmm), ` +
-      `f32 ${(peak.f32MacsPerSecond / 1e9).toFixed(0)} GMAC/s (vfmadd231ps zmm)`,
+      `f32 ${(peak.f32MacsPerSecond / 1e9).toFixed(0)} GMAC/s (vfmadd231ps zmm), ` +
+      `read ${(peak.readBytesPerSecond / 1e9).toFixed(1)} GB/s (per CPU-second of each thread)`,
   );
 }
 

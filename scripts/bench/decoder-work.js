@@ -1,0 +1,38 @@
+// The work one decoder step does, from a model's tensors (ModelWeights from readWeights): the
+// bytes of weights a decode step reads, and the multiply-adds a prompt token costs in prefill.
+// The denominators of the benchmarks' "share of the bound" figures (decoder.js, peers.js).
+'use strict';
+
+const EMBEDDING = 'model.embed_tokens.weight';
+const CLASSIFIER = 'lm_head.weight';
+
+/** Bytes of weights one decode step reads: every matrix (values + scales), the classifier, one embedding row. */
+function bytesPerToken(weights) {
+  const c = weights.config;
+  let bytes = 0;
+  for (const t of weights.tensors) {
+    const size = t.byteLength + (t.scales ? t.scales.byteLength : 0);
+    if (t.name === EMBEDDING) bytes += c.tieWordEmbeddings ? size : size / c.vocabSize;
+    else bytes += size;
+  }
+  return bytes;
+}
+
+/**
+ * Multiply-adds per token of a `prompt`-token prefill that computes logits at the last position
+ * only: `linear` (the layers' matrices, plus the classifier's once per prompt; int8 work in a
+ * quantized engine) and `attention` (q·k and p·v over an average of (prompt + 1) / 2 positions, f32).
+ */
+function prefillMacsPerToken(weights, prompt) {
+  const c = weights.config;
+  let linear = 0;
+  for (const t of weights.tensors) {
+    if (t.shape.length !== 2 || t.name === EMBEDDING || t.name === CLASSIFIER) continue;
+    linear += t.shape[0] * t.shape[1];
+  }
+  linear += (c.vocabSize * c.hiddenSize) / prompt;
+  const attention = c.numLayers * c.numHeads * c.headDim * 2 * ((prompt + 1) / 2);
+  return { linear, attention };
+}
+
+module.exports = { bytesPerToken, prefillMacsPerToken };

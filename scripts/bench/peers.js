@@ -1,0 +1,225 @@
+#!/usr/bin/env node
+// weightmap side by side with its peers on this machine, with random-weight models of real shapes:
+//  - decode and prefill of a Qwen3-0.6B-shaped GGUF per llama.cpp file type (make-gguf.js --vocab)
+//    against llama.cpp's own llama-bench (tg DECODE / pp PROMPT) and node-llama-cpp, per thread count;
+//  - MiniLM-L6 sentence embeddings (32 texts × 18 tokens) against transformers.js (onnxruntime-node)
+//    on an ONNX export of the same weights (peers/minilm-onnx.js).
+// Each side runs in its own process, interleaved (A B C A B C ...), PAIRS times per row; the
+// 1-minute load average is recorded before every run. Each row prints medians [min–max], the ratio
+// of weightmap to each peer (median of the per-round ratios) and each median's share of the bound
+// measured in the same round by scripts/bench/peak.js (per CPU-second, so a loaded machine does not
+// lower it): read bandwidth ÷ weight bytes per token for decode; int8 peak for the linear layers
+// (f32 for f32 embeddings) plus f32 attention for prefill and embeddings.
+// The peers are installed on first use into a cache folder (peers/cache.js; building llama-bench
+// takes tens of minutes on 2 busy cores), models are generated there too. Needs `npm run build:ts` (dist/) and the addon.
+// --quick: 2 rounds instead of 3. A run past --run-timeout seconds is killed and left out of its
+// row (oversubscribed, llama.cpp's spinning threads can slow down a hundredfold).
+//   node scripts/bench/peers.js [--quick] [--pairs 3] [--types q4_k_m,q4_0,q6_k,q8_0] [--threads 1,2]
+//                               [--prompt 512] [--decode 128] [--only decoder|embed] [--run-timeout 900]
+//                               [--peers llama-bench,node-llama-cpp] [--json]
+'use strict';
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { readWeights, closeWeights } = require('../../dist/cjs/index.js');
+const { measurePeak } = require('./peak.js');
+const { bytesPerToken, prefillMacsPerToken } = require('./decoder-work');
+const cache = require('./peers/cache');
+const embedRows = require('./peers/embed-rows');
+const { runJson } = require('./peers/run-json');
+
+const args = process.argv.slice(2);
+const opt = (name, fallback) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : fallback);
+const quick = args.includes('--quick');
+const PAIRS = Number(opt('pairs', quick ? '2' : '3'));
+const TYPES = opt('types', 'q4_k_m,q4_0,q6_k,q8_0').split(',');
+const THREADS = opt('threads', '1,2').split(',').map(Number);
+const PROMPT = Number(opt('prompt', '512'));
+const DECODE = Number(opt('decode', '128'));
+const ONLY = opt('only');
+const RUN_TIMEOUT = Number(opt('run-timeout', '900'));
+const SIDES = opt('peers', 'llama-bench,node-llama-cpp').split(',');
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const h = s.length >> 1;
+  return s.length % 2 ? s[h] : (s[h - 1] + s[h]) / 2;
+}
+const summary = (xs) => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs), runs: xs });
+
+function ggufModel(type) {
+  const file = path.join(cache.CACHE, 'models', `qwen3-0.6b.${type}.gguf`);
+  if (!fs.existsSync(file)) {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    const partial = `${file}.partial`;
+    runOrThrow(process.execPath, [path.join(__dirname, 'make-gguf.js'), partial, '--type', type, '--vocab']);
+    fs.renameSync(partial, file);
+  }
+  return file;
+}
+
+function runOrThrow(command, argv) {
+  const r = spawnSync(command, argv, { stdio: 'inherit' });
+  if (r.status !== 0) throw new Error(`${command} ${argv.join(' ')} failed (${r.status})`);
+}
+
+/**
+ * The decoder sides named in SIDES: name -> { run(file, vocab, threads) -> { prefill, decode } in
+ * tok/s, bound }. Every side shares one bound per metric (bound(work, peak) -> { prefill, decode }).
+ * Only the peers named are installed (llama-bench is a build of minutes).
+ */
+function decoderSides() {
+  const bound = (work, peak) => ({
+    decode: peak.readBytesPerSecond / work.bytesPerToken,
+    prefill: 1 / (work.macs.linear / peak.int8MacsPerSecond + work.macs.attention / peak.f32MacsPerSecond),
+  });
+  const child = (script, ...rest) => runJson(process.execPath, [path.join(__dirname, 'peers', script), ...rest], RUN_TIMEOUT);
+  const info = {};
+  const makers = {
+    weightmap: () => (file, vocab, threads) => child('decoder-weightmap.js', file, threads, PROMPT, DECODE),
+    'llama-bench': () => {
+      const bench = cache.llamaBench();
+      info['llama.cpp'] = `${bench.release} (${bench.commit})`;
+      return (file, vocab, threads) => {
+        const rows = runJson(bench.path, ['-m', file, '-t', threads, '-p', PROMPT, '-n', DECODE, '-r', '1', '-o', 'json'], RUN_TIMEOUT);
+        return {
+          prefill: rows.find((r) => r.n_prompt > 0 && r.n_gen === 0).avg_ts,
+          decode: rows.find((r) => r.n_gen > 0 && r.n_prompt === 0).avg_ts,
+        };
+      };
+    },
+    'node-llama-cpp': () => {
+      const nlc = cache.nodeLlamaCpp();
+      info['node-llama-cpp'] = nlc.version;
+      return (file, vocab, threads) => child('decoder-node-llama-cpp.mjs', nlc.entry, file, vocab, threads, PROMPT, DECODE);
+    },
+  };
+  const sides = {};
+  for (const name of ['weightmap', ...SIDES]) {
+    if (!makers[name]) throw new Error(`unknown side '${name}' (${Object.keys(makers).join(', ')})`);
+    sides[name] = { bound, run: makers[name]() };
+  }
+  return { info, sides };
+}
+
+/**
+ * Runs every side PAIRS times interleaved (A B C A B C ...), measuring the machine's peak before
+ * each round. sides: name -> { measure() -> { metric: value }, bound(peak) -> { metric: value } }.
+ * Returns per metric: each side's summary, its bound's summary, and the ratio of every weightmap
+ * side to every peer (the median of the per-round ratios); and the load averages seen.
+ */
+async function interleave(label, sides, threads) {
+  const values = {}; // metric -> side -> value per round (missing where a run timed out)
+  const bounds = {};
+  const load = [];
+  for (let round = 0; round < PAIRS; round++) {
+    const peak = await measurePeak(threads, 0.25);
+    for (const [side, { measure, bound }] of Object.entries(sides)) {
+      load.push(os.loadavg()[0]);
+      let result;
+      try {
+        result = measure();
+      } catch (error) {
+        if (!error.timedOut) throw error;
+        console.error(`${label} round ${round + 1}/${PAIRS} ${side}: ${error.message}, left out (load ${load.at(-1).toFixed(1)})`);
+        continue;
+      }
+      for (const [metric, value] of Object.entries(result)) ((values[metric] ??= {})[side] ??= [])[round] = value;
+      if (peak) for (const [metric, value] of Object.entries(bound(peak))) ((bounds[metric] ??= {})[side] ??= []).push(value);
+      const text = Object.entries(result).map(([m, v]) => `${m} ${v.toFixed(1)}`).join(', ');
+      console.error(`${label} round ${round + 1}/${PAIRS} ${side}: ${text} (load ${load.at(-1).toFixed(1)})`);
+    }
+  }
+  const present = (xs) => xs.filter((x) => x !== undefined);
+  const metrics = {};
+  for (const [metric, bySide] of Object.entries(values)) {
+    const names = Object.keys(bySide);
+    const ratios = {};
+    for (const m of names.filter((n) => n.startsWith('weightmap'))) {
+      for (const p of names.filter((n) => !n.startsWith('weightmap'))) {
+        const perRound = bySide[m].map((x, i) => (x === undefined || bySide[p][i] === undefined ? undefined : x / bySide[p][i]));
+        if (present(perRound).length) ratios[`${m} / ${p}`] = summary(present(perRound));
+      }
+    }
+    const sidesOut = {};
+    for (const [side, xs] of Object.entries(bySide)) {
+      const b = bounds[metric]?.[side];
+      sidesOut[side] = { ...summary(present(xs)), bound: b ? median(b) : null, share: b ? median(present(xs)) / median(b) : null };
+    }
+    metrics[metric] = { sides: sidesOut, ratios };
+  }
+  return { metrics, load: summary(load) };
+}
+
+async function decoderRows() {
+  const { info, sides } = decoderSides();
+  const rows = [];
+  for (const type of TYPES) {
+    const file = ggufModel(type);
+    const weights = await readWeights(file);
+    const work = { bytesPerToken: bytesPerToken(weights), macs: prefillMacsPerToken(weights, PROMPT) };
+    const vocab = weights.config.vocabSize;
+    closeWeights(weights);
+    for (const threads of THREADS) {
+      const measures = Object.fromEntries(
+        Object.entries(sides).map(([name, s]) => [name, { measure: () => s.run(file, vocab, threads), bound: (peak) => s.bound(work, peak) }]),
+      );
+      const result = await interleave(`${type} ${threads}t`, measures, threads);
+      rows.push({ model: `Qwen3-0.6B ${type.toUpperCase()}`, threads, weightMBPerToken: work.bytesPerToken / 1e6, ...result });
+    }
+  }
+  return { info, rows };
+}
+
+const fmt = (x) => (x >= 100 ? x.toFixed(0) : x.toFixed(1));
+const cell = (s) => `${fmt(s.median)} [${fmt(s.min)}–${fmt(s.max)}]${s.runs.length < PAIRS ? ` (${s.runs.length} of ${PAIRS})` : ''}`;
+const pct = (x) => (x === null ? '–' : `${(100 * x).toFixed(0)}%`);
+
+/** One markdown table row per row × metric. */
+function printTable(title, rows, metricNames) {
+  const sideNames = [...new Set(rows.flatMap((r) => Object.values(r.metrics).flatMap((m) => Object.keys(m.sides))))];
+  const ratioNames = [...new Set(rows.flatMap((r) => Object.values(r.metrics).flatMap((m) => Object.keys(m.ratios))))];
+  console.log(`\n${title}\n`);
+  console.log(`| model | threads | metric | ${sideNames.join(' | ')} | ${ratioNames.join(' | ')} | bound | share of bound (${sideNames.join(' / ')}) | load avg |`);
+  console.log(`|${' --- |'.repeat(4 + sideNames.length + ratioNames.length + 2)}`);
+  for (const r of rows) {
+    for (const metric of metricNames) {
+      const m = r.metrics[metric];
+      if (!m) continue;
+      const bounds = [...new Set(Object.values(m.sides).map((s) => (s.bound === null ? '–' : fmt(s.bound))))].join(' / ');
+      console.log(
+        `| ${r.model} | ${r.threads} | ${metric} | ${sideNames.map((n) => (m.sides[n] ? cell(m.sides[n]) : '–')).join(' | ')} | ` +
+          `${ratioNames.map((n) => (m.ratios[n] ? `${m.ratios[n].median.toFixed(2)}× [${m.ratios[n].min.toFixed(2)}–${m.ratios[n].max.toFixed(2)}]` : '–')).join(' | ')} | ` +
+          `${bounds} | ${sideNames.map((n) => (m.sides[n] ? pct(m.sides[n].share) : '–')).join(' / ')} | ${fmt(r.load.median)} [${fmt(r.load.min)}–${fmt(r.load.max)}] |`,
+      );
+    }
+  }
+}
+
+async function main() {
+  const report = { command: `node scripts/bench/peers.js ${args.join(' ')}`.trim(), cpu: os.cpus()[0]?.model, pairs: PAIRS, prompt: PROMPT, decode: DECODE };
+  if (ONLY !== 'embed') report.decoder = await decoderRows();
+  if (ONLY !== 'decoder') report.embed = await embedRows({ threads: THREADS, interleave, cache });
+  if (args.includes('--json')) return console.log(JSON.stringify(report, null, 2));
+  console.log(`${report.command}\n${report.cpu}; ${PAIRS} interleaved rounds per row; values are medians [min–max] over the rounds`);
+  if (report.decoder) {
+    const { info, rows } = report.decoder;
+    printTable(
+      `Decoder, tok/s: prefill = pp${PROMPT} (one batch), decode = tg${DECODE} from position 0; ` +
+        Object.entries(info).map(([k, v]) => `${k} ${v}`).join(', ') + '; ' +
+        'bound: decode = read bandwidth ÷ weight bytes per token, prefill = int8 peak (matrices) + f32 peak (attention)',
+      rows,
+      ['decode', 'prefill'],
+    );
+  }
+  if (report.embed) {
+    const { info, rows } = report.embed;
+    printTable(`Embeddings, sentences/s (${info.describe}); transformers.js ${info.transformers} (onnxruntime-node ${info.onnxruntime}); bound: f32 or int8 peak`, rows, ['embed']);
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
