@@ -15,12 +15,33 @@ export interface DecoderVariant {
   ggufRopePairing: 'half' | 'interleaved';
   /** RMSNorm epsilon when a GGUF file omits it. */
   ggufDefaultEps: number;
+  /** GGUF `general.architecture`, which also prefixes the file's hyperparameter keys. */
+  ggufName: string;
+  /** HF config.json `model_type` values that name the variant. */
+  hfModelTypes: readonly string[];
+  /** The HF `architectures` class written to config.json. */
+  hfClass: string;
+  /** HF `architectures` classes that name the variant when config.json has no model_type. */
+  hfClassPattern: RegExp;
+  /** max_position_embeddings when config.json omits it (the transformers config class default). */
+  hfDefaultMaxPositions: number;
+  /** The chat template used when the model brings none (lib/chat.ts). */
+  defaultChatTemplate?: 'qwen3';
 }
 
 export const DECODER_VARIANTS = {
-  llama: { qkNorm: false, qkvBias: false, ggufRopePairing: 'interleaved', ggufDefaultEps: 1e-5 },
-  qwen2: { qkNorm: false, qkvBias: true, ggufRopePairing: 'half', ggufDefaultEps: 1e-6 },
-  qwen3: { qkNorm: true, qkvBias: false, ggufRopePairing: 'half', ggufDefaultEps: 1e-6 },
+  llama: {
+    qkNorm: false, qkvBias: false, ggufRopePairing: 'interleaved', ggufDefaultEps: 1e-5, ggufName: 'llama',
+    hfModelTypes: ['llama'], hfClass: 'LlamaForCausalLM', hfClassPattern: /^Llama/, hfDefaultMaxPositions: 2048,
+  },
+  qwen2: {
+    qkNorm: false, qkvBias: true, ggufRopePairing: 'half', ggufDefaultEps: 1e-6, ggufName: 'qwen2',
+    hfModelTypes: ['qwen2'], hfClass: 'Qwen2ForCausalLM', hfClassPattern: /^Qwen2ForCausalLM$/, hfDefaultMaxPositions: 32768,
+  },
+  qwen3: {
+    qkNorm: true, qkvBias: false, ggufRopePairing: 'half', ggufDefaultEps: 1e-6, ggufName: 'qwen3',
+    hfModelTypes: ['qwen3'], hfClass: 'Qwen3ForCausalLM', hfClassPattern: /^Qwen3(?!Moe)/, hfDefaultMaxPositions: 32768, defaultChatTemplate: 'qwen3',
+  },
 } as const satisfies Record<string, DecoderVariant>;
 
 export type DecoderArchitecture = keyof typeof DECODER_VARIANTS;
@@ -33,12 +54,16 @@ export function isDecoderConfig(config: ModelConfig): config is DecoderConfig {
   return isDecoderArchitecture(config.architecture);
 }
 
-/** The architecture class name HF transformers gives each variant. */
-export const HF_DECODER_CLASSES: Readonly<Record<DecoderArchitecture, string>> = {
-  llama: 'LlamaForCausalLM',
-  qwen2: 'Qwen2ForCausalLM',
-  qwen3: 'Qwen3ForCausalLM',
-};
+/** The DecoderConfig fields a variant fixes, as every config reader sets them. */
+export function variantFeatures(architecture: DecoderArchitecture): Pick<DecoderConfig, 'qkNorm' | 'qkvBias'> {
+  const v: DecoderVariant = DECODER_VARIANTS[architecture];
+  return { qkNorm: v.qkNorm, ...(v.qkvBias ? { qkvBias: true } : {}) };
+}
+
+/** The variant whose GGUF `general.architecture` is `name`, if any. */
+export function decoderArchitectureOfGguf(name: unknown): DecoderArchitecture | undefined {
+  return (Object.keys(DECODER_VARIANTS) as DecoderArchitecture[]).find((a) => DECODER_VARIANTS[a].ggufName === name);
+}
 
 /** Llama 3's `rope_scaling` (rope_type 'llama3') in HF config.json. */
 export interface Llama3RopeScaling {

@@ -1,8 +1,8 @@
 /**
  * Hugging Face `config.json` (plus the sentence-transformers side files) <-> our configs.
  *
- * Read: LlamaForCausalLM / model_type "llama" and Qwen3ForCausalLM / "qwen3" -> DecoderConfig;
- * BertModel (and other Bert* heads) / "bert" -> BertConfig, completed from `modules.json`,
+ * Read: the decoder variants (model_type and classes from the registry, lib/architectures) ->
+ * DecoderConfig; BertModel (and other Bert* heads) / "bert" -> BertConfig, completed from `modules.json`,
  * `sentence_bert_config.json` and `<pooling>/config.json` when present; anything else 'unknown'.
  * Structural sizes are required; the rest default as transformers' config classes do. Features a
  * DecoderConfig cannot express (rope_scaling, attention/MLP biases, another activation) are
@@ -22,7 +22,8 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { DECODER_VARIANTS, HF_DECODER_CLASSES, isDecoderArchitecture, isDecoderConfig, llama3RopeFactors, type DecoderArchitecture, type Llama3RopeScaling } from '../architectures/decoder';
+import { ARCHITECTURES, architectureOfHf, type KnownArchitecture } from '../architectures';
+import { DECODER_VARIANTS, isDecoderArchitecture, isDecoderConfig, llama3RopeFactors, variantFeatures, type Llama3RopeScaling } from '../architectures/decoder';
 import type { BertConfig, DecoderConfig, ModelConfig, MoondreamConfig, TllmConfig } from '../weights';
 import { fail } from './bytes';
 import { moondreamConfigFromJson, moondreamConfigToJson } from './moon';
@@ -33,7 +34,7 @@ export type HfJson = Record<string, unknown>;
 /** config.json files above this are not configs. */
 const MAX_JSON_BYTES = 16 << 20;
 
-export type HfArchitecture = DecoderArchitecture | 'bert' | 'tllm' | 'moondream' | 'unknown';
+export type HfArchitecture = KnownArchitecture | 'unknown';
 
 function isObject(v: unknown): v is HfJson {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -43,13 +44,7 @@ function isObject(v: unknown): v is HfJson {
 export function hfArchitecture(hf: HfJson): HfArchitecture {
   const modelType = typeof hf.model_type === 'string' ? hf.model_type : undefined;
   const classes = Array.isArray(hf.architectures) ? hf.architectures.filter((a): a is string => typeof a === 'string') : [];
-  if (modelType === 'llama' || (!modelType && classes.some((c) => c.startsWith('Llama')))) return 'llama';
-  if (modelType === 'qwen3' || (!modelType && classes.some((c) => c.startsWith('Qwen3') && !c.startsWith('Qwen3Moe')))) return 'qwen3';
-  if (modelType === 'qwen2' || (!modelType && classes.includes(HF_DECODER_CLASSES.qwen2))) return 'qwen2';
-  if (modelType === 'bert' || (!modelType && classes.some((c) => c.startsWith('Bert')))) return 'bert';
-  if (modelType === 'tllm') return 'tllm';
-  if (modelType === 'moondream1' || modelType === 'moondream' || (!modelType && classes.includes('HfMoondream'))) return 'moondream';
-  return 'unknown';
+  return architectureOfHf(modelType || undefined, classes)?.name ?? 'unknown';
 }
 
 /** Typed field access with WeightFormatErrors that name the file and the key. */
@@ -145,7 +140,7 @@ export function decoderConfigFromHf(hf: HfJson, path?: string): DecoderConfig {
   // Qwen2's q/k/v biases are part of the architecture (its config has no attention_bias key).
   if (f.bool('attention_bias', false)) unsupported(path, 'attention biases', true);
   if (f.bool('mlp_bias', false)) unsupported(path, 'MLP biases', true);
-  if (architecture !== 'llama' && f.bool('use_sliding_window', false)) unsupported(path, 'sliding-window attention', true);
+  if (f.bool('use_sliding_window', false)) unsupported(path, 'sliding-window attention', true);
 
   const hiddenSize = f.int('hidden_size');
   const numHeads = f.int('num_attention_heads');
@@ -174,13 +169,12 @@ export function decoderConfigFromHf(hf: HfJson, path?: string): DecoderConfig {
     numKvHeads,
     headDim,
     vocabSize: f.int('vocab_size'),
-    maxSeqLen: f.int('max_position_embeddings', architecture === 'llama' ? 2048 : 32768),
+    maxSeqLen: f.int('max_position_embeddings', variant.hfDefaultMaxPositions),
     rmsNormEps: f.num('rms_norm_eps', 1e-6),
     ropeTheta,
     ropePairing: pairing,
     tieWordEmbeddings: f.bool('tie_word_embeddings', false),
-    qkNorm: variant.qkNorm,
-    ...(variant.qkvBias ? { qkvBias: true } : {}),
+    ...variantFeatures(architecture),
   };
   if (scaling) config.ropeFreqFactors = llama3RopeFactors(headDim, ropeTheta, scaling);
   const bos = f.ids('bos_token_id');
@@ -195,8 +189,8 @@ export function hfConfigFromDecoder(c: DecoderConfig, extra: HfJson = {}): HfJso
   // The factors alone do not give back rope_scaling's four numbers.
   if (c.ropeFreqFactors) fail('UNSUPPORTED', 'RoPE frequency factors (Llama 3 scaling) cannot be written to config.json', { found: 'ropeFreqFactors' });
   const out: HfJson = {
-    architectures: [HF_DECODER_CLASSES[c.architecture]],
-    model_type: c.architecture,
+    architectures: [DECODER_VARIANTS[c.architecture].hfClass],
+    model_type: DECODER_VARIANTS[c.architecture].hfModelTypes[0],
     hidden_size: c.hiddenSize,
     intermediate_size: c.intermediateSize,
     num_hidden_layers: c.numLayers,
@@ -363,14 +357,12 @@ export function hfConfigFromMoondream(c: MoondreamConfig): HfJson {
 
 /** Our config for any HF config.json: decoder, BERT, TLLM, Moondream or 'unknown'. */
 export function modelConfigFromHf(hf: HfJson, st: SentenceTransformersFiles = {}, path?: string): ModelConfig {
-  switch (hfArchitecture(hf)) {
-    case 'llama':
-    case 'qwen2':
-    case 'qwen3':
+  switch (ARCHITECTURES.get(hfArchitecture(hf))?.family) {
+    case 'decoder':
       return decoderConfigFromHf(hf, path);
     case 'bert':
       return bertConfigFromHf(hf, st, path);
-    case 'tllm':
+    case 'gpt':
       return tllmConfigFromHf(hf, path);
     case 'moondream':
       return moondreamConfigFromJson(hf, path);
