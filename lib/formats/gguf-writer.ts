@@ -17,7 +17,7 @@
  * zeros; the file ends with the last tensor.
  */
 import { rangeError, UnsupportedError } from '../errors';
-import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import { numel, type DecoderConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import type { FloatDType } from './dtype-convert';
 import { DECODER_VARIANTS, isDecoderConfig } from '../architectures/decoder';
 import { decodeVocabularySteps, GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggmlBlockTypeId, ggufTensorName } from './gguf';
@@ -175,9 +175,8 @@ function vocabularyKvs(t: Extract<TokenizerData, { kind: 'gguf' }> | undefined, 
 }
 
 async function decoderKvs(weights: ModelWeights): Promise<KvEntry[]> {
-  const c = weights.config;
-  if (c.architecture !== 'llama' && c.architecture !== 'qwen3') throw new Error('unreachable');
-  const a = c.architecture;
+  const c = weights.config as DecoderConfig;
+  const a = DECODER_VARIANTS[c.architecture].ggufName;
   return [
     ['general.architecture', 'string', a],
     [`${a}.context_length`, 'u32', c.maxSeqLen],
@@ -285,9 +284,9 @@ function ggufSourceTensors(weights: ModelWeights, options: WriteOptions): Planne
 
 export async function writeGguf(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
   const fromGguf = weights.format === 'gguf' && weights.metadata['gguf.types'] !== undefined;
-  const arch = weights.config.architecture;
-  if (!fromGguf && arch !== 'llama' && arch !== 'qwen3') {
-    throw new UnsupportedError(`GGUF output is written for Llama/Qwen3 decoders (or GGUF sources), not ${arch}`);
+  const c = weights.config;
+  if (!fromGguf && (!isDecoderConfig(c) || c.qkvBias)) {
+    throw new UnsupportedError(`GGUF output is written for decoders without q/k/v biases (or GGUF sources), not ${c.architecture}`);
   }
   if (fromGguf && weights.tokenizer) await runYielding(decodeVocabularySteps(weights.tokenizer));
   const kvs = fromGguf ? sourceKvs(weights) : await decoderKvs(weights);

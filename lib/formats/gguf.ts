@@ -24,7 +24,7 @@
  * metadata holds every key/value, plus 'gguf.version', 'gguf.alignment', 'gguf.types' (the value
  * type of each key) and 'gguf.tensors' (every tensor info, supported or not). Writer: gguf-writer.ts.
  */
-import { DECODER_NAMES, DECODER_VARIANTS, decoderTensorShapes, isDecoderArchitecture, type DecoderArchitecture } from '../architectures/decoder';
+import { DECODER_NAMES, DECODER_VARIANTS, decoderArchitectureOfGguf, decoderTensorShapes, variantFeatures, type DecoderArchitecture } from '../architectures/decoder';
 import { mapFile, type MappedSource } from '../mapping';
 import { GGML_BLOCK_LAYOUT, type DecoderConfig, type DType, type GgmlBlockDType, type ModelConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { isUtf8 } from 'node:buffer';
@@ -536,9 +536,11 @@ function ropeFreqFactors(bytes: Buffer, path: string, info: GgufTensorInfo | und
   return factors;
 }
 
-function decoderConfig(kv: Kv, bytes: Buffer, arch: DecoderArchitecture, byName: Map<string, GgufTensorInfo>, tokenizer: TokenizerData | undefined): DecoderConfig {
+function decoderConfig(kv: Kv, bytes: Buffer, architecture: DecoderArchitecture, byName: Map<string, GgufTensorInfo>, tokenizer: TokenizerData | undefined): DecoderConfig {
   const path = kv.path;
-  const variant = DECODER_VARIANTS[arch];
+  const variant = DECODER_VARIANTS[architecture];
+  // The prefix of the hyperparameter keys.
+  const arch = variant.ggufName;
   const hiddenSize = kv.int(`${arch}.embedding_length`);
   const numHeads = kv.int(`${arch}.attention.head_count`);
   const numKvHeads = kv.int(`${arch}.attention.head_count_kv`, numHeads);
@@ -566,7 +568,7 @@ function decoderConfig(kv: Kv, bytes: Buffer, arch: DecoderArchitecture, byName:
     fail('CONFIG_MISMATCH', 'vocab_size disagrees with token_embd.weight', { path, expected: vocabSize, found: kv.int(`${arch}.vocab_size`) });
   }
   const config: DecoderConfig = {
-    architecture: arch,
+    architecture,
     hiddenSize,
     intermediateSize: kv.int(`${arch}.feed_forward_length`),
     numLayers: kv.int(`${arch}.block_count`),
@@ -579,8 +581,7 @@ function decoderConfig(kv: Kv, bytes: Buffer, arch: DecoderArchitecture, byName:
     ropeTheta: kv.float(`${arch}.rope.freq_base`, 10000),
     ropePairing: variant.ggufRopePairing,
     tieWordEmbeddings: !byName.has('output.weight'),
-    qkNorm: variant.qkNorm,
-    ...(variant.qkvBias ? { qkvBias: true } : {}),
+    ...variantFeatures(architecture),
   };
   const factors = ropeFreqFactors(bytes, path, byName.get('rope_freqs.weight'), headDim);
   if (factors) config.ropeFreqFactors = factors;
@@ -680,9 +681,10 @@ function build(src: MappedSource, file: GgufFile): Omit<ModelWeights, 'path' | '
   Object.defineProperties(metadata, Object.getOwnPropertyDescriptors(file.metadata));
   const common = { format: 'gguf' as const, metadata, ...(tokenizer ? { tokenizer } : {}) };
 
-  if (isDecoderArchitecture(arch) && file.tensors.length > 0) {
+  const architecture = decoderArchitectureOfGguf(arch);
+  if (architecture && file.tensors.length > 0) {
     const byName = new Map(file.tensors.map((t) => [t.name, t]));
-    const config = decoderConfig(kv, src.bytes, arch, byName, tokenizer);
+    const config = decoderConfig(kv, src.bytes, architecture, byName, tokenizer);
     checkLayerCount(`metadata '${arch}.block_count'`, config.numLayers, file.tensors.length, { path });
     const canonical = new Map<string, GgufTensorInfo>();
     for (const t of file.tensors) {
@@ -705,7 +707,7 @@ function build(src: MappedSource, file: GgufFile): Omit<ModelWeights, 'path' | '
     const tensors = file.tensors
       .filter((t) => t.supported)
       .map((t) => viewOf(src, t, canonicalDecoderName(t.name) ?? t.name));
-    return { ...common, architecture: arch, config, tensors };
+    return { ...common, architecture, config, tensors };
   }
   const config: ModelConfig = { architecture: 'unknown' };
   return { ...common, architecture: 'unknown', config, tensors: file.tensors.filter((t) => t.supported).map((t) => viewOf(src, t, t.name)) };

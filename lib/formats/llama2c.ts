@@ -25,7 +25,7 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { UnsupportedError } from '../errors';
-import { DECODER_NAMES, decoderTensorShapes } from '../architectures/decoder';
+import { DECODER_NAMES, decoderTensorShapes, isDecoderConfig } from '../architectures/decoder';
 import { mapFile, type MappedSource } from '../mapping';
 import { numel, type DecoderConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { ByteCursor, fail } from './bytes';
@@ -338,10 +338,9 @@ function sameBytes(a: TensorView, b: TensorView): boolean {
 
 async function write(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
   const c = weights.config;
-  if (c.architecture !== 'llama' && c.architecture !== 'qwen3') {
-    throw new UnsupportedError(`llama2.c holds Llama models, not ${c.architecture}`);
-  }
+  if (!isDecoderConfig(c)) throw new UnsupportedError(`llama2.c holds Llama models, not ${c.architecture}`);
   if (c.qkNorm) throw new UnsupportedError('llama2.c has no q/k norms (Qwen3 cannot be stored)');
+  if (c.qkvBias) throw new UnsupportedError('llama2.c has no q/k/v biases (Qwen2 cannot be stored)');
   if (c.ropeFreqFactors) throw new UnsupportedError('llama2.c has no RoPE frequency factors (Llama 3 scaling cannot be stored)');
   if (c.headDim * c.numHeads !== c.hiddenSize) throw new UnsupportedError(`llama2.c derives head_dim = dim / n_heads; this model has head_dim ${c.headDim}`);
   if (Math.fround(c.ropeTheta) !== Math.fround(THETA) || Math.fround(c.rmsNormEps) !== Math.fround(EPS)) {

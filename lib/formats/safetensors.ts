@@ -22,10 +22,8 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { rangeError, UnsupportedError } from '../errors';
-import { DECODER_NAMES, decoderTensorShapes, isDecoderConfig } from '../architectures/decoder';
-import { bertTensorSpecs } from '../architectures/bert';
-import { moondreamTensorSpecs } from '../architectures/moondream';
-import { tllmTensorSpecs } from '../architectures/tllm';
+import { architectureOf, type Family } from '../architectures';
+import { isDecoderConfig } from '../architectures/decoder';
 import { mapFile, type MappedSource } from '../mapping';
 import { DTYPE_BYTES, numel, type DType, type ModelConfig, type PlainDType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { ByteCursor, checkLayerCount, fail } from './bytes';
@@ -211,38 +209,23 @@ interface NamedSpec {
 
 /** What a known architecture's checkpoint holds, and how its file names map to canonical ones. */
 function architectureTensors(config: ModelConfig, views: TensorView[]): { specs: NamedSpec[]; rename: (name: string) => string | null } | undefined {
-  switch (config.architecture) {
-    case 'llama':
-    case 'qwen3': {
-      const prefixless = !views.some((v) => v.name.startsWith('model.'));
-      const required = new Set(decoderTensorShapes(config).map((s) => s.name));
-      const specs = decoderTensorShapes({ ...config, tieWordEmbeddings: false }).map((s) => ({ ...s, optional: !required.has(s.name) }));
-      return { specs, rename: (name) => decoderName(name, prefixless) };
-    }
-    case 'bert':
-      return { specs: bertTensorSpecs(config), rename: bertName };
-    case 'tllm':
-      return { specs: tllmTensorSpecs(config).map((s) => ({ name: s.name, shape: s.shape, optional: false })), rename: (name) => name };
-    case 'moondream':
-      return { specs: moondreamTensorSpecs(config).map((s) => ({ name: s.name, shape: s.shape, optional: false })), rename: moondreamName };
-    default:
-      return undefined;
-  }
+  const arch = architectureOf(config);
+  if (!arch) return undefined;
+  const prefixless = !views.some((v) => v.name.startsWith('model.'));
+  const renames: Record<Family, (name: string) => string | null> = {
+    decoder: (name) => decoderName(name, prefixless),
+    bert: bertName,
+    gpt: (name) => name,
+    moondream: moondreamName,
+  };
+  return { specs: arch.tensors(config), rename: renames[arch.family] };
 }
 
 /** The layer counts of a configuration, by the config.json key that sets each. */
 function layerCounts(config: ModelConfig): [string, number][] {
-  switch (config.architecture) {
-    case 'llama':
-    case 'qwen3':
-    case 'bert':
-    case 'tllm':
-      return [['num_hidden_layers', config.numLayers]];
-    case 'moondream':
-      return [['text_layers', config.text.numLayers], ['vision_layers', config.vision.numLayers]];
-    default:
-      return [];
-  }
+  if (config.architecture === 'unknown') return [];
+  if (config.architecture === 'moondream') return [['text_layers', config.text.numLayers], ['vision_layers', config.vision.numLayers]];
+  return [['num_hidden_layers', config.numLayers]];
 }
 
 function canonicalize(config: ModelConfig, views: TensorView[], path: string): TensorView[] {

@@ -30,7 +30,7 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { rangeError, UnsupportedError } from '../errors';
-import { DECODER_NAMES, decoderTensorShapes } from '../architectures/decoder';
+import { DECODER_NAMES, DECODER_VARIANTS, decoderTensorShapes, isDecoderArchitecture, isDecoderConfig } from '../architectures/decoder';
 import type { DecoderConfig, ModelConfig, ModelWeights, TensorView, TokenizerData } from '../weights';
 import { fail } from './bytes';
 import { decoderConfigFromHf, hfArchitecture, hfConfigFromDecoder, jsonText, readJsonFile, type HfJson } from './hf-config';
@@ -103,6 +103,11 @@ export function specLayers(spec: PartSpec, numLayers: number): number[] {
 
 // ---------------------------------------------------------------------------------------------
 // Key schemes
+
+/** Whether a decoder fits the key schemes, which have no bias stems. */
+function sepweightHolds(features: { qkvBias?: boolean }): boolean {
+  return !features.qkvBias;
+}
 
 export type KeyScheme = 'hf' | 'meta';
 type Part = 'start' | 'mid' | 'end';
@@ -361,7 +366,7 @@ async function read(root: string, options: ReadOptions = {}): Promise<ModelWeigh
     };
     const sources = files.map((f) => f.view.source);
 
-    if (scheme === undefined || (hf && arch !== 'llama' && arch !== 'qwen3')) {
+    if (scheme === undefined || (hf && !(isDecoderArchitecture(arch) && sepweightHolds(DECODER_VARIANTS[arch])))) {
       const tensors = files.map((f) => ({ ...f.view, name: f.part === 'mid' ? `mid/${f.layer}/${f.stem}` : `${f.part}/${f.stem}` }));
       const config: ModelConfig = { architecture: 'unknown' };
       return { format: 'sepweight', path: root, architecture: 'unknown', config, tensors, metadata, sources };
@@ -398,8 +403,8 @@ async function read(root: string, options: ReadOptions = {}): Promise<ModelWeigh
 
 async function write(weights: ModelWeights, root: string, options: WriteOptions = {}): Promise<void> {
   const c = weights.config;
-  if (c.architecture !== 'llama' && c.architecture !== 'qwen3') {
-    throw new UnsupportedError(`sepweight trees are written for Llama/Qwen3 decoders, not ${c.architecture}`);
+  if (!isDecoderConfig(c) || !sepweightHolds(c)) {
+    throw new UnsupportedError(`sepweight trees are written for decoders without q/k/v biases, not ${c.architecture}`);
   }
   const byName = tensorsByName(weights);
   const specs = decoderTensorShapes({ ...c, tieWordEmbeddings: false }).filter((s) => s.name !== DECODER_NAMES.lmHead || !c.tieWordEmbeddings || byName.has(s.name));

@@ -83,6 +83,12 @@ export function wordPieceFromVocabTxt(path: string, config?: any): Tokenizer {
   );
 }
 
+/** Whether a folder holds any of the tokenizer files fromFolder reads. */
+export function hasTokenizerFiles(dir: string): boolean {
+  const names = fs.readdirSync(dir);
+  return ['tokenizer.json', 'vocab.json', 'vocab.txt', 'tokenizer.bin'].some((n) => names.includes(n)) || names.filter((f) => f.endsWith('.tokenizer')).length === 1;
+}
+
 function* fromFolder(dir: string): Steps<Tokenizer> {
   const at = (name: string) => nodePath.join(dir, name);
   const has = (name: string) => fs.existsSync(at(name));
