@@ -29,8 +29,7 @@ import { mapFile, type MappedSource } from '../mapping';
 import { GGML_BLOCK_LAYOUT, type DecoderConfig, type DType, type GgmlBlockDType, type ModelConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { isUtf8 } from 'node:buffer';
 import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from './bytes';
-import { writeGguf } from './gguf-writer';
-import type { FormatModule, Probe, ReadOptions } from './types';
+import type { Probe, ReadOptions } from './types';
 import { runNow, type Steps } from '../tokenizers/steps';
 
 export const GGUF_MAGIC = 0x46554747; // "GGUF" on disk
@@ -713,7 +712,7 @@ function build(src: MappedSource, file: GgufFile): Omit<ModelWeights, 'path' | '
   return { ...common, architecture: 'unknown', config, tensors: file.tensors.filter((t) => t.supported).map((t) => viewOf(src, t, t.name)) };
 }
 
-async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeights> {
+export async function readGguf(path: string, _options: ReadOptions = {}): Promise<ModelWeights> {
   const src = mapFile(path);
   try {
     const file = parseGguf(src.bytes, path);
@@ -724,15 +723,6 @@ async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeig
   }
 }
 
-function detect(probe: Probe): boolean {
+export function detectGguf(probe: Probe): boolean {
   return !probe.isDirectory && probe.head.length >= 4 && probe.head.readUInt32LE(0) === GGUF_MAGIC;
 }
-
-export const ggufFormat: FormatModule = {
-  name: 'gguf',
-  title: 'GGUF (llama.cpp)',
-  detect,
-  read,
-  // gguf-writer imports this module's tables: resolve it at call time.
-  write: (weights, path, options) => writeGguf(weights, path, options),
-};

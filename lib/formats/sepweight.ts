@@ -35,7 +35,8 @@ import type { DecoderConfig, ModelConfig, ModelWeights, TensorView, TokenizerDat
 import { fail } from './bytes';
 import { decoderConfigFromHf, hfArchitecture, hfConfigFromDecoder, jsonText, readJsonFile, type HfJson } from './hf-config';
 import { ajc1TemplateFiles, encodeAjc1Tokenizer, parseAjc1Tokenizer, readAjc1Templates, type Ajc1Templates } from './ajc1';
-import { encodeLlama2cTokenizer, readLlama2cTokenizer, ropeTablesOf, type RopeTables } from './llama2c';
+import { ropeTablesOf, type RopeTables } from './llama2c';
+import { encodeLlama2cTokenizer, readLlama2cTokenizer } from './llama2c-tokenizer';
 import { mapNpy, npyFileSize, writeNpyFile, type NpyWritableDType } from './npy';
 import { writeOutputs, writeSynced } from './output-files';
 import { ajc1Vocabulary, hfTokenizerFiles, llama2cVocabulary } from './vocab-convert';

@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { WeightFormatError } from '../errors';
 import { parseAjc1Tokenizer } from '../formats/ajc1';
-import { readLlama2cTokenizer } from '../formats/llama2c';
+import { readLlama2cTokenizer } from '../formats/llama2c-tokenizer';
 import { fail } from '../formats/bytes';
 import { tokenizerFromData, tokenizerFromDataAsync, tokenizerFromDataSteps } from './from-data';
 import { readGgufTokenizerData } from './gguf-vocab';
