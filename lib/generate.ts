@@ -9,7 +9,7 @@ import type { NativeSamplingParams, Sampler } from '../binding';
 import { compileJsonSchema, jsonSchemaConstraint, type JsonSchema } from './constrain';
 import { AbortError, rangeError } from './errors';
 import { native } from './native';
-import { resolveSampling, type SamplingOptions } from './sampling';
+import { resolveSampling, type ResolvedParams, type SamplingOptions } from './sampling';
 import type { StreamDecoder, Tokenizer } from './tokenizers';
 
 /** One sequence of an engine with its KV cache (lib/engines/*: GptEngineSession, the decoder's session). */
@@ -177,9 +177,9 @@ function checkGenerateOptions(options: GenerateOptions): { maxTokens: number; st
 }
 
 /** The penalty window of `history` as the native sampler takes it, or undefined when no penalty applies. */
-function penaltyWindow(params: NativeSamplingParams, history: readonly number[]): Int32Array | undefined {
-  const n = params.penaltyLastN ?? 64;
-  const active = n !== 0 && ((params.repeatPenalty ?? 1) !== 1 || (params.frequencyPenalty ?? 0) !== 0 || (params.presencePenalty ?? 0) !== 0);
+function penaltyWindow(params: ResolvedParams, history: readonly number[]): Int32Array | undefined {
+  const n = params.penaltyLastN;
+  const active = n !== 0 && (params.repeatPenalty !== 1 || params.frequencyPenalty !== 0 || params.presencePenalty !== 0);
   if (!active) return undefined;
   return Int32Array.from(n < 0 ? history : history.slice(Math.max(0, history.length - n)));
 }
