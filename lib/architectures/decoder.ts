@@ -60,6 +60,14 @@ export function variantFeatures(architecture: DecoderArchitecture): Pick<Decoder
   return { qkNorm: v.qkNorm, ...(v.qkvBias ? { qkvBias: true } : {}) };
 }
 
+/** "Llama/Qwen3": the variants with a feature set `fits` accepts, named for messages. */
+export function variantNames(fits: (v: DecoderVariant) => boolean): string {
+  return (Object.keys(DECODER_VARIANTS) as DecoderArchitecture[])
+    .filter((a) => fits(DECODER_VARIANTS[a]))
+    .map((a) => a[0].toUpperCase() + a.slice(1))
+    .join('/');
+}
+
 /** The variant whose GGUF `general.architecture` is `name`, if any. */
 export function decoderArchitectureOfGguf(name: unknown): DecoderArchitecture | undefined {
   return (Object.keys(DECODER_VARIANTS) as DecoderArchitecture[]).find((a) => DECODER_VARIANTS[a].ggufName === name);

@@ -19,7 +19,7 @@
 import { rangeError, UnsupportedError } from '../errors';
 import { numel, type DecoderConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import type { FloatDType } from './dtype-convert';
-import { DECODER_VARIANTS, isDecoderConfig } from '../architectures/decoder';
+import { DECODER_VARIANTS, isDecoderConfig, variantNames } from '../architectures/decoder';
 import { decodeVocabularySteps, GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggmlBlockTypeId, ggufTensorName } from './gguf';
 import { permutedRowChunks, qkRowSources } from './rope-order';
 import { canonicalShape, isFloatReadable, rawChunks, releasePages } from './tensor-data';
@@ -174,6 +174,11 @@ function vocabularyKvs(t: Extract<TokenizerData, { kind: 'gguf' }> | undefined, 
   return out;
 }
 
+/** The decoders written from other formats: the hyperparameters below and no q/k/v biases. */
+function ggufWriterHolds(features: { qkvBias?: boolean }): boolean {
+  return !features.qkvBias;
+}
+
 async function decoderKvs(weights: ModelWeights): Promise<KvEntry[]> {
   const c = weights.config as DecoderConfig;
   const a = DECODER_VARIANTS[c.architecture].ggufName;
@@ -285,8 +290,8 @@ function ggufSourceTensors(weights: ModelWeights, options: WriteOptions): Planne
 export async function writeGguf(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
   const fromGguf = weights.format === 'gguf' && weights.metadata['gguf.types'] !== undefined;
   const c = weights.config;
-  if (!fromGguf && (!isDecoderConfig(c) || c.qkvBias)) {
-    throw new UnsupportedError(`GGUF output is written for decoders without q/k/v biases (or GGUF sources), not ${c.architecture}`);
+  if (!fromGguf && (!isDecoderConfig(c) || !ggufWriterHolds(c))) {
+    throw new UnsupportedError(`GGUF output is written for ${variantNames(ggufWriterHolds)} decoders (or GGUF sources), not ${c.architecture}`);
   }
   if (fromGguf && weights.tokenizer) await runYielding(decodeVocabularySteps(weights.tokenizer));
   const kvs = fromGguf ? sourceKvs(weights) : await decoderKvs(weights);

@@ -30,7 +30,7 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { rangeError, UnsupportedError } from '../errors';
-import { DECODER_NAMES, DECODER_VARIANTS, decoderTensorShapes, isDecoderArchitecture, isDecoderConfig } from '../architectures/decoder';
+import { DECODER_NAMES, DECODER_VARIANTS, decoderTensorShapes, isDecoderArchitecture, isDecoderConfig, variantNames } from '../architectures/decoder';
 import type { DecoderConfig, ModelConfig, ModelWeights, TensorView, TokenizerData } from '../weights';
 import { fail } from './bytes';
 import { decoderConfigFromHf, hfArchitecture, hfConfigFromDecoder, jsonText, readJsonFile, type HfJson } from './hf-config';
@@ -405,7 +405,7 @@ async function read(root: string, options: ReadOptions = {}): Promise<ModelWeigh
 async function write(weights: ModelWeights, root: string, options: WriteOptions = {}): Promise<void> {
   const c = weights.config;
   if (!isDecoderConfig(c) || !sepweightHolds(c)) {
-    throw new UnsupportedError(`sepweight trees are written for decoders without q/k/v biases, not ${c.architecture}`);
+    throw new UnsupportedError(`sepweight trees are written for ${variantNames(sepweightHolds)} decoders, not ${c.architecture}`);
   }
   const byName = tensorsByName(weights);
   const specs = decoderTensorShapes({ ...c, tieWordEmbeddings: false }).filter((s) => s.name !== DECODER_NAMES.lmHead || !c.tieWordEmbeddings || byName.has(s.name));

@@ -5,7 +5,7 @@
  */
 import { PipelineError, UnsupportedError } from '../errors';
 import type { DecoderConfig, ModelWeights } from '../weights';
-import { isDecoderConfig } from '../architectures/decoder';
+import { isDecoderConfig, variantNames } from '../architectures/decoder';
 import { isLoopback, parseAddress, TOKEN_ENV, type ClientSecurity } from './auth';
 import { checkCoverage, modelHash, parseLayerRange } from './layers';
 import { PipelineSession } from './session';
@@ -64,7 +64,8 @@ export class PipelineEngine {
   static async connect(weights: ModelWeights, spec: PipelineSpec): Promise<PipelineEngine> {
     const config = weights.config;
     // Stages read sepweight trees, which hold no q/k/v biases.
-    if (!isDecoderConfig(config) || config.qkvBias) throw new UnsupportedError(`pipelines run decoders without q/k/v biases, not '${config.architecture}'`);
+    const fits = (v: { qkvBias?: boolean }) => !v.qkvBias;
+    if (!isDecoderConfig(config) || !fits(config)) throw new UnsupportedError(`pipelines run ${variantNames(fits)} models, not '${config.architecture}'`);
     const options = normalize(spec);
     const stages = options.stages.map((s) => {
       if (typeof s !== 'object' || s === null || typeof s.layers !== 'string') throw configError('each stage needs layers: "first-last"');
