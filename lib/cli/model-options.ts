@@ -53,18 +53,8 @@ export function addSamplingOptions(command: Command): Command {
 }
 
 export function samplingOptions(opts: Record<string, unknown>): SamplingOptions {
-  const map: [string, keyof SamplingOptions][] = [
-    ['temperature', 'temperature'],
-    ['topK', 'topK'],
-    ['topP', 'topP'],
-    ['minP', 'minP'],
-    ['repeatPenalty', 'repeatPenalty'],
-    ['frequencyPenalty', 'frequencyPenalty'],
-    ['presencePenalty', 'presencePenalty'],
-    ['penaltyLastN', 'penaltyLastN'],
-    ['seed', 'seed'],
-  ];
+  // Each flag's attribute is its option's name (--top-k: topK).
   const out: Record<string, unknown> = {};
-  for (const [from, to] of map) if (opts[from] !== undefined) out[to] = opts[from];
+  for (const key of [...Object.keys(SAMPLING_DEFAULTS), 'seed']) if (opts[key] !== undefined) out[key] = opts[key];
   return out as SamplingOptions;
 }
