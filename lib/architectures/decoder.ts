@@ -16,7 +16,7 @@ export interface DecoderVariant {
   /** RMSNorm epsilon when a GGUF file omits it. */
   ggufDefaultEps: number;
   /** GGUF `general.architecture`, which also prefixes the file's hyperparameter keys. */
-  ggufName: string;
+  ggufArchitecture: string;
   /** HF config.json `model_type` values that name the variant. */
   hfModelTypes: readonly string[];
   /** The HF `architectures` class written to config.json. */
@@ -31,15 +31,15 @@ export interface DecoderVariant {
 
 export const DECODER_VARIANTS = {
   llama: {
-    qkNorm: false, qkvBias: false, ggufRopePairing: 'interleaved', ggufDefaultEps: 1e-5, ggufName: 'llama',
+    qkNorm: false, qkvBias: false, ggufRopePairing: 'interleaved', ggufDefaultEps: 1e-5, ggufArchitecture: 'llama',
     hfModelTypes: ['llama'], hfClass: 'LlamaForCausalLM', hfClassPattern: /^Llama/, hfDefaultMaxPositions: 2048,
   },
   qwen2: {
-    qkNorm: false, qkvBias: true, ggufRopePairing: 'half', ggufDefaultEps: 1e-6, ggufName: 'qwen2',
+    qkNorm: false, qkvBias: true, ggufRopePairing: 'half', ggufDefaultEps: 1e-6, ggufArchitecture: 'qwen2',
     hfModelTypes: ['qwen2'], hfClass: 'Qwen2ForCausalLM', hfClassPattern: /^Qwen2ForCausalLM$/, hfDefaultMaxPositions: 32768,
   },
   qwen3: {
-    qkNorm: true, qkvBias: false, ggufRopePairing: 'half', ggufDefaultEps: 1e-6, ggufName: 'qwen3',
+    qkNorm: true, qkvBias: false, ggufRopePairing: 'half', ggufDefaultEps: 1e-6, ggufArchitecture: 'qwen3',
     hfModelTypes: ['qwen3'], hfClass: 'Qwen3ForCausalLM', hfClassPattern: /^Qwen3(?!Moe)/, hfDefaultMaxPositions: 32768, defaultChatTemplate: 'qwen3',
   },
 } as const satisfies Record<string, DecoderVariant>;
@@ -55,7 +55,7 @@ export function isDecoderConfig(config: ModelConfig): config is DecoderConfig {
 }
 
 /** The DecoderConfig fields a variant fixes, as every config reader sets them. */
-export function variantFeatures(architecture: DecoderArchitecture): Pick<DecoderConfig, 'qkNorm' | 'qkvBias'> {
+export function variantFields(architecture: DecoderArchitecture): Pick<DecoderConfig, 'qkNorm' | 'qkvBias'> {
   const v: DecoderVariant = DECODER_VARIANTS[architecture];
   return { qkNorm: v.qkNorm, ...(v.qkvBias ? { qkvBias: true } : {}) };
 }
@@ -70,7 +70,7 @@ export function variantNames(fits: (v: DecoderVariant) => boolean): string {
 
 /** The variant whose GGUF `general.architecture` is `name`, if any. */
 export function decoderArchitectureOfGguf(name: unknown): DecoderArchitecture | undefined {
-  return (Object.keys(DECODER_VARIANTS) as DecoderArchitecture[]).find((a) => DECODER_VARIANTS[a].ggufName === name);
+  return (Object.keys(DECODER_VARIANTS) as DecoderArchitecture[]).find((a) => DECODER_VARIANTS[a].ggufArchitecture === name);
 }
 
 /** Llama 3's `rope_scaling` (rope_type 'llama3') in HF config.json. */

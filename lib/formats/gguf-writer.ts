@@ -181,7 +181,7 @@ function ggufWriterHolds(features: { qkvBias?: boolean }): boolean {
 
 async function decoderKvs(weights: ModelWeights): Promise<KvEntry[]> {
   const c = weights.config as DecoderConfig;
-  const a = DECODER_VARIANTS[c.architecture].ggufName;
+  const a = DECODER_VARIANTS[c.architecture].ggufArchitecture;
   return [
     ['general.architecture', 'string', a],
     [`${a}.context_length`, 'u32', c.maxSeqLen],

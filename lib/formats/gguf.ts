@@ -24,7 +24,7 @@
  * metadata holds every key/value, plus 'gguf.version', 'gguf.alignment', 'gguf.types' (the value
  * type of each key) and 'gguf.tensors' (every tensor info, supported or not). Writer: gguf-writer.ts.
  */
-import { DECODER_NAMES, DECODER_VARIANTS, decoderArchitectureOfGguf, decoderTensorShapes, variantFeatures, type DecoderArchitecture } from '../architectures/decoder';
+import { DECODER_NAMES, DECODER_VARIANTS, decoderArchitectureOfGguf, decoderTensorShapes, variantFields, type DecoderArchitecture } from '../architectures/decoder';
 import { mapFile, type MappedSource } from '../mapping';
 import { GGML_BLOCK_LAYOUT, type DecoderConfig, type DType, type GgmlBlockDType, type ModelConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { isUtf8 } from 'node:buffer';
@@ -539,7 +539,7 @@ function decoderConfig(kv: Kv, bytes: Buffer, architecture: DecoderArchitecture,
   const path = kv.path;
   const variant = DECODER_VARIANTS[architecture];
   // The prefix of the hyperparameter keys.
-  const arch = variant.ggufName;
+  const arch = variant.ggufArchitecture;
   const hiddenSize = kv.int(`${arch}.embedding_length`);
   const numHeads = kv.int(`${arch}.attention.head_count`);
   const numKvHeads = kv.int(`${arch}.attention.head_count_kv`, numHeads);
@@ -580,7 +580,7 @@ function decoderConfig(kv: Kv, bytes: Buffer, architecture: DecoderArchitecture,
     ropeTheta: kv.float(`${arch}.rope.freq_base`, 10000),
     ropePairing: variant.ggufRopePairing,
     tieWordEmbeddings: !byName.has('output.weight'),
-    ...variantFeatures(architecture),
+    ...variantFields(architecture),
   };
   const factors = ropeFreqFactors(bytes, path, byName.get('rope_freqs.weight'), headDim);
   if (factors) config.ropeFreqFactors = factors;

@@ -23,7 +23,7 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { ARCHITECTURES, architectureOfHf, type KnownArchitecture } from '../architectures';
-import { DECODER_VARIANTS, isDecoderArchitecture, isDecoderConfig, llama3RopeFactors, variantFeatures, type Llama3RopeScaling } from '../architectures/decoder';
+import { DECODER_VARIANTS, isDecoderArchitecture, isDecoderConfig, llama3RopeFactors, variantFields, type Llama3RopeScaling } from '../architectures/decoder';
 import type { BertConfig, DecoderConfig, ModelConfig, MoondreamConfig, TllmConfig } from '../weights';
 import { fail } from './bytes';
 import { moondreamConfigFromJson, moondreamConfigToJson } from './moon';
@@ -174,7 +174,7 @@ export function decoderConfigFromHf(hf: HfJson, path?: string): DecoderConfig {
     ropeTheta,
     ropePairing: pairing,
     tieWordEmbeddings: f.bool('tie_word_embeddings', false),
-    ...variantFeatures(architecture),
+    ...variantFields(architecture),
   };
   if (scaling) config.ropeFreqFactors = llama3RopeFactors(headDim, ropeTheta, scaling);
   const bos = f.ids('bos_token_id');
