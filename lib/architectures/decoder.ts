@@ -154,3 +154,13 @@ export function decoderTensorShapes(c: DecoderConfig): { name: string; shape: nu
   if (!c.tieWordEmbeddings) out.push({ name: DECODER_NAMES.lmHead, shape: [c.vocabSize, d] });
   return out;
 }
+
+/** Checkpoint keys -> canonical names: without the `model.` prefix when no key has it; RoPE buffers dropped. */
+export function decoderCheckpointNames(keys: readonly string[]): (key: string) => string | null {
+  const prefixless = !keys.some((k) => k.startsWith('model.'));
+  return (key) => {
+    if (/\.rotary_emb\.inv_freq$/.test(key)) return null;
+    if (prefixless && (key.startsWith('layers.') || key === 'embed_tokens.weight' || key === 'norm.weight')) return `model.${key}`;
+    return key;
+  };
+}

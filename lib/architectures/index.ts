@@ -6,7 +6,7 @@
  *     absent) and, for decoders, GGUF `general.architecture`; the config readers of
  *     lib/formats/hf-config.ts and gguf.ts turn those files into its config, and each seed format
  *     (TLLM, MOON, EMBD, sepweight, ajc1, llama2.c) has its own fixed layout in its reader,
- *   - its canonical tensor names and shapes (the tensors function),
+ *   - its canonical tensor names and shapes (tensors), and how HF checkpoint keys map to them,
  *   - which engine runs it and which class loadModel / loadEmbedder wraps that engine in
  *     (lib/model.ts and lib/embedder.ts map these names to code),
  *   - the positions one sequence may hold.
@@ -15,9 +15,9 @@
  * from it, and formats and loaders ask this registry, never the name, what to do with a config.
  */
 import type { Architecture, DecoderConfig, ModelConfig } from '../weights';
-import { bertTensorSpecs } from './bert';
-import { DECODER_VARIANTS, decoderTensorShapes, type DecoderArchitecture } from './decoder';
-import { moondreamTensorSpecs } from './moondream';
+import { bertCheckpointName, bertTensorSpecs } from './bert';
+import { DECODER_VARIANTS, decoderCheckpointNames, decoderTensorShapes, type DecoderArchitecture } from './decoder';
+import { moondreamCheckpointName, moondreamTensorSpecs } from './moondream';
 import { tllmTensorSpecs } from './tllm';
 
 export type Family = 'decoder' | 'gpt' | 'moondream' | 'bert';
@@ -36,6 +36,8 @@ export interface ArchitectureEntry<C extends ModelConfig = ModelConfig> {
   modelClass: ModelClassName;
   /** Every tensor the model has, canonical name and [out,in] shape; optional ones (a tied head, BERT's pooler) marked. */
   tensors(config: C): { name: string; shape: number[]; optional: boolean }[];
+  /** The canonical name of each key of an HF checkpoint holding `keys`; null: a key the model does not use. */
+  checkpointNames(keys: readonly string[]): (key: string) => string | null;
   /** Positions one sequence may hold (Infinity: no text-generation engine runs it). */
   maxSeqLen(config: C): number;
 }
@@ -48,6 +50,7 @@ function decoderEntry(name: DecoderArchitecture): ArchitectureEntry {
     hf: { modelTypes: v.hfModelTypes, classPattern: v.hfClassPattern },
     engine: 'decoder',
     modelClass: 'Model',
+    checkpointNames: decoderCheckpointNames,
     tensors(c) {
       const required = new Set(decoderTensorShapes(c).map((s) => s.name));
       return decoderTensorShapes({ ...c, tieWordEmbeddings: false }).map((s) => ({ ...s, optional: !required.has(s.name) }));
@@ -68,6 +71,7 @@ const ENTRIES: readonly ArchitectureEntry[] = [
     hf: { modelTypes: ['tllm'] },
     engine: 'gpt',
     modelClass: 'Model',
+    checkpointNames: () => (key) => key,
     tensors: (c) => tllmTensorSpecs(c).map((s) => ({ name: s.name, shape: s.shape, optional: false })),
     maxSeqLen: (c) => c.maxSeqLen,
   }),
@@ -77,6 +81,7 @@ const ENTRIES: readonly ArchitectureEntry[] = [
     hf: { modelTypes: ['moondream1', 'moondream'], classPattern: /^HfMoondream$/ },
     engine: 'moondream',
     modelClass: 'MoondreamModel',
+    checkpointNames: () => moondreamCheckpointName,
     tensors: (c) => moondreamTensorSpecs(c).map((s) => ({ name: s.name, shape: s.shape, optional: false })),
     maxSeqLen: (c) => c.text.maxSeqLen,
   }),
@@ -86,6 +91,7 @@ const ENTRIES: readonly ArchitectureEntry[] = [
     hf: { modelTypes: ['bert'], classPattern: /^Bert/ },
     engine: 'bert',
     modelClass: 'Embedder',
+    checkpointNames: () => bertCheckpointName,
     tensors: (c) => bertTensorSpecs(c),
     maxSeqLen: () => Infinity,
   }),

@@ -22,7 +22,7 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { rangeError, UnsupportedError } from '../errors';
-import { architectureOf, type Family } from '../architectures';
+import { architectureOf } from '../architectures';
 import { isDecoderConfig } from '../architectures/decoder';
 import { mapFile, type MappedSource } from '../mapping';
 import { DTYPE_BYTES, numel, type DType, type ModelConfig, type PlainDType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
@@ -172,19 +172,6 @@ function fromIndex(indexPath: string): Located {
 // ---------------------------------------------------------------------------------------------
 // Canonical names and validation
 
-function decoderName(name: string, prefixless: boolean): string | null {
-  if (/\.rotary_emb\.inv_freq$/.test(name)) return null;
-  if (prefixless && (name.startsWith('layers.') || name === 'embed_tokens.weight' || name === 'norm.weight')) return `model.${name}`;
-  return name;
-}
-
-function bertName(name: string): string | null {
-  let n = name.startsWith('bert.') ? name.slice(5) : name;
-  if (n === 'embeddings.position_ids' || n.startsWith('cls.')) return null;
-  n = n.replace(/\.LayerNorm\.gamma$/, '.LayerNorm.weight').replace(/\.LayerNorm\.beta$/, '.LayerNorm.bias');
-  return n;
-}
-
 function checkShape(t: TensorView, shape: number[]): void {
   const got = canonicalShape(t);
   if (got.length !== shape.length || got.some((v, i) => v !== shape[i])) {
@@ -193,11 +180,6 @@ function checkShape(t: TensorView, shape: number[]): void {
   if (t.dtype !== 'f32' && t.dtype !== 'f16' && t.dtype !== 'bf16') {
     fail('BAD_DTYPE', `'${t.name}' is ${t.dtype}; weights must be F32, F16 or BF16`, { path: t.source.path, offset: t.byteOffset, expected: 'F32 | F16 | BF16', found: DTYPE_NAMES[t.dtype as PlainDType] ?? t.dtype });
   }
-}
-
-/** moondream2 checkpoints also hold the region (detection/pointing) heads, which MOON does not keep. */
-function moondreamName(name: string): string | null {
-  return name.startsWith('model.region.') || name.startsWith('region.') ? null : name;
 }
 
 interface NamedSpec {
@@ -211,14 +193,7 @@ interface NamedSpec {
 function architectureTensors(config: ModelConfig, views: TensorView[]): { specs: NamedSpec[]; rename: (name: string) => string | null } | undefined {
   const arch = architectureOf(config);
   if (!arch) return undefined;
-  const prefixless = !views.some((v) => v.name.startsWith('model.'));
-  const renames: Record<Family, (name: string) => string | null> = {
-    decoder: (name) => decoderName(name, prefixless),
-    bert: bertName,
-    gpt: (name) => name,
-    moondream: moondreamName,
-  };
-  return { specs: arch.tensors(config), rename: renames[arch.family] };
+  return { specs: arch.tensors(config), rename: arch.checkpointNames(views.map((v) => v.name)) };
 }
 
 /** The layer counts of a configuration, by the config.json key that sets each. */
