@@ -83,10 +83,11 @@ export function wordPieceFromVocabTxt(path: string, config?: any): Tokenizer {
   );
 }
 
-/** Whether a folder holds any of the tokenizer files fromFolder reads. */
+/** Whether a folder holds tokenizer files fromFolder reads (the same cases, in its order). */
 export function hasTokenizerFiles(dir: string): boolean {
-  const names = fs.readdirSync(dir);
-  return ['tokenizer.json', 'vocab.json', 'vocab.txt', 'tokenizer.bin'].some((n) => names.includes(n)) || names.filter((f) => f.endsWith('.tokenizer')).length === 1;
+  const names = new Set(fs.readdirSync(dir));
+  return names.has('tokenizer.json') || (names.has('vocab.json') && names.has('merges.txt')) || names.has('vocab.txt') || names.has('tokenizer.bin') ||
+    [...names].filter((f) => f.endsWith('.tokenizer')).length === 1;
 }
 
 function* fromFolder(dir: string): Steps<Tokenizer> {
