@@ -60,10 +60,34 @@ export function variantFields(architecture: DecoderArchitecture): Pick<DecoderCo
   return { qkNorm: v.qkNorm, ...(v.qkvBias ? { qkvBias: true } : {}) };
 }
 
-/** "Llama/Qwen3": the variants with a feature set `fits` accepts, named for messages. */
-export function variantNames(fits: (v: DecoderVariant) => boolean): string {
+/** The DecoderConfig fields of plain Llama, which every decoder format holds. */
+const LLAMA_FIELDS: ReadonlySet<string> = new Set([
+  'architecture', 'hiddenSize', 'intermediateSize', 'numLayers', 'numHeads', 'numKvHeads', 'headDim', 'vocabSize', 'maxSeqLen',
+  'rmsNormEps', 'ropeTheta', 'ropePairing', 'tieWordEmbeddings', 'bosTokenId', 'eosTokenIds', 'groupSize',
+]);
+
+/** How messages name the fields beyond Llama's (others by their field name). */
+const EXTRA_TITLES: Readonly<Record<string, string>> = {
+  qkNorm: 'q/k norms',
+  qkvBias: 'q/k/v biases',
+  ropeFreqFactors: 'RoPE frequency factors (Llama 3 scaling)',
+};
+
+/**
+ * The fields of a decoder config beyond plain Llama's that are in use (not undefined or false),
+ * less the ones a format `holds`: a writer refuses a config with any, so a field a new variant
+ * brings is refused everywhere until a format says it holds it.
+ */
+export function unheldFields(c: Partial<DecoderConfig>, holds: readonly string[]): string[] {
+  return Object.entries(c)
+    .filter(([key, value]) => !LLAMA_FIELDS.has(key) && !holds.includes(key) && value !== undefined && value !== false)
+    .map(([key]) => EXTRA_TITLES[key] ?? key);
+}
+
+/** "Llama/Qwen3": the variants whose fixed fields a format holding `holds` can store, for messages. */
+export function variantNames(holds: readonly string[]): string {
   return (Object.keys(DECODER_VARIANTS) as DecoderArchitecture[])
-    .filter((a) => fits(DECODER_VARIANTS[a]))
+    .filter((a) => unheldFields(variantFields(a), holds).length === 0)
     .map((a) => a[0].toUpperCase() + a.slice(1))
     .join('/');
 }

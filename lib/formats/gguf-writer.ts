@@ -19,7 +19,7 @@
 import { rangeError, UnsupportedError } from '../errors';
 import { numel, type DecoderConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import type { FloatDType } from './dtype-convert';
-import { DECODER_VARIANTS, isDecoderConfig, variantNames } from '../architectures/decoder';
+import { DECODER_VARIANTS, isDecoderConfig, unheldFields, variantNames } from '../architectures/decoder';
 import { decodeVocabularySteps, GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggmlBlockTypeId, ggufTensorName } from './gguf';
 import { permutedRowChunks, qkRowSources } from './rope-order';
 import { canonicalShape, isFloatReadable, rawChunks, releasePages } from './tensor-data';
@@ -174,10 +174,8 @@ function vocabularyKvs(t: Extract<TokenizerData, { kind: 'gguf' }> | undefined, 
   return out;
 }
 
-/** The decoders written from other formats: the hyperparameters below and no q/k/v biases. */
-function ggufWriterHolds(features: { qkvBias?: boolean }): boolean {
-  return !features.qkvBias;
-}
+/** The decoder fields beyond Llama's written from other formats (the keys below; no biases, no rope_freqs). */
+const GGUF_WRITER_HOLDS = ['qkNorm'];
 
 async function decoderKvs(weights: ModelWeights): Promise<KvEntry[]> {
   const c = weights.config as DecoderConfig;
@@ -290,9 +288,11 @@ function ggufSourceTensors(weights: ModelWeights, options: WriteOptions): Planne
 export async function writeGguf(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
   const fromGguf = weights.format === 'gguf' && weights.metadata['gguf.types'] !== undefined;
   const c = weights.config;
-  if (!fromGguf && (!isDecoderConfig(c) || !ggufWriterHolds(c))) {
-    throw new UnsupportedError(`GGUF output is written for ${variantNames(ggufWriterHolds)} decoders (or GGUF sources), not ${c.architecture}`);
+  if (!fromGguf && !isDecoderConfig(c)) {
+    throw new UnsupportedError(`GGUF output is written for ${variantNames(GGUF_WRITER_HOLDS)} decoders (or GGUF sources), not ${c.architecture}`);
   }
+  const unheld = fromGguf ? [] : unheldFields(c as DecoderConfig, GGUF_WRITER_HOLDS);
+  if (unheld.length > 0) throw new UnsupportedError(`GGUF output from ${weights.format} holds no ${unheld.join(', ')} (this ${c.architecture} model has them)`);
   if (fromGguf && weights.tokenizer) await runYielding(decodeVocabularySteps(weights.tokenizer));
   const kvs = fromGguf ? sourceKvs(weights) : await decoderKvs(weights);
   const alignment = fromGguf && typeof weights.metadata['general.alignment'] === 'number' ? (weights.metadata['general.alignment'] as number) : GGUF_DEFAULT_ALIGNMENT;

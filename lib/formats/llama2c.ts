@@ -25,7 +25,7 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { UnsupportedError } from '../errors';
-import { DECODER_NAMES, decoderTensorShapes, isDecoderConfig } from '../architectures/decoder';
+import { DECODER_NAMES, decoderTensorShapes, isDecoderConfig, unheldFields } from '../architectures/decoder';
 import { mapFile, type MappedSource } from '../mapping';
 import { numel, type DecoderConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { ByteCursor, fail } from './bytes';
@@ -297,7 +297,8 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   const c = weights.config;
   if (!isDecoderConfig(c)) throw new UnsupportedError(`llama2.c holds Llama models, not ${c.architecture}`);
   if (c.qkNorm) throw new UnsupportedError('llama2.c has no q/k norms (Qwen3 cannot be stored)');
-  if (c.qkvBias) throw new UnsupportedError('llama2.c has no q/k/v biases (Qwen2 cannot be stored)');
+  const unheld = unheldFields(c, []);
+  if (unheld.length > 0) throw new UnsupportedError(`llama2.c holds no ${unheld.join(', ')} (this ${c.architecture} model has them)`);
   if (c.ropeFreqFactors) throw new UnsupportedError('llama2.c has no RoPE frequency factors (Llama 3 scaling cannot be stored)');
   if (c.headDim * c.numHeads !== c.hiddenSize) throw new UnsupportedError(`llama2.c derives head_dim = dim / n_heads; this model has head_dim ${c.headDim}`);
   if (Math.fround(c.ropeTheta) !== Math.fround(THETA) || Math.fround(c.rmsNormEps) !== Math.fround(EPS)) {

@@ -30,7 +30,7 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { rangeError, UnsupportedError } from '../errors';
-import { DECODER_NAMES, DECODER_VARIANTS, decoderTensorShapes, isDecoderArchitecture, isDecoderConfig, variantNames } from '../architectures/decoder';
+import { DECODER_NAMES, decoderTensorShapes, isDecoderArchitecture, isDecoderConfig, unheldFields, variantFields, variantNames } from '../architectures/decoder';
 import type { DecoderConfig, ModelConfig, ModelWeights, TensorView, TokenizerData } from '../weights';
 import { fail } from './bytes';
 import { decoderConfigFromHf, hfArchitecture, hfConfigFromDecoder, jsonText, readJsonFile, type HfJson } from './hf-config';
@@ -105,10 +105,8 @@ export function specLayers(spec: PartSpec, numLayers: number): number[] {
 // ---------------------------------------------------------------------------------------------
 // Key schemes
 
-/** Whether a decoder fits the key schemes, which have no bias stems. */
-function sepweightHolds(features: { qkvBias?: boolean }): boolean {
-  return !features.qkvBias;
-}
+/** The decoder fields beyond Llama's that the key schemes hold (no bias stems, no RoPE factors). */
+const SEPWEIGHT_HOLDS = ['qkNorm'];
 
 export type KeyScheme = 'hf' | 'meta';
 type Part = 'start' | 'mid' | 'end';
@@ -367,7 +365,7 @@ async function read(root: string, options: ReadOptions = {}): Promise<ModelWeigh
     };
     const sources = files.map((f) => f.view.source);
 
-    if (scheme === undefined || (hf && !(isDecoderArchitecture(arch) && sepweightHolds(DECODER_VARIANTS[arch])))) {
+    if (scheme === undefined || (hf && !(isDecoderArchitecture(arch) && unheldFields(variantFields(arch), SEPWEIGHT_HOLDS).length === 0))) {
       const tensors = files.map((f) => ({ ...f.view, name: f.part === 'mid' ? `mid/${f.layer}/${f.stem}` : `${f.part}/${f.stem}` }));
       const config: ModelConfig = { architecture: 'unknown' };
       return { format: 'sepweight', path: root, architecture: 'unknown', config, tensors, metadata, sources };
@@ -404,9 +402,9 @@ async function read(root: string, options: ReadOptions = {}): Promise<ModelWeigh
 
 async function write(weights: ModelWeights, root: string, options: WriteOptions = {}): Promise<void> {
   const c = weights.config;
-  if (!isDecoderConfig(c) || !sepweightHolds(c)) {
-    throw new UnsupportedError(`sepweight trees are written for ${variantNames(sepweightHolds)} decoders, not ${c.architecture}`);
-  }
+  if (!isDecoderConfig(c)) throw new UnsupportedError(`sepweight trees are written for ${variantNames(SEPWEIGHT_HOLDS)} decoders, not ${c.architecture}`);
+  const unheld = unheldFields(c, SEPWEIGHT_HOLDS);
+  if (unheld.length > 0) throw new UnsupportedError(`sepweight trees hold no ${unheld.join(', ')} (this ${c.architecture} model has them)`);
   const byName = tensorsByName(weights);
   const specs = decoderTensorShapes({ ...c, tieWordEmbeddings: false }).filter((s) => s.name !== DECODER_NAMES.lmHead || !c.tieWordEmbeddings || byName.has(s.name));
   const plan = specs.map((s) => ({ ...s, view: requireTensor(weights, byName, s.name, s.shape, FLOAT_READABLE_DTYPES) }));

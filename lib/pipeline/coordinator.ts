@@ -5,7 +5,7 @@
  */
 import { PipelineError, UnsupportedError } from '../errors';
 import type { DecoderConfig, ModelWeights } from '../weights';
-import { isDecoderConfig, variantNames } from '../architectures/decoder';
+import { isDecoderConfig, unheldFields, variantNames } from '../architectures/decoder';
 import { isLoopback, parseAddress, TOKEN_ENV, type ClientSecurity } from './auth';
 import { checkCoverage, modelHash, parseLayerRange } from './layers';
 import { PipelineSession } from './session';
@@ -63,9 +63,9 @@ export class PipelineEngine {
 
   static async connect(weights: ModelWeights, spec: PipelineSpec): Promise<PipelineEngine> {
     const config = weights.config;
-    // Stages read sepweight trees, which hold no q/k/v biases.
-    const fits = (v: { qkvBias?: boolean }) => !v.qkvBias;
-    if (!isDecoderConfig(config) || !fits(config)) throw new UnsupportedError(`pipelines run ${variantNames(fits)} models, not '${config.architecture}'`);
+    // Stages read sepweight trees, which hold q/k norms and no other field beyond Llama's.
+    const holds = ['qkNorm'];
+    if (!isDecoderConfig(config) || unheldFields(config, holds).length > 0) throw new UnsupportedError(`pipelines run ${variantNames(holds)} models, not '${config.architecture}'`);
     const options = normalize(spec);
     const stages = options.stages.map((s) => {
       if (typeof s !== 'object' || s === null || typeof s.layers !== 'string') throw configError('each stage needs layers: "first-last"');

@@ -4,7 +4,7 @@
  * GGUF general.architecture, and a decoder config survives config.json written and read back.
  */
 import { ARCHITECTURES, architectureOf, architectureOfHf } from '../../lib/architectures';
-import { DECODER_VARIANTS, decoderArchitectureOfGguf, type DecoderArchitecture } from '../../lib/architectures/decoder';
+import { DECODER_VARIANTS, decoderArchitectureOfGguf, unheldFields, variantNames, type DecoderArchitecture } from '../../lib/architectures/decoder';
 import { decoderConfigFromHf, hfArchitecture, hfConfigFromDecoder } from '../../lib/formats/hf-config';
 
 const hfBase = {
@@ -54,4 +54,15 @@ test('each entry names the engine and class that run it', () => {
     ['bert', 'bert', 'Embedder'],
   ]);
   expect(architectureOf({ architecture: 'unknown' })).toBeUndefined();
+});
+
+test('writers refuse every decoder field beyond Llama they do not list, a new one included', () => {
+  const config = (name: string) => decoderConfigFromHf({ ...hfBase, model_type: name });
+  expect(unheldFields(config('llama'), [])).toEqual([]);
+  expect(unheldFields(config('qwen3'), [])).toEqual(['q/k norms']);
+  expect(unheldFields(config('qwen3'), ['qkNorm'])).toEqual([]);
+  expect(unheldFields(config('qwen2'), ['qkNorm'])).toEqual(['q/k/v biases']);
+  expect(unheldFields({ ...config('llama'), slidingWindow: 4096 } as never, ['qkNorm'])).toEqual(['slidingWindow']);
+  expect(variantNames(['qkNorm'])).toBe('Llama/Qwen3');
+  expect(variantNames([])).toBe('Llama');
 });
