@@ -8,9 +8,15 @@
  * Each turn renders the whole conversation; the model's session pool keeps the KV cache, so only
  * the new messages are fed.
  */
-import type { ChatMessage } from './chat';
-import type { ChatOptions, Model } from './model';
-import type { StopReason } from './generate';
+import type { ChatMessage, ChatRenderOptions } from './chat';
+import type { GenerateOptions, Generation, StopReason } from './generate';
+
+export interface ChatOptions extends GenerateOptions, ChatRenderOptions {}
+
+/** What a session needs of its model (lib/language-model.ts's Model). */
+export interface ChatModel {
+  chat(messages: readonly ChatMessage[], options?: ChatOptions): Generation;
+}
 
 export interface ChatSessionOptions {
   systemPrompt?: string;
@@ -30,7 +36,7 @@ export class ChatSession {
   lastStopReason: StopReason | undefined;
 
   constructor(
-    readonly model: Model,
+    readonly model: ChatModel,
     options: ChatSessionOptions = {},
   ) {
     if (options.systemPrompt !== undefined) {

@@ -18,15 +18,12 @@ export interface ConvertResult {
   notes: string[];
 }
 
-/** Formats that hold no vocabulary: a source's tokenizer is not carried into them. */
-const NO_VOCABULARY: readonly FormatName[] = ['tllm', 'moon', 'npy'];
-
 export async function convert(input: string, output: string, options: ConvertOptions): Promise<ConvertResult> {
   const weights = await readWeights(input, { ...options.read, format: options.from });
   try {
     await writeWeights(weights, output, { ...options, format: options.to });
     const notes: string[] = [];
-    if (NO_VOCABULARY.includes(options.to) && hasVocabulary(weights)) {
+    if (formatModule(options.to).holdsVocabulary === false && hasVocabulary(weights)) {
       notes.push(`${formatModule(options.to).title} holds no vocabulary: the tokenizer of ${input} was not written (name it as the tokenizer when loading ${output})`);
     }
     return { notes };

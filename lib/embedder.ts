@@ -11,12 +11,11 @@
  * so a text's vector does not depend on the batch it lands in. The activations of the largest
  * batch stay allocated for the next call (one set per call running at once) until dispose().
  */
-import * as fs from 'node:fs';
-import * as nodePath from 'node:path';
 import { BertEngine, type EmbedderQuant, type Pooling } from './engines/bert';
 import { AbortError, DisposedError, rangeError, UnsupportedError } from './errors';
 import { readWeights } from './formats';
-import { encodeAsync, loadTokenizer, loadWeightsTokenizer, type Tokenizer } from './tokenizers';
+import { encodeAsync, type Tokenizer } from './tokenizers';
+import { modelFolder, resolveTokenizer } from './tokenizers/resolve';
 import { closeWeights, type BertConfig, type FormatName, type ModelWeights } from './weights';
 
 export type { EmbedderQuant, Pooling } from './engines/bert';
@@ -190,19 +189,6 @@ export class Embedder {
   }
 }
 
-/** The tokenizer in the weights (EMBD), in the folder, or beside the file. */
-async function findTokenizer(weights: ModelWeights, path: string): Promise<Tokenizer> {
-  if (weights.tokenizer) return loadWeightsTokenizer(weights, weights.tokenizer);
-  const dir = fs.statSync(path).isDirectory() ? path : nodePath.dirname(path);
-  try {
-    return await loadTokenizer(dir);
-  } catch (cause) {
-    throw new UnsupportedError(
-      `${path} has no embedded vocabulary and no tokenizer was found in ${dir} (${(cause as Error).message}); pass options.tokenizer`,
-    );
-  }
-}
-
 /** Loads a BERT sentence embedder from an EMBD file or a sentence-transformers folder. */
 export async function loadEmbedder(path: string, options: LoadEmbedderOptions = {}): Promise<Embedder> {
   const weights = await readWeights(path, { format: options.format, verifyChecksums: options.verifyChecksums });
@@ -215,10 +201,8 @@ export async function loadEmbedder(path: string, options: LoadEmbedderOptions = 
     if (!Number.isInteger(maxSeqLength) || maxSeqLength < 2 || maxSeqLength > config.maxPositionEmbeddings) {
       throw rangeError(`maxSeqLength must be an integer in [2, ${config.maxPositionEmbeddings}], got ${maxSeqLength}`);
     }
-    const tokenizer =
-      typeof options.tokenizer === 'string'
-        ? await loadTokenizer(options.tokenizer)
-        : (options.tokenizer ?? (await findTokenizer(weights, path)));
+    const tokenizer = await resolveTokenizer(weights, options.tokenizer);
+    if (!tokenizer) throw new UnsupportedError(`${path} has no embedded vocabulary and no tokenizer files are in ${modelFolder(path)}; pass options.tokenizer`);
     const engine = await BertEngine.load(weights, { threads: options.threads, quant: options.quant });
     return new Embedder(engine, weights, tokenizer, config, maxSeqLength);
   } catch (error) {

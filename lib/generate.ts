@@ -9,7 +9,7 @@ import type { NativeSamplingParams, Sampler } from '../binding';
 import { compileJsonSchema, jsonSchemaConstraint, type JsonSchema } from './constrain';
 import { AbortError, rangeError } from './errors';
 import { native } from './native';
-import { resolveSampling, type SamplingOptions } from './sampling';
+import { resolveSampling, type ResolvedParams, type SamplingOptions } from './sampling';
 import type { StreamDecoder, Tokenizer } from './tokenizers';
 
 /** One sequence of an engine with its KV cache (lib/engines/kv-session.ts, lib/pipeline/session.ts). */

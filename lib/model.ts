@@ -7,34 +7,30 @@
  *   const reply = await model.chat([{ role: 'user', content: 'Hi!' }], { enableThinking: false }).text();
  *   model.dispose();
  *
- * Engines: llama and qwen3 → the decoder engine; tllm → gpt; moondream → phi (text only).
+ * The engine and the model class come from the architecture registry (lib/architectures): the
+ * decoder variants → the decoder engine; tllm → gpt; moondream → phi + vit (MoondreamModel).
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import {
-  ajc1ChatTemplate,
-  checkMessages,
-  jinjaChatTemplate,
-  qwen3ChatTemplate,
-  type Ajc1TemplateTexts,
-  type ChatMessage,
-  type ChatRenderOptions,
-  type ChatTemplate,
-} from './chat';
-import { ChatSession, type ChatSessionOptions } from './chat-session';
+import { architectureOf, type EngineName } from './architectures';
+import { DECODER_VARIANTS, isDecoderConfig, type DecoderVariant } from './architectures/decoder';
+import { ajc1ChatTemplate, jinjaChatTemplate, qwen3ChatTemplate, type Ajc1TemplateTexts, type ChatTemplate } from './chat';
 import { DecoderEngine } from './engines/decoder';
 import { GptEngine } from './engines/gpt';
 import { MoondreamEngine } from './engines/moondream';
-import { DisposedError, rangeError, UnsupportedError, WeightFormatError } from './errors';
+import { rangeError, UnsupportedError, WeightFormatError } from './errors';
 import { readWeights } from './formats';
-import { checkTokenIds, startGeneration, type GenerateOptions, type Generation, type LanguageSession } from './generate';
 import { idsOnlyTokenizer } from './ids-tokenizer';
+import { Model, type LanguageEngine, type ModelInfo } from './language-model';
+import { MoondreamModel } from './moondream-model';
 import { native } from './native';
 import type { PipelineSpec } from './pipeline/coordinator';
-import { SessionPool } from './session-pool';
-import { encodeAsync, loadTokenizer, loadWeightsTokenizer, WORKER_MIN_CHARS, type EncodeOptions, type Tokenizer } from './tokenizers';
-import { deferredGeneration } from './deferred-generation';
-import { closeWeights, type FormatName, type ModelConfig, type ModelWeights } from './weights';
+import type { Tokenizer } from './tokenizers';
+import { modelFolder, resolveTokenizer } from './tokenizers/resolve';
+import { closeWeights, type FormatName, type ModelWeights } from './weights';
+
+export { Model } from './language-model';
+export type { ChatOptions, ModelInfo } from './language-model';
 
 export interface LoadModelOptions {
   /** A tokenizer file or folder, or a Tokenizer, instead of the one found with the weights. */
@@ -65,239 +61,44 @@ export interface LoadModelOptions {
   pipeline?: PipelineSpec;
 }
 
-export interface ChatOptions extends GenerateOptions, ChatRenderOptions {}
-
-export interface ModelInfo {
-  path: string;
-  format: FormatName;
-  architecture: string;
-  threads: number;
-  /** The kernel set in use ("avx2", "avx512", ...). */
-  isa: string;
-  contextLength: number;
-  loadMs: number;
-}
-
-/** What Model needs from an engine (lib/engines/*). */
-interface LanguageEngine {
-  readonly vocabSize: number;
-  readonly threads: number;
-  /** The kernel set the engine runs, when it says. */
-  readonly isa?: string;
-  createSession(contextLength: number): LanguageSession;
-  dispose(): void;
-}
-
 const DEFAULT_CONTEXT = 4096;
 
-export class Model {
-  /** Stop tokens of plain generation: the model's EOS and BOS ids. */
-  readonly stopTokens: readonly number[];
-  private readonly pool: SessionPool;
-  private closed = false;
+type LanguageEngineName = Exclude<EngineName, 'bert'>;
 
-  constructor(
-    private readonly engine: LanguageEngine,
-    private readonly weights: ModelWeights,
-    readonly tokenizer: Tokenizer,
-    /** undefined: chat() is not available. */
-    readonly chatTemplate: ChatTemplate | undefined,
-    readonly contextLength: number,
-    readonly info: ModelInfo,
-  ) {
-    this.pool = new SessionPool(() => engine.createSession(contextLength));
-    const stops = new Set<number>();
-    const config = weights.config as { bosTokenId?: number; eosTokenIds?: number[]; text?: { bosTokenId: number; eosTokenId: number } };
-    for (const id of [config.bosTokenId, ...(config.eosTokenIds ?? []), config.text?.bosTokenId, config.text?.eosTokenId,
-      tokenizer.specialIds.bos, tokenizer.specialIds.eos]) {
-      if (id !== undefined && id >= 0 && id < engine.vocabSize) stops.add(id);
-    }
-    this.stopTokens = [...stops].sort((a, b) => a - b);
-  }
-
-  get config(): ModelConfig {
-    return this.weights.config;
-  }
-
-  get vocabSize(): number {
-    return this.engine.vocabSize;
-  }
-
-  get disposed(): boolean {
-    return this.closed;
-  }
-
-  /** Sessions (KV caches) in use and kept idle for reuse; idle ones are bounded (least recently used dropped). */
-  get sessions(): { busy: number; idle: number } {
-    return this.pool.size;
-  }
-
-  /** Token ids of `text` (with the tokenizer's BOS where the model expects one). */
-  encode(text: string): number[] {
-    return this.tokenizer.encode(text);
-  }
-
-  /** encode() off the JS thread for long texts (the tokenizer worker; see tokenizers/worker-client.ts). */
-  async encodeAsync(text: string, options?: EncodeOptions): Promise<number[]> {
-    this.live();
-    return (await encodeAsync(this.tokenizer, [text], options))[0];
-  }
-
-  /** The logits [V] after the last of `ids`, all fed as one prefill from position 0. */
-  async logits(ids: ArrayLike<number>, options: { signal?: AbortSignal } = {}): Promise<Float32Array> {
-    const input = this.checkIds(ids);
-    if (input.length === 0) throw rangeError('logits: no token ids');
-    if (input.length > this.contextLength) throw rangeError(`logits: ${input.length} ids exceed the context length ${this.contextLength}`);
-    const lease = this.pool.acquire([]);
-    try {
-      if (lease.session.position > 0) lease.session.truncate(0);
-      return await lease.session.eval(input, options);
-    } finally {
-      lease.release();
-    }
-  }
-
-  /**
-   * Generates after a prompt (text, encoded with the tokenizer's BOS where the model expects one,
-   * or token ids). Iterate the result for { token, text } pieces, or `await gen.text()`.
-   */
-  generate(prompt: string | ArrayLike<number>, options: GenerateOptions = {}): Generation {
-    this.live();
-    const start = (ids: number[]) => startGeneration(this.host(), ids, { ...options, stopTokens: options.stopTokens ?? this.stopTokens });
-    return typeof prompt === 'string' ? this.startOnText(prompt, undefined, start) : start(this.checkIds(prompt));
-  }
-
-  /** The prompt text of a conversation, ending with the opening of the assistant's turn. */
-  renderChat(messages: readonly ChatMessage[], options: ChatRenderOptions = {}): string {
-    if (!this.chatTemplate) {
-      throw new UnsupportedError(`${this.info.path} has no chat template (tokenizer_config.json chat_template, GGUF tokenizer.chat_template or ajc1 .template)`);
-    }
-    return this.chatTemplate.render(messages, options);
-  }
-
-  /**
-   * The assistant's reply to `messages`. Sessions keep their caches: the next turn (the same
-   * messages plus the reply and a new user message) feeds only what follows the shared prefix.
-   */
-  chat(messages: readonly ChatMessage[], options: ChatOptions = {}): Generation {
-    this.live();
-    checkMessages(messages);
-    const text = this.renderChat(messages, options);
-    // Templates write their own special tokens (BOS included) as text.
-    const stops = new Set(options.stopTokens ?? this.stopTokens);
-    for (const t of this.chatTemplate!.stopTokenTexts) {
-      const id = this.tokenizer.tokenToId(t);
-      if (id !== undefined) stops.add(id);
-    }
-    const stopStrings = [...this.chatTemplate!.stopStrings, ...(options.stop === undefined ? [] : typeof options.stop === 'string' ? [options.stop] : options.stop)];
-    const start = (ids: number[]) => startGeneration(this.host(), ids, { ...options, stopTokens: [...stops], stop: stopStrings });
-    return this.startOnText(text, { addSpecialTokens: false }, start);
-  }
-
-  /** A conversation that remembers its messages: `await session.prompt('Hi!')`. */
-  createChatSession(options: ChatSessionOptions = {}): ChatSession {
-    this.live();
-    if (!this.chatTemplate) this.renderChat([]); // throws the UnsupportedError
-    return new ChatSession(this, options);
-  }
-
-  /** Releases the engine and the mapped weights; running generations are aborted. */
-  dispose(): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.pool.dispose();
-    this.engine.dispose();
-    closeWeights(this.weights);
-  }
-
-  [Symbol.dispose](): void {
-    this.dispose();
-  }
-
-  async [Symbol.asyncDispose](): Promise<void> {
-    this.dispose();
-  }
-
-  /**
-   * start(the ids of `text`): encoded here, or for a long text in the tokenizer worker, the
-   * generation then starting when they come (so its errors come from the first next()).
-   */
-  private startOnText(text: string, options: EncodeOptions | undefined, start: (ids: number[]) => Generation): Generation {
-    if (text.length >= WORKER_MIN_CHARS) return deferredGeneration(this.encodeAsync(text, options), start);
-    return start(this.tokenizer.encode(text, options));
-  }
-
-  private host() {
+/** The engines of loadModel by registry name; each is a LanguageEngine (Moondream's kept whole for its vision side). */
+const LANGUAGE_ENGINES: Record<LanguageEngineName, (weights: ModelWeights, options: LoadModelOptions) => Promise<LanguageEngine>> = {
+  decoder: async (weights, options) => {
+    const engine = await DecoderEngine.load(weights, { threads: options.threads, ...(options.quant ? { quant: options.quant } : {}) });
+    // Concurrent generations decode together: their one-token steps run as batched steps.
     return {
-      tokenizer: this.tokenizer,
-      contextLength: this.contextLength,
-      vocabSize: this.engine.vocabSize,
-      acquire: (ids: readonly number[]) => this.pool.acquire(ids),
+      vocabSize: engine.vocabSize,
+      threads: engine.threads,
+      isa: engine.isa,
+      createSession: (contextLength) => engine.createSession({ contextLength, batched: true, ...(options.kvCache ? { kvCache: options.kvCache } : {}) }),
+      dispose: () => engine.dispose(),
     };
-  }
+  },
+  gpt: async (weights, options) => GptEngine.load(weights, { threads: options.threads }),
+  moondream: async (weights, options) => MoondreamEngine.load(weights, { threads: options.threads }),
+};
 
-  private checkIds(ids: ArrayLike<number>): number[] {
-    this.live();
-    if (typeof ids !== 'object' || ids === null || typeof ids.length !== 'number') throw new TypeError('expected a prompt string or an array of token ids');
-    return checkTokenIds(ids, this.engine.vocabSize);
-  }
+/** The model classes of loadModel by registry name, over the engine the registry pairs them with. */
+const MODEL_CLASSES = {
+  Model: (engine: LanguageEngine, ...rest: ModelRest) => new Model(engine, ...rest),
+  MoondreamModel: (engine: LanguageEngine, ...rest: ModelRest) => new MoondreamModel(engine as MoondreamEngine, ...rest),
+};
 
-  private live(): void {
-    if (this.closed) throw new DisposedError('Model');
-  }
-}
+type ModelRest = ConstructorParameters<typeof Model> extends [unknown, ...infer R] ? R : never;
 
 async function loadEngine(weights: ModelWeights, options: LoadModelOptions): Promise<LanguageEngine> {
   if (options.pipeline) return (await import('./pipeline/coordinator')).PipelineEngine.connect(weights, options.pipeline);
-  const arch = weights.config.architecture;
-  switch (arch) {
-    case 'llama':
-    case 'qwen2':
-    case 'qwen3':
-    case 'mistral':
-    case 'gemma3': {
-      const engine = await DecoderEngine.load(weights, { threads: options.threads, ...(options.quant ? { quant: options.quant } : {}) });
-      // Concurrent generations decode together: their one-token steps run as batched steps.
-      return {
-        vocabSize: engine.vocabSize,
-        threads: engine.threads,
-        isa: engine.isa,
-        createSession: (contextLength) => engine.createSession({ contextLength, batched: true, ...(options.kvCache ? { kvCache: options.kvCache } : {}) }),
-        dispose: () => engine.dispose(),
-      };
-    }
-    case 'tllm':
-    case 'moondream': {
-      if (options.quant !== undefined && options.quant !== 'none') throw new UnsupportedError(`the ${arch} engine has no quant option`);
-      // Both engines are LanguageEngines as they are (Moondream's is kept whole for its vision side).
-      return arch === 'tllm' ? GptEngine.load(weights, { threads: options.threads }) : MoondreamEngine.load(weights, { threads: options.threads });
-    }
-    case 'bert':
-      throw new UnsupportedError(`${weights.path} is a BERT embedding model: load it with loadEmbedder() (command line: weightmap embed)`);
-    default:
-      throw new UnsupportedError(`${weights.path}: no text-generation engine for architecture '${arch}'`);
+  const arch = architectureOf(weights.config);
+  if (!arch) throw new UnsupportedError(`${weights.path}: no text-generation engine for architecture '${weights.config.architecture}'`);
+  if (arch.engine === 'bert') {
+    throw new UnsupportedError(`${weights.path} is a BERT embedding model: load it with loadEmbedder() (command line: weightmap embed)`);
   }
-}
-
-/** Positions a text-generation model can hold (max_sequence_length); Infinity where no engine runs it (loadEngine says why). */
-function maxSequenceLength(config: ModelConfig): number {
-  switch (config.architecture) {
-    case 'llama':
-    case 'qwen3':
-    case 'mistral':
-    case 'gemma3':
-    case 'tllm':
-      return config.maxSeqLen;
-    case 'moondream':
-      return config.text.maxSeqLen;
-    default:
-      return Infinity;
-  }
-}
-
-/** The folder a model lives in: the path itself for a folder, else its parent. */
-function modelFolder(path: string): string {
-  return fs.statSync(path).isDirectory() ? path : nodePath.dirname(path);
+  if (arch.engine !== 'decoder' && options.quant !== undefined && options.quant !== 'none') throw new UnsupportedError(`the ${arch.name} engine has no quant option`);
+  return LANGUAGE_ENGINES[arch.engine](weights, options);
 }
 
 function readJsonIfPresent(path: string): any {
@@ -307,30 +108,6 @@ function readJsonIfPresent(path: string): any {
   } catch (error) {
     throw new WeightFormatError('BAD_HEADER', `not valid JSON: ${(error as Error).message}`, { path });
   }
-}
-
-/**
- * The tokenizer: the caller's; else a tokenizer.json or vocab.json + merges.txt beside the model;
- * else the one inside or beside the weights (ajc1 .tokenizer, llama2.c tokenizer.bin, GGUF vocab,
- * the one a sepweight config.json names); else undefined: the model has no vocabulary and runs on
- * token ids (an ids-only tokenizer; text raises NoTokenizerError).
- */
-async function resolveTokenizer(weights: ModelWeights, folder: string, given: LoadModelOptions['tokenizer']): Promise<Tokenizer | undefined> {
-  if (given !== undefined) {
-    if (typeof given === 'string') return loadTokenizer(given);
-    if (typeof given === 'object' && given !== null && typeof given.encode === 'function') return given;
-    throw new TypeError('tokenizer must be a path or a Tokenizer');
-  }
-  const at = (name: string) => nodePath.join(folder, name);
-  if (fs.existsSync(at('tokenizer.json'))) return loadTokenizer(at('tokenizer.json'));
-  if (fs.existsSync(at('vocab.json')) && fs.existsSync(at('merges.txt'))) return loadTokenizer(folder);
-  if (weights.tokenizer) return loadWeightsTokenizer(weights, weights.tokenizer);
-  // An HF folder weightmap wrote for a SentencePiece vocabulary holds llama2.c's tokenizer.bin.
-  if (weights.format === 'safetensors' && fs.existsSync(at('tokenizer.bin'))) return loadTokenizer(at('tokenizer.bin'));
-  if (weights.config.architecture === 'tllm' && fs.existsSync(at('vocab.txt')) && fs.existsSync(at('merges.txt'))) return loadTokenizer(folder);
-  // No vocabulary (MOON and TLLM files carry none, FORMATS.md §1.6, §2): the model runs on token
-  // ids; text raises NoTokenizerError.
-  return undefined;
 }
 
 function tokenText(value: unknown): string | undefined {
@@ -362,7 +139,9 @@ function resolveChatTemplate(weights: ModelWeights, folders: string[], tokenizer
   if (typeof source === 'string' && source.length > 0) return jinjaChatTemplate(source, tokens);
   const templates = weights.metadata.templates as Ajc1TemplateTexts | undefined;
   if (templates && typeof templates === 'object' && templates.default !== undefined) return ajc1ChatTemplate(templates);
-  if (weights.config.architecture === 'qwen3') return qwen3ChatTemplate;
+  const c = weights.config;
+  const variant: DecoderVariant | undefined = isDecoderConfig(c) ? DECODER_VARIANTS[c.architecture] : undefined;
+  if (variant?.defaultChatTemplate === 'qwen3') return qwen3ChatTemplate;
   return undefined;
 }
 
@@ -411,11 +190,11 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
   try {
     const folder = modelFolder(path);
     // Checked before the engine loads (which takes a while on a large model).
-    const maxContext = maxSequenceLength(weights.config);
+    const maxContext = architectureOf(weights.config)?.maxSeqLen(weights.config) ?? Infinity;
     const contextLength = options.contextLength ?? Math.min(maxContext, DEFAULT_CONTEXT);
     if (contextLength > maxContext) throw rangeError(`contextLength ${contextLength} exceeds this model's maximum ${maxContext}`);
     // The tokenizer loads (in its worker) while the engine binds the weights.
-    const loadingTokenizer = resolveTokenizer(weights, folder, options.tokenizer);
+    const loadingTokenizer = resolveTokenizer(weights, options.tokenizer);
     loadingTokenizer.catch(() => undefined); // awaited below, unless the engine fails first
     engine = await loadEngine(weights, options);
     const tokenizer = (await loadingTokenizer) ?? idsOnlyTokenizer(engine.vocabSize, weights.path);
@@ -437,13 +216,8 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
       contextLength,
       loadMs: Date.now() - started,
     };
-    if (engine instanceof MoondreamEngine) {
-      // Loaded here, not imported above: lib/moondream.ts extends Model.
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { MoondreamModel } = require('./moondream') as typeof import('./moondream');
-      return new MoondreamModel(engine, weights, tokenizer, chatTemplate, contextLength, info);
-    }
-    return new Model(engine, weights, tokenizer, chatTemplate, contextLength, info);
+    const modelClass = options.pipeline ? 'Model' : architectureOf(weights.config)!.modelClass;
+    return MODEL_CLASSES[modelClass as keyof typeof MODEL_CLASSES](engine, weights, tokenizer, chatTemplate, contextLength, info);
   } catch (error) {
     engine?.dispose();
     closeWeights(weights);

@@ -32,7 +32,10 @@ export interface SamplingOptions {
   seed?: number | bigint;
 }
 
-/** The defaults applied to every field a caller leaves out. */
+/**
+ * The defaults applied to every field a caller leaves out: the one source of them (the CLI help
+ * prints these; the native sampler gets every field from resolveSampling).
+ */
 export const SAMPLING_DEFAULTS = Object.freeze({
   temperature: 0,
   topK: 40,
@@ -44,8 +47,11 @@ export const SAMPLING_DEFAULTS = Object.freeze({
   penaltyLastN: 64,
 });
 
+/** The native sampler's parameters with every field given (its own defaults are the off values). */
+export type ResolvedParams = NativeSamplingParams & { [K in keyof typeof SAMPLING_DEFAULTS]: number };
+
 export interface ResolvedSampling {
-  params: NativeSamplingParams;
+  params: ResolvedParams;
   seed: bigint;
   /** temperature <= 0: no generator draws happen. */
   greedy: boolean;
@@ -109,7 +115,7 @@ export function resolveSampling(options: SamplingOptions = {}, vocabSize?: numbe
   const penaltyLastN = numberOption(options, 'penaltyLastN');
   check(Number.isInteger(penaltyLastN) && penaltyLastN >= -1 && penaltyLastN <= 0x7fffffff, 'penaltyLastN', 'an integer >= -1 (-1 = whole context, 0 = off)', penaltyLastN);
 
-  const params: NativeSamplingParams = {
+  const params: ResolvedParams = {
     temperature,
     topK,
     topP,

@@ -65,3 +65,11 @@ export function bertTensorSpecs(c: BertConfig): BertTensorSpec[] {
   out.push(t(BERT_NAMES.pooler, [h, h], true), t(BERT_NAMES.poolerBias, [h], true));
   return out;
 }
+
+/** An HF checkpoint key -> canonical name (`bert.` prefix and TF-era gamma/beta dropped); null: the MLM head and position ids. */
+export function bertCheckpointName(key: string): string | null {
+  let n = key.startsWith('bert.') ? key.slice(5) : key;
+  if (n === 'embeddings.position_ids' || n.startsWith('cls.')) return null;
+  n = n.replace(/\.LayerNorm\.gamma$/, '.LayerNorm.weight').replace(/\.LayerNorm\.beta$/, '.LayerNorm.bias');
+  return n;
+}

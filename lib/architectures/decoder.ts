@@ -16,8 +16,18 @@ export interface DecoderVariant {
   ggufRopePairing: 'half' | 'interleaved';
   /** RMSNorm epsilon when a GGUF file omits it. */
   ggufDefaultEps: number;
-  /** general.architecture in GGUF (llama.cpp converts Mistral as `llama`). */
+  /** GGUF `general.architecture`, which also prefixes the file's hyperparameter keys. */
   ggufArchitecture: string;
+  /** HF config.json `model_type` values that name the variant. */
+  hfModelTypes: readonly string[];
+  /** The HF `architectures` class written to config.json. */
+  hfClass: string;
+  /** HF `architectures` classes that name the variant when config.json has no model_type. */
+  hfClassPattern: RegExp;
+  /** max_position_embeddings when config.json omits it (the transformers config class default). */
+  hfDefaultMaxPositions: number;
+  /** The chat template used when the model brings none (lib/chat.ts). */
+  defaultChatTemplate?: 'qwen3';
   /**
    * Gemma 3: RMSNorms after attention and after the FFN as well (post_attention_layernorm,
    * post_feedforward_layernorm), the FFN's own before it (pre_feedforward_layernorm); GeGLU with
@@ -27,11 +37,29 @@ export interface DecoderVariant {
 }
 
 export const DECODER_VARIANTS = {
-  llama: { qkNorm: false, qkvBias: false, ggufRopePairing: 'interleaved', ggufDefaultEps: 1e-5, ggufArchitecture: 'llama', gemma: false },
-  qwen2: { qkNorm: false, qkvBias: true, ggufRopePairing: 'half', ggufDefaultEps: 1e-6, ggufArchitecture: 'qwen2', gemma: false },
-  qwen3: { qkNorm: true, qkvBias: false, ggufRopePairing: 'half', ggufDefaultEps: 1e-6, ggufArchitecture: 'qwen3', gemma: false },
-  mistral: { qkNorm: false, qkvBias: false, ggufRopePairing: 'interleaved', ggufDefaultEps: 1e-5, ggufArchitecture: 'llama', gemma: false },
-  gemma3: { qkNorm: true, qkvBias: false, ggufRopePairing: 'half', ggufDefaultEps: 1e-6, ggufArchitecture: 'gemma3', gemma: true },
+  llama: {
+    qkNorm: false, qkvBias: false, ggufRopePairing: 'interleaved', ggufDefaultEps: 1e-5, ggufArchitecture: 'llama',
+    hfModelTypes: ['llama'], hfClass: 'LlamaForCausalLM', hfClassPattern: /^Llama/, hfDefaultMaxPositions: 2048, gemma: false,
+  },
+  qwen2: {
+    qkNorm: false, qkvBias: true, ggufRopePairing: 'half', ggufDefaultEps: 1e-6, ggufArchitecture: 'qwen2',
+    hfModelTypes: ['qwen2'], hfClass: 'Qwen2ForCausalLM', hfClassPattern: /^Qwen2ForCausalLM$/, hfDefaultMaxPositions: 32768, gemma: false,
+  },
+  qwen3: {
+    qkNorm: true, qkvBias: false, ggufRopePairing: 'half', ggufDefaultEps: 1e-6, ggufArchitecture: 'qwen3',
+    hfModelTypes: ['qwen3'], hfClass: 'Qwen3ForCausalLM', hfClassPattern: /^Qwen3(?!Moe)/, hfDefaultMaxPositions: 32768, defaultChatTemplate: 'qwen3',
+    gemma: false,
+  },
+  // llama.cpp converts Mistral as `llama` (a sliding window key tells it apart).
+  mistral: {
+    qkNorm: false, qkvBias: false, ggufRopePairing: 'interleaved', ggufDefaultEps: 1e-5, ggufArchitecture: 'llama',
+    hfModelTypes: ['mistral'], hfClass: 'MistralForCausalLM', hfClassPattern: /^MistralForCausalLM$/, hfDefaultMaxPositions: 131072, gemma: false,
+  },
+  // Gemma3ForCausalLM's text config is model_type gemma3_text.
+  gemma3: {
+    qkNorm: true, qkvBias: false, ggufRopePairing: 'half', ggufDefaultEps: 1e-6, ggufArchitecture: 'gemma3',
+    hfModelTypes: ['gemma3_text'], hfClass: 'Gemma3ForCausalLM', hfClassPattern: /^Gemma3ForCausalLM$/, hfDefaultMaxPositions: 131072, gemma: true,
+  },
 } as const satisfies Record<string, DecoderVariant>;
 
 export type DecoderArchitecture = keyof typeof DECODER_VARIANTS;
@@ -58,23 +86,45 @@ export function variantFields(architecture: DecoderArchitecture, hiddenSize: num
   };
 }
 
-/** The architecture class name HF transformers gives each variant. */
-export const HF_DECODER_CLASSES: Readonly<Record<DecoderArchitecture, string>> = {
-  llama: 'LlamaForCausalLM',
-  qwen2: 'Qwen2ForCausalLM',
-  qwen3: 'Qwen3ForCausalLM',
-  mistral: 'MistralForCausalLM',
-  gemma3: 'Gemma3ForCausalLM',
+/** The DecoderConfig fields of plain Llama, which every decoder format holds. */
+const LLAMA_FIELDS: ReadonlySet<string> = new Set([
+  'architecture', 'hiddenSize', 'intermediateSize', 'numLayers', 'numHeads', 'numKvHeads', 'headDim', 'vocabSize', 'maxSeqLen',
+  'rmsNormEps', 'ropeTheta', 'ropePairing', 'tieWordEmbeddings', 'bosTokenId', 'eosTokenIds', 'groupSize',
+]);
+
+/** How messages name the fields beyond Llama's (others by their field name). */
+const EXTRA_TITLES: Readonly<Record<string, string>> = {
+  qkNorm: 'q/k norms',
+  qkvBias: 'q/k/v biases',
+  ropeFreqFactors: 'RoPE frequency factors (Llama 3 scaling)',
+  slidingWindow: 'a sliding window',
+  sandwichNorms: 'post-attention/post-FFN norms',
+  embeddingScale: 'an embedding scale',
 };
 
-/** The model_type of each variant's HF config.json (Gemma3ForCausalLM's text config is gemma3_text). */
-export const HF_MODEL_TYPES: Readonly<Record<DecoderArchitecture, string>> = {
-  llama: 'llama',
-  qwen2: 'qwen2',
-  qwen3: 'qwen3',
-  mistral: 'mistral',
-  gemma3: 'gemma3_text',
-};
+/**
+ * The fields of a decoder config beyond plain Llama's that are in use (not undefined or false),
+ * less the ones a format `holds`: a writer refuses a config with any, so a field a new variant
+ * brings is refused everywhere until a format says it holds it.
+ */
+export function unheldFields(c: Partial<DecoderConfig>, holds: readonly string[]): string[] {
+  return Object.entries(c)
+    .filter(([key, value]) => !LLAMA_FIELDS.has(key) && !holds.includes(key) && value !== undefined && value !== false)
+    .map(([key]) => EXTRA_TITLES[key] ?? key);
+}
+
+/** "Llama/Qwen3": the variants whose fixed fields a format holding `holds` can store, for messages. */
+export function variantNames(holds: readonly string[]): string {
+  return (Object.keys(DECODER_VARIANTS) as DecoderArchitecture[])
+    .filter((a) => unheldFields(variantFields(a, 1), holds).length === 0)
+    .map((a) => a[0].toUpperCase() + a.slice(1))
+    .join('/');
+}
+
+/** The variant whose GGUF `general.architecture` is `name`, if any. */
+export function decoderArchitectureOfGguf(name: unknown): DecoderArchitecture | undefined {
+  return (Object.keys(DECODER_VARIANTS) as DecoderArchitecture[]).find((a) => DECODER_VARIANTS[a].ggufArchitecture === name);
+}
 
 /**
  * Gemma 3's attention kinds: layer l slides (sees the last `slidingWindow` positions) unless
@@ -85,6 +135,14 @@ export function isSlidingLayer(c: Pick<DecoderConfig, 'slidingWindow' | 'sliding
   if (!c.slidingWindow) return false;
   const n = c.slidingWindowPattern;
   return !n || l % n < n - 1;
+}
+
+/**
+ * A sliding-window pattern as one form for `numLayers` layers: a pattern past the last layer marks
+ * no layer global, which is "every layer slides" (0).
+ */
+export function normalizedSlidingPattern(pattern: number, numLayers: number): number {
+  return pattern > numLayers ? 0 : pattern;
 }
 
 /**
@@ -182,4 +240,14 @@ export function decoderTensorShapes(c: DecoderConfig): { name: string; shape: nu
   out.push({ name: DECODER_NAMES.norm, shape: [d] });
   if (!c.tieWordEmbeddings) out.push({ name: DECODER_NAMES.lmHead, shape: [c.vocabSize, d] });
   return out;
+}
+
+/** Checkpoint keys -> canonical names: without the `model.` prefix when no key has it; RoPE buffers dropped. */
+export function decoderCheckpointNames(keys: readonly string[]): (key: string) => string | null {
+  const prefixless = !keys.some((k) => k.startsWith('model.'));
+  return (key) => {
+    if (/\.rotary_emb\.inv_freq$/.test(key)) return null;
+    if (prefixless && (key.startsWith('layers.') || key === 'embed_tokens.weight' || key === 'norm.weight')) return `model.${key}`;
+    return key;
+  };
 }

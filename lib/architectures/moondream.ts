@@ -118,3 +118,8 @@ export function moondreamTensorSpecs(c: MoondreamConfig): MoondreamTensorSpec[] 
   add(N.projFc2('bias'), [d]);
   return out;
 }
+
+/** moondream2 checkpoints also hold the region (detection/pointing) heads, which MOON does not keep: null for those. */
+export function moondreamCheckpointName(key: string): string | null {
+  return key.startsWith('model.region.') || key.startsWith('region.') ? null : key;
+}

@@ -9,6 +9,7 @@ import { action, choiceOption, existingPath, intOption } from './run-command';
 
 const READABLE: FormatName[] = FORMATS.map((f) => f.name);
 const WRITABLE: FormatName[] = FORMATS.filter((f) => f.write).map((f) => f.name);
+const QUANT_TYPES = [...new Set(FORMATS.flatMap((f) => f.quantTypes ?? []))];
 
 export function registerConvert(program: Command): void {
   program
@@ -18,7 +19,7 @@ export function registerConvert(program: Command): void {
     .argument('<output>', 'file or folder to write')
     .requiredOption('--to <format>', `output format: ${WRITABLE.join(', ')}`, choiceOption(WRITABLE))
     .option('--from <format>', 'input format (default: detected)', choiceOption(READABLE))
-    .option('--quant <type>', 'quantize linear weights: q8_0', choiceOption(['q8_0'] as const))
+    .option('--quant <type>', `quantize linear weights: ${QUANT_TYPES.join(', ')}`, choiceOption(QUANT_TYPES))
     .option('--group-size <n>', 'Q8_0 group size', intOption(1))
     .option('--dtype <type>', 'float type where the format offers a choice: f32 or f16', choiceOption(['f32', 'f16'] as const))
     .option('--parts <spec>', 'sepweight input: parts to read')

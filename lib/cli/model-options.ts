@@ -1,7 +1,7 @@
 /** Options shared by the commands that load a model and sample from it (generate, chat, bench). */
 import type { Command } from 'commander';
 import type { LoadModelOptions } from '../model';
-import type { SamplingOptions } from '../sampling';
+import { SAMPLING_DEFAULTS, type SamplingOptions } from '../sampling';
 import { InvalidArgumentError } from 'commander';
 import { existingPath, intOption, numberOption, threadsOption } from './run-command';
 
@@ -39,31 +39,22 @@ function seedOption(value: string): bigint {
 }
 
 export function addSamplingOptions(command: Command): Command {
+  const d = SAMPLING_DEFAULTS;
   return command
-    .option('--temperature <t>', '0 = greedy (default 0)', numberOption(0))
-    .option('--top-k <k>', 'keep the k most likely tokens (default 40, 0 = off)', intOption(0))
-    .option('--top-p <p>', 'nucleus sampling (default 0.95, 1 = off)', numberOption(0, 1))
-    .option('--min-p <p>', 'keep tokens with prob >= p x the top prob (default 0 = off)', numberOption(0, 1))
-    .option('--repeat-penalty <r>', 'penalize repeated tokens (default 1 = off)', numberOption(0, Infinity, true))
-    .option('--frequency-penalty <f>', 'subtract f per occurrence (default 0)', numberOption())
-    .option('--presence-penalty <p>', 'subtract p once per present token (default 0)', numberOption())
-    .option('--penalty-last-n <n>', 'tokens the penalties look at (default 64, -1 = all)', intOption(-1))
+    .option('--temperature <t>', `0 = greedy (default ${d.temperature})`, numberOption(0))
+    .option('--top-k <k>', `keep the k most likely tokens (default ${d.topK}, 0 = off)`, intOption(0))
+    .option('--top-p <p>', `nucleus sampling (default ${d.topP}, 1 = off)`, numberOption(0, 1))
+    .option('--min-p <p>', `keep tokens with prob >= p x the top prob (default ${d.minP}, 0 = off)`, numberOption(0, 1))
+    .option('--repeat-penalty <r>', `penalize repeated tokens (default ${d.repeatPenalty}, 1 = off)`, numberOption(0, Infinity, true))
+    .option('--frequency-penalty <f>', `subtract f per occurrence (default ${d.frequencyPenalty})`, numberOption())
+    .option('--presence-penalty <p>', `subtract p once per present token (default ${d.presencePenalty})`, numberOption())
+    .option('--penalty-last-n <n>', `tokens the penalties look at (default ${d.penaltyLastN}, -1 = all)`, intOption(-1))
     .option('--seed <s>', 'random seed (default: random)', seedOption);
 }
 
 export function samplingOptions(opts: Record<string, unknown>): SamplingOptions {
-  const map: [string, keyof SamplingOptions][] = [
-    ['temperature', 'temperature'],
-    ['topK', 'topK'],
-    ['topP', 'topP'],
-    ['minP', 'minP'],
-    ['repeatPenalty', 'repeatPenalty'],
-    ['frequencyPenalty', 'frequencyPenalty'],
-    ['presencePenalty', 'presencePenalty'],
-    ['penaltyLastN', 'penaltyLastN'],
-    ['seed', 'seed'],
-  ];
+  // Each flag's attribute is its option's name (--top-k: topK).
   const out: Record<string, unknown> = {};
-  for (const [from, to] of map) if (opts[from] !== undefined) out[to] = opts[from];
+  for (const key of [...Object.keys(SAMPLING_DEFAULTS), 'seed']) if (opts[key] !== undefined) out[key] = opts[key];
   return out as SamplingOptions;
 }

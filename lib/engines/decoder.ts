@@ -17,7 +17,7 @@ import type {
   NativeSamplingParams,
   Sampler,
 } from '../../binding';
-import { DECODER_NAMES, decoderTensorShapes, isDecoderConfig } from '../architectures/decoder';
+import { DECODER_NAMES, DECODER_VARIANTS, decoderTensorShapes, isDecoderConfig } from '../architectures/decoder';
 import { AbortError, DisposedError, UnsupportedError, WeightFormatError } from '../errors';
 import { native } from '../native';
 import type { DecoderConfig, ModelWeights } from '../weights';
@@ -108,7 +108,7 @@ function nativeConfig(c: DecoderConfig): DecoderNativeConfig {
 export function decoderWeightsSpec(weights: ModelWeights) {
   const c = weights.config;
   if (!isDecoderConfig(c)) {
-    throw new UnsupportedError(`the decoder engine runs llama, qwen2, qwen3, mistral and gemma3 models, not '${c.architecture}'`);
+    throw new UnsupportedError(`the decoder engine runs ${Object.keys(DECODER_VARIANTS).join(', ')} models, not '${c.architecture}'`);
   }
   const needed = new Set(decoderTensorShapes(c).map((t) => t.name));
   if (c.tieWordEmbeddings) needed.delete(DECODER_NAMES.lmHead);

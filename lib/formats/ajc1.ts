@@ -13,7 +13,7 @@ import * as fs from 'node:fs/promises';
 import { rangeError, UnsupportedError } from '../errors';
 import { mapFile, type MappedSource } from '../mapping';
 import { numel, type DecoderConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
-import { DECODER_NAMES as N } from '../architectures/decoder';
+import { DECODER_NAMES as N, isDecoderConfig, unheldFields } from '../architectures/decoder';
 import { ByteCursor, fail, sizeForLayers } from './bytes';
 import { ajc1TemplatesFromHf, hfSideFolder } from './ajc1-sidecars';
 import { q8Chunks } from './q8-quantize';
@@ -390,9 +390,7 @@ function* encodeAjc1TokenizerSteps(t: Extract<TokenizerData, { kind: 'scored' }>
 
 async function write(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
   const c = weights.config;
-  if (c.architecture !== 'qwen3' && c.architecture !== 'llama') {
-    throw new UnsupportedError(`ajc1 holds Qwen3-style decoders, not a ${c.architecture} model`);
-  }
+  if (!isDecoderConfig(c) || unheldFields(c, ['qkNorm']).length > 0) throw new UnsupportedError(`ajc1 holds Qwen3-style decoders, not a ${c.architecture} model`);
   if (!c.qkNorm || c.ropePairing !== 'half' || c.ropeTheta !== AJC1_ROPE_THETA || c.rmsNormEps !== AJC1_RMS_EPS) {
     throw new UnsupportedError(
       'ajc1 (qwen3.c) fixes QK-norm, half-split RoPE pairs, rope theta 1e6 and RMSNorm eps 1e-6; this model has ' +

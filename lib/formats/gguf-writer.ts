@@ -21,7 +21,7 @@
 import { rangeError, UnsupportedError } from '../errors';
 import { numel, type DecoderConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import type { FloatDType } from './dtype-convert';
-import { DECODER_VARIANTS, isDecoderConfig } from '../architectures/decoder';
+import { DECODER_VARIANTS, isDecoderConfig, unheldFields, variantNames } from '../architectures/decoder';
 import { decodeVocabularySteps } from './deferred-vocabulary';
 import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggmlBlockTypeId, ggufTensorName } from './gguf';
 import { permutedRowChunks, qkRowSources } from './rope-order';
@@ -177,8 +177,11 @@ function vocabularyKvs(t: Extract<TokenizerData, { kind: 'gguf' }> | undefined, 
   return out;
 }
 
-/** The architectures a GGUF is written for from other formats. */
-const WRITABLE_DECODERS = ['llama', 'qwen3', 'mistral', 'gemma3'];
+/** The decoder fields beyond Llama's written from other formats (the keys below; no biases, no rope_freqs). */
+const GGUF_WRITER_HOLDS = [
+  'qkNorm', 'slidingWindow', 'slidingWindowPattern', 'ropeLocalTheta', 'sandwichNorms', 'activation', 'embeddingScale',
+  'queryPreAttnScalar', 'normWeightOffset',
+];
 
 /** Sliding-window keys: Mistral's window (llama.cpp ignores it), Gemma 3's window, pattern and local RoPE base. */
 function slidingWindowKvs(c: DecoderConfig, a: string): KvEntry[] {
@@ -193,8 +196,7 @@ function slidingWindowKvs(c: DecoderConfig, a: string): KvEntry[] {
 }
 
 async function decoderKvs(weights: ModelWeights): Promise<KvEntry[]> {
-  const c = weights.config;
-  if (!isDecoderConfig(c) || !WRITABLE_DECODERS.includes(c.architecture)) throw new Error('unreachable');
+  const c = weights.config as DecoderConfig;
   const a = DECODER_VARIANTS[c.architecture].ggufArchitecture;
   // llama.cpp derives Gemma 3's attention scale from the head size (src/models/gemma3.cpp).
   const llamaCppScalar = c.numLayers === 62 ? c.hiddenSize / c.numHeads : c.headDim;
@@ -317,10 +319,12 @@ function ggufSourceTensors(weights: ModelWeights, options: WriteOptions): Planne
 
 export async function writeGguf(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
   const fromGguf = weights.format === 'gguf' && weights.metadata['gguf.types'] !== undefined;
-  const arch = weights.config.architecture;
-  if (!fromGguf && !WRITABLE_DECODERS.includes(arch)) {
-    throw new UnsupportedError(`GGUF output is written for Llama/Qwen3/Mistral/Gemma 3 decoders (or GGUF sources), not ${arch}`);
+  const c = weights.config;
+  if (!fromGguf && !isDecoderConfig(c)) {
+    throw new UnsupportedError(`GGUF output is written for ${variantNames(GGUF_WRITER_HOLDS)} decoders (or GGUF sources), not ${c.architecture}`);
   }
+  const unheld = fromGguf ? [] : unheldFields(c as DecoderConfig, GGUF_WRITER_HOLDS);
+  if (unheld.length > 0) throw new UnsupportedError(`GGUF output from ${weights.format} holds no ${unheld.join(', ')} (this ${c.architecture} model has them)`);
   if (fromGguf && weights.tokenizer) await runYielding(decodeVocabularySteps(weights.tokenizer));
   const kvs = fromGguf ? sourceKvs(weights) : await decoderKvs(weights);
   const alignment = fromGguf && typeof weights.metadata['general.alignment'] === 'number' ? (weights.metadata['general.alignment'] as number) : GGUF_DEFAULT_ALIGNMENT;

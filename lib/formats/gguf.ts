@@ -25,13 +25,12 @@
  * metadata holds every key/value, plus 'gguf.version', 'gguf.alignment', 'gguf.types' (the value
  * type of each key) and 'gguf.tensors' (every tensor info, supported or not). Writer: gguf-writer.ts.
  */
-import { DECODER_NAMES, DECODER_VARIANTS, decoderTensorShapes, isDecoderArchitecture, slidingPatternOf, variantFields, type DecoderArchitecture } from '../architectures/decoder';
+import { DECODER_NAMES, DECODER_VARIANTS, decoderArchitectureOfGguf, decoderTensorShapes, normalizedSlidingPattern, slidingPatternOf, variantFields, type DecoderArchitecture } from '../architectures/decoder';
 import { mapFile, type MappedSource } from '../mapping';
 import { GGML_BLOCK_LAYOUT, type DecoderConfig, type DType, type GgmlBlockDType, type ModelConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { isUtf8 } from 'node:buffer';
 import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from './bytes';
-import { writeGguf } from './gguf-writer';
-import type { FormatModule, Probe, ReadOptions } from './types';
+import type { Probe, ReadOptions } from './types';
 import { runNow, runYielding, type Steps } from '../tokenizers/steps';
 import { deferVocabularyWork } from './deferred-vocabulary';
 
@@ -586,7 +585,7 @@ function ropeFreqFactors(bytes: Buffer, path: string, info: GgufTensorInfo | und
 function ggufSlidingPattern(kv: Kv, arch: string, numLayers: number): number | undefined {
   const key = `${arch}.attention.sliding_window_pattern`;
   const value = kv.file.metadata[key];
-  if (!Array.isArray(value)) return kv.int(key, 6, 0);
+  if (!Array.isArray(value)) return normalizedSlidingPattern(kv.int(key, 6, 0), numLayers);
   if (value.length !== numLayers || !value.every((v) => typeof v === 'boolean')) {
     fail('CONFIG_MISMATCH', `metadata '${key}' must hold one bool per layer`, { path: kv.path, expected: `${numLayers} bools`, found: value.length });
   }
@@ -595,9 +594,11 @@ function ggufSlidingPattern(kv: Kv, arch: string, numLayers: number): number | u
   return pattern;
 }
 
-function decoderConfig(kv: Kv, bytes: Buffer, arch: DecoderArchitecture, byName: Map<string, GgufTensorInfo>, tokenizer: TokenizerData | undefined): DecoderConfig {
+function decoderConfig(kv: Kv, bytes: Buffer, architecture: DecoderArchitecture, byName: Map<string, GgufTensorInfo>, tokenizer: TokenizerData | undefined): DecoderConfig {
   const path = kv.path;
-  const variant = DECODER_VARIANTS[arch];
+  const variant = DECODER_VARIANTS[architecture];
+  // The prefix of the hyperparameter keys.
+  const arch = variant.ggufArchitecture;
   const hiddenSize = kv.int(`${arch}.embedding_length`);
   const numHeads = kv.int(`${arch}.attention.head_count`);
   const numKvHeads = kv.int(`${arch}.attention.head_count_kv`, numHeads);
@@ -625,7 +626,7 @@ function decoderConfig(kv: Kv, bytes: Buffer, arch: DecoderArchitecture, byName:
     fail('CONFIG_MISMATCH', 'vocab_size disagrees with token_embd.weight', { path, expected: vocabSize, found: kv.int(`${arch}.vocab_size`) });
   }
   const config: DecoderConfig = {
-    architecture: arch,
+    architecture,
     hiddenSize,
     intermediateSize: kv.int(`${arch}.feed_forward_length`),
     numLayers: kv.int(`${arch}.block_count`),
@@ -638,7 +639,7 @@ function decoderConfig(kv: Kv, bytes: Buffer, arch: DecoderArchitecture, byName:
     ropeTheta: kv.float(`${arch}.rope.freq_base`, 10000),
     ropePairing: variant.ggufRopePairing,
     tieWordEmbeddings: !byName.has('output.weight'),
-    ...variantFields(arch, hiddenSize),
+    ...variantFields(architecture, hiddenSize),
   };
   const window = kv.int(`${arch}.attention.sliding_window`, 0, 0);
   if (arch === 'llama' && window > 0) {
@@ -752,10 +753,10 @@ function build(src: MappedSource, file: GgufFile): Omit<ModelWeights, 'path' | '
   Object.defineProperties(metadata, Object.getOwnPropertyDescriptors(file.metadata));
   const common = { format: 'gguf' as const, metadata, ...(tokenizer ? { tokenizer } : {}) };
 
-  // A variant stored under another variant's architecture (Mistral as llama) is recognized from its keys.
-  if (isDecoderArchitecture(arch) && DECODER_VARIANTS[arch].ggufArchitecture === arch && file.tensors.length > 0) {
+  const architecture = decoderArchitectureOfGguf(arch);
+  if (architecture && file.tensors.length > 0) {
     const byName = new Map(file.tensors.map((t) => [t.name, t]));
-    const config = decoderConfig(kv, src.bytes, arch, byName, tokenizer);
+    const config = decoderConfig(kv, src.bytes, architecture, byName, tokenizer);
     const sandwich = config.sandwichNorms === true;
     checkLayerCount(`metadata '${arch}.block_count'`, config.numLayers, file.tensors.length, { path });
     const canonical = new Map<string, GgufTensorInfo>();
@@ -785,7 +786,7 @@ function build(src: MappedSource, file: GgufFile): Omit<ModelWeights, 'path' | '
   return { ...common, architecture: 'unknown', config, tensors: file.tensors.filter((t) => t.supported).map((t) => viewOf(src, t, t.name)) };
 }
 
-async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeights> {
+export async function readGguf(path: string, _options: ReadOptions = {}): Promise<ModelWeights> {
   const src = mapFile(path);
   try {
     const file = await runYielding(parseGgufSteps(src.bytes, path));
@@ -796,15 +797,6 @@ async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeig
   }
 }
 
-function detect(probe: Probe): boolean {
+export function detectGguf(probe: Probe): boolean {
   return !probe.isDirectory && probe.head.length >= 4 && probe.head.readUInt32LE(0) === GGUF_MAGIC;
 }
-
-export const ggufFormat: FormatModule = {
-  name: 'gguf',
-  title: 'GGUF (llama.cpp)',
-  detect,
-  read,
-  // gguf-writer imports this module's tables: resolve it at call time.
-  write: (weights, path, options) => writeGguf(weights, path, options),
-};

@@ -1,9 +1,8 @@
 /**
  * Hugging Face `config.json` (plus the sentence-transformers side files) <-> our configs.
  *
- * Read: LlamaForCausalLM / model_type "llama", Qwen2 / "qwen2", Qwen3 / "qwen3", MistralForCausalLM /
- * "mistral" and Gemma3ForCausalLM / "gemma3_text" (the text-only Gemma 3, 1B) -> DecoderConfig;
- * BertModel (and other Bert* heads) / "bert" -> BertConfig, completed from `modules.json`,
+ * Read: the decoder variants (model_type and classes from the registry, lib/architectures) ->
+ * DecoderConfig; BertModel (and other Bert* heads) / "bert" -> BertConfig, completed from `modules.json`,
  * `sentence_bert_config.json` and `<pooling>/config.json` when present; anything else 'unknown'.
  * Structural sizes are required; the rest default as transformers' config classes do. Features a
  * DecoderConfig cannot express (rope_scaling, attention/MLP biases, another activation) are
@@ -23,7 +22,8 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { DECODER_VARIANTS, HF_DECODER_CLASSES, HF_MODEL_TYPES, isDecoderArchitecture, isDecoderConfig, isSlidingLayer, llama3RopeFactors, slidingPatternOf, variantFields, type DecoderArchitecture, type Llama3RopeScaling } from '../architectures/decoder';
+import { ARCHITECTURES, architectureOfHf, type KnownArchitecture } from '../architectures';
+import { DECODER_VARIANTS, isDecoderArchitecture, isDecoderConfig, isSlidingLayer, llama3RopeFactors, normalizedSlidingPattern, slidingPatternOf, variantFields, type DecoderArchitecture, type Llama3RopeScaling } from '../architectures/decoder';
 import type { BertConfig, DecoderConfig, ModelConfig, MoondreamConfig, TllmConfig } from '../weights';
 import { fail } from './bytes';
 import { moondreamConfigFromJson, moondreamConfigToJson } from './moon';
@@ -34,7 +34,7 @@ export type HfJson = Record<string, unknown>;
 /** config.json files above this are not configs. */
 const MAX_JSON_BYTES = 16 << 20;
 
-export type HfArchitecture = DecoderArchitecture | 'bert' | 'tllm' | 'moondream' | 'unknown';
+export type HfArchitecture = KnownArchitecture | 'unknown';
 
 function isObject(v: unknown): v is HfJson {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -44,16 +44,7 @@ function isObject(v: unknown): v is HfJson {
 export function hfArchitecture(hf: HfJson): HfArchitecture {
   const modelType = typeof hf.model_type === 'string' ? hf.model_type : undefined;
   const classes = Array.isArray(hf.architectures) ? hf.architectures.filter((a): a is string => typeof a === 'string') : [];
-  if (modelType === 'llama' || (!modelType && classes.some((c) => c.startsWith('Llama')))) return 'llama';
-  if (modelType === 'qwen3' || (!modelType && classes.some((c) => c.startsWith('Qwen3') && !c.startsWith('Qwen3Moe')))) return 'qwen3';
-  if (modelType === 'qwen2' || (!modelType && classes.includes(HF_DECODER_CLASSES.qwen2))) return 'qwen2';
-  for (const arch of ['mistral', 'gemma3'] as const) {
-    if (modelType === HF_MODEL_TYPES[arch] || (!modelType && classes.includes(HF_DECODER_CLASSES[arch]))) return arch;
-  }
-  if (modelType === 'bert' || (!modelType && classes.some((c) => c.startsWith('Bert')))) return 'bert';
-  if (modelType === 'tllm') return 'tllm';
-  if (modelType === 'moondream1' || modelType === 'moondream' || (!modelType && classes.includes('HfMoondream'))) return 'moondream';
-  return 'unknown';
+  return architectureOfHf(modelType || undefined, classes)?.name ?? 'unknown';
 }
 
 /** Typed field access with WeightFormatErrors that name the file and the key. */
@@ -157,7 +148,7 @@ function hfSlidingWindow(hf: HfJson, architecture: DecoderArchitecture, numLayer
     }
     pattern = slidingPatternOf(types.map((t) => t === 'sliding_attention'));
     if (pattern === undefined) unsupported(path, 'layer_types that are not every Nth layer global', types);
-  } else pattern = f.int('sliding_window_pattern', 6);
+  } else pattern = normalizedSlidingPattern(f.int('sliding_window_pattern', 6), numLayers);
   // Pattern 1: no layer slides.
   return pattern === 1 ? {} : { slidingWindow, ...(pattern ? { slidingWindowPattern: pattern } : {}) };
 }
@@ -212,7 +203,7 @@ export function decoderConfigFromHf(hf: HfJson, path?: string): DecoderConfig {
     numKvHeads,
     headDim,
     vocabSize: f.int('vocab_size'),
-    maxSeqLen: f.int('max_position_embeddings', { llama: 2048, qwen2: 32768, qwen3: 32768, mistral: 131072, gemma3: 131072 }[architecture]),
+    maxSeqLen: f.int('max_position_embeddings', variant.hfDefaultMaxPositions),
     rmsNormEps: f.num('rms_norm_eps', 1e-6),
     ropeTheta,
     ropePairing: pairing,
@@ -245,8 +236,8 @@ export function hfConfigFromDecoder(c: DecoderConfig, extra: HfJson = {}): HfJso
   if (gemma && c.normWeightOffset !== 1) fail('UNSUPPORTED', 'Gemma norm weights stored as 1 + w (GGUF) cannot be written to an HF folder, which stores w', { expected: 1, found: c.normWeightOffset ?? 0 });
   if (!gemma && c.architecture !== 'mistral' && c.slidingWindow !== undefined) fail('UNSUPPORTED', `sliding-window attention cannot be written to a ${c.architecture} config.json`, { found: c.slidingWindow });
   const out: HfJson = {
-    architectures: [HF_DECODER_CLASSES[c.architecture]],
-    model_type: HF_MODEL_TYPES[c.architecture],
+    architectures: [DECODER_VARIANTS[c.architecture].hfClass],
+    model_type: DECODER_VARIANTS[c.architecture].hfModelTypes[0],
     hidden_size: c.hiddenSize,
     intermediate_size: c.intermediateSize,
     num_hidden_layers: c.numLayers,
@@ -423,16 +414,12 @@ export function hfConfigFromMoondream(c: MoondreamConfig): HfJson {
 
 /** Our config for any HF config.json: decoder, BERT, TLLM, Moondream or 'unknown'. */
 export function modelConfigFromHf(hf: HfJson, st: SentenceTransformersFiles = {}, path?: string): ModelConfig {
-  switch (hfArchitecture(hf)) {
-    case 'llama':
-    case 'qwen2':
-    case 'qwen3':
-    case 'mistral':
-    case 'gemma3':
+  switch (ARCHITECTURES.get(hfArchitecture(hf))?.family) {
+    case 'decoder':
       return decoderConfigFromHf(hf, path);
     case 'bert':
       return bertConfigFromHf(hf, st, path);
-    case 'tllm':
+    case 'gpt':
       return tllmConfigFromHf(hf, path);
     case 'moondream':
       return moondreamConfigFromJson(hf, path);

@@ -8,7 +8,7 @@ import { rangeError, UnsupportedError, WeightFormatError } from '../errors';
 import type { FormatName, ModelWeights } from '../weights';
 import { ajc1Format } from './ajc1';
 import { embdFormat } from './embd';
-import { ggufFormat } from './gguf';
+import { ggufFormat } from './gguf-format';
 import { llama2cFormat } from './llama2c';
 import { moonFormat } from './moon';
 import { npyFormat } from './npy';

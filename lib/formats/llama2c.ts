@@ -25,7 +25,7 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { UnsupportedError } from '../errors';
-import { DECODER_NAMES, decoderTensorShapes } from '../architectures/decoder';
+import { DECODER_NAMES, decoderTensorShapes, isDecoderConfig, unheldFields } from '../architectures/decoder';
 import { mapFile, type MappedSource } from '../mapping';
 import { numel, type DecoderConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { ByteCursor, fail } from './bytes';
@@ -33,6 +33,7 @@ import { FLOAT_READABLE_DTYPES, releasePages, viewBytes } from './tensor-data';
 import { permutedRowChunks, qkRowSources } from './rope-order';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { writeOutputs } from './output-files';
+import { encodeLlama2cTokenizer, LLAMA2C_BOS, LLAMA2C_EOS, readLlama2cTokenizer } from './llama2c-tokenizer';
 import { llama2cVocabulary } from './vocab-convert';
 import { requireTensor, runWriteJob, tensorsByName } from './write-job';
 
@@ -41,8 +42,6 @@ export const LLAMA2C_V0_HEADER_BYTES = 28;
 export const LLAMA2C_HEADER_BYTES = 256;
 const THETA = 10000;
 const EPS = 1e-5;
-const BOS = 1;
-const EOS = 2;
 /** Limits that keep every size computation far inside safe integers. */
 const MAX_DIM = 1 << 20;
 const MAX_LAYERS = 4096;
@@ -129,8 +128,8 @@ function configOf(h: Llama2cHeader): DecoderConfig {
     ropePairing: 'interleaved',
     tieWordEmbeddings: h.shared,
     qkNorm: false,
-    bosTokenId: BOS,
-    eosTokenIds: [EOS],
+    bosTokenId: LLAMA2C_BOS,
+    eosTokenIds: [LLAMA2C_EOS],
     ...(h.groupSize !== undefined ? { groupSize: h.groupSize } : {}),
   };
 }
@@ -233,48 +232,6 @@ function parse(src: MappedSource): Parsed {
 // ---------------------------------------------------------------------------------------------
 // Tokenizer
 
-/**
- * Reads a llama2.c tokenizer.bin: i32 max_token_length, then per token f32 score, i32 length,
- * bytes. Reads exactly `vocabSize` entries when given (like run.c; later bytes are ignored),
- * else to the end of the file.
- */
-export function readLlama2cTokenizer(path: string, vocabSize?: number): TokenizerData {
-  const bytes = fs.readFileSync(path);
-  const cur = new ByteCursor(bytes, path);
-  const maxTokenLength = cur.i32('max_token_length');
-  if (maxTokenLength <= 0 || maxTokenLength > 1 << 16) {
-    fail('BAD_HEADER', 'max_token_length is out of range', { path, offset: 0, expected: '1..65536', found: maxTokenLength });
-  }
-  const tokens: Uint8Array[] = [];
-  const scores: number[] = [];
-  while (vocabSize === undefined ? cur.remaining > 0 : tokens.length < vocabSize) {
-    scores.push(cur.f32(`the score of token ${tokens.length}`));
-    const at = cur.offset;
-    const len = cur.i32(`the length of token ${tokens.length}`);
-    if (len < 0 || len > maxTokenLength) {
-      fail('BAD_HEADER', `token ${tokens.length} is longer than max_token_length`, { path, offset: at, expected: `0..${maxTokenLength}`, found: len });
-    }
-    tokens.push(cur.bytesView(len, `the bytes of token ${tokens.length}`));
-  }
-  return { kind: 'scored', style: 'llama2c', tokens, scores: Float32Array.from(scores), maxTokenLength, bosId: BOS, eosId: EOS };
-}
-
-/** The bytes of a llama2.c tokenizer.bin for scored token data. */
-export function encodeLlama2cTokenizer(t: Extract<TokenizerData, { kind: 'scored' }>): Buffer {
-  let size = 4;
-  for (const tok of t.tokens) size += 8 + tok.length;
-  const out = Buffer.alloc(size);
-  out.writeInt32LE(t.maxTokenLength, 0);
-  let at = 4;
-  t.tokens.forEach((tok, i) => {
-    out.writeFloatLE(t.scores[i], at);
-    out.writeInt32LE(tok.length, at + 4);
-    out.set(tok, at + 8);
-    at += 8 + tok.length;
-  });
-  return out;
-}
-
 /** tokenizer.bin or tok<vocab>.bin beside the checkpoint, if one holds exactly `vocabSize` tokens. */
 function findTokenizer(checkpoint: string, vocabSize: number): { path: string; tokenizer: TokenizerData } | undefined {
   const dir = nodePath.dirname(checkpoint);
@@ -338,10 +295,10 @@ function sameBytes(a: TensorView, b: TensorView): boolean {
 
 async function write(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
   const c = weights.config;
-  if (c.architecture !== 'llama' && c.architecture !== 'qwen3') {
-    throw new UnsupportedError(`llama2.c holds Llama models, not ${c.architecture}`);
-  }
+  if (!isDecoderConfig(c)) throw new UnsupportedError(`llama2.c holds Llama models, not ${c.architecture}`);
   if (c.qkNorm) throw new UnsupportedError('llama2.c has no q/k norms (Qwen3 cannot be stored)');
+  const unheld = unheldFields(c, []);
+  if (unheld.length > 0) throw new UnsupportedError(`llama2.c holds no ${unheld.join(', ')} (this ${c.architecture} model has them)`);
   if (c.ropeFreqFactors) throw new UnsupportedError('llama2.c has no RoPE frequency factors (Llama 3 scaling cannot be stored)');
   if (c.headDim * c.numHeads !== c.hiddenSize) throw new UnsupportedError(`llama2.c derives head_dim = dim / n_heads; this model has head_dim ${c.headDim}`);
   if (Math.fround(c.ropeTheta) !== Math.fround(THETA) || Math.fround(c.rmsNormEps) !== Math.fround(EPS)) {

@@ -381,6 +381,7 @@ function detect(probe: Probe): boolean {
 export const moonFormat: FormatModule = {
   name: 'moon',
   title: 'MOON v2 (moondream-zig)',
+  holdsVocabulary: false,
   detect,
   read,
   write,

@@ -390,6 +390,7 @@ function detect(probe: Probe): boolean {
 export const npyFormat: FormatModule = {
   name: 'npy',
   title: 'NumPy .npy',
+  holdsVocabulary: false,
   detect,
   read,
   write,

@@ -22,10 +22,8 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { rangeError, UnsupportedError } from '../errors';
-import { DECODER_NAMES, decoderTensorShapes, isDecoderConfig } from '../architectures/decoder';
-import { bertTensorSpecs } from '../architectures/bert';
-import { moondreamTensorSpecs } from '../architectures/moondream';
-import { tllmTensorSpecs } from '../architectures/tllm';
+import { architectureOf } from '../architectures';
+import { isDecoderConfig } from '../architectures/decoder';
 import { mapFile, type MappedSource } from '../mapping';
 import { DTYPE_BYTES, numel, type DType, type ModelConfig, type PlainDType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { ByteCursor, checkLayerCount, fail } from './bytes';
@@ -174,19 +172,6 @@ function fromIndex(indexPath: string): Located {
 // ---------------------------------------------------------------------------------------------
 // Canonical names and validation
 
-function decoderName(name: string, prefixless: boolean): string | null {
-  if (/\.rotary_emb\.inv_freq$/.test(name)) return null;
-  if (prefixless && (name.startsWith('layers.') || name === 'embed_tokens.weight' || name === 'norm.weight')) return `model.${name}`;
-  return name;
-}
-
-function bertName(name: string): string | null {
-  let n = name.startsWith('bert.') ? name.slice(5) : name;
-  if (n === 'embeddings.position_ids' || n.startsWith('cls.')) return null;
-  n = n.replace(/\.LayerNorm\.gamma$/, '.LayerNorm.weight').replace(/\.LayerNorm\.beta$/, '.LayerNorm.bias');
-  return n;
-}
-
 function checkShape(t: TensorView, shape: number[]): void {
   const got = canonicalShape(t);
   if (got.length !== shape.length || got.some((v, i) => v !== shape[i])) {
@@ -195,11 +180,6 @@ function checkShape(t: TensorView, shape: number[]): void {
   if (t.dtype !== 'f32' && t.dtype !== 'f16' && t.dtype !== 'bf16') {
     fail('BAD_DTYPE', `'${t.name}' is ${t.dtype}; weights must be F32, F16 or BF16`, { path: t.source.path, offset: t.byteOffset, expected: 'F32 | F16 | BF16', found: DTYPE_NAMES[t.dtype as PlainDType] ?? t.dtype });
   }
-}
-
-/** moondream2 checkpoints also hold the region (detection/pointing) heads, which MOON does not keep. */
-function moondreamName(name: string): string | null {
-  return name.startsWith('model.region.') || name.startsWith('region.') ? null : name;
 }
 
 interface NamedSpec {
@@ -211,42 +191,16 @@ interface NamedSpec {
 
 /** What a known architecture's checkpoint holds, and how its file names map to canonical ones. */
 function architectureTensors(config: ModelConfig, views: TensorView[]): { specs: NamedSpec[]; rename: (name: string) => string | null } | undefined {
-  switch (config.architecture) {
-    case 'llama':
-    case 'qwen3':
-    case 'mistral':
-    case 'gemma3': {
-      const prefixless = !views.some((v) => v.name.startsWith('model.'));
-      const required = new Set(decoderTensorShapes(config).map((s) => s.name));
-      const specs = decoderTensorShapes({ ...config, tieWordEmbeddings: false }).map((s) => ({ ...s, optional: !required.has(s.name) }));
-      return { specs, rename: (name) => decoderName(name, prefixless) };
-    }
-    case 'bert':
-      return { specs: bertTensorSpecs(config), rename: bertName };
-    case 'tllm':
-      return { specs: tllmTensorSpecs(config).map((s) => ({ name: s.name, shape: s.shape, optional: false })), rename: (name) => name };
-    case 'moondream':
-      return { specs: moondreamTensorSpecs(config).map((s) => ({ name: s.name, shape: s.shape, optional: false })), rename: moondreamName };
-    default:
-      return undefined;
-  }
+  const arch = architectureOf(config);
+  if (!arch) return undefined;
+  return { specs: arch.tensors(config), rename: arch.checkpointNames(views.map((v) => v.name)) };
 }
 
 /** The layer counts of a configuration, by the config.json key that sets each. */
 function layerCounts(config: ModelConfig): [string, number][] {
-  switch (config.architecture) {
-    case 'llama':
-    case 'qwen3':
-    case 'mistral':
-    case 'gemma3':
-    case 'bert':
-    case 'tllm':
-      return [['num_hidden_layers', config.numLayers]];
-    case 'moondream':
-      return [['text_layers', config.text.numLayers], ['vision_layers', config.vision.numLayers]];
-    default:
-      return [];
-  }
+  if (config.architecture === 'unknown') return [];
+  if (config.architecture === 'moondream') return [['text_layers', config.text.numLayers], ['vision_layers', config.vision.numLayers]];
+  return [['num_hidden_layers', config.numLayers]];
 }
 
 function canonicalize(config: ModelConfig, views: TensorView[], path: string): TensorView[] {

@@ -30,12 +30,13 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { rangeError, UnsupportedError } from '../errors';
-import { DECODER_NAMES, decoderTensorShapes } from '../architectures/decoder';
+import { DECODER_NAMES, decoderTensorShapes, isDecoderArchitecture, isDecoderConfig, unheldFields, variantFields, variantNames } from '../architectures/decoder';
 import type { DecoderConfig, ModelConfig, ModelWeights, TensorView, TokenizerData } from '../weights';
 import { fail } from './bytes';
 import { decoderConfigFromHf, hfArchitecture, hfConfigFromDecoder, jsonText, readJsonFile, type HfJson } from './hf-config';
 import { ajc1TemplateFiles, encodeAjc1Tokenizer, parseAjc1Tokenizer, readAjc1Templates, type Ajc1Templates } from './ajc1';
-import { encodeLlama2cTokenizer, readLlama2cTokenizer, ropeTablesOf, type RopeTables } from './llama2c';
+import { ropeTablesOf, type RopeTables } from './llama2c';
+import { encodeLlama2cTokenizer, readLlama2cTokenizer } from './llama2c-tokenizer';
 import { mapNpy, npyFileSize, writeNpyFile, type NpyWritableDType } from './npy';
 import { writeOutputs, writeSynced } from './output-files';
 import { ajc1Vocabulary, hfTokenizerFiles, llama2cVocabulary } from './vocab-convert';
@@ -103,6 +104,9 @@ export function specLayers(spec: PartSpec, numLayers: number): number[] {
 
 // ---------------------------------------------------------------------------------------------
 // Key schemes
+
+/** The decoder fields beyond Llama's that the key schemes hold (no bias stems, no RoPE factors). */
+const SEPWEIGHT_HOLDS = ['qkNorm'];
 
 export type KeyScheme = 'hf' | 'meta';
 type Part = 'start' | 'mid' | 'end';
@@ -361,7 +365,7 @@ async function read(root: string, options: ReadOptions = {}): Promise<ModelWeigh
     };
     const sources = files.map((f) => f.view.source);
 
-    if (scheme === undefined || (hf && arch !== 'llama' && arch !== 'qwen3')) {
+    if (scheme === undefined || (hf && !(isDecoderArchitecture(arch) && unheldFields(variantFields(arch, 1), SEPWEIGHT_HOLDS).length === 0))) {
       const tensors = files.map((f) => ({ ...f.view, name: f.part === 'mid' ? `mid/${f.layer}/${f.stem}` : `${f.part}/${f.stem}` }));
       const config: ModelConfig = { architecture: 'unknown' };
       return { format: 'sepweight', path: root, architecture: 'unknown', config, tensors, metadata, sources };
@@ -398,9 +402,9 @@ async function read(root: string, options: ReadOptions = {}): Promise<ModelWeigh
 
 async function write(weights: ModelWeights, root: string, options: WriteOptions = {}): Promise<void> {
   const c = weights.config;
-  if (c.architecture !== 'llama' && c.architecture !== 'qwen3') {
-    throw new UnsupportedError(`sepweight trees are written for Llama/Qwen3 decoders, not ${c.architecture}`);
-  }
+  if (!isDecoderConfig(c)) throw new UnsupportedError(`sepweight trees are written for ${variantNames(SEPWEIGHT_HOLDS)} decoders, not ${c.architecture}`);
+  const unheld = unheldFields(c, SEPWEIGHT_HOLDS);
+  if (unheld.length > 0) throw new UnsupportedError(`sepweight trees hold no ${unheld.join(', ')} (this ${c.architecture} model has them)`);
   const byName = tensorsByName(weights);
   const specs = decoderTensorShapes({ ...c, tieWordEmbeddings: false }).filter((s) => s.name !== DECODER_NAMES.lmHead || !c.tieWordEmbeddings || byName.has(s.name));
   const plan = specs.map((s) => ({ ...s, view: requireTensor(weights, byName, s.name, s.shape, FLOAT_READABLE_DTYPES) }));

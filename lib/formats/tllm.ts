@@ -145,6 +145,7 @@ function detect(probe: Probe): boolean {
 export const tllmFormat: FormatModule = {
   name: 'tllm',
   title: 'TLLM (tiny_llama)',
+  holdsVocabulary: false,
   detect,
   read,
   write,

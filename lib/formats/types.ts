@@ -45,6 +45,8 @@ export interface FormatModule {
   read(path: string, options?: ReadOptions): Promise<ModelWeights>;
   /** Writes `weights` as this format; absent for read-only formats. */
   write?(weights: ModelWeights, path: string, options?: WriteOptions): Promise<void>;
+  /** false: the format stores no vocabulary (a conversion into it leaves the source's tokenizer behind); absent: it does. */
+  holdsVocabulary?: false;
   /** The WriteOptions.quant values (and so groupSize) the writer honours; absent: none. */
   quantTypes?: readonly NonNullable<WriteOptions['quant']>[];
 }

@@ -25,7 +25,7 @@ import type { DecoderConfig, ModelWeights, TokenizerData } from '../weights';
 import { AJC1_UNMERGED_SCORE, ajc1TokenizerFromHf, chatTemplateSource, hfSideFolder } from './ajc1-sidecars';
 import { jsonText, readJsonFile, type HfJson } from './hf-config';
 import { decodeVocabularySteps } from './deferred-vocabulary';
-import { encodeLlama2cTokenizer, readLlama2cTokenizer } from './llama2c';
+import { encodeLlama2cTokenizer, readLlama2cTokenizer } from './llama2c-tokenizer';
 
 type Scored = Extract<TokenizerData, { kind: 'scored' }>;
 type Gguf = Extract<TokenizerData, { kind: 'gguf' }>;

@@ -5,6 +5,7 @@
  */
 import { PipelineError, UnsupportedError } from '../errors';
 import type { DecoderConfig, ModelWeights } from '../weights';
+import { isDecoderConfig, unheldFields, variantNames } from '../architectures/decoder';
 import { isLoopback, parseAddress, TOKEN_ENV, type ClientSecurity } from './auth';
 import { checkCoverage, modelHash, parseLayerRange } from './layers';
 import { PipelineSession } from './session';
@@ -61,10 +62,10 @@ export class PipelineEngine {
   ) {}
 
   static async connect(weights: ModelWeights, spec: PipelineSpec): Promise<PipelineEngine> {
-    const config = weights.config as DecoderConfig;
-    if (config.architecture !== 'llama' && config.architecture !== 'qwen3') {
-      throw new UnsupportedError(`pipelines run llama and qwen3 models, not '${config.architecture}'`);
-    }
+    const config = weights.config;
+    // Stages read sepweight trees, which hold q/k norms and no other field beyond Llama's.
+    const holds = ['qkNorm'];
+    if (!isDecoderConfig(config) || unheldFields(config, holds).length > 0) throw new UnsupportedError(`pipelines run ${variantNames(holds)} models, not '${config.architecture}'`);
     const options = normalize(spec);
     const stages = options.stages.map((s) => {
       if (typeof s !== 'object' || s === null || typeof s.layers !== 'string') throw configError('each stage needs layers: "first-last"');

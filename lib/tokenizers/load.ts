@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { WeightFormatError } from '../errors';
 import { parseAjc1Tokenizer } from '../formats/ajc1';
-import { readLlama2cTokenizer } from '../formats/llama2c';
+import { readLlama2cTokenizer } from '../formats/llama2c-tokenizer';
 import { fail } from '../formats/bytes';
 import { tokenizerFromData, tokenizerFromDataAsync, tokenizerFromDataSteps } from './from-data';
 import { readGgufTokenizerData } from './gguf-vocab';
@@ -81,6 +81,13 @@ export function wordPieceFromVocabTxt(path: string, config?: any): Tokenizer {
     },
     path,
   );
+}
+
+/** Whether a folder holds tokenizer files fromFolder reads (the same cases, in its order). */
+export function hasTokenizerFiles(dir: string): boolean {
+  const names = new Set(fs.readdirSync(dir));
+  return names.has('tokenizer.json') || (names.has('vocab.json') && names.has('merges.txt')) || names.has('vocab.txt') || names.has('tokenizer.bin') ||
+    [...names].filter((f) => f.endsWith('.tokenizer')).length === 1;
 }
 
 function* fromFolder(dir: string): Steps<Tokenizer> {

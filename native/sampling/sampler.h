@@ -24,6 +24,8 @@
 
 namespace weightmap {
 
+// The defaults are the values that turn each step off; the user-facing defaults (top-k 40,
+// top-p 0.95, a 64-token penalty window) live in lib/sampling.ts, which passes every field.
 struct SamplingParams {
   float temperature = 0.0f;      // <= 0: greedy
   int32_t top_k = 0;             // <= 0 or >= n: off
@@ -32,7 +34,7 @@ struct SamplingParams {
   float repeat_penalty = 1.0f;   // 1: off (divides positive logits, multiplies the others)
   float frequency_penalty = 0.0f;  // subtracted once per occurrence in the window
   float presence_penalty = 0.0f;   // subtracted once if the token occurs in the window
-  int32_t penalty_last_n = 64;   // window of recent tokens the penalties look at; 0: none, < 0: all
+  int32_t penalty_last_n = -1;   // window of recent tokens the penalties look at; 0: none, < 0: all
   std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, added to its logit); ids outside [0,n) are ignored
   // A constraint's allowed tokens as a bitset (bit i % 32 of word i / 32 set: token i may be
   // drawn; ids past its end are banned); empty: every token. Applied after bias and penalties.

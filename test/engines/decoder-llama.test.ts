@@ -4,7 +4,7 @@
  * tree (q/k permuted, half RoPE), every step's logits within 0.001 of the float64 reference.
  */
 import { DecoderEngine } from '../../lib/engines/decoder';
-import { ggufFormat } from '../../lib/formats/gguf';
+import { ggufFormat } from '../../lib/formats/gguf-format';
 import { llama2cFormat } from '../../lib/formats/llama2c';
 import { sepweightFormat } from '../../lib/formats/sepweight';
 import type { FormatModule } from '../../lib/formats/types';

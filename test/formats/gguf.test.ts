@@ -8,8 +8,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { dequantize } from '../../lib/dequantize';
-import { GGML_TYPES, ggufFormat } from '../../lib/formats/gguf';
-import { readLlama2cTokenizer } from '../../lib/formats/llama2c';
+import { GGML_TYPES } from '../../lib/formats/gguf';
+import { ggufFormat } from '../../lib/formats/gguf-format';
+import { readLlama2cTokenizer } from '../../lib/formats/llama2c-tokenizer';
 import { readF32 } from '../../lib/formats/tensor-data';
 import { closeWeights, findTensor, type DecoderConfig, type ModelWeights, type TokenizerData } from '../../lib/weights';
 import { fixture, readJson, tempDir } from '../helpers/fixtures';

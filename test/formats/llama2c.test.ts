@@ -7,8 +7,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { WeightFormatErrorCode } from '../../lib/errors';
-import { ggufFormat } from '../../lib/formats/gguf';
-import { encodeLlama2cTokenizer, llama2cFormat, readLlama2cTokenizer } from '../../lib/formats/llama2c';
+import { ggufFormat } from '../../lib/formats/gguf-format';
+import { llama2cFormat } from '../../lib/formats/llama2c';
+import { encodeLlama2cTokenizer, readLlama2cTokenizer } from '../../lib/formats/llama2c-tokenizer';
 import { sepweightFormat } from '../../lib/formats/sepweight';
 import { readF32 } from '../../lib/formats/tensor-data';
 import { closeWeights, findTensor, type DecoderConfig, type ModelWeights, type TokenizerData } from '../../lib/weights';

@@ -6,7 +6,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ggufFormat } from '../../lib/formats/gguf';
+import { ggufFormat } from '../../lib/formats/gguf-format';
 import { llama2cFormat } from '../../lib/formats/llama2c';
 import { encodeNpyHeader, parseNpyHeader } from '../../lib/formats/npy';
 import { parsePartSpec, sepweightFormat, specLayers } from '../../lib/formats/sepweight';

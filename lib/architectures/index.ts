@@ -1,0 +1,111 @@
+/**
+ * The architecture registry: one entry per model architecture weightmap runs. An entry says
+ *
+ *   - its family (the engines' view: decoder variants share one engine, features per variant),
+ *   - how HF config.json names it (model_type, or the `architectures` class when model_type is
+ *     absent) and, for decoders, GGUF `general.architecture`; the config readers of
+ *     lib/formats/hf-config.ts and gguf.ts turn those files into its config, and each seed format
+ *     (TLLM, MOON, EMBD, sepweight, ajc1, llama2.c) has its own fixed layout in its reader,
+ *   - its canonical tensor names and shapes (tensors), and how HF checkpoint keys map to them,
+ *   - which engine runs it and which class loadModel / loadEmbedder wraps that engine in
+ *     (lib/model.ts and lib/embedder.ts map these names to code),
+ *   - the positions one sequence may hold.
+ *
+ * A decoder variant is one entry of DECODER_VARIANTS (./decoder.ts): the entries here are made
+ * from it, and formats and loaders ask this registry, never the name, what to do with a config.
+ */
+import type { Architecture, DecoderConfig, ModelConfig } from '../weights';
+import { bertCheckpointName, bertTensorSpecs } from './bert';
+import { DECODER_VARIANTS, decoderCheckpointNames, decoderTensorShapes, type DecoderArchitecture } from './decoder';
+import { moondreamCheckpointName, moondreamTensorSpecs } from './moondream';
+import { tllmTensorSpecs } from './tllm';
+
+export type Family = 'decoder' | 'gpt' | 'moondream' | 'bert';
+/** The engine (lib/engines/<engine>.ts over native/engines) that runs an architecture. */
+export type EngineName = 'decoder' | 'gpt' | 'moondream' | 'bert';
+/** The class that wraps the engine: Model and MoondreamModel (loadModel), Embedder (loadEmbedder). */
+export type ModelClassName = 'Model' | 'MoondreamModel' | 'Embedder';
+export type KnownArchitecture = Exclude<Architecture, 'unknown'>;
+
+export interface ArchitectureEntry<C extends ModelConfig = ModelConfig> {
+  name: KnownArchitecture;
+  family: Family;
+  /** HF config.json: the `model_type` values that name it, and the `architectures` classes that do when model_type is absent. */
+  hf: { modelTypes: readonly string[]; classPattern?: RegExp };
+  engine: EngineName;
+  modelClass: ModelClassName;
+  /** Every tensor the model has, canonical name and [out,in] shape; optional ones (a tied head, BERT's pooler) marked. */
+  tensors(config: C): { name: string; shape: number[]; optional: boolean }[];
+  /** The canonical name of each key of an HF checkpoint holding `keys`; null: a key the model does not use. */
+  checkpointNames(keys: readonly string[]): (key: string) => string | null;
+  /** Positions one sequence may hold (Infinity: no text-generation engine runs it). */
+  maxSeqLen(config: C): number;
+}
+
+function decoderEntry(name: DecoderArchitecture): ArchitectureEntry {
+  const v = DECODER_VARIANTS[name];
+  return entry<DecoderConfig>({
+    name,
+    family: 'decoder',
+    hf: { modelTypes: v.hfModelTypes, classPattern: v.hfClassPattern },
+    engine: 'decoder',
+    modelClass: 'Model',
+    checkpointNames: decoderCheckpointNames,
+    tensors(c) {
+      const required = new Set(decoderTensorShapes(c).map((s) => s.name));
+      return decoderTensorShapes({ ...c, tieWordEmbeddings: false }).map((s) => ({ ...s, optional: !required.has(s.name) }));
+    },
+    maxSeqLen: (c) => c.maxSeqLen,
+  });
+}
+
+function entry<C extends ModelConfig>(e: ArchitectureEntry<C>): ArchitectureEntry {
+  return e as unknown as ArchitectureEntry;
+}
+
+const ENTRIES: readonly ArchitectureEntry[] = [
+  ...(Object.keys(DECODER_VARIANTS) as DecoderArchitecture[]).map(decoderEntry),
+  entry<Extract<ModelConfig, { architecture: 'tllm' }>>({
+    name: 'tllm',
+    family: 'gpt',
+    hf: { modelTypes: ['tllm'] },
+    engine: 'gpt',
+    modelClass: 'Model',
+    checkpointNames: () => (key) => key,
+    tensors: (c) => tllmTensorSpecs(c).map((s) => ({ name: s.name, shape: s.shape, optional: false })),
+    maxSeqLen: (c) => c.maxSeqLen,
+  }),
+  entry<Extract<ModelConfig, { architecture: 'moondream' }>>({
+    name: 'moondream',
+    family: 'moondream',
+    hf: { modelTypes: ['moondream1', 'moondream'], classPattern: /^HfMoondream$/ },
+    engine: 'moondream',
+    modelClass: 'MoondreamModel',
+    checkpointNames: () => moondreamCheckpointName,
+    tensors: (c) => moondreamTensorSpecs(c).map((s) => ({ name: s.name, shape: s.shape, optional: false })),
+    maxSeqLen: (c) => c.text.maxSeqLen,
+  }),
+  entry<Extract<ModelConfig, { architecture: 'bert' }>>({
+    name: 'bert',
+    family: 'bert',
+    hf: { modelTypes: ['bert'], classPattern: /^Bert/ },
+    engine: 'bert',
+    modelClass: 'Embedder',
+    checkpointNames: () => bertCheckpointName,
+    tensors: (c) => bertTensorSpecs(c),
+    maxSeqLen: () => Infinity,
+  }),
+];
+
+export const ARCHITECTURES: ReadonlyMap<string, ArchitectureEntry> = new Map(ENTRIES.map((e) => [e.name, e]));
+
+/** The entry of a config's architecture; undefined for 'unknown'. */
+export function architectureOf(config: ModelConfig): ArchitectureEntry | undefined {
+  return ARCHITECTURES.get(config.architecture);
+}
+
+/** Which architecture an HF config.json describes, from model_type, else from its `architectures` classes. */
+export function architectureOfHf(modelType: string | undefined, classes: readonly string[]): ArchitectureEntry | undefined {
+  if (modelType !== undefined) return ENTRIES.find((e) => e.hf.modelTypes.includes(modelType));
+  return ENTRIES.find((e) => e.hf.classPattern !== undefined && classes.some((c) => e.hf.classPattern!.test(c)));
+}
