@@ -25,8 +25,8 @@ namespace weightmap {
 namespace decoder {
 
 struct DecoderConfig {
-  int64_t dim = 0;         // hidden size
-  int64_t hidden = 0;      // FFN intermediate size
+  int64_t dim = 0;           // model width (HF hidden_size)
+  int64_t intermediate = 0;  // FFN width (HF intermediate_size)
   int64_t n_layers = 0;
   int64_t n_heads = 0;
   int64_t n_kv_heads = 0;
@@ -97,9 +97,9 @@ struct DecoderLayer {
   Matrix wk;  // [kv_dim, dim]
   Matrix wv;  // [kv_dim, dim]
   Matrix wo;  // [dim, q_dim]
-  Matrix w_gate;  // [hidden, dim]
-  Matrix w_up;    // [hidden, dim]
-  Matrix w_down;  // [dim, hidden]
+  Matrix w_gate;  // [intermediate, dim]
+  Matrix w_up;    // [intermediate, dim]
+  Matrix w_down;  // [dim, intermediate]
 };
 
 // Element type of a session's KV cache: f32 (exact), f16 (half the memory and the traffic per
@@ -260,8 +260,8 @@ class DecoderSession {
   std::vector<float> v_;     // [n, kv_dim]
   std::vector<float> att_;   // [n, q_dim] attention output, heads concatenated
   std::vector<float> proj_;  // [n, dim] output of wo / w_down before the residual add
-  std::vector<float> gate_;  // [n, hidden]
-  std::vector<float> up_;    // [n, hidden]
+  std::vector<float> gate_;  // [n, intermediate]
+  std::vector<float> up_;    // [n, intermediate]
   std::vector<float> rope_;  // [n, head_dim] cos of the pair angles then sin, per token
   std::vector<float> rope_local_;  // the same for the sliding layers' base (theta_local set only)
   std::vector<QuantizedInput> qin_;

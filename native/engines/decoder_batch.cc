@@ -44,7 +44,7 @@ std::vector<bool> BatchStep::Run(DecoderSession* const* sessions, const int32_t*
   const DecoderConfig& c = M.config();
   ThreadPool& pool = M.pool();
   const kernels::KernelTable& kt = kernels::Active();
-  const int64_t dim = c.dim, hd = c.head_dim, hidden = c.hidden, qd = c.q_dim(), kvd = c.kv_dim();
+  const int64_t dim = c.dim, hd = c.head_dim, ffn = c.intermediate, qd = c.q_dim(), kvd = c.kv_dim();
   auto all_aborted = [&]() {
     for (int64_t i = 0; i < n; i++)
       if (!aborts[i]->load(std::memory_order_relaxed)) return false;
@@ -60,8 +60,8 @@ std::vector<bool> BatchStep::Run(DecoderSession* const* sessions, const int32_t*
   std::vector<float> v(n * kvd);        // [n, kv_dim]
   std::vector<float> att(n * qd);       // [n, q_dim]
   std::vector<float> proj(n * dim);     // [n, dim]
-  std::vector<float> gate(n * hidden);  // [n, hidden]
-  std::vector<float> up(n * hidden);    // [n, hidden]
+  std::vector<float> gate(n * ffn);      // [n, intermediate]
+  std::vector<float> up(n * ffn);        // [n, intermediate]
   std::vector<float> rope(n * hd);      // [n, hd]: cos of the hd/2 pair angles, then their sin
   std::vector<float> rope_local(c.theta_local > 0 ? n * hd : 0);  // the same for the sliding layers' base
   std::vector<QuantizedInput> qin;
@@ -131,7 +131,7 @@ std::vector<bool> BatchStep::Run(DecoderSession* const* sessions, const int32_t*
     norm_rows(L.ffn_norm, x.data(), xb.data());
     const LinearJob gate_up[2] = {{&L.w_gate, xb.data(), gate.data()}, {&L.w_up, xb.data(), up.data()}};
     RunLinearRows(pool, gate_up, 2, n, qin);
-    GatedActivation(c, gate.data(), up.data(), n * hidden);
+    GatedActivation(c, gate.data(), up.data(), n * ffn);
     const LinearJob down[1] = {{&L.w_down, gate.data(), proj.data()}};
     RunLinearRows(pool, down, 1, n, qin);
     AddBlockOutput(c, L.post_ffn_norm, proj.data(), xb.data(), x.data(), n);

@@ -58,8 +58,8 @@ void DecoderSession::EnsureScratch(int64_t n) {
   v_.resize(n * c.kv_dim());
   att_.resize(n * c.q_dim());
   proj_.resize(n * c.dim);
-  gate_.resize(n * c.hidden);
-  up_.resize(n * c.hidden);
+  gate_.resize(n * c.intermediate);
+  up_.resize(n * c.intermediate);
   rope_.resize(n * c.head_dim);
   if (c.theta_local > 0) rope_local_.resize(n * c.head_dim);
   capacity_ = n;
@@ -113,7 +113,7 @@ void DecoderSession::Forward(const int32_t* ids, const float* states, int64_t n,
   const DecoderModel& M = *model_;
   const DecoderConfig& c = cfg_;
   ThreadPool& pool = M.pool();
-  const int64_t dim = c.dim, hd = c.head_dim, hidden = c.hidden;
+  const int64_t dim = c.dim, hd = c.head_dim, ffn = c.intermediate;
   EnsureScratch(n);
   float* x = x_.data();        // [n, dim]
   float* xb = xb_.data();      // [n, dim]
@@ -122,8 +122,8 @@ void DecoderSession::Forward(const int32_t* ids, const float* states, int64_t n,
   float* v = v_.data();        // [n, kv_dim]
   float* att = att_.data();    // [n, q_dim]
   float* proj = proj_.data();  // [n, dim]
-  float* gate = gate_.data();  // [n, hidden]
-  float* up = up_.data();      // [n, hidden]
+  float* gate = gate_.data();  // [n, intermediate]
+  float* up = up_.data();      // [n, intermediate]
   float* rope = rope_.data();  // [n, hd]: cos of the hd/2 pair angles, then their sin
 
   if (ids) {
@@ -203,8 +203,8 @@ void DecoderSession::Forward(const int32_t* ids, const float* states, int64_t n,
     });
     const LinearJob gate_up[2] = {{&L.w_gate, xb, gate}, {&L.w_up, xb, up}};
     RunLinear(pool, gate_up, 2, n, qin_);
-    ForRows(pool, n, hidden, [&](int64_t t0, int64_t t1) {
-      GatedActivation(c, gate + t0 * hidden, up + t0 * hidden, (t1 - t0) * hidden);
+    ForRows(pool, n, ffn, [&](int64_t t0, int64_t t1) {
+      GatedActivation(c, gate + t0 * ffn, up + t0 * ffn, (t1 - t0) * ffn);
     });
     const LinearJob down[1] = {{&L.w_down, gate, proj}};
     RunLinear(pool, down, 1, n, qin_);

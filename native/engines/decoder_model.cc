@@ -65,7 +65,7 @@ const TensorRef& DecoderModel::RowMajor(const TensorRef& t) {
 
 void DecoderConfig::Validate() const {
   auto fail = [](const std::string& what) { throw SpecError("CONFIG_MISMATCH", what); };
-  if (dim <= 0 || hidden <= 0 || n_layers <= 0 || n_heads <= 0 || n_kv_heads <= 0 || head_dim <= 0 || vocab <= 0 ||
+  if (dim <= 0 || intermediate <= 0 || n_layers <= 0 || n_heads <= 0 || n_kv_heads <= 0 || head_dim <= 0 || vocab <= 0 ||
       max_seq_len <= 0)
     fail("decoder sizes must be positive");
   if (n_heads % n_kv_heads != 0)
@@ -147,9 +147,9 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
     L.wk = matrix(LayerName(l, "self_attn.k_proj.weight"), c.kv_dim(), c.dim);
     L.wv = matrix(LayerName(l, "self_attn.v_proj.weight"), c.kv_dim(), c.dim);
     L.wo = matrix(LayerName(l, "self_attn.o_proj.weight"), c.dim, c.q_dim());
-    L.w_gate = matrix(LayerName(l, "mlp.gate_proj.weight"), c.hidden, c.dim);
-    L.w_up = matrix(LayerName(l, "mlp.up_proj.weight"), c.hidden, c.dim);
-    L.w_down = matrix(LayerName(l, "mlp.down_proj.weight"), c.dim, c.hidden);
+    L.w_gate = matrix(LayerName(l, "mlp.gate_proj.weight"), c.intermediate, c.dim);
+    L.w_up = matrix(LayerName(l, "mlp.up_proj.weight"), c.intermediate, c.dim);
+    L.w_down = matrix(LayerName(l, "mlp.down_proj.weight"), c.dim, c.intermediate);
   }
   if (m.has_head()) {
     m.final_norm_ = norm("model.norm.weight", c.dim);

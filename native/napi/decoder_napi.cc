@@ -28,7 +28,7 @@ DecoderConfig ParseConfig(Napi::Value value) {
   constexpr int64_t kMax = int64_t{1} << 31;
   DecoderConfig c;
   c.dim = ReadInt(o, "hiddenSize", 1, kMax);
-  c.hidden = ReadInt(o, "intermediateSize", 1, kMax);
+  c.intermediate = ReadInt(o, "intermediateSize", 1, kMax);
   c.n_layers = ReadInt(o, "numLayers", 1, 1 << 16);
   c.n_heads = ReadInt(o, "numHeads", 1, 1 << 16);
   c.n_kv_heads = ReadInt(o, "numKvHeads", 1, 1 << 16);
