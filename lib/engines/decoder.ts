@@ -17,10 +17,10 @@ import type {
   NativeSamplingParams,
   Sampler,
 } from '../../binding';
-import { DECODER_NAMES, DECODER_VARIANTS, decoderTensorShapes, isDecoderConfig } from '../architectures/decoder';
+import { DECODER_NAMES, DECODER_VARIANTS, decoderTensorShapes, isDecoderConfig, type DecoderConfig } from '../architectures/decoder';
 import { AbortError, DisposedError, UnsupportedError, WeightFormatError } from '../errors';
 import { native } from '../native';
-import type { DecoderConfig, ModelWeights } from '../weights';
+import type { ModelWeights } from '../weights';
 import { DecodeLoop, type BatchStepRow } from './decode-loop';
 import { KvSession } from './kv-session';
 import { fromNativeError } from './native-errors';

@@ -12,8 +12,8 @@
 import * as fs from 'node:fs/promises';
 import { rangeError, UnsupportedError } from '../errors';
 import { mapFile, type MappedSource } from '../mapping';
-import { numel, type DecoderConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
-import { DECODER_NAMES as N, isDecoderConfig, unheldFields } from '../architectures/decoder';
+import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import { DECODER_NAMES as N, isDecoderConfig, unheldFields, type DecoderConfig } from '../architectures/decoder';
 import { ByteCursor, fail, sizeForLayers } from './bytes';
 import { ajc1TemplatesFromHf, hfSideFolder } from './ajc1-sidecars';
 import { q8Chunks } from './q8-quantize';

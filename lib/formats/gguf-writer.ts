@@ -19,9 +19,9 @@
  * zeros; the file ends with the last tensor.
  */
 import { rangeError, UnsupportedError } from '../errors';
-import { numel, type DecoderConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import type { FloatDType } from './dtype-convert';
-import { DECODER_VARIANTS, isDecoderConfig, unheldFields, variantNames } from '../architectures/decoder';
+import { DECODER_VARIANTS, isDecoderConfig, unheldFields, variantNames, type DecoderConfig } from '../architectures/decoder';
 import { decodeVocabularySteps } from './deferred-vocabulary';
 import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggmlBlockTypeId, ggufTensorName } from './gguf';
 import { permutedRowChunks, qkRowSources } from './rope-order';
