@@ -1,7 +1,7 @@
 /**
  * ModelWeights: what every format reader returns and every writer takes. A configuration in
- * one canonical vocabulary (ModelConfig, one per architecture in lib/architectures) plus named tensor views into mapped files, in one canonical (HF-style)
- * naming. Nothing here owns a copy of the weights.
+ * one canonical vocabulary (ModelConfig: each architecture's own, in lib/architectures) plus named
+ * tensor views into mapped files, in one canonical (HF-style) naming. Nothing here owns a copy of the weights.
  */
 import type { Architecture, ModelConfig } from './architectures/model-config';
 import type { MappedSource } from './mapping';

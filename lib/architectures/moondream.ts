@@ -1,6 +1,6 @@
 /**
- * The config (MoondreamConfig) and canonical tensor names and shapes of Moondream2 (HF vikhyatk/moondream2, 2025-01 layout:
- * `model.text.*`, `model.vision.*`), with [out,in] linear weights. MOON stores the vision and
+ * The config (MoondreamConfig) and canonical tensor names and shapes of Moondream2 (HF
+ * vikhyatk/moondream2, 2025-01 layout: `model.text.*`, `model.vision.*`), with [out,in] linear weights. MOON stores the vision and
  * projection matrices [in,out]: its views carry the reversed shape and `transposed: true`.
  */
 
