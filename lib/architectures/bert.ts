@@ -1,7 +1,7 @@
 /**
- * The config (BertConfig) and canonical tensor names and shapes of BERT / MiniLM encoders (HF transformers' BertModel keys
- * without a `bert.` prefix, [out,in] matrices), in the seed EMBD order: 5 embedding tensors, then
- * 16 per layer, then the optional pooler.
+ * The config (BertConfig) and canonical tensor names and shapes of BERT / MiniLM encoders (HF
+ * transformers' BertModel keys without a `bert.` prefix, [out,in] matrices), in the seed EMBD
+ * order: 5 embedding tensors, then 16 per layer, then the optional pooler.
  */
 
 /** BERT / MiniLM sentence embedders (FORMATS.md §3). */

@@ -1,6 +1,6 @@
 /**
- * The decoder variants (Llama, Qwen2, Qwen3, Mistral, Gemma 3), their config (DecoderConfig) and their canonical tensor names
- * and shapes (HF transformers' keys, [out,in] matrices). Every reader of a decoder format names its
+ * The decoder variants (Llama, Qwen2, Qwen3, Mistral, Gemma 3), their config (DecoderConfig), and
+ * their canonical tensor names and shapes (HF transformers' keys, [out,in] matrices). Every reader of a decoder format names its
  * tensors with these, every writer maps from them, and the engine looks them up here. A variant
  * that differs from Llama by a feature the engine has (biases, QK-norm, sandwich norms, GeGLU) is
  * one entry of DECODER_VARIANTS.

@@ -1,6 +1,6 @@
 /**
- * The config (TllmConfig) and canonical tensor names and shapes of the TLLM GPT-style model (FORMATS.md §1), HF-style keys.
- * Shapes here are canonical ([out,in] for linear layers); the TLLM file stores those matrices
+ * The config (TllmConfig) and canonical tensor names and shapes of the TLLM GPT-style model
+ * (FORMATS.md §1), HF-style keys. Shapes here are canonical ([out,in] for linear layers); the TLLM file stores those matrices
  * [in,out], so its views carry the reversed shape and `transposed: true`.
  */
 
