@@ -23,7 +23,7 @@ import { writeOutputs } from './output-files';
 import { ajc1Vocabulary } from './vocab-convert';
 import { requireTensor, runWriteJob, tensorsByName, type WriteJob } from './write-job';
 import { decodeVocabularySteps, deferVocabularyWork } from './deferred-vocabulary';
-import { runNow, runYielding, type Steps } from '../tokenizers/steps';
+import { runNow, runYielding, type Steps } from '../steps';
 
 export const AJC1_MAGIC = 0x616a6331;
 export const AJC1_VERSION = 1;

@@ -17,7 +17,7 @@ import { EMBD_METADATA_PREFIX } from './safetensors';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { writeOutputs } from './output-files';
 import { requireTensor, runWriteJob, tensorsByName } from './write-job';
-import { runYielding, type Steps } from '../tokenizers/steps';
+import { runYielding, type Steps } from '../steps';
 
 export const EMBD_MAGIC = 0x44424d45; // "EMBD"
 export const EMBD_FOOTER_MAGIC = 0x454d4244; // "DBME"

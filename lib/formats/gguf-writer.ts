@@ -30,7 +30,7 @@ import type { WriteOptions } from './types';
 import { writeOutputs } from './output-files';
 import { ggufVocabulary, jinjaChatTemplateOf } from './vocab-convert';
 import { runWriteJob } from './write-job';
-import { runNow, runYielding, type Steps } from '../tokenizers/steps';
+import { runNow, runYielding, type Steps } from '../steps';
 
 const TYPE_CODES: Readonly<Record<string, number>> = {
   u8: 0, i8: 1, u16: 2, i16: 3, u32: 4, i32: 5, f32: 6, bool: 7, string: 8, array: 9, u64: 10, i64: 11, f64: 12,

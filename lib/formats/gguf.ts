@@ -32,7 +32,7 @@ import type { ModelConfig } from '../architectures/model-config';
 import { isUtf8 } from 'node:buffer';
 import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from './bytes';
 import type { Probe, ReadOptions } from './types';
-import { runNow, runYielding, type Steps } from '../tokenizers/steps';
+import { runNow, runYielding, type Steps } from '../steps';
 import { deferVocabularyWork } from './deferred-vocabulary';
 
 export const GGUF_MAGIC = 0x46554747; // "GGUF" on disk
