@@ -3,7 +3,7 @@
  * facade module is type-checked against these declarations.
  */
 
-import type { DecoderConfig } from './lib/weights';
+import type { DecoderConfig } from './lib/architectures/decoder';
 
 export type MadviseAdvice = 'normal' | 'sequential' | 'random' | 'willneed' | 'dontneed';
 

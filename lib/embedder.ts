@@ -16,7 +16,8 @@ import { AbortError, DisposedError, rangeError, UnsupportedError } from './error
 import { readWeights } from './formats';
 import { encodeAsync, type Tokenizer } from './tokenizers';
 import { modelFolder, resolveTokenizer } from './tokenizers/resolve';
-import { closeWeights, type BertConfig, type FormatName, type ModelWeights } from './weights';
+import { closeWeights, type FormatName, type ModelWeights } from './weights';
+import type { BertConfig } from './architectures/bert';
 
 export type { EmbedderQuant, Pooling } from './engines/bert';
 

@@ -12,20 +12,12 @@ export { convert } from './convert';
 export type { ConvertOptions, ConvertResult } from './convert';
 export { closeWeights, findTensor, numel, DTYPE_BYTES } from './weights';
 export { dequantize } from './dequantize';
-export type {
-  Architecture,
-  BertConfig,
-  DecoderConfig,
-  DType,
-  GgmlBlockDType,
-  FormatName,
-  ModelConfig,
-  ModelWeights,
-  MoondreamConfig,
-  TensorView,
-  TllmConfig,
-  TokenizerData,
-} from './weights';
+export type { DType, GgmlBlockDType, FormatName, ModelWeights, TensorView, TokenizerData } from './weights';
+export type { Architecture, ModelConfig } from './architectures/model-config';
+export type { DecoderConfig } from './architectures/decoder';
+export type { TllmConfig } from './architectures/tllm';
+export type { BertConfig } from './architectures/bert';
+export type { MoondreamConfig } from './architectures/moondream';
 export { loadTokenizer, loadTokenizerSync, tokenizerFromData, tokenizerFromDataAsync } from './tokenizers';
 export type { DecodeOptions, EncodeOptions, SpecialTokenIds, StreamDecoder, Tokenizer, TokenizerKind } from './tokenizers';
 export { Embedder, loadEmbedder, similarity } from './embedder';

@@ -15,7 +15,8 @@ import { DisposedError, rangeError, UnsupportedError } from './errors';
 import { checkTokenIds, startGeneration, type Generation, type GenerateOptions, type LanguageSession } from './generate';
 import { SessionPool } from './session-pool';
 import { encodeAsync, WORKER_MIN_CHARS, type EncodeOptions, type Tokenizer } from './tokenizers';
-import { closeWeights, type FormatName, type ModelConfig, type ModelWeights } from './weights';
+import { closeWeights, type FormatName, type ModelWeights } from './weights';
+import type { ModelConfig } from './architectures/model-config';
 
 export type { ChatOptions } from './chat-session';
 

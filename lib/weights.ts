@@ -1,9 +1,9 @@
 /**
  * ModelWeights: what every format reader returns and every writer takes. A configuration in
- * one canonical vocabulary plus named tensor views into mapped files, in one canonical (HF-style)
- * naming. Nothing here owns a copy of the weights.
+ * one canonical vocabulary (ModelConfig: each architecture's own, in lib/architectures) plus named
+ * tensor views into mapped files, in one canonical (HF-style) naming. Nothing here owns a copy of the weights.
  */
-import type { DecoderArchitecture } from './architectures/decoder';
+import type { Architecture, ModelConfig } from './architectures/model-config';
 import type { MappedSource } from './mapping';
 
 export type FormatName = 'tllm' | 'moon' | 'embd' | 'sepweight' | 'ajc1' | 'safetensors' | 'gguf' | 'llama2c' | 'npy';
@@ -70,130 +70,6 @@ export interface TensorView {
    */
   transposed?: boolean;
 }
-
-export type Architecture = DecoderArchitecture | 'tllm' | 'bert' | 'moondream' | 'unknown';
-
-/** Llama, Qwen2, Qwen3, Mistral and Gemma 3 (the decoder engine; variants in lib/architectures/decoder.ts). Matrices [out,in]. */
-export interface DecoderConfig {
-  architecture: DecoderArchitecture;
-  hiddenSize: number;
-  intermediateSize: number;
-  numLayers: number;
-  numHeads: number;
-  numKvHeads: number;
-  headDim: number;
-  vocabSize: number;
-  maxSeqLen: number;
-  rmsNormEps: number;
-  ropeTheta: number;
-  /** 'half': pairs (i, i+hd/2) (HF order); 'interleaved': pairs (2i, 2i+1) (Meta/llama2.c/GGUF llama). */
-  ropePairing: 'half' | 'interleaved';
-  tieWordEmbeddings: boolean;
-  /** Qwen3's per-head RMSNorm of q and k before RoPE. */
-  qkNorm: boolean;
-  /** Qwen2's biases of the q, k and v projections (`*_proj.bias`), added before RoPE. Default false. */
-  qkvBias?: boolean;
-  /**
-   * Llama 3's RoPE frequency factors (headDim / 2 values, GGUF `rope_freqs.weight`): the inverse
-   * frequency of pair i is divided by factor i. Absent: plain RoPE.
-   */
-  ropeFreqFactors?: number[];
-  /**
-   * Sliding-window attention (Mistral; Gemma 3's local layers): a position attends to the last
-   * slidingWindow positions, itself included. Absent: full attention.
-   */
-  slidingWindow?: number;
-  /** With slidingWindow: layer l attends globally when l % N == N - 1 (Gemma 3: 6). Absent or 0: every layer slides. */
-  slidingWindowPattern?: number;
-  /** RoPE base of the sliding layers (Gemma 3's rope_local_base_freq); absent: ropeTheta. */
-  ropeLocalTheta?: number;
-  /**
-   * Gemma: every norm scales by (normWeightOffset + w) of its stored weight w: 1 for HF checkpoints,
-   * 0 for llama.cpp's GGUF (its converter stores 1 + w). Absent: 0.
-   */
-  normWeightOffset?: number;
-  /** Gemma 3: RMSNorm of the attention and FFN outputs before their residual adds (see DECODER_VARIANTS). */
-  sandwichNorms?: boolean;
-  /** The FFN gate's activation: 'silu' (SwiGLU, the default) or 'gelu_tanh' (GeGLU, Gemma). */
-  activation?: 'silu' | 'gelu_tanh';
-  /** Token embeddings are multiplied by this (Gemma: √hiddenSize). Absent: 1. */
-  embeddingScale?: number;
-  /** Attention scores scale by 1/√queryPreAttnScalar (Gemma 3's query_pre_attn_scalar). Absent: headDim. */
-  queryPreAttnScalar?: number;
-  bosTokenId?: number;
-  eosTokenIds?: number[];
-  /** Q8_0 group size of the stored weights, when quantized. */
-  groupSize?: number;
-}
-
-/** The TLLM GPT-style model (FORMATS.md §1). Matrices stored [in,out]. */
-export interface TllmConfig {
-  architecture: 'tllm';
-  hiddenSize: number;
-  numLayers: number;
-  numHeads: number;
-  intermediateSize: number;
-  maxSeqLen: number;
-  vocabSize: number;
-  dropout: number;
-  layerNormEps: number;
-}
-
-/** BERT / MiniLM sentence embedders (FORMATS.md §3). */
-export interface BertConfig {
-  architecture: 'bert';
-  hiddenSize: number;
-  numLayers: number;
-  numHeads: number;
-  intermediateSize: number;
-  vocabSize: number;
-  maxPositionEmbeddings: number;
-  typeVocabSize: number;
-  layerNormEps: number;
-  hiddenAct: 'gelu' | 'gelu_tanh';
-  /** sentence-transformers' max_seq_length (truncation), ≤ maxPositionEmbeddings. */
-  maxSeqLength: number;
-  pooling: 'mean' | 'cls' | 'max';
-  normalize: boolean;
-}
-
-/** Moondream2 (FORMATS.md §2): phi-style text model plus the SigLIP-style vision encoder. */
-export interface MoondreamConfig {
-  architecture: 'moondream';
-  text: {
-    hiddenSize: number;
-    numLayers: number;
-    numHeads: number;
-    headDim: number;
-    rotaryDim: number;
-    ropeTheta: number;
-    intermediateSize: number;
-    vocabSize: number;
-    maxSeqLen: number;
-    layerNormEps: number;
-    bosTokenId: number;
-    eosTokenId: number;
-  };
-  vision: {
-    hiddenSize: number;
-    numLayers: number;
-    numHeads: number;
-    headDim: number;
-    intermediateSize: number;
-    patchSize: number;
-    imageSize: number;
-    numPatches: number;
-    layerNormEps: number;
-    projHidden: number;
-  };
-}
-
-/** A tree or file of tensors with no model around it (a lone .npy, an unknown safetensors). */
-export interface UnknownConfig {
-  architecture: 'unknown';
-}
-
-export type ModelConfig = DecoderConfig | TllmConfig | BertConfig | MoondreamConfig | UnknownConfig;
 
 /** A vocabulary stored inside or beside the weights, for lib/tokenizers. */
 export type TokenizerData =

@@ -1,9 +1,26 @@
 /**
- * Canonical tensor names and shapes of BERT / MiniLM encoders (HF transformers' BertModel keys
- * without a `bert.` prefix, [out,in] matrices), in the seed EMBD order: 5 embedding tensors, then
- * 16 per layer, then the optional pooler.
+ * The config (BertConfig) and canonical tensor names and shapes of BERT / MiniLM encoders (HF
+ * transformers' BertModel keys without a `bert.` prefix, [out,in] matrices), in the seed EMBD
+ * order: 5 embedding tensors, then 16 per layer, then the optional pooler.
  */
-import type { BertConfig } from '../weights';
+
+/** BERT / MiniLM sentence embedders (FORMATS.md §3). */
+export interface BertConfig {
+  architecture: 'bert';
+  hiddenSize: number;
+  numLayers: number;
+  numHeads: number;
+  intermediateSize: number;
+  vocabSize: number;
+  maxPositionEmbeddings: number;
+  typeVocabSize: number;
+  layerNormEps: number;
+  hiddenAct: 'gelu' | 'gelu_tanh';
+  /** sentence-transformers' max_seq_length (truncation), ≤ maxPositionEmbeddings. */
+  maxSeqLength: number;
+  pooling: 'mean' | 'cls' | 'max';
+  normalize: boolean;
+}
 
 export const BERT_NAMES = {
   wordEmbeddings: 'embeddings.word_embeddings.weight',

@@ -1,11 +1,10 @@
 /**
- * The decoder variants (Llama, Qwen2, Qwen3, Mistral, Gemma 3) and their canonical tensor names
- * and shapes (HF transformers' keys, [out,in] matrices). Every reader of a decoder format names its
+ * The decoder variants (Llama, Qwen2, Qwen3, Mistral, Gemma 3), their config (DecoderConfig), and
+ * their canonical tensor names and shapes (HF transformers' keys, [out,in] matrices). Every reader of a decoder format names its
  * tensors with these, every writer maps from them, and the engine looks them up here. A variant
  * that differs from Llama by a feature the engine has (biases, QK-norm, sandwich norms, GeGLU) is
  * one entry of DECODER_VARIANTS.
  */
-import type { DecoderConfig, ModelConfig } from '../weights';
 
 export interface DecoderVariant {
   /** Per-head RMSNorm of q and k before RoPE. */
@@ -64,11 +63,66 @@ export const DECODER_VARIANTS = {
 
 export type DecoderArchitecture = keyof typeof DECODER_VARIANTS;
 
+/** Llama, Qwen2, Qwen3, Mistral and Gemma 3 (the decoder engine; its variants above). Matrices [out,in]. */
+export interface DecoderConfig {
+  architecture: DecoderArchitecture;
+  hiddenSize: number;
+  intermediateSize: number;
+  numLayers: number;
+  numHeads: number;
+  numKvHeads: number;
+  headDim: number;
+  vocabSize: number;
+  maxSeqLen: number;
+  rmsNormEps: number;
+  ropeTheta: number;
+  /** 'half': pairs (i, i+hd/2) (HF order); 'interleaved': pairs (2i, 2i+1) (Meta/llama2.c/GGUF llama). */
+  ropePairing: 'half' | 'interleaved';
+  tieWordEmbeddings: boolean;
+  /** Qwen3's per-head RMSNorm of q and k before RoPE. */
+  qkNorm: boolean;
+  /** Qwen2's biases of the q, k and v projections (`*_proj.bias`), added before RoPE. Default false. */
+  qkvBias?: boolean;
+  /**
+   * Llama 3's RoPE frequency factors (headDim / 2 values, GGUF `rope_freqs.weight`): the inverse
+   * frequency of pair i is divided by factor i. Absent: plain RoPE.
+   */
+  ropeFreqFactors?: number[];
+  /**
+   * Sliding-window attention (Mistral; Gemma 3's local layers): a position attends to the last
+   * slidingWindow positions, itself included. Absent: full attention.
+   */
+  slidingWindow?: number;
+  /** With slidingWindow: layer l attends globally when l % N == N - 1 (Gemma 3: 6). Absent or 0: every layer slides. */
+  slidingWindowPattern?: number;
+  /** RoPE base of the sliding layers (Gemma 3's rope_local_base_freq); absent: ropeTheta. */
+  ropeLocalTheta?: number;
+  /**
+   * Gemma: every norm scales by (normWeightOffset + w) of its stored weight w: 1 for HF checkpoints,
+   * 0 for llama.cpp's GGUF (its converter stores 1 + w). Absent: 0.
+   */
+  normWeightOffset?: number;
+  /** Gemma 3: RMSNorm of the attention and FFN outputs before their residual adds (see DECODER_VARIANTS). */
+  sandwichNorms?: boolean;
+  /** The FFN gate's activation: 'silu' (SwiGLU, the default) or 'gelu_tanh' (GeGLU, Gemma). */
+  activation?: 'silu' | 'gelu_tanh';
+  /** Token embeddings are multiplied by this (Gemma: √hiddenSize). Absent: 1. */
+  embeddingScale?: number;
+  /** Attention scores scale by 1/√queryPreAttnScalar (Gemma 3's query_pre_attn_scalar). Absent: headDim. */
+  queryPreAttnScalar?: number;
+  bosTokenId?: number;
+  eosTokenIds?: number[];
+  /** Q8_0 group size of the stored weights, when quantized. */
+  groupSize?: number;
+}
+
+
 export function isDecoderArchitecture(name: unknown): name is DecoderArchitecture {
   return typeof name === 'string' && Object.prototype.hasOwnProperty.call(DECODER_VARIANTS, name);
 }
 
-export function isDecoderConfig(config: ModelConfig): config is DecoderConfig {
+/** Whether a config (one of ModelConfig) is a decoder variant's. */
+export function isDecoderConfig(config: { architecture: string }): config is DecoderConfig {
   return isDecoderArchitecture(config.architecture);
 }
 

@@ -14,9 +14,9 @@
  * A decoder variant is one entry of DECODER_VARIANTS (./decoder.ts): the entries here are made
  * from it, and formats and loaders ask this registry, never the name, what to do with a config.
  */
-import type { Architecture, DecoderConfig, ModelConfig } from '../weights';
+import type { Architecture, ModelConfig } from './model-config';
 import { bertCheckpointName, bertTensorSpecs } from './bert';
-import { DECODER_VARIANTS, decoderCheckpointNames, decoderTensorShapes, type DecoderArchitecture } from './decoder';
+import { DECODER_VARIANTS, decoderCheckpointNames, decoderTensorShapes, type DecoderArchitecture, type DecoderConfig } from './decoder';
 import { moondreamCheckpointName, moondreamTensorSpecs } from './moondream';
 import { tllmTensorSpecs } from './tllm';
 

@@ -1,9 +1,39 @@
 /**
- * Canonical tensor names and shapes of Moondream2 (HF vikhyatk/moondream2, 2025-01 layout:
- * `model.text.*`, `model.vision.*`), with [out,in] linear weights. MOON stores the vision and
+ * The config (MoondreamConfig) and canonical tensor names and shapes of Moondream2 (HF
+ * vikhyatk/moondream2, 2025-01 layout: `model.text.*`, `model.vision.*`), with [out,in] linear weights. MOON stores the vision and
  * projection matrices [in,out]: its views carry the reversed shape and `transposed: true`.
  */
-import type { MoondreamConfig } from '../weights';
+
+/** Moondream2 (FORMATS.md §2): phi-style text model plus the SigLIP-style vision encoder. */
+export interface MoondreamConfig {
+  architecture: 'moondream';
+  text: {
+    hiddenSize: number;
+    numLayers: number;
+    numHeads: number;
+    headDim: number;
+    rotaryDim: number;
+    ropeTheta: number;
+    intermediateSize: number;
+    vocabSize: number;
+    maxSeqLen: number;
+    layerNormEps: number;
+    bosTokenId: number;
+    eosTokenId: number;
+  };
+  vision: {
+    hiddenSize: number;
+    numLayers: number;
+    numHeads: number;
+    headDim: number;
+    intermediateSize: number;
+    patchSize: number;
+    imageSize: number;
+    numPatches: number;
+    layerNormEps: number;
+    projHidden: number;
+  };
+}
 
 export const MOONDREAM_NAMES = {
   wte: 'model.text.wte',

@@ -1,9 +1,21 @@
 /**
- * Canonical tensor names and shapes of the TLLM GPT-style model (FORMATS.md §1), HF-style keys.
- * Shapes here are canonical ([out,in] for linear layers); the TLLM file stores those matrices
+ * The config (TllmConfig) and canonical tensor names and shapes of the TLLM GPT-style model
+ * (FORMATS.md §1), HF-style keys. Shapes here are canonical ([out,in] for linear layers); the TLLM file stores those matrices
  * [in,out], so its views carry the reversed shape and `transposed: true`.
  */
-import type { TllmConfig } from '../weights';
+
+/** The TLLM GPT-style model (FORMATS.md §1). Matrices stored [in,out]. */
+export interface TllmConfig {
+  architecture: 'tllm';
+  hiddenSize: number;
+  numLayers: number;
+  numHeads: number;
+  intermediateSize: number;
+  maxSeqLen: number;
+  vocabSize: number;
+  dropout: number;
+  layerNormEps: number;
+}
 
 export const TLLM_NAMES = {
   embed: 'model.embed_tokens.weight',

@@ -6,7 +6,8 @@
 import type { BertEncoder as NativeBertEncoder, BertEncoderInfo } from '../../binding';
 import { DisposedError, rangeError, UnsupportedError } from '../errors';
 import { native } from '../native';
-import type { BertConfig, ModelWeights } from '../weights';
+import type { ModelWeights } from '../weights';
+import type { BertConfig } from '../architectures/bert';
 import { fromNativeError, withAbort } from './native-errors';
 import { nativeWeightsSpec } from './native-spec';
 

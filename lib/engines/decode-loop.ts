@@ -9,10 +9,34 @@
  */
 import type { NativeSamplingParams, Sampler } from '../../binding';
 import { AbortError, DisposedError, rangeError } from '../errors';
-import type { DecoderEngine, DecoderEngineSession } from './decoder';
 
-interface Waiting {
-  session: DecoderEngineSession;
+/** What the loop reads of a session to fail a row that cannot run alone, and how it stops one. */
+export interface LoopSession {
+  readonly disposed: boolean;
+  readonly vocabSize: number;
+  readonly position: number;
+  readonly contextLength: number;
+  abort(): void;
+}
+
+/** One row of a batched step (DecoderEngine.stepBatch). */
+export interface BatchStepRow<S extends LoopSession> {
+  session: S;
+  /** The token fed at the session's position. */
+  token: number;
+  sampler: Sampler;
+  params?: NativeSamplingParams;
+  /** Aborts this row alone: aborted before the step, the row is left out; during it, not committed. */
+  signal?: AbortSignal;
+}
+
+/** The engine the loop batches for (DecoderEngine): each row's next token, or AbortError for a row aborted. */
+export interface BatchStepper<S extends LoopSession> {
+  stepBatch(rows: readonly BatchStepRow<S>[]): Promise<(number | AbortError)[]>;
+}
+
+interface Waiting<S extends LoopSession> {
+  session: S;
   token: number;
   sampler: Sampler;
   params: NativeSamplingParams;
@@ -27,21 +51,21 @@ function abortError(signal: AbortSignal | undefined): AbortError {
   return new AbortError(undefined, { cause: signal?.reason });
 }
 
-export class DecodeLoop {
-  private waiting: Waiting[] = [];
+export class DecodeLoop<S extends LoopSession> {
+  private waiting: Waiting<S>[] = [];
   private running = false;
   private scheduled = false;
 
-  constructor(private readonly engine: DecoderEngine) {}
+  constructor(private readonly engine: BatchStepper<S>) {}
 
   /**
    * Feeds `token` to `session` and resolves to the next token, drawn with `sampler` as
    * `session.step([token], sampler, params)` draws it, in the next batched step.
    */
-  step(session: DecoderEngineSession, token: number, sampler: Sampler, params: NativeSamplingParams, signal?: AbortSignal): Promise<number> {
+  step(session: S, token: number, sampler: Sampler, params: NativeSamplingParams, signal?: AbortSignal): Promise<number> {
     if (signal?.aborted) return Promise.reject(abortError(signal));
     return new Promise<number>((resolve, reject) => {
-      const entry: Waiting = { session, token, sampler, params, signal, resolve, reject, detach: () => {} };
+      const entry: Waiting<S> = { session, token, sampler, params, signal, resolve, reject, detach: () => {} };
       if (signal) {
         // While waiting, an abort takes the entry out at once.
         const onAbort = () => this.cancelEntry(entry, abortError(signal));
@@ -54,11 +78,11 @@ export class DecodeLoop {
   }
 
   /** Rejects the waiting steps of `session` with AbortError (its running step stops through session.abort()). */
-  cancel(session: DecoderEngineSession): void {
+  cancel(session: S): void {
     for (const entry of this.waiting.filter((e) => e.session === session)) this.cancelEntry(entry, abortError(entry.signal));
   }
 
-  private cancelEntry(entry: Waiting, error: unknown): void {
+  private cancelEntry(entry: Waiting<S>, error: unknown): void {
     const i = this.waiting.indexOf(entry);
     if (i < 0) return;
     this.waiting.splice(i, 1);
@@ -81,7 +105,7 @@ export class DecodeLoop {
     this.running = true;
     const rows = this.waiting;
     this.waiting = [];
-    const ready: Waiting[] = [];
+    const ready: Waiting<S>[] = [];
     for (const row of rows) {
       row.detach();
       // A row that cannot run fails alone rather than failing the step of every row.

@@ -17,11 +17,11 @@ import type {
   NativeSamplingParams,
   Sampler,
 } from '../../binding';
-import { DECODER_NAMES, DECODER_VARIANTS, decoderTensorShapes, isDecoderConfig } from '../architectures/decoder';
+import { DECODER_NAMES, DECODER_VARIANTS, decoderTensorShapes, isDecoderConfig, type DecoderConfig } from '../architectures/decoder';
 import { AbortError, DisposedError, UnsupportedError, WeightFormatError } from '../errors';
 import { native } from '../native';
-import type { DecoderConfig, ModelWeights } from '../weights';
-import { DecodeLoop } from './decode-loop';
+import type { ModelWeights } from '../weights';
+import { DecodeLoop, type BatchStepRow } from './decode-loop';
 import { KvSession } from './kv-session';
 import { fromNativeError } from './native-errors';
 import { nativeWeightsSpec } from './native-spec';
@@ -72,17 +72,6 @@ export interface EvalOptions {
   signal?: AbortSignal;
 }
 
-/** One row of DecoderEngine.stepBatch. */
-export interface BatchStepRow {
-  session: DecoderEngineSession;
-  /** The token fed at the session's position. */
-  token: number;
-  sampler: Sampler;
-  params?: NativeSamplingParams;
-  /** Aborts this row alone: aborted before the step, the row is left out; during it, not committed. */
-  signal?: AbortSignal;
-}
-
 const DEFAULT_CONTEXT = 4096;
 
 /** The config fields the native engine reads. */
@@ -122,7 +111,7 @@ export class DecoderEngine {
   readonly loadInfo: DecoderLoadInfo;
   private native: NativeDecoderModel | undefined;
   private readonly sessions = new Set<DecoderEngineSession>();
-  private loop: DecodeLoop | undefined;
+  private loop: DecodeLoop<DecoderEngineSession> | undefined;
 
   private constructor(model: NativeDecoderModel, config: DecoderConfig, private readonly weightsPath: string) {
     this.native = model;
@@ -185,7 +174,7 @@ export class DecoderEngine {
    * Resolves to each row's token, or an AbortError for a row whose session or signal was aborted
    * (that session keeps its position; the other rows are unaffected).
    */
-  async stepBatch(rows: readonly BatchStepRow[]): Promise<(number | AbortError)[]> {
+  async stepBatch(rows: readonly BatchStepRow<DecoderEngineSession>[]): Promise<(number | AbortError)[]> {
     if (!this.native) throw new DisposedError('DecoderEngine');
     const model = this.native;
     const out: (number | AbortError)[] = rows.map(() => new AbortError());
@@ -232,7 +221,7 @@ export class DecoderEngineSession extends KvSession<NativeDecoderSession> {
     readonly vocabSize: number,
     weightsPath: string,
     onDispose: () => void,
-    private readonly loop?: DecodeLoop,
+    private readonly loop?: DecodeLoop<DecoderEngineSession>,
   ) {
     super(session, { name: 'DecoderEngineSession', weightsPath, deferStart: true }, onDispose);
   }

@@ -5,8 +5,8 @@
 import type { GptModel, GptSession } from '../../binding';
 import { DisposedError, UnsupportedError } from '../errors';
 import { native } from '../native';
-import type { ModelWeights, TllmConfig } from '../weights';
-import { tllmTensorSpecs } from '../architectures/tllm';
+import type { ModelWeights } from '../weights';
+import { tllmTensorSpecs, type TllmConfig } from '../architectures/tllm';
 import { fromNativeError } from './native-errors';
 import { nativeWeightsSpec } from './native-spec';
 import { KvSession } from './kv-session';

@@ -5,9 +5,9 @@
 import type { PhiModel, PhiSession, VitModel } from '../../binding';
 import { DisposedError, rangeError, UnsupportedError } from '../errors';
 import { native } from '../native';
-import type { ModelWeights, MoondreamConfig } from '../weights';
+import type { ModelWeights } from '../weights';
 import type { EngineOptions } from './gpt';
-import { moondreamTensorSpecs } from '../architectures/moondream';
+import { moondreamTensorSpecs, type MoondreamConfig } from '../architectures/moondream';
 import { fromNativeError, withAbort } from './native-errors';
 import { nativeWeightsSpec } from './native-spec';
 import { KvSession } from './kv-session';

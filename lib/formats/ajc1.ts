@@ -12,8 +12,8 @@
 import * as fs from 'node:fs/promises';
 import { rangeError, UnsupportedError } from '../errors';
 import { mapFile, type MappedSource } from '../mapping';
-import { numel, type DecoderConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
-import { DECODER_NAMES as N, isDecoderConfig, unheldFields } from '../architectures/decoder';
+import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import { DECODER_NAMES as N, isDecoderConfig, unheldFields, type DecoderConfig } from '../architectures/decoder';
 import { ByteCursor, fail, sizeForLayers } from './bytes';
 import { ajc1TemplatesFromHf, hfSideFolder } from './ajc1-sidecars';
 import { q8Chunks } from './q8-quantize';
@@ -23,7 +23,7 @@ import { writeOutputs } from './output-files';
 import { ajc1Vocabulary } from './vocab-convert';
 import { requireTensor, runWriteJob, tensorsByName, type WriteJob } from './write-job';
 import { decodeVocabularySteps, deferVocabularyWork } from './deferred-vocabulary';
-import { runNow, runYielding, type Steps } from '../tokenizers/steps';
+import { runNow, runYielding, type Steps } from '../steps';
 
 export const AJC1_MAGIC = 0x616a6331;
 export const AJC1_VERSION = 1;

@@ -5,7 +5,7 @@
  * (runYielding), so that the first use finds it done.
  */
 import type { TokenizerData } from '../weights';
-import type { Steps } from '../tokenizers/steps';
+import type { Steps } from '../steps';
 
 const deferred = new WeakMap<TokenizerData, () => Steps<unknown>>();
 

@@ -8,8 +8,8 @@
 import * as nodePath from 'node:path';
 import { rangeError, UnsupportedError } from '../errors';
 import { mapFile, type MappedSource } from '../mapping';
-import { numel, type BertConfig, type DType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
-import { bertTensorSpecs, BERT_NAMES } from '../architectures/bert';
+import { numel, type DType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import { bertTensorSpecs, BERT_NAMES, type BertConfig } from '../architectures/bert';
 import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from './bytes';
 import { crc32, crc32Combine, crc32Native, fnv1a32 } from './checksums';
 import type { FloatDType } from './dtype-convert';
@@ -17,7 +17,7 @@ import { EMBD_METADATA_PREFIX } from './safetensors';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { writeOutputs } from './output-files';
 import { requireTensor, runWriteJob, tensorsByName } from './write-job';
-import { runYielding, type Steps } from '../tokenizers/steps';
+import { runYielding, type Steps } from '../steps';
 
 export const EMBD_MAGIC = 0x44424d45; // "EMBD"
 export const EMBD_FOOTER_MAGIC = 0x454d4244; // "DBME"

@@ -19,9 +19,9 @@
  * zeros; the file ends with the last tensor.
  */
 import { rangeError, UnsupportedError } from '../errors';
-import { numel, type DecoderConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import type { FloatDType } from './dtype-convert';
-import { DECODER_VARIANTS, isDecoderConfig, unheldFields, variantNames } from '../architectures/decoder';
+import { DECODER_VARIANTS, isDecoderConfig, unheldFields, variantNames, type DecoderConfig } from '../architectures/decoder';
 import { decodeVocabularySteps } from './deferred-vocabulary';
 import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggmlBlockTypeId, ggufTensorName } from './gguf';
 import { permutedRowChunks, qkRowSources } from './rope-order';
@@ -30,7 +30,7 @@ import type { WriteOptions } from './types';
 import { writeOutputs } from './output-files';
 import { ggufVocabulary, jinjaChatTemplateOf } from './vocab-convert';
 import { runWriteJob } from './write-job';
-import { runNow, runYielding, type Steps } from '../tokenizers/steps';
+import { runNow, runYielding, type Steps } from '../steps';
 
 const TYPE_CODES: Readonly<Record<string, number>> = {
   u8: 0, i8: 1, u16: 2, i16: 3, u32: 4, i32: 5, f32: 6, bool: 7, string: 8, array: 9, u64: 10, i64: 11, f64: 12,

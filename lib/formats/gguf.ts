@@ -25,13 +25,14 @@
  * metadata holds every key/value, plus 'gguf.version', 'gguf.alignment', 'gguf.types' (the value
  * type of each key) and 'gguf.tensors' (every tensor info, supported or not). Writer: gguf-writer.ts.
  */
-import { DECODER_NAMES, DECODER_VARIANTS, decoderArchitectureOfGguf, decoderTensorShapes, normalizedSlidingPattern, slidingPatternOf, variantFields, type DecoderArchitecture } from '../architectures/decoder';
+import { DECODER_NAMES, DECODER_VARIANTS, decoderArchitectureOfGguf, decoderTensorShapes, normalizedSlidingPattern, slidingPatternOf, variantFields, type DecoderArchitecture, type DecoderConfig } from '../architectures/decoder';
 import { mapFile, type MappedSource } from '../mapping';
-import { GGML_BLOCK_LAYOUT, type DecoderConfig, type DType, type GgmlBlockDType, type ModelConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import { GGML_BLOCK_LAYOUT, type DType, type GgmlBlockDType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import type { ModelConfig } from '../architectures/model-config';
 import { isUtf8 } from 'node:buffer';
 import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from './bytes';
 import type { Probe, ReadOptions } from './types';
-import { runNow, runYielding, type Steps } from '../tokenizers/steps';
+import { runNow, runYielding, type Steps } from '../steps';
 import { deferVocabularyWork } from './deferred-vocabulary';
 
 export const GGUF_MAGIC = 0x46554747; // "GGUF" on disk

@@ -23,8 +23,11 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { ARCHITECTURES, architectureOfHf, type KnownArchitecture } from '../architectures';
-import { DECODER_VARIANTS, isDecoderArchitecture, isDecoderConfig, isSlidingLayer, llama3RopeFactors, normalizedSlidingPattern, slidingPatternOf, variantFields, type DecoderArchitecture, type Llama3RopeScaling } from '../architectures/decoder';
-import type { BertConfig, DecoderConfig, ModelConfig, MoondreamConfig, TllmConfig } from '../weights';
+import { DECODER_VARIANTS, isDecoderArchitecture, isDecoderConfig, isSlidingLayer, llama3RopeFactors, normalizedSlidingPattern, slidingPatternOf, variantFields, type DecoderArchitecture, type Llama3RopeScaling, type DecoderConfig } from '../architectures/decoder';
+import type { BertConfig } from '../architectures/bert';
+import type { ModelConfig } from '../architectures/model-config';
+import type { MoondreamConfig } from '../architectures/moondream';
+import type { TllmConfig } from '../architectures/tllm';
 import { fail } from './bytes';
 import { moondreamConfigFromJson, moondreamConfigToJson } from './moon';
 import { validateTllmConfig } from './tllm';

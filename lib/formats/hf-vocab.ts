@@ -9,7 +9,7 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { runNow } from '../tokenizers/steps';
+import { runNow } from '../steps';
 import { validateTokenizerJsonSteps, validateVocabSteps } from '../tokenizers/validate-json';
 import type { TokenizerData } from '../weights';
 import { fail } from './bytes';

@@ -25,9 +25,9 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { UnsupportedError } from '../errors';
-import { DECODER_NAMES, decoderTensorShapes, isDecoderConfig, unheldFields } from '../architectures/decoder';
+import { DECODER_NAMES, decoderTensorShapes, isDecoderConfig, unheldFields, type DecoderConfig } from '../architectures/decoder';
 import { mapFile, type MappedSource } from '../mapping';
-import { numel, type DecoderConfig, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { ByteCursor, fail } from './bytes';
 import { FLOAT_READABLE_DTYPES, releasePages, viewBytes } from './tensor-data';
 import { permutedRowChunks, qkRowSources } from './rope-order';

@@ -8,8 +8,8 @@
  * the pairing their format implies; v_proj and everything else are untouched.
  */
 import { rangeError, UnsupportedError } from '../errors';
-import { DECODER_NAMES } from '../architectures/decoder';
-import type { DecoderConfig, TensorView } from '../weights';
+import { DECODER_NAMES, type DecoderConfig } from '../architectures/decoder';
+import type { TensorView } from '../weights';
 import { canonicalShape, readF32, transposedF32Chunks } from './tensor-data';
 
 export type RopePairing = DecoderConfig['ropePairing'];

@@ -30,8 +30,9 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { rangeError, UnsupportedError } from '../errors';
-import { DECODER_NAMES, decoderTensorShapes, isDecoderArchitecture, isDecoderConfig, unheldFields, variantFields, variantNames } from '../architectures/decoder';
-import type { DecoderConfig, ModelConfig, ModelWeights, TensorView, TokenizerData } from '../weights';
+import { DECODER_NAMES, decoderTensorShapes, isDecoderArchitecture, isDecoderConfig, unheldFields, variantFields, variantNames, type DecoderConfig } from '../architectures/decoder';
+import type { ModelWeights, TensorView, TokenizerData } from '../weights';
+import type { ModelConfig } from '../architectures/model-config';
 import { fail } from './bytes';
 import { decoderConfigFromHf, hfArchitecture, hfConfigFromDecoder, jsonText, readJsonFile, type HfJson } from './hf-config';
 import { ajc1TemplateFiles, encodeAjc1Tokenizer, parseAjc1Tokenizer, readAjc1Templates, type Ajc1Templates } from './ajc1';

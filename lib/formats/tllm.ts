@@ -6,8 +6,8 @@
  */
 import { UnsupportedError } from '../errors';
 import { mapFile, type MappedSource } from '../mapping';
-import type { ModelWeights, TensorView, TllmConfig } from '../weights';
-import { tllmTensorSpecs, tllmTensorSpecsInOrder } from '../architectures/tllm';
+import type { ModelWeights, TensorView } from '../weights';
+import { tllmTensorSpecs, tllmTensorSpecsInOrder, type TllmConfig } from '../architectures/tllm';
 import { ByteCursor, fail } from './bytes';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { writeOutputs } from './output-files';

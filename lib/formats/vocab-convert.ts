@@ -14,14 +14,14 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { isDecoderConfig } from '../architectures/decoder';
+import { isDecoderConfig, type DecoderConfig } from '../architectures/decoder';
 import { bytesToByteLevel, byteLevelToBytes } from '../tokenizers/byte-level';
 import { GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN } from '../tokenizers/pretokenizers';
 import { TOKEN_BYTE, TOKEN_CONTROL, TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_UNUSED, TOKEN_USER_DEFINED } from '../tokenizers/from-data';
 import { scoredMergesSteps } from '../tokenizers/scored-byte-level';
-import { runYielding, type Steps } from '../tokenizers/steps';
+import { runYielding, type Steps } from '../steps';
 import { SPACE_MARK } from '../tokenizers/sentencepiece-bpe';
-import type { DecoderConfig, ModelWeights, TokenizerData } from '../weights';
+import type { ModelWeights, TokenizerData } from '../weights';
 import { AJC1_UNMERGED_SCORE, ajc1TokenizerFromHf, chatTemplateSource, hfSideFolder } from './ajc1-sidecars';
 import { jsonText, readJsonFile, type HfJson } from './hf-config';
 import { decodeVocabularySteps } from './deferred-vocabulary';

@@ -4,8 +4,8 @@
  * and tensor shapes), and makes PipelineSessions, which Model runs like any engine's sessions.
  */
 import { PipelineError, UnsupportedError } from '../errors';
-import type { DecoderConfig, ModelWeights } from '../weights';
-import { isDecoderConfig, unheldFields, variantNames } from '../architectures/decoder';
+import type { ModelWeights } from '../weights';
+import { isDecoderConfig, unheldFields, variantNames, type DecoderConfig } from '../architectures/decoder';
 import { isLoopback, parseAddress, TOKEN_ENV, type ClientSecurity } from './auth';
 import { checkCoverage, modelHash, parseLayerRange } from './layers';
 import { PipelineSession } from './session';

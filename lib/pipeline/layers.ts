@@ -5,8 +5,8 @@
  * unlike sepweight part specs, which are half-open.
  */
 import { createHash } from 'node:crypto';
-import { decoderTensorShapes } from '../architectures/decoder';
-import type { DecoderConfig, ModelConfig } from '../weights';
+import { decoderTensorShapes, type DecoderConfig } from '../architectures/decoder';
+import type { ModelConfig } from '../architectures/model-config';
 import { PipelineError, rangeError } from '../errors';
 
 export interface LayerRange {

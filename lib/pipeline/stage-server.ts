@@ -11,7 +11,8 @@
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import { DecoderEngine } from '../engines/decoder';
-import type { DecoderConfig, ModelWeights } from '../weights';
+import type { ModelWeights } from '../weights';
+import type { DecoderConfig } from '../architectures/decoder';
 import { closeWeights } from '../weights';
 import { listenRefusal, parseAddress, refuseCaller, serverCredentials, type StageSecurity } from './auth';
 import { formatLayerRange, modelHash, type LayerRange } from './layers';

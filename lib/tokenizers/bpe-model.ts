@@ -7,7 +7,7 @@ import { WeightFormatError } from '../errors';
 import { BYTE_TO_CHAR, bytesToByteLevel } from './byte-level';
 import { mergeWord } from './bpe-merge';
 import { MergeTable } from './merge-table';
-import { runNow, type Steps } from './steps';
+import { runNow, type Steps } from '../steps';
 import { encodeUtf8Into } from './utf8';
 
 const CACHE_LIMIT = 200_000;

@@ -13,7 +13,7 @@ import * as os from 'node:os';
 import * as nodePath from 'node:path';
 import { crc32Native } from '../formats/checksums';
 import { checkPackedSteps, packedCrcRange, packedSource } from './packed';
-import { runYielding } from './steps';
+import { runYielding } from '../steps';
 
 /** Bumped whenever the packed layout or the tokenizer builders change what they produce. */
 const CACHE_VERSION = 2;

@@ -9,7 +9,7 @@ import { MapVocab } from './bpe-vocab';
 import { GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN } from './pretokenizers';
 import { byteLevelBpeFromScoredSteps } from './scored-byte-level';
 import { bytePieceValue, SentencePieceBpeTokenizer, SPACE_MARK } from './sentencepiece-bpe';
-import { runNow, runYielding, type Steps } from './steps';
+import { runNow, runYielding, type Steps } from '../steps';
 import { decodeVocabularySteps } from '../formats/deferred-vocabulary';
 import type { SpecialTokenIds, Tokenizer } from './types';
 import { WordPieceTokenizer } from './wordpiece';

@@ -9,7 +9,7 @@ import { bertNormalizerFromJson } from './bert-basic';
 import { ByteFallbackBpeTokenizer } from './byte-fallback-bpe';
 import { ByteLevelBpeTokenizer } from './byte-level-bpe';
 import { mergeTableFromPairsSteps, parseMergeEntry } from './bpe-model';
-import { runNow, type Steps } from './steps';
+import { runNow, type Steps } from '../steps';
 import { normalizerFromJson } from './normalizers';
 import type { SpecialWrapping } from './post-process';
 import { MapVocab } from './bpe-vocab';

@@ -10,5 +10,4 @@ export { ByteFallbackBpeTokenizer } from './byte-fallback-bpe';
 export { WordPieceTokenizer } from './wordpiece';
 export { SentencePieceBpeTokenizer } from './sentencepiece-bpe';
 export { TllmTokenizer } from './tllm';
-export { readGgufTokenizerData, ggufTokenizerData } from './gguf-vocab';
 export { QWEN2_PATTERN, LLAMA3_PATTERN, GPT2_PATTERN } from './pretokenizers';

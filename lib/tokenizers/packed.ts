@@ -22,7 +22,7 @@ import { PackedVocab, type PackedVocabArrays } from './bpe-vocab';
 import { MergeTable, type MergeTableArrays } from './merge-table';
 import { pieceDecoderFromJson } from './piece-decoder';
 import type { SpecialWrapping } from './post-process';
-import { runNow, type Steps } from './steps';
+import { runNow, type Steps } from '../steps';
 import type { SpecialTokenIds, Tokenizer } from './types';
 
 const MAGIC = 'WMTOKPK1';

@@ -14,7 +14,7 @@ import { ByteStringIds } from './byte-string-ids';
 import { MergeTable } from './merge-table';
 import { MapVocab } from './bpe-vocab';
 import { QWEN2_PATTERN } from './pretokenizers';
-import { runNow, type Steps } from './steps';
+import { runNow, type Steps } from '../steps';
 import type { TokenizerData } from '../weights';
 
 /** Scores at or below this mark tokens that are no merge result (bytes, added tokens, absent ids). */

@@ -6,7 +6,8 @@
 import { AbortError, DisposedError, UnsupportedError } from '../../lib/errors';
 import { loadEmbedder, similarity, type Embedder } from '../../lib/embedder';
 import { readWeights } from '../../lib/formats';
-import { closeWeights, type BertConfig, type ModelWeights } from '../../lib/weights';
+import { closeWeights, type ModelWeights } from '../../lib/weights';
+import type { BertConfig } from '../../lib/architectures/bert';
 import { fixture, readF32, readJson } from '../helpers/fixtures';
 import { ReferenceBert } from './reference';
 

@@ -8,7 +8,7 @@
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { writeGguf } from '../../lib/formats/gguf-writer';
 import { decoderConfigFromHf, hfConfigFromDecoder } from '../../lib/formats/hf-config';
-import type { DecoderConfig } from '../../lib/weights';
+import type { DecoderConfig } from '../../lib/architectures/decoder';
 import { testWorkspace } from '../helpers/workspace';
 import { maxAbsDiff } from './decoder-helpers';
 import { engineLogits, referenceGreedy, referenceLogits, referenceTolerance, tinyDecoder, writeHfFolder } from './tiny-decoder';

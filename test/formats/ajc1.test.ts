@@ -5,7 +5,8 @@ import { WeightFormatError } from '../../lib/errors';
 import { ajc1Format, chooseGroupSize, MISSING_TOKEN_SCORE } from '../../lib/formats/ajc1';
 import { decodeVocabularySteps } from '../../lib/formats/deferred-vocabulary';
 import { readF32 } from '../../lib/formats/tensor-data';
-import { closeWeights, numel, type DecoderConfig, type ModelWeights } from '../../lib/weights';
+import { closeWeights, numel, type ModelWeights } from '../../lib/weights';
+import type { DecoderConfig } from '../../lib/architectures/decoder';
 import { fixture, readJson, tempDir } from '../helpers/fixtures';
 import { blobWeights, corruptCopy, f32Bytes } from './synthetic';
 

@@ -6,7 +6,8 @@ import { crc32, crc32Combine, crc32Native, fnv1a32 } from '../../lib/formats/che
 import { embdFormat } from '../../lib/formats/embd';
 import { f16ToF32, f32ToF16 } from '../../lib/formats/dtype-convert';
 import { readF32 } from '../../lib/formats/tensor-data';
-import { closeWeights, numel, type BertConfig, type ModelWeights } from '../../lib/weights';
+import { closeWeights, numel, type ModelWeights } from '../../lib/weights';
+import type { BertConfig } from '../../lib/architectures/bert';
 import { watchEventLoop } from '../helpers/event-loop';
 import { fixture, readJson, tempDir } from '../helpers/fixtures';
 import { blobWeights, corruptCopy, f32Bytes } from './synthetic';

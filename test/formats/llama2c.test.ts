@@ -12,7 +12,8 @@ import { llama2cFormat } from '../../lib/formats/llama2c';
 import { encodeLlama2cTokenizer, readLlama2cTokenizer } from '../../lib/formats/llama2c-tokenizer';
 import { sepweightFormat } from '../../lib/formats/sepweight';
 import { readF32 } from '../../lib/formats/tensor-data';
-import { closeWeights, findTensor, type DecoderConfig, type ModelWeights, type TokenizerData } from '../../lib/weights';
+import { closeWeights, findTensor, type ModelWeights, type TokenizerData } from '../../lib/weights';
+import type { DecoderConfig } from '../../lib/architectures/decoder';
 import { fixture, tempDir } from '../helpers/fixtures';
 import {
   bufferToF32,

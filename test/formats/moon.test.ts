@@ -5,8 +5,8 @@ import { WeightFormatError } from '../../lib/errors';
 import { moonFormat } from '../../lib/formats/moon';
 import { f16ToF32, f32ToF16 } from '../../lib/formats/dtype-convert';
 import { readF32 } from '../../lib/formats/tensor-data';
-import { MOONDREAM2_CONFIG } from '../../lib/architectures/moondream';
-import { closeWeights, numel, type ModelWeights, type MoondreamConfig } from '../../lib/weights';
+import { MOONDREAM2_CONFIG, type MoondreamConfig } from '../../lib/architectures/moondream';
+import { closeWeights, numel, type ModelWeights } from '../../lib/weights';
 import { fixture, readJson, tempDir } from '../helpers/fixtures';
 import { blobWeights, corruptCopy, f32Bytes, transpose } from './synthetic';
 

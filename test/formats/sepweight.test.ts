@@ -11,7 +11,8 @@ import { llama2cFormat } from '../../lib/formats/llama2c';
 import { encodeNpyHeader, parseNpyHeader } from '../../lib/formats/npy';
 import { parsePartSpec, sepweightFormat, specLayers } from '../../lib/formats/sepweight';
 import { readF32 } from '../../lib/formats/tensor-data';
-import { closeWeights, findTensor, type DecoderConfig, type ModelWeights, type TokenizerData } from '../../lib/weights';
+import { closeWeights, findTensor, type ModelWeights, type TokenizerData } from '../../lib/weights';
+import type { DecoderConfig } from '../../lib/architectures/decoder';
 import { tempDir } from '../helpers/fixtures';
 import { bytesOf, expectFormatError, listFiles, STORIES_BIN, STORIES_GGUF, STORIES_TREE, TOK512 } from './userfmt-helpers';
 

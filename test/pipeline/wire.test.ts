@@ -9,7 +9,7 @@ import { checkCoverage, modelHash, parseLayerRange, sepweightParts } from '../..
 import { RowBuffer } from '../../lib/pipeline/row-buffer';
 import type { TensorMessage } from '../../lib/pipeline/schema';
 import { readTensor, TensorError, tensorMessage, type TensorBounds } from '../../lib/pipeline/tensor';
-import type { DecoderConfig } from '../../lib/weights';
+import type { DecoderConfig } from '../../lib/architectures/decoder';
 
 describe('layer ranges', () => {
   it('parses inclusive ranges and maps them to sepweight part specs', () => {

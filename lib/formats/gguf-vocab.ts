@@ -1,10 +1,10 @@
 /**
  * The vocabulary of a GGUF file (`tokenizer.ggml.*`) as TokenizerData. The file is mapped and
- * its metadata parsed by lib/formats/gguf; this adds the keys the tokenizer needs beyond the
+ * its metadata parsed by parseGguf (gguf.ts); this adds the keys the tokenizer needs beyond the
  * reader's TokenizerData (BERT's [SEP]/[CLS]/[MASK] ids, add_space_prefix).
  */
-import { fail } from '../formats/bytes';
-import { parseGguf } from '../formats/gguf';
+import { fail } from './bytes';
+import { parseGguf } from './gguf';
 import { mapFile } from '../mapping';
 import type { TokenizerData } from '../weights';
 
