@@ -1,9 +1,11 @@
 #include "convert/quantize_q8.h"
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "kernels/tables.h"
 
 namespace weightmap {
 namespace convert {
@@ -83,7 +85,32 @@ void QuantizeGroup(const float* x, int group, int8_t* q, float* scale) {
   }
 }
 
+// One ggml Q8_0 block (see quantize_q8.h) of 32 floats into 34 bytes.
+void QuantizeGgmlBlock(const float* x, uint8_t* out) {
+  const float d = MaxAbs(x, kGgmlQ8Block) / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const uint16_t h = kernels::scalar::f32_to_f16_one(d);
+  out[0] = uint8_t(h & 0xff);
+  out[1] = uint8_t(h >> 8);
+  for (int i = 0; i < kGgmlQ8Block; ++i) {
+    const float v = std::round(x[i] * id);  // |v| <= 127 for finite x; NaN (NaN x, or Inf · 0) -> 0
+    out[2 + i] = uint8_t(int8_t(v == v ? (v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v) : 0.0f));
+  }
+}
+
 }  // namespace
+
+void QuantizeGgmlQ8_0(const uint8_t* src, WeightType type, int64_t n, uint8_t* out) {
+  std::vector<float> values(static_cast<size_t>(kBlock));
+  std::vector<uint16_t> half(type == WeightType::F32 ? 0 : static_cast<size_t>(kBlock));
+  const int bytes = WeightTypeBytes(type);
+  for (int64_t at = 0; at < n; at += kBlock) {
+    const int64_t count = n - at < kBlock ? n - at : kBlock;
+    ToFloat(src + at * bytes, type, count, values.data(), half.data());
+    for (int64_t b = 0; b < count; b += kGgmlQ8Block)
+      QuantizeGgmlBlock(values.data() + b, out + (at + b) / kGgmlQ8Block * kGgmlQ8BlockBytes);
+  }
+}
 
 int WeightTypeBytes(WeightType type) { return type == WeightType::F32 ? 4 : 2; }
 

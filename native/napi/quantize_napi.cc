@@ -2,6 +2,10 @@
 // `count` f32/f16/bf16 elements of a MappedFile (convert/quantize_q8.h) on libuv's thread pool, so
 // format writers quantize without blocking the event loop. Every argument is checked before the
 // worker starts; the worker keeps the mapping and both output arrays alive until it settles.
+//
+// quantizeGgmlQ8_0(file, byteOffset, dtype, count, out) / quantizeGgmlQ8_0(values, out) ->
+// Promise<void>: ggml Q8_0 blocks (34 bytes per 32 elements) of a MappedFile range or of a
+// Float32Array, into the Uint8Array `out`, on the pool likewise.
 #include <napi.h>
 
 #include <cmath>
@@ -72,6 +76,67 @@ class QuantizeWorker : public PromiseWorker {
   Napi::ObjectReference scales_ref_;
 };
 
+class GgmlQ8Worker : public PromiseWorker {
+ public:
+  // `mapping` (a file source) or `source_ref` (a Float32Array source) keeps `src` alive.
+  GgmlQ8Worker(Napi::Env env, std::shared_ptr<Mapping> mapping, Napi::Object source, const uint8_t* src,
+               convert::WeightType type, int64_t count, Napi::Uint8Array out)
+      : PromiseWorker(env, "weightmap:quantizeGgmlQ8_0"),
+        mapping_(std::move(mapping)),
+        src_(src),
+        type_(type),
+        count_(count),
+        out_(out.Data()),
+        source_ref_(Napi::Persistent(source)),
+        out_ref_(Napi::Persistent(static_cast<Napi::Object>(out))) {}
+
+  void Execute() override { convert::QuantizeGgmlQ8_0(src_, type_, count_, out_); }
+
+ private:
+  std::shared_ptr<Mapping> mapping_;
+  const uint8_t* src_;
+  convert::WeightType type_;
+  int64_t count_;
+  uint8_t* out_;
+  Napi::ObjectReference source_ref_;
+  Napi::ObjectReference out_ref_;
+};
+
+Napi::Value QuantizeGgmlQ8_0(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const char* usage = "quantizeGgmlQ8_0(file, byteOffset, dtype, count, out) or quantizeGgmlQ8_0(values, out)";
+  if (info.Length() < 2) ThrowTypeError(env, usage);
+  const bool fromValues = info[0].IsTypedArray();
+  std::shared_ptr<Mapping> mapping;
+  const uint8_t* src;
+  convert::WeightType type = convert::WeightType::F32;
+  int64_t count;
+  size_t outArg;
+  if (fromValues) {
+    Napi::TypedArray t = info[0].As<Napi::TypedArray>();
+    if (t.TypedArrayType() != napi_float32_array) ThrowTypeError(env, "values must be a Float32Array");
+    Napi::Float32Array values = t.As<Napi::Float32Array>();
+    src = reinterpret_cast<const uint8_t*>(values.Data());
+    count = int64_t(values.ElementLength());
+    outArg = 1;
+  } else {
+    if (info.Length() < 5) ThrowTypeError(env, usage);
+    mapping = MappedFile::FromValue(info[0]);
+    const int64_t offset = IntArg(info, 1, "byteOffset", 0, int64_t(1) << 53);
+    type = TypeArg(info, 2);
+    count = IntArg(info, 3, "count", 0, int64_t(1) << 40);
+    const uint64_t bytes = uint64_t(count) * uint64_t(convert::WeightTypeBytes(type));
+    if (!mapping->Contains(uint64_t(offset), bytes)) ThrowRange(env, "the source range lies outside the mapping");
+    src = mapping->data() + offset;
+    outArg = 4;
+  }
+  if (count % convert::kGgmlQ8Block != 0) ThrowRange(env, "count must be a multiple of 32");
+  Napi::Uint8Array out = TypedArg<Napi::Uint8Array>(info, outArg, napi_uint8_array, "out (Uint8Array)",
+                                                    count / convert::kGgmlQ8Block * convert::kGgmlQ8BlockBytes);
+  auto* worker = new GgmlQ8Worker(env, std::move(mapping), info[0].As<Napi::Object>(), src, type, count, out);
+  return worker->Start();
+}
+
 Napi::Value QuantizeQ8Weights(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 7) ThrowTypeError(env, "quantizeQ8Weights(file, byteOffset, dtype, count, group, q, scales)");
@@ -92,6 +157,7 @@ Napi::Value QuantizeQ8Weights(const Napi::CallbackInfo& info) {
 
 void Register(Napi::Env env, Napi::Object exports) {
   exports.Set("quantizeQ8Weights", Napi::Function::New(env, QuantizeQ8Weights, "quantizeQ8Weights"));
+  exports.Set("quantizeGgmlQ8_0", Napi::Function::New(env, QuantizeGgmlQ8_0, "quantizeGgmlQ8_0"));
 }
 
 }  // namespace
