@@ -83,7 +83,8 @@ describe('the JavaScript reference', () => {
       const d = Math.fround(amax / 127);
       const d16 = d16Of(blocks, b);
       expect(Math.abs(d16 - d)).toBeLessThanOrEqual(d * 2 ** -11 + 2 ** -25); // f16 rounding (subnormal f16 steps are 2^-24)
-      const bound = d / 2 + 127 * Math.abs(d - d16) + 1e-6 * d;
+      // 1e-6·d: float32 rounding of x·(1/d); 2^-148: two float32 subnormal steps.
+      const bound = d / 2 + 127 * Math.abs(d - d16) + 1e-6 * d + 2 ** -148;
       for (let i = 0; i < 32; i++) expect(Math.abs(x[b * 32 + i] - qOf(blocks, b, i) * d16)).toBeLessThanOrEqual(bound);
     }
   });
@@ -95,7 +96,9 @@ describe('the native quantizer equals the reference', () => {
     let bytes: Uint8Array;
     if (dtype === 'f32') bytes = new Uint8Array(values.buffer.slice(0));
     else bytes = new Uint8Array(Uint16Array.from(values, (v) => (dtype === 'f16' ? f32ToF16(v) : f32ToBf16(v))).buffer);
-    const file = path.join(fresh('src'), `values.${dtype}`);
+    const dir = fresh('src');
+    fs.mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, `values.${dtype}`);
     fs.writeFileSync(file, Buffer.concat([Buffer.from([7, 7, 7]), Buffer.from(bytes)]));
     const source = mapFile(file);
     sources.push(source);
@@ -120,10 +123,10 @@ describe('the native quantizer equals the reference', () => {
   });
 
   test('bad arguments are refused before any work', () => {
-    expect(() => native().quantizeGgmlQ8_0(new Float32Array(33), new Uint8Array(34))).toThrow(RangeError);
-    expect(() => native().quantizeGgmlQ8_0(new Float32Array(32), new Uint8Array(33))).toThrow(RangeError);
+    expect(() => native().quantizeGgmlQ8_0(new Float32Array(33), new Uint8Array(34))).toThrow(/multiple of 32/);
+    expect(() => native().quantizeGgmlQ8_0(new Float32Array(32), new Uint8Array(33))).toThrow(/33 elements, expected 34/);
     const src = stored(new Float32Array(32), 'f32');
-    expect(() => native().quantizeGgmlQ8_0(src.file, 8, 'f32', 32, new Uint8Array(34))).toThrow(RangeError);
+    expect(() => native().quantizeGgmlQ8_0(src.file, 8, 'f32', 32, new Uint8Array(34))).toThrow(/outside the mapping/);
   });
 });
 
@@ -157,7 +160,7 @@ describe("llama.cpp's Q8_0 file (llama-quantize) rebuilt from its float32 values
       closeWeights(w);
     }
     const cli = await runCli(['convert', f32, q8, '--to', 'gguf', '--quant', 'q8_0', '--no-progress']);
-    expect(cli.code).toBe(0);
+    expect(cli.exitCode).toBe(0);
     expect(fs.readFileSync(q8).equals(fs.readFileSync(LLAMA_Q8))).toBe(true);
   });
 });
@@ -196,7 +199,9 @@ describe('fixture models converted to Q8_0 GGUF generate as their sources', () =
     await convert(from, out, { to: 'gguf', quant: 'q8_0' });
     const w = await readWeights(out);
     try {
-      for (const t of w.tensors) expect([t.name, t.dtype]).toEqual([t.name, t.shape.length >= 2 ? 'ggml_q8_0' : 'f32']);
+      // Matrices Q8_0, except rows that are no whole number of blocks (stories260K's ffn of 172): F16, as llama-quantize does.
+      const expected = (shape: number[]) => (shape.length < 2 ? 'f32' : shape[shape.length - 1] % 32 === 0 ? 'ggml_q8_0' : 'f16');
+      for (const t of w.tensors) expect([t.name, t.dtype]).toEqual([t.name, expected(t.shape)]);
       expect([w.metadata['general.file_type'], w.metadata['general.quantization_version']]).toEqual([7, 2]);
     } finally {
       closeWeights(w);
