@@ -209,6 +209,33 @@ describe('fixture models converted to Q8_0 GGUF generate as their sources', () =
     expect(await greedy(out, PROMPTS[src])).toEqual(await greedy(src, PROMPTS[src]));
   });
 
+  test('ajc1 with groups of 32: the GGUF blocks hold its int8 values, its scales rounded to f16', async () => {
+    const ajc1 = path.join(fresh('gs32'), 'model.bin');
+    await convert(AJC1, ajc1, { to: 'ajc1', groupSize: 32 });
+    const out = path.join(fresh('gs32-q8'), 'model.gguf');
+    await convert(ajc1, out, { to: 'gguf', quant: 'q8_0' });
+    const [src, dst] = [await readWeights(ajc1), await readWeights(out)];
+    try {
+      const quantized = src.tensors.filter((t) => t.dtype === 'q8_0');
+      expect(quantized.length).toBeGreaterThan(0);
+      for (const view of quantized) {
+        const blocks = dst.tensors.find((t) => t.name === view.name)!;
+        expect(blocks.dtype).toBe('ggml_q8_0');
+        const bytes = blocks.source.bytes.subarray(blocks.byteOffset, blocks.byteOffset + blocks.byteLength);
+        const q = new Int8Array(view.source.bytes.buffer, view.source.bytes.byteOffset + view.byteOffset, view.byteLength);
+        const s = view.scales!;
+        const scales = new Float32Array(new Uint8Array(view.source.bytes.subarray(s.byteOffset, s.byteOffset + s.byteLength)).buffer);
+        for (let b = 0; b < scales.length; b++) {
+          for (let i = 0; i < 32; i++) if (qOf(bytes, b, i) !== q[b * 32 + i]) throw new Error(`${view.name} block ${b}: q[${i}] ${qOf(bytes, b, i)} != ${q[b * 32 + i]}`);
+          expect(Math.abs(d16Of(bytes, b) - scales[b])).toBeLessThanOrEqual(scales[b] * 2 ** -11 + 2 ** -25); // f16 rounding, subnormal f16 included
+        }
+      }
+    } finally {
+      closeWeights(src);
+      closeWeights(dst);
+    }
+  });
+
   test('`convert --help` offers q8_0; GGUF refuses group sizes other than 32', async () => {
     const help = await runCli(['convert', '--help']);
     expect(help.stdout).toMatch(/--quant <type>.*q8_0/);
