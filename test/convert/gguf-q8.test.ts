@@ -18,6 +18,7 @@ import { loadModel } from '../../lib/model';
 import { native } from '../../lib/native';
 import { closeWeights, type FormatName } from '../../lib/weights';
 import { runCli } from '../helpers/cli';
+import { watchEventLoop } from '../helpers/event-loop';
 import { fixture } from '../helpers/fixtures';
 import { testWorkspace } from '../helpers/workspace';
 
@@ -120,6 +121,15 @@ describe('the native quantizer equals the reference', () => {
     const out = new Uint8Array(blocks * 34);
     await native().quantizeGgmlQ8_0(values, out);
     expect(Buffer.from(out).equals(Buffer.from(quantizeGgmlQ8_0(values)))).toBe(true);
+  });
+
+  test('the event loop turns while a large tensor is quantized', async () => {
+    const values = testValues(1 << 18, 9); // 8 Mi elements
+    const out = new Uint8Array((values.length / 32) * 34);
+    const watch = watchEventLoop();
+    await native().quantizeGgmlQ8_0(values, out);
+    expect(watch.stop().ticks).toBeGreaterThan(0);
+    expect(Buffer.from(out.subarray(0, 34 * 64)).equals(Buffer.from(quantizeGgmlQ8_0(values.subarray(0, 32 * 64))))).toBe(true);
   });
 
   test('bad arguments are refused before any work', () => {
