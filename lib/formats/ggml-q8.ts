@@ -15,6 +15,7 @@ import { native } from '../native';
 import { numel, type TensorView } from '../weights';
 import { rangeError } from '../errors';
 import { f32ToF16 } from './dtype-convert';
+import { pipelined } from './pipelined';
 import { permutedRowChunks } from './rope-order';
 import { orientedF32Chunks, releasePages } from './tensor-data';
 
@@ -75,28 +76,14 @@ export async function* ggmlQ8Chunks(view: TensorView, rows?: Int32Array): AsyncG
   }
   const elementBytes = view.dtype === 'f32' ? 4 : 2;
   const dtype = view.dtype as 'f32' | 'f16' | 'bf16';
-  const start = (at: number) => {
-    const count = Math.min(CHUNK_ELEMENTS, n - at);
+  const start = async (at: number, count: number) => {
     const out = new Uint8Array((count / GGML_Q8_BLOCK) * GGML_Q8_BLOCK_BYTES);
-    const done = quantize(view.source.file, view.byteOffset + at * elementBytes, dtype, count, out).then(() => out);
-    // Awaited below; this only keeps a rejection of a chunk nobody waits for (the caller stopped) quiet.
-    done.catch(() => undefined);
-    return done;
+    await quantize(view.source.file, view.byteOffset + at * elementBytes, dtype, count, out);
+    return out;
   };
-  const pending: Promise<Uint8Array>[] = [];
-  let started = 0;
-  const fill = () => {
-    while (pending.length < IN_FLIGHT && started < n) {
-      pending.push(start(started));
-      started += CHUNK_ELEMENTS;
-    }
-  };
-  fill();
-  for (let at = 0; at < n; at += CHUNK_ELEMENTS) {
-    const current = await pending.shift()!;
-    fill();
-    yield current;
-    releasePages(view, view.byteOffset + at * elementBytes, (current.length / GGML_Q8_BLOCK_BYTES) * GGML_Q8_BLOCK * elementBytes);
+  for await (const [at, blocks] of pipelined(n, CHUNK_ELEMENTS, IN_FLIGHT, start)) {
+    yield blocks;
+    releasePages(view, view.byteOffset + at * elementBytes, (blocks.length / GGML_Q8_BLOCK_BYTES) * GGML_Q8_BLOCK * elementBytes);
   }
 }
 

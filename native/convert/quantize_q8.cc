@@ -98,23 +98,10 @@ void QuantizeGgmlBlock(const float* x, uint8_t* out) {
   }
 }
 
-}  // namespace
-
-void QuantizeGgmlQ8_0(const uint8_t* src, WeightType type, int64_t n, uint8_t* out) {
-  std::vector<float> values(static_cast<size_t>(kBlock));
-  std::vector<uint16_t> half(type == WeightType::F32 ? 0 : static_cast<size_t>(kBlock));
-  const int bytes = WeightTypeBytes(type);
-  for (int64_t at = 0; at < n; at += kBlock) {
-    const int64_t count = n - at < kBlock ? n - at : kBlock;
-    ToFloat(src + at * bytes, type, count, values.data(), half.data());
-    for (int64_t b = 0; b < count; b += kGgmlQ8Block)
-      QuantizeGgmlBlock(values.data() + b, out + (at + b) / kGgmlQ8Block * kGgmlQ8BlockBytes);
-  }
-}
-
-int WeightTypeBytes(WeightType type) { return type == WeightType::F32 ? 4 : 2; }
-
-void QuantizeQ8Weights(const uint8_t* src, WeightType type, int64_t n, int group, int8_t* q, float* scales) {
+// Calls group_fn(values, at) for each group of `group` elements of `src`, decoded to float32
+// (`at`: the index of the group's first element), decoding kBlock-sized runs of whole groups at once.
+template <class GroupFn>
+void ForEachFloatGroup(const uint8_t* src, WeightType type, int64_t n, int group, GroupFn group_fn) {
   const int64_t block = group >= kBlock ? group : (kBlock / group) * group;
   std::vector<float> values(static_cast<size_t>(block));
   std::vector<uint16_t> half(type == WeightType::F32 ? 0 : static_cast<size_t>(block));
@@ -122,8 +109,21 @@ void QuantizeQ8Weights(const uint8_t* src, WeightType type, int64_t n, int group
   for (int64_t at = 0; at < n; at += block) {
     const int64_t count = n - at < block ? n - at : block;
     ToFloat(src + at * bytes, type, count, values.data(), half.data());
-    for (int64_t g = 0; g < count; g += group) QuantizeGroup(values.data() + g, group, q + at + g, scales + (at + g) / group);
+    for (int64_t g = 0; g < count; g += group) group_fn(values.data() + g, at + g);
   }
+}
+
+}  // namespace
+
+int WeightTypeBytes(WeightType type) { return type == WeightType::F32 ? 4 : 2; }
+
+void QuantizeQ8Weights(const uint8_t* src, WeightType type, int64_t n, int group, int8_t* q, float* scales) {
+  ForEachFloatGroup(src, type, n, group, [&](const float* x, int64_t at) { QuantizeGroup(x, group, q + at, scales + at / group); });
+}
+
+void QuantizeGgmlQ8_0(const uint8_t* src, WeightType type, int64_t n, uint8_t* out) {
+  ForEachFloatGroup(src, type, n, kGgmlQ8Block,
+                    [&](const float* x, int64_t at) { QuantizeGgmlBlock(x, out + at / kGgmlQ8Block * kGgmlQ8BlockBytes); });
 }
 
 }  // namespace convert
