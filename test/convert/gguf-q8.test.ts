@@ -19,6 +19,7 @@ import { native } from '../../lib/native';
 import { closeWeights, type FormatName } from '../../lib/weights';
 import { runCli } from '../helpers/cli';
 import { watchEventLoop } from '../helpers/event-loop';
+import { mulberry32 } from '../helpers/rng';
 import { fixture } from '../helpers/fixtures';
 import { testWorkspace } from '../helpers/workspace';
 
@@ -28,22 +29,9 @@ afterAll(() => {
   for (const s of sources) s.close();
 });
 
-/** xorshift32 in [0, 1). */
-function rng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return s / 4294967296;
-  };
-}
-
 /** Blocks of 32: random values of mixed magnitudes, exact ties, zeros, NaN / Inf, subnormals. */
 function testValues(blocks: number, seed: number): Float32Array {
-  const next = rng(seed);
+  const next = mulberry32(seed);
   const out = new Float32Array(blocks * 32);
   for (let b = 0; b < blocks; b++) {
     const kind = b % 6;
