@@ -186,6 +186,8 @@ describe('fixture models converted to Q8_0 GGUF generate as their sources', () =
     ['llama2.c stories260K', BIN, [] as FormatName[]],
     ['ajc1 qwen3-tiny', AJC1, [] as FormatName[]],
     ['a safetensors folder converted from ajc1', AJC1, ['safetensors'] as FormatName[]],
+    // HF rows are in 'half' order: the GGUF llama q/k rows are permuted before quantization.
+    ['a safetensors folder converted from llama2.c', BIN, ['safetensors'] as FormatName[]],
   ])('%s', async (_label, src, chain) => {
     let from = src;
     for (const to of chain) {
