@@ -15,13 +15,14 @@ import { native } from '../native';
 import { numel, type TensorView } from '../weights';
 import { rangeError } from '../errors';
 import { f32ToF16 } from './dtype-convert';
+import { GGML_TYPES } from './gguf';
 import { pipelined } from './pipelined';
 import { permutedRowChunks } from './rope-order';
 import { orientedF32Chunks, releasePages } from './tensor-data';
 
 export const GGML_Q8_0_TYPE = 8;
-export const GGML_Q8_BLOCK = 32;
-export const GGML_Q8_BLOCK_BYTES = 34;
+/** Elements per block (32) and bytes per block (34), from the reader's table of ggml types. */
+export const { blockSize: GGML_Q8_BLOCK, typeSize: GGML_Q8_BLOCK_BYTES } = GGML_TYPES[GGML_Q8_0_TYPE];
 
 /** Elements per chunk quantized from the mapping (4 Mi: 4.25 MiB of blocks out). */
 const CHUNK_ELEMENTS = 4 << 20;
