@@ -473,6 +473,8 @@ export interface NativeBinding {
    */
   quantizeGgmlQ8_0(file: MappedFile, byteOffset: number, dtype: 'f32' | 'f16' | 'bf16', count: number, out: Uint8Array): Promise<void>;
   quantizeGgmlQ8_0(values: Float32Array, out: Uint8Array): Promise<void>;
+  /** From elements first.. of a q8_0 tensor (int8 at byteOffset, float32 scales per `group` from scalesByteOffset), dequantized as q·scale first. */
+  quantizeGgmlQ8_0(file: MappedFile, byteOffset: number, dtype: 'q8_0', count: number, out: Uint8Array, scalesByteOffset: number, group: number, first: number): Promise<void>;
   quantizeQ8Weights(
     file: MappedFile,
     byteOffset: number,

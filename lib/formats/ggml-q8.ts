@@ -7,9 +7,9 @@
  * exact division, ties to even).
  *
  * `quantizeGgmlQ8_0` is the JavaScript reference (and the test oracle); `ggmlQ8Chunks` quantizes a
- * whole tensor natively (native/convert/quantize_q8.cc) on libuv's thread pool: f32/f16/bf16 views
- * in canonical orientation straight from the mapping, anything else (permuted rows, a stored
- * transpose, ajc1's q8_0, f64) decoded to float32 chunks first.
+ * whole tensor natively (native/convert/quantize_q8.cc) on libuv's thread pool: f32/f16/bf16 and
+ * ajc1/llama2.c q8_0 views in canonical orientation straight from the mapping, anything else
+ * (permuted rows, a stored transpose, f64) decoded to float32 chunks first.
  */
 import { native } from '../native';
 import { numel, type TensorView } from '../weights';
@@ -63,8 +63,8 @@ export async function* ggmlQ8Chunks(view: TensorView, rows?: Int32Array): AsyncG
   const n = numel(view.shape);
   if (n % GGML_Q8_BLOCK !== 0) throw rangeError(`tensor '${view.name}' (${n} elements) is not a whole number of Q8_0 blocks`);
   const quantize = native().quantizeGgmlQ8_0;
-  const plain = view.dtype === 'f32' || view.dtype === 'f16' || view.dtype === 'bf16';
-  if (!plain || rows || (view.transposed && view.shape.length >= 2)) {
+  const fromMapping = view.dtype === 'f32' || view.dtype === 'f16' || view.dtype === 'bf16' || (view.dtype === 'q8_0' && view.scales);
+  if (!fromMapping || rows || (view.transposed && view.shape.length >= 2)) {
     // Each float chunk (whole rows, or a multiple of 32 elements) is valid until the next is requested.
     const floats = rows ? permutedRowChunks(view, rows) : orientedF32Chunks(view, false);
     for (const values of floats) {
@@ -75,11 +75,12 @@ export async function* ggmlQ8Chunks(view: TensorView, rows?: Int32Array): AsyncG
     releasePages(view);
     return;
   }
-  const elementBytes = view.dtype === 'f32' ? 4 : 2;
-  const dtype = view.dtype as 'f32' | 'f16' | 'bf16';
+  const elementBytes = view.dtype === 'f32' ? 4 : view.dtype === 'q8_0' ? 1 : 2;
   const start = async (at: number, count: number) => {
     const out = new Uint8Array((count / GGML_Q8_BLOCK) * GGML_Q8_BLOCK_BYTES);
-    await quantize(view.source.file, view.byteOffset + at * elementBytes, dtype, count, out);
+    const from = view.byteOffset + at * elementBytes;
+    if (view.dtype === 'q8_0') await quantize(view.source.file, from, 'q8_0', count, out, view.scales!.byteOffset, view.scales!.groupSize, at);
+    else await quantize(view.source.file, from, view.dtype as 'f32' | 'f16' | 'bf16', count, out);
     return out;
   };
   for await (const [at, blocks] of pipelined(n, CHUNK_ELEMENTS, IN_FLIGHT, start)) {

@@ -126,5 +126,17 @@ void QuantizeGgmlQ8_0(const uint8_t* src, WeightType type, int64_t n, uint8_t* o
                     [&](const float* x, int64_t at) { QuantizeGgmlBlock(x, out + at / kGgmlQ8Block * kGgmlQ8BlockBytes); });
 }
 
+void QuantizeGgmlQ8_0FromQ8(const uint8_t* q, const uint8_t* scales, int64_t group, int64_t first, int64_t n, uint8_t* out) {
+  float values[kGgmlQ8Block];
+  for (int64_t b = 0; b < n; b += kGgmlQ8Block) {
+    for (int i = 0; i < kGgmlQ8Block; ++i) {
+      float s;
+      std::memcpy(&s, scales + (first + b + i) / group * 4, 4);
+      values[i] = float(int8_t(q[b + i])) * s;
+    }
+    QuantizeGgmlBlock(values, out + b / kGgmlQ8Block * kGgmlQ8BlockBytes);
+  }
+}
+
 }  // namespace convert
 }  // namespace weightmap

@@ -30,5 +30,11 @@ constexpr int kGgmlQ8BlockBytes = 34;
 // `n` elements of `src` (little-endian `type`, any alignment; n % 32 == 0) -> out[n / 32 * 34].
 void QuantizeGgmlQ8_0(const uint8_t* src, WeightType type, int64_t n, uint8_t* out);
 
+// The same from `n` elements of a q8_0 tensor (ajc1 / llama2.c: int8 values, one little-endian
+// float32 scale per `group`) starting at element `first`: q points at element `first`'s int8,
+// scales at the tensor's first scale (any alignment). Each value is dequantized as q · scale in
+// float32 first (n % 32 == 0).
+void QuantizeGgmlQ8_0FromQ8(const uint8_t* q, const uint8_t* scales, int64_t group, int64_t first, int64_t n, uint8_t* out);
+
 }  // namespace convert
 }  // namespace weightmap

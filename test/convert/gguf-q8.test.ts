@@ -12,6 +12,7 @@ import { convert } from '../../lib/convert';
 import { dequantize } from '../../lib/dequantize';
 import { readWeights } from '../../lib/formats';
 import { f16ToF32, f32ToBf16, f32ToF16 } from '../../lib/formats/dtype-convert';
+import { readF32 } from '../../lib/formats/tensor-data';
 import { quantizeGgmlQ8_0 } from '../../lib/formats/ggml-q8';
 import { mapFile, type MappedSource } from '../../lib/mapping';
 import { loadModel } from '../../lib/model';
@@ -24,6 +25,7 @@ import { fixture } from '../helpers/fixtures';
 import { testWorkspace } from '../helpers/workspace';
 
 const { fresh } = testWorkspace('weightmap-gguf-q8-');
+const AJC1 = fixture('ajc1-qwen3-tiny', 'model.bin');
 const sources: MappedSource[] = [];
 afterAll(() => {
   for (const s of sources) s.close();
@@ -111,6 +113,26 @@ describe('the native quantizer equals the reference', () => {
     expect(Buffer.from(out).equals(Buffer.from(quantizeGgmlQ8_0(values)))).toBe(true);
   });
 
+  test('from q8_0 (ajc1: int8 and float32 scales per group) from odd block offsets, as dequantize-then-quantize', async () => {
+    const w = await readWeights(AJC1);
+    try {
+      const view = w.tensors.find((t) => t.dtype === 'q8_0')!;
+      expect(view.scales!.groupSize % 32).toBe(0);
+      // Starts inside a group (5 blocks = 160 elements) and at 0; odd block counts.
+      for (const [first, blocks] of [[0, 1], [160, 7], [32 * 301, 257]]) {
+        const out = new Uint8Array(blocks * 34);
+        const s = view.scales!;
+        await native().quantizeGgmlQ8_0(view.source.file, view.byteOffset + first, 'q8_0', blocks * 32, out, s.byteOffset, s.groupSize, first);
+        expect(Buffer.from(out).equals(Buffer.from(quantizeGgmlQ8_0(readF32(view, first, blocks * 32))))).toBe(true);
+      }
+      const s = view.scales!;
+      const beyond = view.source.byteLength - s.byteOffset;
+      expect(() => native().quantizeGgmlQ8_0(view.source.file, view.byteOffset, 'q8_0', 32, new Uint8Array(34), s.byteOffset + beyond, s.groupSize, 0)).toThrow(/outside the mapping/);
+    } finally {
+      closeWeights(w);
+    }
+  });
+
   test('the event loop turns while a large tensor is quantized', async () => {
     const values = testValues(1 << 18, 9); // 8 Mi elements
     const out = new Uint8Array((values.length / 32) * 34);
@@ -164,7 +186,6 @@ describe("llama.cpp's Q8_0 file (llama-quantize) rebuilt from its float32 values
 });
 
 const BIN = fixture('llama-stories260k', 'stories260K.bin');
-const AJC1 = fixture('ajc1-qwen3-tiny', 'model.bin');
 const PROMPTS: Record<string, string> = {
   [BIN]: 'Once upon a time, Lily met a big dog. "Hi!"',
   [AJC1]: '<|im_start|>user\nHéllo, wörld! 1234 你好 <think>\n</think><|im_end|>\n<|im_start|>assistant\n',
