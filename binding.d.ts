@@ -466,6 +466,15 @@ export interface NativeBinding {
    * lies outside the file; keeps the mapping and `out` alive until it settles.
    */
   dequantizeWeights(file: MappedFile, byteOffset: number, dtype: string, count: number, out: Float32Array): Promise<void>;
+  /**
+   * ggml Q8_0 blocks (34 bytes per 32 elements: f16 d, 32 int8) of `count` f32/f16/bf16 elements
+   * of a MappedFile, or of a Float32Array, into `out` on libuv's thread pool
+   * (native/convert/quantize_q8.h). `count` must be a multiple of 32 and `out` exactly count/32·34 bytes.
+   */
+  quantizeGgmlQ8_0(file: MappedFile, byteOffset: number, dtype: 'f32' | 'f16' | 'bf16', count: number, out: Uint8Array): Promise<void>;
+  quantizeGgmlQ8_0(values: Float32Array, out: Uint8Array): Promise<void>;
+  /** From elements first.. of a q8_0 tensor (int8 at byteOffset, float32 scales per `group` from scalesByteOffset), dequantized as q·scale first. */
+  quantizeGgmlQ8_0(file: MappedFile, byteOffset: number, dtype: 'q8_0', count: number, out: Uint8Array, scalesByteOffset: number, group: number, first: number): Promise<void>;
   quantizeQ8Weights(
     file: MappedFile,
     byteOffset: number,

@@ -9,4 +9,5 @@ export const ggufFormat: FormatModule = {
   detect: detectGguf,
   read: readGguf,
   write: writeGguf,
+  quantTypes: ['q8_0'],
 };

@@ -13,8 +13,15 @@
  * ajc1 or HF byte-level BPE one as model "gpt2" with its merges) with its Jinja chat template as
  * `tokenizer.chat_template`.
  *
- * Tensor types: F32, F16, BF16 as stored, ggml Q8_0 copied, llama2.c/ajc1 q8_0 dequantized to F32;
- * options.dtype converts every float matrix (rank ≥ 2; vectors stay F32, as llama.cpp keeps them).
+ * Tensor types: F32, F16, BF16 as stored, ggml block types copied, llama2.c/ajc1 q8_0 dequantized to
+ * F32; options.dtype converts every float matrix (rank ≥ 2; vectors stay F32, as llama.cpp keeps them).
+ * options.quant 'q8_0' writes ggml Q8_0 (ggml-q8.ts) for the tensors llama-quantize quantizes in a
+ * Q8_0 file (token embedding and output included; norms and vectors stay as stored), F16 for those
+ * whose rows are no whole number of 32-element blocks (llama-quantize's fallback), and records
+ * `general.file_type` 7 (LLAMA_FTYPE_MOSTLY_Q8_0) and `general.quantization_version` 2. Float
+ * sources are quantized directly; ajc1/llama2.c q8_0 (own group size and float32 scales) is
+ * re-quantized from its dequantized float32 values (with groups of 32 this gives back the stored
+ * int8 values, their scales rounded to f16); ggml block tensors of a GGUF source are copied.
  * Tensors start at multiples of the alignment (32, or the source's general.alignment), padded with
  * zeros; the file ends with the last tensor.
  */
@@ -24,6 +31,7 @@ import type { FloatDType } from './dtype-convert';
 import { DECODER_VARIANTS, isDecoderConfig, unheldFields, variantNames, type DecoderConfig } from '../architectures/decoder';
 import { decodeVocabularySteps } from './deferred-vocabulary';
 import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggmlBlockTypeId, ggufTensorName } from './gguf';
+import { GGML_Q8_0_TYPE, GGML_Q8_BLOCK, GGML_Q8_BLOCK_BYTES, ggmlQ8Chunks, llamaCppQuantizes } from './ggml-q8';
 import { permutedRowChunks, qkRowSources } from './rope-order';
 import { canonicalShape, f32Chunks, isFloatReadable, rawChunks, releasePages } from './tensor-data';
 import type { WriteOptions } from './types';
@@ -232,7 +240,13 @@ interface Planned {
   dims: number[];
   ggmlType: number;
   byteLength: number;
-  emit: () => Iterable<Uint8Array> | { floats: Iterable<Float32Array>; dtype: FloatDType } | { view: TensorView; dtype: FloatDType };
+  /** Quantized here (options.quant). */
+  quantized?: true;
+  emit: () =>
+    | Iterable<Uint8Array>
+    | { blocks: AsyncIterable<Uint8Array> }
+    | { floats: Iterable<Float32Array>; dtype: FloatDType }
+    | { view: TensorView; dtype: FloatDType };
 }
 
 const FLOAT_TYPES: Record<FloatDType, number> = { f32: 0, f16: 1, bf16: 30 };
@@ -263,7 +277,13 @@ function planTensorBytes(weights: ModelWeights, view: TensorView, options: Write
     return { name, dims, ggmlType: blocks, byteLength: view.byteLength, emit: () => rawChunks(view) };
   }
   const stored = view.dtype === 'f32' || view.dtype === 'f16' || view.dtype === 'bf16' ? view.dtype : undefined;
-  const dtype: FloatDType = requested ?? stored ?? 'f32';
+  const quantize = options.quant === 'q8_0' && llamaCppQuantizes(name, shape.length) && isFloatReadable(view);
+  const wholeBlocks = shape[shape.length - 1] % GGML_Q8_BLOCK === 0;
+  if (quantize && wholeBlocks) {
+    const byteLength = (n / GGML_Q8_BLOCK) * GGML_Q8_BLOCK_BYTES;
+    return { name, dims, ggmlType: GGML_Q8_0_TYPE, byteLength, quantized: true, emit: () => ({ blocks: ggmlQ8Chunks(view, rows) }) };
+  }
+  const dtype: FloatDType = quantize ? 'f16' : requested ?? stored ?? 'f32';
   if (!isFloatReadable(view)) {
     if (rows || view.transposed) throw new UnsupportedError(`cannot reorder the ${view.dtype} tensor '${view.name}'`);
     const ints: Record<string, number> = { i8: 24, i16: 25, i32: 26, i64: 27 };
@@ -317,7 +337,18 @@ function ggufSourceTensors(weights: ModelWeights, options: WriteOptions): Planne
   return [...out, ...byName.values()];
 }
 
+/** The file-type keys llama-quantize records (LLAMA_FTYPE_MOSTLY_Q8_0, GGML_QNT_VERSION), in place of the source's. */
+function withQ8FileType(kvs: KvEntry[]): KvEntry[] {
+  const set: KvEntry[] = [['general.quantization_version', 'u32', 2], ['general.file_type', 'u32', 7]];
+  const out = kvs.map((kv) => set.find(([key]) => key === kv[0]) ?? kv);
+  for (const kv of set) if (!kvs.some(([key]) => key === kv[0])) out.push(kv);
+  return out;
+}
+
 export async function writeGguf(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
+  if (options.groupSize !== undefined && options.groupSize !== GGML_Q8_BLOCK) {
+    throw new UnsupportedError(`GGUF Q8_0 blocks hold ${GGML_Q8_BLOCK} values; group size ${options.groupSize} does not apply`);
+  }
   const fromGguf = weights.format === 'gguf' && weights.metadata['gguf.types'] !== undefined;
   const c = weights.config;
   if (!fromGguf && !isDecoderConfig(c)) {
@@ -326,10 +357,11 @@ export async function writeGguf(weights: ModelWeights, path: string, options: Wr
   const unheld = fromGguf ? [] : unheldFields(c as DecoderConfig, GGUF_WRITER_HOLDS);
   if (unheld.length > 0) throw new UnsupportedError(`GGUF output from ${weights.format} holds no ${unheld.join(', ')} (this ${c.architecture} model has them)`);
   if (fromGguf && weights.tokenizer) await runYielding(decodeVocabularySteps(weights.tokenizer));
-  const kvs = fromGguf ? sourceKvs(weights) : await decoderKvs(weights);
   const alignment = fromGguf && typeof weights.metadata['general.alignment'] === 'number' ? (weights.metadata['general.alignment'] as number) : GGUF_DEFAULT_ALIGNMENT;
   const tensors = fromGguf ? ggufSourceTensors(weights, options) : weights.tensors.map((v) => planTensor(weights, v, options));
   if (new Set(tensors.map((t) => t.name)).size !== tensors.length) throw rangeError('duplicate tensor names');
+  const kvs0 = fromGguf ? sourceKvs(weights) : await decoderKvs(weights);
+  const kvs = tensors.some((t) => t.quantized) ? withQ8FileType(kvs0) : kvs0;
 
   const head = Buffer.concat([u32(GGUF_MAGIC), u32(3), u64(tensors.length), u64(kvs.length)]);
   const kvBytes: Buffer[] = [];
@@ -355,7 +387,8 @@ export async function writeGguf(weights: ModelWeights, path: string, options: Wr
       const pad = dataStart + offsets[i] - job.position;
       if (pad > 0) await job.write(new Uint8Array(pad));
       const out = t.emit();
-      if ('view' in out) await job.writeTensor(out.view, out.dtype, false);
+      if ('blocks' in out) for await (const blocks of out.blocks) await job.write(blocks, t.name);
+      else if ('view' in out) await job.writeTensor(out.view, out.dtype, false);
       else if ('floats' in out) await job.writeFloats(out.floats, out.dtype, t.name);
       else await job.writeRaw(out, t.name);
       if (t.view) releasePages(t.view);

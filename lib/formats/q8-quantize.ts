@@ -15,6 +15,7 @@ import { numel, type TensorView } from '../weights';
 import { roundHalfEven } from './dtype-convert';
 import { orientedF32Chunks, releasePages } from './tensor-data';
 import { rangeError } from '../errors';
+import { pipelined } from './pipelined';
 
 /** Elements per chunk of q8Chunks (4 Mi: 4 MiB of int8 out). */
 const Q8_CHUNK_ELEMENTS = 4 << 20;
@@ -89,27 +90,12 @@ export async function* q8Chunks(view: TensorView, groupSize: number, chunkElemen
   }
   const elementBytes = view.dtype === 'f32' ? 4 : 2;
   const dtype = view.dtype as 'f32' | 'f16' | 'bf16';
-  const start = (at: number) => {
-    const count = Math.min(chunk, n - at);
+  const start = async (at: number, count: number) => {
     const out: Q8Chunk = { q: new Int8Array(count), scales: new Float32Array(count / groupSize) };
-    const done = quantize(view.source.file, view.byteOffset + at * elementBytes, dtype, count, groupSize, out.q, out.scales).then(() => out);
-    // Awaited below; this only keeps a rejection of a chunk nobody waits for (the caller stopped) quiet.
-    done.catch(() => undefined);
-    return done;
+    await quantize(view.source.file, view.byteOffset + at * elementBytes, dtype, count, groupSize, out.q, out.scales);
+    return out;
   };
-  // Up to IN_FLIGHT chunks are being quantized (on as many pool threads) while the caller writes.
-  const pending: Promise<Q8Chunk>[] = [];
-  let started = 0;
-  const fill = () => {
-    while (pending.length < IN_FLIGHT && started < n) {
-      pending.push(start(started));
-      started += chunk;
-    }
-  };
-  fill();
-  for (let at = 0; at < n; at += chunk) {
-    const current = await pending.shift()!;
-    fill();
+  for await (const [at, current] of pipelined(n, chunk, IN_FLIGHT, start)) {
     yield current;
     releasePages(view, view.byteOffset + at * elementBytes, current.q.length * elementBytes);
   }

@@ -1,9 +1,11 @@
 #include "convert/quantize_q8.h"
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "kernels/tables.h"
 
 namespace weightmap {
 namespace convert {
@@ -83,11 +85,23 @@ void QuantizeGroup(const float* x, int group, int8_t* q, float* scale) {
   }
 }
 
-}  // namespace
+// One ggml Q8_0 block (see quantize_q8.h) of 32 floats into 34 bytes.
+void QuantizeGgmlBlock(const float* x, uint8_t* out) {
+  const float d = MaxAbs(x, kGgmlQ8Block) / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const uint16_t h = kernels::scalar::f32_to_f16_one(d);
+  out[0] = uint8_t(h & 0xff);
+  out[1] = uint8_t(h >> 8);
+  for (int i = 0; i < kGgmlQ8Block; ++i) {
+    const float v = std::round(x[i] * id);  // |v| <= 127 for finite x; NaN (NaN x, or Inf · 0) -> 0
+    out[2 + i] = uint8_t(int8_t(v == v ? (v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v) : 0.0f));
+  }
+}
 
-int WeightTypeBytes(WeightType type) { return type == WeightType::F32 ? 4 : 2; }
-
-void QuantizeQ8Weights(const uint8_t* src, WeightType type, int64_t n, int group, int8_t* q, float* scales) {
+// Calls group_fn(values, at) for each group of `group` elements of `src`, decoded to float32
+// (`at`: the index of the group's first element), decoding kBlock-sized runs of whole groups at once.
+template <class GroupFn>
+void ForEachFloatGroup(const uint8_t* src, WeightType type, int64_t n, int group, GroupFn group_fn) {
   const int64_t block = group >= kBlock ? group : (kBlock / group) * group;
   std::vector<float> values(static_cast<size_t>(block));
   std::vector<uint16_t> half(type == WeightType::F32 ? 0 : static_cast<size_t>(block));
@@ -95,7 +109,32 @@ void QuantizeQ8Weights(const uint8_t* src, WeightType type, int64_t n, int group
   for (int64_t at = 0; at < n; at += block) {
     const int64_t count = n - at < block ? n - at : block;
     ToFloat(src + at * bytes, type, count, values.data(), half.data());
-    for (int64_t g = 0; g < count; g += group) QuantizeGroup(values.data() + g, group, q + at + g, scales + (at + g) / group);
+    for (int64_t g = 0; g < count; g += group) group_fn(values.data() + g, at + g);
+  }
+}
+
+}  // namespace
+
+int WeightTypeBytes(WeightType type) { return type == WeightType::F32 ? 4 : 2; }
+
+void QuantizeQ8Weights(const uint8_t* src, WeightType type, int64_t n, int group, int8_t* q, float* scales) {
+  ForEachFloatGroup(src, type, n, group, [&](const float* x, int64_t at) { QuantizeGroup(x, group, q + at, scales + at / group); });
+}
+
+void QuantizeGgmlQ8_0(const uint8_t* src, WeightType type, int64_t n, uint8_t* out) {
+  ForEachFloatGroup(src, type, n, kGgmlQ8Block,
+                    [&](const float* x, int64_t at) { QuantizeGgmlBlock(x, out + at / kGgmlQ8Block * kGgmlQ8BlockBytes); });
+}
+
+void QuantizeGgmlQ8_0FromQ8(const uint8_t* q, const uint8_t* scales, int64_t group, int64_t first, int64_t n, uint8_t* out) {
+  float values[kGgmlQ8Block];
+  for (int64_t b = 0; b < n; b += kGgmlQ8Block) {
+    for (int i = 0; i < kGgmlQ8Block; ++i) {
+      float s;
+      std::memcpy(&s, scales + (first + b + i) / group * 4, 4);
+      values[i] = float(int8_t(q[b + i])) * s;
+    }
+    QuantizeGgmlBlock(values, out + b / kGgmlQ8Block * kGgmlQ8BlockBytes);
   }
 }
 

@@ -2,12 +2,13 @@
 // Conversion throughput and peak memory: converts IN to OUT in this fresh process and reports
 // seconds, MB/s of input read, MB/s of output written, and peak RSS (VmHWM). Writers stream, so
 // peak RSS must stay far below the model size (mapped input pages are shared file cache, and
-// they count in RSS only while resident).
+// they count in RSS only while resident). Also the longest the event loop waited meanwhile
+// (maxEventLoopDelayMs: the writer's heavy work must run off the JS thread).
 //   node scripts/bench/convert.js IN OUT --to ajc1 [--quant q8_0] [--group-size 64] [--dtype f16]
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
-const { performance } = require('node:perf_hooks');
+const { monitorEventLoopDelay, performance } = require('node:perf_hooks');
 const { convert } = require('../../dist/cjs/index.js');
 
 function sizeOf(p) {
@@ -35,6 +36,8 @@ async function main() {
     process.exit(1);
   }
   const sampler = setInterval(sampleRss, 20);
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
   const t0 = performance.now();
   await convert(input, output, {
     to: opt('to'),
@@ -43,6 +46,7 @@ async function main() {
     dtype: opt('dtype'),
   });
   const seconds = (performance.now() - t0) / 1000;
+  loop.disable();
   clearInterval(sampler);
   sampleRss();
   const inBytes = sizeOf(input);
@@ -54,6 +58,7 @@ async function main() {
     peakRssMB: +peaks.total.toFixed(1),
     peakAnonRssMB: +peaks.anon.toFixed(1),
     peakFileRssMB: +peaks.file.toFixed(1),
+    maxEventLoopDelayMs: +(loop.max / 1e6).toFixed(1),
   }, null, 2));
 }
 

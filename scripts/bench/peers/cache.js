@@ -1,7 +1,7 @@
 // The peers of the side-by-side benchmark, installed on demand into a cache folder outside the
 // repository (WEIGHTMAP_PEERS_CACHE, default ~/.cache/weightmap-peers); nothing enters package.json:
 //  - node-llama-cpp from npm (prebuilt llama.cpp binaries come as optional dependencies);
-//  - llama.cpp's llama-bench, built with cmake from the source bundle inside node-llama-cpp's
+//  - llama.cpp's llama-bench and llama-quantize, built with cmake from the source bundle inside node-llama-cpp's
 //    package (llama/gitRelease.bundle: the llama.cpp release that node-llama-cpp ships);
 //  - @huggingface/transformers with onnxruntime-node, whose install script would download CUDA
 //    binaries: scripts are skipped (and told to skip); the CPU binary ships in the npm tarball.
@@ -35,30 +35,33 @@ function nodeLlamaCpp() {
   return { version: pkg.version, entry: path.join(modules, 'node-llama-cpp', 'dist', 'index.js') };
 }
 
-/** { path, release, commit }: llama-bench built from node-llama-cpp's llama.cpp bundle (once; a long build). */
-function llamaBench() {
+/** { path, release, commit }: a llama.cpp tool (`target`) built from node-llama-cpp's llama.cpp bundle (once; a long build). */
+function llamaCppTool(target) {
   nodeLlamaCpp();
   const llama = path.join(modules, 'node-llama-cpp', 'llama');
   const { tag: release } = JSON.parse(fs.readFileSync(path.join(llama, 'llama.cpp.info.json'), 'utf8'));
   const source = path.join(CACHE, 'llama.cpp');
   const build = path.join(source, 'build');
-  const binary = path.join(build, 'bin', 'llama-bench');
+  const binary = path.join(build, 'bin', target);
   if (!fs.existsSync(path.join(source, 'CMakeLists.txt'))) {
     fs.rmSync(source, { recursive: true, force: true });
     execFileSync('git', ['clone', '--quiet', path.join(llama, 'gitRelease.bundle'), source], { stdio: 'inherit' });
   }
   if (!fs.existsSync(binary)) {
     const jobs = process.env.WEIGHTMAP_PEERS_JOBS ?? '2';
-    console.error(`building llama-bench (llama.cpp ${release}) in ${build} with ${jobs} jobs; this takes a while ...`);
+    console.error(`building ${target} (llama.cpp ${release}) in ${build} with ${jobs} jobs; this takes a while ...`);
     const nice = (args) => execFileSync('nice', ['-n', '10', 'cmake', ...args], { stdio: ['ignore', 'ignore', 'inherit'] });
     nice(['-S', source, '-B', build, '-DCMAKE_BUILD_TYPE=Release', '-DGGML_NATIVE=ON', '-DLLAMA_BUILD_TESTS=OFF',
       '-DLLAMA_BUILD_EXAMPLES=OFF', '-DLLAMA_BUILD_SERVER=OFF', '-DLLAMA_BUILD_APP=OFF', '-DLLAMA_OPENSSL=OFF',
       '-DLLAMA_BUILD_UI=OFF', '-DLLAMA_USE_PREBUILT_UI=OFF']);
-    nice(['--build', build, '--target', 'llama-bench', '-j', jobs]);
+    nice(['--build', build, '--target', target, '-j', jobs]);
   }
   const commit = execFileSync('git', ['-C', source, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
   return { path: binary, release, commit };
 }
+
+const llamaBench = () => llamaCppTool('llama-bench');
+const llamaQuantize = () => llamaCppTool('llama-quantize');
 
 /** { version, entry, onnxruntime }: transformers.js and the version of the onnxruntime-node under it. */
 function transformers() {
@@ -73,4 +76,4 @@ function transformers() {
   };
 }
 
-module.exports = { CACHE, nodeLlamaCpp, llamaBench, transformers };
+module.exports = { CACHE, nodeLlamaCpp, llamaBench, llamaQuantize, transformers };
