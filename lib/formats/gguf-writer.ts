@@ -22,7 +22,7 @@ import { rangeError, UnsupportedError } from '../errors';
 import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import type { FloatDType } from './dtype-convert';
 import { DECODER_VARIANTS, isDecoderConfig, unheldFields, variantNames, type DecoderConfig } from '../architectures/decoder';
-import { decodeVocabularySteps } from './deferred-vocabulary';
+import { decodeVocabularySteps } from '../tokenizers/deferred-vocabulary';
 import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggmlBlockTypeId, ggufTensorName } from './gguf';
 import { permutedRowChunks, qkRowSources } from './rope-order';
 import { canonicalShape, f32Chunks, isFloatReadable, rawChunks, releasePages } from './tensor-data';

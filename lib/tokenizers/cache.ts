@@ -11,7 +11,7 @@ import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as nodePath from 'node:path';
-import { crc32Native } from '../formats/checksums';
+import { crc32Native } from '../checksums';
 import { checkPackedSteps, packedCrcRange, packedSource } from './packed';
 import { runYielding } from '../steps';
 
