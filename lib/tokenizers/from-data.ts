@@ -13,7 +13,7 @@ import { runNow, runYielding, type Steps } from '../steps';
 import { decodeVocabularySteps } from './deferred-vocabulary';
 import type { SpecialTokenIds, Tokenizer } from './types';
 import { WordPieceTokenizer } from './wordpiece';
-import { withRecipe } from './worker-client';
+import { withRecipe } from './recipes';
 
 type Gguf = Extract<TokenizerData, { kind: 'gguf' }>;
 type Scored = Extract<TokenizerData, { kind: 'scored' }>;
