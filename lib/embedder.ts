@@ -14,8 +14,9 @@
 import { BertEngine, type EmbedderQuant, type Pooling } from './engines/bert';
 import { AbortError, DisposedError, rangeError, UnsupportedError } from './errors';
 import { readWeights } from './formats';
-import { encodeAsync, type Tokenizer } from './tokenizers';
-import { modelFolder, resolveTokenizer } from './tokenizers/resolve';
+import type { Tokenizer } from './tokenizers';
+import { encodeAsync } from './tokenizer-loading';
+import { modelFolder, resolveTokenizer } from './tokenizer-loading/resolve';
 import { closeWeights, type FormatName, type ModelWeights } from './weights';
 import type { BertConfig } from './architectures/bert';
 

@@ -14,7 +14,8 @@ import { deferredGeneration } from './deferred-generation';
 import { DisposedError, rangeError, UnsupportedError } from './errors';
 import { checkTokenIds, startGeneration, type Generation, type GenerateOptions, type LanguageSession } from './generate';
 import { SessionPool } from './session-pool';
-import { encodeAsync, WORKER_MIN_CHARS, type EncodeOptions, type Tokenizer } from './tokenizers';
+import type { EncodeOptions, Tokenizer } from './tokenizers';
+import { encodeAsync, WORKER_MIN_CHARS } from './tokenizer-loading';
 import { closeWeights, type FormatName, type ModelWeights } from './weights';
 import type { ModelConfig } from './architectures/model-config';
 
@@ -88,7 +89,7 @@ export class Model {
     return this.tokenizer.encode(text);
   }
 
-  /** encode() off the JS thread for long texts (the tokenizer worker; see tokenizers/worker-client.ts). */
+  /** encode() off the JS thread for long texts (the tokenizer worker; see tokenizer-loading/worker-client.ts). */
   async encodeAsync(text: string, options?: EncodeOptions): Promise<number[]> {
     this.live();
     return (await encodeAsync(this.tokenizer, [text], options))[0];

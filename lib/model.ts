@@ -26,7 +26,7 @@ import { MoondreamModel } from './moondream-model';
 import { native } from './native';
 import type { PipelineSpec } from './pipeline/coordinator';
 import type { Tokenizer } from './tokenizers';
-import { modelFolder, resolveTokenizer } from './tokenizers/resolve';
+import { modelFolder, resolveTokenizer } from './tokenizer-loading/resolve';
 import { closeWeights, type FormatName, type ModelWeights } from './weights';
 
 export { Model } from './language-model';

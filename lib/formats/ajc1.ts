@@ -22,7 +22,7 @@ import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { writeOutputs } from './output-files';
 import { ajc1Vocabulary } from './vocab-convert';
 import { requireTensor, runWriteJob, tensorsByName, type WriteJob } from './write-job';
-import { decodeVocabularySteps, deferVocabularyWork } from './deferred-vocabulary';
+import { decodeVocabularySteps, deferVocabularyWork } from '../tokenizers/deferred-vocabulary';
 import { runNow, runYielding, type Steps } from '../steps';
 
 export const AJC1_MAGIC = 0x616a6331;

@@ -11,7 +11,7 @@ import { mapFile, type MappedSource } from '../mapping';
 import { numel, type DType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { bertTensorSpecs, BERT_NAMES, type BertConfig } from '../architectures/bert';
 import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from './bytes';
-import { crc32, crc32Combine, crc32Native, fnv1a32 } from './checksums';
+import { crc32, crc32Combine, crc32Native, fnv1a32 } from '../checksums';
 import type { FloatDType } from './dtype-convert';
 import { EMBD_METADATA_PREFIX } from './safetensors';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';

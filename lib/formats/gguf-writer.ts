@@ -29,7 +29,7 @@ import { rangeError, UnsupportedError } from '../errors';
 import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import type { FloatDType } from './dtype-convert';
 import { DECODER_VARIANTS, isDecoderConfig, unheldFields, variantNames, type DecoderConfig } from '../architectures/decoder';
-import { decodeVocabularySteps } from './deferred-vocabulary';
+import { decodeVocabularySteps } from '../tokenizers/deferred-vocabulary';
 import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggmlBlockTypeId, ggufTensorName } from './gguf';
 import { GGML_Q8_0_TYPE, GGML_Q8_BLOCK, GGML_Q8_BLOCK_BYTES, ggmlQ8Chunks, llamaCppQuantizes } from './ggml-q8';
 import { permutedRowChunks, qkRowSources } from './rope-order';

@@ -33,7 +33,7 @@ import { isUtf8 } from 'node:buffer';
 import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from './bytes';
 import type { Probe, ReadOptions } from './types';
 import { runNow, runYielding, type Steps } from '../steps';
-import { deferVocabularyWork } from './deferred-vocabulary';
+import { deferVocabularyWork } from '../tokenizers/deferred-vocabulary';
 
 export const GGUF_MAGIC = 0x46554747; // "GGUF" on disk
 export const GGUF_DEFAULT_ALIGNMENT = 32;

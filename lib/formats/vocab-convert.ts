@@ -24,7 +24,7 @@ import { SPACE_MARK } from '../tokenizers/sentencepiece-bpe';
 import type { ModelWeights, TokenizerData } from '../weights';
 import { AJC1_UNMERGED_SCORE, ajc1TokenizerFromHf, chatTemplateSource, hfSideFolder } from './ajc1-sidecars';
 import { jsonText, readJsonFile, type HfJson } from './hf-config';
-import { decodeVocabularySteps } from './deferred-vocabulary';
+import { decodeVocabularySteps } from '../tokenizers/deferred-vocabulary';
 import { encodeLlama2cTokenizer, readLlama2cTokenizer } from './llama2c-tokenizer';
 
 type Scored = Extract<TokenizerData, { kind: 'scored' }>;

@@ -11,7 +11,7 @@ import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as nodePath from 'node:path';
-import { crc32Native } from '../formats/checksums';
+import { crc32Native } from '../checksums';
 import { checkPackedSteps, packedCrcRange, packedSource } from './packed';
 import { runYielding } from '../steps';
 
@@ -25,7 +25,7 @@ export function tokenizerCacheDir(): string | undefined {
   return nodePath.join(setting || nodePath.join(os.homedir(), '.cache', 'weightmap'), 'tokenizers');
 }
 
-/** The files a load of `path` may read (see load.ts), each as [name, size, mtimeMs]: the cache key and its validity. */
+/** The files a load of `path` may read (see tokenizer-loading/load.ts), each as [name, size, mtimeMs]: the cache key and its validity. */
 export function tokenizerSource(path: string): { version: number; path: string; files: [string, number, number][] } {
   const real = fs.realpathSync(path);
   const dir = fs.statSync(real).isDirectory() ? real : nodePath.dirname(real);

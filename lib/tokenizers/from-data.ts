@@ -10,10 +10,10 @@ import { GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN } from './pretokenizers';
 import { byteLevelBpeFromScoredSteps } from './scored-byte-level';
 import { bytePieceValue, SentencePieceBpeTokenizer, SPACE_MARK } from './sentencepiece-bpe';
 import { runNow, runYielding, type Steps } from '../steps';
-import { decodeVocabularySteps } from '../formats/deferred-vocabulary';
+import { decodeVocabularySteps } from './deferred-vocabulary';
 import type { SpecialTokenIds, Tokenizer } from './types';
 import { WordPieceTokenizer } from './wordpiece';
-import { withRecipe } from './worker-client';
+import { withRecipe } from './recipes';
 
 type Gguf = Extract<TokenizerData, { kind: 'gguf' }>;
 type Scored = Extract<TokenizerData, { kind: 'scored' }>;

@@ -1,8 +1,6 @@
 /** weightmap tokenizers: exact (Hugging Face / llama.cpp-identical) tokenization in TypeScript. */
 export type { Tokenizer, TokenizerKind, EncodeOptions, DecodeOptions, StreamDecoder, SpecialTokenIds } from './types';
 export type { AddedToken } from './added-tokens';
-export { loadTokenizer, loadTokenizerSync, loadAjc1Tokenizer, loadWeightsTokenizer, wordPieceFromVocabTxt } from './load';
-export { encodeAsync, WORKER_MIN_CHARS } from './worker-client';
 export { tokenizerFromData, tokenizerFromDataAsync } from './from-data';
 export { tokenizerFromJson, tokenizerFromVocabMerges } from './hf-json';
 export { ByteLevelBpeTokenizer } from './byte-level-bpe';

@@ -11,7 +11,7 @@
 'use strict';
 const path = require('node:path');
 const { monitorEventLoopDelay, performance } = require('node:perf_hooks');
-const { loadTokenizer } = require('../../dist/cjs/tokenizers');
+const { loadTokenizer } = require('../../dist/cjs/tokenizer-loading');
 const { vocabularyIndex } = require('../../dist/cjs/constrain/vocabulary-index');
 const { JsonGrammar, TokenConstraint } = require('../../dist/cjs/constrain/token-constraint');
 const { compileJsonSchema } = require('../../dist/cjs/constrain/json-schema');

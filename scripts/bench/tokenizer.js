@@ -3,7 +3,7 @@
 // Latin, Cyrillic, CJK, emoji) with weightmap's tokenizers and with Hugging Face's Rust
 // tokenizers (@anush008/tokenizers, a devDependency), checks both give the same ids and
 // reports MB/s (best of --runs, after one warm-up run that fills the word caches).
-//   node scripts/bench/tokenizer.js [--mb 1] [--runs 5] [--lib dist/cjs/tokenizers/index.js]
+//   node scripts/bench/tokenizer.js [--mb 1] [--runs 5] [--dist dist/cjs]
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
@@ -15,7 +15,8 @@ const opt = (name, def) => {
   return i >= 0 ? args[i + 1] : def;
 };
 const root = path.resolve(__dirname, '..', '..');
-const lib = require(path.resolve(root, opt('lib', 'dist/cjs/tokenizers/index.js')));
+const dist = path.resolve(root, opt('dist', 'dist/cjs'));
+const lib = { ...require(path.join(dist, 'tokenizers')), ...require(path.join(dist, 'tokenizer-loading')) };
 const HF = require('@anush008/tokenizers');
 const FIX = path.resolve(root, '..', 'shared', 'fixtures', 'tokenizers');
 const mb = Number(opt('mb', '1'));

@@ -7,7 +7,8 @@
 import Ajv from 'ajv';
 import { native } from '../../lib/native';
 import { loadModel, type Model } from '../../lib/model';
-import { loadTokenizer, type Tokenizer } from '../../lib/tokenizers';
+import type { Tokenizer } from '../../lib/tokenizers';
+import { loadTokenizer } from '../../lib/tokenizer-loading';
 import { advanceBytes, startState, type Frame } from '../../lib/constrain/automaton';
 import { compileJsonSchema, type JsonSchema } from '../../lib/constrain/json-schema';
 import { JsonGrammar, TokenConstraint } from '../../lib/constrain/token-constraint';

@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import sharp from 'sharp';
 import { loadMoondream, questionIds } from '../../lib/moondream';
 import { BYTE_TO_CHAR } from '../../lib/tokenizers/byte-level';
-import { loadTokenizer } from '../../lib/tokenizers';
+import { loadTokenizer } from '../../lib/tokenizer-loading';
 import { runCli } from '../helpers/cli';
 import { fixture, tempDir } from '../helpers/fixtures';
 

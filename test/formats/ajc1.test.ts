@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { WeightFormatError } from '../../lib/errors';
 import { ajc1Format, chooseGroupSize, MISSING_TOKEN_SCORE } from '../../lib/formats/ajc1';
-import { decodeVocabularySteps } from '../../lib/formats/deferred-vocabulary';
+import { decodeVocabularySteps } from '../../lib/tokenizers/deferred-vocabulary';
 import { readF32 } from '../../lib/formats/tensor-data';
 import { closeWeights, numel, type ModelWeights } from '../../lib/weights';
 import type { DecoderConfig } from '../../lib/architectures/decoder';

@@ -1,7 +1,7 @@
 import * as crypto from 'node:crypto';
 import * as zlib from 'node:zlib';
 import * as fs from 'node:fs';
-import { crc32Combine, crc32Native, type NativeCrc32Options } from '../../lib/formats/checksums';
+import { crc32Combine, crc32Native, type NativeCrc32Options } from '../../lib/checksums';
 import { mapFile } from '../../lib/mapping';
 import { native } from '../../lib/native';
 import { watchEventLoop } from '../helpers/event-loop';

@@ -2,7 +2,7 @@ import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { WeightFormatError } from '../../lib/errors';
-import { crc32, crc32Combine, crc32Native, fnv1a32 } from '../../lib/formats/checksums';
+import { crc32, crc32Combine, crc32Native, fnv1a32 } from '../../lib/checksums';
 import { embdFormat } from '../../lib/formats/embd';
 import { f16ToF32, f32ToF16 } from '../../lib/formats/dtype-convert';
 import { readF32 } from '../../lib/formats/tensor-data';

@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { WeightFormatError } from '../../lib/errors';
 import { readWeights, writeWeights } from '../../lib/formats';
-import { loadTokenizer } from '../../lib/tokenizers';
+import { loadTokenizer } from '../../lib/tokenizer-loading';
 import { closeWeights } from '../../lib/weights';
 import { fixture, tempDir } from '../helpers/fixtures';
 import { applyEdit, editJsonText, type Edit, type FuzzCase } from './fuzz/edits';

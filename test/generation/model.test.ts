@@ -9,7 +9,8 @@ import * as nodePath from 'node:path';
 import { convert } from '../../lib/convert';
 import { AbortError, DisposedError, NoTokenizerError, UnsupportedError } from '../../lib/errors';
 import { loadModel, type Model } from '../../lib/model';
-import { loadTokenizer, type DecodeOptions, type StreamDecoder, type Tokenizer } from '../../lib/tokenizers';
+import type { DecodeOptions, StreamDecoder, Tokenizer } from '../../lib/tokenizers';
+import { loadTokenizer } from '../../lib/tokenizer-loading';
 import { fixture, readF32, readJson, tempDir } from '../helpers/fixtures';
 
 const stories = (...p: string[]) => fixture('llama-stories260k', ...p);

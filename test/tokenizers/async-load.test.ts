@@ -6,7 +6,8 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { encodeAsync, loadTokenizer, loadTokenizerSync, type Tokenizer } from '../../lib/tokenizers';
+import type { Tokenizer } from '../../lib/tokenizers';
+import { encodeAsync, loadTokenizer, loadTokenizerSync } from '../../lib/tokenizer-loading';
 import { fixture, tempDir } from '../helpers/fixtures';
 import { makeCorpus } from './corpus';
 

@@ -8,7 +8,8 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { Tokenizer as HfTokenizer } from '@anush008/tokenizers';
-import { loadTokenizer, tokenizerFromJson, type Tokenizer } from '../../lib/tokenizers';
+import { tokenizerFromJson, type Tokenizer } from '../../lib/tokenizers';
+import { loadTokenizer } from '../../lib/tokenizer-loading';
 import { familyChatTemplate, familyCorpus, familyDir, familyJson } from './family-reference';
 import { CHAT, compareDecode, compareEncode, useTempTokenizerCache } from './family-compare';
 

@@ -4,7 +4,8 @@
  * MiniLM (WordPiece), encode and decode.
  */
 import { fixture } from '../helpers/fixtures';
-import { loadTokenizerSync, tokenizerFromJson, type Tokenizer } from '../../lib/tokenizers';
+import { tokenizerFromJson, type Tokenizer } from '../../lib/tokenizers';
+import { loadTokenizerSync } from '../../lib/tokenizer-loading';
 import { makeCorpus } from './corpus';
 import { hfFromJson, hfMiniLm, qwen3TokenizerJson } from './hf-reference';
 

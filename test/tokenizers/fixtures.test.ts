@@ -1,7 +1,8 @@
 /** Token ids and texts of the model fixtures (ajc1 prompt and cases, EMBD sentences, stories260K). */
 import * as fs from 'node:fs';
 import { fixture, readJson } from '../helpers/fixtures';
-import { loadTokenizerSync, tokenizerFromData, type Tokenizer } from '../../lib/tokenizers';
+import { tokenizerFromData, type Tokenizer } from '../../lib/tokenizers';
+import { loadTokenizerSync } from '../../lib/tokenizer-loading';
 import type { TokenizerData } from '../../lib/weights';
 
 /** Loads once per file: the Qwen3 vocabulary takes a second or two to build. */

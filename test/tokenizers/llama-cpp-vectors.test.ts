@@ -1,6 +1,6 @@
 /** Every llama.cpp test vector, through every source of the same vocabulary. */
 import { fixture } from '../helpers/fixtures';
-import { loadTokenizerSync } from '../../lib/tokenizers';
+import { loadTokenizerSync } from '../../lib/tokenizer-loading';
 import { llamaCppVectors } from './vectors';
 
 const noSpecials = { addSpecialTokens: false, maxLength: Infinity };

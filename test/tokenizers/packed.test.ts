@@ -4,7 +4,8 @@
  * when the checksum has been made to match.
  */
 import * as zlib from 'node:zlib';
-import { loadTokenizerSync, tokenizerFromJson } from '../../lib/tokenizers';
+import { tokenizerFromJson } from '../../lib/tokenizers';
+import { loadTokenizerSync } from '../../lib/tokenizer-loading';
 import { checkPacked, packTokenizer, unpackTokenizer } from '../../lib/tokenizers/packed';
 import { fixture } from '../helpers/fixtures';
 import { makeCorpus } from './corpus';

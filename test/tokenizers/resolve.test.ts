@@ -1,5 +1,5 @@
 /**
- * resolveTokenizer's one precedence (lib/tokenizers/resolve.ts): the caller's tokenizer, then the
+ * resolveTokenizer's one precedence (lib/tokenizer-loading/resolve.ts): the caller's tokenizer, then the
  * vocabulary the weights carry, then the tokenizer files of the model's folder, then none. Told
  * apart by vocabulary size: the EMBD fixture embeds 30522 WordPiece tokens, llama2.c's tok512.bin
  * holds 512, TLLM files carry none.
@@ -7,7 +7,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { readWeights } from '../../lib/formats';
-import { resolveTokenizer } from '../../lib/tokenizers/resolve';
+import { resolveTokenizer } from '../../lib/tokenizer-loading/resolve';
 import { closeWeights } from '../../lib/weights';
 import { fixture, tempDir } from '../helpers/fixtures';
 

@@ -1,6 +1,7 @@
 /** Stream decoding across byte tokens, and HF's added-token flags, checked against HF tokenizers. */
 import { fixture } from '../helpers/fixtures';
-import { loadTokenizerSync, tokenizerFromJson } from '../../lib/tokenizers';
+import { tokenizerFromJson } from '../../lib/tokenizers';
+import { loadTokenizerSync } from '../../lib/tokenizer-loading';
 import { hfFromJson } from './hf-reference';
 
 describe('stream decoder', () => {

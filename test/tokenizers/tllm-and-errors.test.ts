@@ -3,7 +3,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { UnsupportedError, WeightFormatError } from '../../lib/errors';
 import { fixture, tempDir } from '../helpers/fixtures';
-import { loadTokenizerSync, tokenizerFromJson } from '../../lib/tokenizers';
+import { tokenizerFromJson } from '../../lib/tokenizers';
+import { loadTokenizerSync } from '../../lib/tokenizer-loading';
 
 describe('TLLM tokenizer (vocab.txt + merges.txt)', () => {
   let dir: string;

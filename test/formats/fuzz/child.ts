@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { UnsupportedError, WeightFormatError } from '../../../lib/errors';
 import { detectFormat, readWeights } from '../../../lib/formats';
 import { loadModel } from '../../../lib/model';
-import { loadTokenizer } from '../../../lib/tokenizers';
+import { loadTokenizer } from '../../../lib/tokenizer-loading';
 import { closeWeights, type FormatName, type ModelWeights } from '../../../lib/weights';
 import { CaseFolder, type FuzzCase } from './edits';
 

@@ -4,8 +4,9 @@
  */
 import * as nodePath from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { MISSING_RECIPE, receiveError, type Recipe, type Reply, type Request } from './worker-protocol';
-import type { EncodeOptions, Tokenizer } from './types';
+import { MISSING_RECIPE, receiveError, type Recipe, type Reply, type Request } from '../tokenizers/worker-protocol';
+import { recipeOf } from '../tokenizers/recipes';
+import type { EncodeOptions, Tokenizer } from '../tokenizers/types';
 
 const IDLE_MS = 5000;
 
@@ -122,15 +123,6 @@ export async function loadInWorker(path: string, cacheDir: string | undefined, s
   return 'packed' in reply ? reply.packed : undefined;
 }
 
-const recipes = new WeakMap<Tokenizer, { key: number; recipe: Recipe }>();
-let nextKey = 1;
-
-/** Records how the worker can make `tokenizer` again (encodeAsync uses it). */
-export function withRecipe<T extends Tokenizer>(tokenizer: T, recipe: Recipe): T {
-  recipes.set(tokenizer, { key: nextKey++, recipe });
-  return tokenizer;
-}
-
 /** Texts shorter than this in all (UTF-16 units; ~5 ms of encoding) are encoded on the calling thread. */
 export const WORKER_MIN_CHARS = 32768;
 
@@ -139,7 +131,7 @@ export const WORKER_MIN_CHARS = 32768;
  * long and the tokenizer is one weightmap loaded (else on the calling thread).
  */
 export async function encodeAsync(tokenizer: Tokenizer, texts: readonly string[], options?: EncodeOptions): Promise<number[][]> {
-  const entry = recipes.get(tokenizer);
+  const entry = recipeOf(tokenizer);
   let chars = 0;
   for (const t of texts) chars += t.length;
   if (!entry || chars < WORKER_MIN_CHARS) return texts.map((t) => tokenizer.encode(t, options));

@@ -11,16 +11,17 @@ import { WeightFormatError } from '../errors';
 import { parseAjc1Tokenizer } from '../formats/ajc1';
 import { readLlama2cTokenizer } from '../formats/llama2c-tokenizer';
 import { fail } from '../formats/bytes';
-import { tokenizerFromData, tokenizerFromDataAsync, tokenizerFromDataSteps } from './from-data';
+import { tokenizerFromData, tokenizerFromDataAsync, tokenizerFromDataSteps } from '../tokenizers/from-data';
 import { readGgufTokenizerData } from '../formats/gguf-vocab';
-import { tokenizerFromJsonSteps, tokenizerFromVocabMergesSteps } from './hf-json';
-import { readCachedTokenizer, tokenizerCacheDir, tokenizerSource } from './cache';
-import { unpackTokenizer } from './packed';
+import { tokenizerFromJsonSteps, tokenizerFromVocabMergesSteps } from '../tokenizers/hf-json';
+import { readCachedTokenizer, tokenizerCacheDir, tokenizerSource } from '../tokenizers/cache';
+import { unpackTokenizer } from '../tokenizers/packed';
 import { runNow, runYielding, type Steps } from '../steps';
-import { TllmTokenizer } from './tllm';
+import { TllmTokenizer } from '../tokenizers/tllm';
 import type { ModelWeights, TokenizerData } from '../weights';
-import type { Tokenizer } from './types';
-import { loadInWorker, withRecipe } from './worker-client';
+import type { Tokenizer } from '../tokenizers/types';
+import { withRecipe } from '../tokenizers/recipes';
+import { loadInWorker } from './worker-client';
 
 function readJson(path: string): any {
   const text = fs.readFileSync(path, 'utf8');

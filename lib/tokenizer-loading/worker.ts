@@ -3,10 +3,10 @@
  * them in the cache folder) and encodes long texts, so that neither holds the JS thread (worker-client.ts).
  */
 import { parentPort } from 'node:worker_threads';
-import { writeCachedTokenizer } from './cache';
-import { packTokenizer, unpackTokenizer } from './packed';
-import type { Tokenizer } from './types';
-import { MISSING_RECIPE, sendError, type Recipe, type Reply, type Request } from './worker-protocol';
+import { writeCachedTokenizer } from '../tokenizers/cache';
+import { packTokenizer, unpackTokenizer } from '../tokenizers/packed';
+import type { Tokenizer } from '../tokenizers/types';
+import { MISSING_RECIPE, sendError, type Recipe, type Reply, type Request } from '../tokenizers/worker-protocol';
 
 /** Tokenizers made for encode requests, most recently used last. */
 const made = new Map<number, Tokenizer>();
@@ -17,7 +17,7 @@ function builders() {
   /* eslint-disable @typescript-eslint/no-require-imports */
   return {
     ...(require('./load') as typeof import('./load')),
-    ...(require('./from-data') as typeof import('./from-data')),
+    ...(require('../tokenizers/from-data') as typeof import('../tokenizers/from-data')),
   };
   /* eslint-enable @typescript-eslint/no-require-imports */
 }

@@ -1,7 +1,7 @@
 /** CRC-32 (IEEE, zlib's) and FNV-1a 32-bit, as EMBD uses them (FORMATS.md §3.2, §3.5). */
 import * as zlib from 'node:zlib';
-import type { MappedFile } from '../../binding';
-import { native } from '../native';
+import type { MappedFile } from '../binding';
+import { native } from './native';
 
 const zlibCrc32 = (zlib as unknown as { crc32?: (data: Uint8Array, value?: number) => number }).crc32;
 

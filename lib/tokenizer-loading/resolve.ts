@@ -15,7 +15,7 @@ import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import type { ModelWeights } from '../weights';
 import { hasTokenizerFiles, loadTokenizer, loadWeightsTokenizer } from './load';
-import type { Tokenizer } from './types';
+import type { Tokenizer } from '../tokenizers/types';
 
 /** The folder a model lives in: the path itself for a folder, else its parent. */
 export function modelFolder(path: string): string {
