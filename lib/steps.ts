@@ -25,7 +25,17 @@ export async function runYielding<T>(steps: Steps<T>): Promise<T> {
     const r = steps.next();
     if (r.done) return r.value;
     if (performance.now() - start < SLICE_MS) continue;
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await nextLoopTurn();
     start = performance.now();
   }
+}
+
+/**
+ * Resolves once the event loop has passed its timers and poll phases. One setImmediate is not
+ * enough: queued from a slice that ran in the poll phase (an I/O or worker callback), it runs in
+ * the same iteration's check phase, so that slice and the next would hold the thread back to back.
+ * An immediate queued from the check phase waits for the next iteration, hence two.
+ */
+function nextLoopTurn(): Promise<void> {
+  return new Promise<void>((resolve) => setImmediate(() => setImmediate(resolve)));
 }

@@ -85,12 +85,23 @@ function startsWithWordChar(s: string): boolean {
 
 /** Matches one set of added tokens in a string (HF `find_matches`). */
 class AddedTokenMatcher {
-  private readonly set: PatternSet;
-  private readonly first: Set<number>;
+  private compiled?: { set: PatternSet; first: Set<number> };
 
-  constructor(private readonly tokens: readonly AddedToken[], patterns: readonly string[]) {
-    this.set = new PatternSet(patterns);
-    this.first = this.set.firstUnits();
+  /**
+   * `patterns()` gives each token's text to match. The trie is built on the first split, not
+   * here: thousands of added tokens (Gemma 3 has 6k) cost milliseconds that loading need not pay.
+   */
+  constructor(
+    private readonly tokens: readonly AddedToken[],
+    private readonly patterns: () => readonly string[],
+  ) {}
+
+  private matcher(): { set: PatternSet; first: Set<number> } {
+    if (!this.compiled) {
+      const set = new PatternSet(this.patterns());
+      this.compiled = { set, first: set.firstUnits() };
+    }
+    return this.compiled;
   }
 
   get empty(): boolean {
@@ -98,15 +109,16 @@ class AddedTokenMatcher {
   }
 
   split(text: string, out: Segment[]): void {
+    const { set, first } = this.matcher();
     let startOffset = 0;
     let i = 0;
     const n = text.length;
     while (i < n) {
-      if (!this.first.has(text.charCodeAt(i))) {
+      if (!first.has(text.charCodeAt(i))) {
         i++;
         continue;
       }
-      const m = this.set.matchAt(text, i);
+      const m = set.matchAt(text, i);
       if (!m) {
         i++;
         continue;
@@ -146,11 +158,8 @@ export class AddedTokenSplitter {
     this.tokens = tokens;
     const rawTokens = tokens.filter((t) => !t.normalized);
     const normTokens = tokens.filter((t) => t.normalized);
-    this.raw = new AddedTokenMatcher(rawTokens, rawTokens.map((t) => t.content));
-    this.normalizedSet = new AddedTokenMatcher(
-      normTokens,
-      normTokens.map((t) => (normalize ? normalize(t.content) : t.content)),
-    );
+    this.raw = new AddedTokenMatcher(rawTokens, () => rawTokens.map((t) => t.content));
+    this.normalizedSet = new AddedTokenMatcher(normTokens, () => normTokens.map((t) => (normalize ? normalize(t.content) : t.content)));
   }
 
   /** The input as a list of normalized text pieces and added-token ids, in order. */
