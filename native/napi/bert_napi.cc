@@ -100,12 +100,7 @@ class BertEncoder : public ModelWrap<BertEncoder, bert::Model> {
       else if (q == "int8") opts.quant = bert::Quant::Int8;
       else if (q != "f32") ThrowTypeError(env, "options.quant must be 'f32', 'int8' or 'q8_0'");
     }
-    std::shared_ptr<const WeightsSpec> spec;
-    try {
-      spec = WeightsSpecFromValue(info.Length() > 0 ? info[0] : env.Undefined());
-    } catch (const SpecError& e) {
-      ThrowEngineFailure(env, e);
-    }
+    const std::shared_ptr<const WeightsSpec> spec = LoadSpecArgument(info);
     return StartLoad<bert::Model>(env, kName, [config, spec, opts] { return bert::Model::Load(config, spec, opts); });
   }
 

@@ -196,12 +196,7 @@ class DecoderModelWrap : public ModelWrap<DecoderModelWrap, DecoderModel> {
     if (info.Length() < 2) ThrowTypeError(env, "load(spec, config, options): spec and config are required");
     DecoderConfig config = ParseConfig(info[1]);
     DecoderOptions options = ParseOptions(env, info.Length() > 2 ? info[2] : env.Undefined());
-    std::shared_ptr<const WeightsSpec> spec;
-    try {
-      spec = WeightsSpecFromValue(info[0]);
-    } catch (const SpecError& e) {
-      ThrowEngineFailure(env, e);
-    }
+    const std::shared_ptr<const WeightsSpec> spec = LoadSpecArgument(info);
     return StartLoad<DecoderModel>(env, kName, [config, spec, options] { return DecoderModel::Load(config, spec, options); });
   }
 

@@ -13,6 +13,7 @@
 
 #include "engines/engine_error.h"
 #include "napi/addon_data.h"
+#include "napi/engine_args.h"
 #include "napi/errors.h"
 #include "napi/promise_worker.h"
 
@@ -120,6 +121,16 @@ inline Napi::Error DisposedError(Napi::Env env, const std::string& what) {
   if (dynamic_cast<const std::out_of_range*>(&e)) throw MakeError(env, "ERR_OUT_OF_RANGE", e.what());
   if (dynamic_cast<const std::bad_alloc*>(&e)) throw MakeError(env, "ERR_WEIGHTMAP_OUT_OF_MEMORY", "out of memory");
   throw MakeError(env, "ERR_WEIGHTMAP_NATIVE", e.what());
+}
+
+// load()'s first argument, the weights description, as the plain C++ WeightsSpec; a bad layout
+// throws its coded JS error (a SpecError is an EngineError).
+inline std::shared_ptr<const WeightsSpec> LoadSpecArgument(const Napi::CallbackInfo& info) {
+  try {
+    return WeightsSpecFromValue(info.Length() > 0 ? info[0] : info.Env().Undefined());
+  } catch (const SpecError& e) {
+    ThrowEngineFailure(info.Env(), e);
+  }
 }
 
 }  // namespace weightmap

@@ -57,12 +57,7 @@ class GptModelWrap : public ModelWrap<GptModelWrap, engines::GptModel> {
     c.vocab = ReadInt(cfg, "vocabSize", 1, int64_t{1} << 31);
     c.eps = static_cast<float>(ReadNumber(cfg, "layerNormEps", 1e-5));
     const int threads = ThreadsOption(OptionsObject(env, info.Length() > 2 ? info[2] : env.Undefined(), "options"));
-    std::shared_ptr<const WeightsSpec> spec;
-    try {
-      spec = WeightsSpecFromValue(info.Length() > 0 ? info[0] : env.Undefined());
-    } catch (const SpecError& e) {
-      ThrowEngineFailure(env, e);
-    }
+    const std::shared_ptr<const WeightsSpec> spec = LoadSpecArgument(info);
     return StartLoad<engines::GptModel>(env, kName, [c, spec, threads] { return engines::GptModel::Load(c, spec, threads); });
   }
 

@@ -62,12 +62,7 @@ class PhiModelWrap : public ModelWrap<PhiModelWrap, engines::PhiModel> {
     c.max_seq = ReadInt(cfg, "maxSeqLen", 1, 1 << 24);
     c.eps = static_cast<float>(ReadNumber(cfg, "layerNormEps", 1e-5));
     const int threads = ThreadsOption(OptionsObject(env, info.Length() > 2 ? info[2] : env.Undefined(), "options"));
-    std::shared_ptr<const WeightsSpec> spec;
-    try {
-      spec = WeightsSpecFromValue(info.Length() > 0 ? info[0] : env.Undefined());
-    } catch (const SpecError& e) {
-      ThrowEngineFailure(env, e);
-    }
+    const std::shared_ptr<const WeightsSpec> spec = LoadSpecArgument(info);
     return StartLoad<engines::PhiModel>(env, kName, [c, spec, threads] { return engines::PhiModel::Load(c, spec, threads); });
   }
 

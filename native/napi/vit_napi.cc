@@ -86,12 +86,7 @@ class VitModelWrap : public ModelWrap<VitModelWrap, engines::VitModel> {
     c.text_dim = ReadInt(cfg, "textHiddenSize", 1, 1 << 20);
     c.eps = static_cast<float>(ReadNumber(cfg, "layerNormEps", 1e-5));
     const int threads = ThreadsOption(OptionsObject(env, info.Length() > 2 ? info[2] : env.Undefined(), "options"));
-    std::shared_ptr<const WeightsSpec> spec;
-    try {
-      spec = WeightsSpecFromValue(info.Length() > 0 ? info[0] : env.Undefined());
-    } catch (const SpecError& e) {
-      ThrowEngineFailure(env, e);
-    }
+    const std::shared_ptr<const WeightsSpec> spec = LoadSpecArgument(info);
     return StartLoad<engines::VitModel>(env, kName, [c, spec, threads] { return engines::VitModel::Load(c, spec, threads); });
   }
 
