@@ -95,7 +95,6 @@ export async function runCases(cases: FuzzCase[], workdir: string, options: Harn
       index: failed,
       outcome: run.timedOut ? 'hang' : 'crash',
       message: `${run.timedOut ? `no answer within ${o.caseTimeoutMs} ms` : run.exit}${run.stderr ? `\n${run.stderr}` : ''}`,
-      ms: 0,
     });
     next = failed + 1;
   }
