@@ -2,8 +2,9 @@
 // A Qwen3-0.6B-shaped model (random weights, sepweight f16 tree made in the temp folder if absent
 // by make-hf-model.js + `weightmap convert --to sepweight`) run over 1, 2 and 3 pipeline stages on
 // loopback, each stage a `weightmap stage` process with one thread and Q8_0 weights, against the
-// same layers in this process (no gRPC): prefill tok/s (one prompt as one batch), decode tok/s
-// (one token per call), the per-hop overhead per decoded token ((pipeline − in-process) time per
+// same layers in this process (no gRPC), the sides taking turns for --runs rounds (each pipeline
+// figure is set beside the in-process run of its own round): prefill tok/s (one prompt as one
+// batch), decode tok/s (one token per call), the per-hop overhead per decoded token ((pipeline − in-process) time per
 // token ÷ hops, a hop being one coordinator → stage → coordinator round trip), and the failover
 // time: from the SIGKILL of a stage mid-generation to the next token, served by a replica that
 // first rebuilds its KV cache from the replayed prefix. All processes share this machine's cores.
@@ -14,7 +15,7 @@
 // token) ÷ hops), the figure to set beside it. perHopUs is the same from mean times per token, which
 // on a shared, loaded machine carry the scheduling delays of every process a token passes through.
 // Needs `npm run build:ts` (dist/) and the addon (build/ or WEIGHTMAP_ADDON).
-//   node scripts/bench/pipeline.js [--tree DIR] [--hop-tree DIR] [--hops-only] [--stages 1,2,3] [--prompt 128] [--decode 64] [--runs 3]
+//   node scripts/bench/pipeline.js [--tree DIR] [--hop-tree DIR] [--hops-only] [--stages 1,2,3] [--prompt 128] [--decode 64] [--runs 5]
 'use strict';
 const fs = require('node:fs');
 const os = require('node:os');
@@ -225,7 +226,7 @@ async function main() {
   const stageCounts = opt('stages', '1,2,3').split(',').map(Number);
   const promptLen = Number(opt('prompt', '128'));
   const decodeLen = Number(opt('decode', '64'));
-  const runs = Number(opt('runs', '3'));
+  const runs = Number(opt('runs', '5'));
   const hopTree = opt('hop-tree', path.join(__dirname, '..', '..', '..', 'shared', 'fixtures', 'llama-stories260k', 'sepweight'));
   const hopReport = fs.existsSync(hopTree) ? await hops(hopTree, stageCounts, 200, runs) : undefined;
   if (args.includes('--hops-only')) return console.log(JSON.stringify({ cpu: os.cpus()[0]?.model, cores: os.cpus().length, hops: hopReport }, null, 2));
@@ -245,27 +246,51 @@ async function main() {
     results: [],
   };
 
-  // The same model in this process, one thread, no gRPC.
+  // The same model in this process (one thread, no gRPC) and over 1..3 stages, measured in turns
+  // (in-process, 1 stage, 2 stages, ... then again) so that a load that comes and goes hits every
+  // side alike; each pipeline figure is also set beside the in-process run of its own round.
   const whole = await readWeights(tree);
   const local = await DecoderEngine.load(whole, { threads: 1, quant: 'q8_0' });
-  const base = await measure(() => local.createSession({ contextLength: 1024 }), prompt, decodeLen, runs);
-  local.dispose();
-  closeWeights(whole);
-  report.results.push({ stages: 0, what: 'in-process, 1 thread', ...base });
-
-  for (const k of stageCounts) {
-    const ranges = split(c.numLayers, k);
-    const stages = [];
-    for (const layers of ranges) stages.push(await startStage(tree, layers));
-    try {
+  const sides = [{ stages: 0, what: 'in-process, 1 thread', createSession: () => local.createSession({ contextLength: 1024 }), rounds: [] }];
+  const children = [];
+  try {
+    for (const k of stageCounts) {
+      const ranges = split(c.numLayers, k);
+      const stages = [];
+      for (const layers of ranges) stages.push(await startStage(tree, layers));
+      children.push(...stages);
       const engine = await PipelineEngine.connect(weights, ranges.map((layers, i) => ({ layers, address: stages[i].address })));
-      const r = await measure(() => engine.createSession(1024), prompt, decodeLen, runs);
-      engine.dispose();
-      const hopUs = ((r.decodeMsPerToken - base.decodeMsPerToken) * 1000) / k;
-      report.results.push({ stages: k, layers: ranges.join(' '), ...r, decodeVsInProcess: +(r.decodeTokPerS / base.decodeTokPerS).toFixed(3), perHopUs: Math.round(hopUs) });
-    } finally {
-      stop(stages);
+      sides.push({ stages: k, layers: ranges.join(' '), engine, createSession: () => engine.createSession(1024), rounds: [] });
     }
+    for (let r = 0; r < runs; r++) {
+      for (const side of sides) side.rounds.push({ ...(await measure(side.createSession, prompt, decodeLen, 1)), load: +os.loadavg()[0].toFixed(2) });
+    }
+  } finally {
+    for (const side of sides) side.engine?.dispose();
+    stop(children);
+    local.dispose();
+    closeWeights(whole);
+  }
+  const base = sides[0].rounds;
+  for (const side of sides) {
+    const pick = (key) => median(side.rounds.map((x) => x[key]));
+    const row = {
+      stages: side.stages,
+      ...(side.what ? { what: side.what } : { layers: side.layers }),
+      prefillTokPerS: pick('prefillTokPerS'),
+      decodeTokPerS: pick('decodeTokPerS'),
+      decodeTokPerSRange: [Math.min(...side.rounds.map((x) => x.decodeTokPerS)), Math.max(...side.rounds.map((x) => x.decodeTokPerS))],
+      decodeMsPerToken: pick('decodeMsPerToken'),
+      decodeMedianMsPerToken: pick('decodeMedianMsPerToken'),
+      loadAverage: side.rounds.map((x) => x.load),
+    };
+    if (side.stages > 0) {
+      // Per round: this side against the in-process run just before it.
+      row.decodeVsInProcess = +median(side.rounds.map((x, i) => x.decodeTokPerS / base[i].decodeTokPerS)).toFixed(3);
+      row.perHopUs = Math.round(median(side.rounds.map((x, i) => ((x.decodeMsPerToken - base[i].decodeMsPerToken) * 1000) / side.stages)));
+      row.perHopMedianUs = Math.round(median(side.rounds.map((x, i) => ((x.decodeMedianMsPerToken - base[i].decodeMedianMsPerToken) * 1000) / side.stages)));
+    }
+    report.results.push(row);
   }
   report.failover = await failover(tree, weights, prompt.subarray(0, 32), c.numLayers);
   report.hops = hopReport;
