@@ -4,8 +4,9 @@
 // loopback, each stage a `weightmap stage` process with one thread and Q8_0 weights, against the
 // same layers in this process (no gRPC), the sides taking turns for --runs rounds (each pipeline
 // figure is set beside the in-process run of its own round): prefill tok/s (one prompt as one
-// batch), decode tok/s (one token per call), the per-hop overhead per decoded token ((pipeline − in-process) time per
-// token ÷ hops, a hop being one coordinator → stage → coordinator round trip), and the failover
+// batch), decode tok/s (one token per call), the per-hop overhead per decoded token ((pipeline −
+// in-process) time per token ÷ hops, a hop being one coordinator → stage → coordinator round
+// trip), and the failover
 // time: from the SIGKILL of a stage mid-generation to the next token, served by a replica that
 // first rebuilds its KV cache from the replayed prefix. All processes share this machine's cores.
 // The per-hop overhead is also measured where compute is negligible: the stories260K fixture tree
