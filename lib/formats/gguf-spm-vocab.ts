@@ -12,13 +12,12 @@
  *    conversion lists every split of each piece, so every pair that concatenates to a token is a
  *    merge). Tokens no merge makes (characters, bytes, added tokens) score below every merge;
  *  - types: `<0xXX>` byte, special added tokens control (the unknown token too when it is one,
- *    else unknown), the other added tokens user-defined
- *    (cut out of the raw text first, as HF does), the rest normal. Gemma's added runs of U+2581
- *    stay normal pieces: llama.cpp prints a user-defined token's text as it is (U+2581, not
- *    spaces), while as a normal piece the merges still make it from spaces, and only a literal
- *    U+2581 run in the input is split otherwise than HF splits it (21 of the 3000 strings of the
- *    differential corpus). llama.cpp's own converter writes those tokens with spaces instead,
- *    which HF's tokenizer disagrees with more often (48 of 3000);
+ *    else unknown), the other added tokens user-defined (cut out of the raw text first, as HF
+ *    does), the rest normal. Gemma's added runs of U+2581 stay normal pieces: llama.cpp prints a
+ *    user-defined token's text as it is (U+2581, not spaces), while as a normal piece the merges
+ *    still make it from spaces, and only a literal U+2581 run typed in the input is split otherwise
+ *    than HF splits it (21 of the 3000 strings of the differential corpus). llama.cpp's own
+ *    converter writes those tokens with spaces instead, which disagrees with HF more (48 of 3000);
  *  - BOS/EOS/UNK/PAD ids as HF's tokenizer names them, add_bos/add_eos from its post-processor,
  *    add_space_prefix false (the normalizer prepends nothing).
  * Anything SentencePiece cannot express (another normalizer, a pre-tokenizer that splits, added
