@@ -83,12 +83,11 @@ export function ajc1TokenizerFromVocabulary(v: HfVocabulary, bosId: number, eosI
 }
 
 /**
- * The `.tokenizer` contents for a decoder read from the HF folder `dir`; undefined when the folder
- * holds no byte-level BPE vocabulary.
+ * The `.tokenizer` contents for a decoder read from the HF folder `dir` (`v`: its vocabulary, when
+ * already read); undefined when the folder holds no byte-level BPE vocabulary.
  */
-export function ajc1TokenizerFromHf(dir: string, config: DecoderConfig): Extract<TokenizerData, { kind: 'scored' }> | undefined {
-  const v = readHfVocabulary(dir);
-  if (!v || v.kind !== 'bpe') return undefined;
+export function ajc1TokenizerFromHf(dir: string, config: DecoderConfig, v = readHfVocabulary(dir)): Extract<TokenizerData, { kind: 'scored' }> | undefined {
+  if (!v || v.kind !== 'bpe' || v.byteFallbackJson) return undefined;
   const bos = config.bosTokenId ?? tokenIdOf(v, tokenText(v.config?.bos_token));
   const eos = config.eosTokenIds?.[0] ?? tokenIdOf(v, tokenText(v.config?.eos_token));
   if (bos === undefined && eos === undefined) {

@@ -10,7 +10,8 @@
  * put in the order llama.cpp expects (Meta 'interleaved' for llama, 'half' for qwen3 and gemma3),
  * Gemma's norm weights w are stored as 1 + w as llama.cpp's converter does, and the source's
  * vocabulary becomes `tokenizer.ggml.*` (vocab-convert.ts: a llama2.c one as model "llama", an
- * ajc1 or HF byte-level BPE one as model "gpt2" with its merges) with its Jinja chat template as
+ * ajc1 or HF byte-level BPE one as model "gpt2" with its merges, a byte-fallback BPE one (Gemma 3)
+ * as model "llama" with scores from its merge ranks) with its Jinja chat template as
  * `tokenizer.chat_template`.
  *
  * Tensor types: F32, F16, BF16 as stored, ggml block types copied, llama2.c/ajc1 q8_0 dequantized to
@@ -181,6 +182,7 @@ function vocabularyKvs(t: Extract<TokenizerData, { kind: 'gguf' }> | undefined, 
   for (const [k, v] of ids) if (v !== undefined) out.push([`tokenizer.ggml.${k}`, 'u32', v]);
   if (t.addBos !== undefined) out.push(['tokenizer.ggml.add_bos_token', 'bool', t.addBos]);
   if (t.addEos !== undefined) out.push(['tokenizer.ggml.add_eos_token', 'bool', t.addEos]);
+  if (t.addSpacePrefix !== undefined) out.push(['tokenizer.ggml.add_space_prefix', 'bool', t.addSpacePrefix]);
   if (chatTemplate !== undefined) out.push(['tokenizer.chat_template', 'string', chatTemplate]);
   return out;
 }

