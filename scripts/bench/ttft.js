@@ -4,7 +4,7 @@
 // process as the parent sees it (spawn to exit). The page cache is warm (each file is read once
 // first) and so is the tokenizer cache (one WEIGHTMAP_CACHE folder per checkout, filled by an
 // untimed first process). Checkouts (--root, repeatable) take turns, A B A B, in every round.
-//   node scripts/bench/ttft.js MODEL [MODEL...] [--root DIR]... [--runs 7] [--threads 1]
+//   node scripts/bench/ttft.js MODEL [MODEL...] [--root DIR]... [--runs 7] [--threads N (default: loadModel's)]
 'use strict';
 const fs = require('node:fs');
 const os = require('node:os');
@@ -19,9 +19,9 @@ const PHASES = ['node start', 'require', 'loadModel', 'first token', 'in process
 
 async function child(file, root, threads) {
   const start = performance.now(); // since the process started (performance.timeOrigin)
-  const w = require(path.join(root, 'dist', 'cjs', 'index.js'));
+  const w = require(path.resolve(root, 'dist', 'cjs', 'index.js'));
   const required = performance.now();
-  const model = await w.loadModel(file, { threads });
+  const model = await w.loadModel(file, threads ? { threads } : {});
   const loaded = performance.now();
   for await (const piece of model.generate('Hello', { maxTokens: 1, temperature: 0 })) void piece;
   const first = performance.now();
@@ -31,7 +31,7 @@ async function child(file, root, threads) {
 
 function spawnChild(file, root, cache, threads) {
   const t0 = performance.now();
-  const out = execFileSync(process.execPath, [__filename, '--child', file, '--root', root, '--threads', String(threads)], {
+  const out = execFileSync(process.execPath, [__filename, '--child', file, '--root', root, ...(threads ? ['--threads', String(threads)] : [])], {
     env: { ...process.env, WEIGHTMAP_CACHE: cache },
     encoding: 'utf8',
   });
@@ -46,9 +46,9 @@ function main() {
   const roots = optAll('root').map((r) => path.resolve(r));
   if (roots.length === 0) roots.push(path.join(__dirname, '..', '..'));
   const runs = Number(opt('runs', '7'));
-  const threads = Number(opt('threads', '1'));
+  const threads = Number(opt('threads', '0'));
   if (files.length === 0) {
-    console.error('usage: ttft.js MODEL [MODEL...] [--root DIR]... [--runs 7] [--threads 1]');
+    console.error('usage: ttft.js MODEL [MODEL...] [--root DIR]... [--runs 7] [--threads N]');
     process.exit(1);
   }
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'weightmap-bench-ttft-'));
@@ -64,7 +64,7 @@ function main() {
       loads.push(os.loadavg()[0]);
       files.forEach((file, f) => roots.forEach((root, i) => results[f][i].push(spawnChild(file, root, caches[i], threads))));
     }
-    console.log(`${runs} rounds, ${threads} thread(s), page cache and tokenizer cache warm; 1-min load average ${fmt(loads)}; ms, median [min–max]`);
+    console.log(`${runs} rounds, ${threads || 'default'} thread(s), page cache and tokenizer cache warm; 1-min load average ${fmt(loads)}; ms, median [min–max]`);
     files.forEach((file, f) => {
       console.log(`\n${path.basename(file)}`);
       console.log(['phase'.padEnd(14), ...roots.map((r) => r.padEnd(24))].join(' '));
@@ -76,7 +76,7 @@ function main() {
 }
 
 if (args.includes('--child')) {
-  child(opt('child'), opt('root'), Number(opt('threads', '1'))).then(
+  child(opt('child'), opt('root'), Number(opt('threads', '0'))).then(
     (r) => {
       console.log(JSON.stringify(r));
       process.exit(0);
