@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Time to first token in a fresh process, by phase: node's own start (process start until this
 // script runs), require('weightmap'), loadModel resolved, the first generated piece; and the whole
-// process as the parent sees it (spawn to exit). The page cache is warm (each file is read once
+// process as the parent sees it (spawn to exit). Each phase as wall time and as CPU time of every
+// thread of the process (on a shared machine the wall time includes waits for a core). The page cache is warm (each file is read once
 // first) and so is the tokenizer cache (one WEIGHTMAP_CACHE folder per checkout, filled by an
 // untimed first process). Checkouts (--root, repeatable) take turns, A B A B, in every round.
 //   node scripts/bench/ttft.js MODEL [MODEL...] [--root DIR]... [--runs 7] [--threads N (default: loadModel's)]
@@ -15,18 +16,27 @@ const { performance } = require('node:perf_hooks');
 const args = process.argv.slice(2);
 const opt = (name, def) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : def);
 const optAll = (name) => args.flatMap((a, i) => (a === `--${name}` ? [args[i + 1]] : []));
-const PHASES = ['node start', 'require', 'loadModel', 'first token', 'in process', 'spawn to exit'];
+const PHASES = ['node start', 'require', 'loadModel', 'first token', 'in process'];
 
+/** Milliseconds of CPU time of the whole process (every thread) so far. */
+const cpuMs = () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+};
+
+/** Per phase, [wall ms, CPU ms of every thread]: CPU time says how much work a phase is where a loaded machine blurs the wall time. */
 async function child(file, root, threads) {
-  const start = performance.now(); // since the process started (performance.timeOrigin)
+  const marks = [[performance.now(), cpuMs()]]; // since the process started (performance.timeOrigin)
+  const mark = () => marks.push([performance.now(), cpuMs()]);
   const w = require(path.resolve(root, 'dist', 'cjs', 'index.js'));
-  const required = performance.now();
+  mark();
   const model = await w.loadModel(file, threads ? { threads } : {});
-  const loaded = performance.now();
+  mark();
   for await (const piece of model.generate('Hello', { maxTokens: 1, temperature: 0 })) void piece;
-  const first = performance.now();
+  mark();
   model.dispose();
-  return { 'node start': start, require: required - start, loadModel: loaded - required, 'first token': first - loaded, 'in process': first };
+  const phase = (i) => [marks[i][0] - marks[i - 1][0], marks[i][1] - marks[i - 1][1]];
+  return { 'node start': marks[0], require: phase(1), loadModel: phase(2), 'first token': phase(3), 'in process': marks[3] };
 }
 
 function spawnChild(file, root, cache, threads) {
@@ -35,7 +45,7 @@ function spawnChild(file, root, cache, threads) {
     env: { ...process.env, WEIGHTMAP_CACHE: cache },
     encoding: 'utf8',
   });
-  return { ...JSON.parse(out.trim().split('\n').pop()), 'spawn to exit': performance.now() - t0 };
+  return { ...JSON.parse(out.trim().split('\n').pop()), 'spawn to exit': [performance.now() - t0, NaN] };
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
@@ -67,8 +77,11 @@ function main() {
     console.log(`${runs} rounds, ${threads || 'default'} thread(s), page cache and tokenizer cache warm; 1-min load average ${fmt(loads)}; ms, median [min–max]`);
     files.forEach((file, f) => {
       console.log(`\n${path.basename(file)}`);
-      console.log(['phase'.padEnd(14), ...roots.map((r) => r.padEnd(24))].join(' '));
-      for (const phase of PHASES) console.log([phase.padEnd(14), ...results[f].map((rs) => fmt(rs.map((x) => x[phase])).padEnd(24))].join(' '));
+      console.log(['phase'.padEnd(14), ...roots.flatMap((r) => [`wall ${r}`.padEnd(26), 'CPU'.padEnd(24)])].join(' '));
+      for (const phase of [...PHASES, 'spawn to exit']) {
+        const cells = results[f].flatMap((rs) => [0, 1].map((k) => (phase === 'spawn to exit' && k === 1 ? '' : fmt(rs.map((x) => x[phase][k])))));
+        console.log([phase.padEnd(14), ...cells.map((c, i) => c.padEnd(i % 2 ? 24 : 26))].join(' '));
+      }
     });
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
