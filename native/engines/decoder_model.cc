@@ -157,6 +157,16 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
     m.classifier_ = Matrix::Prepare(head, options.quant, options.group_size, &m.cost_, *m.pool_);
   }
 
+  // The tensors used in place (not copied above: those a quant converts, bf16) made ready here, in
+  // the load's worker thread while loadModel builds the tokenizer on the JS thread, rather than in
+  // the first token's page faults.
+  if (options.quant == WeightQuant::Keep) {
+    for (const auto& [name, t] : s.tensors()) {
+      if (t.dtype == DType::BF16) continue;
+      Prefault(t.data, t.byte_length);
+      if (t.scales) Prefault(t.scales, uint64_t(t.numel / t.group) * sizeof(float));
+    }
+  }
   m.load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return model;
 }
