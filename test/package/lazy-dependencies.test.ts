@@ -1,13 +1,14 @@
 /**
- * require('weightmap') loads no gRPC and no ajv: the pipeline's and the server's dependencies load
- * when those are first used (lib/lazy.ts), so a process that only generates does not pay for them.
+ * require('weightmap') loads no gRPC, no ajv and no Jinja: the pipeline's and the server's
+ * dependencies, and the Jinja engine of HF / GGUF chat templates, load when first used
+ * (lib/lazy.ts), so a process that does not use them does not pay for them.
  * Checked in a fresh process on the built package (`npm run build:ts`), by the modules in require.cache.
  */
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 
 const root = path.join(__dirname, '..', '..');
-const HEAVY = ['@grpc/grpc-js', '@grpc/proto-loader', 'grpc-health-check', 'protobufjs', 'ajv'];
+const HEAVY = ['@grpc/grpc-js', '@grpc/proto-loader', 'grpc-health-check', 'protobufjs', 'ajv', '@huggingface/jinja'];
 
 /** The packages under node_modules that `script` has loaded by its end. */
 function packagesLoadedBy(script: string): string[] {
@@ -16,7 +17,7 @@ function packagesLoadedBy(script: string): string[] {
 }
 
 describe('dependencies loaded on first use', () => {
-  test("require('weightmap') loads none of gRPC, proto-loader, the health check, protobufjs and ajv", () => {
+  test("require('weightmap') loads none of gRPC, proto-loader, the health check, protobufjs, ajv and Jinja", () => {
     const loaded = packagesLoadedBy("require('weightmap')");
     for (const name of HEAVY) expect(loaded).not.toContain(name);
   });
@@ -24,6 +25,11 @@ describe('dependencies loaded on first use', () => {
   test('the stage schema loads gRPC and proto-loader', () => {
     const loaded = packagesLoadedBy("require('weightmap'); require('./dist/cjs/pipeline/schema').stageService()");
     expect(loaded).toEqual(expect.arrayContaining(['@grpc/grpc-js', '@grpc/proto-loader']));
+  });
+
+  test('a Jinja chat template loads Jinja', () => {
+    const loaded = packagesLoadedBy("require('weightmap').jinjaChatTemplate('{{ messages[0].content }}')");
+    expect(loaded).toContain('@huggingface/jinja');
   });
 
   test("the server's request validators load ajv", () => {
