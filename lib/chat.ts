@@ -6,7 +6,8 @@
  *  - qwen3.c's `.template*` files (ajc1): when they are Qwen3's, the Qwen3 template; otherwise
  *    runq's single-turn substitution of `%s`.
  */
-import { Template } from '@huggingface/jinja';
+import type { Template } from '@huggingface/jinja';
+import { lazy } from './lazy';
 import { rangeError, UnsupportedError } from './errors';
 
 export type ChatRole = 'system' | 'user' | 'assistant' | 'tool';
@@ -125,12 +126,15 @@ export interface JinjaTemplateTokens {
   unkToken?: string;
 }
 
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const jinjaModule = lazy(() => require('@huggingface/jinja') as typeof import('@huggingface/jinja'));
+
 /** A model's own Jinja chat template (HF tokenizer_config.json `chat_template`, GGUF `tokenizer.chat_template`). */
 export function jinjaChatTemplate(source: string, tokens: JinjaTemplateTokens = {}): ChatTemplate {
   if (typeof source !== 'string' || source.length === 0) throw new TypeError('the chat template source must be a non-empty string');
   let template: Template;
   try {
-    template = new Template(source);
+    template = new (jinjaModule().Template)(source);
   } catch (error) {
     throw new UnsupportedError(`this chat template cannot be parsed: ${(error as Error).message}`);
   }

@@ -212,6 +212,27 @@ export function parseAjc1Tokenizer(bytes: Buffer, path: string, vocabSize: numbe
 /** Entries between two checkpoints of the `.tokenizer` walks (well under a millisecond; see steps.ts). */
 const ENTRY_STEP = 2048;
 
+/** Entries bounds-checked between two checkpoints of parseAjc1TokenizerSteps (well under a millisecond; see steps.ts). */
+const WALK_STEP = 1 << 15;
+
+/**
+ * Steps `walk` over up to `count` entries (f32 score, u32 length, the bytes) that fit in `bytes`;
+ * returns how many. A plain function, not a loop in the generator: V8 compiles it within the first call.
+ */
+function skipEntries(bytes: Buffer, walk: { at: number; count: number }, count: number): number {
+  let at = walk.at;
+  let i = 0;
+  for (; i < count; i++) {
+    if (bytes.length - at < 8) break;
+    const length = bytes.readUInt32LE(at + 4);
+    if (length > bytes.length - at - 8) break;
+    at += 8 + length;
+  }
+  walk.at = at;
+  walk.count += i;
+  return i;
+}
+
 /** parseAjc1Tokenizer in slices (steps.ts). */
 export function* parseAjc1TokenizerSteps(bytes: Buffer, path: string, vocabSize: number): Steps<TokenizerData> {
   const cur = new ByteCursor(bytes, path);
@@ -224,23 +245,22 @@ export function* parseAjc1TokenizerSteps(bytes: Buffer, path: string, vocabSize:
   }
   // Every entry is bounds-checked now; its view and score are made on first use (loadModel hands
   // the file itself to the tokenizer worker, so 151k views may never be needed on this thread).
-  let count = 0;
-  for (let at = cur.offset; at < bytes.length; count++) {
-    if (count % ENTRY_STEP === ENTRY_STEP - 1) yield;
-    cur.offset = at;
-    if (count === vocabSize) {
-      fail('CONFIG_MISMATCH', 'the tokenizer has more entries than the checkpoint vocab_size', { path, offset: at, expected: vocabSize, found: `> ${vocabSize}` });
+  const walk = { at: cur.offset, count: 0 };
+  while (walk.at < bytes.length) {
+    const room = Math.min(WALK_STEP, vocabSize - walk.count);
+    const walked = skipEntries(bytes, walk, room);
+    if (walk.at >= bytes.length) break;
+    if (walked === room && walk.count === vocabSize) {
+      fail('CONFIG_MISMATCH', 'the tokenizer has more entries than the checkpoint vocab_size', { path, offset: walk.at, expected: vocabSize, found: `> ${vocabSize}` });
     }
-    if (bytes.length - at < 8) {
+    if (walked < room) {
+      // The entry at walk.at runs past the end: the cursor's checks name it and throw TRUNCATED.
+      cur.offset = walk.at;
       cur.f32('a token score');
-      cur.u32('a token length'); // one of them throws TRUNCATED
+      const length = cur.u32('a token length');
+      cur.need(length, `the bytes of token ${walk.count}`);
     }
-    const length = bytes.readUInt32LE(at + 4);
-    if (length > bytes.length - at - 8) {
-      cur.offset = at + 8;
-      cur.need(length, `the bytes of token ${count}`);
-    }
-    at += 8 + length;
+    yield;
   }
   let entries: { tokens: Uint8Array[]; scores: Float32Array } | undefined;
   function* parsedSteps(): Steps<{ tokens: Uint8Array[]; scores: Float32Array }> {

@@ -223,24 +223,45 @@ export class LazyStrings {
 function* lazyStringsSteps(cur: ByteCursor, n: number, what: string): Steps<LazyStrings> {
   const b = cur.bytes;
   const start = cur.offset;
-  let at = start;
-  let longest = 0;
-  for (let i = 0; i < n; i++) {
-    if (i % DECODE_STEP === DECODE_STEP - 1) yield;
-    // u64 length, little-endian: the high half must be 0 and the string must fit.
-    const len = at + 8 <= cur.end ? b[at] | (b[at + 1] << 8) | (b[at + 2] << 16) | (b[at + 3] * 2 ** 24) : -1;
-    const high = at + 8 <= cur.end ? b[at + 4] | b[at + 5] | b[at + 6] | b[at + 7] : 1;
-    if (high !== 0 || len > cur.end - at - 8) {
-      cur.offset = at;
-      readString(cur, `${what}[${i}]`, 'BAD_HEADER'); // throws TRUNCATED / OUT_OF_BOUNDS
+  const walk = { at: start, longest: 0 };
+  for (let i = 0; i < n; i += LENGTH_STEP) {
+    const fitting = skipStrings(b, cur.end, walk, Math.min(n - i, LENGTH_STEP));
+    if (fitting < Math.min(n - i, LENGTH_STEP)) {
+      cur.offset = walk.at;
+      readString(cur, `${what}[${i + fitting}]`, 'BAD_HEADER'); // throws TRUNCATED / OUT_OF_BOUNDS
     }
+    yield;
+  }
+  const at = walk.at;
+  cur.offset = at;
+  const lazy = new LazyStrings(n, Buffer.from(b.subarray(start, at)), start, what, cur.path);
+  if (walk.longest < 128 && !isUtf8(b.subarray(start, at))) lazy.strings(); // throws, naming the string
+  return lazy;
+}
+
+/** String lengths checked between two checkpoints of lazyStringsSteps (well under a millisecond; see steps.ts). */
+const LENGTH_STEP = 1 << 15;
+
+/**
+ * Steps `walk.at` over up to `count` strings (u64 length, little-endian, then the bytes) that fit
+ * before `end`, keeping the longest length; returns how many fitted. A plain function, not a loop
+ * in the generator: V8 compiles it within the first call.
+ */
+function skipStrings(b: Uint8Array, end: number, walk: { at: number; longest: number }, count: number): number {
+  let at = walk.at;
+  let longest = walk.longest;
+  let i = 0;
+  for (; i < count; i++) {
+    if (at + 8 > end) break;
+    const len = b[at] | (b[at + 1] << 8) | (b[at + 2] << 16) | (b[at + 3] * 2 ** 24);
+    // The high half must be 0 and the string must fit.
+    if ((b[at + 4] | b[at + 5] | b[at + 6] | b[at + 7]) !== 0 || len > end - at - 8) break;
     if (len > longest) longest = len;
     at += 8 + len;
   }
-  cur.offset = at;
-  const lazy = new LazyStrings(n, Buffer.from(b.subarray(start, at)), start, what, cur.path);
-  if (longest < 128 && !isUtf8(b.subarray(start, at))) lazy.strings(); // throws, naming the string
-  return lazy;
+  walk.at = at;
+  walk.longest = longest;
+  return i;
 }
 
 /** An array's element type and length, checked against what the file can hold. */

@@ -5,7 +5,8 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import * as net from 'node:net';
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
+import { grpcModule } from './grpc-modules';
 import { rangeError } from '../errors';
 
 export interface TlsFiles {
@@ -55,8 +56,8 @@ export function listenRefusal(host: string, security: StageSecurity): string | u
 
 export function serverCredentials(security: StageSecurity): grpc.ServerCredentials {
   const tls = security.tls;
-  if (!tls?.cert || !tls.key) return grpc.ServerCredentials.createInsecure();
-  return grpc.ServerCredentials.createSsl(tls.ca ?? null, [{ cert_chain: tls.cert, private_key: tls.key }], tls.ca !== undefined);
+  if (!tls?.cert || !tls.key) return grpcModule().ServerCredentials.createInsecure();
+  return grpcModule().ServerCredentials.createSsl(tls.ca ?? null, [{ cert_chain: tls.cert, private_key: tls.key }], tls.ca !== undefined);
 }
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
@@ -70,16 +71,16 @@ type AuthorizedCall = { metadata: grpc.Metadata; getAuthContext(): { sslPeerCert
 
 /** undefined when the caller may call, else the status to end the call with. */
 export function refuseCaller(call: AuthorizedCall, security: StageSecurity): grpc.StatusObject | undefined {
-  const deny = (code: grpc.status, details: string): grpc.StatusObject => ({ code, details, metadata: new grpc.Metadata() });
+  const deny = (code: grpc.status, details: string): grpc.StatusObject => ({ code, details, metadata: new (grpcModule().Metadata)() });
   if (security.token !== undefined) {
     const header = call.metadata.get('authorization')[0];
     const given = typeof header === 'string' && header.startsWith('Bearer ') ? header.slice(7) : undefined;
-    if (given === undefined || !tokensEqual(given, security.token)) return deny(grpc.status.UNAUTHENTICATED, 'a valid bearer token is required');
+    if (given === undefined || !tokensEqual(given, security.token)) return deny(grpcModule().status.UNAUTHENTICATED, 'a valid bearer token is required');
   }
   if (security.allowClients && security.allowClients.length > 0) {
     const cn = call.getAuthContext()?.sslPeerCertificate?.subject?.CN;
     const names = Array.isArray(cn) ? cn : cn === undefined ? [] : [cn];
-    if (!names.some((n) => security.allowClients!.includes(n))) return deny(grpc.status.PERMISSION_DENIED, 'this client certificate may not call the stage');
+    if (!names.some((n) => security.allowClients!.includes(n))) return deny(grpcModule().status.PERMISSION_DENIED, 'this client certificate may not call the stage');
   }
   return undefined;
 }
@@ -93,12 +94,12 @@ export interface ClientSecurity {
 
 export function channelCredentials(security: ClientSecurity): grpc.ChannelCredentials {
   const tls = security.tls;
-  if (!tls) return grpc.credentials.createInsecure();
-  return grpc.credentials.createSsl(tls.ca ?? null, tls.key ?? null, tls.cert ?? null);
+  if (!tls) return grpcModule().credentials.createInsecure();
+  return grpcModule().credentials.createSsl(tls.ca ?? null, tls.key ?? null, tls.cert ?? null);
 }
 
 export function callMetadata(security: ClientSecurity): grpc.Metadata {
-  const metadata = new grpc.Metadata();
+  const metadata = new (grpcModule().Metadata)();
   if (security.token !== undefined) metadata.set('authorization', `Bearer ${security.token}`);
   return metadata;
 }

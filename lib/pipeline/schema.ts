@@ -3,8 +3,8 @@
  * and the TypeScript shapes of its messages as proto-loader decodes them.
  */
 import * as path from 'node:path';
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import type * as grpc from '@grpc/grpc-js';
+import { grpcModule, protoLoaderModule } from './grpc-modules';
 import { packageRoot } from '../native';
 
 export const SCHEMA_VERSION = 1;
@@ -43,8 +43,8 @@ let loaded: grpc.ServiceDefinition | undefined;
 /** The Stage service definition. */
 export function stageService(): grpc.ServiceDefinition {
   if (!loaded) {
-    const definition = protoLoader.loadSync(PROTO_PATH, { keepCase: false, longs: Number, enums: String, defaults: true });
-    const pkg = grpc.loadPackageDefinition(definition) as unknown as {
+    const definition = protoLoaderModule().loadSync(PROTO_PATH, { keepCase: false, longs: Number, enums: String, defaults: true });
+    const pkg = grpcModule().loadPackageDefinition(definition) as unknown as {
       weightmap: { pipeline: { v1: { Stage: grpc.ServiceClientConstructor } } };
     };
     loaded = pkg.weightmap.pipeline.v1.Stage.service;
@@ -54,5 +54,5 @@ export function stageService(): grpc.ServiceDefinition {
 
 /** A client constructor for the Stage service. */
 export function stageClientConstructor(): grpc.ServiceClientConstructor {
-  return grpc.makeGenericClientConstructor(stageService(), 'Stage');
+  return grpcModule().makeGenericClientConstructor(stageService(), 'Stage');
 }

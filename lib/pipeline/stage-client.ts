@@ -2,7 +2,8 @@
  * The coordinator's side of one stage address (a replica): a gRPC channel shared by every
  * session, Describe at connect, and one Forward stream per session with a deadline per step.
  */
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
+import { grpcModule } from './grpc-modules';
 import { callMetadata, channelCredentials, type ClientSecurity } from './auth';
 import { stageClientConstructor, type StageInfo, type TensorMessage } from './schema';
 
@@ -19,12 +20,15 @@ export class StageCallError extends Error {
 }
 
 /** Statuses that say the request is at fault, not the stage: trying a replica would not help. */
-const REJECTED = new Set([grpc.status.INVALID_ARGUMENT, grpc.status.UNAUTHENTICATED, grpc.status.PERMISSION_DENIED]);
+function isRejection(code: grpc.status | undefined): boolean {
+  const { status } = grpcModule();
+  return code === status.INVALID_ARGUMENT || code === status.UNAUTHENTICATED || code === status.PERMISSION_DENIED;
+}
 
 function callError(error: grpc.ServiceError | Error): StageCallError {
   const code = (error as grpc.ServiceError).code;
   const details = (error as grpc.ServiceError).details ?? error.message;
-  return new StageCallError(details, REJECTED.has(code), { cause: error });
+  return new StageCallError(details, isRejection(code), { cause: error });
 }
 
 /** The largest HTTP/2 receive window asked for: a whole reply of any model in flight, within HTTP/2's 2^31 − 1. */

@@ -8,8 +8,9 @@
  *
  * Each Forward stream is one session with its own KV cache (lib/pipeline/stage-stream.ts).
  */
-import * as grpc from '@grpc/grpc-js';
-import { HealthImplementation } from 'grpc-health-check';
+import type * as grpc from '@grpc/grpc-js';
+import type { HealthImplementation } from 'grpc-health-check';
+import { grpcModule, healthCheckModule } from './grpc-modules';
 import { DecoderEngine } from '../engines/decoder';
 import type { ModelWeights } from '../weights';
 import type { DecoderConfig } from '../architectures/decoder';
@@ -85,14 +86,14 @@ export class StageServer {
         vocabSize: config.vocabSize,
         maxPositions: contextLength,
       };
-      const server = new grpc.Server({
+      const server = new (grpcModule().Server)({
         // The largest valid request: a whole context of hidden states.
         'grpc.max_receive_message_length': contextLength * config.hiddenSize * 4 + 4096,
         'grpc.keepalive_time_ms': 20_000,
         'grpc.keepalive_timeout_ms': 10_000,
         'grpc.http2.min_ping_interval_without_data_ms': 5_000,
       });
-      const health = new HealthImplementation({ '': 'SERVING', [STAGE_SERVICE_NAME]: 'SERVING' });
+      const health = new (healthCheckModule().HealthImplementation)({ '': 'SERVING', [STAGE_SERVICE_NAME]: 'SERVING' });
       health.addToServer(server);
       const port = await new Promise<number>((resolve, reject) =>
         server.bindAsync(listen, serverCredentials(options), (error, bound) => (error ? reject(error) : resolve(bound))),
@@ -102,7 +103,7 @@ export class StageServer {
         Describe: (call: grpc.ServerUnaryCall<unknown, StageInfo>, callback: grpc.sendUnaryData<StageInfo>) => {
           const refused = refuseCaller(call, options);
           if (refused) callback(refused);
-          else if (stage.draining) callback({ code: grpc.status.UNAVAILABLE, details: 'the stage is draining' });
+          else if (stage.draining) callback({ code: grpcModule().status.UNAVAILABLE, details: 'the stage is draining' });
           else callback(null, info);
         },
         Forward: (call: ForwardCall) => stage.accept(call),
@@ -131,7 +132,7 @@ export class StageServer {
   private accept(call: ForwardCall): void {
     const refused = refuseCaller(call, this.options);
     if (refused || this.draining) {
-      call.emit('error', refused ?? { code: grpc.status.UNAVAILABLE, details: 'the stage is draining' });
+      call.emit('error', refused ?? { code: grpcModule().status.UNAVAILABLE, details: 'the stage is draining' });
       return;
     }
     const stream = new SessionStream(call, this, () => this.streams.delete(stream));

@@ -4,7 +4,8 @@
  * tensor is in flight at a time; a stream that breaks a rule is ended with INVALID_ARGUMENT while
  * the others go on. A stream that ends, breaks or stays silent for idleTimeoutMs frees its session.
  */
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
+import { grpcModule } from './grpc-modules';
 import type { DecoderEngine, DecoderEngineSession } from '../engines/decoder';
 import type { StageInfo, TensorMessage } from './schema';
 import { MAX_SESSION_ID, readTensor, TensorError, tensorMessage } from './tensor';
@@ -33,7 +34,7 @@ export class SessionStream {
     private readonly onClose: () => void,
   ) {
     call.on('data', (msg: TensorMessage) => this.receive(msg));
-    call.on('end', () => this.end(grpc.status.OK, 'the coordinator ended the session'));
+    call.on('end', () => this.end(grpcModule().status.OK, 'the coordinator ended the session'));
     call.on('cancelled', () => this.close());
     call.on('error', () => this.close());
     this.touch();
@@ -41,7 +42,7 @@ export class SessionStream {
 
   /** Ends the stream with UNAVAILABLE once the running step (if any) has replied. */
   drain(): void {
-    if (!this.busy) this.end(grpc.status.UNAVAILABLE, 'the stage is draining');
+    if (!this.busy) this.end(grpcModule().status.UNAVAILABLE, 'the stage is draining');
   }
 
   /** Frees the session; a running step stops at its next layer. */
@@ -56,7 +57,7 @@ export class SessionStream {
 
   private end(code: grpc.status, details: string): void {
     if (this.closed) return;
-    if (code === grpc.status.OK) this.call.end();
+    if (code === grpcModule().status.OK) this.call.end();
     else this.call.emit('error', { code, details });
     this.close();
   }
@@ -68,14 +69,14 @@ export class SessionStream {
       return;
     }
     const ms = this.stage.idleTimeoutMs;
-    this.idle = setTimeout(() => this.end(grpc.status.DEADLINE_EXCEEDED, `no tensor for ${ms} ms: the session was freed`), ms);
+    this.idle = setTimeout(() => this.end(grpcModule().status.DEADLINE_EXCEEDED, `no tensor for ${ms} ms: the session was freed`), ms);
     this.idle.unref();
   }
 
   private receive(msg: TensorMessage): void {
     if (this.closed) return;
     this.touch();
-    if (this.busy) return this.end(grpc.status.RESOURCE_EXHAUSTED, 'one tensor at a time: wait for the reply');
+    if (this.busy) return this.end(grpcModule().status.RESOURCE_EXHAUSTED, 'one tensor at a time: wait for the reply');
     const { info } = this.stage;
     const embeds = info.firstLayer === 0;
     let input;
@@ -101,7 +102,7 @@ export class SessionStream {
       }
     } catch (error) {
       if (!(error instanceof TensorError)) throw error;
-      return this.end(grpc.status.INVALID_ARGUMENT, error.message);
+      return this.end(grpcModule().status.INVALID_ARGUMENT, error.message);
     }
     this.busy = true;
     this.step(input.position, input.values).then(
@@ -113,7 +114,7 @@ export class SessionStream {
       },
       (error: Error) => {
         this.busy = false;
-        this.end(grpc.status.INTERNAL, `the step failed: ${error.message}`);
+        this.end(grpcModule().status.INTERNAL, `the step failed: ${error.message}`);
       },
     );
   }

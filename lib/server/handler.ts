@@ -18,6 +18,7 @@ import { completions } from './routes/completions';
 import { embeddings } from './routes/embeddings';
 import { listModels, retrieveModel } from './routes/models';
 import { ModelScheduler } from './scheduler';
+import { compileValidators } from './validation';
 import { rangeError } from '../errors';
 
 export interface ServeOptions {
@@ -71,6 +72,7 @@ function checkOptions(options: ServeOptions): Required<Pick<ServeOptions, 'maxAc
 
 export function createHandler(options: ServeOptions): ServeHandler {
   const limits = checkOptions(options);
+  compileValidators(); // here rather than in the first request
   const checkKey = apiKeyChecker(options.apiKey);
   const served: Served = { created: Math.floor(Date.now() / 1000) };
   if (options.model) {

@@ -5,7 +5,8 @@
  *   server.listen(8080, '127.0.0.1');
  *   process.once('SIGTERM', () => server.drain().then(() => process.exit(0)));
  */
-import * as http from 'node:http';
+import type * as http from 'node:http';
+import { lazy } from '../lazy';
 import { createHandler, type ServeHandler, type ServeOptions } from './handler';
 
 export { createHandler } from './handler';
@@ -21,9 +22,12 @@ export interface WeightmapServer extends http.Server {
 }
 
 /** A node:http server (not yet listening) answering the OpenAI API. */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const httpModule = lazy(() => require('node:http') as typeof import('node:http'));
+
 export function createServer(options: ServeOptions): WeightmapServer {
   const handler = createHandler(options);
-  const server = http.createServer(handler) as WeightmapServer;
+  const server = httpModule().createServer(handler) as WeightmapServer;
   Object.defineProperty(server, 'handler', { value: handler });
   server.drain = async () => {
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));

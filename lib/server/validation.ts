@@ -1,5 +1,6 @@
 /** Request bodies checked against lib/server/request-schemas.ts with ajv; the first problem becomes a 400 naming its field. */
-import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { lazy } from '../lazy';
 import { invalidRequest } from './api-error';
 import { chatCompletionRequest, completionRequest, embeddingRequest } from './request-schemas';
 
@@ -46,12 +47,17 @@ export interface EmbeddingBody {
   user?: string;
 }
 
-const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
-const validators = {
-  chat: ajv.compile<ChatCompletionBody>(chatCompletionRequest),
-  completion: ajv.compile<CompletionBody>(completionRequest),
-  embedding: ajv.compile<EmbeddingBody>(embeddingRequest),
-};
+/** Compiled when a server is made (compileValidators), not when the library loads: ajv and the compile take ~100 ms. */
+export const compileValidators = lazy(() => {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { default: Ajv } = require('ajv') as typeof import('ajv');
+  const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
+  return {
+    chat: ajv.compile<ChatCompletionBody>(chatCompletionRequest),
+    completion: ajv.compile<CompletionBody>(completionRequest),
+    embedding: ajv.compile<EmbeddingBody>(embeddingRequest),
+  };
+});
 
 /** `/messages/0/role` → `messages[0].role`. */
 function fieldName(pointer: string): string {
@@ -87,6 +93,6 @@ function check<T>(validate: ValidateFunction<T>, body: unknown): T {
   throw invalidRequest(message, param);
 }
 
-export const validateChatCompletion = (body: unknown) => check(validators.chat, body);
-export const validateCompletion = (body: unknown) => check(validators.completion, body);
-export const validateEmbedding = (body: unknown) => check(validators.embedding, body);
+export const validateChatCompletion = (body: unknown) => check(compileValidators().chat, body);
+export const validateCompletion = (body: unknown) => check(compileValidators().completion, body);
+export const validateEmbedding = (body: unknown) => check(compileValidators().embedding, body);

@@ -10,6 +10,7 @@
 
 #include "engines/decoder.h"
 #include "kernels/kernels.h"
+#include "kernels/parallel.h"
 
 namespace weightmap {
 namespace decoder {
@@ -62,7 +63,10 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n) {
   const int64_t window = c.Sliding(model_->first_layer() + layer) ? c.sliding_window : 0;  // 0: every earlier key
   const int64_t tiles = (n + kAttnTile - 1) / kAttnTile;
   const int64_t items = tiles * c.n_kv_heads;
-  const int64_t slots = std::min<int64_t>(pool.size(), items);
+  // At most this many multiply-adds (QK and PV of every query head, each token seeing all keys up
+  // to its own): a short one runs inline like a small matvec (kernels::kMinParallelRowWork).
+  const int64_t macs = 2 * c.n_heads * n * (pos0 + n) * hd;
+  const int64_t slots = macs < kernels::kMinParallelRowWork ? 1 : std::min<int64_t>(pool.size(), items);
   const bool q8 = kv_ == KvType::Q8_0;
   const int64_t kv_group = KvGroup(), kv_scales = hd / kv_group;  // q8_0
 

@@ -271,6 +271,13 @@ int64_t TotalRows(const LinearJob* jobs, int n_jobs) {
   return total;
 }
 
+// Multiply-adds per activation row of the jobs together.
+int64_t TotalWork(const LinearJob* jobs, int n_jobs) {
+  int64_t total = 0;
+  for (int j = 0; j < n_jobs; j++) total += jobs[j].w->rows() * jobs[j].w->cols();
+  return total;
+}
+
 }  // namespace
 
 void RunLinear(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, std::vector<QuantizedInput>& scratch) {
@@ -282,7 +289,8 @@ void RunLinear(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, s
   // One token: memory-bound and short (~100 µs), so split in blocks that a late worker leaves to
   // the others; a batch: one chunk per thread (matmul_q8 relays out X once per call).
   const int64_t total = TotalRows(jobs, n_jobs);
-  if (m == 1) kernels::ParallelRowBlocks(&pool, total, 16, rows_fn);
+  if (m * TotalWork(jobs, n_jobs) < kernels::kMinParallelRowWork) rows_fn(0, total);
+  else if (m == 1) kernels::ParallelRowBlocks(&pool, total, 16, rows_fn);
   else pool.ParallelFor(total, 16, rows_fn);
 }
 
@@ -307,7 +315,8 @@ void RunLinearRows(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t 
       }
     });
   };
-  kernels::ParallelRowBlocks(&pool, TotalRows(jobs, n_jobs), 16, rows_fn);
+  if (m * TotalWork(jobs, n_jobs) < kernels::kMinParallelRowWork) rows_fn(0, TotalRows(jobs, n_jobs));
+  else kernels::ParallelRowBlocks(&pool, TotalRows(jobs, n_jobs), 16, rows_fn);
 }
 
 }  // namespace decoder

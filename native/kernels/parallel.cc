@@ -80,7 +80,7 @@ void ParallelRowBlocks(ThreadPool* pool, int64_t n, int64_t grain, const std::fu
 void MatvecQ8(ThreadPool* pool, const KernelTable& t, const int8_t* wq, const float* ws, const int8_t* xq,
               const float* xs, float* y, int64_t rows, int64_t cols, int group) {
   auto rows_fn = [&](int64_t r0, int64_t r1) { t.matvec_q8(wq, ws, xq, xs, y, cols, group, r0, r1); };
-  if (rows * cols < kMinParallelWork) rows_fn(0, rows);
+  if (rows * cols < kMinParallelRowWork) rows_fn(0, rows);
   else ParallelRowBlocks(pool, rows, 16, rows_fn);
 }
 

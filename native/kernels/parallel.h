@@ -24,6 +24,13 @@ namespace kernels {
 // whole share. Runs on the calling thread when `pool` is null or has one thread.
 void ParallelRowBlocks(ThreadPool* pool, int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
+// Multiply-adds under which a decode matvec (one activation row, or a few) runs on the calling
+// thread: ~20-40 µs of work on one core, about what waking a sleeping worker costs on a VM (~30 µs,
+// threadpool.h), so splitting it gains nothing. A 288-wide model's layer matrices (stories15M: at
+// most 442k per fused call) run inline and only its classifier is split; Qwen3-0.6B's smallest
+// fused call (q, k, v: 4.2M) is split as before.
+constexpr int64_t kMinParallelRowWork = int64_t(1) << 20;
+
 // y [rows] = W [rows, cols] · x (Q8_0).
 void MatvecQ8(ThreadPool* pool, const KernelTable& t, const int8_t* wq, const float* ws, const int8_t* xq,
               const float* xs, float* y, int64_t rows, int64_t cols, int group);

@@ -152,6 +152,33 @@ void Mapping::Advise(uint64_t offset, uint64_t length, Advice advice) const {
 #endif
 }
 
+void Prefault(const uint8_t* p, uint64_t length) {
+#ifndef _WIN32
+  if (length == 0) return;
+  const uintptr_t page = static_cast<uintptr_t>(PageSize());
+  const uintptr_t start = reinterpret_cast<uintptr_t>(p) & ~(page - 1);  // inside the mapping: it starts on a page
+  const uintptr_t end = reinterpret_cast<uintptr_t>(p) + length;
+  void* range = reinterpret_cast<void*>(start);
+  std::vector<unsigned char> resident((end - start + page - 1) / page);
+  if (::mincore(range, end - start, resident.data()) != 0) return;
+  for (unsigned char r : resident) {
+    if ((r & 1) == 0) {
+      (void)::madvise(range, end - start, MADV_WILLNEED);
+      return;
+    }
+  }
+#ifdef MADV_POPULATE_READ
+  if (::madvise(range, end - start, MADV_POPULATE_READ) == 0) return;  // Linux >= 5.14
+#endif
+  uint8_t sink = 0;
+  for (uintptr_t at = start; at < end; at += page) sink ^= *reinterpret_cast<const volatile uint8_t*>(at);
+  (void)sink;
+#else
+  (void)p;
+  (void)length;
+#endif
+}
+
 int64_t Mapping::ResidentBytes(uint64_t offset, uint64_t length) const {
   if (size_ == 0 || length == 0) return 0;
   if (!Contains(offset, length)) return -1;

@@ -467,8 +467,15 @@ describe('synthetic GGUF files', () => {
     ['an array longer than the file', () => withKv((kv) => kv.push(['t.a', T.ARR, { elem: T.U64, items: [] }])), 'TRUNCATED'],
     // 5000 strings: an array decoded on first use, whose UTF-8 is still checked at read.
     ['a long string array with a string that is not UTF-8', () => withKv((kv) => kv.push(['t.strs', T.ARR, { elem: T.STR, items: [...Array(5000).fill('ab'), Buffer.from([0x61, 0xc3])] }])), 'BAD_HEADER'],
+    // 40000 strings (past the first slice of length checks), the last one's length past the end.
+    ['a long string array whose last string runs past the file', () => withKv((kv) => kv.push(['t.strs', T.ARR, { elem: T.STR, items: [...Array(40000).fill('ab'), 'zz'] }])), 'TRUNCATED'],
   ] as const)('rejects %s', async (what, make, code) => {
     let bytes = make();
+    if (what === 'a long string array whose last string runs past the file') {
+      // Patch the last string's u64 length (just before its bytes 'zz') to 2^30.
+      bytes = Buffer.from(bytes);
+      bytes.writeBigUInt64LE(1n << 30n, bytes.indexOf(Buffer.from('zz', 'latin1')) - 8);
+    }
     if (what === 'an array longer than the file') {
       // Patch the empty array's u64 count (right after 't.a' and its element type) to 2^40.
       const at = bytes.indexOf(Buffer.from('t.a', 'latin1')) + 3 + 4 + 4;
