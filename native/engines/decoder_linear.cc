@@ -98,11 +98,12 @@ Matrix Matrix::Prepare(const TensorRef& t, WeightQuant quant, int group, LoadCos
   // Every row dequantized to an owned f32 copy.
   auto f32_copy = [&]() {
     m.kind_ = MatrixKind::F32;
-    m.f_own_.resize(n);
+    m.f_own_.Allocate(n * sizeof(float));
+    float* f = m.f_own_.as<float>();
     ForRowChunks(pool, m.rows_, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; r++) DequantizeRow(t, r, m.f_own_.data() + r * m.cols_);
+      for (int64_t r = r0; r < r1; r++) DequantizeRow(t, r, f + r * m.cols_);
     });
-    m.f_ = m.f_own_.data();
+    m.f_ = f;
     cost->copied_bytes += n * 4;
     cost->converted++;
     return std::move(m);
@@ -127,10 +128,10 @@ Matrix Matrix::Prepare(const TensorRef& t, WeightQuant quant, int group, LoadCos
     if (Aligned(t.scales, 4)) {
       m.s_ = reinterpret_cast<const float*>(t.scales);
     } else {
-      m.s_own_.resize(n / stored_group);
-      std::memcpy(m.s_own_.data(), t.scales, m.s_own_.size() * 4);
-      m.s_ = m.s_own_.data();
-      cost->copied_bytes += m.s_own_.size() * 4;
+      m.s_own_.Allocate(n / stored_group * sizeof(float));
+      std::memcpy(m.s_own_.as<float>(), t.scales, m.s_own_.bytes());
+      m.s_ = m.s_own_.as<float>();
+      cost->copied_bytes += m.s_own_.bytes();
     }
     return m;
   }
@@ -150,17 +151,19 @@ Matrix Matrix::Prepare(const TensorRef& t, WeightQuant quant, int group, LoadCos
   if (can_quantize) {
     m.kind_ = MatrixKind::Q8;
     m.group_ = group;
-    m.q_own_.resize(n);
-    m.s_own_.resize(n / group);
+    m.q_own_.Allocate(n);
+    m.s_own_.Allocate(n / group * sizeof(float));
+    int8_t* q = m.q_own_.as<int8_t>();
+    float* s = m.s_own_.as<float>();
     ForRowChunks(pool, m.rows_, [&](int64_t r0, int64_t r1) {
       std::vector<float> row(m.cols_);
       for (int64_t r = r0; r < r1; r++) {
         DequantizeRow(t, r, row.data());
-        k.quantize_q8(row.data(), m.cols_, group, m.q_own_.data() + r * m.cols_, m.s_own_.data() + r * (m.cols_ / group));
+        k.quantize_q8(row.data(), m.cols_, group, q + r * m.cols_, s + r * (m.cols_ / group));
       }
     });
-    m.q_ = m.q_own_.data();
-    m.s_ = m.s_own_.data();
+    m.q_ = q;
+    m.s_ = s;
     cost->copied_bytes += n + n / group * 4;
     cost->converted++;
     return m;
