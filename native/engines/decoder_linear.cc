@@ -187,7 +187,7 @@ namespace {
 // Quantizes the inputs of the Q8 and Blocks jobs, one per distinct (x, group), into `scratch`;
 // xin[j] is job j's (null for float matrices).
 void QuantizeInputs(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, std::vector<QuantizedInput>& scratch,
-                    const QuantizedInput** xin) {
+                    QuantizedInput** xin) {
   const kernels::KernelTable& k = kernels::Active();
   size_t used = 0;
   for (int j = 0; j < n_jobs; j++) {
@@ -277,7 +277,7 @@ int64_t TotalRows(const LinearJob* jobs, int n_jobs) {
 }  // namespace
 
 void RunLinear(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, std::vector<QuantizedInput>& scratch) {
-  const QuantizedInput* xin[8] = {};
+  QuantizedInput* xin[8] = {};
   QuantizeInputs(pool, jobs, n_jobs, m, scratch, xin);
   auto rows_fn = [&](int64_t b, int64_t e) {
     ForJobRows(jobs, n_jobs, b, e, [&](int j, int64_t r0, int64_t r1) { Product(jobs[j], xin[j], 0, m, r0, r1); });
@@ -290,21 +290,35 @@ void RunLinear(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, s
 }
 
 void RunLinearRows(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, std::vector<QuantizedInput>& scratch) {
-  const QuantizedInput* xin[8] = {};
+  QuantizedInput* xin[8] = {};
   QuantizeInputs(pool, jobs, n_jobs, m, scratch, xin);
+  const kernels::KernelTable& k = kernels::Active();
+  // The Q8 inputs in matvec_q8_prepared's layout, once per distinct input (not once per row block).
+  for (int j = 0; j < n_jobs; j++) {
+    const Matrix& w = *jobs[j].w;
+    if (w.kind() != MatrixKind::Q8) continue;
+    QuantizedInput& qi = *xin[j];
+    bool done = false;
+    for (int i = 0; i < j; i++) done = done || (xin[i] == xin[j] && jobs[i].w->kind() == MatrixKind::Q8);
+    if (done) continue;
+    const size_t bytes = size_t(k.q8_rows_prep_bytes(m, w.cols(), w.group()));
+    if (qi.prepared.size() < bytes + 64) qi.prepared.resize(bytes + 64);
+    uint8_t* at = qi.prepared.data();
+    at += (64 - reinterpret_cast<uintptr_t>(at) % 64) % 64;
+    k.q8_rows_prepare(qi.q.data(), qi.s.data(), m, w.cols(), w.group(), at);
+    qi.prepared_at = at;
+  }
   // Per block of 16 weight rows, every activation row: the block is read from memory once. A ggml
   // kernel's result for a row does not depend on m (GgmlKernels::matmul, kernels.h), so Blocks take
-  // all m rows in one call, tiled; Q8 takes them in matvec_q8_rows (bitwise matvec_q8 per row); the
-  // float gemms round differently from their m == 1 forms, so those go one row at a time.
-  const kernels::KernelTable& k = kernels::Active();
+  // all m rows in one call, tiled; Q8 takes them in matvec_q8_prepared (bitwise matvec_q8 per row);
+  // the float gemms round differently from their m == 1 forms, so those go one row at a time.
   auto rows_fn = [&](int64_t b, int64_t e) {
     ForJobRows(jobs, n_jobs, b, e, [&](int j, int64_t r0, int64_t r1) {
       const Matrix& w = *jobs[j].w;
       if (w.kind() == MatrixKind::Blocks) {
         Product(jobs[j], xin[j], 0, m, r0, r1);
       } else if (w.kind() == MatrixKind::Q8) {
-        k.matvec_q8_rows(w.q(), w.s(), xin[j]->q.data(), xin[j]->s.data(), jobs[j].y, m, w.cols(), w.rows(), w.group(),
-                         r0, r1);
+        k.matvec_q8_prepared(w.q(), w.s(), xin[j]->prepared_at, jobs[j].y, m, w.cols(), w.rows(), w.group(), r0, r1);
       } else {
         for (int64_t i = 0; i < m; i++) Product(jobs[j], xin[j], i, 1, r0, r1);
       }

@@ -98,6 +98,10 @@ struct QuantizedInput {
   const float* source = nullptr;
   int group = 0;
   bool has_sums = false;
+  // RunLinearRows: q and s in the kernels' matvec_q8_prepared layout, made once per call and shared
+  // by every row block (64-byte aligned inside `prepared`).
+  std::vector<uint8_t> prepared;
+  const uint8_t* prepared_at = nullptr;
 };
 
 // One product Y [m, rows] = X [m, cols] · Wᵀ.
