@@ -112,6 +112,15 @@ struct FloatZ {
     const __m512 two = _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(s))));
     return _mm512_permutexvar_ps(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0), two);
   }
+  // lane l: s[kQuadGroup[l]] (q8_tiles.h)
+  static FV fquad(const float* s) {
+    return _mm512_permutexvar_ps(_mm512_set_epi32(3, 3, 1, 1, 3, 3, 1, 1, 2, 2, 0, 0, 2, 2, 0, 0),
+                                 _mm512_castps128_ps512(_mm_loadu_ps(s)));
+  }
+  // per 128-bit lane: [a0 + a2, a1 + a3, b0 + b2, b1 + b3] (exact: int32 sums of Q8 dots)
+  static __m512i combine2(__m512i a, __m512i b) {
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+  }
   static __m512i ld(const void* p) { return _mm512_loadu_si512(p); }
   static __m512i acc_zero() { return _mm512_setzero_si512(); }
   static __m512i acc_lane0(int32_t v) { return _mm512_maskz_set1_epi32(1, v); }

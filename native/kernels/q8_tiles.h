@@ -21,6 +21,8 @@
 //     static FV cvt(A); static FV fzero(); static FV fset1(float); static FV fld(const float*);
 //     static FV fmul(FV, FV); static FV ffma(FV a, FV b, FV c); static float freduce(FV);
 //     static FV fpair(const float* s);  // 64-byte vectors only: lanes [0, 8) s[0], [8, 16) s[1]
+//     static FV fquad(const float* s);  // 64-byte vectors only: lane l s[kQuadGroup[l]] (below)
+//     static A combine2(A a, A b);      // 64-byte vectors only: per 128-bit lane [a0+a2, a1+a3, b0+b2, b1+b3]
 //     static void relayout(const int8_t* src, const Q8Layout&, int group, uint32_t flip, uint8_t* dst);
 //                                      // Q8Relayout below, or a vector transpose with the same result
 //   };
@@ -49,6 +51,11 @@ inline int64_t Q8Align64(int64_t bytes) { return (bytes + 63) & ~int64_t(63); }
 //   ia  = corr + Σ_vectors dot(w, x)            int32 lanes, each exactly Σ w·x over its bytes
 //   acc = fma(cvt(ia), wscale · xscale, acc)    per lane the scales of the lane's group
 // with two accumulators (even units, odd units) per activation row, and y = reduce(acc0 + acc1).
+// Pairs take two units at once: the int32 lanes of both, summed two by two within each group
+// (combine2: 4 lanes per group, 4 groups per vector), go through the float side together, so the
+// cvt, scale product and fma run once per two units (the float side is most of the work per
+// weight byte at 8 rows: one vpdpbusd against three float operations per unit and row); units of
+// pairs alternate between the two accumulators, an odd last unit goes to the second.
 // This arithmetic is the same for every m: up to MaxM activation rows share each weight vector
 // load and its preparation, and a row's result is independent of m, of the tile it lands in and
 // of the row range (batched decode gives the tokens of single steps by construction).
@@ -63,7 +70,9 @@ inline int64_t Q8Align64(int64_t bytes) { return (bytes + 63) & ~int64_t(63); }
 // a batched step runs once and shares between the threads' row blocks), per tile of mm rows
 // interleaved unit by unit so that one pointer and constant offsets reach every row of the tile
 // (separate row pointers ran out of registers and made the loop load-bound):
-//   per unit: x [vectors per unit][mm][kBytes] (kBias: x ^ 0x80), xscale [mm][lanes] f32.
+//   per unit: x [vectors per unit][mm][kBytes] (kBias: x ^ 0x80), xscale [mm][lanes] f32;
+//   Pairs, per two units: x [2][mm][kBytes], xscale [mm][16] in combine2's lane order (fquad).
+// That is 3 (Pairs) to 4 bytes per column and row: the 8 rows of a 3072-column row in 36 KB of L1.
 
 // Software prefetch distance of the weight stream (bytes ahead of the row being read) and of the
 // scales (rows ahead): the hardware prefetchers restart at every block of rows a thread takes.
@@ -83,6 +92,12 @@ struct Q8Units {
   int64_t Bytes(int mm) const {  // prepared activation bytes of one unit for mm rows
     return int64_t(mm) * Q::kBytes * (vectors + 1);
   }
+  // Pairs: units go two by two (x of both, then one vector of scales per row), an odd last one alone.
+  int64_t TwoBytes(int mm) const { return int64_t(mm) * Q::kBytes * 3; }
+  int64_t RowBytes(int mm) const {
+    if constexpr (Pairs) return count / 2 * TwoBytes(mm) + count % 2 * Bytes(mm);
+    else return count * Bytes(mm);
+  }
   Q8Units(int64_t cols, int group)
       : count(Pairs ? cols / Q::kBytes : cols / group), vectors(Pairs ? 1 : group / Q::kBytes) {}
 };
@@ -94,7 +109,7 @@ struct Q8RowsShape {
   int64_t row_bytes;
   int tile_rows;
   Q8RowsShape(int64_t cols, int group)
-      : un(cols, group), row_bytes(un.Bytes(1) * un.count),
+      : un(cols, group), row_bytes(un.RowBytes(1)),
         tile_rows(row_bytes * MaxM > kQ8TileBytes ? (MaxM + 1) / 2 : MaxM) {}
   int Rows(int64_t m, int64_t i0) const { return int((m - i0) < tile_rows ? (m - i0) : tile_rows); }
 };
@@ -106,6 +121,11 @@ typename Q::FV Q8UnitScales(const float* s, int64_t u) {
   else return Q::fset1(s[u]);
 }
 
+// Pairs: lane l of Q::combine2(ia of unit 2q, ia of unit 2q + 1) sums two int32 lanes of group
+// 4q + kQuadGroup[l] (of its 4 groups; combine2: per 128-bit lane k, [a0+a2, a1+a3, b0+b2, b1+b3]:
+// a's lanes are groups 0 (k < 2) and 1, b's groups 2 and 3). Q::fquad(s) sets lane l to s[kQuadGroup[l]].
+constexpr int kQuadGroup[16] = {0, 0, 2, 2, 0, 0, 2, 2, 1, 1, 3, 3, 1, 1, 3, 3};
+
 // Row i of X [m, cols] into the prepared tile of mm rows at `tile`, as its row b.
 template <class Q, bool Pairs>
 void Q8PrepareRow(const Q8Units<Q, Pairs>& un, const int8_t* xi, const float* xsi, int mm, int b, uint8_t* tile) {
@@ -114,8 +134,22 @@ void Q8PrepareRow(const Q8Units<Q, Pairs>& un, const int8_t* xi, const float* xs
   const int64_t x_bytes = int64_t(un.vectors) * mm * Q::kBytes;
   const int64_t unit_bytes = int64_t(un.vectors) * Q::kBytes;
   const uint8_t flip = Q::kBias ? 0x80 : 0;
-  for (int64_t u = 0; u < un.count; ++u) {
-    uint8_t* p = tile + u * block;
+  int64_t u0 = 0;
+  if constexpr (Pairs) {
+    static_assert(L == 16, "Pairs: 64-byte vectors");
+    for (; u0 + 2 <= un.count; u0 += 2) {
+      uint8_t* p = tile + u0 / 2 * un.TwoBytes(mm);
+      for (int j = 0; j < 2; ++j) {
+        uint8_t* d = p + (int64_t(j) * mm + b) * Q::kBytes;
+        const uint8_t* src = reinterpret_cast<const uint8_t*>(xi + (u0 + j) * Q::kBytes);
+        for (int e = 0; e < Q::kBytes; ++e) d[e] = src[e] ^ flip;
+      }
+      float* sl = reinterpret_cast<float*>(p + 2 * mm * Q::kBytes + b * Q::kBytes);
+      for (int l = 0; l < L; ++l) sl[l] = xsi[2 * u0 + kQuadGroup[l]];
+    }
+  }
+  for (int64_t u = u0; u < un.count; ++u) {
+    uint8_t* p = tile + (Pairs ? u0 / 2 * un.TwoBytes(mm) : u * block);
     for (int j = 0; j < un.vectors; ++j) {
       uint8_t* d = p + (int64_t(j) * mm + b) * Q::kBytes;
       const uint8_t* src = reinterpret_cast<const uint8_t*>(xi + u * unit_bytes + j * Q::kBytes);
@@ -162,8 +196,8 @@ void Q8MatvecTile(const int8_t* w, const float* ws, const uint8_t* xt, const Q8U
   FV acc[2][M];  // [chain][row]
   for (int c = 0; c < 2; ++c)
     for (int b = 0; b < M; ++b) acc[c][b] = Q::fzero();
-  auto unit = [&](int64_t u, auto chain) {
-    const uint8_t* p = xt + u * block;
+  // Unit u with its prepared block at p.
+  auto unit_at = [&](int64_t u, const uint8_t* p, auto chain) {
     const int8_t* wu = w + u * unit_bytes;
     A ia[M];
     auto vec = [&](int j) {
@@ -194,12 +228,51 @@ void Q8MatvecTile(const int8_t* w, const float* ws, const uint8_t* xt, const Q8U
                               Q::fmul(wsu, Q::fld(reinterpret_cast<const float*>(p + s_off + b * Q::kBytes))),
                               acc[chain][b]);
   };
-  int64_t u = 0;
-  for (; u + 2 <= un.count; u += 2) {
-    unit(u, std::integral_constant<int, 0>());
-    unit(u + 1, std::integral_constant<int, 1>());
+  auto unit = [&](int64_t u, auto chain) { unit_at(u, xt + u * block, chain); };
+  if constexpr (Pairs) {
+    // Two units at a time: their int32 lanes of one group summed two by two (combine2) before the
+    // float side, which then runs once per two units (a third of the multiplies per weight byte).
+    const int64_t two = un.TwoBytes(M);
+    auto units2 = [&](int64_t q, auto chain) {
+      const uint8_t* p = xt + q * two;
+      const int8_t* wu = w + q * 2 * Q::kBytes;
+      const typename Q::D w0 = Q::ld(wu), w1 = Q::ld(wu + Q::kBytes);
+      const A c0 = Q8WeightCorr<Q>(Q::acc_zero(), w0), c1 = Q8WeightCorr<Q>(Q::acc_zero(), w1);
+      const FV wsq = Q::fquad(ws + 4 * q);
+      auto rows = [&](const auto& v0, const auto& v1) {
+        for (int b = 0; b < M; ++b) {
+          A i0 = c0, i1 = c1;
+          if constexpr (Q::kBias) {
+            i0 = Q::dot_xw(i0, Q::ld(p + b * Q::kBytes), v0);
+            i1 = Q::dot_xw(i1, Q::ld(p + (M + b) * Q::kBytes), v1);
+          } else {
+            i0 = Q::dot(i0, v0, Q::ld(p + b * Q::kBytes));
+            i1 = Q::dot(i1, v1, Q::ld(p + (M + b) * Q::kBytes));
+          }
+          acc[chain][b] = Q::ffma(Q::cvt(Q::combine2(i0, i1)),
+                                  Q::fmul(wsq, Q::fld(reinterpret_cast<const float*>(p + (2 * M + b) * Q::kBytes))),
+                                  acc[chain][b]);
+        }
+      };
+      if constexpr (Q::kBias) rows(w0, w1);
+      else rows(Q::prep_raw(w0), Q::prep_raw(w1));
+    };
+    int64_t q = 0;
+    for (; q + 2 <= un.count / 2; q += 2) {
+      units2(q, std::integral_constant<int, 0>());
+      units2(q + 1, std::integral_constant<int, 1>());
+    }
+    if (q < un.count / 2) units2(q, std::integral_constant<int, 0>());
+    // the odd last unit alone, after the pairs (Q8PrepareRow's layout)
+    if (un.count % 2) unit_at(un.count - 1, xt + un.count / 2 * two, std::integral_constant<int, 1>());
+  } else {
+    int64_t u = 0;
+    for (; u + 2 <= un.count; u += 2) {
+      unit(u, std::integral_constant<int, 0>());
+      unit(u + 1, std::integral_constant<int, 1>());
+    }
+    if (u < un.count) unit(u, std::integral_constant<int, 0>());
   }
-  if (u < un.count) unit(u, std::integral_constant<int, 0>());
   // a·1 + b: the exact sum rounded once (the traits have no plain vector add)
   for (int b = 0; b < M; ++b) y[b * ldy] = Q::freduce(Q::ffma(acc[0][b], Q::fset1(1.0f), acc[1][b]));
 }
