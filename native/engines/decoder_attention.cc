@@ -51,7 +51,7 @@ void DecoderSession::StoreKv(int64_t layer, int64_t g, int64_t pos, const float*
   }
 }
 
-void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n) {
+void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n, bool parallel) {
   const DecoderConfig& c = cfg_;
   const kernels::KernelTable& k = kernels::Active();
   ThreadPool& pool = model_->pool();
@@ -62,7 +62,7 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n) {
   const int64_t window = c.Sliding(model_->first_layer() + layer) ? c.sliding_window : 0;  // 0: every earlier key
   const int64_t tiles = (n + kAttnTile - 1) / kAttnTile;
   const int64_t items = tiles * c.n_kv_heads;
-  const int64_t slots = std::min<int64_t>(pool.size(), items);
+  const int64_t slots = parallel ? std::min<int64_t>(pool.size(), items) : 1;
   const bool q8 = kv_ == KvType::Q8_0;
   const int64_t kv_group = KvGroup(), kv_scales = hd / kv_group;  // q8_0
 
