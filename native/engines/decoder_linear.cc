@@ -184,6 +184,9 @@ Matrix Matrix::Prepare(const TensorRef& t, WeightQuant quant, int group, LoadCos
 
 namespace {
 
+// Activations quantized on the calling thread up to this many values (8 rows of 8192).
+constexpr int64_t kSerialQuantize = int64_t(1) << 16;
+
 // Quantizes the inputs of the Q8 and Blocks jobs, one per distinct (x, group), into `scratch`;
 // xin[j] is job j's (null for float matrices).
 void QuantizeInputs(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, std::vector<QuantizedInput>& scratch,
@@ -218,7 +221,8 @@ void QuantizeInputs(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t
       }
       k.ggml.quantize_act(x + b * cols, (e - b) * cols, q + b * cols, s + b * (cols / group), sum + b * (cols / 16));
     };
-    if (m == 1) quantize_rows(0, 1);
+    // A decode batch (a few rows) takes microseconds: less than waking the pool for it.
+    if (m * cols <= kSerialQuantize) quantize_rows(0, m);
     else pool.ParallelFor(m, 1, quantize_rows);
     xin[j] = &qi;
   }
