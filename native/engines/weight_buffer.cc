@@ -4,12 +4,19 @@
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 namespace weightmap {
 
 namespace {
 constexpr size_t kHugePage = size_t(2) << 20;
+#if defined(__linux__)
+size_t Rounded(size_t bytes) {  // to whole pages
+  static const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  return (bytes + page - 1) / page * page;
+}
+#endif
 }
 
 WeightBuffer& WeightBuffer::operator=(WeightBuffer&& o) noexcept {
@@ -27,8 +34,9 @@ void WeightBuffer::Allocate(size_t bytes) {
 #if defined(__linux__)
   if (bytes >= kHugePage) {
     // Over-map by one huge page and trim, so that the buffer starts on a 2 MB boundary (a huge
-    // page needs an aligned virtual range); the tail is rounded up to whole huge pages.
-    const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+    // page needs an aligned virtual range). The end is rounded to small pages only: a last,
+    // partial 2 MB stays in 4 KB pages rather than faulting in a huge page half of padding.
+    const size_t rounded = Rounded(bytes);
     void* raw = ::mmap(nullptr, rounded + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw != MAP_FAILED) {
       const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
@@ -52,7 +60,7 @@ void WeightBuffer::Release() {
   if (!data_) return;
 #if defined(__linux__)
   if (mapped_) {
-    ::munmap(data_, (bytes_ + kHugePage - 1) / kHugePage * kHugePage);
+    ::munmap(data_, Rounded(bytes_));
   } else {
     ::operator delete(data_);
   }
