@@ -192,6 +192,9 @@ constexpr int64_t kSerialQuantize = int64_t(1) << 16;
 void QuantizeInputs(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, std::vector<QuantizedInput>& scratch,
                     QuantizedInput** xin) {
   const kernels::KernelTable& k = kernels::Active();
+  // Every entry this call may take, up front: growing the vector later would move the entries
+  // that earlier jobs' xin already point at.
+  if (scratch.size() < size_t(n_jobs)) scratch.resize(size_t(n_jobs));
   size_t used = 0;
   for (int j = 0; j < n_jobs; j++) {
     const Matrix& w = *jobs[j].w;
