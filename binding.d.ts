@@ -193,6 +193,9 @@ export interface KernelsBinding {
   /** Rows [r0, r1) of y [m, rows], each activation row bitwise matvecQ8 of that row (one thread). */
   matvecQ8Rows(isa: string, wq: Int8Array, ws: Float32Array, xq: Int8Array, xs: Float32Array, y: Float32Array,
     m: number, rows: number, cols: number, group: number, r0: number, r1: number): void;
+  /** matvecQ8Rows through the split form: the activations prepared once, rows [r0, r1) in two calls. */
+  matvecQ8Prepared(isa: string, wq: Int8Array, ws: Float32Array, xq: Int8Array, xs: Float32Array, y: Float32Array,
+    m: number, rows: number, cols: number, group: number, r0: number, r1: number): void;
   /** x = the exact dequantization of `blocks` (whole blocks of ggml `type`: 'q4_0', 'q4_k', 'iq4_xs', ...). */
   dequantizeBlocks(type: string, blocks: Uint8Array, x: Float32Array): void;
   /** Activations for ggmlMatmul: q, d as quantizeQ8 with group 32, sum[n / 16] = Σ q per 16 values. */

@@ -206,7 +206,9 @@ class DecoderSession {
                const std::atomic<bool>& abort);
   // att_ [n, q_dim] = causal softmax(q·kᵀ/√hd)·v for the n queries in q_ at positions
   // [pos0, pos0 + n), against the cache of `layer` (which already holds their keys/values).
-  void Attention(int64_t layer, int64_t pos0, int64_t n);
+  // parallel: across the model's pool (else on the calling thread alone: a batched step runs its
+  // rows' attention side by side instead, one session per thread); the result is the same.
+  void Attention(int64_t layer, int64_t pos0, int64_t n, bool parallel = true);
   void EnsureScratch(int64_t n);
   // Values per q8_0 scale in a cached row (head_dim when it is not a multiple of kKvGroup).
   int64_t KvGroup() const { return cfg_.head_dim % kKvGroup == 0 ? kKvGroup : cfg_.head_dim; }

@@ -52,7 +52,7 @@ void DecoderSession::StoreKv(int64_t layer, int64_t g, int64_t pos, const float*
   }
 }
 
-void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n) {
+void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n, bool parallel) {
   const DecoderConfig& c = cfg_;
   const kernels::KernelTable& k = kernels::Active();
   ThreadPool& pool = model_->pool();
@@ -64,9 +64,10 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n) {
   const int64_t tiles = (n + kAttnTile - 1) / kAttnTile;
   const int64_t items = tiles * c.n_kv_heads;
   // At most this many multiply-adds (QK and PV of every query head, each token seeing all keys up
-  // to its own): a short one runs inline like a small matvec (kernels::kMinParallelRowWork).
+  // to its own): a short one runs inline like a small matvec (kernels::kMinParallelRowWork). A
+  // batched step runs its rows' attention side by side instead (parallel = false).
   const int64_t macs = 2 * c.n_heads * n * (pos0 + n) * hd;
-  const int64_t slots = macs < kernels::kMinParallelRowWork ? 1 : std::min<int64_t>(pool.size(), items);
+  const int64_t slots = !parallel || macs < kernels::kMinParallelRowWork ? 1 : std::min<int64_t>(pool.size(), items);
   const bool q8 = kv_ == KvType::Q8_0;
   const int64_t kv_group = KvGroup(), kv_scales = hd / kv_group;  // q8_0
 

@@ -78,11 +78,10 @@ std::vector<bool> BatchStep::Run(DecoderSession* const* sessions, const int32_t*
   }
   const float* layer_rope = rope.data();
   auto rotate = [&](float* h, int64_t i) { rotary.Rotate(h, layer_rope + i * hd); };
-  // In place: h[hd] = rmsnorm(h) · weight.
-  std::vector<float> head(hd);
-  auto norm_head = [&](float* h, const std::vector<float>& weight) {
-    std::memcpy(head.data(), h, hd * sizeof(float));
-    kernels::rmsnorm(head.data(), weight.data(), h, hd, c.eps);
+  // In place: h[hd] = rmsnorm(h) · weight (head: hd floats of scratch).
+  auto norm_head = [&](float* h, const std::vector<float>& weight, float* head) {
+    std::memcpy(head, h, hd * sizeof(float));
+    kernels::rmsnorm(head, weight.data(), h, hd, c.eps);
   };
   auto norm_rows = [&](const std::vector<float>& weight, const float* in, float* out) {
     for (int64_t i = 0; i < n; i++) kernels::rmsnorm(in + i * dim, weight.data(), out + i * dim, dim, c.eps);
@@ -98,8 +97,12 @@ std::vector<bool> BatchStep::Run(DecoderSession* const* sessions, const int32_t*
     const LinearJob qkv[3] = {{&L.wq, xb.data(), q.data()}, {&L.wk, xb.data(), k.data()}, {&L.wv, xb.data(), v.data()}};
     RunLinearRows(pool, qkv, 3, n, qin);
 
-    for (int64_t i = 0; i < n; i++) {
+    // Row by row, each with its own session (cache, scratch): the rows side by side across the pool,
+    // each row's attention on its thread alone (one dispatch per layer, not one per row).
+    auto attend = [&](int64_t i) {
       DecoderSession& s = *sessions[i];
+      std::vector<float> head_buffer(c.qk_norm ? hd : 0);
+      float* head = head_buffer.data();
       float* qi = q.data() + i * qd;
       float* ki = k.data() + i * kvd;
       float* vi = v.data() + i * kvd;
@@ -109,20 +112,24 @@ std::vector<bool> BatchStep::Run(DecoderSession* const* sessions, const int32_t*
         kt.axpy_f32(1.0f, L.bv.data(), vi, kvd);
       }
       for (int64_t h = 0; h < c.n_heads; h++) {
-        if (c.qk_norm) norm_head(qi + h * hd, L.q_norm);
+        if (c.qk_norm) norm_head(qi + h * hd, L.q_norm, head);
         rotate(qi + h * hd, i);
       }
       for (int64_t g = 0; g < c.n_kv_heads; g++) {
-        if (c.qk_norm) norm_head(ki + g * hd, L.k_norm);
+        if (c.qk_norm) norm_head(ki + g * hd, L.k_norm, head);
         rotate(ki + g * hd, i);
         s.StoreKv(cached, g, pos[i], ki + g * hd, vi + g * hd);
       }
       // The row's query through the session's own attention (one token at pos[i]).
       s.EnsureScratch(1);
       std::memcpy(s.q_.data(), qi, qd * sizeof(float));
-      s.Attention(cached, pos[i], 1);
+      s.Attention(cached, pos[i], 1, /*parallel=*/false);
       std::memcpy(att.data() + i * qd, s.att_.data(), qd * sizeof(float));
-    }
+    };
+    if (n == 1) attend(0);
+    else pool.ParallelFor(n, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; i++) attend(i);
+    });
 
     const LinearJob o[1] = {{&L.wo, att.data(), proj.data()}};
     RunLinearRows(pool, o, 1, n, qin);

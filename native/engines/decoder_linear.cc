@@ -98,11 +98,12 @@ Matrix Matrix::Prepare(const TensorRef& t, WeightQuant quant, int group, LoadCos
   // Every row dequantized to an owned f32 copy.
   auto f32_copy = [&]() {
     m.kind_ = MatrixKind::F32;
-    m.f_own_.resize(n);
+    m.f_own_.Allocate(n * sizeof(float));
+    float* f = m.f_own_.as<float>();
     ForRowChunks(pool, m.rows_, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; r++) DequantizeRow(t, r, m.f_own_.data() + r * m.cols_);
+      for (int64_t r = r0; r < r1; r++) DequantizeRow(t, r, f + r * m.cols_);
     });
-    m.f_ = m.f_own_.data();
+    m.f_ = f;
     cost->copied_bytes += n * 4;
     cost->converted++;
     return std::move(m);
@@ -127,10 +128,10 @@ Matrix Matrix::Prepare(const TensorRef& t, WeightQuant quant, int group, LoadCos
     if (Aligned(t.scales, 4)) {
       m.s_ = reinterpret_cast<const float*>(t.scales);
     } else {
-      m.s_own_.resize(n / stored_group);
-      std::memcpy(m.s_own_.data(), t.scales, m.s_own_.size() * 4);
-      m.s_ = m.s_own_.data();
-      cost->copied_bytes += m.s_own_.size() * 4;
+      m.s_own_.Allocate(n / stored_group * sizeof(float));
+      std::memcpy(m.s_own_.as<float>(), t.scales, m.s_own_.bytes());
+      m.s_ = m.s_own_.as<float>();
+      cost->copied_bytes += m.s_own_.bytes();
     }
     return m;
   }
@@ -150,17 +151,19 @@ Matrix Matrix::Prepare(const TensorRef& t, WeightQuant quant, int group, LoadCos
   if (can_quantize) {
     m.kind_ = MatrixKind::Q8;
     m.group_ = group;
-    m.q_own_.resize(n);
-    m.s_own_.resize(n / group);
+    m.q_own_.Allocate(n);
+    m.s_own_.Allocate(n / group * sizeof(float));
+    int8_t* q = m.q_own_.as<int8_t>();
+    float* s = m.s_own_.as<float>();
     ForRowChunks(pool, m.rows_, [&](int64_t r0, int64_t r1) {
       std::vector<float> row(m.cols_);
       for (int64_t r = r0; r < r1; r++) {
         DequantizeRow(t, r, row.data());
-        k.quantize_q8(row.data(), m.cols_, group, m.q_own_.data() + r * m.cols_, m.s_own_.data() + r * (m.cols_ / group));
+        k.quantize_q8(row.data(), m.cols_, group, q + r * m.cols_, s + r * (m.cols_ / group));
       }
     });
-    m.q_ = m.q_own_.data();
-    m.s_ = m.s_own_.data();
+    m.q_ = q;
+    m.s_ = s;
     cost->copied_bytes += n + n / group * 4;
     cost->converted++;
     return m;
@@ -181,11 +184,17 @@ Matrix Matrix::Prepare(const TensorRef& t, WeightQuant quant, int group, LoadCos
 
 namespace {
 
+// Activations quantized on the calling thread up to this many values (8 rows of 8192).
+constexpr int64_t kSerialQuantize = int64_t(1) << 16;
+
 // Quantizes the inputs of the Q8 and Blocks jobs, one per distinct (x, group), into `scratch`;
 // xin[j] is job j's (null for float matrices).
 void QuantizeInputs(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, std::vector<QuantizedInput>& scratch,
-                    const QuantizedInput** xin) {
+                    QuantizedInput** xin) {
   const kernels::KernelTable& k = kernels::Active();
+  // Every entry this call may take, up front: growing the vector later would move the entries
+  // that earlier jobs' xin already point at.
+  if (scratch.size() < size_t(n_jobs)) scratch.resize(size_t(n_jobs));
   size_t used = 0;
   for (int j = 0; j < n_jobs; j++) {
     const Matrix& w = *jobs[j].w;
@@ -215,7 +224,8 @@ void QuantizeInputs(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t
       }
       k.ggml.quantize_act(x + b * cols, (e - b) * cols, q + b * cols, s + b * (cols / group), sum + b * (cols / 16));
     };
-    if (m == 1) quantize_rows(0, 1);
+    // A decode batch (a few rows) takes microseconds: less than waking the pool for it.
+    if (m * cols <= kSerialQuantize) quantize_rows(0, m);
     else pool.ParallelFor(m, 1, quantize_rows);
     xin[j] = &qi;
   }
@@ -281,7 +291,7 @@ int64_t TotalWork(const LinearJob* jobs, int n_jobs) {
 }  // namespace
 
 void RunLinear(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, std::vector<QuantizedInput>& scratch) {
-  const QuantizedInput* xin[8] = {};
+  QuantizedInput* xin[8] = {};
   QuantizeInputs(pool, jobs, n_jobs, m, scratch, xin);
   auto rows_fn = [&](int64_t b, int64_t e) {
     ForJobRows(jobs, n_jobs, b, e, [&](int j, int64_t r0, int64_t r1) { Product(jobs[j], xin[j], 0, m, r0, r1); });
@@ -295,21 +305,35 @@ void RunLinear(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, s
 }
 
 void RunLinearRows(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, std::vector<QuantizedInput>& scratch) {
-  const QuantizedInput* xin[8] = {};
+  QuantizedInput* xin[8] = {};
   QuantizeInputs(pool, jobs, n_jobs, m, scratch, xin);
+  const kernels::KernelTable& k = kernels::Active();
+  // The Q8 inputs in matvec_q8_prepared's layout, once per distinct input (not once per row block).
+  for (int j = 0; j < n_jobs; j++) {
+    const Matrix& w = *jobs[j].w;
+    if (w.kind() != MatrixKind::Q8) continue;
+    QuantizedInput& qi = *xin[j];
+    bool done = false;
+    for (int i = 0; i < j; i++) done = done || (xin[i] == xin[j] && jobs[i].w->kind() == MatrixKind::Q8);
+    if (done) continue;
+    const size_t bytes = size_t(k.q8_rows_prep_bytes(m, w.cols(), w.group()));
+    if (qi.prepared.size() < bytes + 64) qi.prepared.resize(bytes + 64);
+    uint8_t* at = qi.prepared.data();
+    at += (64 - reinterpret_cast<uintptr_t>(at) % 64) % 64;
+    k.q8_rows_prepare(qi.q.data(), qi.s.data(), m, w.cols(), w.group(), at);
+    qi.prepared_at = at;
+  }
   // Per block of 16 weight rows, every activation row: the block is read from memory once. A ggml
   // kernel's result for a row does not depend on m (GgmlKernels::matmul, kernels.h), so Blocks take
-  // all m rows in one call, tiled; Q8 takes them in matvec_q8_rows (bitwise matvec_q8 per row); the
-  // float gemms round differently from their m == 1 forms, so those go one row at a time.
-  const kernels::KernelTable& k = kernels::Active();
+  // all m rows in one call, tiled; Q8 takes them in matvec_q8_prepared (bitwise matvec_q8 per row);
+  // the float gemms round differently from their m == 1 forms, so those go one row at a time.
   auto rows_fn = [&](int64_t b, int64_t e) {
     ForJobRows(jobs, n_jobs, b, e, [&](int j, int64_t r0, int64_t r1) {
       const Matrix& w = *jobs[j].w;
       if (w.kind() == MatrixKind::Blocks) {
         Product(jobs[j], xin[j], 0, m, r0, r1);
       } else if (w.kind() == MatrixKind::Q8) {
-        k.matvec_q8_rows(w.q(), w.s(), xin[j]->q.data(), xin[j]->s.data(), jobs[j].y, m, w.cols(), w.rows(), w.group(),
-                         r0, r1);
+        k.matvec_q8_prepared(w.q(), w.s(), xin[j]->prepared_at, jobs[j].y, m, w.cols(), w.rows(), w.group(), r0, r1);
       } else {
         for (int64_t i = 0; i < m; i++) Product(jobs[j], xin[j], i, 1, r0, r1);
       }

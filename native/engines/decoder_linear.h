@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "engines/weight_buffer.h"
 #include "engines/weights_spec.h"
 
 namespace weightmap {
@@ -76,11 +77,11 @@ class Matrix {
   const float* f_ = nullptr;
   kernels::BlockType block_ = kernels::BlockType::Q4_0;
   const uint8_t* blocks_ = nullptr;
-  // Converted copies, when the mapping's bytes cannot be used as they are.
-  std::vector<int8_t> q_own_;
-  std::vector<float> s_own_;
-  std::vector<uint16_t> h_own_;
-  std::vector<float> f_own_;
+  // Converted copies, when the mapping's bytes cannot be used as they are (huge pages where the
+  // system gives them: decode streams them whole at every token, see weight_buffer.h).
+  WeightBuffer q_own_;
+  WeightBuffer s_own_;
+  WeightBuffer f_own_;
 };
 
 // Row `r` of a [rows, cols] tensor of any engine dtype, as f32 (the embedding lookup: one row is
@@ -97,6 +98,10 @@ struct QuantizedInput {
   const float* source = nullptr;
   int group = 0;
   bool has_sums = false;
+  // RunLinearRows: q and s in the kernels' matvec_q8_prepared layout, made once per call and shared
+  // by every row block (64-byte aligned inside `prepared`).
+  std::vector<uint8_t> prepared;
+  const uint8_t* prepared_at = nullptr;
 };
 
 // One product Y [m, rows] = X [m, cols] · Wᵀ.

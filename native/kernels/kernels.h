@@ -118,6 +118,16 @@ struct KernelTable {
   void (*matvec_q8_rows)(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs,
                          float* y, int64_t m, int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1);
 
+  // matvec_q8_rows in two halves, so that a batched step prepares its activations once per product
+  // and the threads' row blocks share them: q8_rows_prepare writes X [m, cols] in the table's own
+  // layout into prep (q8_rows_prep_bytes(m, cols, group) bytes, 64-byte aligned), then
+  // matvec_q8_prepared computes rows [r0, r1) of Y from it (any ranges, any threads), bitwise
+  // matvec_q8_rows(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1).
+  int64_t (*q8_rows_prep_bytes)(int64_t m, int64_t cols, int group);
+  void (*q8_rows_prepare)(const int8_t* xq, const float* xs, int64_t m, int64_t cols, int group, uint8_t* prep);
+  void (*matvec_q8_prepared)(const int8_t* wq, const float* ws, const uint8_t* prep, float* y, int64_t m,
+                             int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1);
+
   // Columns [n0, n1) of C [m, n] = A [m, k] · B [k, n], B f16 ("weights [in,out]", batched prefill).
   void (*hgemm)(const float* a, const uint16_t* b, float* c, int64_t m, int64_t k, int64_t n,
                 int64_t n0, int64_t n1);

@@ -220,6 +220,23 @@ void MatvecQ8Rows(const int8_t* wq, const float* ws, const int8_t* xq, const flo
   Q8MatvecEachRow<MatvecQ8Other>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
 }
 
+// The split form of MatvecQ8Rows (the same choice of tile for the three).
+int64_t Q8RowsPrepBytesA(int64_t m, int64_t cols, int group) {
+  if (group % 32 == 0) return Q8RowsPrepBytes<QAvx2, false, 4>(m, cols, group);
+  return scalar::q8_rows_prep_bytes(m, cols, group);
+}
+
+void Q8RowsPrepareA(const int8_t* xq, const float* xs, int64_t m, int64_t cols, int group, uint8_t* prep) {
+  if (group % 32 == 0) return Q8RowsPrepare<QAvx2, false, 4>(xq, xs, m, cols, group, prep);
+  scalar::q8_rows_prepare(xq, xs, m, cols, group, prep);
+}
+
+void MatvecQ8PreparedA(const int8_t* wq, const float* ws, const uint8_t* prep, float* y, int64_t m, int64_t cols,
+                       int64_t ldy, int group, int64_t r0, int64_t r1) {
+  if (group % 32 == 0) return Q8MatvecPrepared<QAvx2, false, 4>(wq, ws, prep, y, m, cols, ldy, group, r0, r1);
+  Q8PreparedEachRow<MatvecQ8Other>(wq, ws, prep, y, m, cols, ldy, group, r0, r1);
+}
+
 void MatvecQ8(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t cols,
               int group, int64_t r0, int64_t r1) {
   MatvecQ8Rows(wq, ws, xq, xs, y, 1, cols, 0, group, r0, r1);
@@ -283,6 +300,9 @@ const KernelTable& Avx2Table() {
     t.matvec_q8 = MatvecQ8;
     t.matmul_q8 = MatmulQ8;
     t.matvec_q8_rows = MatvecQ8Rows;
+    t.q8_rows_prep_bytes = Q8RowsPrepBytesA;
+    t.q8_rows_prepare = Q8RowsPrepareA;
+    t.matvec_q8_prepared = MatvecQ8PreparedA;
     t.hgemm = Hgemm;
     t.hgemm_trans = HgemmTrans;
     t.sgemm = Sgemm;

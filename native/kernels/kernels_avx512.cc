@@ -112,6 +112,15 @@ struct FloatZ {
     const __m512 two = _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(s))));
     return _mm512_permutexvar_ps(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0), two);
   }
+  // lane l: s[kQuadGroup[l]] (q8_tiles.h)
+  static FV fquad(const float* s) {
+    return _mm512_permutexvar_ps(_mm512_set_epi32(3, 3, 1, 1, 3, 3, 1, 1, 2, 2, 0, 0, 2, 2, 0, 0),
+                                 _mm512_castps128_ps512(_mm_loadu_ps(s)));
+  }
+  // per 128-bit lane: [a0 + a2, a1 + a3, b0 + b2, b1 + b3] (exact: int32 sums of Q8 dots)
+  static __m512i combine2(__m512i a, __m512i b) {
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+  }
   static __m512i ld(const void* p) { return _mm512_loadu_si512(p); }
   static __m512i acc_zero() { return _mm512_setzero_si512(); }
   static __m512i acc_lane0(int32_t v) { return _mm512_maskz_set1_epi32(1, v); }
@@ -171,6 +180,18 @@ struct QVnniZ : FloatZ {
   static A bias_corr(A acc, D x) {
     return _mm512_dpbusd_epi32(acc, _mm512_set1_epi8(char(0x80)), _mm512_sub_epi8(_mm512_setzero_si512(), x));
   }
+  static A dot_xw(A acc, D xu, D w) {
+#if defined(__GNUC__)
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(xu), "v"(w));  // as dot
+    return acc;
+#else
+    return _mm512_dpbusd_epi32(acc, xu, w);
+#endif
+  }
+  // acc - 128·Σw per lane (vpdpbusd of 128 as u8 and w, subtracted): exact
+  static A wcorr(A acc, D w) {
+    return _mm512_sub_epi32(acc, _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(char(0x80)), w));
+  }
 };
 
 // vpdpbusd on ymm (AVX512-VL), for groups that are odd multiples of 32.
@@ -192,6 +213,17 @@ struct QVnniY : FloatY {
   }
   static A bias_corr(A acc, D x) {
     return _mm256_dpbusd_epi32(acc, _mm256_set1_epi8(char(0x80)), _mm256_sub_epi8(_mm256_setzero_si256(), x));
+  }
+  static A dot_xw(A acc, D xu, D w) {
+#if defined(__GNUC__)
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(xu), "v"(w));  // as QVnniZ::dot
+    return acc;
+#else
+    return _mm256_dpbusd_epi32(acc, xu, w);
+#endif
+  }
+  static A wcorr(A acc, D w) {
+    return _mm256_sub_epi32(acc, _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(char(0x80)), w));
   }
   static void acc_st(int32_t* p, A a) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), a); }
 };
@@ -319,6 +351,46 @@ void MatvecQ8RowsT(const int8_t* wq, const float* ws, const int8_t* xq, const fl
   Q8MatvecEachRow<MatvecQ8Other<QZ>>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
 }
 
+// The split form of MatvecQ8RowsT (the same choice of tile for the three).
+enum class RowsShape { kPairs, kZmm, kYmm, kEachRow };
+RowsShape RowsShapeOf(int64_t cols, int group) {
+  if (group == 32 && cols % 64 == 0) return RowsShape::kPairs;
+  if (group % 64 == 0) return RowsShape::kZmm;
+  if (group % 32 == 0) return RowsShape::kYmm;
+  return RowsShape::kEachRow;
+}
+
+template <class QZ, class QY>
+int64_t Q8RowsPrepBytesT(int64_t m, int64_t cols, int group) {
+  switch (RowsShapeOf(cols, group)) {
+    case RowsShape::kPairs: return Q8RowsPrepBytes<QZ, true, 8>(m, cols, group);
+    case RowsShape::kZmm: return Q8RowsPrepBytes<QZ, false, 8>(m, cols, group);
+    case RowsShape::kYmm: return Q8RowsPrepBytes<QY, false, 8>(m, cols, group);
+    default: return scalar::q8_rows_prep_bytes(m, cols, group);
+  }
+}
+
+template <class QZ, class QY>
+void Q8RowsPrepareT(const int8_t* xq, const float* xs, int64_t m, int64_t cols, int group, uint8_t* prep) {
+  switch (RowsShapeOf(cols, group)) {
+    case RowsShape::kPairs: return Q8RowsPrepare<QZ, true, 8>(xq, xs, m, cols, group, prep);
+    case RowsShape::kZmm: return Q8RowsPrepare<QZ, false, 8>(xq, xs, m, cols, group, prep);
+    case RowsShape::kYmm: return Q8RowsPrepare<QY, false, 8>(xq, xs, m, cols, group, prep);
+    default: return scalar::q8_rows_prepare(xq, xs, m, cols, group, prep);
+  }
+}
+
+template <class QZ, class QY>
+void MatvecQ8PreparedT(const int8_t* wq, const float* ws, const uint8_t* prep, float* y, int64_t m, int64_t cols,
+                       int64_t ldy, int group, int64_t r0, int64_t r1) {
+  switch (RowsShapeOf(cols, group)) {
+    case RowsShape::kPairs: return Q8MatvecPrepared<QZ, true, 8>(wq, ws, prep, y, m, cols, ldy, group, r0, r1);
+    case RowsShape::kZmm: return Q8MatvecPrepared<QZ, false, 8>(wq, ws, prep, y, m, cols, ldy, group, r0, r1);
+    case RowsShape::kYmm: return Q8MatvecPrepared<QY, false, 8>(wq, ws, prep, y, m, cols, ldy, group, r0, r1);
+    default: return Q8PreparedEachRow<MatvecQ8Other<QZ>>(wq, ws, prep, y, m, cols, ldy, group, r0, r1);
+  }
+}
+
 template <class QZ, class QY>
 void MatvecQ8T(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t cols,
                int group, int64_t r0, int64_t r1) {
@@ -412,6 +484,9 @@ const KernelTable& Avx512Table() {
     t.matvec_q8 = MatvecQ8T<QBwZ, QBwY>;
     t.matmul_q8 = MatmulQ8T<QBwZ, 4, 3>;
     t.matvec_q8_rows = MatvecQ8RowsT<QBwZ, QBwY>;
+    t.q8_rows_prep_bytes = Q8RowsPrepBytesT<QBwZ, QBwY>;
+    t.q8_rows_prepare = Q8RowsPrepareT<QBwZ, QBwY>;
+    t.matvec_q8_prepared = MatvecQ8PreparedT<QBwZ, QBwY>;
     t.quantize_i8 = QuantizeI8<0>;
     t.gemm_i8 = GemmI8<QBwZ, 6, 3>;
     t.i8_zero = 0;
@@ -428,6 +503,9 @@ const KernelTable& Avx512VnniTable() {
     t.matvec_q8 = MatvecQ8T<QVnniZ, QVnniY>;
     t.matmul_q8 = MatmulQ8T<QVnniZ, 4, 4>;
     t.matvec_q8_rows = MatvecQ8RowsT<QVnniZ, QVnniY>;
+    t.q8_rows_prep_bytes = Q8RowsPrepBytesT<QVnniZ, QVnniY>;
+    t.q8_rows_prepare = Q8RowsPrepareT<QVnniZ, QVnniY>;
+    t.matvec_q8_prepared = MatvecQ8PreparedT<QVnniZ, QVnniY>;
     t.quantize_i8 = QuantizeI8<128>;     // u8 activations for vpdpbusd
     t.gemm_i8 = GemmI8<QVnniZ, 6, 4>;    // 24 zmm accumulators: 4 weight loads and 6 broadcasts per 24 vpdpbusd
     t.i8_zero = 128;

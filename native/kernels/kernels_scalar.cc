@@ -63,6 +63,21 @@ void matvec_q8_rows(const int8_t* wq, const float* ws, const int8_t* xq, const f
     matvec_q8(wq, ws, xq + i * cols, xs + i * (cols / group), y + i * ldy, cols, group, r0, r1);
 }
 
+int64_t q8_rows_prep_bytes(int64_t m, int64_t cols, int group) {
+  return Q8CopyScalesOffset(m, cols) + m * (cols / group) * int64_t(sizeof(float));
+}
+
+void q8_rows_prepare(const int8_t* xq, const float* xs, int64_t m, int64_t cols, int group, uint8_t* prep) {
+  std::memcpy(prep, xq, size_t(m * cols));
+  std::memcpy(prep + Q8CopyScalesOffset(m, cols), xs, size_t(m * (cols / group)) * sizeof(float));
+}
+
+void matvec_q8_prepared(const int8_t* wq, const float* ws, const uint8_t* prep, float* y, int64_t m, int64_t cols,
+                        int64_t ldy, int group, int64_t r0, int64_t r1) {
+  const float* xs = reinterpret_cast<const float*>(prep + Q8CopyScalesOffset(m, cols));
+  matvec_q8_rows(wq, ws, reinterpret_cast<const int8_t*>(prep), xs, y, m, cols, ldy, group, r0, r1);
+}
+
 float f16_to_f32_one(uint16_t h) {
   const uint32_t sign = uint32_t(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1fu;
@@ -235,6 +250,9 @@ const KernelTable& ScalarTable() {
     t.matvec_q8 = scalar::matvec_q8;
     t.matmul_q8 = scalar::matmul_q8;
     t.matvec_q8_rows = scalar::matvec_q8_rows;
+    t.q8_rows_prep_bytes = scalar::q8_rows_prep_bytes;
+    t.q8_rows_prepare = scalar::q8_rows_prepare;
+    t.matvec_q8_prepared = scalar::matvec_q8_prepared;
     t.hgemm = scalar::hgemm;
     t.hgemm_trans = scalar::hgemm_trans;
     t.sgemm = scalar::sgemm;

@@ -4,20 +4,25 @@
 //
 //   struct Q {
 //     static constexpr int kBytes;     // bytes of int8 per vector; kLanes = kBytes / 4 int32 lanes
-//     static constexpr bool kBias;     // the dot takes u8 weights: w ^ 0x80 = w + 128, corrected by
-//                                      // -128·Σx of the group (exact for every int8 w)
+//     static constexpr bool kBias;     // the dot takes u8 × s8. Matmul: u8 weights w ^ 0x80 = w + 128,
+//                                      // corrected by -128·Σx of the group (exact for every int8 w);
+//                                      // matvec: u8 activations x ^ 0x80, corrected by -128·Σw
 //     using D;  using A;  using FV;    // int8 data, int32 accumulator, f32 vectors
 //     struct WP;                       // a weight vector prepared for dot()
 //     static D ld(const void*);
 //     static A acc_zero(); static A acc_lane0(int32_t); static A acc_ld(const int32_t*);
-//     static void acc_st(int32_t*, A);  static A bias_corr(A acc, D x);  // kBias only (matvec):
+//     static void acc_st(int32_t*, A);  static A bias_corr(A acc, D x);  // kBias only (matmul):
 //                                      // acc[l] - 128·Σ_{b<4} x[4l+b]
 //     static WP prep_raw(D w);         // weights as stored
 //     static WP prep_relaid(D w);      // weights written by Relayout (already ^0x80 when kBias)
 //     static A dot(A acc, const WP& w, D x);  // acc[l] += Σ_{b<4} w[4l+b]·x[4l+b], exact
+//     static A dot_xw(A acc, D xu, D w);      // kBias only (matvec): acc[l] += Σ_b u8(xu)·s8(w), exact
+//     static A wcorr(A acc, D w);             // kBias only (matvec): acc[l] - 128·Σ_{b<4} w[4l+b]
 //     static FV cvt(A); static FV fzero(); static FV fset1(float); static FV fld(const float*);
 //     static FV fmul(FV, FV); static FV ffma(FV a, FV b, FV c); static float freduce(FV);
 //     static FV fpair(const float* s);  // 64-byte vectors only: lanes [0, 8) s[0], [8, 16) s[1]
+//     static FV fquad(const float* s);  // 64-byte vectors only: lane l s[kQuadGroup[l]] (below)
+//     static A combine2(A a, A b);      // 64-byte vectors only: per 128-bit lane [a0+a2, a1+a3, b0+b2, b1+b3]
 //     static void relayout(const int8_t* src, const Q8Layout&, int group, uint32_t flip, uint8_t* dst);
 //                                      // Q8Relayout below, or a vector transpose with the same result
 //   };
@@ -46,35 +51,37 @@ inline int64_t Q8Align64(int64_t bytes) { return (bytes + 63) & ~int64_t(63); }
 //   ia  = corr + Σ_vectors dot(w, x)            int32 lanes, each exactly Σ w·x over its bytes
 //   acc = fma(cvt(ia), wscale · xscale, acc)    per lane the scales of the lane's group
 // with two accumulators (even units, odd units) per activation row, and y = reduce(acc0 + acc1).
+// Pairs take two units at once: the int32 lanes of both, summed two by two within each group
+// (combine2: 4 lanes per group, 4 groups per vector), go through the float side together, so the
+// cvt, scale product and fma run once per two units (the float side is most of the work per
+// weight byte at 8 rows: one vpdpbusd against three float operations per unit and row); units of
+// pairs alternate between the two accumulators, an odd last unit goes to the second.
 // This arithmetic is the same for every m: up to MaxM activation rows share each weight vector
 // load and its preparation, and a row's result is independent of m, of the tile it lands in and
 // of the row range (batched decode gives the tokens of single steps by construction).
-// The activations are prepared once per call, per tile of mm rows interleaved unit by unit so that
-// one pointer and constant offsets reach every row of the tile (separate row pointers ran out of
-// registers and made the loop load-bound):
-//   per unit: x [vectors per unit][mm][kBytes], corr [mm][lanes] int32 (kBias: -128·Σ of the
-//   activations each lane multiplies, the dot's starting value: w ^ 0x80 = w + 128 contributes
-//   128·x too much per byte), xscale [mm][lanes] f32.
+//
+// kBias (vpdpbusd: u8 × s8): the activations are the u8 operand, x ^ 0x80 = x + 128 (x is in
+// [-127, 127]), and the weights as stored the s8 one; the dot then holds 128·Σw too much per lane,
+// so ia starts at corr = -128·Σw of the lane's weight bytes (Q8WeightCorr): computed once per
+// weight vector and shared by the tile's rows, where a correction from the activations' side
+// would be one more vector per row and unit to keep in L1.
+//
+// The activations are prepared once per product (Q8RowsPrepare, matvec_q8_rows' first half, which
+// a batched step runs once and shares between the threads' row blocks), per tile of mm rows
+// interleaved unit by unit so that one pointer and constant offsets reach every row of the tile
+// (separate row pointers ran out of registers and made the loop load-bound):
+//   per unit: x [vectors per unit][mm][kBytes] (kBias: x ^ 0x80), xscale [mm][lanes] f32;
+//   Pairs, per two units: x [2][mm][kBytes], xscale [mm][16] in combine2's lane order (fquad).
+// That is 3 (Pairs) to 4 bytes per column and row: the 8 rows of a 3072-column row in 36 KB of L1.
 
 // Software prefetch distance of the weight stream (bytes ahead of the row being read) and of the
 // scales (rows ahead): the hardware prefetchers restart at every block of rows a thread takes.
 constexpr int64_t kQ8PrefetchBytes = 4096;
 
-// Prepared activations of one tile above this many bytes (long rows: wo, w_down) go in tiles of
-// half as many rows, so that a tile and the weights prefetched ahead stay in L1 (each weight row
-// is then read once per tile, the second time from L1): 3% less CPU time per batched step.
+// Prepared activations of one tile above this many bytes (long rows: w_down of large models) go
+// in tiles of half as many rows, so that a tile and the weights prefetched ahead stay in L1 (each
+// weight row is then read once per tile, the second time from L1).
 constexpr int64_t kQ8TileBytes = 40 << 10;
-
-// kBias: per group and int32 lane, -128·Σ of the activations that lane multiplies (see above),
-// group g's lanes at corr + g · stride.
-template <class Q>
-void Q8BiasCorrection(const int8_t* xq, int64_t groups, int group, int32_t* corr, int64_t stride) {
-  for (int64_t g = 0; g < groups; ++g) {
-    typename Q::A c = Q::acc_zero();
-    for (int v = 0; v < group / Q::kBytes; ++v) c = Q::bias_corr(c, Q::ld(xq + g * group + v * Q::kBytes));
-    Q::acc_st(corr + g * stride, c);
-  }
-}
 
 // The unit shape of a call: Pairs needs group * 2 == kBytes and cols % kBytes == 0; otherwise
 // group % kBytes == 0.
@@ -83,10 +90,28 @@ struct Q8Units {
   int64_t count;  // units per row
   int vectors;    // vectors per unit
   int64_t Bytes(int mm) const {  // prepared activation bytes of one unit for mm rows
-    return int64_t(mm) * Q::kBytes * (vectors + (Q::kBias ? 1 : 0) + 1);
+    return int64_t(mm) * Q::kBytes * (vectors + 1);
+  }
+  // Pairs: units go two by two (x of both, then one vector of scales per row), an odd last one alone.
+  int64_t TwoBytes(int mm) const { return int64_t(mm) * Q::kBytes * 3; }
+  int64_t RowBytes(int mm) const {
+    if constexpr (Pairs) return count / 2 * TwoBytes(mm) + count % 2 * Bytes(mm);
+    else return count * Bytes(mm);
   }
   Q8Units(int64_t cols, int group)
       : count(Pairs ? cols / Q::kBytes : cols / group), vectors(Pairs ? 1 : group / Q::kBytes) {}
+};
+
+// Where the prepared rows go: tile i0 (rows [i0, i0 + mm)) at prep + i0 · row_bytes.
+template <class Q, bool Pairs, int MaxM>
+struct Q8RowsShape {
+  Q8Units<Q, Pairs> un;
+  int64_t row_bytes;
+  int tile_rows;
+  Q8RowsShape(int64_t cols, int group)
+      : un(cols, group), row_bytes(un.RowBytes(1)),
+        tile_rows(row_bytes * MaxM > kQ8TileBytes ? (MaxM + 1) / 2 : MaxM) {}
+  int Rows(int64_t m, int64_t i0) const { return int((m - i0) < tile_rows ? (m - i0) : tile_rows); }
 };
 
 // Lanes of the scales of unit u: Pairs, the first half from s[2u], the second from s[2u + 1].
@@ -96,6 +121,11 @@ typename Q::FV Q8UnitScales(const float* s, int64_t u) {
   else return Q::fset1(s[u]);
 }
 
+// Pairs: lane l of Q::combine2(ia of unit 2q, ia of unit 2q + 1) sums two int32 lanes of group
+// 4q + kQuadGroup[l] (of its 4 groups; combine2: per 128-bit lane k, [a0+a2, a1+a3, b0+b2, b1+b3]:
+// a's lanes are groups 0 (k < 2) and 1, b's groups 2 and 3). Q::fquad(s) sets lane l to s[kQuadGroup[l]].
+constexpr int kQuadGroup[16] = {0, 0, 2, 2, 0, 0, 2, 2, 1, 1, 3, 3, 1, 1, 3, 3};
+
 // Row i of X [m, cols] into the prepared tile of mm rows at `tile`, as its row b.
 template <class Q, bool Pairs>
 void Q8PrepareRow(const Q8Units<Q, Pairs>& un, const int8_t* xi, const float* xsi, int mm, int b, uint8_t* tile) {
@@ -103,16 +133,55 @@ void Q8PrepareRow(const Q8Units<Q, Pairs>& un, const int8_t* xi, const float* xs
   const int64_t block = un.Bytes(mm);
   const int64_t x_bytes = int64_t(un.vectors) * mm * Q::kBytes;
   const int64_t unit_bytes = int64_t(un.vectors) * Q::kBytes;
-  for (int64_t u = 0; u < un.count; ++u) {
-    uint8_t* p = tile + u * block;
-    for (int j = 0; j < un.vectors; ++j)
-      std::memcpy(p + (int64_t(j) * mm + b) * Q::kBytes, xi + u * unit_bytes + j * Q::kBytes, size_t(Q::kBytes));
-    float* sl = reinterpret_cast<float*>(p + x_bytes + (Q::kBias ? mm * Q::kBytes : 0) + b * Q::kBytes);
+  const uint8_t flip = Q::kBias ? 0x80 : 0;
+  int64_t u0 = 0;
+  if constexpr (Pairs) {
+    static_assert(L == 16, "Pairs: 64-byte vectors");
+    for (; u0 + 2 <= un.count; u0 += 2) {
+      uint8_t* p = tile + u0 / 2 * un.TwoBytes(mm);
+      for (int j = 0; j < 2; ++j) {
+        uint8_t* d = p + (int64_t(j) * mm + b) * Q::kBytes;
+        const uint8_t* src = reinterpret_cast<const uint8_t*>(xi + (u0 + j) * Q::kBytes);
+        for (int e = 0; e < Q::kBytes; ++e) d[e] = src[e] ^ flip;
+      }
+      float* sl = reinterpret_cast<float*>(p + 2 * mm * Q::kBytes + b * Q::kBytes);
+      for (int l = 0; l < L; ++l) sl[l] = xsi[2 * u0 + kQuadGroup[l]];
+    }
+  }
+  for (int64_t u = u0; u < un.count; ++u) {
+    uint8_t* p = tile + (Pairs ? u0 / 2 * un.TwoBytes(mm) : u * block);
+    for (int j = 0; j < un.vectors; ++j) {
+      uint8_t* d = p + (int64_t(j) * mm + b) * Q::kBytes;
+      const uint8_t* src = reinterpret_cast<const uint8_t*>(xi + u * unit_bytes + j * Q::kBytes);
+      for (int e = 0; e < Q::kBytes; ++e) d[e] = src[e] ^ flip;
+    }
+    float* sl = reinterpret_cast<float*>(p + x_bytes + b * Q::kBytes);
     for (int l = 0; l < L; ++l) sl[l] = Pairs ? xsi[2 * u + (l < L / 2 ? 0 : 1)] : xsi[u];
   }
-  if constexpr (Q::kBias)
-    Q8BiasCorrection<Q>(xi, un.count, int(unit_bytes), reinterpret_cast<int32_t*>(tile + x_bytes + b * Q::kBytes),
-                        block / 4);
+}
+
+template <class Q, bool Pairs, int MaxM>
+int64_t Q8RowsPrepBytes(int64_t m, int64_t cols, int group) {
+  return m * Q8RowsShape<Q, Pairs, MaxM>(cols, group).row_bytes;
+}
+
+// X [m, cols] (xq, xs) into `prep` (Q8RowsPrepBytes bytes).
+template <class Q, bool Pairs, int MaxM>
+void Q8RowsPrepare(const int8_t* xq, const float* xs, int64_t m, int64_t cols, int group, uint8_t* prep) {
+  const Q8RowsShape<Q, Pairs, MaxM> sh(cols, group);
+  const int64_t groups = cols / group;
+  for (int64_t i0 = 0; i0 < m; i0 += sh.tile_rows) {
+    const int mm = sh.Rows(m, i0);
+    for (int b = 0; b < mm; ++b)
+      Q8PrepareRow<Q, Pairs>(sh.un, xq + (i0 + b) * cols, xs + (i0 + b) * groups, mm, b, prep + i0 * sh.row_bytes);
+  }
+}
+
+// kBias: -128·Σ of each lane's weight bytes (see above), exact: |Σ| <= 4·128 per dot.
+template <class Q>
+typename Q::A Q8WeightCorr(typename Q::A acc, typename Q::D w) {
+  if constexpr (Q::kBias) return Q::wcorr(acc, w);
+  else return acc;
 }
 
 // One weight row (w, its scales ws) against the mm = M prepared rows at xt; row b's result at y[b · ldy].
@@ -122,22 +191,32 @@ void Q8MatvecTile(const int8_t* w, const float* ws, const uint8_t* xt, const Q8U
   using A = typename Q::A;
   using FV = typename Q::FV;
   const int64_t block = un.Bytes(M);
-  const int64_t x_bytes = int64_t(un.vectors) * M * Q::kBytes;
-  const int64_t s_off = x_bytes + (Q::kBias ? M * Q::kBytes : 0);
+  const int64_t s_off = int64_t(un.vectors) * M * Q::kBytes;
   const int64_t unit_bytes = int64_t(un.vectors) * Q::kBytes;
   FV acc[2][M];  // [chain][row]
   for (int c = 0; c < 2; ++c)
     for (int b = 0; b < M; ++b) acc[c][b] = Q::fzero();
-  auto unit = [&](int64_t u, auto chain) {
-    const uint8_t* p = xt + u * block;
+  // Unit u with its prepared block at p.
+  auto unit_at = [&](int64_t u, const uint8_t* p, auto chain) {
     const int8_t* wu = w + u * unit_bytes;
     A ia[M];
-    for (int b = 0; b < M; ++b)
-      ia[b] = Q::kBias ? Q::acc_ld(reinterpret_cast<const int32_t*>(p + x_bytes + b * Q::kBytes)) : Q::acc_zero();
     auto vec = [&](int j) {
-      const auto wv = Q::prep_raw(Q::ld(wu + j * Q::kBytes));
-      for (int b = 0; b < M; ++b) ia[b] = Q::dot(ia[b], wv, Q::ld(p + (int64_t(j) * M + b) * Q::kBytes));
+      const typename Q::D wd = Q::ld(wu + j * Q::kBytes);
+      if constexpr (Q::kBias) {
+        for (int b = 0; b < M; ++b) ia[b] = Q::dot_xw(ia[b], Q::ld(p + (int64_t(j) * M + b) * Q::kBytes), wd);
+      } else {
+        const auto wv = Q::prep_raw(wd);
+        for (int b = 0; b < M; ++b) ia[b] = Q::dot(ia[b], wv, Q::ld(p + (int64_t(j) * M + b) * Q::kBytes));
+      }
     };
+    // The rows' starting value: the weights' correction (kBias), else 0.
+    A corr = Q::acc_zero();
+    if constexpr (Q::kBias) {
+      if (Pairs || un.vectors == 1) corr = Q8WeightCorr<Q>(corr, Q::ld(wu));
+      else
+        for (int j = 0; j < un.vectors; ++j) corr = Q8WeightCorr<Q>(corr, Q::ld(wu + j * Q::kBytes));
+    }
+    for (int b = 0; b < M; ++b) ia[b] = corr;
     // One vector per unit (Pairs always) without the loop: GCC otherwise copies every int32
     // sum to another register and back around it.
     if (Pairs || un.vectors == 1) vec(0);
@@ -149,12 +228,51 @@ void Q8MatvecTile(const int8_t* w, const float* ws, const uint8_t* xt, const Q8U
                               Q::fmul(wsu, Q::fld(reinterpret_cast<const float*>(p + s_off + b * Q::kBytes))),
                               acc[chain][b]);
   };
-  int64_t u = 0;
-  for (; u + 2 <= un.count; u += 2) {
-    unit(u, std::integral_constant<int, 0>());
-    unit(u + 1, std::integral_constant<int, 1>());
+  auto unit = [&](int64_t u, auto chain) { unit_at(u, xt + u * block, chain); };
+  if constexpr (Pairs) {
+    // Two units at a time: their int32 lanes of one group summed two by two (combine2) before the
+    // float side, which then runs once per two units (a third of the multiplies per weight byte).
+    const int64_t two = un.TwoBytes(M);
+    auto units2 = [&](int64_t q, auto chain) {
+      const uint8_t* p = xt + q * two;
+      const int8_t* wu = w + q * 2 * Q::kBytes;
+      const typename Q::D w0 = Q::ld(wu), w1 = Q::ld(wu + Q::kBytes);
+      const A c0 = Q8WeightCorr<Q>(Q::acc_zero(), w0), c1 = Q8WeightCorr<Q>(Q::acc_zero(), w1);
+      const FV wsq = Q::fquad(ws + 4 * q);
+      auto rows = [&](const auto& v0, const auto& v1) {
+        for (int b = 0; b < M; ++b) {
+          A i0 = c0, i1 = c1;
+          if constexpr (Q::kBias) {
+            i0 = Q::dot_xw(i0, Q::ld(p + b * Q::kBytes), v0);
+            i1 = Q::dot_xw(i1, Q::ld(p + (M + b) * Q::kBytes), v1);
+          } else {
+            i0 = Q::dot(i0, v0, Q::ld(p + b * Q::kBytes));
+            i1 = Q::dot(i1, v1, Q::ld(p + (M + b) * Q::kBytes));
+          }
+          acc[chain][b] = Q::ffma(Q::cvt(Q::combine2(i0, i1)),
+                                  Q::fmul(wsq, Q::fld(reinterpret_cast<const float*>(p + (2 * M + b) * Q::kBytes))),
+                                  acc[chain][b]);
+        }
+      };
+      if constexpr (Q::kBias) rows(w0, w1);
+      else rows(Q::prep_raw(w0), Q::prep_raw(w1));
+    };
+    int64_t q = 0;
+    for (; q + 2 <= un.count / 2; q += 2) {
+      units2(q, std::integral_constant<int, 0>());
+      units2(q + 1, std::integral_constant<int, 1>());
+    }
+    if (q < un.count / 2) units2(q, std::integral_constant<int, 0>());
+    // the odd last unit alone, after the pairs (Q8PrepareRow's layout)
+    if (un.count % 2) unit_at(un.count - 1, xt + un.count / 2 * two, std::integral_constant<int, 1>());
+  } else {
+    int64_t u = 0;
+    for (; u + 2 <= un.count; u += 2) {
+      unit(u, std::integral_constant<int, 0>());
+      unit(u + 1, std::integral_constant<int, 1>());
+    }
+    if (u < un.count) unit(u, std::integral_constant<int, 0>());
   }
-  if (u < un.count) unit(u, std::integral_constant<int, 0>());
   // a·1 + b: the exact sum rounded once (the traits have no plain vector add)
   for (int b = 0; b < M; ++b) y[b * ldy] = Q::freduce(Q::ffma(acc[0][b], Q::fset1(1.0f), acc[1][b]));
 }
@@ -168,23 +286,14 @@ void Q8MatvecTileAny(int mm, const int8_t* w, const float* ws, const uint8_t* xt
   Q8MatvecTile<Q, Pairs, M>(w, ws, xt, un, y, ldy);
 }
 
-// Rows [r0, r1) of Y [m, ldy] = X [m, cols] · Wᵀ (m = 1: matvec_q8's y), as described above.
-// MaxM: activation rows per tile (as many as the registers hold).
+// Rows [r0, r1) of Y [m, ldy] = X [m, cols] · Wᵀ from X prepared by Q8RowsPrepare (same m, cols,
+// group). MaxM: activation rows per tile (as many as the registers hold).
 template <class Q, bool Pairs, int MaxM>
-void Q8MatvecRows(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t m,
-                  int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1) {
+void Q8MatvecPrepared(const int8_t* wq, const float* ws, const uint8_t* prep, float* y, int64_t m, int64_t cols,
+                      int64_t ldy, int group, int64_t r0, int64_t r1) {
   if (r1 <= r0 || m <= 0) return;
-  const Q8Units<Q, Pairs> un(cols, group);
+  const Q8RowsShape<Q, Pairs, MaxM> sh(cols, group);
   const int64_t groups = cols / group;
-  // Tile i0 (rows [i0, i0 + mm)) at xt + i0 · row_bytes.
-  const int64_t row_bytes = un.Bytes(1) * un.count;
-  const int tile_rows = row_bytes * MaxM > kQ8TileBytes ? (MaxM + 1) / 2 : MaxM;
-  uint8_t* xt = static_cast<uint8_t*>(Scratch(kScratchA, size_t(m * row_bytes)));
-  for (int64_t i0 = 0; i0 < m; i0 += tile_rows) {
-    const int mm = int((m - i0) < tile_rows ? (m - i0) : tile_rows);
-    for (int b = 0; b < mm; ++b)
-      Q8PrepareRow<Q, Pairs>(un, xq + (i0 + b) * cols, xs + (i0 + b) * groups, mm, b, xt + i0 * row_bytes);
-  }
   const char* w_end = reinterpret_cast<const char*>(wq + r1 * cols);
   const int64_t scale_rows_ahead = kQ8PrefetchBytes / cols + 1;
   for (int64_t r = r0; r < r1; ++r) {
@@ -195,12 +304,30 @@ void Q8MatvecRows(const int8_t* wq, const float* ws, const int8_t* xq, const flo
       for (int64_t off = 0; off < groups * int64_t(sizeof(float)); off += 64)
         __builtin_prefetch(reinterpret_cast<const char*>(ws + (r + scale_rows_ahead) * groups) + off);
 #endif
-    for (int64_t i0 = 0; i0 < m; i0 += tile_rows) {
-      const int mm = int((m - i0) < tile_rows ? (m - i0) : tile_rows);
-      Q8MatvecTileAny<Q, Pairs, MaxM>(mm, wq + r * cols, ws + r * groups, xt + i0 * row_bytes, un, y + i0 * ldy + r,
-                                      ldy);
-    }
+    for (int64_t i0 = 0; i0 < m; i0 += sh.tile_rows)
+      Q8MatvecTileAny<Q, Pairs, MaxM>(sh.Rows(m, i0), wq + r * cols, ws + r * groups, prep + i0 * sh.row_bytes,
+                                      sh.un, y + i0 * ldy + r, ldy);
   }
+}
+
+// Rows [r0, r1) of Y [m, ldy] = X [m, cols] · Wᵀ (m = 1: matvec_q8's y), as described above.
+template <class Q, bool Pairs, int MaxM>
+void Q8MatvecRows(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t m,
+                  int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1) {
+  if (r1 <= r0 || m <= 0) return;
+  uint8_t* prep = static_cast<uint8_t*>(Scratch(kScratchA, size_t(Q8RowsPrepBytes<Q, Pairs, MaxM>(m, cols, group))));
+  Q8RowsPrepare<Q, Pairs, MaxM>(xq, xs, m, cols, group, prep);
+  Q8MatvecPrepared<Q, Pairs, MaxM>(wq, ws, prep, y, m, cols, ldy, group, r0, r1);
+}
+
+// The split form for the shapes a table's tiles do not take: X kept as it is (scalar::
+// q8_rows_prepare's copy) and each row through the table's own matvec_q8.
+template <auto Matvec>
+void Q8PreparedEachRow(const int8_t* wq, const float* ws, const uint8_t* prep, float* y, int64_t m, int64_t cols,
+                       int64_t ldy, int group, int64_t r0, int64_t r1) {
+  const int8_t* xq = reinterpret_cast<const int8_t*>(prep);
+  const float* xs = reinterpret_cast<const float*>(prep + Q8CopyScalesOffset(m, cols));
+  for (int64_t i = 0; i < m; ++i) Matvec(wq, ws, xq + i * cols, xs + i * (cols / group), y + i * ldy, cols, group, r0, r1);
 }
 
 // matvec_q8_rows as a loop of a table's own matvec_q8 (the group sizes its tiles do not take).

@@ -12,7 +12,7 @@ namespace kernels {
 // The list below names every function slot; these fail when KernelTable or GgmlKernels gains one
 // it does not name.
 using AnyFn = void (*)();
-static_assert(offsetof(KernelTable, i8_zero) == offsetof(KernelTable, quantize_q8) + 17 * sizeof(AnyFn),
+static_assert(offsetof(KernelTable, i8_zero) == offsetof(KernelTable, quantize_q8) + 20 * sizeof(AnyFn),
               "a KernelTable slot is missing from EmptySlots");
 static_assert(offsetof(KernelTable, ggml) == offsetof(KernelTable, i8_zero) + sizeof(AnyFn) &&
                   sizeof(KernelTable) == offsetof(KernelTable, ggml) + sizeof(GgmlKernels),
@@ -27,6 +27,9 @@ std::vector<std::string> EmptySlots(const KernelTable& t) {
   WEIGHTMAP_SLOT(matvec_q8);
   WEIGHTMAP_SLOT(matmul_q8);
   WEIGHTMAP_SLOT(matvec_q8_rows);
+  WEIGHTMAP_SLOT(q8_rows_prep_bytes);
+  WEIGHTMAP_SLOT(q8_rows_prepare);
+  WEIGHTMAP_SLOT(matvec_q8_prepared);
   WEIGHTMAP_SLOT(hgemm);
   WEIGHTMAP_SLOT(hgemm_trans);
   WEIGHTMAP_SLOT(sgemm);

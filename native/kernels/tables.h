@@ -45,6 +45,13 @@ void matmul_q8(const int8_t* wq, const float* ws, const int8_t* xq, const float*
                int64_t m, int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1);
 void matvec_q8_rows(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y,
                     int64_t m, int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1);
+// The split matvec_q8_rows of the tables that keep X as it is (the scalar table, and the shapes a
+// SIMD table's tiles do not take): prep = xq [m, cols], then xs [m, cols / group] at
+// Q8CopyScalesOffset.
+int64_t q8_rows_prep_bytes(int64_t m, int64_t cols, int group);
+void q8_rows_prepare(const int8_t* xq, const float* xs, int64_t m, int64_t cols, int group, uint8_t* prep);
+void matvec_q8_prepared(const int8_t* wq, const float* ws, const uint8_t* prep, float* y, int64_t m, int64_t cols,
+                        int64_t ldy, int group, int64_t r0, int64_t r1);
 void hgemm(const float* a, const uint16_t* b, float* c, int64_t m, int64_t k, int64_t n,
            int64_t n0, int64_t n1);
 void hgemm_trans(const float* a, const uint16_t* b, float* c, int64_t m, int64_t k, int64_t n,
@@ -75,6 +82,9 @@ uint16_t f32_to_f16_one(float f);
 // A 64-byte aligned buffer of at least `bytes`, private to the calling thread and reused by its
 // later calls with the same slot (grow-only; freed when the thread exits). Slots let one kernel
 // hold several buffers at once. Never returns nullptr (throws std::bad_alloc).
+// Where the scales start in scalar::q8_rows_prepare's copy.
+inline int64_t Q8CopyScalesOffset(int64_t m, int64_t cols) { return (m * cols + 63) & ~int64_t(63); }
+
 enum ScratchSlot { kScratchA = 0, kScratchB = 1, kScratchC = 2, kScratchD = 3, kScratchSlots = 4 };
 void* Scratch(ScratchSlot slot, size_t bytes);
 

@@ -146,7 +146,10 @@ class StepBatchWorker : public EngineWorker {
       ids[i] = rows_[i].id;
     }
     const int64_t vocab = sessions[0]->model()->config().vocab;
-    std::vector<float> logits(static_cast<size_t>(n * vocab));  // [n, vocab]
+    // [n, vocab], kept by this worker thread from step to step: a fresh 5 MB (8 rows of Qwen's
+    // vocabulary) was mapped, faulted in page by page and unmapped at every step.
+    thread_local std::vector<float> logits;
+    if (logits.size() < static_cast<size_t>(n * vocab)) logits.resize(static_cast<size_t>(n * vocab));
     const std::vector<bool> committed = BatchStep::Run(sessions.data(), ids.data(), n, aborts.data(), logits.data());
     tokens_.assign(n, -1);
     for (int64_t i = 0; i < n; i++) {
@@ -155,7 +158,9 @@ class StepBatchWorker : public EngineWorker {
       tokens_[i] = rows_[i].sampler->Sample(logits.data() + i * vocab, static_cast<int32_t>(vocab), history.data(),
                                             static_cast<int32_t>(history.size()));
     }
+    if (logits.size() > kKeptLogits) std::vector<float>().swap(logits);  // a rare large batch: not kept
   }
+  static constexpr size_t kKeptLogits = size_t(16) << 20;  // floats (64 MB)
   Napi::Value Result(Napi::Env env) override {
     Napi::Int32Array out = Napi::Int32Array::New(env, tokens_.size());
     for (size_t i = 0; i < tokens_.size(); i++) out[i] = tokens_[i];

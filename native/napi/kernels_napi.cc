@@ -246,6 +246,23 @@ Napi::Value MatvecQ8Rows(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// matvecQ8Prepared(isa, wq, ws, xq, xs, y, m, rows, cols, group, r0, r1): the same rows through the
+// split form, as a batched step runs it: q8_rows_prepare once, then matvec_q8_prepared over
+// [r0, mid) and [mid, r1) (two threads' blocks) from that one prepared copy.
+Napi::Value MatvecQ8Prepared(const Napi::CallbackInfo& info) {
+  const KernelTable& t = TableArg(info, 0);
+  Q8Args a = ParseQ8(info, true);
+  const int64_t r0 = IntArg(info, 10, "r0", 0, a.rows);
+  const int64_t r1 = IntArg(info, 11, "r1", r0, a.rows);
+  std::vector<uint8_t> buffer(size_t(t.q8_rows_prep_bytes(a.m, a.cols, a.group)) + 64);
+  uint8_t* prep = buffer.data() + (64 - reinterpret_cast<uintptr_t>(buffer.data()) % 64) % 64;
+  t.q8_rows_prepare(a.xq.data, a.xs.data, a.m, a.cols, a.group, prep);
+  const int64_t mid = r0 + (r1 - r0) / 2;
+  t.matvec_q8_prepared(a.wq.data, a.ws.data, prep, a.y.data, a.m, a.cols, a.rows, a.group, r0, mid);
+  t.matvec_q8_prepared(a.wq.data, a.ws.data, prep, a.y.data, a.m, a.cols, a.rows, a.group, mid, r1);
+  return info.Env().Undefined();
+}
+
 // ---------------------------------------------------------------- per-channel int8
 // quantizeI8(isa, x [m·k], m, k, ldq, q [m·ldq], s [m]): the table's quantize_i8, its bytes
 // decoded (minus the table's i8_zero) into q, padding included.
@@ -679,6 +696,7 @@ void Register(Napi::Env env, Napi::Object exports) {
   k.Set("quantizeQ8", Napi::Function::New(env, QuantizeQ8, "quantizeQ8"));
   k.Set("matvecQ8", Napi::Function::New(env, MatvecQ8, "matvecQ8"));
   k.Set("matvecQ8Rows", Napi::Function::New(env, MatvecQ8Rows, "matvecQ8Rows"));
+  k.Set("matvecQ8Prepared", Napi::Function::New(env, MatvecQ8Prepared, "matvecQ8Prepared"));
   k.Set("matmulQ8", Napi::Function::New(env, MatmulQ8, "matmulQ8"));
   k.Set("dequantizeBlocks", Napi::Function::New(env, DequantizeBlocks, "dequantizeBlocks"));
   k.Set("quantizeAct", Napi::Function::New(env, QuantizeAct, "quantizeAct"));

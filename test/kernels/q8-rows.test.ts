@@ -5,7 +5,8 @@
  * 16-row block), 1 to 5 groups (odd and even counts of units against the two accumulator chains),
  * groups of 32 (AVX-512: two groups per zmm when their count is even, ymm when odd), 64 (zmm), 96
  * (an odd multiple of 32), 16 and 8 (the fallbacks), m = 1..9 (9 splits into tiles of 8 and 1),
- * full and partial row ranges.
+ * full and partial row ranges; and the split form (q8_rows_prepare once, matvec_q8_prepared over two
+ * blocks of the range), which a batched step runs, against the same.
  */
 import { ISAS, kernels, rng, uniform } from './reference';
 
@@ -42,17 +43,22 @@ describe.each(ISAS)('matvec_q8_rows (%s)', (isa) => {
             for (let i = 0; i < m; i++)
               for (let r = r0; r < r1; r++) want[i * rows + r] = expected[i * rows + r];
             expect({ rows, groups, m, r0, r1, y: bits(y) }).toEqual({ rows, groups, m, r0, r1, y: bits(want) });
+            // the split form (prepared once, the range in two blocks) as a batched step runs it
+            const split = new Float32Array(m * rows).fill(SENTINEL);
+            kernels.matvecQ8Prepared(isa, wq, ws, xq, xs, split, m, rows, cols, group, r0, r1);
+            expect({ rows, groups, m, r0, r1, split: bits(split) }).toEqual({ rows, groups, m, r0, r1, split: bits(want) });
           }
         }
       }
     }
   });
 
-  test.each([32, 64])('group %d, rows of 2048: tiles of fewer activation rows, still bitwise matvec_q8', (group) => {
-    // 2048 columns make a prepared tile of 8 rows larger than the kernels keep in L1, so they split it.
+  test.each([32, 64])('group %d, rows of 4096: tiles of fewer activation rows, still bitwise matvec_q8', (group) => {
+    // 4096 columns make a prepared tile of 8 rows larger than the kernels keep in L1 (AVX-512, NEON),
+    // so they split it.
     const rand = rng(group + 1);
     const rows = 3;
-    const cols = 2048;
+    const cols = 4096;
     const groups = cols / group;
     const wq = randomInts(rows * cols, rand, -128, 127);
     const ws = uniform(rows * groups, rand, 0.001, 0.05);
@@ -65,6 +71,9 @@ describe.each(ISAS)('matvec_q8_rows (%s)', (isa) => {
       const y = new Float32Array(m * rows);
       kernels.matvecQ8Rows(isa, wq, ws, xq, xs, y, m, rows, cols, group, 0, rows);
       expect({ m, y: bits(y) }).toEqual({ m, y: bits(want) });
+      const split = new Float32Array(m * rows);
+      kernels.matvecQ8Prepared(isa, wq, ws, xq, xs, split, m, rows, cols, group, 0, rows);
+      expect({ m, split: bits(split) }).toEqual({ m, split: bits(want) });
     }
   });
 
