@@ -1,5 +1,5 @@
 /**
- * The tokenizer worker thread: builds tokenizers (packing the BPE ones, and storing
+ * The tokenizer worker thread: builds tokenizers (packing the BPE and WordPiece ones, and storing
  * them in the cache folder) and encodes long texts, so that neither holds the JS thread (worker-client.ts).
  */
 import { parentPort } from 'node:worker_threads';
