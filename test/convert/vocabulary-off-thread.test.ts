@@ -1,0 +1,61 @@
+/**
+ * Writers convert a 151k-token vocabulary in the tokenizer worker (lib/formats/vocab-offload.ts):
+ * ajc1 -> GGUF and GGUF (the Qwen3 vocabulary) -> ajc1 write the bytes they write when the
+ * conversion runs on this thread, and this thread runs none of it. How long the event loop waits
+ * is measured by scripts/bench/load.js, not here.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { convert } from '../../lib';
+import * as vocabConvert from '../../lib/formats/vocab-convert';
+import { setVocabularyRunner } from '../../lib/formats/vocab-offload';
+import { vocabularyInWorker } from '../../lib/tokenizer-loading/worker-client';
+import { fixture, tempDir } from '../helpers/fixtures';
+
+const AJC1 = fixture('ajc1-qwen3-tiny', 'model.bin');
+
+let work: ReturnType<typeof tempDir>;
+let gguf: string;
+
+beforeAll(async () => {
+  work = tempDir('weightmap-vocab-worker-');
+  gguf = path.join(work.dir, 'source.gguf');
+  await convert(AJC1, gguf, { to: 'gguf' });
+}, 120_000);
+
+afterAll(() => {
+  setVocabularyRunner(vocabularyInWorker);
+  work.cleanup();
+});
+
+/** Every file of `dir`, by name. */
+function filesOf(dir: string): Record<string, Buffer> {
+  return Object.fromEntries(fs.readdirSync(dir).sort().map((f) => [f, fs.readFileSync(path.join(dir, f))]));
+}
+
+test.each([
+  ['ajc1 -> GGUF', () => AJC1, 'gguf', 'out.gguf'],
+  ['GGUF with the Qwen3 vocabulary -> ajc1', () => gguf, 'ajc1', 'out.bin'],
+] as const)('%s: converted in the worker, to the bytes this thread writes', async (_name, source, to, name) => {
+  const inWorker = path.join(work.dir, `${to}-worker`);
+  const here = path.join(work.dir, `${to}-here`);
+  fs.mkdirSync(inWorker);
+  fs.mkdirSync(here);
+  const spies = [jest.spyOn(vocabConvert, 'ggufVocabulary'), jest.spyOn(vocabConvert, 'ajc1Vocabulary')];
+  try {
+    setVocabularyRunner(vocabularyInWorker);
+    await convert(source(), path.join(inWorker, name), { to });
+    expect(spies.map((s) => s.mock.calls.length)).toEqual([0, 0]); // not on this thread
+    // A worker that fails leaves the conversion to this thread.
+    setVocabularyRunner(() => Promise.reject(new Error('no worker')));
+    await convert(source(), path.join(here, name), { to });
+    expect(spies.reduce((n, s) => n + s.mock.calls.length, 0)).toBeGreaterThan(0);
+  } finally {
+    spies.forEach((s) => s.mockRestore());
+    setVocabularyRunner(vocabularyInWorker);
+  }
+  const [a, b] = [filesOf(inWorker), filesOf(here)];
+  expect(Object.keys(a)).toEqual(Object.keys(b));
+  expect(Object.keys(a)).toContain(to === 'ajc1' ? 'out.bin.tokenizer' : 'out.gguf');
+  for (const file of Object.keys(a)) expect({ file, same: a[file].equals(b[file]) }).toEqual({ file, same: true });
+}, 180_000);
