@@ -8,6 +8,7 @@
  * hands back the bytes the writer stores; otherwise (no worker, or it failed) the writer converts
  * on this thread as before. The bytes are the same either way.
  */
+import * as fs from 'node:fs';
 import type { ModelWeights, TokenizerData } from '../weights';
 
 /** A GGUF array of strings already encoded: `payload` is what follows the ARRAY type code (element type, count, strings). */
@@ -42,9 +43,39 @@ export function setVocabularyRunner(run: Runner | undefined): void {
   runner = run;
 }
 
-/** Single-file formats whose vocabulary the worker can read again from the path alone. */
+/** What the worker reads again: the weights file, and an ajc1 checkpoint's `.tokenizer` beside it. */
+function filesOf(weights: ModelWeights): string[] {
+  return weights.format === 'ajc1' ? [weights.path, `${weights.path}.tokenizer`] : [weights.path];
+}
+
+/** Device, inode, size and modification time of each file ('' for one that is absent). */
+function identity(files: string[]): string {
+  return files
+    .map((f) => {
+      const s = fs.statSync(f, { throwIfNoEntry: false, bigint: true });
+      return s ? `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}` : '';
+    })
+    .join('|');
+}
+
+/** Weights as readWeights returned them: their path, format, vocabulary and files then. */
+const asRead = new WeakMap<ModelWeights, { path: string; format: string; tokenizer: TokenizerData | undefined; files: string }>();
+
+/** Records `weights` as read (formats/index.ts calls it for ajc1 and GGUF files, the formats the worker can read again). */
+export function rememberAsRead(weights: ModelWeights): void {
+  if (weights.format !== 'ajc1' && weights.format !== 'gguf') return;
+  asRead.set(weights, { path: weights.path, format: weights.format, tokenizer: weights.tokenizer, files: identity(filesOf(weights)) });
+}
+
+/**
+ * Whether the worker, reading the weights' path again, finds the vocabulary these weights hold:
+ * only for weights as readWeights returned them (not a vocabulary or path set since), from files
+ * unchanged since.
+ */
 function offloadable(weights: ModelWeights): weights is ModelWeights & { format: 'ajc1' | 'gguf' } {
-  return (weights.format === 'ajc1' || weights.format === 'gguf') && weights.tokenizer !== undefined;
+  const read = asRead.get(weights);
+  if (!read || weights.tokenizer === undefined) return false;
+  return read.path === weights.path && read.format === weights.format && read.tokenizer === weights.tokenizer && read.files === identity(filesOf(weights));
 }
 
 /**

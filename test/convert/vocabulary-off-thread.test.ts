@@ -6,7 +6,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { convert } from '../../lib';
+import { closeWeights, convert, readWeights, writeWeights } from '../../lib';
 import * as vocabConvert from '../../lib/formats/vocab-convert';
 import { setVocabularyRunner } from '../../lib/formats/vocab-offload';
 import { vocabularyInWorker } from '../../lib/tokenizer-loading/worker-client';
@@ -59,3 +59,42 @@ test.each([
   expect(Object.keys(a)).toContain(to === 'ajc1' ? 'out.bin.tokenizer' : 'out.gguf');
   for (const file of Object.keys(a)) expect({ file, same: a[file].equals(b[file]) }).toEqual({ file, same: true });
 }, 180_000);
+
+test('weights whose vocabulary changed after reading are written with it (the worker, reading the file again, would not find it)', async () => {
+  const weights = await readWeights(AJC1);
+  const out = path.join(work.dir, 'changed-vocabulary.gguf');
+  try {
+    const t = weights.tokenizer!;
+    if (t.kind !== 'scored') throw new Error('expected the ajc1 vocabulary');
+    expect(t.bosId).not.toBe(7);
+    weights.tokenizer = { ...t, bosId: 7 };
+    await writeWeights(weights, out, { format: 'gguf' });
+  } finally {
+    closeWeights(weights);
+  }
+  const written = await readWeights(out);
+  try {
+    expect(written.metadata['tokenizer.ggml.bos_token_id']).toBe(7);
+  } finally {
+    closeWeights(written);
+  }
+}, 120_000);
+
+test('a source file replaced since it was read is converted here, from the weights in hand', async () => {
+  const dir = path.join(work.dir, 'replaced');
+  fs.mkdirSync(dir);
+  const copy = path.join(dir, 'model.bin');
+  fs.copyFileSync(AJC1, copy);
+  fs.copyFileSync(`${AJC1}.tokenizer`, `${copy}.tokenizer`);
+  const weights = await readWeights(copy);
+  const spy = jest.spyOn(vocabConvert, 'ggufVocabulary');
+  try {
+    const later = new Date(Date.now() + 60_000);
+    fs.utimesSync(`${copy}.tokenizer`, later, later);
+    await writeWeights(weights, path.join(dir, 'out.gguf'), { format: 'gguf' });
+    expect(spy).toHaveBeenCalled();
+  } finally {
+    spy.mockRestore();
+    closeWeights(weights);
+  }
+}, 120_000);
