@@ -21,6 +21,7 @@ import { FLOAT_READABLE_DTYPES, rawChunks, releasePages } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { writeOutputs } from './output-files';
 import { ajc1Vocabulary } from './vocab-convert';
+import { ajc1TokenizerOffThread } from './vocab-offload';
 import { requireTensor, runWriteJob, tensorsByName, type WriteJob } from './write-job';
 import { decodeVocabularySteps, deferVocabularyWork } from '../tokenizers/deferred-vocabulary';
 import { runNow, runYielding, type Steps } from '../steps';
@@ -408,6 +409,25 @@ function* encodeAjc1TokenizerSteps(t: Extract<TokenizerData, { kind: 'scored' }>
   return out;
 }
 
+/**
+ * The `.tokenizer` to write beside the checkpoint: converted and encoded in the worker where one
+ * is registered (vocab-offload.ts), else here.
+ */
+export async function ajc1TokenizerOf(weights: ModelWeights, vocabSize: number, bos: number | undefined, eos: number | undefined): Promise<Uint8Array | undefined> {
+  const off = await ajc1TokenizerOffThread(weights, vocabSize, bos, eos);
+  const made = off !== 'here' ? off : await ajc1TokenizerHere(weights, vocabSize, bos, eos);
+  if (made && made.entries > vocabSize) throw rangeError(`the tokenizer has ${made.entries} entries, more than vocab_size ${vocabSize}`);
+  return made?.bytes;
+}
+
+/** ajc1TokenizerOf on this thread (and the worker's side of it). */
+export async function ajc1TokenizerHere(weights: ModelWeights, vocabSize: number, bos: number | undefined, eos: number | undefined): Promise<{ bytes: Uint8Array; entries: number } | undefined> {
+  const tok = await ajc1Vocabulary(weights, vocabSize);
+  if (!tok) return undefined;
+  if (tok.tokens.length > vocabSize) return { bytes: new Uint8Array(0), entries: tok.tokens.length };
+  return { bytes: await encodeAjc1Tokenizer(tok, bos, eos), entries: tok.tokens.length };
+}
+
 async function write(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
   const c = weights.config;
   if (!isDecoderConfig(c) || unheldFields(c, ['qkNorm']).length > 0) throw new UnsupportedError(`ajc1 holds Qwen3-style decoders, not a ${c.architecture} model`);
@@ -427,12 +447,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   // Sidecars are prepared (and checked) before the checkpoint is written: the source's own, else
   // made from the tokenizer files of the HF folder the weights were read from (export.py).
   const hfFolder = hfSideFolder(weights);
-  const tok = await ajc1Vocabulary(weights, c.vocabSize);
-  let tokenizer: Buffer | undefined;
-  if (tok) {
-    if (tok.tokens.length > c.vocabSize) throw rangeError(`the tokenizer has ${tok.tokens.length} entries, more than vocab_size ${c.vocabSize}`);
-    tokenizer = await encodeAjc1Tokenizer(tok, c.bosTokenId, c.eosTokenIds?.[0]);
-  }
+  const tokenizer = await ajc1TokenizerOf(weights, c.vocabSize, c.bosTokenId, c.eosTokenIds?.[0]);
   const templates = (weights.metadata.templates as Ajc1Templates | undefined) ?? (hfFolder ? ajc1TemplatesFromHf(hfFolder) : undefined);
 
   await writeOutputs(weights, options, async (out) => {

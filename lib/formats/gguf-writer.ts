@@ -38,6 +38,7 @@ import { canonicalShape, f32Chunks, isFloatReadable, rawChunks, releasePages } f
 import type { WriteOptions } from './types';
 import { writeOutputs } from './output-files';
 import { ggufVocabulary, jinjaChatTemplateOf } from './vocab-convert';
+import { ggufVocabularyOffThread, isEncodedStrings, type EncodedGgufVocabulary, type EncodedStrings } from './vocab-offload';
 import { runWriteJob } from './write-job';
 import { runNow, runYielding, type Steps } from '../steps';
 
@@ -156,7 +157,7 @@ function* encodeKvSteps([key, type, value]: KvEntry): Steps<Buffer> {
   const top = type.startsWith('array<') ? 'array' : type;
   const code = TYPE_CODES[top];
   if (code === undefined) throw rangeError(`unknown GGUF value type '${type}' for '${key}'`);
-  const payload = type === 'array<string>' ? yield* encodeStringArraySteps(value as string[]) : encodeValue(type, value);
+  const payload = isEncodedStrings(value) ? value.payload : type === 'array<string>' ? yield* encodeStringArraySteps(value as string[]) : encodeValue(type, value);
   // encodeValue of an array starts with its element type: exactly what follows the ARRAY code.
   return Buffer.concat([encodeString(key), u32(code), payload]);
 }
@@ -170,7 +171,16 @@ function sourceKvs(weights: ModelWeights): KvEntry[] {
   return Object.keys(types).map((key) => [key, types[key], weights.metadata[key]] as KvEntry);
 }
 
-function vocabularyKvs(t: Extract<TokenizerData, { kind: 'gguf' }> | undefined, chatTemplate: string | undefined): KvEntry[] {
+/**
+ * A vocabulary with its string arrays encoded as the writer stores them (the tokenizer worker
+ * makes this, vocab-offload.ts).
+ */
+export function encodeGgufVocabulary(t: Extract<TokenizerData, { kind: 'gguf' }>): EncodedGgufVocabulary {
+  const encoded = (items: readonly string[]): EncodedStrings => ({ encodedCount: items.length, payload: runNow(encodeStringArraySteps(items)) });
+  return { ...t, tokens: encoded(t.tokens), merges: t.merges && encoded(t.merges) };
+}
+
+function vocabularyKvs(t: Extract<TokenizerData, { kind: 'gguf' }> | EncodedGgufVocabulary | undefined, chatTemplate: string | undefined): KvEntry[] {
   if (!t) return [];
   const out: KvEntry[] = [['tokenizer.ggml.model', 'string', t.model]];
   if (t.pre !== undefined) out.push(['tokenizer.ggml.pre', 'string', t.pre]);
@@ -205,6 +215,12 @@ function slidingWindowKvs(c: DecoderConfig, a: string): KvEntry[] {
   return out;
 }
 
+/** The source's vocabulary for GGUF: converted and encoded in the worker where one is registered, else here. */
+async function vocabularyOf(weights: ModelWeights, vocabSize: number): Promise<Extract<TokenizerData, { kind: 'gguf' }> | EncodedGgufVocabulary | undefined> {
+  const encoded = await ggufVocabularyOffThread(weights, vocabSize);
+  return encoded === 'here' ? ggufVocabulary(weights, vocabSize) : encoded;
+}
+
 async function decoderKvs(weights: ModelWeights): Promise<KvEntry[]> {
   const c = weights.config as DecoderConfig;
   const a = DECODER_VARIANTS[c.architecture].ggufArchitecture;
@@ -227,7 +243,7 @@ async function decoderKvs(weights: ModelWeights): Promise<KvEntry[]> {
     [`${a}.rope.freq_base`, 'f32', c.ropeTheta],
     [`${a}.attention.layer_norm_rms_epsilon`, 'f32', c.rmsNormEps],
     ...slidingWindowKvs(c, a),
-    ...vocabularyKvs(await ggufVocabulary(weights, c.vocabSize), jinjaChatTemplateOf(weights)),
+    ...vocabularyKvs(await vocabularyOf(weights, c.vocabSize), jinjaChatTemplateOf(weights)),
   ];
 }
 

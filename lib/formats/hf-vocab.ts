@@ -9,7 +9,7 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { runNow } from '../steps';
+import { runNow, type Steps } from '../steps';
 import { validateTokenizerJsonSteps, validateVocabSteps } from '../tokenizers/validate-json';
 import type { TokenizerData } from '../weights';
 import { fail } from './bytes';
@@ -66,9 +66,16 @@ function setToken(tokens: (string | undefined)[], id: unknown, text: string, pat
   tokens[id as number] = text;
 }
 
-function vocabObject(vocab: unknown, tokens: (string | undefined)[], path: string): void {
+/** Entries between two checkpoints of the reads (well under a millisecond; see steps.ts). */
+const SLICE = 4096;
+
+function* vocabObjectSteps(vocab: unknown, tokens: (string | undefined)[], path: string): Steps<void> {
   if (!isObject(vocab)) fail('BAD_HEADER', 'the vocabulary is not an object of token -> id', { path });
-  for (const [text, id] of Object.entries(vocab as HfJson)) setToken(tokens, id, text, path);
+  let n = 0;
+  for (const text in vocab as HfJson) {
+    setToken(tokens, (vocab as HfJson)[text], text, path);
+    if (++n % SLICE === 0) yield;
+  }
 }
 
 /** "a b" lines or [a, b] pairs; anything else is BAD_HEADER. */
@@ -81,15 +88,16 @@ function mergePair(entry: unknown, rank: number, path: string): [string, string]
   return fail('BAD_HEADER', `merge ${rank} is not a pair of tokens`, { path, found: entry });
 }
 
-function fromTokenizerJson(path: string, config: HfJson | undefined): HfVocabulary | undefined {
+function* fromTokenizerJsonSteps(path: string, config: HfJson | undefined): Steps<HfVocabulary | undefined> {
   const json = readJson(path);
-  runNow(validateTokenizerJsonSteps(json, path));
+  yield;
+  yield* validateTokenizerJsonSteps(json, path);
   if (!isObject(json) || !isObject(json.model)) return fail('BAD_HEADER', 'tokenizer.json has no model object', { path });
   const model = json.model;
   const type = model.type ?? (model.merges !== undefined ? 'BPE' : undefined);
   if (type !== 'BPE' && type !== 'WordPiece') return undefined;
   const tokens: (string | undefined)[] = [];
-  vocabObject(model.vocab, tokens, path);
+  yield* vocabObjectSteps(model.vocab, tokens, path);
   if (Array.isArray(json.added_tokens)) {
     for (const t of json.added_tokens) {
       if (!isObject(t) || typeof t.content !== 'string') fail('BAD_HEADER', 'an added token has no content', { path, found: t });
@@ -98,7 +106,11 @@ function fromTokenizerJson(path: string, config: HfJson | undefined): HfVocabula
   }
   const rawMerges = type === 'BPE' ? model.merges ?? [] : [];
   if (!Array.isArray(rawMerges)) fail('BAD_HEADER', 'model.merges is not a list', { path });
-  const merges = (rawMerges as unknown[]).map((m, i) => mergePair(m, i, path));
+  const merges: [string, string][] = [];
+  for (const m of rawMerges as unknown[]) {
+    merges.push(mergePair(m, merges.length, path));
+    if (merges.length % SLICE === 0) yield;
+  }
   const normalizer = isObject(json.normalizer) ? json.normalizer : undefined;
   const lowercase = normalizer?.type === 'BertNormalizer' ? normalizer.lowercase !== false : config?.do_lower_case !== false;
   const byteFallback = type === 'BPE' && model.byte_fallback === true;
@@ -121,7 +133,7 @@ function fromVocabMerges(dir: string, config: HfJson | undefined): HfVocabulary 
   const tokens: (string | undefined)[] = [];
   const vocab = readJson(vocabPath);
   runNow(validateVocabSteps(vocab, vocabPath, '$'));
-  vocabObject(vocab, tokens, vocabPath);
+  runNow(vocabObjectSteps(vocab, tokens, vocabPath));
   addedFromConfig(config, tokens, nodePath.join(dir, 'tokenizer_config.json'));
   const merges: [string, string][] = [];
   fs.readFileSync(mergesPath, 'utf8')
@@ -143,12 +155,17 @@ function fromVocabTxt(dir: string, config: HfJson | undefined): HfVocabulary {
 
 /** The vocabulary of the HF folder `dir`, or undefined when it holds no tokenizer files. */
 export function readHfVocabulary(dir: string): HfVocabulary | undefined {
+  return runNow(readHfVocabularySteps(dir));
+}
+
+/** readHfVocabulary in slices (steps.ts): only the JSON.parse of tokenizer.json is one piece. */
+export function* readHfVocabularySteps(dir: string): Steps<HfVocabulary | undefined> {
   const at = (name: string) => nodePath.join(dir, name);
   const configPath = at('tokenizer_config.json');
   const config = fs.existsSync(configPath) ? readJson(configPath) : undefined;
   if (config !== undefined && !isObject(config)) fail('BAD_HEADER', 'tokenizer_config.json is not an object', { path: configPath });
   const cfg = config as HfJson | undefined;
-  if (fs.existsSync(at('tokenizer.json'))) return fromTokenizerJson(at('tokenizer.json'), cfg);
+  if (fs.existsSync(at('tokenizer.json'))) return yield* fromTokenizerJsonSteps(at('tokenizer.json'), cfg);
   if (fs.existsSync(at('vocab.json')) && fs.existsSync(at('merges.txt'))) return fromVocabMerges(dir, cfg);
   if (fs.existsSync(at('vocab.txt')) && !fs.existsSync(at('merges.txt'))) return fromVocabTxt(dir, cfg);
   return undefined;

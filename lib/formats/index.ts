@@ -16,6 +16,7 @@ import { safetensorsFormat } from './safetensors';
 import { sepweightFormat } from './sepweight';
 import { tllmFormat } from './tllm';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
+import { rememberAsRead } from './vocab-offload';
 
 export type { FormatModule, ReadOptions, WriteOptions, WriteProgress } from './types';
 
@@ -71,7 +72,9 @@ export function detectFormat(filePath: string): FormatName {
 /** Reads (maps and validates) weights in any known format. */
 export async function readWeights(filePath: string, options: ReadOptions & { format?: FormatName } = {}): Promise<ModelWeights> {
   const format = options.format ?? detectFormat(filePath);
-  return formatModule(format).read(filePath, options);
+  const weights = await formatModule(format).read(filePath, options);
+  rememberAsRead(weights);
+  return weights;
 }
 
 /** Writes weights in `options.format`. */

@@ -30,7 +30,8 @@ import type { ModelConfig } from '../architectures/model-config';
 import { ByteCursor, checkLayerCount, fail } from './bytes';
 import type { FloatDType } from './dtype-convert';
 import { hfFolderConfigFiles, jsonText, readHfFolderConfig, readJsonFile, type HfJson } from './hf-config';
-import { readHfVocabulary, wordPieceData } from './hf-vocab';
+import { readHfVocabularySteps, wordPieceData } from './hf-vocab';
+import { runYielding } from '../steps';
 import { permutedRowChunks, qkRowSources } from './rope-order';
 import { canonicalShape, isFloatReadable, releasePages } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
@@ -227,8 +228,8 @@ function canonicalize(config: ModelConfig, views: TensorView[], path: string): T
 }
 
 /** A BERT folder's WordPiece vocabulary (vocab.txt or tokenizer.json), for writers that embed it (EMBD). */
-function bertVocabulary(dir: string): TokenizerData | undefined {
-  const v = readHfVocabulary(dir);
+async function bertVocabulary(dir: string): Promise<TokenizerData | undefined> {
+  const v = await runYielding(readHfVocabularySteps(dir));
   return v?.kind === 'wordpiece' ? wordPieceData(v) : undefined;
 }
 
@@ -262,7 +263,7 @@ async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeig
     const hf = readHfFolderConfig(where.configDir);
     const config: ModelConfig = hf?.config ?? { architecture: 'unknown' };
     const tensors = canonicalize(config, views, path);
-    const tokenizer = config.architecture === 'bert' ? bertVocabulary(where.configDir) : undefined;
+    const tokenizer = config.architecture === 'bert' ? await bertVocabulary(where.configDir) : undefined;
     return { format: 'safetensors', path, architecture: config.architecture, config, tensors, metadata, ...(tokenizer ? { tokenizer } : {}), sources };
   } catch (error) {
     for (const s of sources) s.close();

@@ -127,9 +127,10 @@ export function loadTokenizerSync(path: string): Tokenizer {
 /**
  * Reads the tokenizer at `path` (a file or a folder; see the module comment). A BPE vocabulary,
  * byte-level or with byte fallback (151k tokens for Qwen, 262k for Gemma 3: hundreds of
- * milliseconds to build) is read packed from the cache folder (cache.ts), or built and packed in
- * the tokenizer worker, and is in use without further work; the other kinds, small, are built here
- * in slices that let the event loop run in between (steps.ts).
+ * milliseconds to build), or a WordPiece one (whose tokenizer.json alone takes MiniLM 12 ms to
+ * parse), is read packed from the cache folder (cache.ts), or built and packed in the tokenizer
+ * worker, and is in use without further work; the other kinds, small, are built here in slices
+ * that let the event loop run in between (steps.ts).
  */
 export async function loadTokenizer(path: string): Promise<Tokenizer> {
   if (typeof path !== 'string' || path === '') throw new TypeError('loadTokenizer(path): path must be a non-empty string');

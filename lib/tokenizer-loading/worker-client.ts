@@ -3,10 +3,12 @@
  * the first request and ended after a few idle seconds; it never keeps the process alive.
  */
 import * as nodePath from 'node:path';
-import { Worker } from 'node:worker_threads';
+import { isMainThread, Worker } from 'node:worker_threads';
 import { MISSING_RECIPE, receiveError, type Recipe, type Reply, type Request } from '../tokenizers/worker-protocol';
 import { recipeOf } from '../tokenizers/recipes';
 import type { EncodeOptions, Tokenizer } from '../tokenizers/types';
+import { setVocabularyRunner, type VocabularyResult } from '../formats/vocab-offload';
+import type { VocabularyReply, VocabularyRequest } from './vocabulary-jobs';
 
 const IDLE_MS = 5000;
 
@@ -36,9 +38,11 @@ function startWorker(): Worker {
 }
 
 /** A request before it is numbered. */
-type Unsent<T = Request> = T extends unknown ? Omit<T, 'id'> : never;
+type Unsent<T = Request | VocabularyRequest> = T extends unknown ? Omit<T, 'id'> : never;
 
-type Pending = { resolve: (reply: Reply) => void; reject: (error: Error) => void };
+type AnyReply = Reply | VocabularyReply;
+
+type Pending = { resolve: (reply: AnyReply) => void; reject: (error: Error) => void };
 
 class TokenizerWorker {
   private worker: Worker | undefined;
@@ -48,12 +52,12 @@ class TokenizerWorker {
   private nextId = 1;
   private idle: NodeJS.Timeout | undefined;
 
-  request(message: Unsent): Promise<Reply> {
+  request(message: Unsent): Promise<AnyReply> {
     const worker = this.running();
     const id = this.nextId++;
     clearTimeout(this.idle);
     worker.ref();
-    return new Promise<Reply>((resolve, reject) => {
+    return new Promise<AnyReply>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       worker.postMessage({ ...message, id });
     });
@@ -79,7 +83,7 @@ class TokenizerWorker {
   private running(): Worker {
     if (this.worker) return this.worker;
     const worker = startWorker();
-    worker.on('message', (reply: Reply) => {
+    worker.on('message', (reply: AnyReply) => {
       const p = this.pending.get(reply.id);
       this.pending.delete(reply.id);
       if (this.pending.size === 0) this.rest(worker);
@@ -145,3 +149,13 @@ function toArray(ids: Int32Array): number[] {
   for (let i = 0; i < ids.length; i++) out[i] = ids[i];
   return out;
 }
+
+/** Converts a weights file's vocabulary in the worker (lib/formats/vocab-offload.ts). */
+export async function vocabularyInWorker(job: VocabularyRequest['job']): Promise<VocabularyResult> {
+  const reply = await tokenizerWorker().request({ op: 'vocabulary', job });
+  if (!('vocabulary' in reply)) throw new Error('the tokenizer worker replied to a vocabulary request with no vocabulary');
+  return reply.vocabulary;
+}
+
+// The worker itself loads this module too: there the conversions run in place.
+if (isMainThread) setVocabularyRunner(vocabularyInWorker);

@@ -1,12 +1,14 @@
 /**
- * The tokenizer worker thread: builds tokenizers (packing the BPE ones, and storing
- * them in the cache folder) and encodes long texts, so that neither holds the JS thread (worker-client.ts).
+ * The tokenizer worker thread: builds tokenizers (packing the BPE and WordPiece ones, and storing
+ * them in the cache folder), encodes long texts and converts vocabularies for the writers
+ * (vocabulary-jobs.ts), so that none of it holds the JS thread (worker-client.ts).
  */
 import { parentPort } from 'node:worker_threads';
 import { writeCachedTokenizer } from '../tokenizers/cache';
 import { packTokenizer, unpackTokenizer } from '../tokenizers/packed';
 import type { Tokenizer } from '../tokenizers/types';
 import { MISSING_RECIPE, sendError, type Recipe, type Reply, type Request } from '../tokenizers/worker-protocol';
+import { runVocabularyJob, type VocabularyReply, type VocabularyRequest } from './vocabulary-jobs';
 
 /** Tokenizers made for encode requests, most recently used last. */
 const made = new Map<number, Tokenizer>();
@@ -58,7 +60,21 @@ function handle(request: Request): { reply: Reply; transfer: ArrayBuffer[] } {
   }
 }
 
-parentPort!.on('message', (request: Request) => {
+/** A vocabulary job (vocabulary-jobs.ts): it reads files asynchronously, so it answers when done. */
+async function handleVocabulary(request: VocabularyRequest): Promise<{ reply: VocabularyReply | Reply; transfer: ArrayBuffer[] }> {
+  try {
+    const { result, transfer } = await runVocabularyJob(request.job);
+    return { reply: { id: request.id, vocabulary: result }, transfer };
+  } catch (error) {
+    return { reply: { id: request.id, error: sendError(error) }, transfer: [] };
+  }
+}
+
+parentPort!.on('message', (request: Request | VocabularyRequest) => {
+  if (request.op === 'vocabulary') {
+    void handleVocabulary(request).then(({ reply, transfer }) => parentPort!.postMessage(reply, transfer));
+    return;
+  }
   const { reply, transfer } = handle(request);
   parentPort!.postMessage(reply, transfer);
 });

@@ -15,15 +15,33 @@ export interface BpeVocab {
 
 export class MapVocab implements BpeVocab {
   readonly size: number;
-  private readonly tokens: (string | undefined)[] = [];
+  private readonly tokens: (string | undefined)[];
+  /** Built from a list by id (fromTokens): its entries are every id's, a repeated string's included. */
+  private readonly byIdList: boolean;
 
-  constructor(private readonly map: ReadonlyMap<string, number>) {
+  constructor(private readonly map: ReadonlyMap<string, number>, byId?: readonly (string | undefined)[]) {
+    this.byIdList = byId !== undefined;
+    this.tokens = byId ? byId.slice() : [];
+    if (byId) {
+      this.size = byId.length;
+      return;
+    }
     let size = 0;
     for (const [token, id] of map) {
       this.tokens[id] = token;
       if (id + 1 > size) size = id + 1;
     }
     this.size = size;
+  }
+
+  /**
+   * Token strings by id (a vocab.txt, llama.cpp's token list): a string that repeats maps to its
+   * last id, as in HF's WordPiece::read_file, and every id keeps its own string.
+   */
+  static fromTokens(tokens: readonly (string | undefined)[]): MapVocab {
+    const map = new Map<string, number>();
+    tokens.forEach((t, id) => t !== undefined && map.set(t, id));
+    return new MapVocab(map, tokens);
   }
 
   get(token: string): number | undefined {
@@ -34,8 +52,9 @@ export class MapVocab implements BpeVocab {
     return this.tokens[id];
   }
 
-  entries(): Iterable<[string, number]> {
-    return this.map.entries();
+  *entries(): Iterable<[string, number]> {
+    if (!this.byIdList) return yield* this.map.entries();
+    for (let id = 0; id < this.tokens.length; id++) if (this.tokens[id] !== undefined) yield [this.tokens[id]!, id];
   }
 }
 
@@ -61,6 +80,13 @@ export function fnv1a(bytes: Uint8Array, start: number, end: number): number {
   let h = 0x811c9dc5;
   for (let i = start; i < end; i++) h = Math.imul(h ^ bytes[i], 0x01000193);
   return h >>> 0;
+}
+
+function sameBytes(bytes: Uint8Array, offsets: Uint32Array, a: number, b: number): boolean {
+  const n = offsets[a + 1] - offsets[a];
+  if (offsets[b + 1] - offsets[b] !== n) return false;
+  for (let i = 0; i < n; i++) if (bytes[offsets[a] + i] !== bytes[offsets[b] + i]) return false;
+  return true;
 }
 
 export class PackedVocab implements BpeVocab {
@@ -91,7 +117,8 @@ export class PackedVocab implements BpeVocab {
       ids[e] = list[e][1];
       byId[list[e][1]] = e;
       let h = fnv1a(bytes, offsets[e], offsets[e + 1]) & (cap - 1);
-      while (index[h] !== -1) h = (h + 1) & (cap - 1);
+      while (index[h] !== -1 && !sameBytes(bytes, offsets, index[h], e)) h = (h + 1) & (cap - 1);
+      // A string that repeats is found as its last entry (a Map's last set); the earlier entry keeps its id's string.
       index[h] = e;
     }
     return new PackedVocab({ bytes, offsets, ids, byId, index });

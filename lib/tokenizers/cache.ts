@@ -16,7 +16,7 @@ import { checkPackedSteps, packedCrcRange, packedSource } from './packed';
 import { runYielding } from '../steps';
 
 /** Bumped whenever the packed layout or the tokenizer builders change what they produce. */
-const CACHE_VERSION = 2;
+const CACHE_VERSION = 3;
 
 /** The cache folder the environment names (read on the calling thread), or undefined when off. */
 export function tokenizerCacheDir(): string | undefined {

@@ -2,7 +2,6 @@
 import { UnsupportedError, WeightFormatError } from '../errors';
 import type { TokenizerData } from '../weights';
 import type { AddedToken } from './added-tokens';
-import { bertNormalizer } from './bert-basic';
 import { ByteLevelBpeTokenizer } from './byte-level-bpe';
 import { mergeTableFromPairs, parseMergeEntry } from './bpe-model';
 import { MapVocab } from './bpe-vocab';
@@ -12,7 +11,7 @@ import { bytePieceValue, SentencePieceBpeTokenizer, SPACE_MARK } from './sentenc
 import { runNow, runYielding, type Steps } from '../steps';
 import { decodeVocabularySteps } from './deferred-vocabulary';
 import type { SpecialTokenIds, Tokenizer } from './types';
-import { WordPieceTokenizer } from './wordpiece';
+import { bertNormalizerJson, WordPieceTokenizer } from './wordpiece';
 import { withRecipe } from './recipes';
 
 type Gguf = Extract<TokenizerData, { kind: 'gguf' }>;
@@ -42,10 +41,10 @@ function wordPiece(tokens: string[], ids: { pad?: number; unk: number; cls?: num
     if (!(id >= 0 && id < tokens.length)) throw new WeightFormatError('CONFIG_MISMATCH', `special id ${id} lies outside the vocabulary`, { path: where, expected: `< ${tokens.length}`, found: id });
   }
   return new WordPieceTokenizer({
-    tokens,
+    vocab: MapVocab.fromTokens(tokens),
     unkToken: tokens[ids.unk],
     addedTokens: specials.map((id) => special(id, tokens[id])),
-    normalizer: bertNormalizer({ cleanText: true, handleChineseChars: true, lowercase }),
+    normalizer: bertNormalizerJson(lowercase),
     specialIds: definedIds({ pad: ids.pad, unk: ids.unk, cls: ids.cls, sep: ids.sep, mask: ids.mask }),
     wrapping: { prefix: ids.cls !== undefined ? [ids.cls] : [], suffix: ids.sep !== undefined ? [ids.sep] : [] },
     where,

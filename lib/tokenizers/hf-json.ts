@@ -5,12 +5,10 @@
  */
 import { UnsupportedError, WeightFormatError } from '../errors';
 import type { AddedToken } from './added-tokens';
-import { bertNormalizerFromJson } from './bert-basic';
 import { ByteFallbackBpeTokenizer } from './byte-fallback-bpe';
 import { ByteLevelBpeTokenizer } from './byte-level-bpe';
 import { mergeTableFromPairsSteps, parseMergeEntry } from './bpe-model';
 import { runNow, type Steps } from '../steps';
-import { normalizerFromJson } from './normalizers';
 import type { SpecialWrapping } from './post-process';
 import { MapVocab } from './bpe-vocab';
 import { GPT2_PATTERN, QWEN2_PATTERN } from './pretokenizers';
@@ -200,23 +198,18 @@ export function* tokenizerFromJsonSteps(json: any, where: string, config?: any):
     });
   }
   if (type === 'WordPiece') {
-    const tokens: string[] = [];
-    let n = 0;
-    for (const [t, id] of vocab) {
-      tokens[id] = t;
-      if (++n % SLICE === 0) yield;
-    }
-    yield;
     if (json.pre_tokenizer && json.pre_tokenizer.type !== 'BertPreTokenizer') {
       throw new UnsupportedError(`WordPiece with pre-tokenizer ${JSON.stringify(json.pre_tokenizer.type)} is not supported`);
     }
+    const mapVocab = new MapVocab(vocab);
+    yield;
     return new WordPieceTokenizer({
-      tokens,
+      vocab: mapVocab,
       unkToken: String(model.unk_token ?? '[UNK]'),
       continuingSubwordPrefix: model.continuing_subword_prefix ?? '##',
       maxInputCharsPerWord: model.max_input_chars_per_word ?? 100,
       addedTokens,
-      normalizer: normalizerFromJson(json.normalizer, bertNormalizerFromJson),
+      normalizer: json.normalizer ?? null,
       specialIds,
       wrapping,
       truncation: truncationOf(json),

@@ -1,8 +1,9 @@
 /**
- * A BPE tokenizer (byte-level, or over characters with byte fallback) packed into one buffer: what
- * the tokenizer worker sends to the main thread (shared memory, no copy) and what the cache
- * stores. Turning it back into a tokenizer is a handful of typed-array views, so no 151k-entry
- * (Qwen) or 262k-entry (Gemma 3) table is rebuilt on the JS thread.
+ * A BPE tokenizer (byte-level, or over characters with byte fallback) or a WordPiece one packed
+ * into one buffer: what the tokenizer worker sends to the main thread (shared memory, no copy) and
+ * what the cache stores. Turning it back into a tokenizer is a handful of typed-array views, so no
+ * 151k-entry (Qwen) or 262k-entry (Gemma 3) table is rebuilt on the JS thread, and no
+ * tokenizer.json is parsed there (MiniLM's: 466 KB). A WordPiece buffer holds an empty merge table.
  *
  * Layout (little-endian):
  *   [0, 8)    magic "WMTOKPK1"
@@ -18,20 +19,24 @@ import { ByteFallbackBpeTokenizer } from './byte-fallback-bpe';
 import { ByteLevelBpeTokenizer } from './byte-level-bpe';
 import type { BpeModelOptions } from './bpe-model';
 import type { BpeTextSpec } from './bpe-text';
-import { PackedVocab, type PackedVocabArrays } from './bpe-vocab';
+import { PackedVocab, type BpeVocab, type PackedVocabArrays } from './bpe-vocab';
 import { MergeTable, type MergeTableArrays } from './merge-table';
+import { bertNormalizerFromJson } from './bert-basic';
+import { normalizerFromJson } from './normalizers';
 import { pieceDecoderFromJson } from './piece-decoder';
 import type { SpecialWrapping } from './post-process';
 import { runNow, type Steps } from '../steps';
 import type { SpecialTokenIds, Tokenizer } from './types';
+import { WordPieceTokenizer } from './wordpiece';
 
 const MAGIC = 'WMTOKPK1';
 const PREFIX = 16;
 
 /** What each kind adds to the common fields: ByteLevelBpeConfig's and ByteFallbackBpeConfig's own options. */
 type PackedKind =
-  | { kind: 'byte-level-bpe'; model: BpeModelOptions }
-  | { kind: 'byte-fallback-bpe'; decoder: unknown; byteFallback: boolean; unkId: number | null; fuseUnk: boolean };
+  | { kind: 'byte-level-bpe'; model: BpeModelOptions; text: BpeTextSpec }
+  | { kind: 'byte-fallback-bpe'; decoder: unknown; byteFallback: boolean; unkId: number | null; fuseUnk: boolean; text: BpeTextSpec }
+  | { kind: 'wordpiece'; unkToken: string; prefix: string; maxChars: number; normalizer: unknown; cleanup: boolean };
 
 /** An added token as the header stores it: id, content, and its flags (ADDED_FLAGS) as bits. */
 type PackedAddedToken = [id: number, content: string, flags: number];
@@ -51,7 +56,6 @@ function unpackAddedToken([id, content, flags]: PackedAddedToken): AddedToken {
 
 type PackedHeader = PackedKind & {
   addedTokens: PackedAddedToken[];
-  text: BpeTextSpec;
   specialIds: SpecialTokenIds;
   wrapping: SpecialWrapping;
   truncation: number | null;
@@ -79,33 +83,44 @@ const align8 = (n: number) => (n + 7) & ~7;
 
 /** The kind and own options of a tokenizer that packs, or undefined. */
 function packedKind(tokenizer: unknown): PackedKind | undefined {
-  if (tokenizer instanceof ByteLevelBpeTokenizer) return { kind: 'byte-level-bpe', model: tokenizer.config.model ?? {} };
+  if (tokenizer instanceof ByteLevelBpeTokenizer) return { kind: 'byte-level-bpe', model: tokenizer.config.model ?? {}, text: tokenizer.config.text };
   if (tokenizer instanceof ByteFallbackBpeTokenizer) {
     const c = tokenizer.config;
-    return { kind: 'byte-fallback-bpe', decoder: c.decoder ?? null, byteFallback: c.byteFallback, unkId: c.unkId ?? null, fuseUnk: c.fuseUnk };
+    return { kind: 'byte-fallback-bpe', decoder: c.decoder ?? null, byteFallback: c.byteFallback, unkId: c.unkId ?? null, fuseUnk: c.fuseUnk, text: c.text };
+  }
+  if (tokenizer instanceof WordPieceTokenizer) {
+    const c = tokenizer.config;
+    return { kind: 'wordpiece', unkToken: c.unkToken, prefix: c.continuingSubwordPrefix ?? '##', maxChars: c.maxInputCharsPerWord ?? 100, normalizer: c.normalizer ?? null, cleanup: c.cleanup !== false };
   }
   return undefined;
 }
 
+/** The vocabulary and merges of a tokenizer that packs (WordPiece has no merges: an empty table). */
+function packedTables(tokenizer: ByteLevelBpeTokenizer | ByteFallbackBpeTokenizer | WordPieceTokenizer): { vocab: BpeVocab; merges: MergeTable } {
+  if (tokenizer instanceof WordPieceTokenizer) return { vocab: tokenizer.config.vocab, merges: new MergeTable(0) };
+  return { vocab: tokenizer.config.vocab, merges: tokenizer.config.merges };
+}
+
 /**
  * The tokenizer packed into a SharedArrayBuffer, or undefined when it is of a kind that does not
- * pack (only the BPE kinds do: the others build in milliseconds).
+ * pack (the BPE kinds and WordPiece do; the others build in milliseconds) or holds a token with no
+ * UTF-8 form.
  */
 export function packTokenizer(tokenizer: unknown, source: unknown): SharedArrayBuffer | undefined {
   const kind = packedKind(tokenizer);
   if (!kind) return undefined;
-  const c = (tokenizer as ByteLevelBpeTokenizer | ByteFallbackBpeTokenizer).config;
-  const vocab = c.vocab instanceof PackedVocab ? c.vocab : PackedVocab.pack(c.vocab.entries(), c.vocab.size);
+  const c = (tokenizer as ByteLevelBpeTokenizer | ByteFallbackBpeTokenizer | WordPieceTokenizer).config;
+  const tables = packedTables(tokenizer as ByteLevelBpeTokenizer | ByteFallbackBpeTokenizer | WordPieceTokenizer);
+  const vocab = tables.vocab instanceof PackedVocab ? tables.vocab : PackedVocab.pack(tables.vocab.entries(), tables.vocab.size);
   if (!vocab) return undefined;
-  const arrays: Arrays = { ...vocab.arrays, ...c.merges.arrays() };
+  const arrays: Arrays = { ...vocab.arrays, ...tables.merges.arrays() };
   const header: PackedHeader = {
     ...kind,
     addedTokens: c.addedTokens.map(packAddedToken),
-    text: c.text,
     specialIds: c.specialIds ?? {},
     wrapping: c.wrapping ?? { prefix: [], suffix: [] },
     truncation: c.truncation ?? null,
-    mergeCount: c.merges.size,
+    mergeCount: tables.merges.size,
     lengths: Object.fromEntries(ARRAYS.map(([name]) => [name, arrays[name].length])) as Record<ArrayName, number>,
     source,
   };
@@ -200,6 +215,14 @@ export function* checkPackedSteps(buffer: Uint8Array, where: string, crc: number
     } catch {
       bad('bad decoder');
     }
+  } else if (header?.kind === 'wordpiece') {
+    const okStrings = typeof header.unkToken === 'string' && typeof header.prefix === 'string';
+    if (!okStrings || !isId(header.maxChars) || typeof header.cleanup !== 'boolean') bad('bad model options');
+    try {
+      normalizerFromJson(header.normalizer, bertNormalizerFromJson);
+    } catch {
+      bad('bad normalizer');
+    }
   } else {
     bad('unknown kind', (header as { kind?: unknown } | undefined)?.kind);
   }
@@ -208,11 +231,13 @@ export function* checkPackedSteps(buffer: Uint8Array, where: string, crc: number
   if (!header.wrapping || ![header.wrapping.prefix, header.wrapping.suffix].every((l) => Array.isArray(l) && l.every(isId))) bad('bad wrapping');
   if (!header.specialIds || !Object.values(header.specialIds).every(isId)) bad('bad special ids');
   if (!(header.truncation === null || isId(header.truncation))) bad('bad truncation', header.truncation);
-  const t = header.text;
-  const okNormalizer = t?.normalizer === 'NFC' || t?.normalizer === 'none' || (typeof t?.normalizer === 'object' && 'json' in t.normalizer);
-  const p = t?.preTokenizer as any;
-  const okPre = typeof p === 'object' && p !== null && ('json' in p || (typeof p.pattern === 'string' && typeof p.prefixSpace === 'boolean'));
-  if (!okNormalizer || !okPre) bad('bad text steps');
+  if (header.kind !== 'wordpiece') {
+    const t = header.text;
+    const okNormalizer = t?.normalizer === 'NFC' || t?.normalizer === 'none' || (typeof t?.normalizer === 'object' && 'json' in t.normalizer);
+    const p = t?.preTokenizer as any;
+    const okPre = typeof p === 'object' && p !== null && ('json' in p || (typeof p.pattern === 'string' && typeof p.prefixSpace === 'boolean'));
+    if (!okNormalizer || !okPre) bad('bad text steps');
+  }
   const arrays = viewArrays(bytes, header, where);
   const { offsets, ids, byId, index, keys, ranks, merged } = arrays;
   const entries = ids.length;
@@ -233,7 +258,8 @@ export function* checkPackedSteps(buffer: Uint8Array, where: string, crc: number
     filled += countIndexSlots(index, entries, from, Math.min(index.length, from + CHECK_STEP), bad);
     yield;
   }
-  if (filled !== entries) bad(`the vocabulary index holds ${filled} entries, the vocabulary ${entries}`);
+  // Fewer when a string repeats: the index names its last entry only (PackedVocab.pack).
+  if (filled > entries) bad(`the vocabulary index holds ${filled} entries, the vocabulary ${entries}`);
   if (keys.length !== ranks.length * 2 || merged.length !== ranks.length) bad('merge arrays differ in length');
   checkCapacity(ranks.length, header.mergeCount, bad, 'merge table');
   let used = 0;
@@ -242,6 +268,9 @@ export function* checkPackedSteps(buffer: Uint8Array, where: string, crc: number
     yield;
   }
   if (used !== header.mergeCount) bad(`the merge table holds ${used} merges, the header says ${header.mergeCount}`);
+  if (header.kind === 'wordpiece' && new PackedVocab(arrays).get(header.unkToken) === undefined && !header.addedTokens.some((a) => a[1] === header.unkToken)) {
+    bad('the unknown token is not in the vocabulary', header.unkToken);
+  }
 }
 
 type Bad = (what: string, found?: unknown) => never;
@@ -313,17 +342,27 @@ export function unpackTokenizer(buffer: Uint8Array | SharedArrayBuffer, where = 
   const header = readHeader(bytes, where);
   const a = viewArrays(bytes, header, where);
   const common = {
-    vocab: new PackedVocab(a),
-    merges: MergeTable.fromArrays(a, header.mergeCount),
     addedTokens: header.addedTokens.map(unpackAddedToken),
-    text: header.text,
     specialIds: header.specialIds,
     wrapping: header.wrapping,
     truncation: header.truncation ?? undefined,
   };
-  if (header.kind === 'byte-level-bpe') return new ByteLevelBpeTokenizer({ ...common, model: header.model });
+  if (header.kind === 'wordpiece') {
+    return new WordPieceTokenizer({
+      ...common,
+      vocab: new PackedVocab(a),
+      unkToken: header.unkToken,
+      continuingSubwordPrefix: header.prefix,
+      maxInputCharsPerWord: header.maxChars,
+      normalizer: header.normalizer,
+      cleanup: header.cleanup,
+      where,
+    });
+  }
+  const bpe = { ...common, vocab: new PackedVocab(a), merges: MergeTable.fromArrays(a, header.mergeCount), text: header.text };
+  if (header.kind === 'byte-level-bpe') return new ByteLevelBpeTokenizer({ ...bpe, model: header.model });
   return new ByteFallbackBpeTokenizer({
-    ...common,
+    ...bpe,
     decoder: header.decoder,
     byteFallback: header.byteFallback,
     unkId: header.unkId ?? undefined,

@@ -35,9 +35,13 @@ function bad(file: string, jsonPath: string, what: string, expected: string, fou
   throw new WeightFormatError('BAD_HEADER', `${jsonPath} ${what}`, { path: file, expected, found: kindOf(found) });
 }
 
+function isTokenId(id: unknown): id is number {
+  return typeof id === 'number' && Number.isInteger(id) && id >= 0 && id < MAX_TOKEN_ID;
+}
+
 /** Throws unless `id` is an integer token id in [0, MAX_TOKEN_ID). */
 export function checkTokenId(id: unknown, file: string, jsonPath: string): number {
-  if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id >= MAX_TOKEN_ID) {
+  if (!isTokenId(id)) {
     bad(file, jsonPath, 'is not a token id', `an integer in [0, ${MAX_TOKEN_ID})`, id);
   }
   return id;
@@ -52,7 +56,9 @@ export function* validateVocabSteps(vocab: unknown, file: string, jsonPath: stri
   const owner = new Map<number, string>();
   let n = 0;
   for (const token in vocab) {
-    const id = checkTokenId(vocab[token], file, member(jsonPath, token));
+    // The entry's JSON path is made only for an error (10^5 of them would be garbage).
+    const value = vocab[token];
+    const id = isTokenId(value) ? value : checkTokenId(value, file, member(jsonPath, token));
     const other = owner.get(id);
     if (other !== undefined) {
       throw new WeightFormatError('BAD_HEADER', `${member(jsonPath, token)} and ${member(jsonPath, other)} share the id ${id}`, {

@@ -7,26 +7,32 @@
  */
 import { WeightFormatError } from '../errors';
 import { AddedToken, AddedTokenSplitter } from './added-tokens';
-import { bertPreTokenize } from './bert-basic';
+import { bertNormalizerFromJson, bertPreTokenize } from './bert-basic';
+import type { BpeVocab } from './bpe-vocab';
+import { normalizerFromJson } from './normalizers';
 import { finishEncoding, NO_WRAPPING, SpecialWrapping } from './post-process';
 import type { DecodeOptions, EncodeOptions, SpecialTokenIds, StreamDecoder, Tokenizer } from './types';
 
 export interface WordPieceConfig {
-  /** Token strings by id. */
-  tokens: string[];
+  /** Token -> id, and each id's string (MapVocab as built, PackedVocab when unpacked). */
+  vocab: BpeVocab;
   unkToken: string;
   continuingSubwordPrefix?: string;
   maxInputCharsPerWord?: number;
   addedTokens: AddedToken[];
-  normalizer?: (text: string) => string;
-  /** Defaults to BertPreTokenizer. */
-  preTokenizer?: (text: string, out: string[]) => void;
+  /** The normalizer as tokenizer.json states it (BertNormalizer for vocab.txt); null for none. */
+  normalizer?: unknown;
   specialIds?: SpecialTokenIds;
   wrapping?: SpecialWrapping;
   truncation?: number;
   /** Decoder cleanup of " ." -> "." etc. (HF default true). */
   cleanup?: boolean;
   where?: string;
+}
+
+/** The normalizer of a vocab.txt (BertTokenizer's: clean text, CJK spacing, accents stripped when lowercasing). */
+export function bertNormalizerJson(lowercase: boolean): object {
+  return { type: 'BertNormalizer', clean_text: true, handle_chinese_chars: true, strip_accents: null, lowercase };
 }
 
 function cleanup(s: string): string {
@@ -51,26 +57,26 @@ export class WordPieceTokenizer implements Tokenizer {
   readonly vocabSize: number;
   readonly specialIds: Readonly<SpecialTokenIds>;
   readonly truncation: number | undefined;
-  private readonly vocab = new Map<string, number>();
+  private readonly vocab: BpeVocab;
   private readonly unkId: number;
   private readonly prefix: string;
   private readonly maxChars: number;
   private readonly splitter: AddedTokenSplitter;
-  private readonly preTokenize: (text: string, out: string[]) => void;
   private readonly wrapping: SpecialWrapping;
-  private readonly tokens: string[];
   private readonly added = new Map<string, AddedToken>();
+  /** Added tokens' strings by id: they replace the vocabulary's in decoding. */
+  private readonly addedById = new Map<number, string>();
   private readonly special = new Set<number>();
   private readonly cache = new Map<string, number[]>();
   private readonly cleanup: boolean;
 
-  constructor(config: WordPieceConfig) {
-    this.tokens = config.tokens.slice();
-    // A repeated vocab.txt line maps to its last id, as in HF's WordPiece::read_file.
-    config.tokens.forEach((t, id) => this.vocab.set(t, id));
+  constructor(readonly config: WordPieceConfig) {
+    this.vocab = config.vocab;
+    let size = config.vocab.size;
     for (const t of config.addedTokens) {
-      this.tokens[t.id] = t.content;
+      this.addedById.set(t.id, t.content);
       this.added.set(t.content, t);
+      if (t.id + 1 > size) size = t.id + 1;
     }
     const specialContents = new Set(config.addedTokens.filter((t) => t.special).map((t) => t.content));
     for (const t of config.addedTokens) if (specialContents.has(t.content)) this.special.add(t.id);
@@ -83,11 +89,10 @@ export class WordPieceTokenizer implements Tokenizer {
     this.unkId = unk;
     this.prefix = config.continuingSubwordPrefix ?? '##';
     this.maxChars = config.maxInputCharsPerWord ?? 100;
-    this.splitter = new AddedTokenSplitter(config.addedTokens, config.normalizer);
-    this.preTokenize = config.preTokenizer ?? bertPreTokenize;
+    this.splitter = new AddedTokenSplitter(config.addedTokens, normalizerFromJson(config.normalizer, bertNormalizerFromJson));
     this.wrapping = config.wrapping ?? NO_WRAPPING;
     this.truncation = config.truncation;
-    this.vocabSize = this.tokens.length;
+    this.vocabSize = size;
     this.specialIds = { unk: this.unkId, ...config.specialIds };
     this.cleanup = config.cleanup !== false;
   }
@@ -140,7 +145,7 @@ export class WordPieceTokenizer implements Tokenizer {
         continue;
       }
       words.length = 0;
-      this.preTokenize(seg, words);
+      bertPreTokenize(seg, words);
       for (const w of words) this.encodeWord(w, ids);
     }
     return finishEncoding(ids, this.wrapping, options, this.truncation);
@@ -148,7 +153,7 @@ export class WordPieceTokenizer implements Tokenizer {
 
   /** One token's text as the decoder writes it, `first` when it starts the output. */
   private piece(id: number, first: boolean): string | undefined {
-    let token = this.tokens[id];
+    let token = this.idToToken(id);
     if (token === undefined) return undefined;
     if (!first) token = token.startsWith(this.prefix) ? token.slice(this.prefix.length) : ' ' + token;
     return this.cleanup ? cleanup(token) : token;
@@ -180,7 +185,7 @@ export class WordPieceTokenizer implements Tokenizer {
   }
 
   idToToken(id: number): string | undefined {
-    return Number.isInteger(id) && id >= 0 ? this.tokens[id] : undefined;
+    return Number.isInteger(id) && id >= 0 ? (this.addedById.get(id) ?? this.vocab.tokenOf(id)) : undefined;
   }
 
   tokenToId(token: string): number | undefined {

@@ -9,7 +9,8 @@
  * weightmap does not handle) or a successful read whose tensor views lie inside their files.
  * CI runs the whole structured corpus (~5,400 cases, ~40 s on 2 cores) and RANDOM_CASES random
  * ones with a fixed seed; WEIGHTMAP_FUZZ_BATCHES=N adds N more batches of random cases (a count, not a
- * time budget, so a run does the same cases on any machine). WEIGHTMAP_FUZZ_SEED changes the seed.
+ * time budget, so a run does the same cases on any machine). WEIGHTMAP_FUZZ_SEED changes the seed;
+ * WEIGHTMAP_FUZZ_REPORT=FILE also writes the per-format counts there as JSON.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -25,6 +26,8 @@ import { runCases, type Outcome, type Result } from './fuzz/harness';
 const EXTRA_BATCHES = Number(process.env.WEIGHTMAP_FUZZ_BATCHES ?? 0);
 const SEED = Number(process.env.WEIGHTMAP_FUZZ_SEED ?? 20261122);
 const RANDOM_CASES = 120;
+/** A file to write the per-format counts to as JSON (a report for long runs; nothing reads it back). */
+const REPORT = process.env.WEIGHTMAP_FUZZ_REPORT;
 /** Limits of one child: V8 heap (MiB) and the time one case may take (generous: the machine is shared). */
 const LIMITS = { heapMb: 512, caseTimeoutMs: Number(process.env.WEIGHTMAP_FUZZ_CASE_MS ?? 30000) };
 
@@ -63,6 +66,7 @@ describe('reader fuzzing in child processes', () => {
     const table = [...counts].map(([t, n]) => `  ${t.padEnd(24)} ${n.cases} cases: ${n.typed} typed errors, ${n.accepted} accepted valid, ${n.crash} crashes, ${n.hang} hangs, ${n.untyped} untyped, ${n.invalid} invalid`);
     // eslint-disable-next-line no-console
     console.log(`fuzz (seed ${SEED})\n${table.join('\n')}`);
+    if (REPORT) fs.writeFileSync(REPORT, JSON.stringify({ seed: SEED, extraBatches: EXTRA_BATCHES, targets: Object.fromEntries(counts), failures }, null, 1));
     expect(failures).toEqual([]);
   }, 1800000 * (1 + EXTRA_BATCHES));
 

@@ -10,6 +10,7 @@ import { WeightFormatError } from '../../lib/errors';
 import { readWeights, writeWeights } from '../../lib/formats';
 import { loadTokenizer } from '../../lib/tokenizer-loading';
 import { closeWeights } from '../../lib/weights';
+import { runCli } from '../helpers/cli';
 import { fixture, tempDir } from '../helpers/fixtures';
 import { applyEdit, editJsonText, type Edit, type FuzzCase } from './fuzz/edits';
 import { runCases, type Result } from './fuzz/harness';
@@ -69,6 +70,35 @@ describe('hostile files from the audit fail fast with a typed error (each in a c
     const r = results.find((x) => x.index === index)!;
     expect({ outcome: r.outcome, code: r.code }).toEqual({ outcome: 'typed', code });
   });
+});
+
+describe("the audit's files through `weightmap inspect`: one line with the reader's code, exit code 2", () => {
+  /** A copy of `files` (name -> source) in a folder of its own, the file `edit` names edited. */
+  function edited(name: string, files: Record<string, string>, edit: Edit): string {
+    const dir = path.join(tmp.dir, `inspect-${name}`);
+    fs.mkdirSync(dir, { recursive: true });
+    for (const [file, source] of Object.entries(files)) {
+      const bytes = fs.readFileSync(source);
+      fs.writeFileSync(path.join(dir, file), file === edit.file ? applyEdit(bytes, edit) : bytes);
+    }
+    return dir;
+  }
+
+  test.each([
+    ['TLLM num_layers 2^31-1', 'SHAPE_MISMATCH', () => path.join(edited('tllm', { 'model.tllm': fixture('tllm-tiny', 'model.tllm') },
+      { kind: 'int', file: 'model.tllm', field: 'num_layers', offset: 12, width: 4, value: '2147483647' }), 'model.tllm')],
+    ['MOON text_layers 2^31', 'CONFIG_MISMATCH', () => path.join(edited('moon', { 'model.moon': fixture('moon-tiny', 'model.moon'), 'config.json': fixture('moon-tiny', 'config.json') },
+      { kind: 'json', file: 'config.json', sets: [[['text_layers'], '2147483648']] }), 'model.moon')],
+    ['HF num_hidden_layers 1000000', 'CONFIG_MISMATCH', async () => {
+      const hf = await hfFolder();
+      return edited('hf', { 'model.safetensors': path.join(hf, 'model.safetensors'), 'config.json': path.join(hf, 'config.json') },
+        { kind: 'json', file: 'config.json', sets: [[['num_hidden_layers'], '1000000']] });
+    }],
+  ] as [string, string, () => string | Promise<string>][])('%s: %s', async (_name, code, make) => {
+    const r = await runCli(['inspect', await make()]);
+    expect({ exitCode: r.exitCode, stdout: r.stdout }).toEqual({ exitCode: 2, stdout: '' });
+    expect(r.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(new RegExp(`^weightmap: ${code}: `))]);
+  }, 60000);
 });
 
 describe('layer counts the file cannot hold, in formats the audit did not name (each in a child process)', () => {

@@ -1,5 +1,5 @@
 /**
- * loadTokenizer builds in the tokenizer worker and hands byte-level BPE vocabularies back packed
+ * loadTokenizer builds in the tokenizer worker and hands BPE and WordPiece vocabularies back packed
  * (from the cache folder when it holds them), and the tokenizer is the one loadTokenizerSync builds
  * on this thread. How long the event loop waits meanwhile is measured by scripts/bench/load.js
  * (a test must not depend on timing the shared machine decides).
@@ -8,6 +8,7 @@ import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import type { Tokenizer } from '../../lib/tokenizers';
 import { encodeAsync, loadTokenizer, loadTokenizerSync } from '../../lib/tokenizer-loading';
+import { recipeOf } from '../../lib/tokenizers/recipes';
 import { fixture, tempDir } from '../helpers/fixtures';
 import { makeCorpus } from './corpus';
 
@@ -15,6 +16,7 @@ const QWEN3 = fixture('tokenizers', 'qwen3');
 const AJC1 = fixture('ajc1-qwen3-tiny', 'model.bin.tokenizer');
 const GGUF = fixture('gguf-quants', 'qwen2-bias', 'qwen2-bias.Q4_1.gguf');
 const MINILM = fixture('tokenizers', 'minilm', 'tokenizer.json');
+const BERT_GGUF = fixture('tokenizers', 'llama.cpp-vocab', 'ggml-vocab-bert-bge.gguf');
 
 const TEXTS = [
   ...makeCorpus(60, 7),
@@ -81,11 +83,46 @@ describe.each([
   });
 });
 
-test('a GGUF byte-level vocabulary packs too; a WordPiece tokenizer.json loads as before', async () => {
-  for (const path of [GGUF, MINILM]) expectSameTokenizer(await loadTokenizer(path), loadTokenizerSync(path));
-  expect(cacheFiles()).toHaveLength(1); // the GGUF's; WordPiece is not packed,
-  expect(cacheFiles('.none')).toHaveLength(1); // which the cache notes, so that the next load builds it here at once
-  expectSameTokenizer(await loadTokenizer(MINILM), loadTokenizerSync(MINILM));
+/** A folder holding MiniLM's vocab.txt alone (beside its tokenizer.json, loadTokenizer would read that). */
+function vocabTxtFolder(): string {
+  const dir = nodePath.join(cache.dir, 'bert-vocab-txt');
+  fs.mkdirSync(dir);
+  fs.copyFileSync(fixture('tokenizers', 'minilm', 'vocab.txt'), nodePath.join(dir, 'vocab.txt'));
+  return dir;
+}
+
+test('a GGUF byte-level vocabulary packs too, and so do WordPiece ones: tokenizer.json, vocab.txt, a GGUF BERT vocabulary', async () => {
+  const paths = [GGUF, MINILM, vocabTxtFolder(), BERT_GGUF];
+  for (const path of paths) {
+    const tokenizer = await loadTokenizer(path);
+    expect(recipeOf(tokenizer)?.recipe).toHaveProperty('packed'); // unpacked from the worker's buffer
+    expectSameTokenizer(tokenizer, loadTokenizerSync(path));
+  }
+  expect(cacheFiles()).toHaveLength(paths.length);
+  expect(cacheFiles('.none')).toHaveLength(0);
+  for (const path of paths) expectSameTokenizer(await loadTokenizer(path), loadTokenizerSync(path)); // from the cache
+});
+
+describe.each([
+  ['with the cache', undefined],
+  ['with WEIGHTMAP_CACHE=off', 'off'],
+])('a WordPiece tokenizer.json is never parsed on this thread (%s)', (_name, setting) => {
+  test('the worker builds it; this thread parses only the packed header', async () => {
+    if (setting) process.env.WEIGHTMAP_CACHE = setting;
+    const size = fs.statSync(MINILM).size;
+    const parse = jest.spyOn(JSON, 'parse');
+    const loaded: Tokenizer[] = [];
+    let longest = 0;
+    try {
+      for (let pass = 0; pass < 2; pass++) loaded.push(await loadTokenizer(MINILM)); // cold then warm (or twice uncached)
+      longest = Math.max(0, ...parse.mock.calls.map(([text]) => String(text).length));
+    } finally {
+      parse.mockRestore();
+    }
+    expect(longest).toBeLessThan(size / 20);
+    for (const tokenizer of loaded) expectSameTokenizer(tokenizer, loadTokenizerSync(MINILM));
+    expect(cacheFiles()).toHaveLength(setting === 'off' ? 0 : 1);
+  });
 });
 
 test('a damaged cache file is rebuilt over, and a changed source is not served from the cache', async () => {

@@ -1,15 +1,23 @@
 /**
  * Differential test against Hugging Face's Rust tokenizers over a generated corpus: Qwen3
  * (byte-level BPE, from tokenizer.json and from the ajc1 .tokenizer alone) and
- * MiniLM (WordPiece), encode and decode.
+ * MiniLM (WordPiece), encode and decode, built directly and packed as the tokenizer worker hands it over.
  */
 import { fixture } from '../helpers/fixtures';
 import { tokenizerFromJson, type Tokenizer } from '../../lib/tokenizers';
 import { loadTokenizerSync } from '../../lib/tokenizer-loading';
+import { packTokenizer, unpackTokenizer } from '../../lib/tokenizers/packed';
 import { makeCorpus } from './corpus';
 import { hfFromJson, hfMiniLm, qwen3TokenizerJson } from './hf-reference';
 
 const CORPUS = makeCorpus(3000);
+
+/** The tokenizer as the worker hands it over: packed into one buffer, then unpacked (lib/tokenizers/packed.ts). */
+function repacked(tokenizer: Tokenizer): Tokenizer {
+  const packed = packTokenizer(tokenizer, { test: true });
+  if (!packed) throw new Error(`a ${tokenizer.kind} tokenizer did not pack`);
+  return unpackTokenizer(packed);
+}
 
 function firstMismatches(tok: Tokenizer, expected: number[][], opts: object): string[] {
   const bad: string[] = [];
@@ -60,11 +68,15 @@ describe('MiniLM WordPiece vs HF tokenizers', () => {
   it.each([
     ['tokenizer.json', () => loadTokenizerSync(fixture('tokenizers', 'minilm', 'tokenizer.json'))],
     ['vocab.txt', () => loadTokenizerSync(fixture('tokenizers', 'minilm', 'vocab.txt'))],
+    ['tokenizer.json, packed as the tokenizer worker packs it', () => repacked(loadTokenizerSync(fixture('tokenizers', 'minilm', 'tokenizer.json')))],
   ])('encode from %s: identical ids', (_n, load) => {
     expect(firstMismatches(load(), hfIds, { maxLength: Infinity })).toEqual([]);
   });
-  it('decode: identical text, with and without special tokens', async () => {
-    const ours = loadTokenizerSync(fixture('tokenizers', 'minilm', 'tokenizer.json'));
+  it.each([
+    ['tokenizer.json', () => loadTokenizerSync(fixture('tokenizers', 'minilm', 'tokenizer.json'))],
+    ['tokenizer.json, packed', () => repacked(loadTokenizerSync(fixture('tokenizers', 'minilm', 'tokenizer.json')))],
+  ])('decode from %s: identical text, with and without special tokens', async (_n, load) => {
+    const ours = load();
     const sample = hfIds.filter((_, i) => i % 5 === 0);
     for (const skip of [false, true]) {
       const expected = await hf.decodeBatch(sample, skip);

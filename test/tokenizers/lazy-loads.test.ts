@@ -1,7 +1,7 @@
 /**
  * Loads that used to hold the JS thread: a GGUF carrying a Qwen3-sized vocabulary (its strings
  * are decoded on first use, and loadModel hands the file to the tokenizer worker), the
- * conversion that writes one (in slices), and a WordPiece tokenizer.json (built in slices).
+ * conversion that writes one (in slices), and a WordPiece tokenizer.json (built and packed in the worker).
  * The results are checked here; how long the loop waits is measured by scripts/bench/load.js.
  */
 import * as fs from 'node:fs';

@@ -1,10 +1,11 @@
 /**
- * Packed tokenizers (lib/tokenizers/packed.ts): a round trip keeps every id, of a byte-level BPE
- * and of a byte-fallback BPE (Gemma 3), and a packed file is input like any other: damage, truncation and out-of-range ids or offsets are typed errors, even
+ * Packed tokenizers (lib/tokenizers/packed.ts): a round trip keeps every id, of a byte-level BPE,
+ * of a byte-fallback BPE (Gemma 3) and of WordPiece (MiniLM), and a packed file is input like any other: damage, truncation and out-of-range ids or offsets are typed errors, even
  * when the checksum has been made to match.
  */
+import * as fs from 'node:fs';
 import * as zlib from 'node:zlib';
-import { tokenizerFromJson } from '../../lib/tokenizers';
+import { tokenizerFromData, tokenizerFromJson, type Tokenizer } from '../../lib/tokenizers';
 import { loadTokenizerSync } from '../../lib/tokenizer-loading';
 import { checkPacked, packTokenizer, unpackTokenizer } from '../../lib/tokenizers/packed';
 import { fixture } from '../helpers/fixtures';
@@ -112,7 +113,8 @@ test.each([
 });
 
 test.each([
-  ['an unknown kind', (h: any) => (h.kind = 'wordpiece')],
+  ['an unknown kind', (h: any) => (h.kind = 'sentencepiece-bpe')],
+  ['the options of another kind (WordPiece)', (h: any) => (h.kind = 'wordpiece')],
   ['a fractional added-token id', (h: any) => (h.addedTokens[0][0] = 1.5)],
   ['added-token flags past the five there are', (h: any) => (h.addedTokens[0][2] = 32)],
   ['a negative wrapping id', (h: any) => (h.wrapping.prefix = [-1])],
@@ -165,3 +167,71 @@ describe('a byte-fallback BPE (Gemma 3: 262k tokens, 6k added tokens, a decoder 
     expect(() => checkPacked(withHeader(change, bytes), 'f')).toThrow(expect.objectContaining({ name: 'WeightFormatError', path: 'f' }));
   });
 });
+
+/** Every id's token, the ids of every token, and encode/decode of the corpus, as `expected` gives them. */
+function expectSameWordPiece(back: Tokenizer, expected: Tokenizer): void {
+  expect([back.kind, back.vocabSize, back.specialIds]).toEqual([expected.kind, expected.vocabSize, expected.specialIds]);
+  for (const text of [...makeCorpus(80, 9), '[CLS] Hello [MASK] world [SEP]', 'naïve CAFÉ 東京 🙂', 'unaffable ' + 'x'.repeat(120)]) {
+    const ids = expected.encode(text);
+    expect(back.encode(text)).toEqual(ids);
+    expect(back.encode(text, { addSpecialTokens: false })).toEqual(expected.encode(text, { addSpecialTokens: false }));
+    expect(back.decode(ids)).toBe(expected.decode(ids));
+    expect(back.decode(ids, { skipSpecialTokens: true })).toBe(expected.decode(ids, { skipSpecialTokens: true }));
+  }
+  for (let id = 0; id <= expected.vocabSize; id++) {
+    const token = expected.idToToken(id);
+    expect(back.idToToken(id)).toBe(token);
+    expect(back.isSpecial(id)).toBe(expected.isSpecial(id));
+    if (token !== undefined) expect(back.tokenToId(token)).toBe(expected.tokenToId(token));
+  }
+}
+
+function packed8(tokenizer: Tokenizer): Uint8Array {
+  return new Uint8Array(packTokenizer(tokenizer, { test: true })!);
+}
+
+describe('WordPiece (MiniLM)', () => {
+  const json = loadTokenizerSync(fixture('tokenizers', 'minilm', 'tokenizer.json'));
+  const bytes = packed8(json);
+
+  test.each([
+    ['tokenizer.json', json],
+    ['vocab.txt', tokenizerFromData(vocabTxtData(fixture('tokenizers', 'minilm', 'vocab.txt')), 'vocab.txt')],
+  ])('from %s: packs, passes the checks, and unpacks to the same ids, tokens and decoding', (_name, source) => {
+    const packedBytes = packed8(source);
+    expect(layout(packedBytes).end).toBe(packedBytes.length);
+    expect(layout(packedBytes).header.kind).toBe('wordpiece');
+    expect(() => checkPacked(packedBytes, 'packed')).not.toThrow();
+    expectSameWordPiece(unpackTokenizer(packedBytes), source);
+  });
+
+  test('a vocab.txt line that repeats: the token maps to its last id, and the first id keeps its string', () => {
+    const tokens = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'hello', '##lo', 'hel', 'hello', 'world'];
+    const source = tokenizerFromData({ kind: 'wordpiece', tokens, specialIds: { pad: 0, unk: 1, cls: 2, sep: 3, mask: 4 }, doLowerCase: true }, 'dup');
+    expect([source.tokenToId('hello'), source.idToToken(5)]).toEqual([8, 'hello']);
+    const repacked = packed8(source);
+    expect(() => checkPacked(repacked, 'packed')).not.toThrow();
+    const back = unpackTokenizer(repacked);
+    expect([back.tokenToId('hello'), back.idToToken(5), back.encode('hello world hello')]).toEqual([8, 'hello', [2, 8, 9, 8, 3]]);
+    expectSameWordPiece(back, source);
+  });
+
+  test.each([
+    ['an unknown token that is in neither the vocabulary nor the added tokens', (h: any) => (h.unkToken = '[NOPE]')],
+    ['a normalizer weightmap does not have', (h: any) => (h.normalizer = { type: 'Precompiled' })],
+    ['a negative word length limit', (h: any) => (h.maxChars = -1)],
+    ['a cleanup flag that is no boolean', (h: any) => (h.cleanup = 'yes')],
+    ['the options of a BPE kind', (h: any) => (h.kind = 'byte-level-bpe')],
+  ])('a header with %s is a typed error', (_what, change) => {
+    expect(() => checkPacked(withHeader(() => undefined, bytes), 'f')).not.toThrow();
+    expect(() => checkPacked(withHeader(change, bytes), 'f')).toThrow(expect.objectContaining({ name: 'WeightFormatError', path: 'f' }));
+  });
+});
+
+/** A vocab.txt as BertTokenizer reads it (one token a line, its index the id): written out here, not by the code under test. */
+function vocabTxtData(path: string) {
+  const tokens = fs.readFileSync(path, 'utf8').split('\n');
+  if (tokens[tokens.length - 1] === '') tokens.pop();
+  const at = (t: string) => tokens.indexOf(t);
+  return { kind: 'wordpiece' as const, tokens, specialIds: { pad: at('[PAD]'), unk: at('[UNK]'), cls: at('[CLS]'), sep: at('[SEP]'), mask: at('[MASK]') }, doLowerCase: true };
+}
