@@ -18,6 +18,8 @@
 // printed first).
 //   node scripts/bench/kernels.js [--isa avx512vnni,avx2] [--threads 1,2] [--reps 9] [--m 128]
 //     [--only matvec,matmul,qwen3,decode,hgemm,gemmi8,ggml] [--types q4_0,q4_k,...]
+//     [--matvec-shapes 32000x288x32,768x288x32]   (rows x cols x group of the matvec_q8 rows;
+//                                                  those two: stories15M's classifier and w1)
 'use strict';
 const crypto = require('node:crypto');
 const os = require('node:os');
@@ -111,11 +113,10 @@ console.log(
 
 if (only.includes('matvec')) {
   console.log('\nmatvec_q8 (decode): W [rows, cols] Q8_0 · x');
-  for (const [rows, cols, group] of [
-    [3072, 1024, 64],
-    [1024, 3072, 64],
-    [3072, 1024, 32],
-  ]) {
+  const shapes = opt('matvec-shapes', '3072x1024x64,1024x3072x64,3072x1024x32')
+    .split(',')
+    .map((s) => s.split('x').map(Number));
+  for (const [rows, cols, group] of shapes) {
     const w = q8Weights(rows, cols, group);
     const x = q8Acts(1, cols, group);
     const y = new Float32Array(rows);
