@@ -122,6 +122,10 @@ struct FloatZ {
     return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
   }
   static __m512i ld(const void* p) { return _mm512_loadu_si512(p); }
+  // 32 bytes into the lower half, the upper half zero (a ymm load zeroes the rest of the zmm)
+  static __m512i ld_half(const void* p) {
+    return _mm512_zextsi256_si512(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
+  }
   static __m512i acc_zero() { return _mm512_setzero_si512(); }
   static __m512i acc_lane0(int32_t v) { return _mm512_maskz_set1_epi32(1, v); }
   static __m512i acc_ld(const int32_t* p) { return _mm512_loadu_si512(p); }
@@ -340,12 +344,13 @@ void MatvecQ8Other(const int8_t* wq, const float* ws, const int8_t* xq, const fl
 }
 
 // matvec_q8_rows, and matvec_q8 as its m = 1. 8 activation rows per tile: 16 accumulators of the
-// 32 registers. Group 32 in whole zmm: two groups per vector; multiples of 64: zmm; odd multiples
-// of 32: ymm. The choice depends on cols and group only, never on m.
+// 32 registers. Group 32 in zmm: two groups per vector (an odd count's last group in a half-zero
+// zmm); multiples of 64: zmm; odd multiples of 32 (group 96, ...): ymm. The choice depends on cols
+// and group only, never on m.
 template <class QZ, class QY>
 void MatvecQ8RowsT(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t m,
                    int64_t cols, int64_t ldy, int group, int64_t r0, int64_t r1) {
-  if (group == 32 && cols % 64 == 0) return Q8MatvecRows<QZ, true, 8>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
+  if (group == 32) return Q8MatvecRows<QZ, true, 8>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
   if (group % 64 == 0) return Q8MatvecRows<QZ, false, 8>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
   if (group % 32 == 0) return Q8MatvecRows<QY, false, 8>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
   Q8MatvecEachRow<MatvecQ8Other<QZ>>(wq, ws, xq, xs, y, m, cols, ldy, group, r0, r1);
@@ -354,7 +359,7 @@ void MatvecQ8RowsT(const int8_t* wq, const float* ws, const int8_t* xq, const fl
 // The split form of MatvecQ8RowsT (the same choice of tile for the three).
 enum class RowsShape { kPairs, kZmm, kYmm, kEachRow };
 RowsShape RowsShapeOf(int64_t cols, int group) {
-  if (group == 32 && cols % 64 == 0) return RowsShape::kPairs;
+  if (group == 32) return RowsShape::kPairs;
   if (group % 64 == 0) return RowsShape::kZmm;
   if (group % 32 == 0) return RowsShape::kYmm;
   return RowsShape::kEachRow;

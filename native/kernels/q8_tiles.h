@@ -21,6 +21,7 @@
 //     static FV cvt(A); static FV fzero(); static FV fset1(float); static FV fld(const float*);
 //     static FV fmul(FV, FV); static FV ffma(FV a, FV b, FV c); static float freduce(FV);
 //     static FV fpair(const float* s);  // 64-byte vectors only: lanes [0, 8) s[0], [8, 16) s[1]
+//     static D ld_half(const void*);    // 64-byte vectors only: 32 bytes, the upper half zero
 //     static FV fquad(const float* s);  // 64-byte vectors only: lane l s[kQuadGroup[l]] (below)
 //     static A combine2(A a, A b);      // 64-byte vectors only: per 128-bit lane [a0+a2, a1+a3, b0+b2, b1+b3]
 //     static void relayout(const int8_t* src, const Q8Layout&, int group, uint32_t flip, uint8_t* dst);
@@ -56,6 +57,10 @@ inline int64_t Q8Align64(int64_t bytes) { return (bytes + 63) & ~int64_t(63); }
 // cvt, scale product and fma run once per two units (the float side is most of the work per
 // weight byte at 8 rows: one vpdpbusd against three float operations per unit and row); units of
 // pairs alternate between the two accumulators, an odd last unit goes to the second.
+// Pairs with cols an odd multiple of 32 (stories15M's 288): the last group is a half unit, its 32
+// weight bytes loaded into the lower half of a vector (ld_half: the upper half zero, so its lanes
+// hold 0 and add nothing), scaled by its one group's scales, into the first accumulator. The row
+// then runs at the pair rate but for that one group (before: the whole row one group per ymm).
 // This arithmetic is the same for every m: up to MaxM activation rows share each weight vector
 // load and its preparation, and a row's result is independent of m, of the tile it lands in and
 // of the row range (batched decode gives the tokens of single steps by construction).
@@ -71,7 +76,9 @@ inline int64_t Q8Align64(int64_t bytes) { return (bytes + 63) & ~int64_t(63); }
 // interleaved unit by unit so that one pointer and constant offsets reach every row of the tile
 // (separate row pointers ran out of registers and made the loop load-bound):
 //   per unit: x [vectors per unit][mm][kBytes] (kBias: x ^ 0x80), xscale [mm][lanes] f32;
-//   Pairs, per two units: x [2][mm][kBytes], xscale [mm][16] in combine2's lane order (fquad).
+//   Pairs, per two units: x [2][mm][kBytes], xscale [mm][16] in combine2's lane order (fquad);
+//   Pairs' half unit (last): x [mm][kBytes] (the group's 32 bytes, then 32 zeros),
+//   xscale [mm][16] (lanes [0, 8) the group's scale, [8, 16) 0).
 // That is 3 (Pairs) to 4 bytes per column and row: the 8 rows of a 3072-column row in 36 KB of L1.
 
 // Software prefetch distance of the weight stream (bytes ahead of the row being read) and of the
@@ -83,23 +90,28 @@ constexpr int64_t kQ8PrefetchBytes = 4096;
 // weight row is then read once per tile, the second time from L1).
 constexpr int64_t kQ8TileBytes = 40 << 10;
 
-// The unit shape of a call: Pairs needs group * 2 == kBytes and cols % kBytes == 0; otherwise
-// group % kBytes == 0.
+// The unit shape of a call: Pairs needs group * 2 == kBytes (cols % kBytes == group: a last half
+// unit); otherwise group % kBytes == 0.
 template <class Q, bool Pairs>
 struct Q8Units {
-  int64_t count;  // units per row
+  int64_t count;  // whole units per row
   int vectors;    // vectors per unit
+  bool half;      // Pairs: one more group after the whole units, as a half unit
   int64_t Bytes(int mm) const {  // prepared activation bytes of one unit for mm rows
     return int64_t(mm) * Q::kBytes * (vectors + 1);
   }
   // Pairs: units go two by two (x of both, then one vector of scales per row), an odd last one alone.
   int64_t TwoBytes(int mm) const { return int64_t(mm) * Q::kBytes * 3; }
+  // Pairs: where the half unit's prepared block starts (after the pairs and the odd unit)
+  int64_t HalfOffset(int mm) const { return count / 2 * TwoBytes(mm) + count % 2 * Bytes(mm); }
   int64_t RowBytes(int mm) const {
-    if constexpr (Pairs) return count / 2 * TwoBytes(mm) + count % 2 * Bytes(mm);
+    if constexpr (Pairs) return HalfOffset(mm) + (half ? Bytes(mm) : 0);
     else return count * Bytes(mm);
   }
   Q8Units(int64_t cols, int group)
-      : count(Pairs ? cols / Q::kBytes : cols / group), vectors(Pairs ? 1 : group / Q::kBytes) {}
+      : count(Pairs ? cols / Q::kBytes : cols / group),
+        vectors(Pairs ? 1 : group / Q::kBytes),
+        half(Pairs && cols % Q::kBytes != 0) {}
 };
 
 // Where the prepared rows go: tile i0 (rows [i0, i0 + mm)) at prep + i0 · row_bytes.
@@ -157,6 +169,15 @@ void Q8PrepareRow(const Q8Units<Q, Pairs>& un, const int8_t* xi, const float* xs
     }
     float* sl = reinterpret_cast<float*>(p + x_bytes + b * Q::kBytes);
     for (int l = 0; l < L; ++l) sl[l] = Pairs ? xsi[2 * u + (l < L / 2 ? 0 : 1)] : xsi[u];
+  }
+  if (Pairs && un.half) {
+    // group 2·count: its bytes in the lower half, zeros above; its scale in the lower lanes, 0 above
+    uint8_t* p = tile + un.HalfOffset(mm);
+    uint8_t* d = p + int64_t(b) * Q::kBytes;
+    const uint8_t* src = reinterpret_cast<const uint8_t*>(xi + un.count * Q::kBytes);
+    for (int e = 0; e < Q::kBytes; ++e) d[e] = e < Q::kBytes / 2 ? uint8_t(src[e] ^ flip) : uint8_t(0);
+    float* sl = reinterpret_cast<float*>(p + (int64_t(mm) + b) * Q::kBytes);
+    for (int l = 0; l < L; ++l) sl[l] = l < L / 2 ? xsi[2 * un.count] : 0.0f;
   }
 }
 
@@ -265,6 +286,26 @@ void Q8MatvecTile(const int8_t* w, const float* ws, const uint8_t* xt, const Q8U
     if (q < un.count / 2) units2(q, std::integral_constant<int, 0>());
     // the odd last unit alone, after the pairs (Q8PrepareRow's layout)
     if (un.count % 2) unit_at(un.count - 1, xt + un.count / 2 * two, std::integral_constant<int, 1>());
+    if (un.half) {
+      // The last group g = 2·count alone. Weights: [32 bytes of w, 32 zeros] (ld_half), so lanes
+      // [8, 16) of every ia are 0 (kBias: the correction of zero bytes is 0 as well, and x's upper
+      // bytes, prepared 0, meet zero weights). Prepared block at p: x [M][kBytes], xscale [M][16]
+      // (lanes [8, 16) 0). Scales: w_s[g] broadcast; the zero lanes add 0 to the first chain.
+      const uint8_t* p = xt + un.HalfOffset(M);
+      const typename Q::D wd = Q::ld_half(w + un.count * Q::kBytes);
+      const FV wsg = Q::fset1(ws[2 * un.count]);
+      const A corr = Q8WeightCorr<Q>(Q::acc_zero(), wd);
+      A ia[M];
+      if constexpr (Q::kBias) {
+        for (int b = 0; b < M; ++b) ia[b] = Q::dot_xw(corr, Q::ld(p + b * Q::kBytes), wd);
+      } else {
+        const auto wv = Q::prep_raw(wd);
+        for (int b = 0; b < M; ++b) ia[b] = Q::dot(corr, wv, Q::ld(p + b * Q::kBytes));
+      }
+      for (int b = 0; b < M; ++b)
+        acc[0][b] = Q::ffma(Q::cvt(ia[b]), Q::fmul(wsg, Q::fld(reinterpret_cast<const float*>(p + (M + b) * Q::kBytes))),
+                            acc[0][b]);
+    }
   } else {
     int64_t u = 0;
     for (; u + 2 <= un.count; u += 2) {

@@ -111,6 +111,8 @@ const SHAPES: Array<[number, number, number, number]> = [
   [32, 32, 1, 1],
   [32, 96, 3, 2],
   [32, 1024, 7, 3],
+  [32, 288, 17, 3], // odd multiples of 32: AVX-512 pairs of groups, then one lone group
+  [32, 800, 5, 9],
   [64, 64, 31, 5],
   [64, 192, 33, 7],
   [64, 17 * 64, 3, 4],
