@@ -12,7 +12,9 @@ import { llama2cFormat } from '../../lib/formats/llama2c';
 import { native } from '../../lib/native';
 import { closeWeights, type ModelWeights } from '../../lib/weights';
 import { fixture, readJson } from '../helpers/fixtures';
+import { testWorkspace } from '../helpers/workspace';
 import { greedy, storiesExpected } from './decoder-helpers';
+import { tinyDecoder, writeHfFolder } from './tiny-decoder';
 
 const GREEDY = { temperature: 0 };
 
@@ -190,6 +192,45 @@ describe.each(GGUF)('gguf-quants %s: %s', (folder, file, ids) => {
       { prompt: ids, join: 0, steps: 10 },
       { prompt: ids.slice(0, Math.max(1, ids.length >> 1)), join: 1, steps: 8 },
       { prompt: ids.slice(-3), join: 3, steps: 6 },
+    ];
+    const tokens = await batched(engine, members);
+    for (const [i, m] of members.entries()) expect(tokens[i]).toEqual(await alone(engine, m));
+    engine.dispose();
+    closeWeights(weights);
+  });
+});
+
+describe('tiny Mistral quantized to Q8_0 at load, every width an odd multiple of 32', () => {
+  // hidden 96, q/o 96, intermediate 288 (stories15M's dim): on AVX-512 each row runs as pairs of
+  // zmm groups plus one lone group, in the single step (matvec_q8) and the batched one (the
+  // prepared rows form) alike.
+  const ws = testWorkspace('decoder-batch-q8tail-');
+  const hf = {
+    architectures: ['MistralForCausalLM'],
+    model_type: 'mistral',
+    hidden_size: 96,
+    intermediate_size: 288,
+    num_hidden_layers: 2,
+    num_attention_heads: 3,
+    num_key_value_heads: 1,
+    head_dim: 32,
+    vocab_size: 352,
+    max_position_embeddings: 128,
+    rms_norm_eps: 1e-5,
+    rope_theta: 10000,
+    sliding_window: null,
+    hidden_act: 'silu',
+    tie_word_embeddings: true,
+  };
+  test('batched steps give the tokens of single steps', async () => {
+    const dir = writeHfFolder(tinyDecoder(hf, 14), ws.fresh('model'));
+    const weights = await readWeights(dir);
+    const engine = await DecoderEngine.load(weights, { threads: 2, quant: 'q8_0' });
+    const prompt = Array.from({ length: 9 }, (_, i) => (i * 37 + 5) % 352);
+    const members: Member[] = [
+      { prompt, join: 0, steps: 14 },
+      { prompt: prompt.slice(0, 3), join: 1, steps: 10 },
+      { prompt: prompt.slice(4), join: 3, steps: 9 },
     ];
     const tokens = await batched(engine, members);
     for (const [i, m] of members.entries()) expect(tokens[i]).toEqual(await alone(engine, m));
