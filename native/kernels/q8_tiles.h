@@ -337,7 +337,7 @@ void Q8MatvecPrepared(const int8_t* wq, const float* ws, const uint8_t* prep, fl
   const int64_t groups = cols / group;
   const char* w_end = reinterpret_cast<const char*>(wq + r1 * cols);
   const int64_t scale_rows_ahead = kQ8PrefetchBytes / cols + 1;
-  auto prefetch = [&](int64_t r) {
+  for (int64_t r = r0; r < r1; ++r) {
 #if defined(__GNUC__)
     const char* ahead = reinterpret_cast<const char*>(wq + r * cols) + kQ8PrefetchBytes;
     for (int64_t off = 0; off < cols && ahead + off < w_end; off += 64) __builtin_prefetch(ahead + off);
@@ -345,18 +345,6 @@ void Q8MatvecPrepared(const int8_t* wq, const float* ws, const uint8_t* prep, fl
       for (int64_t off = 0; off < groups * int64_t(sizeof(float)); off += 64)
         __builtin_prefetch(reinterpret_cast<const char*>(ws + (r + scale_rows_ahead) * groups) + off);
 #endif
-  };
-  if (m == 1) {
-    // single-token decode: the one-row tile straight (TileAny would pick it too), so that short
-    // rows (288 columns) do not pay its chain of tile sizes per weight row
-    for (int64_t r = r0; r < r1; ++r) {
-      prefetch(r);
-      Q8MatvecTile<Q, Pairs, 1>(wq + r * cols, ws + r * groups, prep, sh.un, y + r, ldy);
-    }
-    return;
-  }
-  for (int64_t r = r0; r < r1; ++r) {
-    prefetch(r);
     for (int64_t i0 = 0; i0 < m; i0 += sh.tile_rows)
       Q8MatvecTileAny<Q, Pairs, MaxM>(sh.Rows(m, i0), wq + r * cols, ws + r * groups, prep + i0 * sh.row_bytes,
                                       sh.un, y + i0 * ldy + r, ldy);
