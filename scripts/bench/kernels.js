@@ -20,6 +20,7 @@
 //     [--only matvec,matmul,qwen3,decode,hgemm,gemmi8,ggml] [--types q4_0,q4_k,...]
 //     [--matvec-shapes 32000x288x32,768x288x32]   (rows x cols x group of the matvec_q8 rows;
 //                                                  those two: stories15M's classifier and w1)
+//     [--decode-group 64]                          (Q8_0 group of the Qwen3 layers of --only decode)
 'use strict';
 const crypto = require('node:crypto');
 const os = require('node:os');
@@ -177,7 +178,7 @@ if (only.includes('qwen3')) {
 }
 
 if (only.includes('decode')) {
-  const group = 64;
+  const group = Number(opt('decode-group', '64'));
   const distinct = 4; // 4 × 15.7 MB of weights: more than any L3 here, so every token streams from memory
   console.log(`\nQwen3-0.6B linear layers, decode of 1 token (Q8_0 group ${group}; 28 layers, ${distinct} distinct in turn)`);
   const layers = Array.from({ length: distinct }, () =>
