@@ -3,10 +3,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <set>
 #include <utility>
 #include <vector>
 
 #include "engines/decoder.h"
+#include "engines/in_place_pages.h"
 
 namespace weightmap {
 namespace decoder {
@@ -118,6 +120,16 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
     m.embed_ = &embed;
   }
 
+  // Before any tensor is read: the matrices used in place are streamed whole every token, so 2 MB
+  // pages map no byte that a token does not read; an untied embedding is looked up a row at a time
+  // and stays in small pages, so that its memory is still the rows touched.
+  bool huge = false;
+  if (options.quant == WeightQuant::Keep) {
+    std::set<std::string> partial;
+    if (!c.tied) partial.insert("model.embed_tokens.weight");
+    huge = AdviseStreamedHugePages(s, partial) > 0;
+  }
+
   // An RMSNorm weight as the kernel multiplies by: norm_offset + w (Gemma's HF weights hold w).
   auto norm = [&](const std::string& name, int64_t n) {
     std::vector<float> w = LoadVector(s, name, n, &m.cost_);
@@ -174,7 +186,7 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
       if (t.scales) add(t.scales, uint64_t(t.numel / t.group) * sizeof(float));
     }
     m.pool_->ParallelFor(int64_t(pieces.size()), 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; i++) Prefault(pieces[i].first, pieces[i].second);
+      for (int64_t i = b; i < e; i++) Prefault(pieces[i].first, pieces[i].second, huge);
     });
   }
   m.load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
