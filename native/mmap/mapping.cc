@@ -171,6 +171,13 @@ void Mapping::Advise(uint64_t offset, uint64_t length, Advice advice) const {
     case Advice::Random: flag = MADV_RANDOM; break;
     case Advice::WillNeed: flag = MADV_WILLNEED; break;
     case Advice::DontNeed: flag = MADV_DONTNEED; break;
+    case Advice::PageOut:
+#ifdef MADV_PAGEOUT
+      flag = MADV_PAGEOUT;
+      break;
+#else
+      return;
+#endif
   }
   // Advice is a hint: a failure changes nothing about correctness.
   (void)::madvise(const_cast<uint8_t*>(data_) + start, end - start, flag);

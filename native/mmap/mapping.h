@@ -22,7 +22,9 @@ class SystemError : public std::runtime_error {
   std::string code_;
 };
 
-enum class Advice { Normal, Sequential, Random, WillNeed, DontNeed };
+// PageOut (MADV_PAGEOUT, Linux 5.4+): reclaims the range's pages that no other process maps, clean
+// file pages included: drops a file's page cache without touching pages someone else is using.
+enum class Advice { Normal, Sequential, Random, WillNeed, DontNeed, PageOut };
 
 // Readies bytes [p, p + length) of a mapping for a compute pass that reads them all: when every
 // page is in the page cache already (a warm file), maps them into this process's page tables now
