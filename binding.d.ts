@@ -5,7 +5,8 @@
 
 import type { DecoderConfig } from './lib/architectures/decoder';
 
-export type MadviseAdvice = 'normal' | 'sequential' | 'random' | 'willneed' | 'dontneed';
+/** 'pageout' (Linux): reclaim the range's pages that no other process maps (MADV_PAGEOUT). */
+export type MadviseAdvice = 'normal' | 'sequential' | 'random' | 'willneed' | 'dontneed' | 'pageout';
 
 /** A read-only memory mapping of one file (native/napi/mapped_file.cc). */
 export declare class MappedFile {

@@ -3,10 +3,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <set>
 #include <utility>
 #include <vector>
 
 #include "engines/decoder.h"
+#include "engines/in_place_pages.h"
 
 namespace weightmap {
 namespace decoder {
@@ -118,6 +120,16 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
     m.embed_ = &embed;
   }
 
+  // Before any tensor is read: the matrices used in place are streamed whole every token, so 2 MB
+  // pages map no byte that a token does not read; an untied embedding is looked up a row at a time
+  // and stays in small pages, so that its memory is still the rows touched.
+  bool huge = false;
+  std::set<std::string> partial;
+  if (options.quant == WeightQuant::Keep) {
+    if (!c.tied) partial.insert("model.embed_tokens.weight");
+    huge = AdviseStreamedHugePages(s, partial) > 0;
+  }
+
   // An RMSNorm weight as the kernel multiplies by: norm_offset + w (Gemma's HF weights hold w).
   auto norm = [&](const std::string& name, int64_t n) {
     std::vector<float> w = LoadVector(s, name, n, &m.cost_);
@@ -164,17 +176,24 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
   // token's page faults: in pieces across the pool (one thread maps ~10 GB/s of page cache).
   if (options.quant == WeightQuant::Keep) {
     constexpr uint64_t kPiece = uint64_t(8) << 20;
-    std::vector<std::pair<const uint8_t*, uint64_t>> pieces;
-    auto add = [&](const uint8_t* p, uint64_t n) {
-      for (uint64_t at = 0; at < n; at += kPiece) pieces.emplace_back(p + at, std::min(kPiece, n - at));
+    // Under huge-page advice a cold range is faulted in (2 MB folios), not read ahead (small ones).
+    struct Piece {
+      const uint8_t* p;
+      uint64_t n;
+      bool fault_in;
+    };
+    std::vector<Piece> pieces;
+    auto add = [&](const uint8_t* p, uint64_t n, bool fault_in) {
+      for (uint64_t at = 0; at < n; at += kPiece) pieces.push_back({p + at, std::min(kPiece, n - at), fault_in});
     };
     for (const auto& [name, t] : s.tensors()) {
       if (t.dtype == DType::BF16) continue;
-      add(t.data, t.byte_length);
-      if (t.scales) add(t.scales, uint64_t(t.numel / t.group) * sizeof(float));
+      const bool fault_in = huge && !partial.count(name);
+      add(t.data, t.byte_length, fault_in);
+      if (t.scales) add(t.scales, uint64_t(t.numel / t.group) * sizeof(float), fault_in);
     }
     m.pool_->ParallelFor(int64_t(pieces.size()), 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; i++) Prefault(pieces[i].first, pieces[i].second);
+      for (int64_t i = b; i < e; i++) Prefault(pieces[i].p, pieces[i].n, pieces[i].fault_in);
     });
   }
   m.load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -76,6 +76,7 @@ class WeightsSpec {
   const uint16_t* RequireF16(const std::string& name, const std::vector<int64_t>& shape) const;
 
   const std::map<std::string, TensorRef>& tensors() const { return tensors_; }
+  const std::vector<std::shared_ptr<Mapping>>& mappings() const { return mappings_; }
   // The path of the file that holds a tensor, for messages.
   const std::string& PathOf(const TensorRef& t) const;
 

@@ -47,6 +47,36 @@ long PageSize() {
 }
 #endif
 
+#if defined(__linux__)
+constexpr size_t kHugePage = size_t(2) << 20;
+
+// Maps the whole file read-only at a 2 MB-aligned address when it is 2 MB or more, so that a range
+// advised MADV_HUGEPAGE (mmap/huge_pages.h) can be mapped by PMD: a PMD needs the address and the
+// file offset equal modulo 2 MB. Linux 6.x already aligns large file mappings; elsewhere this
+// reserves 2 MB more than needed and maps the file over its aligned part.
+void* MapAligned(int fd, size_t size) {
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED || size < kHugePage || reinterpret_cast<uintptr_t>(p) % kHugePage == 0) return p;
+  void* reserved = ::mmap(nullptr, size + kHugePage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (reserved == MAP_FAILED) return p;  // unaligned still works, in small pages
+  const uintptr_t base = reinterpret_cast<uintptr_t>(reserved);
+  const uintptr_t aligned = (base + kHugePage - 1) & ~uintptr_t(kHugePage - 1);
+  void* fixed = ::mmap(reinterpret_cast<void*>(aligned), size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
+  if (fixed == MAP_FAILED) {
+    ::munmap(reserved, size + kHugePage);
+    return p;
+  }
+  ::munmap(p, size);
+  const uintptr_t page = static_cast<uintptr_t>(PageSize());
+  const uintptr_t end = (aligned + size + page - 1) & ~(page - 1);
+  if (aligned > base) ::munmap(reserved, aligned - base);
+  if (base + size + kHugePage > end) ::munmap(reinterpret_cast<void*>(end), base + size + kHugePage - end);
+  return fixed;
+}
+#elif !defined(_WIN32)
+void* MapAligned(int fd, size_t size) { return ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0); }
+#endif
+
 }  // namespace
 
 std::shared_ptr<Mapping> Mapping::Open(const std::string& path) {
@@ -98,7 +128,7 @@ std::shared_ptr<Mapping> Mapping::Open(const std::string& path) {
     m->data_ = kEmpty;
     return m;
   }
-  void* p = ::mmap(nullptr, m->size_, PROT_READ, MAP_SHARED, fd, 0);
+  void* p = MapAligned(fd, m->size_);
   ::close(fd);  // the mapping keeps its own reference to the file
   if (p == MAP_FAILED) {
     m->size_ = 0;
@@ -141,6 +171,13 @@ void Mapping::Advise(uint64_t offset, uint64_t length, Advice advice) const {
     case Advice::Random: flag = MADV_RANDOM; break;
     case Advice::WillNeed: flag = MADV_WILLNEED; break;
     case Advice::DontNeed: flag = MADV_DONTNEED; break;
+    case Advice::PageOut:
+#ifdef MADV_PAGEOUT
+      flag = MADV_PAGEOUT;
+      break;
+#else
+      return;
+#endif
   }
   // Advice is a hint: a failure changes nothing about correctness.
   (void)::madvise(const_cast<uint8_t*>(data_) + start, end - start, flag);
@@ -152,7 +189,7 @@ void Mapping::Advise(uint64_t offset, uint64_t length, Advice advice) const {
 #endif
 }
 
-void Prefault(const uint8_t* p, uint64_t length) {
+void Prefault(const uint8_t* p, uint64_t length, bool fault_in) {
 #ifndef _WIN32
   if (length == 0) return;
   const uintptr_t page = static_cast<uintptr_t>(PageSize());
@@ -162,7 +199,7 @@ void Prefault(const uint8_t* p, uint64_t length) {
   std::vector<unsigned char> resident((end - start + page - 1) / page);
   if (::mincore(range, end - start, resident.data()) != 0) return;
   for (unsigned char r : resident) {
-    if ((r & 1) == 0) {
+    if ((r & 1) == 0 && !fault_in) {
       (void)::madvise(range, end - start, MADV_WILLNEED);
       return;
     }

@@ -16,7 +16,8 @@ Advice ParseAdvice(Napi::Env env, const std::string& name) {
   if (name == "random") return Advice::Random;
   if (name == "willneed") return Advice::WillNeed;
   if (name == "dontneed") return Advice::DontNeed;
-  ThrowTypeError(env, "advice must be one of normal, sequential, random, willneed, dontneed");
+  if (name == "pageout") return Advice::PageOut;
+  ThrowTypeError(env, "advice must be one of normal, sequential, random, willneed, dontneed, pageout");
   return Advice::Normal;
 }
 
