@@ -89,8 +89,8 @@ test('a source file replaced since it was read is converted here, from the weigh
   const weights = await readWeights(copy);
   const spy = jest.spyOn(vocabConvert, 'ggufVocabulary');
   try {
-    const later = new Date(Date.now() + 60_000);
-    fs.utimesSync(`${copy}.tokenizer`, later, later);
+    const other = new Date('2001-02-03T04:05:06Z'); // any time but the file's own
+    fs.utimesSync(`${copy}.tokenizer`, other, other);
     await writeWeights(weights, path.join(dir, 'out.gguf'), { format: 'gguf' });
     expect(spy).toHaveBeenCalled();
   } finally {
