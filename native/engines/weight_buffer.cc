@@ -2,6 +2,8 @@
 
 #include <new>
 
+#include "mmap/huge_pages.h"
+
 #if defined(__linux__)
 #include <sys/mman.h>
 #include <unistd.h>
@@ -10,14 +12,13 @@
 namespace weightmap {
 
 namespace {
-constexpr size_t kHugePage = size_t(2) << 20;
 #if defined(__linux__)
 size_t Rounded(size_t bytes) {  // to whole pages
   static const size_t page = size_t(sysconf(_SC_PAGESIZE));
   return (bytes + page - 1) / page * page;
 }
 #endif
-}
+}  // namespace
 
 WeightBuffer& WeightBuffer::operator=(WeightBuffer&& o) noexcept {
   if (this != &o) {
@@ -32,20 +33,13 @@ void WeightBuffer::Allocate(size_t bytes) {
   Release();
   if (bytes == 0) return;
 #if defined(__linux__)
-  if (bytes >= kHugePage) {
-    // Over-map by one huge page and trim, so that the buffer starts on a 2 MB boundary (a huge
-    // page needs an aligned virtual range). The end is rounded to small pages only: a last,
-    // partial 2 MB stays in 4 KB pages rather than faulting in a huge page half of padding.
+  if (bytes >= kHugePageBytes) {
+    // The end is rounded to small pages only: a last, partial 2 MB stays in 4 KB pages rather than
+    // faulting in a huge page half of padding.
     const size_t rounded = Rounded(bytes);
-    void* raw = ::mmap(nullptr, rounded + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw != MAP_FAILED) {
-      const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
-      const uintptr_t aligned = (start + kHugePage - 1) & ~(uintptr_t(kHugePage) - 1);
-      if (aligned > start) ::munmap(raw, aligned - start);
-      const uintptr_t end = aligned + rounded, raw_end = start + rounded + kHugePage;
-      if (raw_end > end) ::munmap(reinterpret_cast<void*>(end), raw_end - end);
-      (void)::madvise(reinterpret_cast<void*>(aligned), rounded, MADV_HUGEPAGE);  // advice only
-      data_ = reinterpret_cast<void*>(aligned);
+    if (void* p = MapAlignedAnonymous(rounded, PROT_READ | PROT_WRITE)) {
+      (void)::madvise(p, rounded, MADV_HUGEPAGE);  // advice only
+      data_ = p;
       bytes_ = bytes;
       mapped_ = true;
       return;

@@ -42,6 +42,25 @@ std::vector<ByteSpan> HugePageRuns(uint64_t size, const std::vector<ByteSpan>& s
   return runs;
 }
 
+void* MapAlignedAnonymous(size_t bytes, int prot) {
+#if defined(__linux__)
+  const size_t over = bytes + kHugePageBytes;
+  const int flags = MAP_PRIVATE | MAP_ANONYMOUS | (prot == PROT_NONE ? MAP_NORESERVE : 0);
+  void* raw = ::mmap(nullptr, over, prot, flags, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (start + kHugePageBytes - 1) & ~uintptr_t(kHugePageBytes - 1);
+  const uintptr_t end = aligned + bytes, raw_end = start + over;
+  if (aligned > start) ::munmap(raw, aligned - start);
+  if (raw_end > end) ::munmap(reinterpret_cast<void*>(end), raw_end - end);
+  return reinterpret_cast<void*>(aligned);
+#else
+  (void)bytes;
+  (void)prot;
+  return nullptr;
+#endif
+}
+
 uint64_t AdviseHugePages(const Mapping& mapping, const std::vector<ByteSpan>& streamed,
                          const std::vector<ByteSpan>& partial) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)

@@ -5,6 +5,7 @@
 // 2 threads: 56 tok/s through small pages, 76 through 2 MB ones).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -14,6 +15,12 @@
 namespace weightmap {
 
 constexpr uint64_t kHugePageBytes = uint64_t(2) << 20;
+
+// `bytes` (a whole number of small pages) of anonymous memory with protection `prot`, starting on a
+// 2 MB boundary (a huge page, or a PMD over a file, needs an aligned virtual range): mapped 2 MB
+// larger, then trimmed at both ends. PROT_NONE makes a reservation to map a file over with
+// MAP_FIXED. nullptr off Linux or when the kernel refuses; free with munmap(p, bytes).
+void* MapAlignedAnonymous(size_t bytes, int prot);
 
 // [begin, end) byte offsets into one mapping.
 using ByteSpan = std::pair<uint64_t, uint64_t>;

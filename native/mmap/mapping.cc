@@ -1,4 +1,5 @@
 #include "mmap/mapping.h"
+#include "mmap/huge_pages.h"
 
 #include <cerrno>
 #include <cstring>
@@ -48,29 +49,23 @@ long PageSize() {
 #endif
 
 #if defined(__linux__)
-constexpr size_t kHugePage = size_t(2) << 20;
-
 // Maps the whole file read-only at a 2 MB-aligned address when it is 2 MB or more, so that a range
 // advised MADV_HUGEPAGE (mmap/huge_pages.h) can be mapped by PMD: a PMD needs the address and the
-// file offset equal modulo 2 MB. Linux 6.x already aligns large file mappings; elsewhere this
-// reserves 2 MB more than needed and maps the file over its aligned part.
+// file offset equal modulo 2 MB. Linux 6.x already aligns large file mappings; elsewhere the file
+// is mapped again over an aligned reservation.
 void* MapAligned(int fd, size_t size) {
   void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED || size < kHugePage || reinterpret_cast<uintptr_t>(p) % kHugePage == 0) return p;
-  void* reserved = ::mmap(nullptr, size + kHugePage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (reserved == MAP_FAILED) return p;  // unaligned still works, in small pages
-  const uintptr_t base = reinterpret_cast<uintptr_t>(reserved);
-  const uintptr_t aligned = (base + kHugePage - 1) & ~uintptr_t(kHugePage - 1);
-  void* fixed = ::mmap(reinterpret_cast<void*>(aligned), size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
+  if (p == MAP_FAILED || size < kHugePageBytes || reinterpret_cast<uintptr_t>(p) % kHugePageBytes == 0) return p;
+  const uintptr_t page = static_cast<uintptr_t>(PageSize());
+  const size_t rounded = (size + page - 1) & ~(page - 1);
+  void* reserved = MapAlignedAnonymous(rounded, PROT_NONE);
+  if (!reserved) return p;  // unaligned still works, in small pages
+  void* fixed = ::mmap(reserved, size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
   if (fixed == MAP_FAILED) {
-    ::munmap(reserved, size + kHugePage);
+    ::munmap(reserved, rounded);
     return p;
   }
   ::munmap(p, size);
-  const uintptr_t page = static_cast<uintptr_t>(PageSize());
-  const uintptr_t end = (aligned + size + page - 1) & ~(page - 1);
-  if (aligned > base) ::munmap(reserved, aligned - base);
-  if (base + size + kHugePage > end) ::munmap(reinterpret_cast<void*>(end), base + size + kHugePage - end);
   return fixed;
 }
 #elif !defined(_WIN32)
