@@ -84,17 +84,22 @@ inline uint64_t GgmlU64(const uint8_t* p) {
 }
 inline uint64_t GgmlPair(uint32_t lo, uint32_t hi) { return lo | uint64_t(hi) << 32; }
 
+// The weights' pointer P and the integers read through it: `const uint8_t*` and plain integers
+// for one row, or (GgmlTwoPtr) two rows at once, each integer a GgmlTwo of their two values, so
+// that the unpacking below is written once for both.
+
 // ---------------------------------------------------------------- 32-value types
 // U::Levels(block) -> C; group = `count` consecutive blocks (count <= 8); d (and m) per block.
-template <class T, class U>
-GGML_INLINE void Unpack32(const uint8_t* p, int count, GgmlGroup<T>* g) {
-  uint64_t d[2] = {0, 0}, m[2] = {0, 0};
+template <class T, class U, class P>
+GGML_INLINE void Unpack32(P p, int count, GgmlGroup<T>* g) {
+  using W = decltype(GgmlU64(p));
+  W d[2] = {W(0), W(0)}, m[2] = {W(0), W(0)};
   for (int c = count; c < 8; c++) g->u[c] = T::czero();  // meets zero activations
   for (int c = 0; c < count; c++) {
-    const uint8_t* b = p + c * U::kBlockBytes;
+    const P b = p + c * U::kBlockBytes;
     g->u[c] = U::Levels(b);
-    d[c / 4] |= uint64_t(GgmlU16(b)) << (16 * (c % 4));
-    if (U::kMin) m[c / 4] |= uint64_t(GgmlU16(b + 2)) << (16 * (c % 4));
+    d[c / 4] |= W(GgmlU16(b)) << (16 * (c % 4));
+    if (U::kMin) m[c / 4] |= W(GgmlU16(b + 2)) << (16 * (c % 4));
   }
   g->s[0] = T::f16x8(d[0], d[1]);
   if (U::kMin) g->mn[0] = T::f16x8(m[0], m[1]);
@@ -105,8 +110,10 @@ struct GgmlQ4_0 {
   static constexpr BlockType kType = BlockType::Q4_0;
   static constexpr int kValues = 32, kBlockBytes = 18, kOff = 8, kSub = 32;
   static constexpr bool kMin = false;
-  static typename T::C Levels(const uint8_t* b) { return T::nib(b + 2); }
-  GGML_INLINE static void Unpack(const uint8_t* p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlQ4_0>(p, count, g); }
+  template <class P>
+  static typename T::C Levels(P b) { return T::nib(b + 2); }
+  template <class P>
+  GGML_INLINE static void Unpack(P p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlQ4_0>(p, count, g); }
 };
 
 template <class T>
@@ -114,8 +121,10 @@ struct GgmlQ4_1 {
   static constexpr BlockType kType = BlockType::Q4_1;
   static constexpr int kValues = 32, kBlockBytes = 20, kOff = 0, kSub = 32;
   static constexpr bool kMin = true;
-  static typename T::C Levels(const uint8_t* b) { return T::nib(b + 4); }
-  GGML_INLINE static void Unpack(const uint8_t* p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlQ4_1>(p, count, g); }
+  template <class P>
+  static typename T::C Levels(P b) { return T::nib(b + 4); }
+  template <class P>
+  GGML_INLINE static void Unpack(P p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlQ4_1>(p, count, g); }
 };
 
 template <class T>
@@ -123,8 +132,10 @@ struct GgmlQ5_0 {
   static constexpr BlockType kType = BlockType::Q5_0;
   static constexpr int kValues = 32, kBlockBytes = 22, kOff = 16, kSub = 32;
   static constexpr bool kMin = false;
-  static typename T::C Levels(const uint8_t* b) { return T::or_(T::nib(b + 6), T::expand(GgmlU32(b + 2), 16)); }
-  GGML_INLINE static void Unpack(const uint8_t* p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlQ5_0>(p, count, g); }
+  template <class P>
+  static typename T::C Levels(P b) { return T::or_(T::nib(b + 6), T::expand(GgmlU32(b + 2), 16)); }
+  template <class P>
+  GGML_INLINE static void Unpack(P p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlQ5_0>(p, count, g); }
 };
 
 template <class T>
@@ -132,8 +143,10 @@ struct GgmlQ5_1 {
   static constexpr BlockType kType = BlockType::Q5_1;
   static constexpr int kValues = 32, kBlockBytes = 24, kOff = 0, kSub = 32;
   static constexpr bool kMin = true;
-  static typename T::C Levels(const uint8_t* b) { return T::or_(T::nib(b + 8), T::expand(GgmlU32(b + 4), 16)); }
-  GGML_INLINE static void Unpack(const uint8_t* p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlQ5_1>(p, count, g); }
+  template <class P>
+  static typename T::C Levels(P b) { return T::or_(T::nib(b + 8), T::expand(GgmlU32(b + 4), 16)); }
+  template <class P>
+  GGML_INLINE static void Unpack(P p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlQ5_1>(p, count, g); }
 };
 
 template <class T>
@@ -141,8 +154,10 @@ struct GgmlQ8_0 {
   static constexpr BlockType kType = BlockType::Q8_0;
   static constexpr int kValues = 32, kBlockBytes = 34, kOff = 128, kSub = 32;
   static constexpr bool kMin = false;
-  static typename T::C Levels(const uint8_t* b) { return T::xor80(T::load(b + 2)); }
-  GGML_INLINE static void Unpack(const uint8_t* p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlQ8_0>(p, count, g); }
+  template <class P>
+  static typename T::C Levels(P b) { return T::xor80(T::load(b + 2)); }
+  template <class P>
+  GGML_INLINE static void Unpack(P p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlQ8_0>(p, count, g); }
 };
 
 template <class T>
@@ -150,8 +165,10 @@ struct GgmlIq4Nl {
   static constexpr BlockType kType = BlockType::IQ4_NL;
   static constexpr int kValues = 32, kBlockBytes = 18, kOff = 128, kSub = 32;
   static constexpr bool kMin = false;
-  static typename T::C Levels(const uint8_t* b) { return T::lut(T::nib(b + 2), kIq4nlU8); }
-  GGML_INLINE static void Unpack(const uint8_t* p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlIq4Nl>(p, count, g); }
+  template <class P>
+  static typename T::C Levels(P b) { return T::lut(T::nib(b + 2), kIq4nlU8); }
+  template <class P>
+  GGML_INLINE static void Unpack(P p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlIq4Nl>(p, count, g); }
 };
 
 // ---------------------------------------------------------------- super-blocks
@@ -163,7 +180,8 @@ struct GgmlQ2K {
   static constexpr BlockType kType = BlockType::Q2_K;
   static constexpr int kValues = 256, kBlockBytes = 84, kOff = 0, kSub = 16;
   static constexpr bool kMin = true;
-  GGML_INLINE static void Unpack(const uint8_t* p, int, GgmlGroup<T>* g) {
+  template <class P>
+  GGML_INLINE static void Unpack(P p, int, GgmlGroup<T>* g) {
     for (int h = 0; h < 2; h++) {
       const typename T::C q = T::load(p + 16 + 32 * h);
       g->u[4 * h + 0] = T::template bits2<0>(q);
@@ -173,7 +191,7 @@ struct GgmlQ2K {
     }
     const typename T::FV d = T::fset1(T::f16(GgmlU16(p + 80))), nd = T::fset1(-T::f16(GgmlU16(p + 82)));
     for (int h = 0; h < 2; h++) {
-      const uint64_t s = GgmlU64(p + 8 * h);
+      const auto s = GgmlU64(p + 8 * h);
       g->s[h] = T::fmul(d, T::cvt_u8(s & 0x0f0f0f0f0f0f0f0full));
       g->mn[h] = T::fmul(nd, T::cvt_u8((s >> 4) & 0x0f0f0f0f0f0f0f0full));  // -(dmin·m): ggml's rounding
     }
@@ -187,7 +205,8 @@ struct GgmlQ3K {
   static constexpr BlockType kType = BlockType::Q3_K;
   static constexpr int kValues = 256, kBlockBytes = 110, kOff = 4, kSub = 16;
   static constexpr bool kMin = false;
-  GGML_INLINE static void Unpack(const uint8_t* p, int, GgmlGroup<T>* g) {
+  template <class P>
+  GGML_INLINE static void Unpack(P p, int, GgmlGroup<T>* g) {
     const typename T::C hm = T::load(p);
     for (int h = 0; h < 2; h++) {
       const typename T::C q = T::load(p + 32 + 32 * h);
@@ -198,10 +217,10 @@ struct GgmlQ3K {
     }
     // Scale j: 4 low bits from nibble j % 8 of bytes 0..7 (low nibbles first), 2 high bits from
     // bits 2·(j / 4) of byte 8 + j % 4; as four bytes at a time (a, b: bytes 0..3, 4..7; c: 8..11).
-    const uint8_t* s = p + 96;
-    const uint32_t a = GgmlU32(s), b = GgmlU32(s + 4), c = GgmlU32(s + 8);
-    const uint64_t lo = GgmlPair((a & 0x0f0f0f0f) | ((c << 4) & 0x30303030), (b & 0x0f0f0f0f) | ((c << 2) & 0x30303030));
-    const uint64_t hi = GgmlPair(((a >> 4) & 0x0f0f0f0f) | (c & 0x30303030), ((b >> 4) & 0x0f0f0f0f) | ((c >> 2) & 0x30303030));
+    const P s = p + 96;
+    const auto a = GgmlU32(s), b = GgmlU32(s + 4), c = GgmlU32(s + 8);
+    const auto lo = GgmlPair((a & 0x0f0f0f0f) | ((c << 4) & 0x30303030), (b & 0x0f0f0f0f) | ((c << 2) & 0x30303030));
+    const auto hi = GgmlPair(((a >> 4) & 0x0f0f0f0f) | (c & 0x30303030), ((b >> 4) & 0x0f0f0f0f) | ((c >> 2) & 0x30303030));
     // d·(scale - 32), the subtraction exact in f32
     const typename T::FV d = T::fset1(T::f16(GgmlU16(p + 108))), m32 = T::fset1(-32.0f);
     g->s[0] = T::fmul(d, T::fadd(T::cvt_u8(lo), m32));
@@ -211,8 +230,9 @@ struct GgmlQ3K {
 
 // The 6-bit scales and mins of Q4_K / Q5_K (12 bytes): j < 4 from the low 6 bits of bytes j and
 // j + 4; j >= 4 from the nibbles of byte j + 4 and the top 2 bits of bytes j - 4 and j.
-inline void GgmlScaleMinK4(const uint8_t* s, uint64_t* sc, uint64_t* m) {
-  const uint32_t a = GgmlU32(s), b = GgmlU32(s + 4), c = GgmlU32(s + 8);
+template <class P, class W>
+GGML_INLINE void GgmlScaleMinK4(P s, W* sc, W* m) {
+  const auto a = GgmlU32(s), b = GgmlU32(s + 4), c = GgmlU32(s + 8);
   *sc = GgmlPair(a & 0x3f3f3f3f, (c & 0x0f0f0f0f) | ((a >> 2) & 0x30303030));
   *m = GgmlPair(b & 0x3f3f3f3f, ((c >> 4) & 0x0f0f0f0f) | ((b >> 2) & 0x30303030));
 }
@@ -224,8 +244,9 @@ struct GgmlQ45K {
   static constexpr BlockType kType = kFive ? BlockType::Q5_K : BlockType::Q4_K;
   static constexpr int kValues = 256, kBlockBytes = kFive ? 176 : 144, kOff = 0, kSub = 32;
   static constexpr bool kMin = true;
-  GGML_INLINE static void Unpack(const uint8_t* p, int, GgmlGroup<T>* g) {
-    const uint8_t* qs = p + (kFive ? 48 : 16);
+  template <class P>
+  GGML_INLINE static void Unpack(P p, int, GgmlGroup<T>* g) {
+    const P qs = p + (kFive ? 48 : 16);
     for (int h = 0; h < 4; h++) {
       const typename T::C q = T::load(qs + 32 * h);
       g->u[2 * h] = T::lo4(q);
@@ -235,7 +256,7 @@ struct GgmlQ45K {
       const typename T::C qh = T::load(p + 16);
       for (int c = 0; c < 8; c++) g->u[c] = T::or_(g->u[c], T::test(qh, uint8_t(1u << c), 16));
     }
-    uint64_t sc, m;
+    decltype(GgmlU64(p)) sc, m;
     GgmlScaleMinK4(p + 4, &sc, &m);
     g->s[0] = T::fmul(T::fset1(T::f16(GgmlU16(p))), T::cvt_u8(sc));
     g->mn[0] = T::fmul(T::fset1(-T::f16(GgmlU16(p + 2))), T::cvt_u8(m));
@@ -253,7 +274,8 @@ struct GgmlQ6K {
   static constexpr BlockType kType = BlockType::Q6_K;
   static constexpr int kValues = 256, kBlockBytes = 210, kOff = 32, kSub = 16;
   static constexpr bool kMin = false;
-  GGML_INLINE static void Unpack(const uint8_t* p, int, GgmlGroup<T>* g) {
+  template <class P>
+  GGML_INLINE static void Unpack(P p, int, GgmlGroup<T>* g) {
     for (int h = 0; h < 2; h++) {
       const typename T::C l0 = T::load(p + 64 * h), l1 = T::load(p + 64 * h + 32), qh = T::load(p + 128 + 32 * h);
       g->u[4 * h + 0] = T::or_(T::lo4(l0), T::template bits2_54<0>(qh));
@@ -275,10 +297,12 @@ struct GgmlIq4Xs {
   static constexpr BlockType kType = BlockType::IQ4_XS;
   static constexpr int kValues = 256, kBlockBytes = 136, kOff = 128, kSub = 32;
   static constexpr bool kMin = false;
-  GGML_INLINE static void Unpack(const uint8_t* p, int, GgmlGroup<T>* g) {
+  template <class P>
+  GGML_INLINE static void Unpack(P p, int, GgmlGroup<T>* g) {
     for (int c = 0; c < 8; c++) g->u[c] = T::lut(T::nib(p + 8 + 16 * c), kIq4nlU8);
     // nibble j of scales_l and bits 2j..2j+1 of scales_h moved to byte j
-    uint64_t lo = GgmlU32(p + 4), hi = GgmlU16(p + 2);
+    using W = decltype(GgmlU64(p));
+    W lo = W(GgmlU32(p + 4)), hi = W(GgmlU16(p + 2));
     lo = (lo | lo << 16) & 0x0000ffff0000ffffull;
     lo = (lo | lo << 8) & 0x00ff00ff00ff00ffull;
     lo = (lo | lo << 4) & 0x0f0f0f0f0f0f0f0full;
