@@ -66,8 +66,11 @@ GGML_INLINE void GgmlRowTwo(GgmlTwoPtr w, int64_t n, const GgmlRowPrep& p, float
   T2::reduce2(U2::kMin ? T2::fadd(acc, accm) : acc, y);
 }
 
-// GgmlKernels::matmul for x.m == 1: rows [r0, r1) in pairs (an odd last row alone); U1 and U2
-// are the same block type for the one-row traits T1 (which prepare the activations) and T2.
+// GgmlKernels::matmul for x.m == 1: rows [r0, r1) as two halves read side by side, row r0 + i
+// with row r0 + h + i (an odd count's last row of the first half alone), so that each half is
+// one sequential stream for the hardware prefetchers (rows r and r + 1 interleave their cache
+// lines: a third of the speed from memory). U1 and U2 are the same block type for the one-row
+// traits T1 (which prepare the activations) and T2.
 template <class T1, class U1, class T2, class U2>
 void GgmlMatvecTwo(const uint8_t* w, const Q8Act& x, float* y, int64_t r0, int64_t r1) {
   using K1 = GgmlKernel<T1, U1>;
@@ -76,11 +79,12 @@ void GgmlMatvecTwo(const uint8_t* w, const Q8Act& x, float* y, int64_t r0, int64
   int32_t* buf = static_cast<int32_t*>(Scratch(kScratchA, size_t(groups * K1::kPrepWords * 4)));
   const GgmlRowPrep prep = K1::Prep(x, 0, buf);
   const int64_t row_bytes = n / U2::kValues * U2::kBlockBytes;
+  const int64_t h = (r1 - r0 + 1) / 2;
   float out[2];
-  for (int64_t r = r0; r < r1; r += 2) {
-    const bool two = r + 1 < r1;
-    GgmlRowTwo<T2, U2>(GgmlTwoPtr{w + r * row_bytes, two ? row_bytes : 0}, n, prep, out);
+  for (int64_t r = r0; r < r0 + h; r++) {
+    const bool two = r + h < r1;
+    GgmlRowTwo<T2, U2>(GgmlTwoPtr{w + r * row_bytes, two ? h * row_bytes : 0}, n, prep, out);
     y[r] = out[0];
-    if (two) y[r + 1] = out[1];
+    if (two) y[r + h] = out[1];
   }
 }
