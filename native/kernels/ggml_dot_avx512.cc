@@ -1,8 +1,10 @@
 // The ggml dot products for AVX-512 with VNNI ("avx512vnni"; built with the avx512 flags): the
 // unpacked levels are u8 (q + offset) and vpdpbusd multiplies them with the s8 activations, each
-// lane starting at -offset·Σx (exact for every level). 32 values per ymm (AVX512-VL): on Zen 4 a
-// zmm op costs two ymm ops, and the 32-value chunks match the blocks. Byte masks (AVX512-BW) turn
-// the 5th bits and Q3_K's high bits into levels.
+// lane starting at -offset·Σx (exact for every level). The m > 1 tiles: 32 values per ymm
+// (AVX512-VL): on Zen 4 a zmm op costs two ymm ops, and the 32-value chunks match the blocks.
+// Decode (m = 1): two weight rows per zmm, each half exactly a ymm row (ggml_two.h), which full
+// 512-bit units (Zen 5) run at the cost of one. Byte masks (AVX512-BW) turn the 5th bits and
+// Q3_K's high bits into levels.
 #include "kernels/tables.h"
 
 #if WEIGHTMAP_KERNELS_X86

@@ -231,5 +231,27 @@ describe.each(ISAS)('ggml dot products (%s)', (isa) => {
     const { ref, fpBudget } = reference(type, w, a, m, rows, n);
     expect(worstRatio(y, ref, fpBudget)).toBeLessThanOrEqual(1);
     if (isa !== 'scalar') expect(worstRatio(y, matmul('scalar', type, w, a, m, rows, n), fpBudget)).toBeLessThanOrEqual(1);
+    // the first activation row alone (decode's matvec, its own code on avx512vnni): the same bits
+    const first = { x: a.x.subarray(0, n), q: a.q.subarray(0, n), d: a.d.subarray(0, n / 32), sum: a.sum.subarray(0, n / 16) };
+    expect(Array.from(matmul(isa, type, w, first, 1, rows, n))).toEqual(Array.from(y.subarray(0, rows)));
+  });
+
+  // Decode's matvec (m = 1) reads rows in pairs from the two halves of each thread's range (an
+  // odd count's last row alone): odd row counts, split over 1..3 threads, a partial last group.
+  test.each(TYPE_NAMES)('%s matvec (m = 1): odd row counts and thread splits, the bits of m > 1', (type) => {
+    const t = TYPES[type];
+    const rand = rng(300 + TYPE_NAMES.indexOf(type));
+    const n = t.values === 32 ? 800 : 768;
+    for (const rows of [2, 5, 37]) {
+      const w = randomBlocks(t, (rows * n) / t.values, rand);
+      const a = quantizeAct(isa, uniform(2 * n, rand, -2, 2));
+      const y2 = matmul(isa, type, w, a, 2, rows, n);
+      const second = { x: a.x.subarray(n), q: a.q.subarray(n), d: a.d.subarray(n / 32), sum: a.sum.subarray(n / 16) };
+      const y = matmul(isa, type, w, second, 1, rows, n);
+      const { ref, fpBudget } = reference(type, w, second, 1, rows, n);
+      expect(worstRatio(y, ref, fpBudget)).toBeLessThanOrEqual(1);
+      expect(Array.from(y)).toEqual(Array.from(y2.subarray(rows)));
+      for (const threads of [2, 3]) expect(Array.from(matmul(isa, type, w, second, 1, rows, n, threads))).toEqual(Array.from(y));
+    }
   });
 });
