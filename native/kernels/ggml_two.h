@@ -46,23 +46,28 @@ inline GgmlTwo<uint64_t> GgmlPair(GgmlTwo<uint32_t> lo, GgmlTwo<uint32_t> hi) {
   return {GgmlPair(lo.a, hi.a), GgmlPair(lo.b, hi.b)};
 }
 
+// Group gi of both rows into acc, accm (inlined: as a lambda GCC calls it for some types and
+// keeps the levels on the stack).
+template <class T2, class U2>
+GGML_INLINE void GgmlGroupTwo(GgmlTwoPtr w, const GgmlRowPrep& p, int64_t gi, int count, typename T2::FV& acc,
+                              typename T2::FV& accm) {
+  using K = GgmlKernel<T2, U2>;
+  GgmlGroup<T2> g;
+  U2::Unpack(w + gi * K::kGroupBytes, count, &g);
+  T2::transpose4(g.u);
+  T2::transpose4(g.u + 4);
+  K::Accumulate(g, p, gi, acc, accm);
+}
+
 // y[0], y[1] = rows w.p, w.p + w.step against the prepared activation row p (ggml_tiles.h's
 // GgmlKernel::Rows<1> for each).
 template <class T2, class U2>
 GGML_INLINE void GgmlRowTwo(GgmlTwoPtr w, int64_t n, const GgmlRowPrep& p, float* y) {
-  using K = GgmlKernel<T2, U2>;
   typename T2::FV acc = T2::fset1(0.0f), accm = acc;
-  GgmlGroup<T2> g;
-  auto group = [&](int64_t gi, int count) {
-    U2::Unpack(w + gi * K::kGroupBytes, count, &g);
-    T2::transpose4(g.u);
-    T2::transpose4(g.u + 4);
-    K::Accumulate(g, p, gi, acc, accm);
-  };
   const int64_t full = n / kGgmlGroup;
-  for (int64_t gi = 0; gi < full; gi++) group(gi, 8);
+  for (int64_t gi = 0; gi < full; gi++) GgmlGroupTwo<T2, U2>(w, p, gi, 8, acc, accm);
   const int tail = int(n % kGgmlGroup / 32);  // 32-value types only
-  if (tail) group(full, tail);
+  if (tail) GgmlGroupTwo<T2, U2>(w, p, full, tail, acc, accm);
   T2::reduce2(U2::kMin ? T2::fadd(acc, accm) : acc, y);
 }
 
