@@ -57,7 +57,11 @@ struct GgmlVnniTwo {
   using C = __m512i;
   using A = __m512i;
   using FV = __m512;
-  using F2 = GgmlTwo<float>;
+  // a super-block factor of each row (lanes 0, 1), converted together and spread by one permute
+  struct F2 {
+    __m128 v;
+    friend F2 operator-(F2 x) { return {_mm_xor_ps(x.v, _mm_set1_ps(-0.0f))}; }
+  };
   using U64 = GgmlTwo<uint64_t>;
   static __m128i load16(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
   static __m256i load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
@@ -122,7 +126,9 @@ struct GgmlVnniTwo {
   static FV cvt(A a) { return _mm512_cvtepi32_ps(a); }
   static FV fld(const float* p) { return _mm512_broadcast_f32x8(_mm256_loadu_ps(p)); }
   static FV fset1(float v) { return _mm512_set1_ps(v); }
-  static FV fset1(F2 v) { return _mm512_insertf32x8(_mm512_set1_ps(v.a), _mm256_set1_ps(v.b), 1); }
+  static FV fset1(F2 v) {
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), _mm512_castps128_ps512(v.v));
+  }
   static FV fmul(FV a, FV b) { return _mm512_mul_ps(a, b); }
   static FV fadd(FV a, FV b) { return _mm512_add_ps(a, b); }
   static FV ffma(FV a, FV b, FV c) { return _mm512_fmadd_ps(a, b, c); }
@@ -133,7 +139,7 @@ struct GgmlVnniTwo {
   static FV f16x8(U64 lo, U64 hi) {
     return _mm512_cvtph_ps(_mm256_setr_epi64x(int64_t(lo.a), int64_t(hi.a), int64_t(lo.b), int64_t(hi.b)));
   }
-  static F2 f16(GgmlTwo<uint16_t> h) { return {_cvtsh_ss(h.a), _cvtsh_ss(h.b)}; }
+  static F2 f16(GgmlTwo<uint16_t> h) { return {_mm_cvtph_ps(_mm_cvtsi32_si128(int(h.a | uint32_t(h.b) << 16)))}; }
   static FV cvt_u8(U64 v) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_set_epi64x(int64_t(v.b), int64_t(v.a)))); }
   static FV cvt_s8(U64 v) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_set_epi64x(int64_t(v.b), int64_t(v.a)))); }
 };

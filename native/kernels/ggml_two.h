@@ -31,7 +31,6 @@ template <class X>
 GgmlTwo<X> operator<<(GgmlTwo<X> v, int s) { return {X(v.a << s), X(v.b << s)}; }
 template <class X>
 GgmlTwo<X> operator>>(GgmlTwo<X> v, int s) { return {X(v.a >> s), X(v.b >> s)}; }
-inline GgmlTwo<float> operator-(GgmlTwo<float> v) { return {-v.a, -v.b}; }
 
 // Rows p and p + step (step 0: one row, computed twice).
 struct GgmlTwoPtr {
