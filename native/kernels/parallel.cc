@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
+#include <vector>
 
 #include "threadpool.h"
 
@@ -79,9 +81,16 @@ void ParallelRowBlocks(ThreadPool* pool, int64_t n, int64_t grain, const std::fu
 
 void MatvecQ8(ThreadPool* pool, const KernelTable& t, const int8_t* wq, const float* ws, const int8_t* xq,
               const float* xs, float* y, int64_t rows, int64_t cols, int group) {
-  auto rows_fn = [&](int64_t r0, int64_t r1) { t.matvec_q8(wq, ws, xq, xs, y, cols, group, r0, r1); };
-  if (rows * cols < kMinParallelRowWork) rows_fn(0, rows);
-  else ParallelRowBlocks(pool, rows, 16, rows_fn);
+  if (rows * cols < kMinParallelRowWork || !pool || pool->size() <= 1) {
+    t.matvec_q8(wq, ws, xq, xs, y, cols, group, 0, rows);
+    return;
+  }
+  // x prepared once for every row block (matvec_q8 would redo it per block); bitwise matvec_q8.
+  std::vector<uint8_t> prep(size_t(t.q8_rows_prep_bytes(1, cols, group)) + 64);
+  uint8_t* at = prep.data() + (64 - reinterpret_cast<uintptr_t>(prep.data()) % 64) % 64;
+  t.q8_rows_prepare(xq, xs, 1, cols, group, at);
+  ParallelRowBlocks(pool, rows, 16,
+                    [&](int64_t r0, int64_t r1) { t.matvec_q8_prepared(wq, ws, at, y, 1, cols, rows, group, r0, r1); });
 }
 
 void MatmulQ8(ThreadPool* pool, const KernelTable& t, const int8_t* wq, const float* ws, const int8_t* xq,
