@@ -29,6 +29,10 @@ void Split(ThreadPool* pool, int64_t n, int64_t grain, int64_t work, const Fn& f
 // one block of each other, large enough (>= 16 KB of int8 weights per block at 1024 columns) that
 // claiming one costs nothing.
 constexpr int64_t kBlocksPerRange = 8;
+// And at most this many grains per block (512 rows at grain 16: 512 KB of int8 weights at 1024
+// columns): the threads finish within one block of each other, and a tied classifier (151936 rows)
+// in 8 blocks per range left up to 9.7 MB (~0.2 ms) to one thread while the other waited.
+constexpr int64_t kMaxBlockGrains = 32;
 constexpr int64_t kMaxRanges = 64;  // more threads than this only help the first 64 ranges
 
 // One thread's range of blocks [lo, hi), claimed from the front by its owner and from the back by
@@ -61,7 +65,7 @@ void ParallelRowBlocks(ThreadPool* pool, int64_t n, int64_t grain, const std::fu
   }
   const int64_t ranges = std::min<int64_t>(std::min<int64_t>(threads, units), kMaxRanges);
   // Block size in grains: about kBlocksPerRange blocks per range; blocks counted in uint32.
-  int64_t block = std::max<int64_t>(1, units / (ranges * kBlocksPerRange));
+  int64_t block = std::min(kMaxBlockGrains, std::max<int64_t>(1, units / (ranges * kBlocksPerRange)));
   while ((units + block - 1) / block > int64_t(UINT32_MAX)) block *= 2;
   const int64_t blocks = (units + block - 1) / block;
   BlockRange state[kMaxRanges];
