@@ -259,8 +259,11 @@ export interface KernelsBinding {
    * starting at 0 busy-waits delayUs µs (so the other threads must take the rest of its range).
    */
   threadPoolRowBlocks(n: number, grain: number, threads: number, waitUs?: number): number[];
-  /** Seconds to read every byte of `view` `passes` times, split across `threads` threads. */
-  readBandwidth(view: ArrayBufferView, threads: number, passes: number): number;
+  /**
+   * Seconds to read every byte of `view` `passes` times, split across `threads` threads, with the
+   * widest loads of the active ISA and, when `prefetch` > 0, software prefetches that many bytes ahead.
+   */
+  readBandwidth(view: ArrayBufferView, threads: number, passes: number, prefetch?: number): number;
 }
 
 /**

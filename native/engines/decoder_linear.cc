@@ -291,16 +291,17 @@ int64_t TotalWork(const LinearJob* jobs, int n_jobs) {
 }  // namespace
 
 void RunLinear(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, std::vector<QuantizedInput>& scratch) {
+  // One token: the activations prepared once for every row block (matvec_q8 would prepare them
+  // again in each block: 16 blocks per call at 2 threads), each row bitwise matvec_q8's.
+  if (m == 1) return RunLinearRows(pool, jobs, n_jobs, 1, scratch);
   QuantizedInput* xin[8] = {};
   QuantizeInputs(pool, jobs, n_jobs, m, scratch, xin);
   auto rows_fn = [&](int64_t b, int64_t e) {
     ForJobRows(jobs, n_jobs, b, e, [&](int j, int64_t r0, int64_t r1) { Product(jobs[j], xin[j], 0, m, r0, r1); });
   };
-  // One token: memory-bound and short (~100 µs), so split in blocks that a late worker leaves to
-  // the others; a batch: one chunk per thread (matmul_q8 relays out X once per call).
+  // A batch: one chunk per thread (matmul_q8 relays out X once per call).
   const int64_t total = TotalRows(jobs, n_jobs);
   if (m * TotalWork(jobs, n_jobs) < kernels::kMinParallelRowWork) rows_fn(0, total);
-  else if (m == 1) kernels::ParallelRowBlocks(&pool, total, 16, rows_fn);
   else pool.ParallelFor(total, 16, rows_fn);
 }
 

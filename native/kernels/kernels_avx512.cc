@@ -50,6 +50,7 @@ struct F {
 #include "kernels/attention_tiles.h"
 #include "kernels/packed_gemm_tiles.h"
 #include "kernels/q8_tiles.h"
+#include "kernels/few_rows_avx512.h"
 
 // Q8Relayout for 16 lanes with 16×16 dword transposes: the 64-byte block c of each of the 16
 // groups of a superblock becomes steps 16c..16c+15 (the last block of an odd multiple of 32 is
@@ -413,17 +414,21 @@ void MatmulQ8T(const int8_t* wq, const float* ws, const int8_t* xq, const float*
 
 // ---------------------------------------------------------------- f16 / f32
 void Hgemm(const float* a, const uint16_t* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0, int64_t n1) {
+  if (OuterRowsAny<uint16_t>(a, b, c, m, k, n, n0, n1)) return;
   Gemm<uint16_t>(a, b, c, m, k, n, n0, n1);
 }
 void HgemmTrans(const float* a, const uint16_t* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0,
                 int64_t n1) {
+  if (TransRowsTakes(m)) return TransRowsAny<uint16_t>(a, b, c, m, k, n, n0, n1);
   GemmTrans<uint16_t>(a, b, c, m, k, n, n0, n1);
 }
 void Sgemm(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0, int64_t n1) {
+  if (OuterRowsAny<float>(a, b, c, m, k, n, n0, n1)) return;
   Gemm<float>(a, b, c, m, k, n, n0, n1);
 }
 void SgemmTrans(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0,
                 int64_t n1) {
+  if (TransRowsTakes(m)) return TransRowsAny<float>(a, b, c, m, k, n, n0, n1);
   GemmTrans<float>(a, b, c, m, k, n, n0, n1);
 }
 

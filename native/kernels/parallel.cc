@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
+#include <vector>
 
 #include "threadpool.h"
 
@@ -27,6 +29,10 @@ void Split(ThreadPool* pool, int64_t n, int64_t grain, int64_t work, const Fn& f
 // one block of each other, large enough (>= 16 KB of int8 weights per block at 1024 columns) that
 // claiming one costs nothing.
 constexpr int64_t kBlocksPerRange = 8;
+// And at most this many grains per block (512 rows at grain 16: 512 KB of int8 weights at 1024
+// columns): the threads finish within one block of each other, and a tied classifier (151936 rows)
+// in 8 blocks per range left up to 9.7 MB (~0.2 ms) to one thread while the other waited.
+constexpr int64_t kMaxBlockGrains = 32;
 constexpr int64_t kMaxRanges = 64;  // more threads than this only help the first 64 ranges
 
 // One thread's range of blocks [lo, hi), claimed from the front by its owner and from the back by
@@ -59,7 +65,7 @@ void ParallelRowBlocks(ThreadPool* pool, int64_t n, int64_t grain, const std::fu
   }
   const int64_t ranges = std::min<int64_t>(std::min<int64_t>(threads, units), kMaxRanges);
   // Block size in grains: about kBlocksPerRange blocks per range; blocks counted in uint32.
-  int64_t block = std::max<int64_t>(1, units / (ranges * kBlocksPerRange));
+  int64_t block = std::min(kMaxBlockGrains, std::max<int64_t>(1, units / (ranges * kBlocksPerRange)));
   while ((units + block - 1) / block > int64_t(UINT32_MAX)) block *= 2;
   const int64_t blocks = (units + block - 1) / block;
   BlockRange state[kMaxRanges];
@@ -79,9 +85,16 @@ void ParallelRowBlocks(ThreadPool* pool, int64_t n, int64_t grain, const std::fu
 
 void MatvecQ8(ThreadPool* pool, const KernelTable& t, const int8_t* wq, const float* ws, const int8_t* xq,
               const float* xs, float* y, int64_t rows, int64_t cols, int group) {
-  auto rows_fn = [&](int64_t r0, int64_t r1) { t.matvec_q8(wq, ws, xq, xs, y, cols, group, r0, r1); };
-  if (rows * cols < kMinParallelRowWork) rows_fn(0, rows);
-  else ParallelRowBlocks(pool, rows, 16, rows_fn);
+  if (rows * cols < kMinParallelRowWork || !pool || pool->size() <= 1) {
+    t.matvec_q8(wq, ws, xq, xs, y, cols, group, 0, rows);
+    return;
+  }
+  // x prepared once for every row block (matvec_q8 would redo it per block); bitwise matvec_q8.
+  std::vector<uint8_t> prep(size_t(t.q8_rows_prep_bytes(1, cols, group)) + 64);
+  uint8_t* at = prep.data() + (64 - reinterpret_cast<uintptr_t>(prep.data()) % 64) % 64;
+  t.q8_rows_prepare(xq, xs, 1, cols, group, at);
+  ParallelRowBlocks(pool, rows, 16,
+                    [&](int64_t r0, int64_t r1) { t.matvec_q8_prepared(wq, ws, at, y, 1, cols, rows, group, r0, r1); });
 }
 
 void MatmulQ8(ThreadPool* pool, const KernelTable& t, const int8_t* wq, const float* ws, const int8_t* xq,

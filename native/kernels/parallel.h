@@ -18,8 +18,8 @@ namespace kernels {
 // fn(r0, r1) over disjoint blocks of rows covering [0, n), each a multiple of `grain` (except the
 // last), for memory-bound kernels of ~100 µs that are called back to back (decode matvecs).
 // Every thread of the pool owns one contiguous range of about n / size() rows and works through
-// it front to back (one weight stream per core); a thread that is done takes the remaining blocks
-// of the other ranges from their back ends. So a worker that wakes up late (tens of µs on a VM)
+// it front to back (one weight stream per core) in blocks of about 1/8 of the range, 32 grains at
+// most; a thread that is done takes the remaining blocks of the other ranges from their back ends. So a worker that wakes up late (tens of µs on a VM)
 // leaves only the blocks it had not started to the others, instead of the caller waiting for its
 // whole share. Runs on the calling thread when `pool` is null or has one thread.
 void ParallelRowBlocks(ThreadPool* pool, int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);

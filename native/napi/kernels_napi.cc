@@ -22,15 +22,10 @@
 #include "kernels/i8_matrix.h"
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
+#include "kernels/read_probe.h"
 #include "napi/errors.h"
 #include "napi/register.h"
 #include "threadpool.h"
-
-#if defined(__x86_64__) || defined(_M_X64)
-#include <emmintrin.h>
-#elif defined(__aarch64__)
-#include <arm_neon.h>
-#endif
 
 namespace weightmap {
 
@@ -563,43 +558,10 @@ Napi::Value ThreadPoolRowBlocks(const Napi::CallbackInfo& info) {
 // ---------------------------------------------------------------- bandwidth probe
 volatile uint64_t bandwidth_sink;
 
-// Σ of the 8-byte words [w0, w1) of `base`, with 16-byte loads into four independent sums.
-uint64_t SumWords(const uint8_t* base, int64_t w0, int64_t w1) {
-  int64_t w = w0;
-  uint64_t sum = 0;
-#if defined(__x86_64__) || defined(_M_X64)
-  __m128i s0 = _mm_setzero_si128(), s1 = s0, s2 = s0, s3 = s0;
-  for (; w + 8 <= w1; w += 8) {
-    const __m128i* p = reinterpret_cast<const __m128i*>(base + w * 8);
-    s0 = _mm_add_epi64(s0, _mm_loadu_si128(p));
-    s1 = _mm_add_epi64(s1, _mm_loadu_si128(p + 1));
-    s2 = _mm_add_epi64(s2, _mm_loadu_si128(p + 2));
-    s3 = _mm_add_epi64(s3, _mm_loadu_si128(p + 3));
-  }
-  uint64_t lanes[2];
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(lanes), _mm_add_epi64(_mm_add_epi64(s0, s1), _mm_add_epi64(s2, s3)));
-  sum = lanes[0] + lanes[1];
-#elif defined(__aarch64__)
-  uint64x2_t s0 = vdupq_n_u64(0), s1 = s0, s2 = s0, s3 = s0;
-  for (; w + 8 <= w1; w += 8) {
-    const uint64_t* p = reinterpret_cast<const uint64_t*>(base + w * 8);
-    s0 = vaddq_u64(s0, vld1q_u64(p));
-    s1 = vaddq_u64(s1, vld1q_u64(p + 2));
-    s2 = vaddq_u64(s2, vld1q_u64(p + 4));
-    s3 = vaddq_u64(s3, vld1q_u64(p + 6));
-  }
-  sum = vaddvq_u64(vaddq_u64(vaddq_u64(s0, s1), vaddq_u64(s2, s3)));
-#endif
-  for (; w < w1; ++w) {
-    uint64_t v;
-    std::memcpy(&v, base + w * 8, 8);
-    sum += v;
-  }
-  return sum;
-}
-
-// readBandwidth(view, threads, passes) -> seconds for `passes` full reads of the view's bytes,
-// split across `threads` threads (integer sums of 8-byte words, so the loads cannot be skipped).
+// readBandwidth(view, threads, passes, prefetch = 0) -> seconds for `passes` full reads of the
+// view's bytes, split across `threads` threads in contiguous ranges (integer sums of 8-byte words
+// with the widest loads of the active ISA, so the loads cannot be skipped; kernels/read_probe.h),
+// with software prefetches `prefetch` bytes ahead when > 0.
 Napi::Value ReadBandwidth(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsTypedArray()) ThrowTypeError(env, "view must be a typed array");
@@ -608,9 +570,12 @@ Napi::Value ReadBandwidth(const Napi::CallbackInfo& info) {
   const int64_t words = int64_t(view.ByteLength() / 8);
   const int threads = int(IntArg(info, 1, "threads", 1, kMaxThreads));
   const int64_t passes = IntArg(info, 2, "passes", 1, 1 << 20);
+  const int64_t prefetch = info.Length() > 3 && !info[3].IsUndefined() ? IntArg(info, 3, "prefetch", 0, 1 << 20) : 0;
   ThreadPool* pool = PoolFor(threads);
   std::atomic<uint64_t> total{0};
-  auto body = [&](int64_t w0, int64_t w1) { total.fetch_add(SumWords(base, w0, w1), std::memory_order_relaxed); };
+  auto body = [&](int64_t w0, int64_t w1) {
+    total.fetch_add(kernels::SumWords(base, w0, w1, prefetch), std::memory_order_relaxed);
+  };
   const auto start = std::chrono::steady_clock::now();
   for (int64_t p = 0; p < passes; ++p) {
     if (pool) pool->ParallelFor(words, 1024, body);

@@ -9,8 +9,8 @@
 //  - gemm_i8 (the encoder's int8 linears) at MiniLM's shapes, 576 rows (32 texts of 18 tokens):
 //    GMAC/s and the share of the measured int8 peak (scripts/bench/peak.js);
 //  - ggml block types (GGUF quantizations) against 8-bit activations: m = 1 at Qwen3-0.6B's
-//    shapes as GB/s of weight blocks streamed from memory (enough distinct copies of each matrix
-//    to exceed the L3, used in turn), beside the read bandwidth measured in the same run
+//    shapes as GB/s of weight blocks streamed from memory (distinct copies of each matrix
+//    totalling > 256 MB, well past the L3, used in turn), beside the read bandwidth measured in the same run
 //    (scripts/bench/bandwidth.js); m = 64 as GMAC/s. The scalar table is included (--isa).
 // One-thread rows also show the rate by this process's CPU time ("cpu-time"), which other
 // work on the machine does not inflate.
@@ -179,7 +179,9 @@ if (only.includes('qwen3')) {
 
 if (only.includes('decode')) {
   const group = Number(opt('decode-group', '64'));
-  const distinct = 4; // 4 × 15.7 MB of weights: more than any L3 here, so every token streams from memory
+  // 16 × 15.7 MB of weights, so every token streams from memory: 4 (63 MB) were partly served by the
+  // 32 MB L3 of the Zen 5 machine (a 64 MB buffer read in turn: 59-64 GB/s at 2 threads, 256 MB+: 49-51)
+  const distinct = 16;
   console.log(`\nQwen3-0.6B linear layers, decode of 1 token (Q8_0 group ${group}; 28 layers, ${distinct} distinct in turn)`);
   const layers = Array.from({ length: distinct }, () =>
     QWEN3_LAYER.map(([rows, cols]) => ({ rows, cols, ...q8Weights(rows, cols, group), x: q8Acts(1, cols, group), y: new Float32Array(rows) })),
@@ -276,7 +278,7 @@ if (only.includes('ggml')) {
     bandwidth.set(threads, { median: runs[Math.floor(reps / 2)], best: runs[runs.length - 1] });
   }
   console.log(
-    `\nggml, m = 1 (decode): GB/s of weight blocks, copies of each matrix totalling > 64 MB used in turn; share of the ` +
+    `\nggml, m = 1 (decode): GB/s of weight blocks, copies of each matrix totalling > 256 MB used in turn; share of the ` +
       `read bandwidth over 256 MiB (median; fastest run vs fastest run): ` +
       threadCounts.map((t) => `${t}t ${bandwidth.get(t).median.toFixed(1)} GB/s [best ${bandwidth.get(t).best.toFixed(1)}]`).join(', '),
   );
@@ -287,7 +289,8 @@ if (only.includes('ggml')) {
       [1024, 3072],
     ]) {
       const bytes = (rows * n * TYPES[type][0]) / TYPES[type][1];
-      const copies = Array.from({ length: Math.ceil(64e6 / bytes) }, () => blocks(type, (rows * n) / TYPES[type][1]));
+      // > 256 MB: with > 64 MB the 32 MB L3 still served part of each pass (see --only decode)
+      const copies = Array.from({ length: Math.ceil(256e6 / bytes) }, () => blocks(type, (rows * n) / TYPES[type][1]));
       const x = acts(1, n);
       const y = new Float32Array(rows);
       for (const isa of ggmlIsas)

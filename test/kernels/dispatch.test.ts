@@ -78,6 +78,7 @@ describe('thread pool', () => {
         expect(e).toBeGreaterThan(b);
         expect(b % grain).toBe(0);
         if (e !== n) expect((e - b) % grain).toBe(0);
+        expect(e - b).toBeLessThanOrEqual(32 * grain);
         next = e;
       }
       expect(next).toBe(n);
@@ -97,6 +98,7 @@ describe('thread pool', () => {
       [5, 8, 2, 0],
       [0, 4, 2, 0],
       [500, 16, 1, 0],
+      [151936, 16, 2, 0], // a tied classifier: blocks of at most 32 grains
     ]) {
       const flat = kernels.threadPoolRowBlocks(n, grain, threads, delay);
       const blocks: Array<[number, number, number]> = [];
@@ -108,6 +110,7 @@ describe('thread pool', () => {
         expect(e).toBeGreaterThan(b);
         expect(b % grain).toBe(0);
         if (e !== n) expect((e - b) % grain).toBe(0);
+        expect(e - b).toBeLessThanOrEqual(32 * grain);
         next = e;
       }
       expect(next).toBe(n);

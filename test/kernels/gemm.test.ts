@@ -66,6 +66,8 @@ const SHAPES: Array<[number, number, number]> = [
   [4, 0, 5],
   [4, 37, 50], // hgemm/sgemm with 2-4 rows: B streamed once for every row (DecodeRows)
   [2, 130, 161],
+  [2, 128, 515], // a decode step's attention (2 query heads per KV head): AVX-512 TransRows (16 keys at a time, a partial last 16) and OuterRows
+  [4, 515, 64], // OuterRows with 4 rows and a long k (positions)
   [13, 600, 77], // several row tiles over three k-blocks of hgemm, the last strip partial
   [513, 300, 35], // hgemm_trans through the packed panels (m >= 512), two k-blocks
 ];
@@ -79,6 +81,7 @@ const threadedCases = [
   [1, 256, 515],
   [5, 100, 333],
   [16, 64, 200],
+  [2, 128, 301],
 ].map(([m, k, n]) => makeCase(rand, m, k, n));
 
 describe.each(ISAS)('gemms (%s)', (isa) => {
