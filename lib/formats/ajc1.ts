@@ -12,6 +12,7 @@
 import * as fs from 'node:fs/promises';
 import { rangeError, UnsupportedError } from '../errors';
 import { mapFile, type MappedSource } from '../mapping';
+import { native } from '../native';
 import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { DECODER_NAMES as N, isDecoderConfig, unheldFields, type DecoderConfig } from '../architectures/decoder';
 import { ByteCursor, fail, sizeForLayers } from './bytes';
@@ -218,20 +219,14 @@ const WALK_STEP = 1 << 15;
 
 /**
  * Steps `walk` over up to `count` entries (f32 score, u32 length, the bytes) that fit in `bytes`;
- * returns how many. A plain function, not a loop in the generator: V8 compiles it within the first call.
+ * returns how many. In C++ (native skipRecords): in JS, interpreted until V8 compiled it, the walk
+ * of a 151k-entry file took ~3 ms of a fresh process's first load.
  */
 function skipEntries(bytes: Buffer, walk: { at: number; count: number }, count: number): number {
-  let at = walk.at;
-  let i = 0;
-  for (; i < count; i++) {
-    if (bytes.length - at < 8) break;
-    const length = bytes.readUInt32LE(at + 4);
-    if (length > bytes.length - at - 8) break;
-    at += 8 + length;
-  }
+  const [at, walked] = native().skipRecords(bytes, bytes.length, walk.at, count, 'scored');
   walk.at = at;
-  walk.count += i;
-  return i;
+  walk.count += walked;
+  return walked;
 }
 
 /** parseAjc1Tokenizer in slices (steps.ts). */
