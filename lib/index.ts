@@ -3,12 +3,14 @@
  *
  *   import { readWeights, convert, loadModel, loadEmbedder } from 'weightmap';
  *
- * The exports a first token does not need (conversion, embeddings, Moondream, chat sessions, JSON
- * schemas, the server, pipeline stages) load their modules when first read (defineLazyExports), so
- * that require('weightmap') loads 44 modules fewer (scripts/bench/ttft.js).
+ * The exports a first token does not need (conversion, tokenizers built from data, embeddings,
+ * Moondream, chat sessions, JSON schemas, the server, pipeline stages) load their modules when
+ * first read (defineLazyExports): require('weightmap') loads 57 of lib's modules, not 145
+ * (scripts/bench/ttft.js).
  */
 import { defineLazyExports } from './lazy';
 import type * as ChatSessionModule from './chat-session';
+import type * as FromDataModule from './tokenizers/from-data';
 import type * as ConstrainModule from './constrain';
 import type * as ConvertModule from './convert';
 import type * as DequantizeModule from './dequantize';
@@ -31,7 +33,6 @@ export type { TllmConfig } from './architectures/tllm';
 export type { BertConfig } from './architectures/bert';
 export type { MoondreamConfig } from './architectures/moondream';
 export { loadTokenizer, loadTokenizerSync } from './tokenizer-loading';
-export { tokenizerFromData, tokenizerFromDataAsync } from './tokenizers';
 export type { DecodeOptions, EncodeOptions, SpecialTokenIds, StreamDecoder, Tokenizer, TokenizerKind } from './tokenizers';
 export type { EmbedOptions, EmbedderInfo, EmbedderQuant, LoadEmbedderOptions, Pooling } from './embedder';
 export { Model, loadModel } from './model';
@@ -52,6 +53,8 @@ export type { StageOptions } from './pipeline/stage-server';
 export type { PipelineOptions, PipelineSpec, PipelineStageSpec } from './pipeline/coordinator';
 
 export declare const convert: typeof ConvertModule.convert;
+export declare const tokenizerFromData: typeof FromDataModule.tokenizerFromData;
+export declare const tokenizerFromDataAsync: typeof FromDataModule.tokenizerFromDataAsync;
 export declare const dequantize: typeof DequantizeModule.dequantize;
 export declare const Embedder: typeof EmbedderModule.Embedder;
 export type Embedder = EmbedderModule.Embedder;
@@ -72,6 +75,8 @@ export type StageServer = StageServerModule.StageServer;
 
 defineLazyExports(exports, {
   convert: () => require('./convert') as typeof ConvertModule,
+  tokenizerFromData: () => require('./tokenizers/from-data') as typeof FromDataModule,
+  tokenizerFromDataAsync: () => require('./tokenizers/from-data') as typeof FromDataModule,
   dequantize: () => require('./dequantize') as typeof DequantizeModule,
   Embedder: () => require('./embedder') as typeof EmbedderModule,
   loadEmbedder: () => require('./embedder') as typeof EmbedderModule,

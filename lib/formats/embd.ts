@@ -11,15 +11,16 @@ import { mapFile, type MappedSource } from '../mapping';
 import { numel, type DType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { bertTensorSpecs, BERT_NAMES, type BertConfig } from '../architectures/bert';
 import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from './bytes';
+import { EMBD_MAGIC, detectEmbd } from './magic';
 import { crc32, crc32Combine, crc32Native, fnv1a32 } from '../checksums';
 import type { FloatDType } from './dtype-convert';
 import { EMBD_METADATA_PREFIX } from './safetensors';
-import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
+import type { FormatModule, ReadOptions, WriteOptions } from './types';
 import { writeOutputs } from './output-files';
 import { requireTensor, runWriteJob, tensorsByName } from './write-job';
 import { runYielding, type Steps } from '../steps';
 
-export const EMBD_MAGIC = 0x44424d45; // "EMBD"
+export { EMBD_MAGIC } from './magic';
 export const EMBD_FOOTER_MAGIC = 0x454d4244; // "DBME"
 export const EMBD_VERSION_MAJOR = 1;
 export const EMBD_HEADER_BYTES = 64;
@@ -667,14 +668,10 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   }));
 }
 
-function detect(probe: Probe): boolean {
-  return !probe.isDirectory && probe.head.length >= 4 && probe.head.readUInt32LE(0) === EMBD_MAGIC;
-}
-
 export const embdFormat: FormatModule = {
   name: 'embd',
   title: 'EMBD (cpp_embedder)',
-  detect,
+  detect: detectEmbd,
   read,
   write,
 };

@@ -8,20 +8,28 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { WeightFormatError } from '../errors';
-import { parseAjc1Tokenizer } from '../formats/ajc1';
-import { readLlama2cTokenizer } from '../formats/llama2c-tokenizer';
 import { fail } from '../formats/bytes';
-import { tokenizerFromData, tokenizerFromDataAsync, tokenizerFromDataSteps } from '../tokenizers/from-data';
-import { readGgufTokenizerData } from '../formats/gguf-vocab';
-import { tokenizerFromJsonSteps, tokenizerFromVocabMergesSteps } from '../tokenizers/hf-json';
 import { readCachedTokenizer, tokenizerCacheDir, tokenizerSource } from '../tokenizers/cache';
 import { unpackTokenizer } from '../tokenizers/packed';
 import { runNow, runYielding, type Steps } from '../steps';
-import { TllmTokenizer } from '../tokenizers/tllm';
 import type { ModelWeights, TokenizerData } from '../weights';
 import type { Tokenizer } from '../tokenizers/types';
 import { withRecipe } from '../tokenizers/recipes';
 import { loadInWorker } from './worker-client';
+import { lazy } from '../lazy';
+
+/**
+ * The readers and builders of tokenizers on this thread, loaded by the first that runs: a
+ * tokenizer read packed from the cache (loadModel's usual case) needs none of them.
+ */
+const building = lazy(() => ({
+  ...(require('../formats/ajc1') as typeof import('../formats/ajc1')),
+  ...(require('../formats/llama2c-tokenizer') as typeof import('../formats/llama2c-tokenizer')),
+  ...(require('../tokenizers/from-data') as typeof import('../tokenizers/from-data')),
+  ...(require('../formats/gguf-vocab') as typeof import('../formats/gguf-vocab')),
+  ...(require('../tokenizers/hf-json') as typeof import('../tokenizers/hf-json')),
+  ...(require('../tokenizers/tllm') as typeof import('../tokenizers/tllm')),
+}));
 
 function readJson(path: string): any {
   const text = fs.readFileSync(path, 'utf8');
@@ -54,16 +62,19 @@ function countAjc1Entries(bytes: Buffer, path: string): number {
 
 /** An ajc1 `.tokenizer` read on its own (no checkpoint to give vocab_size). */
 export function loadAjc1Tokenizer(path: string): Tokenizer {
+  const { tokenizerFromData } = building();
   return tokenizerFromData(readAjc1TokenizerData(path), path);
 }
 
 function readAjc1TokenizerData(path: string): TokenizerData {
+  const { parseAjc1Tokenizer } = building();
   const bytes = fs.readFileSync(path);
   return parseAjc1Tokenizer(bytes, path, countAjc1Entries(bytes, path));
 }
 
 /** BERT vocab.txt: one token per line, id = line index (HF WordPiece::read_file trims line ends). */
 export function wordPieceFromVocabTxt(path: string, config?: any): Tokenizer {
+  const { tokenizerFromData } = building();
   const lines = fs.readFileSync(path, 'utf8').split('\n');
   if (lines[lines.length - 1] === '') lines.pop();
   const tokens = lines.map((l) => l.replace(/\s+$/u, ''));
@@ -92,6 +103,7 @@ export function hasTokenizerFiles(dir: string): boolean {
 }
 
 function* fromFolder(dir: string): Steps<Tokenizer> {
+  const { readLlama2cTokenizer, TllmTokenizer, tokenizerFromData, tokenizerFromDataSteps, tokenizerFromJsonSteps, tokenizerFromVocabMergesSteps } = building();
   const at = (name: string) => nodePath.join(dir, name);
   const has = (name: string) => fs.existsSync(at(name));
   const config = optionalJson(at('tokenizer_config.json'));
@@ -158,11 +170,12 @@ export async function loadWeightsTokenizer(weights: Pick<ModelWeights, 'format' 
       // checks need the checkpoint): the data decides.
     }
   }
-  return tokenizerFromDataAsync(data, weights.path);
+  return building().tokenizerFromDataAsync(data, weights.path);
 }
 
 function* load(path: string): Steps<Tokenizer> {
   yield; // a checkpoint before the files are read
+  const { readGgufTokenizerData, readLlama2cTokenizer, tokenizerFromData, tokenizerFromDataSteps, tokenizerFromJsonSteps } = building();
   const stat = fs.statSync(path);
   if (stat.isDirectory()) return yield* fromFolder(path);
   const base = nodePath.basename(path);
