@@ -14,11 +14,16 @@ import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from '.
 import { EMBD_MAGIC, detectEmbd } from './magic';
 import { crc32, crc32Combine, crc32Native, fnv1a32 } from '../checksums';
 import type { FloatDType } from './dtype-convert';
-import { EMBD_METADATA_PREFIX } from './safetensors';
 import type { FormatModule, ReadOptions, WriteOptions } from './types';
-import { writeOutputs } from './output-files';
-import { requireTensor, runWriteJob, tensorsByName } from './write-job';
 import { runYielding, type Steps } from '../steps';
+import { lazy } from '../lazy';
+
+/** The writer's modules, loaded by the first write: reading needs none of them. */
+const writing = lazy(() => ({
+  ...(require('./safetensors') as typeof import('./safetensors')),
+  ...(require('./output-files') as typeof import('./output-files')),
+  ...(require('./write-job') as typeof import('./write-job')),
+}));
 
 export { EMBD_MAGIC } from './magic';
 export const EMBD_FOOTER_MAGIC = 0x454d4244; // "DBME"
@@ -489,6 +494,7 @@ function sameValue(text: string | undefined, value: string): boolean {
  * are rewritten only when they differ from it.
  */
 export function embdMetadataEntries(weights: ModelWeights, config: BertConfig, now = creationTime()): [string, string][] {
+  const { EMBD_METADATA_PREFIX } = writing();
   const out = new Map<string, string>();
   if (weights.format === 'embd') {
     for (const [k, v] of Object.entries(weights.metadata)) if (typeof v === 'string') out.set(k, v);
@@ -582,6 +588,7 @@ function vocabSection(tok: Extract<TokenizerData, { kind: 'wordpiece' }>, offset
 }
 
 async function write(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
+  const { requireTensor, runWriteJob, tensorsByName, writeOutputs } = writing();
   if (weights.config.architecture !== 'bert') throw new UnsupportedError(`EMBD holds BERT encoders, not a ${weights.config.architecture} model`);
   const config = weights.config;
   validateBertConfig(config, weights.path);

@@ -14,8 +14,13 @@ import { MOONDREAM2_CONFIG, MOONDREAM_NAMES as N, moondreamTensorSpecs, type Moo
 import { ByteCursor, fail } from './bytes';
 import { MOON_MAGIC, detectMoon } from './magic';
 import type { FormatModule, ReadOptions, WriteOptions } from './types';
-import { writeOutputs } from './output-files';
-import { requireTensor, runWriteJob, tensorsByName } from './write-job';
+import { lazy } from '../lazy';
+
+/** The writer's modules, loaded by the first write: reading needs none of them. */
+const writing = lazy(() => ({
+  ...(require('./output-files') as typeof import('./output-files')),
+  ...(require('./write-job') as typeof import('./write-job')),
+}));
 
 export { MOON_MAGIC } from './magic';
 export const MOON_VERSION = 2;
@@ -336,6 +341,7 @@ async function planConfigBeside(file: string, config: MoondreamConfig): Promise<
 }
 
 async function write(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
+  const { requireTensor, runWriteJob, tensorsByName, writeOutputs } = writing();
   if (weights.config.architecture !== 'moondream') {
     throw new UnsupportedError(`MOON holds only Moondream models, not a ${weights.config.architecture} model`);
   }

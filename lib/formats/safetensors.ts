@@ -32,12 +32,17 @@ import type { FloatDType } from './dtype-convert';
 import { hfFolderConfigFiles, jsonText, readHfFolderConfig, readJsonFile, type HfJson } from './hf-config';
 import { readHfVocabularySteps, wordPieceData } from './hf-vocab';
 import { runYielding } from '../steps';
-import { permutedRowChunks, qkRowSources } from './rope-order';
 import { canonicalShape, isFloatReadable, releasePages } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
-import { writeOutputs } from './output-files';
-import { hfTokenizerFiles } from './vocab-convert';
-import { runWriteJob } from './write-job';
+import { lazy } from '../lazy';
+
+/** The writer's modules, loaded by the first write: reading needs none of them. */
+const writing = lazy(() => ({
+  ...(require('./rope-order') as typeof import('./rope-order')),
+  ...(require('./output-files') as typeof import('./output-files')),
+  ...(require('./vocab-convert') as typeof import('./vocab-convert')),
+  ...(require('./write-job') as typeof import('./write-job')),
+}));
 
 /** The reference implementation's limit (safetensors MAX_HEADER_SIZE). */
 export const SAFETENSORS_MAX_HEADER_BYTES = 100_000_000;
@@ -285,6 +290,7 @@ interface Planned {
 }
 
 function plan(weights: ModelWeights, options: WriteOptions): Planned[] {
+  const { qkRowSources } = writing();
   const c = weights.config;
   const out: Planned[] = [];
   for (const view of weights.tensors) {
@@ -327,6 +333,7 @@ function encodeHeader(planned: Planned[], metadata: Record<string, string>): Buf
 }
 
 async function write(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
+  const { hfTokenizerFiles, permutedRowChunks, runWriteJob, writeOutputs } = writing();
   const planned = plan(weights, options);
   const metadata: Record<string, string> = { format: 'pt' };
   if (weights.format === 'safetensors') {

@@ -11,8 +11,13 @@ import { tllmTensorSpecs, tllmTensorSpecsInOrder, type TllmConfig } from '../arc
 import { ByteCursor, fail } from './bytes';
 import { TLLM_MAGIC, detectTllm } from './magic';
 import type { FormatModule, ReadOptions, WriteOptions } from './types';
-import { writeOutputs } from './output-files';
-import { requireTensor, runWriteJob, tensorsByName } from './write-job';
+import { lazy } from '../lazy';
+
+/** The writer's modules, loaded by the first write: reading needs none of them. */
+const writing = lazy(() => ({
+  ...(require('./output-files') as typeof import('./output-files')),
+  ...(require('./write-job') as typeof import('./write-job')),
+}));
 
 export { TLLM_MAGIC } from './magic';
 export const TLLM_VERSION = 1;
@@ -113,6 +118,7 @@ export function tllmFileSize(c: TllmConfig): number {
 }
 
 async function write(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
+  const { requireTensor, runWriteJob, tensorsByName, writeOutputs } = writing();
   if (weights.config.architecture !== 'tllm') {
     throw new UnsupportedError(`TLLM holds only the TLLM GPT model, not a ${weights.config.architecture} model`);
   }
