@@ -32,11 +32,12 @@ import { GGML_BLOCK_LAYOUT, type DType, type GgmlBlockDType, type ModelWeights, 
 import type { ModelConfig } from '../architectures/model-config';
 import { isUtf8 } from 'node:buffer';
 import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from './bytes';
+import { GGUF_MAGIC } from './magic';
 import type { Probe, ReadOptions } from './types';
 import { runNow, runYielding, type Steps } from '../steps';
 import { deferVocabularyWork } from '../tokenizers/deferred-vocabulary';
 
-export const GGUF_MAGIC = 0x46554747; // "GGUF" on disk
+export { GGUF_MAGIC, detectGguf } from './magic';
 export const GGUF_DEFAULT_ALIGNMENT = 32;
 const MAX_DIMS = 4;
 const MAX_NESTING = 8;
@@ -811,6 +812,3 @@ export async function readGguf(path: string, _options: ReadOptions = {}): Promis
   }
 }
 
-export function detectGguf(probe: Probe): boolean {
-  return !probe.isDirectory && probe.head.length >= 4 && probe.head.readUInt32LE(0) === GGUF_MAGIC;
-}

@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { rangeError, UnsupportedError, WeightFormatError } from '../errors';
 import type { FormatName, ModelWeights } from '../weights';
 import { lazy } from '../lazy';
-import { detectAjc1, detectEmbd, detectMoon, detectTllm } from './magic';
+import { detectAjc1, detectEmbd, detectGguf, detectMoon, detectNpy, detectSafetensors, detectSepweight, detectTllm } from './magic';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { rememberAsRead } from './vocab-offload';
 
@@ -15,8 +15,8 @@ export type { FormatModule, ReadOptions, WriteOptions, WriteProgress } from './t
 
 /**
  * A format's row: its module (reader, writer and what they import) loads on the first read, write
- * or detection that needs it. The formats detected before GGUF detect by their magic alone
- * (magic.ts), so loading a GGUF or ajc1 file loads none of the others' modules.
+ * or detection that needs it. Every format but llama2.c (detected last) detects by magic.ts alone,
+ * so reading a file loads no other format's module.
  */
 function formatRow(
   row: Pick<FormatModule, 'name' | 'title' | 'holdsVocabulary' | 'quantTypes'> & { detect?: FormatModule['detect'] },
@@ -37,10 +37,10 @@ export const FORMATS: readonly FormatModule[] = [
   formatRow({ name: 'moon', title: 'MOON v2 (moondream-zig)', holdsVocabulary: false, detect: detectMoon }, () => (require('./moon') as typeof import('./moon')).moonFormat),
   formatRow({ name: 'embd', title: 'EMBD (cpp_embedder)', detect: detectEmbd }, () => (require('./embd') as typeof import('./embd')).embdFormat),
   formatRow({ name: 'ajc1', title: 'ajc1 (qwen3.c)', quantTypes: ['q8_0'], detect: detectAjc1 }, () => (require('./ajc1') as typeof import('./ajc1')).ajc1Format),
-  formatRow({ name: 'gguf', title: 'GGUF (llama.cpp)', quantTypes: ['q8_0'] }, () => (require('./gguf-format') as typeof import('./gguf-format')).ggufFormat),
-  formatRow({ name: 'npy', title: 'NumPy .npy', holdsVocabulary: false }, () => (require('./npy') as typeof import('./npy')).npyFormat),
-  formatRow({ name: 'safetensors', title: 'safetensors (Hugging Face)' }, () => (require('./safetensors') as typeof import('./safetensors')).safetensorsFormat),
-  formatRow({ name: 'sepweight', title: 'sepweight tree (llm_sepweight .npy)' }, () => (require('./sepweight') as typeof import('./sepweight')).sepweightFormat),
+  formatRow({ name: 'gguf', title: 'GGUF (llama.cpp)', quantTypes: ['q8_0'], detect: detectGguf }, () => (require('./gguf-format') as typeof import('./gguf-format')).ggufFormat),
+  formatRow({ name: 'npy', title: 'NumPy .npy', holdsVocabulary: false, detect: detectNpy }, () => (require('./npy') as typeof import('./npy')).npyFormat),
+  formatRow({ name: 'safetensors', title: 'safetensors (Hugging Face)', detect: detectSafetensors }, () => (require('./safetensors') as typeof import('./safetensors')).safetensorsFormat),
+  formatRow({ name: 'sepweight', title: 'sepweight tree (llm_sepweight .npy)', detect: detectSepweight }, () => (require('./sepweight') as typeof import('./sepweight')).sepweightFormat),
   formatRow({ name: 'llama2c', title: 'llama2.c checkpoint (.bin v0 fp32, ak42 v1 fp32 / v2 Q8_0)' }, () => (require('./llama2c') as typeof import('./llama2c')).llama2cFormat),
 ];
 

@@ -13,6 +13,7 @@ import { rangeError, UnsupportedError } from '../errors';
 import { mapFile, type MappedSource } from '../mapping';
 import { DTYPE_BYTES, numel, type ModelWeights, type PlainDType, type TensorView } from '../weights';
 import { fail } from './bytes';
+import { NPY_MAGIC, detectNpy } from './magic';
 import type { FloatDType } from './dtype-convert';
 import { canonicalShape, releasePages } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
@@ -25,7 +26,7 @@ const writing = lazy(() => ({
   ...(require('./write-job') as typeof import('./write-job')),
 }));
 
-export const NPY_MAGIC = Buffer.from([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]);
+export { NPY_MAGIC } from './magic';
 /** numpy refuses headers above 10,000 bytes unless told otherwise; we allow more, within reason. */
 export const NPY_MAX_HEADER_BYTES = 1 << 20;
 const ARRAY_ALIGN = 64;
@@ -391,15 +392,12 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   await writeOutputs(weights, options, (out) => writeNpyFile(out.file(path), view, dtype, options));
 }
 
-function detect(probe: Probe): boolean {
-  return !probe.isDirectory && probe.head.length >= 6 && probe.head.subarray(0, 6).equals(NPY_MAGIC);
-}
 
 export const npyFormat: FormatModule = {
   name: 'npy',
   title: 'NumPy .npy',
   holdsVocabulary: false,
-  detect,
+  detect: detectNpy,
   read,
   write,
 };

@@ -28,6 +28,7 @@ import { mapFile, type MappedSource } from '../mapping';
 import { DTYPE_BYTES, numel, type DType, type PlainDType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import type { ModelConfig } from '../architectures/model-config';
 import { ByteCursor, checkLayerCount, fail } from './bytes';
+import { SAFETENSORS_INDEX, SAFETENSORS_MAX_HEADER_BYTES, SAFETENSORS_SINGLE, detectSafetensors } from './magic';
 import type { FloatDType } from './dtype-convert';
 import { hfFolderConfigFiles, jsonText, readHfFolderConfig, readJsonFile, type HfJson } from './hf-config';
 import { readHfVocabularySteps, wordPieceData } from './hf-vocab';
@@ -45,9 +46,7 @@ const writing = lazy(() => ({
 }));
 
 /** The reference implementation's limit (safetensors MAX_HEADER_SIZE). */
-export const SAFETENSORS_MAX_HEADER_BYTES = 100_000_000;
-export const SAFETENSORS_INDEX = 'model.safetensors.index.json';
-export const SAFETENSORS_SINGLE = 'model.safetensors';
+export { SAFETENSORS_INDEX, SAFETENSORS_MAX_HEADER_BYTES, SAFETENSORS_SINGLE } from './magic';
 /** __metadata__ keys that carry an EMBD source's metadata entries (`embd.created_at`, ...). */
 export const EMBD_METADATA_PREFIX = 'embd.';
 
@@ -391,17 +390,11 @@ function bertVocabularyFiles(t: Extract<TokenizerData, { kind: 'wordpiece' }>): 
   ];
 }
 
-function detect(probe: Probe): boolean {
-  if (probe.isDirectory) return probe.entries.includes(SAFETENSORS_SINGLE) || probe.entries.includes(SAFETENSORS_INDEX);
-  if (probe.head.length < 9) return false;
-  const n = probe.head.readBigUInt64LE(0);
-  return n >= 2n && n <= BigInt(SAFETENSORS_MAX_HEADER_BYTES) && probe.head[8] === 0x7b;
-}
 
 export const safetensorsFormat: FormatModule = {
   name: 'safetensors',
   title: 'safetensors (Hugging Face)',
-  detect,
+  detect: detectSafetensors,
   read,
   write,
 };

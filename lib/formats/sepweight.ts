@@ -34,6 +34,7 @@ import { DECODER_NAMES, decoderTensorShapes, isDecoderArchitecture, isDecoderCon
 import type { ModelWeights, TensorView, TokenizerData } from '../weights';
 import type { ModelConfig } from '../architectures/model-config';
 import { fail } from './bytes';
+import { detectSepweight } from './magic';
 import { decoderConfigFromHf, hfArchitecture, hfConfigFromDecoder, jsonText, readJsonFile, type HfJson } from './hf-config';
 import { ajc1TemplateFiles, encodeAjc1Tokenizer, parseAjc1Tokenizer, readAjc1Templates, type Ajc1Templates } from './ajc1';
 import { ropeTablesOf, type RopeTables } from './llama2c';
@@ -476,14 +477,10 @@ async function write(weights: ModelWeights, root: string, options: WriteOptions 
   });
 }
 
-function detect(probe: Probe): boolean {
-  return probe.isDirectory && probe.entries.includes('mid') && (probe.entries.includes('start') || probe.entries.includes('end'));
-}
-
 export const sepweightFormat: FormatModule = {
   name: 'sepweight',
   title: 'sepweight tree (llm_sepweight .npy)',
-  detect,
+  detect: detectSepweight,
   read,
   write,
 };

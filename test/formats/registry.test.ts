@@ -1,13 +1,14 @@
 /**
  * The format registry (lib/formats/index.ts): each FORMATS row states what detection and the CLI
  * read (name, title, whether it holds a vocabulary, its quant types) without loading its module;
- * here each row is compared with the module it loads, and detection of a GGUF or ajc1 file is
- * checked to load no other format's module.
+ * here each row is compared with the module it loads, and detection is checked to load no format
+ * module but the one detected (llama2.c's, detected last by its module).
  */
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 import { FORMATS } from '../../lib/formats';
 import type { FormatModule, Probe } from '../../lib/formats/types';
+import { fixture } from '../helpers/fixtures';
 import { ajc1Format } from '../../lib/formats/ajc1';
 import { embdFormat } from '../../lib/formats/embd';
 import { ggufFormat } from '../../lib/formats/gguf-format';
@@ -32,7 +33,10 @@ test("each row's detector agrees with its module's on every format's magic and a
   const file = (head: number[]): Probe => ({ path: 'f', isDirectory: false, head: Buffer.from(head), entries: [] });
   const u32 = (v: number) => [v & 0xff, (v >>> 8) & 0xff, (v >>> 16) & 0xff, v >>> 24];
   const heads = [0x544c4c4d, 0x4d4f4f4e, 0x44424d45, 0x616a6331, 0x46554747, 0x12345678].map((m) => file([...u32(m), ...new Array(60).fill(0)]));
-  const probes: Probe[] = [...heads, file([]), { path: 'd', isDirectory: true, head: Buffer.alloc(0), entries: ['mid', 'start'] }];
+  const npy = file([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0, ...new Array(56).fill(0x20)]);
+  const safetensors = file([...u32(2), 0, 0, 0, 0, 0x7b, 0x7d, ...new Array(54).fill(0x20)]);
+  const folder = (entries: string[]): Probe => ({ path: 'd', isDirectory: true, head: Buffer.alloc(0), entries });
+  const probes: Probe[] = [...heads, npy, safetensors, file([]), folder(['mid', 'start']), folder(['model.safetensors']), folder(['model.safetensors.index.json']), folder(['config.json'])];
   FORMATS.forEach((row, i) => {
     for (const probe of probes) expect([row.name, row.detect(probe)]).toEqual([row.name, MODULES[i].detect(probe)]);
   });
@@ -46,8 +50,19 @@ test('detecting a GGUF or an ajc1 file loads no other format module', () => {
     `console.log(JSON.stringify(Object.keys(require.cache).filter((k) => k.includes('/dist/cjs/formats/')).map((k) => k.split('/formats/')[1])))`;
   for (const magic of ['GGUF', '1cja']) {
     const loaded = JSON.parse(execFileSync(process.execPath, ['-e', script(magic)], { cwd: root, encoding: 'utf8' }).trim()) as string[];
-    for (const other of ['tllm.js', 'moon.js', 'embd.js', 'ajc1.js', 'npy.js', 'safetensors.js', 'sepweight.js', 'llama2c.js', 'gguf-writer.js', 'hf-config.js', 'vocab-convert.js', 'output-files.js']) {
+    for (const other of ['tllm.js', 'moon.js', 'embd.js', 'ajc1.js', 'gguf.js', 'npy.js', 'safetensors.js', 'sepweight.js', 'llama2c.js', 'gguf-writer.js', 'hf-config.js', 'vocab-convert.js', 'output-files.js']) {
       expect(loaded).not.toContain(other);
     }
+  }
+});
+
+test('detecting a llama2.c checkpoint (no magic: detected last) loads its module and no other format module', () => {
+  const root = path.join(__dirname, '..', '..');
+  const script = `require('./dist/cjs/formats').detectFormat(${JSON.stringify(fixture('llama-stories260k', 'stories260K.bin'))});` +
+    `console.log(JSON.stringify(Object.keys(require.cache).filter((k) => k.includes('/dist/cjs/formats/')).map((k) => k.split('/formats/')[1])))`;
+  const loaded = JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: root, encoding: 'utf8' }).trim()) as string[];
+  expect(loaded).toContain('llama2c.js');
+  for (const other of ['tllm.js', 'moon.js', 'embd.js', 'ajc1.js', 'gguf.js', 'npy.js', 'safetensors.js', 'sepweight.js', 'hf-config.js', 'vocab-convert.js', 'output-files.js']) {
+    expect(loaded).not.toContain(other);
   }
 });
