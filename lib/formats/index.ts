@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import { rangeError, UnsupportedError, WeightFormatError } from '../errors';
 import type { FormatName, ModelWeights } from '../weights';
 import { lazy } from '../lazy';
+import { runYielding, type Steps } from '../steps';
 import { detectAjc1, detectEmbd, detectGguf, detectMoon, detectNpy, detectSafetensors, detectSepweight, detectTllm } from './magic';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { rememberAsRead } from './vocab-offload';
@@ -26,9 +27,16 @@ function formatRow(
   return {
     ...row,
     detect: row.detect ?? ((probe) => module().detect(probe)),
-    read: (path, options) => module().read(path, options),
-    write: (weights, path, options) => module().write!(weights, path, options),
+    read: async (path, options) => (await runYielding(loading(module))).read(path, options),
+    write: async (weights, path, options) => (await runYielding(loading(module))).write!(weights, path, options),
   };
+}
+
+/** The module in a slice of its own (steps.ts): a first load and the call's own first slice do not hold the event loop together. */
+function* loading(module: () => FormatModule): Steps<FormatModule> {
+  const loaded = module();
+  yield;
+  return loaded;
 }
 
 /** In detection order: formats with a magic first, llama2.c v0 (no magic) last. */
