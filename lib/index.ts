@@ -5,7 +5,7 @@
  *
  * The exports a first token does not need (conversion, tokenizers built from data, embeddings,
  * Moondream, chat sessions, JSON schemas, the server, pipeline stages) load their modules when
- * first read (defineLazyExports): require('weightmap') loads 57 of lib's modules, not 145
+ * first read (defineLazyExports): require('weightmap') loads 57 of lib's modules, not 135
  * (scripts/bench/ttft.js).
  */
 import { defineLazyExports } from './lazy';
