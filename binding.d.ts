@@ -507,4 +507,27 @@ export interface NativeBinding {
   ): Promise<number>;
   /** Whether crc32's 'auto' / 'pclmul' run the PCLMULQDQ code on this CPU. */
   crc32HasPclmul(): boolean;
+  /**
+   * Walks up to `count` length-prefixed records of `bytes` from `at` that lie whole before `end`
+   * (native/napi/scan_napi.cc): 'u64-length', a GGUF string (u64 length, high half 0, then the
+   * bytes); 'scored', an ajc1 `.tokenizer` entry (f32 score, u32 length, the bytes). Returns
+   * [where it stopped, records walked, the longest payload]; it stops early at the first record
+   * that does not fit. Synchronous (~0.3 ms for 151k records).
+   */
+  skipRecords(bytes: Uint8Array, end: number, at: number, count: number, layout: 'u64-length' | 'scored'): [number, number, number];
+  /**
+   * A packed tokenizer's element checks (lib/tokenizers/packed.ts, checkPackedSteps's loops) on
+   * libuv's thread pool: `problem` names the first element that fails, in the words packed.ts uses
+   * (null when all pass); `filled` counts the vocabulary index's slots in use, `used` the merge
+   * table's. Keeps the arrays referenced until it settles.
+   */
+  checkPackedTables(
+    offsets: Uint32Array,
+    ids: Int32Array,
+    byId: Int32Array,
+    index: Int32Array,
+    keys: Int32Array,
+    ranks: Int32Array,
+    merged: Int32Array,
+  ): Promise<{ problem: string | null; filled: number; used: number }>;
 }

@@ -6,8 +6,9 @@
  *   for await (const piece of model.generate('Once upon a time', { maxTokens: 64 })) process.stdout.write(piece.text);
  */
 import type { NativeSamplingParams, Sampler } from '../binding';
-import { compileJsonSchema, jsonSchemaConstraint, type JsonSchema } from './constrain';
+import type { JsonSchema } from './constrain';
 import { AbortError, rangeError } from './errors';
+import { lazy } from './lazy';
 import { native } from './native';
 import { resolveSampling, type ResolvedParams, type SamplingOptions } from './sampling';
 import type { StreamDecoder, Tokenizer } from './tokenizers';
@@ -177,6 +178,9 @@ function checkGenerateOptions(options: GenerateOptions): { maxTokens: number; st
  * prefill, then one token at a time. Throws (synchronously) for bad options or a prompt that does
  * not fit the context.
  */
+/** JSON-schema constraints, loaded by the first generation that asks for one. */
+const constrainModule = lazy(() => require('./constrain') as typeof import('./constrain'));
+
 export function startGeneration(host: GenerationHost, ids: readonly number[], options: GenerateOptions = {}): Generation {
   const { maxTokens, stops } = checkGenerateOptions(options);
   const sampling = resolveSampling(options, host.vocabSize);
@@ -187,14 +191,14 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
   const stopTokens = new Set(options.stopTokens ?? []);
   const signal = options.signal;
   const { tokenizer, contextLength } = host;
-  if (options.jsonSchema !== undefined) compileJsonSchema(options.jsonSchema); // an unsupported schema throws now
+  if (options.jsonSchema !== undefined) constrainModule().compileJsonSchema(options.jsonSchema); // an unsupported schema throws now
 
   const generated: number[] = [];
   let stopReason: StopReason | undefined;
 
   async function* run(): AsyncGenerator<GeneratedPiece> {
     if (signal?.aborted) throw new AbortError(undefined, { cause: signal.reason });
-    const constraint = options.jsonSchema === undefined ? undefined : await jsonSchemaConstraint(tokenizer, host.vocabSize, options.jsonSchema, [...stopTokens]);
+    const constraint = options.jsonSchema === undefined ? undefined : await constrainModule().jsonSchemaConstraint(tokenizer, host.vocabSize, options.jsonSchema, [...stopTokens]);
     const lease = host.acquire(ids);
     const { session } = lease;
     let running = false;

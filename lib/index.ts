@@ -2,16 +2,30 @@
  * weightmap: memory-mapped LLM weights and fast CPU inference.
  *
  *   import { readWeights, convert, loadModel, loadEmbedder } from 'weightmap';
+ *
+ * The exports a first token does not need (conversion, tokenizers built from data, embeddings,
+ * Moondream, chat sessions, JSON schemas, the server, pipeline stages) load their modules when
+ * first read (defineLazyExports): require('weightmap') loads 57 of lib's modules, not 135
+ * (scripts/bench/ttft.js).
  */
+import { defineLazyExports } from './lazy';
+import type * as ChatSessionModule from './chat-session';
+import type * as FromDataModule from './tokenizers/from-data';
+import type * as ConstrainModule from './constrain';
+import type * as ConvertModule from './convert';
+import type * as DequantizeModule from './dequantize';
+import type * as EmbedderModule from './embedder';
+import type * as MoondreamModule from './moondream';
+import type * as ServerModule from './server';
+import type * as StageServerModule from './pipeline/stage-server';
+
 export { AbortError, DisposedError, UnsupportedError, WeightFormatError } from './errors';
 export type { WeightFormatErrorCode } from './errors';
 export { MappedSource, mapFile } from './mapping';
 export { detectFormat, formatModule, readWeights, writeWeights, FORMATS } from './formats';
 export type { FormatModule, ReadOptions, WriteOptions, WriteProgress } from './formats';
-export { convert } from './convert';
 export type { ConvertOptions, ConvertResult } from './convert';
 export { closeWeights, findTensor, numel, DTYPE_BYTES } from './weights';
-export { dequantize } from './dequantize';
 export type { DType, GgmlBlockDType, FormatName, ModelWeights, TensorView, TokenizerData } from './weights';
 export type { Architecture, ModelConfig } from './architectures/model-config';
 export type { DecoderConfig } from './architectures/decoder';
@@ -19,15 +33,11 @@ export type { TllmConfig } from './architectures/tllm';
 export type { BertConfig } from './architectures/bert';
 export type { MoondreamConfig } from './architectures/moondream';
 export { loadTokenizer, loadTokenizerSync } from './tokenizer-loading';
-export { tokenizerFromData, tokenizerFromDataAsync } from './tokenizers';
 export type { DecodeOptions, EncodeOptions, SpecialTokenIds, StreamDecoder, Tokenizer, TokenizerKind } from './tokenizers';
-export { Embedder, loadEmbedder, similarity } from './embedder';
 export type { EmbedOptions, EmbedderInfo, EmbedderQuant, LoadEmbedderOptions, Pooling } from './embedder';
 export { Model, loadModel } from './model';
 export type { ChatOptions, LoadModelOptions, ModelInfo } from './model';
-export { MoondreamModel, loadMoondream } from './moondream';
 export type { AnswerOptions, EncodeImageOptions, ImageInput, RawImage } from './moondream';
-export { ChatSession } from './chat-session';
 export type { ChatSessionOptions, PromptOptions } from './chat-session';
 export { startGeneration, StopStringFilter } from './generate';
 export type { GenerateOptions, GeneratedPiece, Generation, GenerationHost, LanguageSession, SessionLease, StopReason } from './generate';
@@ -35,12 +45,48 @@ export { resolveSampling, SAMPLING_DEFAULTS } from './sampling';
 export type { ResolvedSampling, SamplingOptions } from './sampling';
 export { ajc1ChatTemplate, jinjaChatTemplate, qwen3ChatTemplate, splitThinking } from './chat';
 export type { ChatMessage, ChatRenderOptions, ChatRole, ChatTemplate } from './chat';
-export { compileJsonSchema } from './constrain';
 export type { JsonSchema } from './constrain';
-export { createHandler, createServer, ModelScheduler } from './server';
 export type { GenerationRequest, ScheduledGeneration, SchedulerLimits, ServeHandler, ServeOptions, WeightmapServer } from './server';
 export { PipelineError } from './errors';
 export type { PipelineErrorCode } from './errors';
-export { StageServer } from './pipeline/stage-server';
 export type { StageOptions } from './pipeline/stage-server';
 export type { PipelineOptions, PipelineSpec, PipelineStageSpec } from './pipeline/coordinator';
+
+export declare const convert: typeof ConvertModule.convert;
+export declare const tokenizerFromData: typeof FromDataModule.tokenizerFromData;
+export declare const tokenizerFromDataAsync: typeof FromDataModule.tokenizerFromDataAsync;
+export declare const dequantize: typeof DequantizeModule.dequantize;
+export declare const Embedder: typeof EmbedderModule.Embedder;
+export type Embedder = EmbedderModule.Embedder;
+export declare const loadEmbedder: typeof EmbedderModule.loadEmbedder;
+export declare const similarity: typeof EmbedderModule.similarity;
+export declare const MoondreamModel: typeof MoondreamModule.MoondreamModel;
+export type MoondreamModel = MoondreamModule.MoondreamModel;
+export declare const loadMoondream: typeof MoondreamModule.loadMoondream;
+export declare const ChatSession: typeof ChatSessionModule.ChatSession;
+export type ChatSession = ChatSessionModule.ChatSession;
+export declare const compileJsonSchema: typeof ConstrainModule.compileJsonSchema;
+export declare const createHandler: typeof ServerModule.createHandler;
+export declare const createServer: typeof ServerModule.createServer;
+export declare const ModelScheduler: typeof ServerModule.ModelScheduler;
+export type ModelScheduler = ServerModule.ModelScheduler;
+export declare const StageServer: typeof StageServerModule.StageServer;
+export type StageServer = StageServerModule.StageServer;
+
+defineLazyExports(exports, {
+  convert: () => require('./convert') as typeof ConvertModule,
+  tokenizerFromData: () => require('./tokenizers/from-data') as typeof FromDataModule,
+  tokenizerFromDataAsync: () => require('./tokenizers/from-data') as typeof FromDataModule,
+  dequantize: () => require('./dequantize') as typeof DequantizeModule,
+  Embedder: () => require('./embedder') as typeof EmbedderModule,
+  loadEmbedder: () => require('./embedder') as typeof EmbedderModule,
+  similarity: () => require('./embedder') as typeof EmbedderModule,
+  MoondreamModel: () => require('./moondream') as typeof MoondreamModule,
+  loadMoondream: () => require('./moondream') as typeof MoondreamModule,
+  ChatSession: () => require('./chat-session') as typeof ChatSessionModule,
+  compileJsonSchema: () => require('./constrain') as typeof ConstrainModule,
+  createHandler: () => require('./server') as typeof ServerModule,
+  createServer: () => require('./server') as typeof ServerModule,
+  ModelScheduler: () => require('./server') as typeof ServerModule,
+  StageServer: () => require('./pipeline/stage-server') as typeof StageServerModule,
+});

@@ -9,7 +9,7 @@ import {
   type ChatRenderOptions,
   type ChatTemplate,
 } from './chat';
-import { ChatSession, type ChatOptions, type ChatSessionOptions } from './chat-session';
+import type { ChatOptions, ChatSession, ChatSessionOptions } from './chat-session';
 import { deferredGeneration } from './deferred-generation';
 import { DisposedError, rangeError, UnsupportedError } from './errors';
 import { checkTokenIds, startGeneration, type Generation, type GenerateOptions, type LanguageSession } from './generate';
@@ -150,6 +150,7 @@ export class Model {
   createChatSession(options: ChatSessionOptions = {}): ChatSession {
     this.live();
     if (!this.chatTemplate) this.renderChat([]); // throws the UnsupportedError
+    const { ChatSession } = require('./chat-session') as typeof import('./chat-session'); // loaded on first use
     return new ChatSession(this, options);
   }
 

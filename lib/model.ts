@@ -16,13 +16,12 @@ import { architectureOf, type EngineName } from './architectures';
 import { DECODER_VARIANTS, isDecoderConfig, type DecoderVariant } from './architectures/decoder';
 import { ajc1ChatTemplate, jinjaChatTemplate, qwen3ChatTemplate, type Ajc1TemplateTexts, type ChatTemplate } from './chat';
 import { DecoderEngine } from './engines/decoder';
-import { GptEngine } from './engines/gpt';
-import { MoondreamEngine } from './engines/moondream';
+import type { MoondreamEngine } from './engines/moondream';
 import { rangeError, UnsupportedError, WeightFormatError } from './errors';
 import { readWeights } from './formats';
 import { idsOnlyTokenizer } from './ids-tokenizer';
 import { Model, type LanguageEngine, type ModelInfo } from './language-model';
-import { MoondreamModel } from './moondream-model';
+import { lazy } from './lazy';
 import { native } from './native';
 import type { PipelineSpec } from './pipeline/coordinator';
 import type { Tokenizer } from './tokenizers';
@@ -78,14 +77,17 @@ const LANGUAGE_ENGINES: Record<LanguageEngineName, (weights: ModelWeights, optio
       dispose: () => engine.dispose(),
     };
   },
-  gpt: async (weights, options) => GptEngine.load(weights, { threads: options.threads }),
-  moondream: async (weights, options) => MoondreamEngine.load(weights, { threads: options.threads }),
+  gpt: async (weights, options) => (await import('./engines/gpt')).GptEngine.load(weights, { threads: options.threads }),
+  moondream: async (weights, options) => (await import('./engines/moondream')).MoondreamEngine.load(weights, { threads: options.threads }),
 };
+
+// Loaded for a Moondream model only (a decoder's first token does not compile the vision side).
+const moondreamModel = lazy(() => (require('./moondream-model') as typeof import('./moondream-model')).MoondreamModel);
 
 /** The model classes of loadModel by registry name, over the engine the registry pairs them with. */
 const MODEL_CLASSES = {
   Model: (engine: LanguageEngine, ...rest: ModelRest) => new Model(engine, ...rest),
-  MoondreamModel: (engine: LanguageEngine, ...rest: ModelRest) => new MoondreamModel(engine as MoondreamEngine, ...rest),
+  MoondreamModel: (engine: LanguageEngine, ...rest: ModelRest) => new (moondreamModel())(engine as MoondreamEngine, ...rest),
 };
 
 type ModelRest = ConstructorParameters<typeof Model> extends [unknown, ...infer R] ? R : never;

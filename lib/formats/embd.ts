@@ -11,15 +11,21 @@ import { mapFile, type MappedSource } from '../mapping';
 import { numel, type DType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { bertTensorSpecs, BERT_NAMES, type BertConfig } from '../architectures/bert';
 import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from './bytes';
+import { EMBD_MAGIC, detectEmbd } from './magic';
 import { crc32, crc32Combine, crc32Native, fnv1a32 } from '../checksums';
 import type { FloatDType } from './dtype-convert';
-import { EMBD_METADATA_PREFIX } from './safetensors';
-import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
-import { writeOutputs } from './output-files';
-import { requireTensor, runWriteJob, tensorsByName } from './write-job';
+import type { FormatModule, ReadOptions, WriteOptions } from './types';
 import { runYielding, type Steps } from '../steps';
+import { lazy } from '../lazy';
 
-export const EMBD_MAGIC = 0x44424d45; // "EMBD"
+/** The writer's modules, loaded by the first write: reading needs none of them. */
+const writing = lazy(() => ({
+  ...(require('./safetensors') as typeof import('./safetensors')),
+  ...(require('./output-files') as typeof import('./output-files')),
+  ...(require('./write-job') as typeof import('./write-job')),
+}));
+
+export { EMBD_MAGIC } from './magic';
 export const EMBD_FOOTER_MAGIC = 0x454d4244; // "DBME"
 export const EMBD_VERSION_MAJOR = 1;
 export const EMBD_HEADER_BYTES = 64;
@@ -488,6 +494,7 @@ function sameValue(text: string | undefined, value: string): boolean {
  * are rewritten only when they differ from it.
  */
 export function embdMetadataEntries(weights: ModelWeights, config: BertConfig, now = creationTime()): [string, string][] {
+  const { EMBD_METADATA_PREFIX } = writing();
   const out = new Map<string, string>();
   if (weights.format === 'embd') {
     for (const [k, v] of Object.entries(weights.metadata)) if (typeof v === 'string') out.set(k, v);
@@ -581,6 +588,7 @@ function vocabSection(tok: Extract<TokenizerData, { kind: 'wordpiece' }>, offset
 }
 
 async function write(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
+  const { requireTensor, runWriteJob, tensorsByName, writeOutputs } = writing();
   if (weights.config.architecture !== 'bert') throw new UnsupportedError(`EMBD holds BERT encoders, not a ${weights.config.architecture} model`);
   const config = weights.config;
   validateBertConfig(config, weights.path);
@@ -667,14 +675,10 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   }));
 }
 
-function detect(probe: Probe): boolean {
-  return !probe.isDirectory && probe.head.length >= 4 && probe.head.readUInt32LE(0) === EMBD_MAGIC;
-}
-
 export const embdFormat: FormatModule = {
   name: 'embd',
   title: 'EMBD (cpp_embedder)',
-  detect,
+  detect: detectEmbd,
   read,
   write,
 };

@@ -1,6 +1,5 @@
-/** The GGUF format module: the reader (gguf.ts) and the writer (gguf-writer.ts, which builds on the reader's tables). */
+/** The GGUF format module: the reader (gguf.ts) and the writer (gguf-writer.ts, which builds on the reader's tables, loaded by the first write). */
 import { detectGguf, readGguf } from './gguf';
-import { writeGguf } from './gguf-writer';
 import type { FormatModule } from './types';
 
 export const ggufFormat: FormatModule = {
@@ -8,6 +7,6 @@ export const ggufFormat: FormatModule = {
   title: 'GGUF (llama.cpp)',
   detect: detectGguf,
   read: readGguf,
-  write: writeGguf,
+  write: (weights, path, options) => (require('./gguf-writer') as typeof import('./gguf-writer')).writeGguf(weights, path, options),
   quantTypes: ['q8_0'],
 };

@@ -6,31 +6,50 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { rangeError, UnsupportedError, WeightFormatError } from '../errors';
 import type { FormatName, ModelWeights } from '../weights';
-import { ajc1Format } from './ajc1';
-import { embdFormat } from './embd';
-import { ggufFormat } from './gguf-format';
-import { llama2cFormat } from './llama2c';
-import { moonFormat } from './moon';
-import { npyFormat } from './npy';
-import { safetensorsFormat } from './safetensors';
-import { sepweightFormat } from './sepweight';
-import { tllmFormat } from './tllm';
+import { lazy } from '../lazy';
+import { runYielding, type Steps } from '../steps';
+import { detectAjc1, detectEmbd, detectGguf, detectMoon, detectNpy, detectSafetensors, detectSepweight, detectTllm } from './magic';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { rememberAsRead } from './vocab-offload';
 
 export type { FormatModule, ReadOptions, WriteOptions, WriteProgress } from './types';
 
+/**
+ * A format's row: its module (reader, writer and what they import) loads on the first read, write
+ * or detection that needs it. Every format but llama2.c (detected last) detects by magic.ts alone,
+ * so reading a file loads no other format's module.
+ */
+function formatRow(
+  row: Pick<FormatModule, 'name' | 'title' | 'holdsVocabulary' | 'quantTypes'> & { detect?: FormatModule['detect'] },
+  load: () => FormatModule,
+): FormatModule {
+  const module = lazy(load);
+  return {
+    ...row,
+    detect: row.detect ?? ((probe) => module().detect(probe)),
+    read: async (path, options) => (await runYielding(loading(module))).read(path, options),
+    write: async (weights, path, options) => (await runYielding(loading(module))).write!(weights, path, options),
+  };
+}
+
+/** The module in a slice of its own (steps.ts): a first load and the call's own first slice do not hold the event loop together. */
+function* loading(module: () => FormatModule): Steps<FormatModule> {
+  const loaded = module();
+  yield;
+  return loaded;
+}
+
 /** In detection order: formats with a magic first, llama2.c v0 (no magic) last. */
 export const FORMATS: readonly FormatModule[] = [
-  tllmFormat,
-  moonFormat,
-  embdFormat,
-  ajc1Format,
-  ggufFormat,
-  npyFormat,
-  safetensorsFormat,
-  sepweightFormat,
-  llama2cFormat,
+  formatRow({ name: 'tllm', title: 'TLLM (tiny_llama)', holdsVocabulary: false, detect: detectTllm }, () => (require('./tllm') as typeof import('./tllm')).tllmFormat),
+  formatRow({ name: 'moon', title: 'MOON v2 (moondream-zig)', holdsVocabulary: false, detect: detectMoon }, () => (require('./moon') as typeof import('./moon')).moonFormat),
+  formatRow({ name: 'embd', title: 'EMBD (cpp_embedder)', detect: detectEmbd }, () => (require('./embd') as typeof import('./embd')).embdFormat),
+  formatRow({ name: 'ajc1', title: 'ajc1 (qwen3.c)', quantTypes: ['q8_0'], detect: detectAjc1 }, () => (require('./ajc1') as typeof import('./ajc1')).ajc1Format),
+  formatRow({ name: 'gguf', title: 'GGUF (llama.cpp)', quantTypes: ['q8_0'], detect: detectGguf }, () => (require('./gguf-format') as typeof import('./gguf-format')).ggufFormat),
+  formatRow({ name: 'npy', title: 'NumPy .npy', holdsVocabulary: false, detect: detectNpy }, () => (require('./npy') as typeof import('./npy')).npyFormat),
+  formatRow({ name: 'safetensors', title: 'safetensors (Hugging Face)', detect: detectSafetensors }, () => (require('./safetensors') as typeof import('./safetensors')).safetensorsFormat),
+  formatRow({ name: 'sepweight', title: 'sepweight tree (llm_sepweight .npy)', detect: detectSepweight }, () => (require('./sepweight') as typeof import('./sepweight')).sepweightFormat),
+  formatRow({ name: 'llama2c', title: 'llama2.c checkpoint (.bin v0 fp32, ak42 v1 fp32 / v2 Q8_0)' }, () => (require('./llama2c') as typeof import('./llama2c')).llama2cFormat),
 ];
 
 export function formatModule(name: FormatName): FormatModule {

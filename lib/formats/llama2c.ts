@@ -30,12 +30,17 @@ import { mapFile, type MappedSource } from '../mapping';
 import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import { ByteCursor, fail } from './bytes';
 import { FLOAT_READABLE_DTYPES, releasePages, viewBytes } from './tensor-data';
-import { permutedRowChunks, qkRowSources } from './rope-order';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
-import { writeOutputs } from './output-files';
 import { encodeLlama2cTokenizer, LLAMA2C_BOS, LLAMA2C_EOS, readLlama2cTokenizer } from './llama2c-tokenizer';
-import { llama2cVocabulary } from './vocab-convert';
-import { requireTensor, runWriteJob, tensorsByName } from './write-job';
+import { lazy } from '../lazy';
+
+/** The writer's modules, loaded by the first write: reading needs none of them. */
+const writing = lazy(() => ({
+  ...(require('./rope-order') as typeof import('./rope-order')),
+  ...(require('./output-files') as typeof import('./output-files')),
+  ...(require('./vocab-convert') as typeof import('./vocab-convert')),
+  ...(require('./write-job') as typeof import('./write-job')),
+}));
 
 export const LLAMA2C_MAGIC = 0x616b3432;
 export const LLAMA2C_V0_HEADER_BYTES = 28;
@@ -294,6 +299,7 @@ function sameBytes(a: TensorView, b: TensorView): boolean {
 }
 
 async function write(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
+  const { llama2cVocabulary, permutedRowChunks, qkRowSources, requireTensor, runWriteJob, tensorsByName, writeOutputs } = writing();
   const c = weights.config;
   if (!isDecoderConfig(c)) throw new UnsupportedError(`llama2.c holds Llama models, not ${c.architecture}`);
   if (c.qkNorm) throw new UnsupportedError('llama2.c has no q/k norms (Qwen3 cannot be stored)');

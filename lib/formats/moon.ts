@@ -12,11 +12,17 @@ import { mapFile, type MappedSource } from '../mapping';
 import { numel, type ModelWeights, type TensorView } from '../weights';
 import { MOONDREAM2_CONFIG, MOONDREAM_NAMES as N, moondreamTensorSpecs, type MoondreamConfig } from '../architectures/moondream';
 import { ByteCursor, fail } from './bytes';
-import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
-import { writeOutputs } from './output-files';
-import { requireTensor, runWriteJob, tensorsByName } from './write-job';
+import { MOON_MAGIC, detectMoon } from './magic';
+import type { FormatModule, ReadOptions, WriteOptions } from './types';
+import { lazy } from '../lazy';
 
-export const MOON_MAGIC = 0x4d4f4f4e;
+/** The writer's modules, loaded by the first write: reading needs none of them. */
+const writing = lazy(() => ({
+  ...(require('./output-files') as typeof import('./output-files')),
+  ...(require('./write-job') as typeof import('./write-job')),
+}));
+
+export { MOON_MAGIC } from './magic';
 export const MOON_VERSION = 2;
 const MAX_NAME_BYTES = 256;
 const MAX_RANK = 4;
@@ -335,6 +341,7 @@ async function planConfigBeside(file: string, config: MoondreamConfig): Promise<
 }
 
 async function write(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
+  const { requireTensor, runWriteJob, tensorsByName, writeOutputs } = writing();
   if (weights.config.architecture !== 'moondream') {
     throw new UnsupportedError(`MOON holds only Moondream models, not a ${weights.config.architecture} model`);
   }
@@ -374,15 +381,11 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   });
 }
 
-function detect(probe: Probe): boolean {
-  return !probe.isDirectory && probe.head.length >= 4 && probe.head.readUInt32LE(0) === MOON_MAGIC;
-}
-
 export const moonFormat: FormatModule = {
   name: 'moon',
   title: 'MOON v2 (moondream-zig)',
   holdsVocabulary: false,
-  detect,
+  detect: detectMoon,
   read,
   write,
 };

@@ -13,13 +13,20 @@ import { rangeError, UnsupportedError } from '../errors';
 import { mapFile, type MappedSource } from '../mapping';
 import { DTYPE_BYTES, numel, type ModelWeights, type PlainDType, type TensorView } from '../weights';
 import { fail } from './bytes';
+import { NPY_MAGIC, detectNpy } from './magic';
 import type { FloatDType } from './dtype-convert';
 import { canonicalShape, releasePages } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
-import { writeOutputs } from './output-files';
-import { runWriteJob, type WriteJob } from './write-job';
+import type { WriteJob } from './write-job';
+import { lazy } from '../lazy';
 
-export const NPY_MAGIC = Buffer.from([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]);
+/** The writer's modules, loaded by the first write: reading needs none of them. */
+const writing = lazy(() => ({
+  ...(require('./output-files') as typeof import('./output-files')),
+  ...(require('./write-job') as typeof import('./write-job')),
+}));
+
+export { NPY_MAGIC } from './magic';
 /** numpy refuses headers above 10,000 bytes unless told otherwise; we allow more, within reason. */
 export const NPY_MAX_HEADER_BYTES = 1 << 20;
 const ARRAY_ALIGN = 64;
@@ -342,6 +349,7 @@ export async function writeNpyFile(
   options: WriteOptions = {},
   rows?: Iterable<Float32Array>,
 ): Promise<void> {
+  const { runWriteJob } = writing();
   const shape = canonicalShape(view);
   const header = encodeNpyHeader(dtype, shape);
   await runWriteJob(path, header.length + numel(shape) * (dtype === 'f32' ? 4 : 2), options, async (job: WriteJob) => {
@@ -375,6 +383,7 @@ async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeig
 }
 
 async function write(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
+  const { writeOutputs } = writing();
   if (weights.tensors.length !== 1) {
     throw new UnsupportedError(`a .npy file holds one tensor; these weights have ${weights.tensors.length} (write them as sepweight or safetensors)`);
   }
@@ -383,15 +392,12 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   await writeOutputs(weights, options, (out) => writeNpyFile(out.file(path), view, dtype, options));
 }
 
-function detect(probe: Probe): boolean {
-  return !probe.isDirectory && probe.head.length >= 6 && probe.head.subarray(0, 6).equals(NPY_MAGIC);
-}
 
 export const npyFormat: FormatModule = {
   name: 'npy',
   title: 'NumPy .npy',
   holdsVocabulary: false,
-  detect,
+  detect: detectNpy,
   read,
   write,
 };

@@ -28,21 +28,25 @@ import { mapFile, type MappedSource } from '../mapping';
 import { DTYPE_BYTES, numel, type DType, type PlainDType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import type { ModelConfig } from '../architectures/model-config';
 import { ByteCursor, checkLayerCount, fail } from './bytes';
+import { SAFETENSORS_INDEX, SAFETENSORS_MAX_HEADER_BYTES, SAFETENSORS_SINGLE, detectSafetensors } from './magic';
 import type { FloatDType } from './dtype-convert';
 import { hfFolderConfigFiles, jsonText, readHfFolderConfig, readJsonFile, type HfJson } from './hf-config';
 import { readHfVocabularySteps, wordPieceData } from './hf-vocab';
 import { runYielding } from '../steps';
-import { permutedRowChunks, qkRowSources } from './rope-order';
 import { canonicalShape, isFloatReadable, releasePages } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
-import { writeOutputs } from './output-files';
-import { hfTokenizerFiles } from './vocab-convert';
-import { runWriteJob } from './write-job';
+import { lazy } from '../lazy';
+
+/** The writer's modules, loaded by the first write: reading needs none of them. */
+const writing = lazy(() => ({
+  ...(require('./rope-order') as typeof import('./rope-order')),
+  ...(require('./output-files') as typeof import('./output-files')),
+  ...(require('./vocab-convert') as typeof import('./vocab-convert')),
+  ...(require('./write-job') as typeof import('./write-job')),
+}));
 
 /** The reference implementation's limit (safetensors MAX_HEADER_SIZE). */
-export const SAFETENSORS_MAX_HEADER_BYTES = 100_000_000;
-export const SAFETENSORS_INDEX = 'model.safetensors.index.json';
-export const SAFETENSORS_SINGLE = 'model.safetensors';
+export { SAFETENSORS_INDEX, SAFETENSORS_MAX_HEADER_BYTES, SAFETENSORS_SINGLE } from './magic';
 /** __metadata__ keys that carry an EMBD source's metadata entries (`embd.created_at`, ...). */
 export const EMBD_METADATA_PREFIX = 'embd.';
 
@@ -285,6 +289,7 @@ interface Planned {
 }
 
 function plan(weights: ModelWeights, options: WriteOptions): Planned[] {
+  const { qkRowSources } = writing();
   const c = weights.config;
   const out: Planned[] = [];
   for (const view of weights.tensors) {
@@ -327,6 +332,7 @@ function encodeHeader(planned: Planned[], metadata: Record<string, string>): Buf
 }
 
 async function write(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
+  const { hfTokenizerFiles, permutedRowChunks, runWriteJob, writeOutputs } = writing();
   const planned = plan(weights, options);
   const metadata: Record<string, string> = { format: 'pt' };
   if (weights.format === 'safetensors') {
@@ -384,17 +390,11 @@ function bertVocabularyFiles(t: Extract<TokenizerData, { kind: 'wordpiece' }>): 
   ];
 }
 
-function detect(probe: Probe): boolean {
-  if (probe.isDirectory) return probe.entries.includes(SAFETENSORS_SINGLE) || probe.entries.includes(SAFETENSORS_INDEX);
-  if (probe.head.length < 9) return false;
-  const n = probe.head.readBigUInt64LE(0);
-  return n >= 2n && n <= BigInt(SAFETENSORS_MAX_HEADER_BYTES) && probe.head[8] === 0x7b;
-}
 
 export const safetensorsFormat: FormatModule = {
   name: 'safetensors',
   title: 'safetensors (Hugging Face)',
-  detect,
+  detect: detectSafetensors,
   read,
   write,
 };

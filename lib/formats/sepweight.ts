@@ -34,17 +34,23 @@ import { DECODER_NAMES, decoderTensorShapes, isDecoderArchitecture, isDecoderCon
 import type { ModelWeights, TensorView, TokenizerData } from '../weights';
 import type { ModelConfig } from '../architectures/model-config';
 import { fail } from './bytes';
+import { detectSepweight } from './magic';
 import { decoderConfigFromHf, hfArchitecture, hfConfigFromDecoder, jsonText, readJsonFile, type HfJson } from './hf-config';
 import { ajc1TemplateFiles, encodeAjc1Tokenizer, parseAjc1Tokenizer, readAjc1Templates, type Ajc1Templates } from './ajc1';
 import { ropeTablesOf, type RopeTables } from './llama2c';
 import { encodeLlama2cTokenizer, readLlama2cTokenizer } from './llama2c-tokenizer';
 import { mapNpy, npyFileSize, writeNpyFile, type NpyWritableDType } from './npy';
-import { writeOutputs, writeSynced } from './output-files';
-import { ajc1Vocabulary, hfTokenizerFiles, llama2cVocabulary } from './vocab-convert';
-import { permutedRowChunks, qkRowSources } from './rope-order';
 import { canonicalShape, FLOAT_READABLE_DTYPES } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
-import { requireTensor, tensorsByName } from './write-job';
+import { lazy } from '../lazy';
+
+/** The writer's modules, loaded by the first write: reading needs none of them. */
+const writing = lazy(() => ({
+  ...(require('./output-files') as typeof import('./output-files')),
+  ...(require('./vocab-convert') as typeof import('./vocab-convert')),
+  ...(require('./rope-order') as typeof import('./rope-order')),
+  ...(require('./write-job') as typeof import('./write-job')),
+}));
 
 // ---------------------------------------------------------------------------------------------
 // Part specs
@@ -402,6 +408,7 @@ async function read(root: string, options: ReadOptions = {}): Promise<ModelWeigh
 // Writing
 
 async function write(weights: ModelWeights, root: string, options: WriteOptions = {}): Promise<void> {
+  const { ajc1Vocabulary, hfTokenizerFiles, llama2cVocabulary, permutedRowChunks, qkRowSources, requireTensor, tensorsByName, writeOutputs, writeSynced } = writing();
   const c = weights.config;
   if (!isDecoderConfig(c)) throw new UnsupportedError(`sepweight trees are written for ${variantNames(SEPWEIGHT_HOLDS)} decoders, not ${c.architecture}`);
   const unheld = unheldFields(c, SEPWEIGHT_HOLDS);
@@ -470,14 +477,10 @@ async function write(weights: ModelWeights, root: string, options: WriteOptions 
   });
 }
 
-function detect(probe: Probe): boolean {
-  return probe.isDirectory && probe.entries.includes('mid') && (probe.entries.includes('start') || probe.entries.includes('end'));
-}
-
 export const sepweightFormat: FormatModule = {
   name: 'sepweight',
   title: 'sepweight tree (llm_sepweight .npy)',
-  detect,
+  detect: detectSepweight,
   read,
   write,
 };

@@ -9,11 +9,17 @@ import { mapFile, type MappedSource } from '../mapping';
 import type { ModelWeights, TensorView } from '../weights';
 import { tllmTensorSpecs, tllmTensorSpecsInOrder, type TllmConfig } from '../architectures/tllm';
 import { ByteCursor, fail } from './bytes';
-import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
-import { writeOutputs } from './output-files';
-import { requireTensor, runWriteJob, tensorsByName } from './write-job';
+import { TLLM_MAGIC, detectTllm } from './magic';
+import type { FormatModule, ReadOptions, WriteOptions } from './types';
+import { lazy } from '../lazy';
 
-export const TLLM_MAGIC = 0x544c4c4d;
+/** The writer's modules, loaded by the first write: reading needs none of them. */
+const writing = lazy(() => ({
+  ...(require('./output-files') as typeof import('./output-files')),
+  ...(require('./write-job') as typeof import('./write-job')),
+}));
+
+export { TLLM_MAGIC } from './magic';
 export const TLLM_VERSION = 1;
 export const TLLM_HEADER_BYTES = 36;
 const TLLM_LAYER_NORM_EPS = 1e-5;
@@ -112,6 +118,7 @@ export function tllmFileSize(c: TllmConfig): number {
 }
 
 async function write(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
+  const { requireTensor, runWriteJob, tensorsByName, writeOutputs } = writing();
   if (weights.config.architecture !== 'tllm') {
     throw new UnsupportedError(`TLLM holds only the TLLM GPT model, not a ${weights.config.architecture} model`);
   }
@@ -138,15 +145,11 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   }));
 }
 
-function detect(probe: Probe): boolean {
-  return !probe.isDirectory && probe.head.length >= 4 && probe.head.readUInt32LE(0) === TLLM_MAGIC;
-}
-
 export const tllmFormat: FormatModule = {
   name: 'tllm',
   title: 'TLLM (tiny_llama)',
   holdsVocabulary: false,
-  detect,
+  detect: detectTllm,
   read,
   write,
 };

@@ -8,20 +8,26 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { WeightFormatError } from '../errors';
-import { parseAjc1Tokenizer } from '../formats/ajc1';
-import { readLlama2cTokenizer } from '../formats/llama2c-tokenizer';
 import { fail } from '../formats/bytes';
-import { tokenizerFromData, tokenizerFromDataAsync, tokenizerFromDataSteps } from '../tokenizers/from-data';
-import { readGgufTokenizerData } from '../formats/gguf-vocab';
-import { tokenizerFromJsonSteps, tokenizerFromVocabMergesSteps } from '../tokenizers/hf-json';
 import { readCachedTokenizer, tokenizerCacheDir, tokenizerSource } from '../tokenizers/cache';
 import { unpackTokenizer } from '../tokenizers/packed';
 import { runNow, runYielding, type Steps } from '../steps';
-import { TllmTokenizer } from '../tokenizers/tllm';
 import type { ModelWeights, TokenizerData } from '../weights';
 import type { Tokenizer } from '../tokenizers/types';
 import { withRecipe } from '../tokenizers/recipes';
 import { loadInWorker } from './worker-client';
+import { lazy } from '../lazy';
+
+// The readers and builders of tokenizers on this thread, each loaded by the first load that needs
+// it: a tokenizer read packed from the cache (loadModel's usual case) needs none of them.
+const ajc1Module = lazy(() => require('../formats/ajc1') as typeof import('../formats/ajc1'));
+const llama2cTokenizerModule = lazy(() => require('../formats/llama2c-tokenizer') as typeof import('../formats/llama2c-tokenizer'));
+const fromDataModule = lazy(() => require('../tokenizers/from-data') as typeof import('../tokenizers/from-data'));
+const ggufVocabModule = lazy(() => require('../formats/gguf-vocab') as typeof import('../formats/gguf-vocab'));
+const hfJsonModule = lazy(() => require('../tokenizers/hf-json') as typeof import('../tokenizers/hf-json'));
+const tllmModule = lazy(() => require('../tokenizers/tllm') as typeof import('../tokenizers/tllm'));
+const tokenizerFromData: typeof import('../tokenizers/from-data').tokenizerFromData = (...args) => fromDataModule().tokenizerFromData(...args);
+const tokenizerFromDataSteps: typeof import('../tokenizers/from-data').tokenizerFromDataSteps = (...args) => fromDataModule().tokenizerFromDataSteps(...args);
 
 function readJson(path: string): any {
   const text = fs.readFileSync(path, 'utf8');
@@ -59,7 +65,7 @@ export function loadAjc1Tokenizer(path: string): Tokenizer {
 
 function readAjc1TokenizerData(path: string): TokenizerData {
   const bytes = fs.readFileSync(path);
-  return parseAjc1Tokenizer(bytes, path, countAjc1Entries(bytes, path));
+  return ajc1Module().parseAjc1Tokenizer(bytes, path, countAjc1Entries(bytes, path));
 }
 
 /** BERT vocab.txt: one token per line, id = line index (HF WordPiece::read_file trims line ends). */
@@ -95,15 +101,15 @@ function* fromFolder(dir: string): Steps<Tokenizer> {
   const at = (name: string) => nodePath.join(dir, name);
   const has = (name: string) => fs.existsSync(at(name));
   const config = optionalJson(at('tokenizer_config.json'));
-  if (has('tokenizer.json')) return yield* tokenizerFromJsonSteps(readJson(at('tokenizer.json')), at('tokenizer.json'), config);
+  if (has('tokenizer.json')) return yield* hfJsonModule().tokenizerFromJsonSteps(readJson(at('tokenizer.json')), at('tokenizer.json'), config);
   if (has('vocab.json') && has('merges.txt')) {
     const vocab = readJson(at('vocab.json'));
     yield;
-    return yield* tokenizerFromVocabMergesSteps(vocab, fs.readFileSync(at('merges.txt'), 'utf8'), config, dir);
+    return yield* hfJsonModule().tokenizerFromVocabMergesSteps(vocab, fs.readFileSync(at('merges.txt'), 'utf8'), config, dir);
   }
-  if (has('vocab.txt') && has('merges.txt')) return new TllmTokenizer(fs.readFileSync(at('vocab.txt')), fs.readFileSync(at('merges.txt')));
+  if (has('vocab.txt') && has('merges.txt')) return new (tllmModule().TllmTokenizer)(fs.readFileSync(at('vocab.txt')), fs.readFileSync(at('merges.txt')));
   if (has('vocab.txt')) return wordPieceFromVocabTxt(at('vocab.txt'), config);
-  if (has('tokenizer.bin')) return tokenizerFromData(readLlama2cTokenizer(at('tokenizer.bin')), at('tokenizer.bin'));
+  if (has('tokenizer.bin')) return tokenizerFromData(llama2cTokenizerModule().readLlama2cTokenizer(at('tokenizer.bin')), at('tokenizer.bin'));
   const ajc1 = fs.readdirSync(dir).filter((f) => f.endsWith('.tokenizer'));
   if (ajc1.length === 1) return yield* tokenizerFromDataSteps(readAjc1TokenizerData(at(ajc1[0])), at(ajc1[0]));
   throw new WeightFormatError('BAD_HEADER', 'no tokenizer files found (tokenizer.json, vocab.json + merges.txt, vocab.txt, tokenizer.bin, *.tokenizer)', { path: dir });
@@ -158,7 +164,7 @@ export async function loadWeightsTokenizer(weights: Pick<ModelWeights, 'format' 
       // checks need the checkpoint): the data decides.
     }
   }
-  return tokenizerFromDataAsync(data, weights.path);
+  return fromDataModule().tokenizerFromDataAsync(data, weights.path);
 }
 
 function* load(path: string): Steps<Tokenizer> {
@@ -167,18 +173,18 @@ function* load(path: string): Steps<Tokenizer> {
   if (stat.isDirectory()) return yield* fromFolder(path);
   const base = nodePath.basename(path);
   if (startsWithGguf(path)) {
-    return tokenizerFromData(readGgufTokenizerData(path), path);
+    return tokenizerFromData(ggufVocabModule().readGgufTokenizerData(path), path);
   }
   if (base.endsWith('.json')) {
     const json = readJson(path);
     if (json && typeof json === 'object' && 'model' in json) {
       yield;
-      return yield* tokenizerFromJsonSteps(json, path, optionalJson(nodePath.join(nodePath.dirname(path), 'tokenizer_config.json')));
+      return yield* hfJsonModule().tokenizerFromJsonSteps(json, path, optionalJson(nodePath.join(nodePath.dirname(path), 'tokenizer_config.json')));
     }
     return yield* fromFolder(nodePath.dirname(path));
   }
   if (base.endsWith('.tokenizer')) return yield* tokenizerFromDataSteps(readAjc1TokenizerData(path), path);
   if (base.endsWith('.txt')) return yield* fromFolder(nodePath.dirname(path));
-  if (base.endsWith('.bin')) return tokenizerFromData(readLlama2cTokenizer(path), path);
+  if (base.endsWith('.bin')) return tokenizerFromData(llama2cTokenizerModule().readLlama2cTokenizer(path), path);
   throw new WeightFormatError('BAD_HEADER', 'not a tokenizer file this library reads', { path });
 }

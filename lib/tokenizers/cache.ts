@@ -4,16 +4,15 @@
  * A file is used only when it passes checkPacked and records the same sizes and modification
  * times of the source files as they have now; otherwise the tokenizer is built and the file
  * rewritten (temporary file, then rename) by the tokenizer worker. Reading runs on the calling
- * thread without holding it: the file is read and checksummed off the thread (libuv, the native
- * CRC), its arrays checked in slices (steps.ts).
+ * thread without holding it: the file is read, checksummed and its arrays checked off the thread
+ * (libuv: the native CRC and checkPackedTables).
  */
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as nodePath from 'node:path';
 import { crc32Native } from '../checksums';
-import { checkPackedSteps, packedCrcRange, packedSource } from './packed';
-import { runYielding } from '../steps';
+import { checkPackedOffThread, packedCrcRange, packedSource } from './packed';
 
 /** Bumped whenever the packed layout or the tokenizer builders change what they produce. */
 const CACHE_VERSION = 3;
@@ -79,7 +78,7 @@ async function readPacked(file: string, source: object): Promise<SharedArrayBuff
     }
     if (JSON.stringify(packedSource(bytes)) !== JSON.stringify(source)) return undefined;
     const crc = await crc32Native(packedCrcRange(bytes));
-    await runYielding(checkPackedSteps(bytes, file, crc));
+    await checkPackedOffThread(bytes, file, crc);
     return sab;
   } catch {
     // A damaged or foreign file is rebuilt over, like a stale one.

@@ -22,6 +22,20 @@ describe('dependencies loaded on first use', () => {
     for (const name of HEAVY) expect(loaded).not.toContain(name);
   });
 
+  test("require('weightmap') loads none of the modules a first token does not need; reading such an export loads it", () => {
+    const script = "const w = require('weightmap'); const loaded = () => Object.keys(require.cache).filter((f) => f.includes('/dist/cjs/')).map((f) => f.split('/dist/cjs/')[1]);"
+      + "const before = loaded(); const same = [w.createServer === require('./dist/cjs/server').createServer, w.StageServer === require('./dist/cjs/pipeline/stage-server').StageServer,"
+      + "w.Embedder === require('./dist/cjs/embedder').Embedder, w.MoondreamModel === require('./dist/cjs/moondream').MoondreamModel, w.convert === require('./dist/cjs/convert').convert,"
+      + "w.compileJsonSchema === require('./dist/cjs/constrain').compileJsonSchema, w.ChatSession === require('./dist/cjs/chat-session').ChatSession];"
+      + "console.log(JSON.stringify({ before, same }))";
+    const { before, same } = JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: root, encoding: 'utf8' }).trim()) as { before: string[]; same: boolean[] };
+    for (const lazyModule of ['server/index.js', 'pipeline/stage-server.js', 'embedder.js', 'engines/bert.js', 'moondream.js', 'moondream-model.js', 'engines/moondream.js', 'engines/gpt.js', 'constrain/index.js', 'convert.js', 'dequantize.js', 'chat-session.js']) {
+      expect(before).not.toContain(lazyModule);
+    }
+    expect(before).toContain('model.js');
+    expect(same).toEqual([true, true, true, true, true, true, true]);
+  });
+
   test('the stage schema loads gRPC and proto-loader', () => {
     const loaded = packagesLoadedBy("require('weightmap'); require('./dist/cjs/pipeline/schema').stageService()");
     expect(loaded).toEqual(expect.arrayContaining(['@grpc/grpc-js', '@grpc/proto-loader']));

@@ -1,13 +1,13 @@
 /**
  * Packed tokenizers (lib/tokenizers/packed.ts): a round trip keeps every id, of a byte-level BPE,
  * of a byte-fallback BPE (Gemma 3) and of WordPiece (MiniLM), and a packed file is input like any other: damage, truncation and out-of-range ids or offsets are typed errors, even
- * when the checksum has been made to match.
+ * when the checksum has been made to match; checkPackedOffThread (the element loops in C++) finds the same errors.
  */
 import * as fs from 'node:fs';
 import * as zlib from 'node:zlib';
 import { tokenizerFromData, tokenizerFromJson, type Tokenizer } from '../../lib/tokenizers';
 import { loadTokenizerSync } from '../../lib/tokenizer-loading';
-import { checkPacked, packTokenizer, unpackTokenizer } from '../../lib/tokenizers/packed';
+import { checkPacked, checkPackedOffThread, packTokenizer, unpackTokenizer } from '../../lib/tokenizers/packed';
 import { fixture } from '../helpers/fixtures';
 import { makeCorpus } from './corpus';
 import { familyJson } from './family-reference';
@@ -107,9 +107,26 @@ test.each([
     const { arrays, header } = layout(buf);
     for (let i = 0; i < header.lengths.ranks; i++) if (buf.readInt32LE(arrays.keys + 8 * i) === -1) buf.writeInt32LE(3, arrays.keys + 8 * i);
   }],
-])('%s is a typed error, checksum notwithstanding', (_what, edit) => {
+])('%s is a typed error, checksum notwithstanding, on this thread and with the loops in C++ alike', async (_what, edit) => {
   const bad = tampered(edit);
-  expect(() => checkPacked(bad, 'f')).toThrow(expect.objectContaining({ name: 'WeightFormatError', code: 'BAD_HEADER', path: 'f' }));
+  const thrown = errorOf(() => checkPacked(bad, 'f'));
+  expect(thrown).toEqual(expect.objectContaining({ name: 'WeightFormatError', code: 'BAD_HEADER', path: 'f' }));
+  await expect(checkPackedOffThread(bad, 'f', zlib.crc32(bad.subarray(16)))).rejects.toEqual(expect.objectContaining({ name: thrown.name, code: thrown.code, message: thrown.message }));
+});
+
+/** What `fn` throws (the test fails when it returns). */
+function errorOf(fn: () => unknown): any {
+  try {
+    fn();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a throw');
+}
+
+test('the checks with their loops in C++ pass a valid buffer and take the checksum it was read with', async () => {
+  await expect(checkPackedOffThread(packed, 'f', zlib.crc32(packed.subarray(16)))).resolves.toBeUndefined();
+  await expect(checkPackedOffThread(packed, 'f', 0)).rejects.toEqual(expect.objectContaining({ code: 'CHECKSUM_MISMATCH' }));
 });
 
 test.each([
@@ -122,9 +139,11 @@ test.each([
   ['text steps of no known shape', (h: any) => (h.text = { normalizer: 'NFC', preTokenizer: 'qwen2' })],
   ['a merge count that disagrees with the table', (h: any) => (h.mergeCount += 1)],
   ['an array longer than the file', (h: any) => (h.lengths.merged = 2 ** 30)],
-])('a header with %s is a typed error', (_what, change) => {
+])('a header with %s is a typed error', async (_what, change) => {
   const bad = withHeader(change);
-  expect(() => checkPacked(bad, 'f')).toThrow(expect.objectContaining({ name: 'WeightFormatError', path: 'f' }));
+  const thrown = errorOf(() => checkPacked(bad, 'f'));
+  expect(thrown).toEqual(expect.objectContaining({ name: 'WeightFormatError', path: 'f' }));
+  await expect(checkPackedOffThread(bad, 'f', zlib.crc32(bad.subarray(16)))).rejects.toEqual(expect.objectContaining({ name: thrown.name, code: thrown.code, message: thrown.message }));
 });
 
 test('the header rewrite helper keeps a valid file valid (the cases above test what they say)', () => {
@@ -136,10 +155,11 @@ describe('a byte-fallback BPE (Gemma 3: 262k tokens, 6k added tokens, a decoder 
   const gemma = tokenizerFromJson(familyJson('gemma3', 'tokenizer.json'), 'gemma3', familyJson('gemma3', 'tokenizer_config.json'));
   const bytes = new Uint8Array(packTokenizer(gemma, { test: true })!);
 
-  test('packs, passes the checks, and unpacks to a tokenizer with the same ids, tokens and decoding', () => {
+  test('packs, passes the checks, and unpacks to a tokenizer with the same ids, tokens and decoding', async () => {
     expect(layout(bytes).end).toBe(bytes.length);
     expect(layout(bytes).header.kind).toBe('byte-fallback-bpe');
     expect(() => checkPacked(bytes, 'packed')).not.toThrow();
+    await expect(checkPackedOffThread(bytes, 'packed', zlib.crc32(bytes.subarray(16)))).resolves.toBeUndefined();
     const back = unpackTokenizer(bytes);
     expect(back.kind).toBe('byte-fallback-bpe');
     expect([back.vocabSize, back.specialIds]).toEqual([gemma.vocabSize, gemma.specialIds]);
@@ -162,9 +182,12 @@ describe('a byte-fallback BPE (Gemma 3: 262k tokens, 6k added tokens, a decoder 
     ['an unknown-token id of -1', (h: any) => (h.unkId = -1)],
     ['a decoder step weightmap does not have', (h: any) => (h.decoder = { type: 'Metaspace' })],
     ['the options of the other kind', (h: any) => (h.kind = 'byte-level-bpe')],
-  ])('a header with %s is a typed error', (_what, change) => {
+  ])('a header with %s is a typed error', async (_what, change) => {
     expect(() => checkPacked(withHeader(() => undefined, bytes), 'f')).not.toThrow();
-    expect(() => checkPacked(withHeader(change, bytes), 'f')).toThrow(expect.objectContaining({ name: 'WeightFormatError', path: 'f' }));
+    const bad = withHeader(change, bytes);
+    const thrown = errorOf(() => checkPacked(bad, 'f'));
+    expect(thrown).toEqual(expect.objectContaining({ name: 'WeightFormatError', path: 'f' }));
+    await expect(checkPackedOffThread(bad, 'f', zlib.crc32(bad.subarray(16)))).rejects.toEqual(expect.objectContaining({ name: thrown.name, code: thrown.code, message: thrown.message }));
   });
 });
 
@@ -197,11 +220,12 @@ describe('WordPiece (MiniLM)', () => {
   test.each([
     ['tokenizer.json', json],
     ['vocab.txt', tokenizerFromData(vocabTxtData(fixture('tokenizers', 'minilm', 'vocab.txt')), 'vocab.txt')],
-  ])('from %s: packs, passes the checks, and unpacks to the same ids, tokens and decoding', (_name, source) => {
+  ])('from %s: packs, passes the checks, and unpacks to the same ids, tokens and decoding', async (_name, source) => {
     const packedBytes = packed8(source);
     expect(layout(packedBytes).end).toBe(packedBytes.length);
     expect(layout(packedBytes).header.kind).toBe('wordpiece');
     expect(() => checkPacked(packedBytes, 'packed')).not.toThrow();
+    await expect(checkPackedOffThread(packedBytes, 'packed', zlib.crc32(packedBytes.subarray(16)))).resolves.toBeUndefined();
     expectSameWordPiece(unpackTokenizer(packedBytes), source);
   });
 
@@ -222,9 +246,12 @@ describe('WordPiece (MiniLM)', () => {
     ['a negative word length limit', (h: any) => (h.maxChars = -1)],
     ['a cleanup flag that is no boolean', (h: any) => (h.cleanup = 'yes')],
     ['the options of a BPE kind', (h: any) => (h.kind = 'byte-level-bpe')],
-  ])('a header with %s is a typed error', (_what, change) => {
+  ])('a header with %s is a typed error', async (_what, change) => {
     expect(() => checkPacked(withHeader(() => undefined, bytes), 'f')).not.toThrow();
-    expect(() => checkPacked(withHeader(change, bytes), 'f')).toThrow(expect.objectContaining({ name: 'WeightFormatError', path: 'f' }));
+    const bad = withHeader(change, bytes);
+    const thrown = errorOf(() => checkPacked(bad, 'f'));
+    expect(thrown).toEqual(expect.objectContaining({ name: 'WeightFormatError', path: 'f' }));
+    await expect(checkPackedOffThread(bad, 'f', zlib.crc32(bad.subarray(16)))).rejects.toEqual(expect.objectContaining({ name: thrown.name, code: thrown.code, message: thrown.message }));
   });
 });
 
