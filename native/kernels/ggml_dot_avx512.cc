@@ -40,6 +40,7 @@ struct GgmlVnni : GgmlYmm {
 };
 
 #include "kernels/ggml_tiles.h"
+#include "kernels/ggml_gemm_tiles.h"
 
 void QuantizeAct(const float* x, int64_t n, int8_t* q, float* d, int16_t* sum) {
   Avx512VnniTable().quantize_q8(x, n, kActBlock, q, d);
@@ -49,7 +50,11 @@ void QuantizeAct(const float* x, int64_t n, int8_t* q, float* d, int16_t* sum) {
 }  // namespace
 
 const GgmlKernels& Avx512VnniGgml() {
-  static const GgmlKernels kernels = GgmlTable<GgmlVnni>(QuantizeAct);
+  static const GgmlKernels kernels = [] {
+    GgmlKernels k = GgmlTable<GgmlVnni>(QuantizeAct);
+    GgmlGemmInstall<GgmlVnni>(k);  // m >= kGgmlGemmMinRows
+    return k;
+  }();
   return kernels;
 }
 
