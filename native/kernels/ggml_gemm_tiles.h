@@ -1,5 +1,5 @@
 // GgmlKernels::matmul for m >= kGgmlGemmMinRows activation rows with AVX-512 VNNI (zmm): each
-// panel of kGgmlGemmRows weight rows is unpacked ONCE per call (ggml_tiles.h's U::Unpack, so the
+// panel of 16·NV weight rows is unpacked ONCE per call (ggml_tiles.h's U::Unpack, so the
 // levels and the f32 sub-block factors are the same bits) into the layout of an int8 GEMM,
 // int32 lane = output row and 4 consecutive values per lane, and every tile of M activation rows
 // then runs vpdpbusd over it with the activations broadcast 4 bytes at a time. Every block type
@@ -17,14 +17,13 @@
 
 constexpr int kGgmlGemmMinRows = 16;   // fewer activation rows: the table's previous kernel
 constexpr int kGgmlGemmVectors = 2;    // zmm vectors of output rows per tile
-constexpr int kGgmlGemmRows = 16 * kGgmlGemmVectors;
 constexpr int kGgmlGemmTile = 4;       // activation rows per tile
 
 using GgmlMatmulFn = void (*)(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t r0, int64_t r1);
 
-template <class T, class U>
+template <class T, class U, int TM = kGgmlGemmTile, int NV = kGgmlGemmVectors>
 struct GgmlGemm {
-  static constexpr int NV = kGgmlGemmVectors, R = kGgmlGemmRows;
+  static constexpr int R = 16 * NV;
   static constexpr int kH = U::kSub == 16 ? 2 : 1;  // sub-blocks of a slot per group
   static constexpr int kGroupBytes = U::kBlockBytes * (kGgmlGroup / U::kValues);
   static constexpr bool kCorr = U::kOff != 0;
@@ -197,6 +196,14 @@ struct GgmlGemm {
       }
   }
 
+  template <int K>
+  static void Rest(int left, const Panel& p, const Q8Act& x, int64_t i0, float* y, int64_t ldy, int nr) {
+    if constexpr (K > 1) {
+      if (left < K) return Rest<K - 1>(left, p, x, i0, y, ldy, nr);
+    }
+    Tile<K>(p, x, i0, y, ldy, nr);
+  }
+
   static void Matmul(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
     if (x.m < kGgmlGemmMinRows) return fallback(w, x, y, ldy, r0, r1);
     if (r1 <= r0) return;
@@ -210,17 +217,14 @@ struct GgmlGemm {
     p.sc = reinterpret_cast<float*>(buf + p.groups * (8 * 8 * R * 4));
     p.mn = p.sc + p.groups * 8 * kH * R;
     const int64_t row_bytes = n / U::kValues * U::kBlockBytes;
-    constexpr int M = kGgmlGemmTile;
+    constexpr int M = TM;
     for (int64_t rb = r0; rb < r1; rb += R) {
       const int nr = int(std::min<int64_t>(R, r1 - rb));
       Unpack(w + rb * row_bytes, row_bytes, nr, p);
       int64_t i = 0;
       for (; i + M <= m; i += M) Tile<M>(p, x, i, y + rb, ldy, nr);
-      switch (m - i) {
-        case 3: Tile<3>(p, x, i, y + rb, ldy, nr); break;
-        case 2: Tile<2>(p, x, i, y + rb, ldy, nr); break;
-        case 1: Tile<1>(p, x, i, y + rb, ldy, nr); break;
-        default: break;
+      if constexpr (M > 1) {
+        if (i < m) Rest<M - 1>(int(m - i), p, x, i, y + rb, ldy, nr);
       }
     }
   }
