@@ -16,12 +16,12 @@
 #pragma once
 
 constexpr int kGgmlGemmMinRows = 16;   // fewer activation rows: the table's previous kernel
-constexpr int kGgmlGemmVectors = 2;    // zmm vectors of output rows per tile
-constexpr int kGgmlGemmTile = 4;       // activation rows per tile
 
 using GgmlMatmulFn = void (*)(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t r0, int64_t r1);
 
-template <class T, class U, int TM = kGgmlGemmTile, int NV = kGgmlGemmVectors>
+// Tiles of TM activation rows × 16·NV output rows: 6 × 32 keeps 12 int32 and 12 f32 accumulators
+// in the 32 zmm registers; the 16-value types need two int32 sets (a slot's two sub-blocks), so 4.
+template <class T, class U, int TM = U::kSub == 16 ? 4 : 6, int NV = 2>
 struct GgmlGemm {
   static constexpr int R = 16 * NV;
   static constexpr int kH = U::kSub == 16 ? 2 : 1;  // sub-blocks of a slot per group
@@ -98,22 +98,49 @@ struct GgmlGemm {
     std::memcpy(&v, p, 4);
     return _mm512_set1_epi32(v);
   }
-  // Σ x.q over sub-block s (kSub values) of an activation row's sums per 16
-  static int32_t SubSum(const int16_t* sum, int64_t s) {
-    return U::kSub == 16 ? sum[s] : int32_t(sum[2 * s]) + int32_t(sum[2 * s + 1]);
+
+  // Per activation row, prepared once per call: per sub-block s (index gi·kSubs + s in its group
+  // gi) the offset term -off·X_s (types with an offset) and x.d·X_s (types with minimums).
+  static constexpr int kSubs = kGgmlGroup / U::kSub;
+  struct Act {
+    const Q8Act* x;
+    const int32_t* corr;  // [m][groups · kSubs]
+    const float* xdx;     // [m][groups · kSubs]
+    int64_t stride;       // groups · kSubs
+  };
+
+  static Act Prepare(const Q8Act& x, int64_t groups) {
+    Act a{&x, nullptr, nullptr, groups * kSubs};
+    if (!kCorr && !U::kMin) return a;
+    const int64_t subs = x.n / U::kSub;
+    int32_t* corr = static_cast<int32_t*>(Scratch(kScratchC, size_t(2 * x.m * a.stride) * 4));
+    float* xdx = reinterpret_cast<float*>(corr + x.m * a.stride);
+    for (int64_t i = 0; i < x.m; i++) {
+      const int16_t* sum = x.sum + i * (x.n / 16);
+      const float* d = x.d + i * (x.n / 32);
+      for (int64_t s = 0; s < subs; s++) {
+        const int32_t xs = U::kSub == 16 ? sum[s] : int32_t(sum[2 * s]) + int32_t(sum[2 * s + 1]);
+        corr[i * a.stride + s] = -U::kOff * xs;
+        xdx[i * a.stride + s] = d[s * U::kSub / 32] * float(xs);  // as GgmlKernel::Prep
+      }
+    }
+    a.corr = corr, a.xdx = xdx;
+    return a;
   }
 
   // Y rows [i0, i0 + M) × the panel's nr rows (at y, row stride ldy).
   template <int M>
-  static void Tile(const Panel& p, const Q8Act& x, int64_t i0, float* y, int64_t ldy, int nr) {
-    const int64_t n = x.n;
+  static void Tile(const Panel& p, const Act& a, int64_t i0, float* y, int64_t ldy, int nr) {
+    const int64_t n = a.x->n;
     const int8_t* xq[M];
     const float* xd[M];
-    const int16_t* xs[M];
+    const int32_t* xc[M];
+    const float* xdx[M];
     for (int i = 0; i < M; i++) {
-      xq[i] = x.q + (i0 + i) * n;
-      xd[i] = x.d + (i0 + i) * (n / 32);
-      xs[i] = x.sum + (i0 + i) * (n / 16);
+      xq[i] = a.x->q + (i0 + i) * n;
+      xd[i] = a.x->d + (i0 + i) * (n / 32);
+      xc[i] = a.corr + (i0 + i) * a.stride;
+      xdx[i] = a.xdx + (i0 + i) * a.stride;
     }
     __m512 slot[8][M][NV];
     for (int j = 0; j < 8; j++) {
@@ -127,8 +154,7 @@ struct GgmlGemm {
         __m512i ia[kH][M][NV];
         for (int h = 0; h < kH; h++)
           for (int i = 0; i < M; i++) {
-            const __m512i c = kCorr ? _mm512_set1_epi32(-U::kOff * SubSum(xs[i], gi * (kGgmlGroup / U::kSub) + 8 * h + j))
-                                    : _mm512_setzero_si512();
+            const __m512i c = kCorr ? _mm512_set1_epi32(xc[i][gi * kSubs + 8 * h + j]) : _mm512_setzero_si512();
             for (int v = 0; v < NV; v++) ia[h][i][v] = c;
           }
         const int8_t* xg[M];
@@ -170,10 +196,10 @@ struct GgmlGemm {
         for (int64_t gi = 0; gi < gn; gi++)
           for (int h = 0; h < kH; h++) {
             const float* mn = p.mn + (j * p.groups + gi) * kH * R + h * R;
-            const int64_t s = gi * (kGgmlGroup / U::kSub) + 8 * h + j;
+            const int64_t s = gi * kSubs + 8 * h + j;
             for (int i = 0; i < M; i++) {
-              const __m512 xdx = _mm512_set1_ps(xd[i][s * U::kSub / 32] * float(SubSum(xs[i], s)));
-              for (int v = 0; v < NV; v++) accm[i][v] = _mm512_fmadd_ps(_mm512_loadu_ps(mn + 16 * v), xdx, accm[i][v]);
+              const __m512 b = _mm512_set1_ps(xdx[i][s]);
+              for (int v = 0; v < NV; v++) accm[i][v] = _mm512_fmadd_ps(_mm512_loadu_ps(mn + 16 * v), b, accm[i][v]);
             }
           }
         for (int i = 0; i < M; i++)
@@ -197,7 +223,7 @@ struct GgmlGemm {
   }
 
   template <int K>
-  static void Rest(int left, const Panel& p, const Q8Act& x, int64_t i0, float* y, int64_t ldy, int nr) {
+  static void Rest(int left, const Panel& p, const Act& x, int64_t i0, float* y, int64_t ldy, int nr) {
     if constexpr (K > 1) {
       if (left < K) return Rest<K - 1>(left, p, x, i0, y, ldy, nr);
     }
@@ -217,14 +243,15 @@ struct GgmlGemm {
     p.sc = reinterpret_cast<float*>(buf + p.groups * (8 * 8 * R * 4));
     p.mn = p.sc + p.groups * 8 * kH * R;
     const int64_t row_bytes = n / U::kValues * U::kBlockBytes;
+    const Act a = Prepare(x, p.groups);
     constexpr int M = TM;
     for (int64_t rb = r0; rb < r1; rb += R) {
       const int nr = int(std::min<int64_t>(R, r1 - rb));
       Unpack(w + rb * row_bytes, row_bytes, nr, p);
       int64_t i = 0;
-      for (; i + M <= m; i += M) Tile<M>(p, x, i, y + rb, ldy, nr);
+      for (; i + M <= m; i += M) Tile<M>(p, a, i, y + rb, ldy, nr);
       if constexpr (M > 1) {
-        if (i < m) Rest<M - 1>(int(m - i), p, x, i, y + rb, ldy, nr);
+        if (i < m) Rest<M - 1>(int(m - i), p, a, i, y + rb, ldy, nr);
       }
     }
   }
