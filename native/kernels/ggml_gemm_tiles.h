@@ -48,31 +48,60 @@ struct GgmlGemm {
 
   static size_t PanelBytes(int64_t groups) { return size_t(groups) * (8 * 8 * R * 4 + 2 * 8 * kH * R * 4); }
 
+  // 16 rows' slot vectors (the 8 words t = 0..7 of a slot; rows k and k + 8 side by side at 2k,
+  // 2k + 1) -> 8 vectors of the panel layout (vector t: word t of rows 0..15), stored at
+  // out + t·stride: a 16 × 8 transpose of 4-byte words. (The all-ones mask forms of the unpacks:
+  // GCC 12's plain ones flag their own undefined operand.)
+  static void Transpose16x8(const __m256i* rows, uint8_t* out, int64_t stride) {
+    __m512i a[8], b[8], c[8];
+    for (int k = 0; k < 8; k++) a[k] = _mm512_loadu_si512(rows + 2 * k);
+    for (int k = 0; k < 8; k += 2) {
+      b[k] = _mm512_mask_unpacklo_epi32(a[k], 0xffff, a[k], a[k + 1]);  // per 128 bits: words 0, 1 of rows k, k + 1
+      b[k + 1] = _mm512_mask_unpackhi_epi32(a[k], 0xffff, a[k], a[k + 1]);
+    }
+    for (int q = 0; q < 8; q += 4) {
+      c[q] = _mm512_mask_unpacklo_epi64(b[q], 0xff, b[q], b[q + 2]);  // per 128 bits: word 0 of 4 rows
+      c[q + 1] = _mm512_mask_unpackhi_epi64(b[q], 0xff, b[q], b[q + 2]);
+      c[q + 2] = _mm512_mask_unpacklo_epi64(b[q + 1], 0xff, b[q + 1], b[q + 3]);
+      c[q + 3] = _mm512_mask_unpackhi_epi64(b[q + 1], 0xff, b[q + 1], b[q + 3]);
+    }
+    // c[t] (t < 4): 128-bit lanes [t, rows 0-3 | t + 4, rows 0-3 | t, rows 8-11 | t + 4, rows 8-11],
+    // c[t + 4] the same for rows 4-7 and 12-15
+    const __m512i lo = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13), hi = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+    for (int t = 0; t < 4; t++) {
+      _mm512_storeu_si512(out + t * stride, _mm512_permutex2var_epi64(c[t], lo, c[t + 4]));
+      _mm512_storeu_si512(out + (t + 4) * stride, _mm512_permutex2var_epi64(c[t], hi, c[t + 4]));
+    }
+  }
+
   static void Unpack(const uint8_t* w, int64_t row_bytes, int nr, Panel& p) {
     if (nr < R) std::memset(p.lev, 0, PanelBytes(p.groups));  // rows past the matrix: zero
     GgmlGroup<T> g;
-    alignas(32) uint8_t u[kGgmlGroup];
+    __m256i slots[8][16];  // [slot][2 (r % 8) + r / 8] for row r of 16: the slot's 8 words (steps t)
     alignas(32) float s[16], mn[16];
-    for (int r = 0; r < nr; r++) {
-      const uint8_t* wr = w + r * row_bytes;
+    for (int r0 = 0; r0 < nr; r0 += 16)
       for (int64_t gi = 0; gi < p.groups; gi++) {
-        U::Unpack(wr + gi * kGroupBytes, gi < p.full ? 8 : p.tail, &g);
-        for (int c = 0; c < 8; c++) T::store(u + 32 * c, g.u[c]);
-        for (int h = 0; h < kH; h++) {
-          _mm256_store_ps(s + 8 * h, g.s[h]);
-          if (U::kMin) _mm256_store_ps(mn + 8 * h, g.mn[h]);
-        }
-        for (int j = 0; j < 8; j++) {
-          uint8_t* lv = p.lev + ((j * p.groups + gi) * 8) * (R * 4) + 4 * r;
-          for (int t = 0; t < 8; t++) std::memcpy(lv + t * (R * 4), u + Off(j, t), 4);
-          for (int h = 0; h < kH; h++) {
-            const int64_t at = (j * p.groups + gi) * kH * R + h * R + r;
-            p.sc[at] = s[8 * h + j];
-            if (U::kMin) p.mn[at] = mn[8 * h + j];
+        for (int r = 0; r < 16; r++) {
+          if (r0 + r >= nr) {
+            for (int j = 0; j < 8; j++) slots[j][2 * (r % 8) + r / 8] = _mm256_setzero_si256();
+            continue;
           }
+          U::Unpack(w + (r0 + r) * row_bytes + gi * kGroupBytes, gi < p.full ? 8 : p.tail, &g);
+          for (int j = 0; j < 8; j++)  // 16-value types: half j % 2 of chunks j / 2 and 4 + j / 2 (Off)
+            slots[j][2 * (r % 8) + r / 8] = kH == 1 ? g.u[j] : _mm256_permute2x128_si256(g.u[j / 2], g.u[4 + j / 2], j % 2 ? 0x31 : 0x20);
+          for (int h = 0; h < kH; h++) {
+            _mm256_store_ps(s + 8 * h, g.s[h]);
+            if (U::kMin) _mm256_store_ps(mn + 8 * h, g.mn[h]);
+          }
+          for (int j = 0; j < 8; j++)
+            for (int h = 0; h < kH; h++) {
+              const int64_t at = (j * p.groups + gi) * kH * R + h * R + r0 + r;
+              p.sc[at] = s[8 * h + j];
+              if (U::kMin) p.mn[at] = mn[8 * h + j];
+            }
         }
+        for (int j = 0; j < 8; j++) Transpose16x8(slots[j], p.lev + ((j * p.groups + gi) * 8) * (R * 4) + 4 * r0, R * 4);
       }
-    }
   }
 
   static __m512i Dot(__m512i acc, __m512i u, __m512i x) {
