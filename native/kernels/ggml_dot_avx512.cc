@@ -151,6 +151,8 @@ void Matmul(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t r0,
   else GgmlKernel<GgmlVnni, U<GgmlVnni>>::Matmul(w, x, y, ldy, r0, r1);
 }
 
+#include "kernels/ggml_gemm_tiles.h"
+
 void QuantizeAct(const float* x, int64_t n, int8_t* q, float* d, int16_t* sum) {
   Avx512VnniTable().quantize_q8(x, n, kActBlock, q, d);
   GgmlActSums(q, n, sum);
@@ -173,6 +175,7 @@ const GgmlKernels& Avx512VnniGgml() {
     k.matmul[int(BlockType::Q6_K)] = Matmul<GgmlQ6K>;
     k.matmul[int(BlockType::IQ4_NL)] = Matmul<GgmlIq4Nl>;
     k.matmul[int(BlockType::IQ4_XS)] = Matmul<GgmlIq4Xs>;
+    GgmlGemmInstall<GgmlVnni>(k);  // m >= kGgmlGemmMinRows; the kernels above below that
     return k;
   }();
   return kernels;

@@ -66,8 +66,8 @@ struct Q8Act {
 // The ggml kernels of a table. A SIMD table may leave any pointer null: dispatch.cc then uses the
 // scalar one (so a variant fills only the types it speeds up). Filled: every slot in
 // ggml_dot.cc (the scalar reference), "avx2" and "avx512" (ggml_dot_avx2.cc), "avx512vnni"
-// (ggml_dot_avx512.cc; m = 1 two rows per zmm, ggml_two.h) and "neon" (ggml_dot_neon.cc), all
-// over ggml_tiles.h.
+// (ggml_dot_avx512.cc: m = 1 two rows per zmm, ggml_two.h; m >= 16 activation rows a GEMM over
+// panels unpacked once per call, ggml_gemm_tiles.h) and "neon" (ggml_dot_neon.cc), all over ggml_tiles.h.
 struct GgmlKernels {
   // x[n] -> q[n], d[n / 32], sum[n / 16] for one row (n % 32 == 0), as Q8Act describes. q and d
   // are bit-identical to quantize_q8(x, n, 32, q, d) (exact in every table); sum is exact.

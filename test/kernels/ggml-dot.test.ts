@@ -138,9 +138,12 @@ function reference(type: string, w: Uint8Array, a: Act, m: number, rows: number,
 // block, and (32-value types) rows of whole 256-value groups plus a partial one; batches of more
 // than one tile of activation rows (4 or 8) with a remainder, and (n = 2560, m = 113) more than
 // one L2 block of prepared activation rows (kGgmlPrepBlockBytes in ggml_tiles.h: 104 or 108 rows).
+// From m = 16 on, avx512vnni takes the GEMM of ggml_gemm_tiles.h (panels of 32 rows, tiles of 4
+// activation rows): m = 16, 17, 65 with one partial panel, several panels plus a partial one, and
+// (32-value types) a partial last group.
 const SHAPES: Record<number, Array<[number, number, number]>> = {
-  32: [[32, 1, 1], [96, 3, 2], [224, 7, 5], [1024, 17, 3], [800, 5, 9], [2560, 1, 113]],
-  256: [[256, 1, 1], [768, 3, 2], [512, 7, 5], [1280, 17, 3], [512, 5, 9], [2560, 1, 113]],
+  32: [[32, 1, 1], [96, 3, 2], [224, 7, 5], [1024, 17, 3], [800, 5, 9], [2560, 1, 113], [800, 33, 17], [96, 16, 16], [544, 39, 65]],
+  256: [[256, 1, 1], [768, 3, 2], [512, 7, 5], [1280, 17, 3], [512, 5, 9], [2560, 1, 113], [768, 33, 17], [256, 16, 16], [512, 39, 65]],
 };
 
 describe('dequantizeBlocks: the 32-value layouts written out', () => {
@@ -198,6 +201,7 @@ describe.each(ISAS)('ggml dot products (%s)', (isa) => {
       expect(worstRatio(y, exact, actBudget)).toBeLessThanOrEqual(1);
       if (isa !== 'scalar') expect(worstRatio(y, matmul('scalar', type, w, a, m, rows, n), fpBudget)).toBeLessThanOrEqual(1);
       // threaded (rows split) and one activation row at a time (decode's matvec): the same bits
+      expect(Array.from(matmul(isa, type, w, a, m, rows, n, 2))).toEqual(Array.from(y));
       expect(Array.from(matmul(isa, type, w, a, m, rows, n, 3))).toEqual(Array.from(y));
       for (let i = 0; i < m; i++) {
         const row: Act = {
@@ -212,11 +216,13 @@ describe.each(ISAS)('ggml dot products (%s)', (isa) => {
   });
 
   // Every activation at ±127 and every weight byte but the f16 factors at 0x00, 0x80 or 0xff:
-  // the largest integer products the SIMD dots meet (where 16-bit pair sums would saturate first).
-  test.each(TYPE_NAMES)('%s at the extreme levels and activations', (type) => {
+  // the largest integer products the SIMD dots meet (where 16-bit pair sums would saturate first);
+  // m = 17 for the GEMM of m >= 16.
+  const EXTREME = TYPE_NAMES.flatMap((type) => [5, 17].map((m) => [type, m] as [string, number]));
+  test.each(EXTREME)('%s at the extreme levels and activations, m = %i', (type, m) => {
     const t = TYPES[type];
     const rand = rng(200 + TYPE_NAMES.indexOf(type));
-    const [n, rows, m] = [t.values * 4, 3, 5];
+    const [n, rows] = [t.values * 4, 3];
     const w = randomBlocks(t, (rows * n) / t.values, rand);
     const dv = new DataView(w.buffer);
     const f16Fields = t.m === undefined ? [t.d] : [t.d, t.m];
