@@ -1,7 +1,8 @@
 /**
- * A byte-fallback BPE tokenizer.json (Gemma 3's: spaces replaced by U+2581, no pre-tokenizer
- * split, `<0xXX>` byte tokens) as the SentencePiece vocabulary llama.cpp reads from GGUF
- * (`tokenizer.ggml.model` "llama", pre "default"):
+ * A byte-fallback BPE tokenizer.json over U+2581-marked text (Gemma 3's: spaces replaced by U+2581;
+ * Llama 2's, Mistral 7B v0.1's, TinyLlama's: the same after a U+2581 prepended to each run of text,
+ * SentencePiece's dummy prefix; no pre-tokenizer split, `<0xXX>` byte tokens) as the SentencePiece
+ * vocabulary llama.cpp reads from GGUF (`tokenizer.ggml.model` "llama", pre "default"):
  *  - tokens by id, exactly `vocabSize` of them (the model's embedding rows, as llama.cpp requires):
  *    ids beyond are left out (Gemma 3 1B's `<image_soft_token>`), ids the files never name become
  *    `[PAD<id>]` typed unused (as llama.cpp's converter pads);
@@ -19,7 +20,8 @@
  *    than HF splits it (21 of the 3000 strings of the differential corpus). llama.cpp's own
  *    converter writes those tokens with spaces instead, which disagrees with HF more (48 of 3000);
  *  - BOS/EOS/UNK/PAD ids as HF's tokenizer names them, add_bos/add_eos from its post-processor,
- *    add_space_prefix false (the normalizer prepends nothing).
+ *    add_space_prefix from the normalizer (llama.cpp, like HF's Prepend, puts the space before the
+ *    text and before each run that follows a special token).
  * Anything SentencePiece cannot express (another normalizer, a pre-tokenizer that splits, added
  * tokens with strip or single-word flags) is an UnsupportedError.
  */
@@ -43,18 +45,30 @@ function json(v: unknown): string {
   return JSON.stringify(v);
 }
 
-/** Whether the tokenizer's text steps are SentencePiece's (spaces to U+2581 and nothing else). */
-function checkText(t: ByteFallbackBpeTokenizer): void {
+type JsonStep = { type?: unknown; pattern?: { String?: unknown }; content?: unknown; prepend?: unknown; normalizers?: unknown } | null | undefined;
+
+const isSpaceMarking = (n: JsonStep) => n?.type === 'Replace' && n.pattern?.String === ' ' && n.content === SPACE_MARK;
+const isPrefixing = (n: JsonStep) => n?.type === 'Prepend' && n.prepend === SPACE_MARK;
+
+/**
+ * Whether the tokenizer's text steps are SentencePiece's (spaces to U+2581, perhaps with the dummy
+ * prefix, and nothing else); returns whether the prefix is there (GGUF add_space_prefix).
+ */
+function checkText(t: ByteFallbackBpeTokenizer): boolean {
   const { normalizer, preTokenizer } = t.config.text;
-  const n = typeof normalizer === 'object' ? (normalizer.json as { type?: unknown; pattern?: { String?: unknown }; content?: unknown } | null) : undefined;
-  if (!n || n.type !== 'Replace' || n.pattern?.String !== ' ' || n.content !== SPACE_MARK) {
-    throw new UnsupportedError(`a SentencePiece GGUF vocabulary needs the normalizer Replace(' ' -> '${SPACE_MARK}'), not ${json(n ?? normalizer)}`);
+  const n = typeof normalizer === 'object' ? (normalizer.json as JsonStep) : undefined;
+  const steps = n?.type === 'Sequence' && Array.isArray(n.normalizers) ? (n.normalizers as JsonStep[]) : [n];
+  // Prepend and Replace commute (the prefix is U+2581 itself), so either order is the same text.
+  const prefixed = steps.length === 2 && steps.some(isPrefixing) && steps.some(isSpaceMarking);
+  if (!prefixed && !(steps.length === 1 && isSpaceMarking(steps[0]))) {
+    throw new UnsupportedError(`a SentencePiece GGUF vocabulary needs the normalizer Replace(' ' -> '${SPACE_MARK}'), perhaps after Prepend('${SPACE_MARK}'), not ${json(n ?? normalizer)}`);
   }
   // After the normalizer no space is left, so a split on ' ' splits nothing.
   const p = 'json' in preTokenizer ? (preTokenizer.json as { type?: unknown; pattern?: { String?: unknown } } | null) : undefined;
   if (p !== null && !(p?.type === 'Split' && p.pattern?.String === ' ')) {
     throw new UnsupportedError(`a SentencePiece GGUF vocabulary takes no pre-tokenizer that splits words, not ${json(p ?? preTokenizer)}`);
   }
+  return prefixed;
 }
 
 /** 1 when `ids` is exactly [id], 0 when empty; anything else SentencePiece cannot add. */
@@ -69,7 +83,7 @@ function wrapFlag(ids: readonly number[], id: number | undefined, what: string):
  * of `vocabSize` embedding rows. `where` names the source in errors.
  */
 export function* ggufSentencePieceSteps(t: ByteFallbackBpeTokenizer, vocabSize: number, where: string): Steps<Gguf> {
-  checkText(t);
+  const addSpacePrefix = checkText(t);
   const { vocab, merges, addedTokens } = t.config;
   const specialIds = t.specialIds;
   if (merges.size >= 2 ** 24) throw new UnsupportedError(`${merges.size} merges are more than f32 scores can order (2^24)`);
@@ -119,6 +133,6 @@ export function* ggufSentencePieceSteps(t: ByteFallbackBpeTokenizer, vocabSize: 
     ...(specialIds.pad !== undefined ? { padId: specialIds.pad } : {}),
     addBos: wrapFlag(wrapping.prefix, specialIds.bos, 'BOS'),
     addEos: wrapFlag(wrapping.suffix, specialIds.eos, 'EOS'),
-    addSpacePrefix: false,
+    addSpacePrefix,
   };
 }

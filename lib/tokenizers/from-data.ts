@@ -77,6 +77,7 @@ function llama2cTokenizer(data: Scored): Tokenizer {
     addBos: true,
     addEos: false,
     addSpacePrefix: true,
+    stripAfterBos: true,
     pieceBytes: (id) => data.tokens[id],
   });
 }
@@ -112,6 +113,7 @@ function ggufSentencePiece(data: Gguf, where: string): Tokenizer {
     addBos: data.addBos ?? true,
     addEos: data.addEos ?? false,
     addSpacePrefix: data.addSpacePrefix ?? true,
+    stripAfterBos: false,
   });
 }
 

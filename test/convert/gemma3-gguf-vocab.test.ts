@@ -180,10 +180,12 @@ describe('the SentencePiece conversion at other sizes, and what it refuses', () 
 
   it('a model with fewer rows than the special ids is a WeightFormatError; another normalizer or a word-splitting pre-tokenizer is unsupported', () => {
     expect(() => runNow(ggufSentencePieceSteps(bpe, 100, 'g'))).toThrow(WeightFormatError);
-    // The same tokenizer with other text steps (Llama 2's prefix space; digits split apart).
+    // The same tokenizer with other text steps (NFKC first; a prefix that is no U+2581; digits split apart).
     const withText = (text: object) => ({ specialIds: bpe.specialIds, config: { ...bpe.config, text: { ...bpe.config.text, ...text } } }) as unknown as ByteFallbackBpeTokenizer;
-    const prefixed = withText({ normalizer: { json: { type: 'Sequence', normalizers: [{ type: 'Prepend', prepend: '▁' }, json.normalizer] } } });
-    expect(() => runNow(ggufSentencePieceSteps(prefixed, VOCAB, 'g'))).toThrow(UnsupportedError);
+    const nfkc = withText({ normalizer: { json: { type: 'Sequence', normalizers: [{ type: 'NFKC' }, json.normalizer] } } });
+    expect(() => runNow(ggufSentencePieceSteps(nfkc, VOCAB, 'g'))).toThrow(UnsupportedError);
+    const underscore = withText({ normalizer: { json: { type: 'Sequence', normalizers: [{ type: 'Prepend', prepend: '_' }, json.normalizer] } } });
+    expect(() => runNow(ggufSentencePieceSteps(underscore, VOCAB, 'g'))).toThrow(UnsupportedError);
     const digits = withText({ preTokenizer: { json: { type: 'Digits', individual_digits: true } } });
     expect(() => runNow(ggufSentencePieceSteps(digits, VOCAB, 'g'))).toThrow(/pre-tokenizer/);
   });

