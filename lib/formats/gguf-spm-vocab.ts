@@ -136,3 +136,124 @@ export function* ggufSentencePieceSteps(t: ByteFallbackBpeTokenizer, vocabSize: 
     addSpacePrefix,
   };
 }
+
+// ---- back: a GGUF SentencePiece vocabulary as tokenizer.json -------------------------------------
+
+/** A token's merges in HF's order: the pieces by falling score (then id), each piece's splits by (left id, right id). */
+function* spmMergesSteps(t: Gguf, byText: Map<string, number>): Steps<[string, string][]> {
+  const { tokens, scores, tokenTypes } = t;
+  const results: number[] = [];
+  for (let id = 0; id < tokens.length; id++) {
+    if (id % STEP === STEP - 1) yield;
+    const type = tokenTypes?.[id] ?? TOKEN_NORMAL;
+    // weightmap's writer scores tokens no merge makes below every merge: they stay unmergeable.
+    if ((type === TOKEN_NORMAL || type === TOKEN_USER_DEFINED) && scores![id] > SPM_UNMERGED_SCORE && byText.get(tokens[id]) === id) results.push(id);
+  }
+  results.sort((a, b) => scores![b] - scores![a] || a - b);
+  yield;
+  const merges: [string, string][] = [];
+  const splits: [number, number][] = [];
+  for (let k = 0; k < results.length; k++) {
+    if (k % STEP === STEP - 1) yield;
+    const text = tokens[results[k]];
+    splits.length = 0;
+    // Split between code points (a surrogate pair is one character to HF).
+    for (let at = 1; at < text.length; at++) {
+      const c = text.charCodeAt(at);
+      if (c >= 0xdc00 && c <= 0xdfff) continue;
+      const left = byText.get(text.slice(0, at));
+      const right = byText.get(text.slice(at));
+      if (left !== undefined && right !== undefined) splits.push([left, right]);
+    }
+    splits.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    for (const [l, r] of splits) merges.push([tokens[l], tokens[r]]);
+  }
+  return merges;
+}
+
+/**
+ * tokenizer.json and tokenizer_config.json for a GGUF SentencePiece ("llama") vocabulary: a BPE with
+ * byte fallback whose merges are every split of each piece into two pieces, ordered by the pieces'
+ * scores (as HF's SentencePiece conversion makes them, and as gguf-spm-vocab reads them back),
+ * control and user-defined tokens as added tokens, the normalizer with Prepend(U+2581) when the
+ * vocabulary adds a space prefix, and the decoder that undoes them.
+ */
+export function* tokenizerJsonFromSentencePieceSteps(t: Gguf, chatTemplate: string | undefined, maxSeqLen: number): Steps<[string, string][]> {
+  if (!t.scores) throw new UnsupportedError('a SentencePiece vocabulary without scores has no merge order for tokenizer.json');
+  const { tokens, tokenTypes } = t;
+  const vocab: Record<string, number> = {};
+  const byText = new Map<string, number>();
+  const added: Record<string, unknown>[] = [];
+  for (let id = 0; id < tokens.length; id++) {
+    if (id % STEP === STEP - 1) yield;
+    const type = tokenTypes?.[id] ?? TOKEN_NORMAL;
+    if (type === TOKEN_UNUSED) continue;
+    const text = tokens[id];
+    if (!byText.has(text)) {
+      byText.set(text, id);
+      vocab[text] = id;
+    }
+    if (type === TOKEN_CONTROL || type === TOKEN_USER_DEFINED || type === TOKEN_UNKNOWN) {
+      added.push({ id, content: text, single_word: false, lstrip: false, rstrip: false, normalized: false, special: type !== TOKEN_USER_DEFINED });
+    }
+  }
+  const merges = yield* spmMergesSteps(t, byText);
+  const prefix = t.addSpacePrefix !== false;
+  const name = (id: number | undefined) => (id === undefined ? null : tokens[id]);
+  const spaceMarking = { type: 'Replace', pattern: { String: ' ' }, content: SPACE_MARK };
+  // llama.cpp's defaults for a SentencePiece vocabulary, as from-data.ts reads them.
+  const addBos = t.addBos ?? true;
+  const addEos = t.addEos ?? false;
+  const template = (seq: string, typeId: number) => [
+    ...(addBos && t.bosId !== undefined ? [{ SpecialToken: { id: tokens[t.bosId], type_id: typeId } }] : []),
+    { Sequence: { id: seq, type_id: typeId } },
+    ...(addEos && t.eosId !== undefined ? [{ SpecialToken: { id: tokens[t.eosId], type_id: typeId } }] : []),
+  ];
+  const wrapped = [addBos ? t.bosId : undefined, addEos ? t.eosId : undefined].filter((id): id is number => id !== undefined);
+  const tokenizer = {
+    version: '1.0',
+    truncation: null,
+    padding: null,
+    added_tokens: added,
+    normalizer: prefix ? { type: 'Sequence', normalizers: [{ type: 'Prepend', prepend: SPACE_MARK }, spaceMarking] } : spaceMarking,
+    pre_tokenizer: null,
+    post_processor: {
+      type: 'TemplateProcessing',
+      single: template('A', 0),
+      pair: [...template('A', 0), ...template('B', 1)],
+      special_tokens: Object.fromEntries(wrapped.map((id) => [tokens[id], { id: tokens[id], ids: [id], tokens: [tokens[id]] }])),
+    },
+    decoder: {
+      type: 'Sequence',
+      decoders: [
+        { type: 'Replace', pattern: { String: SPACE_MARK }, content: ' ' },
+        { type: 'ByteFallback' },
+        { type: 'Fuse' },
+        ...(prefix ? [{ type: 'Strip', content: ' ', start: 1, stop: 0 }] : []),
+      ],
+    },
+    model: {
+      type: 'BPE', dropout: null, unk_token: name(t.unkId), continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: true, byte_fallback: true, ignore_merges: false,
+      vocab,
+      merges,
+    },
+  };
+  yield;
+  const config = {
+    tokenizer_class: 'PreTrainedTokenizerFast',
+    add_bos_token: addBos,
+    add_eos_token: addEos,
+    bos_token: name(t.bosId),
+    eos_token: name(t.eosId),
+    unk_token: name(t.unkId),
+    ...(t.padId !== undefined ? { pad_token: name(t.padId) } : {}),
+    model_max_length: maxSeqLen,
+    ...(chatTemplate !== undefined ? { chat_template: chatTemplate } : {}),
+  };
+  const json = JSON.stringify(tokenizer);
+  yield;
+  return [
+    ['tokenizer.json', json],
+    ['tokenizer_config.json', `${JSON.stringify(config, null, 2)}\n`],
+  ];
+}

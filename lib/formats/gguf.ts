@@ -763,6 +763,9 @@ function tokenizerOf(kv: Kv): TokenizerData | undefined {
   if (addBos !== undefined) out.addBos = addBos;
   const addEos = kv.bool('tokenizer.ggml.add_eos_token');
   if (addEos !== undefined) out.addEos = addEos;
+  // Gemma's SentencePiece vocabulary has none: a writer that dropped it would tokenize with a space in front.
+  const addSpacePrefix = kv.bool('tokenizer.ggml.add_space_prefix');
+  if (addSpacePrefix !== undefined) out.addSpacePrefix = addSpacePrefix;
   deferVocabularyWork(out, function* () {
     for (const strings of lazy) yield* strings.decodeSteps();
   });

@@ -31,7 +31,8 @@ import { AJC1_UNMERGED_SCORE, ajc1TokenizerFromHf, chatTemplateSource, hfSideFol
 import { jsonText, readJsonFile, type HfJson } from './hf-config';
 import { decodeVocabularySteps } from '../tokenizers/deferred-vocabulary';
 import { encodeLlama2cTokenizer, readLlama2cTokenizer } from './llama2c-tokenizer';
-import { ggufSentencePieceSteps } from './gguf-spm-vocab';
+import { ggufSentencePieceSteps, tokenizerJsonFromSentencePieceSteps } from './gguf-spm-vocab';
+import { hfSentencePieceFilesOffThread } from './vocab-offload';
 import { readHfVocabulary } from './hf-vocab';
 
 type Scored = Extract<TokenizerData, { kind: 'scored' }>;
@@ -369,10 +370,21 @@ function byteLevelTokenizerJson(t: Gguf, chatTemplate: string | undefined, maxSe
 }
 
 /**
+ * tokenizer.json + tokenizer_config.json for the source's SentencePiece vocabulary (gguf-spm-vocab),
+ * made on this thread in slices; undefined when it has none.
+ */
+export async function hfSentencePieceFilesHere(weights: ModelWeights, maxSeqLen: number): Promise<[string, string][] | undefined> {
+  const t = await preparedVocabulary(weights);
+  if (t?.kind !== 'gguf' || t.model !== 'llama') return undefined;
+  return runYielding(tokenizerJsonFromSentencePieceSteps(t, jinjaChatTemplateOf(weights), maxSeqLen));
+}
+
+/**
  * The tokenizer files of an HF folder (BERT's are written from its vocabulary elsewhere): the
  * source's own, copied (an HF folder's, or those beside a TLLM or MOON file); else, for a decoder,
- * tokenizer.json + tokenizer_config.json for a byte-level BPE vocabulary, or a llama2.c
- * tokenizer.bin for a SentencePiece one (weightmap reads no SentencePiece tokenizer.json).
+ * tokenizer.json + tokenizer_config.json for a byte-level BPE vocabulary or a SentencePiece one
+ * without the dummy prefix (Gemma's; made in the tokenizer worker when there is one), or a llama2.c
+ * tokenizer.bin for a SentencePiece one with it.
  */
 export async function hfTokenizerFiles(weights: ModelWeights): Promise<[string, string | Uint8Array][]> {
   const arch = weights.config.architecture;
@@ -386,6 +398,11 @@ export async function hfTokenizerFiles(weights: ModelWeights): Promise<[string, 
   if (!c) return [];
   const llama = llama2cVocabulary(weights);
   if (llama) return [['tokenizer.bin', encodeLlama2cTokenizer(llama)]];
+  const source = sourceVocabulary(weights);
+  if (source?.kind === 'gguf' && source.model === 'llama') {
+    const made = await hfSentencePieceFilesOffThread(weights, c.maxSeqLen);
+    return (made === 'here' ? await hfSentencePieceFilesHere(weights, c.maxSeqLen) : made) ?? [];
+  }
   const gguf = await ggufVocabulary(weights, c.vocabSize);
   if (gguf?.model === 'gpt2') return byteLevelTokenizerJson(gguf, jinjaChatTemplateOf(weights), c.maxSeqLen) ?? [];
   return [];

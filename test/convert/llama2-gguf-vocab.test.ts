@@ -4,13 +4,17 @@
  * 22557, where Meta's Llama 2 has 29871 and 15043; Llama 2 and TinyLlama share the form) carried into GGUF as llama.cpp's SentencePiece vocabulary: a tiny random Llama HF folder
  * with those files, converted with `weightmap convert --to gguf`. The GGUF's keys against what
  * tokenizer.json and tokenizer_config.json state; its vocabulary, loaded back, against Hugging
- * Face's Rust tokenizer on the Llama 2 differential corpus; greedy generation from the GGUF with no
- * tokenizer argument against the folder's.
+ * Face's Rust tokenizer on the Llama 2 differential corpus; the GGUF vocabulary written back as
+ * tokenizer.json against the original file; greedy generation from the GGUF with no tokenizer
+ * argument against the folder's.
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { Tokenizer as HfTokenizer } from '@anush008/tokenizers';
+import { readGgufTokenizerData } from '../../lib/formats/gguf-vocab';
+import { tokenizerJsonFromSentencePieceSteps } from '../../lib/formats/gguf-spm-vocab';
 import { loadModel } from '../../lib/model';
+import { runNow } from '../../lib/steps';
 import { loadTokenizer } from '../../lib/tokenizer-loading';
 import type { Tokenizer } from '../../lib/tokenizers';
 import { TOKEN_BYTE, TOKEN_CONTROL, TOKEN_NORMAL } from '../../lib/tokenizers/from-data';
@@ -120,6 +124,23 @@ describe('the GGUF vocabulary loaded back', () => {
     }
   });
 });
+
+test('the GGUF vocabulary as tokenizer.json again: the original\'s vocabulary and merges in the original order; HF\'s tokenizer on it encodes and decodes the corpus as on the original', async () => {
+  const files = runNow(tokenizerJsonFromSentencePieceSteps(readGgufTokenizerData(gguf), undefined, 128));
+  const written = JSON.parse(files[0][1]);
+  expect(written.model.vocab).toEqual(json.model.vocab);
+  expect((written.model.merges as string[][]).map((m) => m.join(' '))).toEqual(json.model.merges);
+  expect(written.added_tokens).toEqual(json.added_tokens);
+  expect(JSON.parse(files[1][1])).toMatchObject({ bos_token: '<s>', eos_token: '</s>', unk_token: '<unk>', add_bos_token: true, add_eos_token: false });
+  const back = HfTokenizer.fromString(files[0][1]);
+  const corpus = familyCorpus('llama2');
+  for (const add of [true, false]) {
+    const [a, b] = [await hf.encodeBatch(corpus, { addSpecialTokens: add }), await back.encodeBatch(corpus, { addSpecialTokens: add })];
+    expect(corpus.filter((_, i) => JSON.stringify(a[i].getIds()) !== JSON.stringify(b[i].getIds()))).toEqual([]);
+    const ids = a.map((e) => e.getIds());
+    for (const skip of [false, true]) expect(await back.decodeBatch(ids, skip)).toEqual(await hf.decodeBatch(ids, skip));
+  }
+}, 120_000);
 
 test('greedy generation from the GGUF with no tokenizer argument equals the folder\'s (CLI and API)', async () => {
   const prompt = 'The quick brown fox  jumps over\tthe lazy dog. 日本語 🦙';
