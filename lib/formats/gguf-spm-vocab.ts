@@ -171,6 +171,22 @@ function* spmMergesSteps(t: Gguf, byText: Map<string, number>): Steps<[string, s
   return merges;
 }
 
+/** tokenizer.json's TemplateProcessing that puts `bos` before and `eos` after each sequence (either may be absent). */
+export function templateProcessing(tokens: readonly string[], bos: number | undefined, eos: number | undefined): Record<string, unknown> {
+  const template = (seq: string, typeId: number) => [
+    ...(bos !== undefined ? [{ SpecialToken: { id: tokens[bos], type_id: typeId } }] : []),
+    { Sequence: { id: seq, type_id: typeId } },
+    ...(eos !== undefined ? [{ SpecialToken: { id: tokens[eos], type_id: typeId } }] : []),
+  ];
+  const wrapped = [bos, eos].filter((id): id is number => id !== undefined);
+  return {
+    type: 'TemplateProcessing',
+    single: template('A', 0),
+    pair: [...template('A', 0), ...template('B', 1)],
+    special_tokens: Object.fromEntries(wrapped.map((id) => [tokens[id], { id: tokens[id], ids: [id], tokens: [tokens[id]] }])),
+  };
+}
+
 /**
  * tokenizer.json and tokenizer_config.json for a GGUF SentencePiece ("llama") vocabulary: a BPE with
  * byte fallback whose merges are every split of each piece into two pieces, ordered by the pieces'
@@ -204,12 +220,6 @@ export function* tokenizerJsonFromSentencePieceSteps(t: Gguf, chatTemplate: stri
   // llama.cpp's defaults for a SentencePiece vocabulary, as from-data.ts reads them.
   const addBos = t.addBos ?? true;
   const addEos = t.addEos ?? false;
-  const template = (seq: string, typeId: number) => [
-    ...(addBos && t.bosId !== undefined ? [{ SpecialToken: { id: tokens[t.bosId], type_id: typeId } }] : []),
-    { Sequence: { id: seq, type_id: typeId } },
-    ...(addEos && t.eosId !== undefined ? [{ SpecialToken: { id: tokens[t.eosId], type_id: typeId } }] : []),
-  ];
-  const wrapped = [addBos ? t.bosId : undefined, addEos ? t.eosId : undefined].filter((id): id is number => id !== undefined);
   const tokenizer = {
     version: '1.0',
     truncation: null,
@@ -217,12 +227,7 @@ export function* tokenizerJsonFromSentencePieceSteps(t: Gguf, chatTemplate: stri
     added_tokens: added,
     normalizer: prefix ? { type: 'Sequence', normalizers: [{ type: 'Prepend', prepend: SPACE_MARK }, spaceMarking] } : spaceMarking,
     pre_tokenizer: null,
-    post_processor: {
-      type: 'TemplateProcessing',
-      single: template('A', 0),
-      pair: [...template('A', 0), ...template('B', 1)],
-      special_tokens: Object.fromEntries(wrapped.map((id) => [tokens[id], { id: tokens[id], ids: [id], tokens: [tokens[id]] }])),
-    },
+    post_processor: templateProcessing(tokens, addBos ? t.bosId : undefined, addEos ? t.eosId : undefined),
     decoder: {
       type: 'Sequence',
       decoders: [

@@ -31,7 +31,7 @@ import { AJC1_UNMERGED_SCORE, ajc1TokenizerFromHf, chatTemplateSource, hfSideFol
 import { jsonText, readJsonFile, type HfJson } from './hf-config';
 import { decodeVocabularySteps } from '../tokenizers/deferred-vocabulary';
 import { encodeLlama2cTokenizer, readLlama2cTokenizer } from './llama2c-tokenizer';
-import { ggufSentencePieceSteps, tokenizerJsonFromSentencePieceSteps } from './gguf-spm-vocab';
+import { ggufSentencePieceSteps, templateProcessing, tokenizerJsonFromSentencePieceSteps } from './gguf-spm-vocab';
 import { hfSentencePieceFilesOffThread } from './vocab-offload';
 import { readHfVocabulary } from './hf-vocab';
 
@@ -141,13 +141,13 @@ function* ggufFromAjc1(t: Scored, vocabSize: number): Steps<Gguf> {
   return {
     kind: 'gguf',
     model: 'gpt2',
-    pre: 'qwen2',
+    pre: t.pre ?? 'qwen2',
     tokens,
     tokenTypes,
     merges,
     ...(t.bosId !== undefined ? { bosId: t.bosId } : {}),
     ...(t.eosId !== undefined ? { eosId: t.eosId } : {}),
-    addBos: false,
+    addBos: t.addBos ?? false,
   };
 }
 
@@ -310,13 +310,13 @@ const HF_TOKENIZER_FILES = [
   'chat_template.jinja', 'tokenizer.bin',
 ];
 
-/** GGUF `tokenizer.ggml.pre` -> the tokenizer.json Split pattern and whether NFC comes first. */
-const PRE_TOKENIZERS: Readonly<Record<string, { pattern: string; nfc: boolean }>> = {
-  qwen2: { pattern: QWEN2_PATTERN, nfc: true },
-  llama3: { pattern: LLAMA3_PATTERN, nfc: false },
-  'llama-bpe': { pattern: LLAMA3_PATTERN, nfc: false },
-  default: { pattern: GPT2_PATTERN, nfc: false },
-  gpt2: { pattern: GPT2_PATTERN, nfc: false },
+/** GGUF `tokenizer.ggml.pre` -> the tokenizer.json Split pattern, whether NFC comes first, and whether whole-word vocabulary entries skip the merges (llama.cpp's ignore_merges). */
+const PRE_TOKENIZERS: Readonly<Record<string, { pattern: string; nfc: boolean; ignoreMerges: boolean }>> = {
+  qwen2: { pattern: QWEN2_PATTERN, nfc: true, ignoreMerges: false },
+  llama3: { pattern: LLAMA3_PATTERN, nfc: false, ignoreMerges: true },
+  'llama-bpe': { pattern: LLAMA3_PATTERN, nfc: false, ignoreMerges: true },
+  default: { pattern: GPT2_PATTERN, nfc: false, ignoreMerges: false },
+  gpt2: { pattern: GPT2_PATTERN, nfc: false, ignoreMerges: false },
 };
 
 /** tokenizer.json (HF `tokenizers`) and tokenizer_config.json of a GGUF byte-level vocabulary. */
@@ -341,10 +341,13 @@ function byteLevelTokenizerJson(t: Gguf, chatTemplate: string | undefined, maxSe
     added_tokens: added,
     normalizer: pre.nfc ? { type: 'NFC' } : null,
     pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'Split', pattern: { Regex: pre.pattern }, behavior: 'Isolated', invert: false }, byteLevel] },
-    post_processor: byteLevel,
+    // (ByteLevel's post-processing only trims offsets: the template adds the ids)
+    post_processor: t.addBos || t.addEos
+      ? { type: 'Sequence', processors: [byteLevel, templateProcessing(t.tokens, t.addBos ? t.bosId : undefined, t.addEos ? t.eosId : undefined)] }
+      : byteLevel,
     decoder: byteLevel,
     model: {
-      type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: '', end_of_word_suffix: '', fuse_unk: false, byte_fallback: false, ignore_merges: false,
+      type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: '', end_of_word_suffix: '', fuse_unk: false, byte_fallback: false, ignore_merges: pre.ignoreMerges,
       vocab,
       merges: (t.merges ?? []).map((m) => {
         const space = m.indexOf(' ', 1);
