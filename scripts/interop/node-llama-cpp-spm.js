@@ -30,9 +30,11 @@
  * from the GGUF and by Hugging Face's Rust tokenizer (@anush008/tokenizers) from tokenizer.json,
  * BOS added where each says: how many of the strings each pair encodes alike, and the first
  * strings that differ.
+ * stopIds: the ids weightmap stops on from the folder and from the GGUF, and those of them llama.cpp
+ * counts as end of generation (all but BOS, which only weightmap stops on).
  * Prints one JSON line; exit code 1 when llama.cpp refuses the file, a tokenization or
- * detokenization differs, or a run departs where weightmap's gap is no tie (sameGreedyTokens:
- * whether every run is equal outright).
+ * detokenization differs, the stop ids disagree, or a run departs where weightmap's gap is no tie
+ * (sameGreedyTokens: whether every run is equal outright).
  */
 'use strict';
 const { execFileSync } = require('node:child_process');
@@ -164,7 +166,7 @@ async function weightmapSide(file, promptIds) {
       runs.push([...generation.tokens]);
       margins.push(await stepMargins(model, prompt, generation.tokens));
     }
-    return { ids, decoded, runs, margins };
+    return { ids, decoded, runs, margins, stops: [...model.stopTokens], bos: model.tokenizer.specialIds.bos };
   } finally {
     model.dispose();
   }
@@ -188,7 +190,7 @@ async function stepMargins(model, prompt, tokens) {
   return out;
 }
 
-async function llamaCppSide(llama, file, promptIds) {
+async function llamaCppSide(llama, file, promptIds, stopCandidates) {
   const model = await llama.loadModel({ modelPath: file });
   try {
     // tokenize() leaves BOS to the evaluation APIs; weightmap's encode adds it where the vocabulary says so.
@@ -211,7 +213,9 @@ async function llamaCppSide(llama, file, promptIds) {
         await context.dispose();
       }
     }
-    return { ids, decoded, runs };
+    // The ids llama.cpp ends generation on, among the folder's stop ids (each end-of-generation id of its config, and BOS).
+    const eog = stopCandidates.filter((id) => model.isEogToken(id));
+    return { ids, decoded, runs, eog };
   } finally {
     await model.dispose();
   }
@@ -276,7 +280,7 @@ async function main() {
     const llama = await getLlama({ gpu: false, build: 'never', logLevel: 'error' });
     let result;
     try {
-      const theirs = await llamaCppSide(llama, gguf, folderIds);
+      const theirs = await llamaCppSide(llama, gguf, folderIds, mine.stops);
       // node-llama-cpp ends a run at an end-of-generation token; weightmap's runs go on (no stop tokens).
       const sameGreedyTokens = theirs.runs.every((run, i) => same(run, mine.runs[i].slice(0, run.length)));
       // Where a run departs, weightmap's top-2 logit gap at that step (near 0: a tie either side may break).
@@ -296,6 +300,8 @@ async function main() {
       const corpus = process.argv.includes('--corpus') ? await corpusAgreement(llama, gguf) : undefined;
       result = {
         ...(corpus ? { corpus } : {}),
+        // weightmap stops on BOS too; llama.cpp does not count it as end of generation.
+        stopIds: { folder: mine.stops, gguf: fromGguf.stops, llamaCppEog: theirs.eog },
         loaded: true, sameGreedyTokens, sameGreedyTokensBeyondTies: departures.every((d) => d.weightmapMargin < TIE), departures, sameTokenization, sameDetokenization: tokenization.every((t) => t.sameDetokenized),
         distinctTokens: new Set(mine.runs.flat()).size, minMargin: Math.min(...mine.margins.flat()), tokenization,
         weightmap: mine.runs, llamaCpp: theirs.runs,
@@ -304,8 +310,9 @@ async function main() {
       result = { loaded: false, error: String(error && error.message ? error.message : error), weightmap: mine.runs };
     }
     console.log(JSON.stringify({ model: `${VOCAB_NAME} (random, tiny, the real ${FAMILY.package} vocabulary)`, nodeLlamaCpp: version, ggufBytes: fs.statSync(gguf).size, ...result }));
+    const stopsAgree = result.stopIds !== undefined && same(result.stopIds.gguf, result.stopIds.folder) && same(result.stopIds.llamaCppEog, result.stopIds.folder.filter((id) => id !== mine.bos));
     const corpusAgrees = !result.corpus || result.corpus.llamaCppVsWeightmapGguf.equal === result.corpus.total;
-    process.exitCode = result.loaded && result.sameGreedyTokensBeyondTies && result.sameTokenization && result.sameDetokenization && corpusAgrees ? 0 : 1;
+    process.exitCode = result.loaded && result.sameGreedyTokensBeyondTies && result.sameTokenization && result.sameDetokenization && corpusAgrees && stopsAgree ? 0 : 1;
   } finally {
     fs.rmSync(out, { recursive: true, force: true });
   }
