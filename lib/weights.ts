@@ -89,6 +89,10 @@ export type TokenizerData =
       maxTokenLength: number;
       bosId?: number;
       eosId?: number;
+      /** ajc1 made from an HF folder: the GGUF pre-tokenizer name of its tokenizer.json (absent: Qwen's, as an ajc1 file holds). */
+      pre?: string;
+      /** ajc1 made from an HF folder: whether its tokenizer.json adds BOS (absent: no, as Qwen's). */
+      addBos?: boolean;
     }
   | {
       /** GGUF `tokenizer.ggml.*` metadata. */

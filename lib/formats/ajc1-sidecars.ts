@@ -79,7 +79,7 @@ export function ajc1TokenizerFromVocabulary(v: HfVocabulary, bosId: number, eosI
     for (const _ of text) chars++;
     if (chars > maxTokenLength) maxTokenLength = chars;
   }
-  return { kind: 'scored', style: 'ajc1', tokens, scores, maxTokenLength, bosId, eosId };
+  return { kind: 'scored', style: 'ajc1', tokens, scores, maxTokenLength, bosId, eosId, ...(v.ggufPre ? { pre: v.ggufPre } : {}), ...(v.wraps?.bos ? { addBos: true } : {}) };
 }
 
 /**

@@ -1,7 +1,8 @@
 /**
- * A byte-fallback BPE tokenizer.json (Gemma 3's: spaces replaced by U+2581, no pre-tokenizer
- * split, `<0xXX>` byte tokens) as the SentencePiece vocabulary llama.cpp reads from GGUF
- * (`tokenizer.ggml.model` "llama", pre "default"):
+ * A byte-fallback BPE tokenizer.json over U+2581-marked text (Gemma 3's: spaces replaced by U+2581;
+ * Llama 2's, Mistral 7B v0.1's, TinyLlama's: the same after a U+2581 prepended to each run of text,
+ * SentencePiece's dummy prefix; no pre-tokenizer split, `<0xXX>` byte tokens) as the SentencePiece
+ * vocabulary llama.cpp reads from GGUF (`tokenizer.ggml.model` "llama", pre "default"):
  *  - tokens by id, exactly `vocabSize` of them (the model's embedding rows, as llama.cpp requires):
  *    ids beyond are left out (Gemma 3 1B's `<image_soft_token>`), ids the files never name become
  *    `[PAD<id>]` typed unused (as llama.cpp's converter pads);
@@ -19,7 +20,8 @@
  *    than HF splits it (21 of the 3000 strings of the differential corpus). llama.cpp's own
  *    converter writes those tokens with spaces instead, which disagrees with HF more (48 of 3000);
  *  - BOS/EOS/UNK/PAD ids as HF's tokenizer names them, add_bos/add_eos from its post-processor,
- *    add_space_prefix false (the normalizer prepends nothing).
+ *    add_space_prefix from the normalizer (llama.cpp, like HF's Prepend, puts the space before the
+ *    text and before each run that follows a special token).
  * Anything SentencePiece cannot express (another normalizer, a pre-tokenizer that splits, added
  * tokens with strip or single-word flags) is an UnsupportedError.
  */
@@ -43,18 +45,30 @@ function json(v: unknown): string {
   return JSON.stringify(v);
 }
 
-/** Whether the tokenizer's text steps are SentencePiece's (spaces to U+2581 and nothing else). */
-function checkText(t: ByteFallbackBpeTokenizer): void {
+type JsonStep = { type?: unknown; pattern?: { String?: unknown }; content?: unknown; prepend?: unknown; normalizers?: unknown } | null | undefined;
+
+const isSpaceMarking = (n: JsonStep) => n?.type === 'Replace' && n.pattern?.String === ' ' && n.content === SPACE_MARK;
+const isPrefixing = (n: JsonStep) => n?.type === 'Prepend' && n.prepend === SPACE_MARK;
+
+/**
+ * Whether the tokenizer's text steps are SentencePiece's (spaces to U+2581, perhaps with the dummy
+ * prefix, and nothing else); returns whether the prefix is there (GGUF add_space_prefix).
+ */
+function checkText(t: ByteFallbackBpeTokenizer): boolean {
   const { normalizer, preTokenizer } = t.config.text;
-  const n = typeof normalizer === 'object' ? (normalizer.json as { type?: unknown; pattern?: { String?: unknown }; content?: unknown } | null) : undefined;
-  if (!n || n.type !== 'Replace' || n.pattern?.String !== ' ' || n.content !== SPACE_MARK) {
-    throw new UnsupportedError(`a SentencePiece GGUF vocabulary needs the normalizer Replace(' ' -> '${SPACE_MARK}'), not ${json(n ?? normalizer)}`);
+  const n = typeof normalizer === 'object' ? (normalizer.json as JsonStep) : undefined;
+  const steps = n?.type === 'Sequence' && Array.isArray(n.normalizers) ? (n.normalizers as JsonStep[]) : [n];
+  // Prepend and Replace commute (the prefix is U+2581 itself), so either order is the same text.
+  const prefixed = steps.length === 2 && steps.some(isPrefixing) && steps.some(isSpaceMarking);
+  if (!prefixed && !(steps.length === 1 && isSpaceMarking(steps[0]))) {
+    throw new UnsupportedError(`a SentencePiece GGUF vocabulary needs the normalizer Replace(' ' -> '${SPACE_MARK}'), perhaps after Prepend('${SPACE_MARK}'), not ${json(n ?? normalizer)}`);
   }
   // After the normalizer no space is left, so a split on ' ' splits nothing.
   const p = 'json' in preTokenizer ? (preTokenizer.json as { type?: unknown; pattern?: { String?: unknown } } | null) : undefined;
   if (p !== null && !(p?.type === 'Split' && p.pattern?.String === ' ')) {
     throw new UnsupportedError(`a SentencePiece GGUF vocabulary takes no pre-tokenizer that splits words, not ${json(p ?? preTokenizer)}`);
   }
+  return prefixed;
 }
 
 /** 1 when `ids` is exactly [id], 0 when empty; anything else SentencePiece cannot add. */
@@ -69,7 +83,7 @@ function wrapFlag(ids: readonly number[], id: number | undefined, what: string):
  * of `vocabSize` embedding rows. `where` names the source in errors.
  */
 export function* ggufSentencePieceSteps(t: ByteFallbackBpeTokenizer, vocabSize: number, where: string): Steps<Gguf> {
-  checkText(t);
+  const addSpacePrefix = checkText(t);
   const { vocab, merges, addedTokens } = t.config;
   const specialIds = t.specialIds;
   if (merges.size >= 2 ** 24) throw new UnsupportedError(`${merges.size} merges are more than f32 scores can order (2^24)`);
@@ -119,6 +133,132 @@ export function* ggufSentencePieceSteps(t: ByteFallbackBpeTokenizer, vocabSize: 
     ...(specialIds.pad !== undefined ? { padId: specialIds.pad } : {}),
     addBos: wrapFlag(wrapping.prefix, specialIds.bos, 'BOS'),
     addEos: wrapFlag(wrapping.suffix, specialIds.eos, 'EOS'),
-    addSpacePrefix: false,
+    addSpacePrefix,
   };
+}
+
+// ---- back: a GGUF SentencePiece vocabulary as tokenizer.json -------------------------------------
+
+/** A token's merges in HF's order: the pieces by falling score (then id), each piece's splits by (left id, right id). */
+function* spmMergesSteps(t: Gguf, byText: Map<string, number>): Steps<[string, string][]> {
+  const { tokens, scores, tokenTypes } = t;
+  const results: number[] = [];
+  for (let id = 0; id < tokens.length; id++) {
+    if (id % STEP === STEP - 1) yield;
+    const type = tokenTypes?.[id] ?? TOKEN_NORMAL;
+    // weightmap's writer scores tokens no merge makes below every merge: they stay unmergeable.
+    if ((type === TOKEN_NORMAL || type === TOKEN_USER_DEFINED) && scores![id] > SPM_UNMERGED_SCORE && byText.get(tokens[id]) === id) results.push(id);
+  }
+  results.sort((a, b) => scores![b] - scores![a] || a - b);
+  yield;
+  const merges: [string, string][] = [];
+  const splits: [number, number][] = [];
+  for (let k = 0; k < results.length; k++) {
+    if (k % STEP === STEP - 1) yield;
+    const text = tokens[results[k]];
+    splits.length = 0;
+    // Split between code points (a surrogate pair is one character to HF).
+    for (let at = 1; at < text.length; at++) {
+      const c = text.charCodeAt(at);
+      if (c >= 0xdc00 && c <= 0xdfff) continue;
+      const left = byText.get(text.slice(0, at));
+      const right = byText.get(text.slice(at));
+      if (left !== undefined && right !== undefined) splits.push([left, right]);
+    }
+    splits.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    for (const [l, r] of splits) merges.push([tokens[l], tokens[r]]);
+  }
+  return merges;
+}
+
+/** tokenizer.json's TemplateProcessing that puts `bos` before and `eos` after each sequence (either may be absent). */
+export function templateProcessing(tokens: readonly string[], bos: number | undefined, eos: number | undefined): Record<string, unknown> {
+  const template = (seq: string, typeId: number) => [
+    ...(bos !== undefined ? [{ SpecialToken: { id: tokens[bos], type_id: typeId } }] : []),
+    { Sequence: { id: seq, type_id: typeId } },
+    ...(eos !== undefined ? [{ SpecialToken: { id: tokens[eos], type_id: typeId } }] : []),
+  ];
+  const wrapped = [bos, eos].filter((id): id is number => id !== undefined);
+  return {
+    type: 'TemplateProcessing',
+    single: template('A', 0),
+    pair: [...template('A', 0), ...template('B', 1)],
+    special_tokens: Object.fromEntries(wrapped.map((id) => [tokens[id], { id: tokens[id], ids: [id], tokens: [tokens[id]] }])),
+  };
+}
+
+/**
+ * tokenizer.json and tokenizer_config.json for a GGUF SentencePiece ("llama") vocabulary: a BPE with
+ * byte fallback whose merges are every split of each piece into two pieces, ordered by the pieces'
+ * scores (as HF's SentencePiece conversion makes them, and as gguf-spm-vocab reads them back),
+ * control and user-defined tokens as added tokens, the normalizer with Prepend(U+2581) when the
+ * vocabulary adds a space prefix, and the decoder that undoes them.
+ */
+export function* tokenizerJsonFromSentencePieceSteps(t: Gguf, chatTemplate: string | undefined, maxSeqLen: number): Steps<[string, string][]> {
+  if (!t.scores) throw new UnsupportedError('a SentencePiece vocabulary without scores has no merge order for tokenizer.json');
+  const { tokens, tokenTypes } = t;
+  const vocab: Record<string, number> = {};
+  const byText = new Map<string, number>();
+  const added: Record<string, unknown>[] = [];
+  for (let id = 0; id < tokens.length; id++) {
+    if (id % STEP === STEP - 1) yield;
+    const type = tokenTypes?.[id] ?? TOKEN_NORMAL;
+    if (type === TOKEN_UNUSED) continue;
+    const text = tokens[id];
+    if (!byText.has(text)) {
+      byText.set(text, id);
+      vocab[text] = id;
+    }
+    if (type === TOKEN_CONTROL || type === TOKEN_USER_DEFINED || type === TOKEN_UNKNOWN) {
+      added.push({ id, content: text, single_word: false, lstrip: false, rstrip: false, normalized: false, special: type !== TOKEN_USER_DEFINED });
+    }
+  }
+  const merges = yield* spmMergesSteps(t, byText);
+  const prefix = t.addSpacePrefix !== false;
+  const name = (id: number | undefined) => (id === undefined ? null : tokens[id]);
+  const spaceMarking = { type: 'Replace', pattern: { String: ' ' }, content: SPACE_MARK };
+  // llama.cpp's defaults for a SentencePiece vocabulary, as from-data.ts reads them.
+  const addBos = t.addBos ?? true;
+  const addEos = t.addEos ?? false;
+  const tokenizer = {
+    version: '1.0',
+    truncation: null,
+    padding: null,
+    added_tokens: added,
+    normalizer: prefix ? { type: 'Sequence', normalizers: [{ type: 'Prepend', prepend: SPACE_MARK }, spaceMarking] } : spaceMarking,
+    pre_tokenizer: null,
+    post_processor: templateProcessing(tokens, addBos ? t.bosId : undefined, addEos ? t.eosId : undefined),
+    decoder: {
+      type: 'Sequence',
+      decoders: [
+        { type: 'Replace', pattern: { String: SPACE_MARK }, content: ' ' },
+        { type: 'ByteFallback' },
+        { type: 'Fuse' },
+        ...(prefix ? [{ type: 'Strip', content: ' ', start: 1, stop: 0 }] : []),
+      ],
+    },
+    model: {
+      type: 'BPE', dropout: null, unk_token: name(t.unkId), continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: true, byte_fallback: true, ignore_merges: false,
+      vocab,
+      merges,
+    },
+  };
+  yield;
+  const config = {
+    tokenizer_class: 'PreTrainedTokenizerFast',
+    add_bos_token: addBos,
+    add_eos_token: addEos,
+    bos_token: name(t.bosId),
+    eos_token: name(t.eosId),
+    unk_token: name(t.unkId),
+    ...(t.padId !== undefined ? { pad_token: name(t.padId) } : {}),
+    model_max_length: maxSeqLen,
+    ...(chatTemplate !== undefined ? { chat_template: chatTemplate } : {}),
+  };
+  const json = JSON.stringify(tokenizer);
+  yield;
+  return [
+    ['tokenizer.json', json],
+    ['tokenizer_config.json', `${JSON.stringify(config, null, 2)}\n`],
+  ];
 }

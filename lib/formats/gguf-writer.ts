@@ -180,7 +180,20 @@ export function encodeGgufVocabulary(t: Extract<TokenizerData, { kind: 'gguf' }>
   return { ...t, tokens: encoded(t.tokens), merges: t.merges && encoded(t.merges) };
 }
 
-function vocabularyKvs(t: Extract<TokenizerData, { kind: 'gguf' }> | EncodedGgufVocabulary | undefined, chatTemplate: string | undefined): KvEntry[] {
+/**
+ * llama.cpp ends generation on EOS, EOT and EOM (and tokens it knows by their text): an HF
+ * config's EOS ids beyond the tokenizer's EOS (Gemma 3's <eos> beside <end_of_turn>, Llama 3.1's
+ * <|end_of_text|> and <|eom_id|> beside <|eot_id|>) go to eot_token_id, then eom_token_id.
+ */
+function stopKvs(t: { eosId?: number; tokens: { length: number } | EncodedStrings }, stops: readonly number[] | undefined): KvEntry[] {
+  const count = 'encodedCount' in t.tokens ? t.tokens.encodedCount : t.tokens.length;
+  const extra = [...new Set(stops ?? [])].filter((id) => id !== t.eosId && id >= 0 && id < count);
+  if (extra.length > 2) throw new UnsupportedError(`GGUF holds three ids that end generation (eos, eot, eom), not ${[t.eosId, ...extra].join(', ')}`);
+  if (t.eosId === undefined && extra.length > 0) throw new UnsupportedError(`the config names EOS ids ${extra.join(', ')} but the vocabulary has no EOS token`);
+  return extra.map((id, i): KvEntry => [`tokenizer.ggml.${i === 0 ? 'eot' : 'eom'}_token_id`, 'u32', id]);
+}
+
+function vocabularyKvs(t: Extract<TokenizerData, { kind: 'gguf' }> | EncodedGgufVocabulary | undefined, chatTemplate: string | undefined, stops: readonly number[] | undefined): KvEntry[] {
   if (!t) return [];
   const out: KvEntry[] = [['tokenizer.ggml.model', 'string', t.model]];
   if (t.pre !== undefined) out.push(['tokenizer.ggml.pre', 'string', t.pre]);
@@ -190,6 +203,7 @@ function vocabularyKvs(t: Extract<TokenizerData, { kind: 'gguf' }> | EncodedGguf
   if (t.merges) out.push(['tokenizer.ggml.merges', 'array<string>', t.merges]);
   const ids: [string, number | undefined][] = [['bos_token_id', t.bosId], ['eos_token_id', t.eosId], ['unknown_token_id', t.unkId], ['padding_token_id', t.padId]];
   for (const [k, v] of ids) if (v !== undefined) out.push([`tokenizer.ggml.${k}`, 'u32', v]);
+  out.push(...stopKvs(t, stops));
   if (t.addBos !== undefined) out.push(['tokenizer.ggml.add_bos_token', 'bool', t.addBos]);
   if (t.addEos !== undefined) out.push(['tokenizer.ggml.add_eos_token', 'bool', t.addEos]);
   if (t.addSpacePrefix !== undefined) out.push(['tokenizer.ggml.add_space_prefix', 'bool', t.addSpacePrefix]);
@@ -243,7 +257,7 @@ async function decoderKvs(weights: ModelWeights): Promise<KvEntry[]> {
     [`${a}.rope.freq_base`, 'f32', c.ropeTheta],
     [`${a}.attention.layer_norm_rms_epsilon`, 'f32', c.rmsNormEps],
     ...slidingWindowKvs(c, a),
-    ...vocabularyKvs(await vocabularyOf(weights, c.vocabSize), jinjaChatTemplateOf(weights)),
+    ...vocabularyKvs(await vocabularyOf(weights, c.vocabSize), jinjaChatTemplateOf(weights), c.eosTokenIds),
   ];
 }
 

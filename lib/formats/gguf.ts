@@ -680,9 +680,26 @@ function decoderConfig(kv: Kv, bytes: Buffer, architecture: DecoderArchitecture,
   if (factors) config.ropeFreqFactors = factors;
   if (tokenizer?.kind === 'gguf') {
     if (tokenizer.bosId !== undefined) config.bosTokenId = tokenizer.bosId;
-    if (tokenizer.eosId !== undefined) config.eosTokenIds = [tokenizer.eosId];
+    const stops = ggufStopIds(kv, tokenizer);
+    if (stops.length > 0) config.eosTokenIds = stops;
   }
   return config;
+}
+
+/**
+ * The ids that end generation as the file's keys name them: EOS, then end-of-turn and
+ * end-of-message (llama.cpp's eot/eom; the GGUF writer keeps an HF config's further EOS ids there).
+ */
+function ggufStopIds(kv: Kv, tokenizer: Extract<TokenizerData, { kind: 'gguf' }>): number[] {
+  const out = tokenizer.eosId === undefined ? [] : [tokenizer.eosId];
+  for (const key of ['tokenizer.ggml.eot_token_id', 'tokenizer.ggml.eom_token_id']) {
+    if (!kv.has(key)) continue;
+    const raw = kv.file.metadata[key];
+    if (typeof raw !== 'number' || !Number.isInteger(raw)) fail('BAD_HEADER', `'${key}' is not a token id`, { path: kv.path, found: raw });
+    // As for the other ids: outside the vocabulary means none.
+    if (raw >= 0 && raw < tokenizer.tokens.length && !out.includes(raw)) out.push(raw);
+  }
+  return out;
 }
 
 function tokenizerOf(kv: Kv): TokenizerData | undefined {
@@ -739,6 +756,9 @@ function tokenizerOf(kv: Kv): TokenizerData | undefined {
   if (addBos !== undefined) out.addBos = addBos;
   const addEos = kv.bool('tokenizer.ggml.add_eos_token');
   if (addEos !== undefined) out.addEos = addEos;
+  // Gemma's SentencePiece vocabulary has none: a writer that dropped it would tokenize with a space in front.
+  const addSpacePrefix = kv.bool('tokenizer.ggml.add_space_prefix');
+  if (addSpacePrefix !== undefined) out.addSpacePrefix = addSpacePrefix;
   deferVocabularyWork(out, function* () {
     for (const strings of lazy) yield* strings.decodeSteps();
   });

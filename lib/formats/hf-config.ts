@@ -481,7 +481,25 @@ export function readHfFolderConfig(dir: string): { config: ModelConfig; hf: HfJs
   if (!fs.existsSync(file)) return undefined;
   const hf = readJsonFile(file) as HfJson;
   const st = hfArchitecture(hf) === 'bert' ? readSentenceTransformersFiles(dir) : {};
-  return { config: modelConfigFromHf(hf, st, file), hf };
+  const config = modelConfigFromHf(hf, st, file);
+  if (isDecoderConfig(config)) addGenerationStops(config, dir);
+  return { config, hf };
+}
+
+/**
+ * generation_config.json's eos_token_id ids after config.json's: transformers' generate stops on
+ * those (Llama 3 Instruct: 128009 in config.json, 128001 and 128009 there).
+ */
+function addGenerationStops(config: DecoderConfig, dir: string): void {
+  const file = nodePath.join(dir, 'generation_config.json');
+  if (!fs.existsSync(file)) return;
+  const eos = (readJsonFile(file) as HfJson).eos_token_id;
+  if (eos === undefined || eos === null) return;
+  const ids = Array.isArray(eos) ? eos : [eos];
+  if (!ids.every((id) => Number.isInteger(id) && id >= 0)) fail('CONFIG_MISMATCH', "generation_config.json's eos_token_id is not a token id or a list of them", { path: file, found: JSON.stringify(eos) });
+  const all = [...(config.eosTokenIds ?? [])];
+  for (const id of ids as number[]) if (!all.includes(id)) all.push(id);
+  if (all.length > 0) config.eosTokenIds = all;
 }
 
 /** Canonical JSON text of our writers: two-space indent, trailing newline. */

@@ -15,6 +15,7 @@ import type { TokenizerData } from '../weights';
 import { fail } from './bytes';
 import type { HfJson } from './hf-config';
 import { rangeError } from '../errors';
+import { LLAMA3_PATTERN, QWEN2_PATTERN } from '../tokenizers/pretokenizers';
 
 /** tokenizer.json files above this are not tokenizers (the largest real ones are ~35 MB). */
 const MAX_TOKENIZER_JSON_BYTES = 256 << 20;
@@ -36,6 +37,41 @@ export interface HfVocabulary {
    * (Gemma 3), whose tokens are no byte-level strings: kept for the SentencePiece conversion.
    */
   byteFallbackJson?: HfJson;
+  /** Whether tokenizer.json's post-processor puts a special token before / after the text (Llama 3.1's BOS; Llama 3's none). */
+  wraps?: { bos: boolean; eos: boolean };
+  /** A byte-level BPE tokenizer.json's text steps as GGUF's `tokenizer.ggml.pre` names them, when they are one it knows. */
+  ggufPre?: 'qwen2' | 'llama-bpe' | 'gpt2';
+}
+
+/** The special tokens a TemplateProcessing (alone or in a Sequence) puts around a single text. */
+function wrapsOf(json: HfJson): HfVocabulary['wraps'] {
+  const post = json.post_processor as HfJson | null | undefined;
+  const steps = post?.type === 'Sequence' && Array.isArray(post.processors) ? (post.processors as HfJson[]) : post ? [post] : [];
+  const template = steps.find((p) => p?.type === 'TemplateProcessing');
+  const single = Array.isArray(template?.single) ? (template!.single as HfJson[]) : [];
+  const at = single.findIndex((piece) => piece && 'Sequence' in piece);
+  return { bos: at > 0 && 'SpecialToken' in single[at - 1], eos: at >= 0 && at + 1 < single.length && 'SpecialToken' in single[at + 1] };
+}
+
+/**
+ * The GGUF pre-tokenizer that splits and normalizes as tokenizer.json does: Qwen2's split after
+ * NFC, Llama 3's split (with ignore_merges, as llama.cpp's "llama-bpe" does), or GPT-2's byte-level
+ * regex; undefined for any other.
+ */
+function ggufPreOf(json: HfJson): HfVocabulary['ggufPre'] {
+  const pre = json.pre_tokenizer as HfJson | null | undefined;
+  const normalizer = (json.normalizer as HfJson | null | undefined)?.type ?? null;
+  const ignoreMerges = (json.model as HfJson).ignore_merges === true;
+  const steps = pre?.type === 'Sequence' && Array.isArray(pre.pretokenizers) ? (pre.pretokenizers as HfJson[]) : pre ? [pre] : [];
+  const isByteLevel = (s: HfJson | undefined, useRegex: boolean) => s?.type === 'ByteLevel' && s.add_prefix_space === false && (s.use_regex !== false) === useRegex;
+  if (steps.length === 1 && isByteLevel(steps[0], true) && normalizer === null && !ignoreMerges) return 'gpt2';
+  if (steps.length !== 2 || !isByteLevel(steps[1], false)) return undefined;
+  const split = steps[0];
+  if (split.type !== 'Split' || split.behavior !== 'Isolated' || split.invert === true) return undefined;
+  const pattern = (split.pattern as HfJson | undefined)?.Regex;
+  if (pattern === QWEN2_PATTERN && normalizer === 'NFC' && !ignoreMerges) return 'qwen2';
+  if (pattern === LLAMA3_PATTERN && normalizer === null && ignoreMerges) return 'llama-bpe';
+  return undefined;
 }
 
 function isObject(v: unknown): v is HfJson {
@@ -114,7 +150,11 @@ function* fromTokenizerJsonSteps(path: string, config: HfJson | undefined): Step
   const normalizer = isObject(json.normalizer) ? json.normalizer : undefined;
   const lowercase = normalizer?.type === 'BertNormalizer' ? normalizer.lowercase !== false : config?.do_lower_case !== false;
   const byteFallback = type === 'BPE' && model.byte_fallback === true;
-  return { kind: type === 'BPE' ? 'bpe' : 'wordpiece', tokens, merges, config, lowercase, path, ...(byteFallback ? { byteFallbackJson: json } : {}) };
+  const ggufPre = type === 'BPE' && !byteFallback ? ggufPreOf(json) : undefined;
+  return {
+    kind: type === 'BPE' ? 'bpe' : 'wordpiece', tokens, merges, config, lowercase, path, wraps: wrapsOf(json),
+    ...(byteFallback ? { byteFallbackJson: json } : {}), ...(ggufPre ? { ggufPre } : {}),
+  };
 }
 
 function addedFromConfig(config: HfJson | undefined, tokens: (string | undefined)[], path: string): void {

@@ -23,7 +23,7 @@ import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { rangeError, UnsupportedError } from '../errors';
 import { architectureOf } from '../architectures';
-import { isDecoderConfig } from '../architectures/decoder';
+import { DECODER_VARIANTS, isDecoderConfig } from '../architectures/decoder';
 import { mapFile, type MappedSource } from '../mapping';
 import { DTYPE_BYTES, numel, type DType, type PlainDType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import type { ModelConfig } from '../architectures/model-config';
@@ -33,7 +33,7 @@ import type { FloatDType } from './dtype-convert';
 import { hfFolderConfigFiles, jsonText, readHfFolderConfig, readJsonFile, type HfJson } from './hf-config';
 import { readHfVocabularySteps, wordPieceData } from './hf-vocab';
 import { runYielding } from '../steps';
-import { canonicalShape, isFloatReadable, releasePages } from './tensor-data';
+import { canonicalShape, f32Chunks, isFloatReadable, releasePages } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { lazy } from '../lazy';
 
@@ -284,8 +284,18 @@ interface Planned {
   shape: number[];
   byteLength: number;
   /** How the bytes are produced. */
-  mode: 'raw' | 'floats' | 'permuted';
+  mode: 'raw' | 'floats' | 'permuted' | 'shifted';
   rows?: Int32Array;
+  /** 'shifted': added to every value. */
+  shift?: number;
+}
+
+/**
+ * What HF's form of a Gemma checkpoint adds to its norm weights' values: it stores w and scales by
+ * 1 + w, while a GGUF's weights (normWeightOffset 0) are 1 + w already.
+ */
+function hfNormShift(c: ModelConfig): number {
+  return isDecoderConfig(c) && DECODER_VARIANTS[c.architecture].gemma ? (c.normWeightOffset ?? 0) - 1 : 0;
 }
 
 function plan(weights: ModelWeights, options: WriteOptions): Planned[] {
@@ -301,17 +311,23 @@ function plan(weights: ModelWeights, options: WriteOptions): Planned[] {
     else dtype = view.dtype as PlainDType;
     const rows = isDecoderConfig(c) ? qkRowSources(c, view.name, 'half') : undefined;
     let mode: Planned['mode'] = 'raw';
+    const shift = view.name.endsWith('norm.weight') ? hfNormShift(c) : 0;
     if (rows) mode = 'permuted';
+    else if (shift !== 0) mode = 'shifted';
     else if (dtype !== view.dtype || view.transposed) mode = 'floats';
     if (mode !== 'raw' && !isFloat) throw new UnsupportedError(`cannot convert or transpose the ${view.dtype} tensor '${view.name}'`);
     if (mode !== 'raw' && dtype !== 'f32' && dtype !== 'f16' && dtype !== 'bf16') throw new UnsupportedError(`cannot write '${view.name}' as ${dtype}`);
-    out.push({ view, dtype, shape, byteLength: numel(shape) * DTYPE_BYTES[dtype], mode, rows });
+    out.push({ view, dtype, shape, byteLength: numel(shape) * DTYPE_BYTES[dtype], mode, rows, ...(shift !== 0 ? { shift } : {}) });
   }
   // Largest elements first keeps every tensor aligned to its element size.
   return out
     .map((p, i) => ({ p, i }))
     .sort((a, b) => DTYPE_BYTES[b.p.dtype] - DTYPE_BYTES[a.p.dtype] || a.i - b.i)
     .map(({ p }) => p);
+}
+
+function* shiftedChunks(view: TensorView, shift: number): Generator<Float32Array> {
+  for (const chunk of f32Chunks(view)) yield chunk.map((v) => v + shift);
 }
 
 /** The padded JSON header for planned tensors. */
@@ -346,7 +362,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   const c = weights.config;
   const dtypes = new Set(planned.map((p) => p.dtype));
   const torchDtype = dtypes.has('f32') ? 'float32' : dtypes.has('bf16') ? 'bfloat16' : dtypes.has('f16') ? 'float16' : undefined;
-  const config = isDecoderConfig(c) ? { ...c, ropePairing: 'half' as const } : c;
+  const config = isDecoderConfig(c) ? { ...c, ropePairing: 'half' as const, ...(hfNormShift(c) !== 0 ? { normWeightOffset: 1 } : {}) } : c;
   const files: [string, string | Uint8Array][] = hfFolderConfigFiles(config, torchDtype ? { torch_dtype: torchDtype } : {});
   if (c.architecture === 'bert' && weights.tokenizer?.kind === 'wordpiece') files.push(...bertVocabularyFiles(weights.tokenizer));
   files.push(...(await hfTokenizerFiles(weights)));
@@ -361,6 +377,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
       for (const p of planned) {
         if (p.mode === 'raw') await job.copyView(p.view);
         else if (p.mode === 'permuted') await job.writeFloats(permutedRowChunks(p.view, p.rows!), p.dtype as FloatDType, p.view.name);
+        else if (p.mode === 'shifted') await job.writeFloats(shiftedChunks(p.view, p.shift!), p.dtype as FloatDType, p.view.name);
         else await job.writeTensor(p.view, p.dtype as FloatDType, false);
         releasePages(p.view);
       }

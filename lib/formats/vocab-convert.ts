@@ -31,7 +31,8 @@ import { AJC1_UNMERGED_SCORE, ajc1TokenizerFromHf, chatTemplateSource, hfSideFol
 import { jsonText, readJsonFile, type HfJson } from './hf-config';
 import { decodeVocabularySteps } from '../tokenizers/deferred-vocabulary';
 import { encodeLlama2cTokenizer, readLlama2cTokenizer } from './llama2c-tokenizer';
-import { ggufSentencePieceSteps } from './gguf-spm-vocab';
+import { ggufSentencePieceSteps, templateProcessing, tokenizerJsonFromSentencePieceSteps } from './gguf-spm-vocab';
+import { hfSentencePieceFilesOffThread } from './vocab-offload';
 import { readHfVocabulary } from './hf-vocab';
 
 type Scored = Extract<TokenizerData, { kind: 'scored' }>;
@@ -140,13 +141,13 @@ function* ggufFromAjc1(t: Scored, vocabSize: number): Steps<Gguf> {
   return {
     kind: 'gguf',
     model: 'gpt2',
-    pre: 'qwen2',
+    pre: t.pre ?? 'qwen2',
     tokens,
     tokenTypes,
     merges,
     ...(t.bosId !== undefined ? { bosId: t.bosId } : {}),
     ...(t.eosId !== undefined ? { eosId: t.eosId } : {}),
-    addBos: false,
+    addBos: t.addBos ?? false,
   };
 }
 
@@ -309,13 +310,13 @@ const HF_TOKENIZER_FILES = [
   'chat_template.jinja', 'tokenizer.bin',
 ];
 
-/** GGUF `tokenizer.ggml.pre` -> the tokenizer.json Split pattern and whether NFC comes first. */
-const PRE_TOKENIZERS: Readonly<Record<string, { pattern: string; nfc: boolean }>> = {
-  qwen2: { pattern: QWEN2_PATTERN, nfc: true },
-  llama3: { pattern: LLAMA3_PATTERN, nfc: false },
-  'llama-bpe': { pattern: LLAMA3_PATTERN, nfc: false },
-  default: { pattern: GPT2_PATTERN, nfc: false },
-  gpt2: { pattern: GPT2_PATTERN, nfc: false },
+/** GGUF `tokenizer.ggml.pre` -> the tokenizer.json Split pattern, whether NFC comes first, and whether whole-word vocabulary entries skip the merges (llama.cpp's ignore_merges). */
+const PRE_TOKENIZERS: Readonly<Record<string, { pattern: string; nfc: boolean; ignoreMerges: boolean }>> = {
+  qwen2: { pattern: QWEN2_PATTERN, nfc: true, ignoreMerges: false },
+  llama3: { pattern: LLAMA3_PATTERN, nfc: false, ignoreMerges: true },
+  'llama-bpe': { pattern: LLAMA3_PATTERN, nfc: false, ignoreMerges: true },
+  default: { pattern: GPT2_PATTERN, nfc: false, ignoreMerges: false },
+  gpt2: { pattern: GPT2_PATTERN, nfc: false, ignoreMerges: false },
 };
 
 /** tokenizer.json (HF `tokenizers`) and tokenizer_config.json of a GGUF byte-level vocabulary. */
@@ -340,10 +341,13 @@ function byteLevelTokenizerJson(t: Gguf, chatTemplate: string | undefined, maxSe
     added_tokens: added,
     normalizer: pre.nfc ? { type: 'NFC' } : null,
     pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'Split', pattern: { Regex: pre.pattern }, behavior: 'Isolated', invert: false }, byteLevel] },
-    post_processor: byteLevel,
+    // (ByteLevel's post-processing only trims offsets: the template adds the ids)
+    post_processor: t.addBos || t.addEos
+      ? { type: 'Sequence', processors: [byteLevel, templateProcessing(t.tokens, t.addBos ? t.bosId : undefined, t.addEos ? t.eosId : undefined)] }
+      : byteLevel,
     decoder: byteLevel,
     model: {
-      type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: '', end_of_word_suffix: '', fuse_unk: false, byte_fallback: false, ignore_merges: false,
+      type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: '', end_of_word_suffix: '', fuse_unk: false, byte_fallback: false, ignore_merges: pre.ignoreMerges,
       vocab,
       merges: (t.merges ?? []).map((m) => {
         const space = m.indexOf(' ', 1);
@@ -369,10 +373,21 @@ function byteLevelTokenizerJson(t: Gguf, chatTemplate: string | undefined, maxSe
 }
 
 /**
+ * tokenizer.json + tokenizer_config.json for the source's SentencePiece vocabulary (gguf-spm-vocab),
+ * made on this thread in slices; undefined when it has none.
+ */
+export async function hfSentencePieceFilesHere(weights: ModelWeights, maxSeqLen: number): Promise<[string, string][] | undefined> {
+  const t = await preparedVocabulary(weights);
+  if (t?.kind !== 'gguf' || t.model !== 'llama') return undefined;
+  return runYielding(tokenizerJsonFromSentencePieceSteps(t, jinjaChatTemplateOf(weights), maxSeqLen));
+}
+
+/**
  * The tokenizer files of an HF folder (BERT's are written from its vocabulary elsewhere): the
  * source's own, copied (an HF folder's, or those beside a TLLM or MOON file); else, for a decoder,
- * tokenizer.json + tokenizer_config.json for a byte-level BPE vocabulary, or a llama2.c
- * tokenizer.bin for a SentencePiece one (weightmap reads no SentencePiece tokenizer.json).
+ * tokenizer.json + tokenizer_config.json for a byte-level BPE vocabulary or a SentencePiece one
+ * without the dummy prefix (Gemma's; made in the tokenizer worker when there is one), or a llama2.c
+ * tokenizer.bin for a SentencePiece one with it.
  */
 export async function hfTokenizerFiles(weights: ModelWeights): Promise<[string, string | Uint8Array][]> {
   const arch = weights.config.architecture;
@@ -386,6 +401,11 @@ export async function hfTokenizerFiles(weights: ModelWeights): Promise<[string, 
   if (!c) return [];
   const llama = llama2cVocabulary(weights);
   if (llama) return [['tokenizer.bin', encodeLlama2cTokenizer(llama)]];
+  const source = sourceVocabulary(weights);
+  if (source?.kind === 'gguf' && source.model === 'llama') {
+    const made = await hfSentencePieceFilesOffThread(weights, c.maxSeqLen);
+    return (made === 'here' ? await hfSentencePieceFilesHere(weights, c.maxSeqLen) : made) ?? [];
+  }
   const gguf = await ggufVocabulary(weights, c.vocabSize);
   if (gguf?.model === 'gpt2') return byteLevelTokenizerJson(gguf, jinjaChatTemplateOf(weights), c.maxSeqLen) ?? [];
   return [];

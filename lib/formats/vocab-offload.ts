@@ -29,10 +29,15 @@ export type EncodedGgufVocabulary = Omit<Gguf, 'tokens' | 'merges'> & { tokens: 
 /** What the worker is asked: convert the vocabulary of the weights at `path` (read as `format`). */
 export type VocabularyJob =
   | { path: string; format: 'ajc1' | 'gguf'; target: 'gguf'; vocabSize: number }
+  | { path: string; format: 'ajc1' | 'gguf'; target: 'tokenizer.json'; maxSeqLen: number }
   | { path: string; format: 'ajc1' | 'gguf'; target: 'ajc1'; vocabSize: number; bos: number | undefined; eos: number | undefined };
 
 /** The worker's answer: undefined when the source has no vocabulary of that kind. */
-export type VocabularyResult = { gguf: EncodedGgufVocabulary } | { ajc1: { bytes: Uint8Array; entries: number } } | undefined;
+export type VocabularyResult =
+  | { gguf: EncodedGgufVocabulary }
+  | { ajc1: { bytes: Uint8Array; entries: number } }
+  | { files: [string, Uint8Array][] }
+  | undefined;
 
 type Runner = (job: VocabularyJob) => Promise<VocabularyResult>;
 
@@ -107,4 +112,10 @@ export async function ajc1TokenizerOffThread(
 ): Promise<{ bytes: Uint8Array; entries: number } | undefined | 'here'> {
   const r = await run(weights, (path, format) => ({ path, format, target: 'ajc1', vocabSize, bos, eos }));
   return r === 'here' ? r : r && 'ajc1' in r ? r.ajc1 : undefined;
+}
+
+/** The HF tokenizer files (tokenizer.json, tokenizer_config.json) of the source's SentencePiece vocabulary, made in the worker; 'here' as above. */
+export async function hfSentencePieceFilesOffThread(weights: ModelWeights, maxSeqLen: number): Promise<[string, Uint8Array][] | undefined | 'here'> {
+  const r = await run(weights, (path, format) => ({ path, format, target: 'tokenizer.json', maxSeqLen }));
+  return r === 'here' ? r : r && 'files' in r ? r.files : undefined;
 }

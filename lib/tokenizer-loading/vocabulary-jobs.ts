@@ -30,6 +30,13 @@ export async function runVocabularyJob(job: VocabularyJob): Promise<{ result: Vo
       const transfer = [gguf.tokens.payload.buffer as ArrayBuffer, ...(gguf.merges ? [gguf.merges.payload.buffer as ArrayBuffer] : [])];
       return { result: { gguf }, transfer };
     }
+    if (job.target === 'tokenizer.json') {
+      const { hfSentencePieceFilesHere } = require('../formats/vocab-convert') as typeof import('../formats/vocab-convert'); // eslint-disable-line @typescript-eslint/no-require-imports
+      const made = await hfSentencePieceFilesHere(weights, job.maxSeqLen);
+      if (!made) return { result: undefined, transfer: [] };
+      const files = made.map(([name, text]): [string, Uint8Array] => [name, own(Buffer.from(text, 'utf8'))]);
+      return { result: { files }, transfer: files.map(([, bytes]) => bytes.buffer as ArrayBuffer) };
+    }
     const { ajc1TokenizerHere } = require('../formats/ajc1') as typeof import('../formats/ajc1'); // eslint-disable-line @typescript-eslint/no-require-imports
     const made = await ajc1TokenizerHere(weights, job.vocabSize, job.bos, job.eos);
     if (!made) return { result: undefined, transfer: [] };

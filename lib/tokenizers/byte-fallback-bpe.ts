@@ -11,7 +11,7 @@ import { bpeTextSteps, type BpeTextSpec } from './bpe-text';
 import type { BpeVocab } from './bpe-vocab';
 import { byteStreamDecoder } from './byte-stream';
 import type { MergeTable } from './merge-table';
-import { pieceDecoderFromJson, type PieceDecoder } from './piece-decoder';
+import { pieceDecoderFromJson, streamPieceDecoderFromJson, type PieceDecoder } from './piece-decoder';
 import { finishEncoding, NO_WRAPPING, type SpecialWrapping } from './post-process';
 import type { PreTokenizer } from './pretokenizers';
 import type { DecodeOptions, EncodeOptions, SpecialTokenIds, StreamDecoder, Tokenizer } from './types';
@@ -145,15 +145,33 @@ export class ByteFallbackBpeTokenizer implements Tokenizer {
     return this.decoder(tokens);
   }
 
-  /** Incremental decoding: byte tokens as their byte, other tokens as their decoded text (incomplete UTF-8 is held back). */
+  /**
+   * Incremental decoding: byte tokens as their byte, other tokens as their decoded text (incomplete
+   * UTF-8 is held back); a Strip after Fuse (Llama 2's) cuts its characters off the output's start.
+   */
   createStreamDecoder(options?: DecodeOptions): StreamDecoder {
     const skip = options?.skipSpecialTokens === true;
+    const { piece, stripChar, stripStart } = streamPieceDecoderFromJson(this.config.decoder);
+    const strip = Buffer.from(stripChar, 'utf8');
+    let toStrip = stripStart;
     return byteStreamDecoder((id) => {
       if (skip && this.special.has(id)) return undefined;
       const byte = this.byteOf.get(id);
-      if (byte !== undefined && !this.addedContent.has(id)) return Uint8Array.of(byte);
-      const t = this.idToToken(id);
-      return t === undefined ? undefined : Buffer.from(this.decoder([t]), 'utf8');
+      let bytes: Uint8Array | undefined;
+      if (byte !== undefined && !this.addedContent.has(id)) bytes = Uint8Array.of(byte);
+      else {
+        const t = this.idToToken(id);
+        if (t === undefined) return undefined;
+        bytes = Buffer.from(piece([t]), 'utf8');
+      }
+      while (toStrip > 0 && bytes.length > 0) {
+        if (!Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).subarray(0, strip.length).equals(strip)) toStrip = 0;
+        else {
+          bytes = bytes.subarray(strip.length);
+          toStrip--;
+        }
+      }
+      return bytes;
     });
   }
 

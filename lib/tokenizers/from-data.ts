@@ -77,6 +77,7 @@ function llama2cTokenizer(data: Scored): Tokenizer {
     addBos: true,
     addEos: false,
     addSpacePrefix: true,
+    stripAfterBos: true,
     pieceBytes: (id) => data.tokens[id],
   });
 }
@@ -112,6 +113,7 @@ function ggufSentencePiece(data: Gguf, where: string): Tokenizer {
     addBos: data.addBos ?? true,
     addEos: data.addEos ?? false,
     addSpacePrefix: data.addSpacePrefix ?? true,
+    stripAfterBos: false,
   });
 }
 
@@ -119,14 +121,15 @@ function ggufSentencePiece(data: Gguf, where: string): Tokenizer {
 function preTokenizerFor(pre: string | undefined) {
   switch (pre ?? 'default') {
     case 'qwen2':
-      return { pattern: QWEN2_PATTERN, nfc: true };
+      return { pattern: QWEN2_PATTERN, nfc: true, ignoreMerges: false };
     case 'llama3':
     case 'llama-bpe':
-      return { pattern: LLAMA3_PATTERN, nfc: false };
+      // llama.cpp's "llama-bpe" takes a word that is a vocabulary entry whole, as HF's ignore_merges.
+      return { pattern: LLAMA3_PATTERN, nfc: false, ignoreMerges: true };
     case 'default':
     case 'gpt2':
     case 'gpt-2':
-      return { pattern: GPT2_PATTERN, nfc: false };
+      return { pattern: GPT2_PATTERN, nfc: false, ignoreMerges: false };
     default:
       throw new UnsupportedError(`GGUF pre-tokenizer ${JSON.stringify(pre)} is not supported`);
   }
@@ -142,13 +145,14 @@ function ggufByteLevel(data: Gguf, where: string): Tokenizer {
     if (!vocab.has(t)) vocab.set(t, id);
   });
   const merges = (data.merges ?? []).map((m, i) => parseMergeEntry(m, i, where));
-  const { pattern, nfc } = preTokenizerFor(data.pre);
+  const { pattern, nfc, ignoreMerges } = preTokenizerFor(data.pre);
   const ids = definedIds({ bos: data.bosId, eos: data.eosId, unk: data.unkId, pad: data.padId });
   return new ByteLevelBpeTokenizer({
     vocab: new MapVocab(vocab),
     merges: mergeTableFromPairs(vocab, merges, where),
     addedTokens,
     text: { normalizer: nfc ? 'NFC' : 'none', preTokenizer: { pattern, prefixSpace: false } },
+    model: { ignoreMerges },
     specialIds: ids,
     wrapping: {
       prefix: data.addBos && ids.bos !== undefined ? [ids.bos] : [],

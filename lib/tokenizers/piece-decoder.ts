@@ -1,13 +1,26 @@
 /**
  * The decoders of tokenizer.json for BPE models over U+2581-marked text (Gemma, Llama 2 style):
- * a Sequence of Replace (string pattern), ByteFallback and Fuse, with Hugging Face's semantics:
- * Replace rewrites each token's text; ByteFallback turns each run of `<0xNN>` tokens into the
- * text of its bytes, or, when the run is not valid UTF-8, into one U+FFFD per byte; Fuse joins.
+ * a Sequence of Replace (string pattern), ByteFallback, Fuse and Strip, with Hugging Face's
+ * semantics: Replace rewrites each token's text; ByteFallback turns each run of `<0xNN>` tokens
+ * into the text of its bytes, or, when the run is not valid UTF-8, into one U+FFFD per byte; Fuse
+ * joins; Strip cuts up to `start` / `stop` copies of one character off each token's ends (after
+ * Fuse: off the text's, Llama 2's dropping of the dummy prefix space).
  */
 import { UnsupportedError } from '../errors';
 
 /** Token strings -> text. */
 export type PieceDecoder = (tokens: readonly string[]) => string;
+
+/**
+ * The decoder as a stream takes it, one token at a time: `piece` decodes one token without a
+ * Strip that follows Fuse, which instead cuts up to `stripStart` copies of `stripChar` off the
+ * start of the whole output (a Strip `stop` after Fuse is refused: a stream cannot take back).
+ */
+export interface StreamPieceDecoder {
+  piece: PieceDecoder;
+  stripChar: string;
+  stripStart: number;
+}
 
 const BYTE_TOKEN = /^<0x([0-9A-Fa-f]{2})>$/;
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
@@ -50,18 +63,63 @@ function stepFromJson(json: any): Step {
       return byteFallback;
     case 'Fuse':
       return (tokens) => [tokens.join('')];
+    case 'Strip': {
+      const { content, start, stop } = stripOf(json);
+      return (tokens) => tokens.map((t) => stripToken(t, content, start, stop));
+    }
     default:
       throw new UnsupportedError(`decoder type ${JSON.stringify(json?.type)} is not supported with this BPE model`);
   }
 }
 
-/** Builds the decoder of a tokenizer.json `decoder` entry (a Sequence, a single step, or null: the tokens joined). */
-export function pieceDecoderFromJson(json: any): PieceDecoder {
-  if (json === null || json === undefined) return (tokens) => tokens.join('');
-  const steps = (json?.type === 'Sequence' ? (json.decoders as any[]) : [json]).map(stepFromJson);
+function stripOf(json: any): { content: string; start: number; stop: number } {
+  const { content, start, stop } = json ?? {};
+  if (typeof content !== 'string' || [...content].length !== 1 || !Number.isInteger(start) || !Number.isInteger(stop) || start < 0 || stop < 0) {
+    throw new UnsupportedError(`Strip decoder ${JSON.stringify(json)} is not one character with counts`);
+  }
+  return { content, start, stop };
+}
+
+/** Up to `start` leading and `stop` trailing copies of `c` (one code point) cut off `t`. */
+function stripToken(t: string, c: string, start: number, stop: number): string {
+  let a = 0;
+  let b = t.length;
+  for (let k = 0; k < start && t.startsWith(c, a); k++) a += c.length;
+  for (let k = 0; k < stop && b - c.length >= a && t.startsWith(c, b - c.length); k++) b -= c.length;
+  return t.slice(a, b);
+}
+
+function stepsOf(json: any): any[] {
+  if (json === null || json === undefined) return [];
+  return json?.type === 'Sequence' ? (json.decoders as any[]) : [json];
+}
+
+function chain(steps: Step[]): PieceDecoder {
   return (tokens) => {
     let t = tokens as string[];
     for (const s of steps) t = s(t);
     return t.join('');
   };
+}
+
+/** Builds the decoder of a tokenizer.json `decoder` entry (a Sequence, a single step, or null: the tokens joined). */
+export function pieceDecoderFromJson(json: any): PieceDecoder {
+  return chain(stepsOf(json).map(stepFromJson));
+}
+
+/** The same decoder for one token at a time (see StreamPieceDecoder). */
+export function streamPieceDecoderFromJson(json: any): StreamPieceDecoder {
+  const steps = stepsOf(json);
+  let stripChar = '';
+  let stripStart = 0;
+  const fused = steps.findIndex((s) => s?.type === 'Fuse');
+  const kept = steps.filter((s, i) => {
+    if (fused < 0 || i < fused || s?.type !== 'Strip') return true;
+    const { content, start, stop } = stripOf(s);
+    if (stop > 0 || (stripStart > 0 && content !== stripChar)) throw new UnsupportedError(`Strip decoder ${JSON.stringify(s)} cannot decode a stream`);
+    stripChar = content;
+    stripStart += start;
+    return false;
+  });
+  return { piece: chain(kept.map(stepFromJson)), stripChar, stripStart };
 }

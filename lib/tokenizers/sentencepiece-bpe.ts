@@ -35,6 +35,12 @@ export interface SentencePieceConfig {
   addBos: boolean;
   addEos: boolean;
   addSpacePrefix: boolean;
+  /**
+   * Where decode drops the dummy prefix's space (with addSpacePrefix): at the start of the output
+   * and after each BOS (llama2.c's run.c), or once, off the whole output's start, special tokens'
+   * text counted when kept (Hugging Face's Strip decoder: a GGUF from a tokenizer.json).
+   */
+  stripAfterBos: boolean;
   /** How a token decodes when it is neither a byte nor special: its text with U+2581 as space, or these bytes. */
   pieceBytes?: (id: number) => Uint8Array;
 }
@@ -207,22 +213,27 @@ export class SentencePieceBpeTokenizer implements Tokenizer {
     return b;
   }
 
-  /**
-   * A decoding pass: one leading space is dropped from the first piece of the output and from
-   * the piece right after BOS (llama2.c / SentencePiece's dummy prefix), when encode adds one.
-   */
+  /** A decoding pass: the dummy prefix's space dropped where `stripAfterBos` says. */
   private decoderState(skip: boolean): (id: number) => Uint8Array | undefined {
     const strip = this.config.addSpacePrefix;
+    const afterBos = this.config.stripAfterBos;
     let atStart = strip;
     const bos = this.config.specialIds.bos;
     return (id) => {
       const isBos = id === bos;
       if (skip && this.config.specialIdSet.has(id)) {
-        if (isBos) atStart = strip;
+        if (isBos && afterBos) atStart = strip;
         return undefined;
       }
       let b = this.tokenBytes(id);
       if (b === undefined) return undefined;
+      if (!afterBos) {
+        if (atStart && b.length > 0) {
+          if (b[0] === 0x20) b = b.subarray(1);
+          atStart = false;
+        }
+        return b;
+      }
       if (atStart && b.length > 0 && b[0] === 0x20) b = b.subarray(1);
       atStart = strip && isBos;
       return b;

@@ -4,7 +4,8 @@
  * with those files, converted with `weightmap convert --to gguf`. The GGUF's keys against what
  * tokenizer.json and tokenizer_config.json state; its vocabulary, loaded back, against Hugging
  * Face's Rust tokenizer on the Gemma 3 differential corpus; greedy generation from the GGUF with no
- * tokenizer argument against the folder's.
+ * tokenizer argument against the folder's; the GGUF converted back to an HF folder, whose written
+ * tokenizer.json HF's tokenizer loads and runs on the corpus.
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
@@ -12,6 +13,7 @@ import { Tokenizer as HfTokenizer } from '@anush008/tokenizers';
 import { UnsupportedError, WeightFormatError } from '../../lib/errors';
 import { ggufSentencePieceSteps } from '../../lib/formats/gguf-spm-vocab';
 import { loadModel } from '../../lib/model';
+import { readF32 } from '../../lib/formats/tensor-data';
 import { runNow } from '../../lib/steps';
 import { loadTokenizer } from '../../lib/tokenizer-loading';
 import { tokenizerFromJson, type Tokenizer } from '../../lib/tokenizers';
@@ -163,6 +165,83 @@ test('greedy generation from the GGUF with no tokenizer argument equals the fold
   expect(runs[0].tokens.length).toBeGreaterThan(0);
 }, 120_000);
 
+describe('the GGUF converted back to an HF folder', () => {
+  const corpus = familyCorpus('gemma3');
+  let back = '';
+  let hfBack: HfTokenizer;
+  beforeAll(async () => {
+    back = ws.fresh('back');
+    const r = await runCli(['convert', gguf, nodePath.join(back, 'model.safetensors'), '--to', 'safetensors']);
+    expect(r.stderr).toBe('');
+    expect(r.exitCode).toBe(0);
+    hfBack = HfTokenizer.fromFile(nodePath.join(back, 'tokenizer.json'));
+  }, 120_000);
+
+  it('writes a tokenizer.json HF\'s Rust tokenizer loads: the original\'s vocabulary, added tokens and merges (as a set), and tokenizer_config.json\'s special tokens and template', () => {
+    const written = JSON.parse(fs.readFileSync(nodePath.join(back, 'tokenizer.json'), 'utf8'));
+    expect(hfBack.getVocabSize(true)).toBe(VOCAB);
+    // (the original lists <image_soft_token> only among the added tokens; the GGUF does not tell them apart)
+    const addedOnly = (json.added_tokens as { id: number; content: string }[]).filter((a) => !(a.content in json.model.vocab));
+    expect(addedOnly.map((a) => a.content)).toEqual(['<image_soft_token>']);
+    expect(written.model.vocab).toEqual({ ...json.model.vocab, ...Object.fromEntries(addedOnly.map((a) => [a.content, a.id])) });
+    const key = (m: string[]) => m.join(' ');
+    expect(new Set((written.model.merges as string[][]).map(key))).toEqual(new Set((json.model.merges as string[][]).map(key)));
+    // The U+2581 runs were added tokens of the original; the GGUF keeps them as pieces (see gguf-spm-vocab.ts).
+    const isRun = (a: { content: string }) => /^▁+$/.test(a.content);
+    const pick = (list: { id: number; content: string; special: boolean }[]) => list.filter((a) => !isRun(a)).map(({ id, content, special }) => ({ id, content, special }));
+    expect(pick(written.added_tokens)).toEqual(pick(json.added_tokens));
+    const writtenConfig = JSON.parse(fs.readFileSync(nodePath.join(back, 'tokenizer_config.json'), 'utf8'));
+    expect(writtenConfig).toMatchObject({ bos_token: config.bos_token, eos_token: config.eos_token, pad_token: config.pad_token, unk_token: config.unk_token, add_bos_token: true, add_eos_token: false, chat_template: config.chat_template });
+  });
+
+  it.each([true, false])('HF\'s tokenizer on it encodes the corpus as the GGUF does (all) and as the original does but for the strings with a literal U+2581 run (addSpecialTokens=%s)', async (add) => {
+    const fromBack = (await hfBack.encodeBatch(corpus, { addSpecialTokens: add })).map((e) => e.getIds());
+    const original = (await hf.encodeBatch(corpus, { addSpecialTokens: add })).map((e) => e.getIds());
+    const ours = await loadTokenizer(gguf);
+    const vsGguf = corpus.filter((text, i) => JSON.stringify(ours.encode(text, { addSpecialTokens: add })) !== JSON.stringify(fromBack[i]));
+    expect(vsGguf).toEqual([]);
+    const vsOriginal = corpus.filter((_, i) => JSON.stringify(original[i]) !== JSON.stringify(fromBack[i]));
+    expect(vsOriginal.filter((text) => !text.includes('▁▁'))).toEqual([]);
+    expect(vsOriginal.length).toBeLessThanOrEqual(21);
+  });
+
+  it('holds the original folder\'s weights (norms back to w from the GGUF\'s 1 + w) and config: same logits, greedy tokens from its own tokenizer', async () => {
+    const original = JSON.parse(fs.readFileSync(nodePath.join(folder, 'config.json'), 'utf8'));
+    const written = JSON.parse(fs.readFileSync(nodePath.join(back, 'config.json'), 'utf8'));
+    for (const key of ['model_type', 'hidden_size', 'num_hidden_layers', 'vocab_size', 'sliding_window', 'query_pre_attn_scalar', 'bos_token_id']) expect([key, written[key]]).toEqual([key, original[key]]);
+    expect([...written.eos_token_id].sort()).toEqual([...original.eos_token_id].sort());
+    const [from, to] = [await ws.read(folder), await ws.read(back)];
+    const norm = 'model.layers.0.input_layernorm.weight';
+    const values = (w: typeof from) => {
+      const view = w.tensors.find((t) => t.name === norm)!;
+      return Array.from(readF32(view, 0, view.shape[0]));
+    };
+    const [a, b] = [values(from), values(to)];
+    expect(b.map((v, i) => Math.abs(v - a[i])).every((d) => d < 1e-6)).toBe(true);
+    const prompt = 'The quick brown fox  jumps over\tthe lazy dog. 日本語 🦙';
+    const runs: number[][] = [];
+    for (const file of [folder, back]) {
+      const model = await loadModel(file, { threads: 1, contextLength: 64 });
+      try {
+        const generation = model.generate(prompt, { maxTokens: 12 });
+        await generation.text();
+        runs.push([...model.encode(prompt), ...generation.tokens]);
+      } finally {
+        model.dispose();
+      }
+    }
+    expect(runs[1]).toEqual(runs[0]);
+  }, 120_000);
+
+  it('decodes as the original, with and without skipping special tokens', async () => {
+    const { total, bad } = await compareDecode(await loadTokenizer(nodePath.join(back, 'tokenizer.json')), hf, corpus.slice(0, 1000));
+    expect(bad).toEqual([]);
+    expect(total).toBeGreaterThan(1000);
+    const ids = (await hf.encodeBatch(corpus.slice(0, 1000), { addSpecialTokens: true })).map((e) => e.getIds());
+    for (const skip of [false, true]) expect(await hfBack.decodeBatch(ids, skip)).toEqual(await hf.decodeBatch(ids, skip));
+  });
+});
+
 describe('the SentencePiece conversion at other sizes, and what it refuses', () => {
   let bpe: ByteFallbackBpeTokenizer;
   beforeAll(() => {
@@ -180,10 +259,12 @@ describe('the SentencePiece conversion at other sizes, and what it refuses', () 
 
   it('a model with fewer rows than the special ids is a WeightFormatError; another normalizer or a word-splitting pre-tokenizer is unsupported', () => {
     expect(() => runNow(ggufSentencePieceSteps(bpe, 100, 'g'))).toThrow(WeightFormatError);
-    // The same tokenizer with other text steps (Llama 2's prefix space; digits split apart).
+    // The same tokenizer with other text steps (NFKC first; a prefix that is no U+2581; digits split apart).
     const withText = (text: object) => ({ specialIds: bpe.specialIds, config: { ...bpe.config, text: { ...bpe.config.text, ...text } } }) as unknown as ByteFallbackBpeTokenizer;
-    const prefixed = withText({ normalizer: { json: { type: 'Sequence', normalizers: [{ type: 'Prepend', prepend: '▁' }, json.normalizer] } } });
-    expect(() => runNow(ggufSentencePieceSteps(prefixed, VOCAB, 'g'))).toThrow(UnsupportedError);
+    const nfkc = withText({ normalizer: { json: { type: 'Sequence', normalizers: [{ type: 'NFKC' }, json.normalizer] } } });
+    expect(() => runNow(ggufSentencePieceSteps(nfkc, VOCAB, 'g'))).toThrow(UnsupportedError);
+    const underscore = withText({ normalizer: { json: { type: 'Sequence', normalizers: [{ type: 'Prepend', prepend: '_' }, json.normalizer] } } });
+    expect(() => runNow(ggufSentencePieceSteps(underscore, VOCAB, 'g'))).toThrow(UnsupportedError);
     const digits = withText({ preTokenizer: { json: { type: 'Digits', individual_digits: true } } });
     expect(() => runNow(ggufSentencePieceSteps(digits, VOCAB, 'g'))).toThrow(/pre-tokenizer/);
   });

@@ -1,7 +1,8 @@
 /**
  * Writers convert a 151k-token vocabulary in the tokenizer worker (lib/formats/vocab-offload.ts):
- * ajc1 -> GGUF and GGUF (the Qwen3 vocabulary) -> ajc1 write the bytes they write when the
- * conversion runs on this thread, and this thread runs none of it. How long the event loop waits
+ * ajc1 -> GGUF, GGUF (the Qwen3 vocabulary) -> ajc1 and GGUF (Gemma 3's SentencePiece vocabulary) ->
+ * HF folder write the bytes they write when the conversion runs on this thread, and this thread
+ * runs none of it. How long the event loop waits
  * is measured by scripts/bench/load.js, not here.
  */
 import * as fs from 'node:fs';
@@ -10,9 +11,18 @@ import { closeWeights, convert, readWeights, writeWeights } from '../../lib';
 import * as vocabConvert from '../../lib/formats/vocab-convert';
 import { setVocabularyRunner } from '../../lib/formats/vocab-offload';
 import { vocabularyInWorker } from '../../lib/tokenizer-loading/worker-client';
+import * as spmVocab from '../../lib/formats/gguf-spm-vocab';
 import { fixture, tempDir } from '../helpers/fixtures';
+import { tinyDecoder, writeHfFolder } from '../engines/tiny-decoder';
+import { familyDir, familyJson } from '../tokenizers/family-reference';
 
 const AJC1 = fixture('ajc1-qwen3-tiny', 'model.bin');
+const GEMMA_HF = {
+  architectures: ['Gemma3ForCausalLM'], model_type: 'gemma3_text', hidden_size: 16, intermediate_size: 32, num_hidden_layers: 2,
+  num_attention_heads: 2, num_key_value_heads: 1, head_dim: 8, query_pre_attn_scalar: 8, vocab_size: 262144, max_position_embeddings: 64,
+  rms_norm_eps: 1e-6, rope_theta: 1000000, rope_local_base_freq: 10000, sliding_window: 4, sliding_window_pattern: 2,
+  hidden_activation: 'gelu_pytorch_tanh', bos_token_id: 2, eos_token_id: [1, 106],
+};
 
 let work: ReturnType<typeof tempDir>;
 let gguf: string;
@@ -98,3 +108,27 @@ test('a source file replaced since it was read is converted here, from the weigh
     closeWeights(weights);
   }
 }, 120_000);
+
+test('GGUF with Gemma 3\'s SentencePiece vocabulary -> HF folder: tokenizer.json made in the worker, the bytes this thread writes', async () => {
+  const folder = writeHfFolder(tinyDecoder(GEMMA_HF, 3), path.join(work.dir, 'gemma-hf'), { 'tokenizer_config.json': JSON.stringify(familyJson('gemma3', 'tokenizer_config.json')) });
+  fs.symlinkSync(path.join(familyDir('gemma3'), 'tokenizer.json'), path.join(folder, 'tokenizer.json'));
+  const source = path.join(work.dir, 'gemma.gguf');
+  await convert(folder, source, { to: 'gguf' });
+  const [inWorker, here] = [path.join(work.dir, 'gemma-worker'), path.join(work.dir, 'gemma-here')];
+  const spy = jest.spyOn(spmVocab, 'tokenizerJsonFromSentencePieceSteps');
+  try {
+    setVocabularyRunner(vocabularyInWorker);
+    await convert(source, path.join(inWorker, 'model.safetensors'), { to: 'safetensors' });
+    expect(spy).not.toHaveBeenCalled();
+    setVocabularyRunner(() => Promise.reject(new Error('no worker')));
+    await convert(source, path.join(here, 'model.safetensors'), { to: 'safetensors' });
+    expect(spy).toHaveBeenCalled();
+  } finally {
+    spy.mockRestore();
+    setVocabularyRunner(vocabularyInWorker);
+  }
+  const [a, b] = [filesOf(inWorker), filesOf(here)];
+  expect(Object.keys(a)).toEqual(['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']);
+  expect(Object.keys(b)).toEqual(Object.keys(a));
+  for (const file of Object.keys(a)) expect({ file, same: a[file].equals(b[file]) }).toEqual({ file, same: true });
+}, 240_000);

@@ -1,5 +1,6 @@
 /**
- * The real tokenizer.json / tokenizer_config.json files of Llama 3, Llama 3.1 and Gemma 3 (npm
+ * The real tokenizer.json / tokenizer_config.json files of Llama 3, Llama 3.1, Gemma 3 and a Llama-2-style
+ * one ('llama2': its ids are Mistral 7B v0.1's) (npm
  * @lenml/tokenizer-*, devDependencies), and the corpus the differential tests run them over: the
  * shared awkward-string corpus plus each family's own special tokens, long numbers and random
  * strings from a fixed seed.
@@ -10,7 +11,7 @@ import { jinjaChatTemplate, type ChatTemplate } from '../../lib/chat';
 import { mulberry32 } from '../helpers/rng';
 import { makeCorpus } from './corpus';
 
-export type Family = 'llama3' | 'llama3_1' | 'gemma3';
+export type Family = 'llama3' | 'llama3_1' | 'gemma3' | 'llama2';
 
 /** The folder holding the family's tokenizer.json and tokenizer_config.json. */
 export function familyDir(family: Family): string {
@@ -25,6 +26,7 @@ export function familyJson(family: Family, file: 'tokenizer.json' | 'tokenizer_c
 const FAMILY_SPECIALS: Record<Family, string[]> = {
   llama3: ['<|begin_of_text|>', '<|end_of_text|>', '<|start_header_id|>', '<|end_header_id|>', '<|eot_id|>', '<|reserved_special_token_5|>', '<|begin_of_text', 'eot_id|>'],
   llama3_1: ['<|begin_of_text|>', '<|eom_id|>', '<|python_tag|>', '<|finetune_right_pad_id|>', '<|start_header_id|>user<|end_header_id|>\n\n', '<|eot_id|>'],
+  llama2: ['<s>', '</s>', '<unk>', '<s', 's>', '<0x41>', '▁', '▁▁', '[INST]', '[/INST]', '<<SYS>>\n', '\n<</SYS>>\n\n'],
   gemma3: ['<bos>', '<eos>', '<pad>', '<unk>', '<start_of_turn>', '<end_of_turn>', '<start_of_image>', '<image_soft_token>', '<mask>', '[@BOS@]', '<start_of_turn>user\n', '<0x41>', '▁', '▁▁', '<unused7>'],
 };
 
