@@ -9,15 +9,17 @@ import type { FormatName, ModelWeights } from '../weights';
 import { lazy } from '../lazy';
 import { runYielding, type Steps } from '../steps';
 import { detectAjc1, detectEmbd, detectGguf, detectMoon, detectNpy, detectSafetensors, detectSepweight, detectTllm } from './magic';
+import { detectLlama2c } from './llama2c-header';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { rememberAsRead } from './vocab-offload';
 
 export type { FormatModule, ReadOptions, WriteOptions, WriteProgress } from './types';
 
 /**
- * A format's row: its module (reader, writer and what they import) loads on the first read, write
- * or detection that needs it. Every format but llama2.c (detected last) detects by magic.ts alone,
- * so reading a file loads no other format's module.
+ * A format's row: its module (reader, writer and what they import) loads on the first read or
+ * write. Every format detects without its module (magic.ts; llama2.c, which has no magic and is
+ * detected last, by its header's sizes in llama2c-header.ts), so reading a file loads no other
+ * format's module, and its own in a slice of its own.
  */
 function formatRow(
   row: Pick<FormatModule, 'name' | 'title' | 'holdsVocabulary' | 'quantTypes'> & { detect?: FormatModule['detect'] },
@@ -49,7 +51,7 @@ export const FORMATS: readonly FormatModule[] = [
   formatRow({ name: 'npy', title: 'NumPy .npy', holdsVocabulary: false, detect: detectNpy }, () => (require('./npy') as typeof import('./npy')).npyFormat),
   formatRow({ name: 'safetensors', title: 'safetensors (Hugging Face)', detect: detectSafetensors }, () => (require('./safetensors') as typeof import('./safetensors')).safetensorsFormat),
   formatRow({ name: 'sepweight', title: 'sepweight tree (llm_sepweight .npy)', detect: detectSepweight }, () => (require('./sepweight') as typeof import('./sepweight')).sepweightFormat),
-  formatRow({ name: 'llama2c', title: 'llama2.c checkpoint (.bin v0 fp32, ak42 v1 fp32 / v2 Q8_0)' }, () => (require('./llama2c') as typeof import('./llama2c')).llama2cFormat),
+  formatRow({ name: 'llama2c', title: 'llama2.c checkpoint (.bin v0 fp32, ak42 v1 fp32 / v2 Q8_0)', detect: detectLlama2c }, () => (require('./llama2c') as typeof import('./llama2c')).llama2cFormat),
 ];
 
 export function formatModule(name: FormatName): FormatModule {

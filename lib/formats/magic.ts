@@ -1,7 +1,7 @@
 /**
  * The magics and detectors of every format but llama2.c (whose v0 files have no magic: it is
- * detected last, by its module): detection (FORMATS order, formats/index.ts) runs these without
- * loading the formats' modules.
+ * detected last, by its header's sizes, llama2c-header.ts): detection (FORMATS order,
+ * formats/index.ts) runs these without loading the formats' modules.
  */
 import type { Probe } from './types';
 

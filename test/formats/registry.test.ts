@@ -2,7 +2,7 @@
  * The format registry (lib/formats/index.ts): each FORMATS row states what detection and the CLI
  * read (name, title, whether it holds a vocabulary, its quant types) without loading its module;
  * here each row is compared with the module it loads, and detection is checked to load no format
- * module but the one detected (llama2.c's, detected last by its module).
+ * module (llama2.c, detected last by its header's sizes, loads llama2c-header.js only).
  */
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
@@ -56,13 +56,13 @@ test('detecting a GGUF or an ajc1 file loads no other format module', () => {
   }
 });
 
-test('detecting a llama2.c checkpoint (no magic: detected last) loads its module and no other format module', () => {
+test('detecting a llama2.c checkpoint (no magic: detected last) loads its header reader and no format module', () => {
   const root = path.join(__dirname, '..', '..');
   const script = `require('./dist/cjs/formats').detectFormat(${JSON.stringify(fixture('llama-stories260k', 'stories260K.bin'))});` +
     `console.log(JSON.stringify(Object.keys(require.cache).filter((k) => k.includes('/dist/cjs/formats/')).map((k) => k.split('/formats/')[1])))`;
   const loaded = JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: root, encoding: 'utf8' }).trim()) as string[];
-  expect(loaded).toContain('llama2c.js');
-  for (const other of ['tllm.js', 'moon.js', 'embd.js', 'ajc1.js', 'gguf.js', 'npy.js', 'safetensors.js', 'sepweight.js', 'hf-config.js', 'vocab-convert.js', 'output-files.js']) {
+  expect(loaded).toContain('llama2c-header.js');
+  for (const other of ['tllm.js', 'moon.js', 'embd.js', 'ajc1.js', 'gguf.js', 'npy.js', 'safetensors.js', 'sepweight.js', 'llama2c.js', 'hf-config.js', 'vocab-convert.js', 'output-files.js']) {
     expect(loaded).not.toContain(other);
   }
 });
