@@ -32,7 +32,16 @@ export class MappedSource {
     return this.file.residentBytes(offset, length);
   }
 
+  private readonly closing: (() => void)[] = [];
+
+  /** Runs `copy` once, just before close() unmaps `bytes`: for a reader that keeps views of the file it may need after that. */
+  beforeClose(copy: () => void): void {
+    if (this.closed) throw new Error('beforeClose on a closed MappedSource');
+    this.closing.push(copy);
+  }
+
   close(): void {
+    for (const copy of this.closing.splice(0)) copy();
     this.file.close();
   }
 

@@ -26,6 +26,7 @@ import { native } from './native';
 import type { PipelineSpec } from './pipeline/coordinator';
 import type { Tokenizer } from './tokenizers';
 import { modelFolder, resolveTokenizer } from './tokenizer-loading/resolve';
+import { prefetchWeightsTokenizer } from './tokenizer-loading/prefetch';
 import { closeWeights, type FormatName, type ModelWeights } from './weights';
 
 export { Model } from './language-model';
@@ -187,6 +188,8 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
     ...(options.tokenizer !== undefined ? { vocabulary: false } : {}),
     ...(options.pipeline ? (await import('./pipeline/stage-files')).COORDINATOR_READ : {}),
   };
+  // The cached tokenizer is read off this thread while this thread reads the weights.
+  const prefetch = options.tokenizer === undefined && !options.pipeline ? prefetchWeightsTokenizer(path) : undefined;
   const weights = await readWeights(path, readOptions);
   let engine: LanguageEngine | undefined;
   try {
@@ -196,7 +199,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
     const contextLength = options.contextLength ?? Math.min(maxContext, DEFAULT_CONTEXT);
     if (contextLength > maxContext) throw rangeError(`contextLength ${contextLength} exceeds this model's maximum ${maxContext}`);
     // The tokenizer loads (in its worker) while the engine binds the weights.
-    const loadingTokenizer = resolveTokenizer(weights, options.tokenizer);
+    const loadingTokenizer = resolveTokenizer(weights, options.tokenizer, prefetch);
     loadingTokenizer.catch(() => undefined); // awaited below, unless the engine fails first
     engine = await loadEngine(weights, options);
     const tokenizer = (await loadingTokenizer) ?? idsOnlyTokenizer(engine.vocabSize, weights.path);

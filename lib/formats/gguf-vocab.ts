@@ -60,7 +60,7 @@ export function ggufTokenizerData(meta: Record<string, unknown>, path: string): 
 export function readGgufTokenizerData(path: string): Gguf {
   const src = mapFile(path);
   try {
-    const data = ggufTokenizerData(parseGguf(src.bytes, path).metadata, path);
+    const data = ggufTokenizerData(parseGguf(src.bytes, path, src).metadata, path);
     if (!data) return fail('BAD_HEADER', 'the GGUF file holds no tokenizer.ggml vocabulary', { path });
     return data;
   } finally {

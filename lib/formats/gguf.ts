@@ -181,18 +181,20 @@ const LAZY_STRINGS = 4096;
 const DECODE_STEP = 2048;
 
 /**
- * A long top-level array of strings: every length is bounds-checked now and the bytes copied (the
- * mapping may be closed before first use), the strings decoded when first read. A 151k-token
- * vocabulary takes ~100 ms to decode; loadModel hands the file to the tokenizer worker, so this
- * thread may never need it. Invalid UTF-8 is found now when every string is shorter than 128
- * bytes (then the length fields are ASCII and one check of the whole span decides), else on first use.
+ * A long top-level array of strings: every length is bounds-checked now, the strings decoded when
+ * first read. A 151k-token vocabulary takes ~100 ms to decode; loadModel hands the file to the
+ * tokenizer worker, so this thread may never need it. The bytes are a view of the file, copied
+ * (keepBytes) only when its mapping closes before they are decoded: Qwen3's vocabulary and merges
+ * are 4.5 MB, ~4 ms to copy at every load. Invalid UTF-8 is found now when every string is shorter
+ * than 128 bytes (then the length fields are ASCII and one check of the whole span decides), else
+ * on first use.
  */
 export class LazyStrings {
   private decoded: string[] | undefined;
 
   constructor(
     readonly length: number,
-    private readonly bytes: Buffer,
+    private bytes: Buffer,
     private readonly base: number,
     private readonly what: string,
     private readonly path: string,
@@ -200,6 +202,11 @@ export class LazyStrings {
 
   strings(): string[] {
     return this.decoded ?? runNow(this.decodeSteps());
+  }
+
+  /** Copies the bytes out of the memory they view, unless the strings are decoded already. */
+  keepBytes(): void {
+    if (!this.decoded) this.bytes = Buffer.from(this.bytes);
   }
 
   /** strings() in slices (steps.ts), for the Promise APIs that need them all (conversions). */
@@ -222,7 +229,7 @@ export class LazyStrings {
 }
 
 /** A long top-level string array, every length checked now (in slices, steps.ts), decoded on first use. */
-function* lazyStringsSteps(cur: ByteCursor, n: number, what: string): Steps<LazyStrings> {
+function* lazyStringsSteps(cur: ByteCursor, n: number, what: string, mapped: MappedSource | undefined): Steps<LazyStrings> {
   const b = cur.bytes;
   const start = cur.offset;
   const walk = { at: start, longest: 0 };
@@ -236,7 +243,9 @@ function* lazyStringsSteps(cur: ByteCursor, n: number, what: string): Steps<Lazy
   }
   const at = walk.at;
   cur.offset = at;
-  const lazy = new LazyStrings(n, Buffer.from(b.subarray(start, at)), start, what, cur.path);
+  const lazy = new LazyStrings(n, b.subarray(start, at), start, what, cur.path);
+  if (mapped) mapped.beforeClose(() => lazy.keepBytes());
+  else lazy.keepBytes();
   if (walk.longest < 128 && !isUtf8(b.subarray(start, at))) lazy.strings(); // throws, naming the string
   return lazy;
 }
@@ -272,11 +281,11 @@ function readArrayHead(cur: ByteCursor, what: string, depth: number): { elemType
 }
 
 /** A key's value; a long array of strings (a vocabulary, its merges) as LazyStrings, checked in slices. */
-function* readKeyValueSteps(cur: ByteCursor, type: number, what: string): Steps<unknown> {
+function* readKeyValueSteps(cur: ByteCursor, type: number, what: string, mapped: MappedSource | undefined): Steps<unknown> {
   if (type === GgufValueType.ARRAY) {
     const start = cur.offset;
     const { elemType, n } = readArrayHead(cur, what, 0);
-    if (elemType === GgufValueType.STRING && n >= LAZY_STRINGS) return yield* lazyStringsSteps(cur, n, what);
+    if (elemType === GgufValueType.STRING && n >= LAZY_STRINGS) return yield* lazyStringsSteps(cur, n, what, mapped);
     cur.offset = start;
   }
   return readValue(cur, type, what, 0);
@@ -334,13 +343,17 @@ function readValue(cur: ByteCursor, type: number, what: string, depth: number): 
   }
 }
 
-/** Parses and validates the header, metadata and tensor infos of a GGUF file held in `bytes`. */
-export function parseGguf(bytes: Buffer, path: string): GgufFile {
-  return runNow(parseGgufSteps(bytes, path));
+/**
+ * Parses and validates the header, metadata and tensor infos of a GGUF file held in `bytes`.
+ * `mapped`: the mapping `bytes` views, if any; the long string arrays (LazyStrings) view it until
+ * it closes. Without it they are copied now.
+ */
+export function parseGguf(bytes: Buffer, path: string, mapped?: MappedSource): GgufFile {
+  return runNow(parseGgufSteps(bytes, path, mapped));
 }
 
 /** parseGguf in slices (steps.ts). */
-export function* parseGgufSteps(bytes: Buffer, path: string): Steps<GgufFile> {
+export function* parseGgufSteps(bytes: Buffer, path: string, mapped?: MappedSource): Steps<GgufFile> {
   const cur = new ByteCursor(bytes, path);
   if (bytes.length < 4 || bytes.readUInt32LE(0) !== GGUF_MAGIC) {
     fail('BAD_MAGIC', 'not a GGUF file', { path, offset: 0, expected: '47 47 55 46 ("GGUF")', found: bytes.subarray(0, 4).toString('hex') });
@@ -371,7 +384,7 @@ export function* parseGgufSteps(bytes: Buffer, path: string): Steps<GgufFile> {
     if (Object.prototype.hasOwnProperty.call(types, key)) fail('BAD_NAME', `duplicate metadata key '${key}'`, { path, offset: at });
     const type = cur.u32(`the type of '${key}'`);
     const elemType = type === GgufValueType.ARRAY && cur.remaining >= 4 ? bytes.readUInt32LE(cur.offset) : undefined;
-    const value = yield* readKeyValueSteps(cur, type, `'${key}'`);
+    const value = yield* readKeyValueSteps(cur, type, `'${key}'`, mapped);
     typeNames[key] = elemType === undefined ? GGUF_TYPE_NAMES[type] : `array<${GGUF_TYPE_NAMES[elemType]}>`;
     if (value instanceof LazyStrings) {
       lazy[key] = value;
@@ -824,7 +837,7 @@ function build(src: MappedSource, file: GgufFile): Omit<ModelWeights, 'path' | '
 export async function readGguf(path: string, _options: ReadOptions = {}): Promise<ModelWeights> {
   const src = mapFile(path);
   try {
-    const file = await runYielding(parseGgufSteps(src.bytes, path));
+    const file = await runYielding(parseGgufSteps(src.bytes, path, src));
     return { ...build(src, file), path, sources: [src] };
   } catch (error) {
     src.close();

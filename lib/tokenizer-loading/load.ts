@@ -17,6 +17,7 @@ import type { Tokenizer } from '../tokenizers/types';
 import { withRecipe } from '../tokenizers/recipes';
 import { loadInWorker } from './worker-client';
 import { lazy } from '../lazy';
+import type { TokenizerPrefetch } from './prefetch';
 
 // The readers and builders of tokenizers on this thread, each loaded by the first load that needs
 // it: a tokenizer read packed from the cache (loadModel's usual case) needs none of them.
@@ -139,10 +140,16 @@ export function loadTokenizerSync(path: string): Tokenizer {
  * that let the event loop run in between (steps.ts).
  */
 export async function loadTokenizer(path: string): Promise<Tokenizer> {
+  return loadTokenizerWith(path, undefined);
+}
+
+/** loadTokenizer, taking the cache read from `prefetch` where it was started for the same cache folder and the same source files as they are now. */
+async function loadTokenizerWith(path: string, prefetch: TokenizerPrefetch | undefined): Promise<Tokenizer> {
   if (typeof path !== 'string' || path === '') throw new TypeError('loadTokenizer(path): path must be a non-empty string');
   const cacheDir = tokenizerCacheDir();
   const source = tokenizerSource(path);
-  const cached = cacheDir === undefined ? undefined : await readCachedTokenizer(cacheDir, source);
+  const early = prefetch && prefetch.cacheDir === cacheDir && JSON.stringify(prefetch.source) === JSON.stringify(source) ? prefetch.cached : undefined;
+  const cached = cacheDir === undefined ? undefined : await (early ?? readCachedTokenizer(cacheDir, source));
   const packed = cached === 'none' ? undefined : (cached ?? (await loadInWorker(path, cacheDir, source)));
   if (packed) return withRecipe(unpackTokenizer(packed, path), { packed });
   return withRecipe(await runYielding(load(path)), { path });
@@ -153,12 +160,12 @@ export async function loadTokenizer(path: string): Promise<Tokenizer> {
  * `.tokenizer`, a GGUF's metadata) loads through loadTokenizer, off the JS thread and cached;
  * other data builds here in slices.
  */
-export async function loadWeightsTokenizer(weights: Pick<ModelWeights, 'format' | 'path'>, data: TokenizerData): Promise<Tokenizer> {
+export async function loadWeightsTokenizer(weights: Pick<ModelWeights, 'format' | 'path'>, data: TokenizerData, prefetch?: TokenizerPrefetch): Promise<Tokenizer> {
   const file = data.kind === 'scored' && data.style === 'ajc1' && weights.format === 'ajc1' ? `${weights.path}.tokenizer`
     : data.kind === 'gguf' && weights.format === 'gguf' ? weights.path : undefined;
   if (file !== undefined) {
     try {
-      return await loadTokenizer(file);
+      return await loadTokenizerWith(file, prefetch);
     } catch {
       // The file read alone can fail where the weights' reading succeeded (the vocabulary size
       // checks need the checkpoint): the data decides.

@@ -16,19 +16,21 @@ import * as nodePath from 'node:path';
 import type { ModelWeights } from '../weights';
 import { hasTokenizerFiles, loadTokenizer, loadWeightsTokenizer } from './load';
 import type { Tokenizer } from '../tokenizers/types';
+import type { TokenizerPrefetch } from './prefetch';
 
 /** The folder a model lives in: the path itself for a folder, else its parent. */
 export function modelFolder(path: string): string {
   return fs.statSync(path).isDirectory() ? path : nodePath.dirname(path);
 }
 
-export async function resolveTokenizer(weights: ModelWeights, given: string | Tokenizer | undefined): Promise<Tokenizer | undefined> {
+/** `prefetch`: the cache read prefetchWeightsTokenizer started for the weights' own vocabulary, if any. */
+export async function resolveTokenizer(weights: ModelWeights, given: string | Tokenizer | undefined, prefetch?: TokenizerPrefetch): Promise<Tokenizer | undefined> {
   if (given !== undefined) {
     if (typeof given === 'string') return loadTokenizer(given);
     if (typeof given === 'object' && given !== null && typeof given.encode === 'function') return given;
     throw new TypeError('tokenizer must be a path or a Tokenizer');
   }
-  if (weights.tokenizer) return loadWeightsTokenizer(weights, weights.tokenizer);
+  if (weights.tokenizer) return loadWeightsTokenizer(weights, weights.tokenizer, prefetch);
   const folder = modelFolder(weights.path);
   return hasTokenizerFiles(folder) ? loadTokenizer(folder) : undefined;
 }

@@ -438,6 +438,20 @@ describe('synthetic GGUF files', () => {
     }
   });
 
+  test('long string arrays read before or after the weights close are the strings written', async () => {
+    const items = Array.from({ length: 6000 }, (_, i) => `tok${i}é`);
+    const other = Array.from({ length: 5000 }, (_, i) => `m ${i}`);
+    const path = save(withKv((kv) => kv.push(['t.strs', T.ARR, { elem: T.STR, items }], ['t.more', T.ARR, { elem: T.STR, items: other }])));
+    const early = await ggufFormat.read(path);
+    expect(early.metadata['t.strs']).toEqual(items); // decoded while mapped
+    closeWeights(early);
+    expect(early.metadata['t.more']).toEqual(other); // first read after the mapping closed
+    const late = await ggufFormat.read(path);
+    closeWeights(late);
+    expect(late.metadata['t.strs']).toEqual(items);
+    expect(late.metadata['t.more']).toEqual(other);
+  });
+
   test.each([
     ['a missing required tensor', () => withTensors((t) => t.splice(t.findIndex((x) => x.name === 'blk.0.ffn_up.weight'), 1)), 'MISSING_TENSOR'],
     ['a required tensor of an unsupported type (Q8_1)', () => withTensors((t) => void (named(t, 'blk.0.ffn_up.weight').type = 9)), 'UNSUPPORTED'],
