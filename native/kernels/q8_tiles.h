@@ -82,14 +82,8 @@ inline int64_t Q8Align64(int64_t bytes) { return (bytes + 63) & ~int64_t(63); }
 // That is 3 (Pairs) to 4 bytes per column and row: the 8 rows of a 3072-column row in 36 KB of L1.
 
 // Software prefetch distance of the weight stream (bytes ahead of the row being read) and of the
-// scales (rows ahead): the hardware prefetchers restart at every block of rows a thread takes, and
-// (Zen 5) at every 4 KB page even where the file is mapped with 2 MB pages, so every line of the
-// stream is prefetched (every other line only: 30% slower than none). 16 KB ahead measured ~2-4%
-// faster at 1 thread than 4 KB (Qwen3-0.6B Q8_0 decode at position 512; 8 KB between, 24-32 KB no
-// better, and _MM_HINT_T1, or T1 far plus T0 near, slower than T0). Batched steps (m > 1) keep
-// 4 KB: their tile of prepared rows shares L1 with the lines prefetched ahead (not measured at 16).
-constexpr int64_t kQ8PrefetchBytes = 16384;
-constexpr int64_t kQ8PrefetchBytesBatched = 4096;
+// scales (rows ahead): the hardware prefetchers restart at every block of rows a thread takes.
+constexpr int64_t kQ8PrefetchBytes = 4096;
 
 // Prepared activations of one tile above this many bytes (long rows: w_down of large models) go
 // in tiles of half as many rows, so that a tile and the weights prefetched ahead stay in L1 (each
@@ -342,11 +336,10 @@ void Q8MatvecPrepared(const int8_t* wq, const float* ws, const uint8_t* prep, fl
   const Q8RowsShape<Q, Pairs, MaxM> sh(cols, group);
   const int64_t groups = cols / group;
   const char* w_end = reinterpret_cast<const char*>(wq + r1 * cols);
-  const int64_t pf_bytes = m == 1 ? kQ8PrefetchBytes : kQ8PrefetchBytesBatched;
-  const int64_t scale_rows_ahead = pf_bytes / cols + 1;
+  const int64_t scale_rows_ahead = kQ8PrefetchBytes / cols + 1;
   for (int64_t r = r0; r < r1; ++r) {
 #if defined(__GNUC__)
-    const char* ahead = reinterpret_cast<const char*>(wq + r * cols) + pf_bytes;
+    const char* ahead = reinterpret_cast<const char*>(wq + r * cols) + kQ8PrefetchBytes;
     for (int64_t off = 0; off < cols && ahead + off < w_end; off += 64) __builtin_prefetch(ahead + off);
     if (r + scale_rows_ahead < r1)
       for (int64_t off = 0; off < groups * int64_t(sizeof(float)); off += 64)
