@@ -12,11 +12,11 @@ namespace weightmap {
 namespace kernels {
 
 uint64_t SumWords(const uint8_t* base, int64_t w0, int64_t w1, int64_t prefetch) {
-#if WEIGHTMAP_KERNELS_X86
-  if (std::strncmp(Active().isa, "avx512", 6) == 0) return SumWordsAvx512(base, w0, w1, prefetch);
-#endif
   int64_t w = w0;
   uint64_t sum = 0;
+#if WEIGHTMAP_KERNELS_X86
+  if (std::strncmp(Active().isa, "avx512", 6) == 0) sum = SumBlocksAvx512(base, &w, w1, prefetch);
+#endif
   const uint8_t* end = base + w1 * 8;
 #if WEIGHTMAP_KERNELS_X86
   __m128i s0 = _mm_setzero_si128(), s1 = s0, s2 = s0, s3 = s0;
@@ -31,7 +31,7 @@ uint64_t SumWords(const uint8_t* base, int64_t w0, int64_t w1, int64_t prefetch)
   }
   uint64_t lanes[2];
   _mm_storeu_si128(reinterpret_cast<__m128i*>(lanes), _mm_add_epi64(_mm_add_epi64(s0, s1), _mm_add_epi64(s2, s3)));
-  sum = lanes[0] + lanes[1];
+  sum += lanes[0] + lanes[1];
 #elif WEIGHTMAP_KERNELS_ARM64
   uint64x2_t s0 = vdupq_n_u64(0), s1 = s0, s2 = s0, s3 = s0;
   for (; w + 8 <= w1; w += 8) {
@@ -45,7 +45,7 @@ uint64_t SumWords(const uint8_t* base, int64_t w0, int64_t w1, int64_t prefetch)
     s2 = vaddq_u64(s2, vld1q_u64(v + 4));
     s3 = vaddq_u64(s3, vld1q_u64(v + 6));
   }
-  sum = vaddvq_u64(vaddq_u64(vaddq_u64(s0, s1), vaddq_u64(s2, s3)));
+  sum += vaddvq_u64(vaddq_u64(vaddq_u64(s0, s1), vaddq_u64(s2, s3)));
 #endif
   (void)end;
   for (; w < w1; ++w) {

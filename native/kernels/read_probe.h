@@ -16,8 +16,9 @@ namespace kernels {
 uint64_t SumWords(const uint8_t* base, int64_t w0, int64_t w1, int64_t prefetch);
 
 #if WEIGHTMAP_KERNELS_X86
-// The AVX-512 body (read_probe_avx512.cc); only called when the active table is an AVX-512 one.
-uint64_t SumWordsAvx512(const uint8_t* base, int64_t w0, int64_t w1, int64_t prefetch);
+// The AVX-512 body (read_probe_avx512.cc; only called when the active table is an AVX-512 one):
+// Σ of the whole 256-byte blocks from *w on, *w advanced past them (SumWords sums the rest).
+uint64_t SumBlocksAvx512(const uint8_t* base, int64_t* w, int64_t w1, int64_t prefetch);
 #endif
 
 }  // namespace kernels

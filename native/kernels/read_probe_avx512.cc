@@ -10,13 +10,11 @@
 
 #include <immintrin.h>
 
-#include <cstring>
-
 namespace weightmap {
 namespace kernels {
 
-uint64_t SumWordsAvx512(const uint8_t* base, int64_t w0, int64_t w1, int64_t prefetch) {
-  int64_t w = w0;
+uint64_t SumBlocksAvx512(const uint8_t* base, int64_t* next, int64_t w1, int64_t prefetch) {
+  int64_t w = *next;
   __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
   const uint8_t* end = base + w1 * 8;
   for (; w + 32 <= w1; w += 32) {  // 256 bytes: four 64-byte loads into four independent sums
@@ -28,13 +26,8 @@ uint64_t SumWordsAvx512(const uint8_t* base, int64_t w0, int64_t w1, int64_t pre
     s2 = _mm512_add_epi64(s2, _mm512_loadu_si512(p + 128));
     s3 = _mm512_add_epi64(s3, _mm512_loadu_si512(p + 192));
   }
-  uint64_t sum = uint64_t(_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(s0, s1), _mm512_add_epi64(s2, s3))));
-  for (; w < w1; ++w) {
-    uint64_t v;
-    std::memcpy(&v, base + w * 8, 8);
-    sum += v;
-  }
-  return sum;
+  *next = w;
+  return uint64_t(_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(s0, s1), _mm512_add_epi64(s2, s3))));
 }
 
 }  // namespace kernels
