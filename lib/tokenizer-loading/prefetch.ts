@@ -8,6 +8,7 @@
  * wrong guess costs a cache lookup that finds nothing.
  */
 import * as fs from 'node:fs';
+import { GGUF_MAGIC } from '../formats/magic';
 import { readCachedTokenizer, tokenizerCacheDir, tokenizerSource } from '../tokenizers/cache';
 
 export interface TokenizerPrefetch {
@@ -16,8 +17,6 @@ export interface TokenizerPrefetch {
   cached: Promise<SharedArrayBuffer | 'none' | undefined>;
 }
 
-const GGUF_MAGIC = Buffer.from('GGUF', 'latin1');
-
 /** The file loadWeightsTokenizer reads for the weights at `path`: an ajc1 `.tokenizer` beside it, else the file itself where it is a GGUF; undefined otherwise. */
 function vocabularyFileOf(path: string): string | undefined {
   if (!fs.statSync(path, { throwIfNoEntry: false })?.isFile()) return undefined;
@@ -25,7 +24,7 @@ function vocabularyFileOf(path: string): string | undefined {
   const head = Buffer.alloc(4);
   const fd = fs.openSync(path, 'r');
   try {
-    return fs.readSync(fd, head, 0, 4, 0) === 4 && head.equals(GGUF_MAGIC) ? path : undefined;
+    return fs.readSync(fd, head, 0, 4, 0) === 4 && head.readUInt32LE(0) === GGUF_MAGIC ? path : undefined;
   } finally {
     fs.closeSync(fd);
   }
