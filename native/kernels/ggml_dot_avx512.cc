@@ -144,14 +144,16 @@ struct GgmlVnniTwo {
   static FV cvt_s8(U64 v) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_set_epi64x(int64_t(v.b), int64_t(v.a)))); }
 };
 
-// m = 1 two rows per zmm, m > 1 the ymm tiles.
+#include "kernels/ggml_gemm_tiles.h"
+
+// m = 1 two rows per zmm, m >= kGgmlGemmMinRows the GEMM over unpacked panels, between them the
+// ymm tiles: all three give the same bits.
 template <template <class> class U>
 void Matmul(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
   if (x.m == 1) GgmlMatvecTwo<GgmlVnni, U<GgmlVnni>, GgmlVnniTwo, U<GgmlVnniTwo>>(w, x, y, r0, r1);
+  else if (x.m >= kGgmlGemmMinRows) GgmlGemm<GgmlVnni, U<GgmlVnni>>::Matmul(w, x, y, ldy, r0, r1);
   else GgmlKernel<GgmlVnni, U<GgmlVnni>>::Matmul(w, x, y, ldy, r0, r1);
 }
-
-#include "kernels/ggml_gemm_tiles.h"
 
 void QuantizeAct(const float* x, int64_t n, int8_t* q, float* d, int16_t* sum) {
   Avx512VnniTable().quantize_q8(x, n, kActBlock, q, d);
@@ -175,7 +177,6 @@ const GgmlKernels& Avx512VnniGgml() {
     k.matmul[int(BlockType::Q6_K)] = Matmul<GgmlQ6K>;
     k.matmul[int(BlockType::IQ4_NL)] = Matmul<GgmlIq4Nl>;
     k.matmul[int(BlockType::IQ4_XS)] = Matmul<GgmlIq4Xs>;
-    GgmlGemmInstall<GgmlVnni>(k);  // m >= kGgmlGemmMinRows; the kernels above below that
     return k;
   }();
   return kernels;

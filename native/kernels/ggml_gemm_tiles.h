@@ -15,9 +15,7 @@
 // accumulator's start value here, added after the dot there).
 #pragma once
 
-constexpr int kGgmlGemmMinRows = 16;   // fewer activation rows: the table's previous kernel
-
-using GgmlMatmulFn = void (*)(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t r0, int64_t r1);
+constexpr int kGgmlGemmMinRows = 16;  // fewer activation rows: the ymm tiles (ggml_dot_avx512.cc's Matmul)
 
 // Tiles of TM activation rows × 16·NV output rows: 6 × 32 keeps 12 int32 and 12 f32 accumulators
 // in the 32 zmm registers; the 16-value types need two int32 sets (a slot's two sub-blocks), so 4.
@@ -27,8 +25,6 @@ struct GgmlGemm {
   static constexpr int kH = U::kSub == 16 ? 2 : 1;  // sub-blocks of a slot per group
   static constexpr int kGroupBytes = U::kBlockBytes * (kGgmlGroup / U::kValues);
   static constexpr bool kCorr = U::kOff != 0;
-
-  static inline GgmlMatmulFn fallback = nullptr;  // the table's kernel for m < kGgmlGemmMinRows
 
   // Offset in the group of the 4 values of (slot j, step t): steps 0..3 of a 16-value type are
   // sub-block j, steps 4..7 sub-block 8 + j.
@@ -260,7 +256,6 @@ struct GgmlGemm {
   }
 
   static void Matmul(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
-    if (x.m < kGgmlGemmMinRows) return fallback(w, x, y, ldy, r0, r1);
     if (r1 <= r0) return;
     const int64_t n = x.n, m = x.m;
     Panel p;
@@ -284,26 +279,4 @@ struct GgmlGemm {
       }
     }
   }
-
-  static void Install(GgmlKernels& k) {
-    fallback = k.matmul[int(U::kType)];
-    k.matmul[int(U::kType)] = Matmul;
-  }
 };
-
-// Every type of the table k (its kernels kept for m < kGgmlGemmMinRows).
-template <class T>
-void GgmlGemmInstall(GgmlKernels& k) {
-  GgmlGemm<T, GgmlQ4_0<T>>::Install(k);
-  GgmlGemm<T, GgmlQ4_1<T>>::Install(k);
-  GgmlGemm<T, GgmlQ5_0<T>>::Install(k);
-  GgmlGemm<T, GgmlQ5_1<T>>::Install(k);
-  GgmlGemm<T, GgmlQ8_0<T>>::Install(k);
-  GgmlGemm<T, GgmlQ2K<T>>::Install(k);
-  GgmlGemm<T, GgmlQ3K<T>>::Install(k);
-  GgmlGemm<T, GgmlQ4K<T>>::Install(k);
-  GgmlGemm<T, GgmlQ5K<T>>::Install(k);
-  GgmlGemm<T, GgmlQ6K<T>>::Install(k);
-  GgmlGemm<T, GgmlIq4Nl<T>>::Install(k);
-  GgmlGemm<T, GgmlIq4Xs<T>>::Install(k);
-}
