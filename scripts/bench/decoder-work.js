@@ -1,5 +1,6 @@
 // The work one decoder step does, from a model's tensors (ModelWeights from readWeights): the
-// bytes of weights a decode step reads, and the multiply-adds a prompt token costs in prefill.
+// bytes a decode step reads (weights, and the KV cache at its position), and the multiply-adds a
+// prompt token costs in prefill.
 // The denominators of the benchmarks' "share of the bound" figures (decoder.js, peers.js).
 'use strict';
 
@@ -19,6 +20,14 @@ function bytesPerToken(weights) {
 }
 
 /**
+ * Bytes of KV cache the decode steps at positions first .. first + steps - 1 read per step, on
+ * average: step p reads the keys and values of positions 0 .. p in every layer.
+ */
+function kvBytesPerToken(kvBytesPerPosition, first, steps) {
+  return kvBytesPerPosition * (first + (steps + 1) / 2);
+}
+
+/**
  * Multiply-adds per token of a `prompt`-token prefill that computes logits at the last position
  * only: `linear` (the layers' matrices, plus the classifier's once per prompt; int8 work in a
  * quantized engine) and `attention` (q·k and p·v over an average of (prompt + 1) / 2 positions, f32).
@@ -35,4 +44,4 @@ function prefillMacsPerToken(weights, prompt) {
   return { linear, attention };
 }
 
-module.exports = { bytesPerToken, prefillMacsPerToken };
+module.exports = { bytesPerToken, kvBytesPerToken, prefillMacsPerToken };

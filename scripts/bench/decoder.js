@@ -4,7 +4,9 @@
 // blocks of llama.cpp's file type TYPE (q4_k_m, q4_0, q6_k, q8_0; made by make-gguf.js): prefill
 // tok/s (one prompt as one batch) and decode tok/s (one token per call, greedy), per thread count,
 // with min/median/max over runs, the ISA, the load cost (ms, MB copied, matrices converted), and
-// the memory-bandwidth bound of decode (weight bytes read per token ÷ read bandwidth).
+// the memory-bandwidth bound of decode at each position (bytes read per token — the weights and
+// the KV cache up to that position — ÷ the read bandwidth measured in the same run,
+// read-bandwidth.js).
 // Decode runs at each --position: that many positions filled by a prefill (untimed; one session
 // filled up to each position in turn), then --decode tokens per run (truncated back between runs), with the process's CPU time
 // per decoded token (user and system, and per thread from /proc: what the thread pool burns beside
@@ -23,7 +25,8 @@ const { performance } = require('node:perf_hooks');
 const { readWeights } = require('../../dist/cjs/formats');
 const { DecoderEngine } = require('../../dist/cjs/engines/decoder');
 const { native } = require('../../dist/cjs/native');
-const { bytesPerToken } = require('./decoder-work');
+const { bytesPerToken, kvBytesPerToken } = require('./decoder-work');
+const { measureReadBandwidth } = require('./read-bandwidth');
 
 const args = process.argv.slice(2);
 const opt = (name, def) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : def);
@@ -61,24 +64,6 @@ function stats(values, digits = 1) {
   const s = [...values].sort((a, b) => a - b);
   const r = (v) => +v.toFixed(digits);
   return { median: r(s[Math.floor(s.length / 2)]), min: r(s[0]), max: r(s[s.length - 1]), runs: s.length };
-}
-
-/**
- * Read bandwidth in GB/s with `threads` threads: --bandwidth, else the kernels' streaming probe
- * (the one scripts/bench/bandwidth.js uses) over the model file itself: the median of 3 passes
- * without and with software prefetch (4 KB ahead), the faster of the two, so the bound is the
- * fastest read we know of this memory.
- */
-function readBandwidth(threads, bytes) {
-  if (opt('bandwidth')) return Number(opt('bandwidth'));
-  const { kernels } = native();
-  const view = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  kernels.readBandwidth(view, threads, 1);
-  const median = (prefetch) => {
-    const runs = [0, 1, 2].map(() => view.byteLength / kernels.readBandwidth(view, threads, 1, prefetch) / 1e9).sort((x, y) => x - y);
-    return runs[1];
-  };
-  return +Math.max(median(0), median(4096)).toFixed(1);
 }
 
 async function main() {
@@ -130,6 +115,7 @@ async function main() {
       s.dispose();
     }
     const decode = [];
+    const kvBytes = new Map(); // position -> KV cache bytes read per decoded token
     // One session filled position by position: each --position only adds its new prompt tokens.
     const top = Math.max(...positions);
     const d = engine.createSession({ contextLength: top + decodeLen + 1, ...kv });
@@ -166,8 +152,10 @@ async function main() {
         perThread[name] = (perThread[name] ?? 0) + (ms - (threadCpu0.get(key) ?? 0)) / decoded;
       }
       for (const name of Object.keys(perThread)) perThread[name] = +perThread[name].toFixed(2);
+      kvBytes.set(position, kvBytesPerToken(d.cacheBytes / d.contextLength, position, decodeLen));
       decode.push({
         position,
+        kvMBPerToken: +(kvBytes.get(position) / 1e6).toFixed(1),
         tokPerS: stats(tokPerS),
         cpuMsPerToken: { user: stats(cpuMsPerToken.user, 2).median, system: stats(cpuMsPerToken.system, 2).median },
         threadCpuMsPerToken: perThread,
@@ -176,14 +164,20 @@ async function main() {
       d.truncate(position);
     }
     d.dispose();
-    const bandwidth = readBandwidth(threads, weights.sources[0].bytes);
+    const { bytes } = weights.sources[0];
+    const bandwidth = opt('bandwidth') ? Number(opt('bandwidth')) * 1e9 : measureReadBandwidth(bytes, threads);
+    // Per position: the bound (weights + KV cache read per token) and the decode's share of it.
+    for (const p of decode) {
+      p.boundTokPerS = +(bandwidth / (perToken + kvBytes.get(p.position))).toFixed(1);
+      p.shareOfBound = +(p.tokPerS.median / p.boundTokPerS).toFixed(3);
+    }
     report.results.push({
       threads,
       isa: engine.loadInfo.isa,
       load: { ms: +engine.loadInfo.loadMs.toFixed(1), copiedMB: +(engine.loadInfo.copiedBytes / 1e6).toFixed(1), converted: engine.loadInfo.converted },
       ...(promptLen > 0 ? { prefillTokPerS: stats(prefill), prefillCpuMsPerToken: stats(prefillCpu, 2) } : {}),
       decode,
-      ...(bandwidth ? { readGBps: bandwidth, decodeBoundTokPerS: +((bandwidth * 1e9) / perToken).toFixed(1) } : {}),
+      readGBps: +(bandwidth / 1e9).toFixed(1),
     });
     engine.dispose();
   }

@@ -3,8 +3,8 @@
 // shapes (text d 2048 × 24 layers, vocab 51200: 2.8 GB; vision 1152 × 27 layers + projection:
 // 0.9 GB, or a 2-layer vision tower with --vision-layers 2 when disk is short) into the temp
 // folder by streaming, then measures
-//   * text decode tokens/s against the memory-bandwidth bound (bytes of weights read per token
-//     ÷ measured read bandwidth), on 1 and 2 threads,
+//   * text decode tokens/s against the memory-bandwidth bound (bytes read per token, weights and
+//     KV cache, ÷ the read bandwidth measured after it: read-bandwidth.js), on 1 and 2 threads,
 //   * vision encode time per 378×378 image on 1 and 2 threads,
 //   * with --answer, the time to an answer's first token (encode + prefill of 740 positions).
 // Needs the built package (npm run build:ts) and addon (WEIGHTMAP_ADDON or build/Release).
@@ -30,6 +30,8 @@ const { moonFormat } = require(path.join(dist, 'formats', 'moon.js'));
 const { MOONDREAM2_CONFIG } = require(path.join(dist, 'architectures', 'moondream.js'));
 const { MoondreamEngine } = require(path.join(dist, 'engines', 'moondream.js'));
 const { native } = require(path.join(dist, 'native.js'));
+const { kvBytesPerToken } = require('./decoder-work');
+const { measureReadBandwidth } = require('./read-bandwidth');
 
 const visionLayers = Number(opt('vision-layers', '27'));
 const threadCounts = opt('threads', '1,2').split(',').map(Number);
@@ -129,19 +131,15 @@ function writeMoon() {
 // ---- measurements ----------------------------------------------------------------------------
 
 /**
- * Read bandwidth in GB/s with `threads` threads: the kernels' streaming probe (as
- * scripts/bench/decoder.js) over the text weights in the mapped file, median of 3 passes.
+ * Read bandwidth in bytes/s with `threads` threads (read-bandwidth.js, the probe every decode bound
+ * uses) over the text weights in the mapped file.
  */
 function readBandwidth(weights, threads) {
   const text = weights.tensors.filter((t) => t.name.startsWith('model.text.'));
   const start = Math.min(...text.map((t) => t.byteOffset));
   const end = Math.max(...text.map((t) => t.byteOffset + t.byteLength));
   const bytes = weights.sources[0].bytes;
-  const view = new Uint8Array(bytes.buffer, bytes.byteOffset + start, end - start);
-  const { kernels } = native();
-  kernels.readBandwidth(view, threads, 1);
-  const runs = [0, 1, 2].map(() => view.byteLength / kernels.readBandwidth(view, threads, 1) / 1e9).sort((x, y) => x - y);
-  return runs[1];
+  return measureReadBandwidth(new Uint8Array(bytes.buffer, bytes.byteOffset + start, end - start), threads);
 }
 
 /** Bytes of weights one decode step reads: every text matrix and vector, one embedding row. */
@@ -179,9 +177,10 @@ async function benchDecode(weights, threads) {
     logits = await session.eval([token]);
   }
   const decodeMs = performance.now() - t1;
+  const kvBytes = kvBytesPerToken(session.cacheBytes / session.contextLength, prompt.length + 1, decodeTokens);
   session.dispose();
   engine.dispose();
-  return { prefillTokPerS: +(prompt.length / (prefillMs / 1000)).toFixed(2), decodeTokPerS: +(decodeTokens / (decodeMs / 1000)).toFixed(3) };
+  return { prefillTokPerS: +(prompt.length / (prefillMs / 1000)).toFixed(2), decodeTokPerS: +(decodeTokens / (decodeMs / 1000)).toFixed(3), kvBytes };
 }
 
 async function benchVision(weights, threads) {
@@ -270,13 +269,14 @@ async function main() {
       console.error(JSON.stringify(report.runs[report.runs.length - 1]));
       continue;
     }
-    const bandwidth = readBandwidth(weights, threads);
-    const bound = (bandwidth * 1e9) / perToken;
-    const decode = await benchDecode(weights, threads);
+    const { kvBytes, ...decode } = await benchDecode(weights, threads);
+    const bandwidth = readBandwidth(weights, threads) / 1e9;
+    const bound = (bandwidth * 1e9) / (perToken + kvBytes);
     const visionSeconds = args.includes('--no-vision') ? null : (await benchVision(weights, threads)).median;
     report.runs.push({
       threads,
       readBandwidthGBs: +bandwidth.toFixed(2),
+      kvMBPerToken: +(kvBytes / 1e6).toFixed(1),
       decodeBoundTokPerS: +bound.toFixed(3),
       ...decode,
       decodeFractionOfBound: +(decode.decodeTokPerS / bound).toFixed(3),

@@ -6,10 +6,9 @@
 // the cores retire while they run, instead of shrinking with the share other processes take.
 // x86-64 Linux with AVX-512 VNNI only.
 //   node scripts/bench/peak.js [--threads N] [--seconds S] [--json]
-// Also a module: measurePeak(threads) -> { threads, int8MacsPerSecond, f32MacsPerSecond,
-// readBytesPerSecond } (the arithmetic summed over the threads; the read bandwidth of `threads`
-// cores streaming at once, by wall clock, best pass: memory is shared, so per-core rates do not
-// add), or null where the probe cannot be built or run.
+// Also a module: measurePeak(threads) -> { threads, int8MacsPerSecond, f32MacsPerSecond } (summed
+// over the threads), or null where the probe cannot be built or run. The read bandwidth is the
+// addon's probe (read-bandwidth.js), over the model the bound is for.
 'use strict';
 const { execFileSync, spawn } = require('node:child_process');
 const crypto = require('node:crypto');
@@ -46,12 +45,10 @@ async function measurePeak(threads, seconds = 0.5) {
     const binary = build();
     const cpus = os.availableParallelism?.() ?? os.cpus().length;
     const runs = await Promise.all(Array.from({ length: threads }, (_, i) => runOnce(binary, seconds, i % cpus)));
-    const read = await runOnce(binary, 'read', threads, 2 * seconds);
     return {
       threads,
       int8MacsPerSecond: runs.reduce((a, r) => a + r.int8_macs_per_s, 0),
       f32MacsPerSecond: runs.reduce((a, r) => a + r.f32_macs_per_s, 0),
-      readBytesPerSecond: read.read_bytes_per_s,
     };
   } catch {
     return null;
@@ -67,8 +64,7 @@ async function main() {
   if (rest.includes('--json')) return console.log(JSON.stringify(peak));
   console.log(
     `${threads} thread(s): int8 ${(peak.int8MacsPerSecond / 1e9).toFixed(0)} GMAC/s (vpdpbusd zmm), ` +
-      `f32 ${(peak.f32MacsPerSecond / 1e9).toFixed(0)} GMAC/s (vfmadd231ps zmm), ` +
-      `read ${(peak.readBytesPerSecond / 1e9).toFixed(1)} GB/s (the cores streaming at once, best pass)`,
+      `f32 ${(peak.f32MacsPerSecond / 1e9).toFixed(0)} GMAC/s (vfmadd231ps zmm)`,
   );
 }
 

@@ -7,9 +7,11 @@
 // Each side runs in its own process, interleaved (A B C A B C ...), PAIRS times per row; the
 // 1-minute load average is recorded before every run. Each row prints medians [min–max], the ratio
 // of weightmap to each peer (median of the per-round ratios) and each median's share of the bound
-// measured in the same round by scripts/bench/peak.js (per CPU-second, so a loaded machine does not
-// lower it): read bandwidth ÷ weight bytes per token for decode; int8 peak for the linear layers
-// (f32 for f32 embeddings) plus f32 attention for prefill and embeddings.
+// measured in the same round: read bandwidth (read-bandwidth.js over the model file's mapping) ÷
+// bytes read per token for decode (the weights, and the f16 KV cache — both sides' default — of
+// positions 0 .. DECODE, where llama-bench's tg runs); the arithmetic peak of scripts/bench/peak.js (per CPU-second,
+// so a loaded machine does not lower it) for the int8 linear layers (f32 for f32 embeddings) plus
+// f32 attention for prefill and embeddings.
 // The peers are installed on first use into a cache folder (peers/cache.js; building llama-bench
 // takes tens of minutes on 2 busy cores), models are generated there too. Needs `npm run build:ts` (dist/) and the addon.
 // --quick: 2 rounds instead of 3. A run past --run-timeout seconds is killed and left out of its
@@ -24,7 +26,8 @@ const os = require('node:os');
 const path = require('node:path');
 const { readWeights, closeWeights } = require('../../dist/cjs/index.js');
 const { measurePeak } = require('./peak.js');
-const { bytesPerToken, prefillMacsPerToken } = require('./decoder-work');
+const { measureReadBandwidth } = require('./read-bandwidth');
+const { bytesPerToken, kvBytesPerToken, prefillMacsPerToken } = require('./decoder-work');
 const cache = require('./peers/cache');
 const embedRows = require('./peers/embed-rows');
 const { runJson } = require('./peers/run-json');
@@ -105,16 +108,18 @@ function decoderSides() {
 
 /**
  * Runs every side PAIRS times interleaved (A B C A B C ...), measuring the machine's peak before
- * each round. sides: name -> { measure() -> { metric: value }, bound(peak) -> { metric: value } }.
+ * each round (and the read bandwidth over `readView` where one is given).
+ * sides: name -> { measure() -> { metric: value }, bound(peak) -> { metric: value } }.
  * Returns per metric: each side's summary, its bound's summary, and the ratio of every weightmap
  * side to every peer (the median of the per-round ratios); and the load averages seen.
  */
-async function interleave(label, sides, threads) {
+async function interleave(label, sides, threads, readView) {
   const values = {}; // metric -> side -> value per round (missing where a run timed out)
   const bounds = {};
   const load = [];
   for (let round = 0; round < PAIRS; round++) {
-    const peak = await measurePeak(threads, 0.25);
+    const arithmetic = await measurePeak(threads, 0.25);
+    const peak = arithmetic && readView ? { ...arithmetic, readBytesPerSecond: measureReadBandwidth(readView, threads) } : arithmetic;
     for (const [side, { measure, bound }] of Object.entries(sides)) {
       load.push(os.loadavg()[0]);
       let result;
@@ -158,16 +163,18 @@ async function decoderRows() {
   for (const type of TYPES) {
     const file = ggufModel(type);
     const weights = await readWeights(file);
-    const work = { bytesPerToken: bytesPerToken(weights), macs: prefillMacsPerToken(weights, PROMPT) };
+    const c = weights.config;
+    const kvF16BytesPerPosition = c.numLayers * 2 * c.numKvHeads * c.headDim * 2;
+    const work = { bytesPerToken: bytesPerToken(weights) + kvBytesPerToken(kvF16BytesPerPosition, 0, DECODE), macs: prefillMacsPerToken(weights, PROMPT) };
     const vocab = weights.config.vocabSize;
-    closeWeights(weights);
     for (const threads of THREADS) {
       const measures = Object.fromEntries(
         Object.entries(sides).map(([name, s]) => [name, { measure: () => s.run(file, vocab, threads), bound: (peak) => s.bound(work, peak) }]),
       );
-      const result = await interleave(`${type} ${threads}t`, measures, threads);
-      rows.push({ model: `Qwen3-0.6B ${type.toUpperCase()}`, threads, weightMBPerToken: work.bytesPerToken / 1e6, ...result });
+      const result = await interleave(`${type} ${threads}t`, measures, threads, weights.sources[0].bytes);
+      rows.push({ model: `Qwen3-0.6B ${type.toUpperCase()}`, threads, decodeMBPerToken: work.bytesPerToken / 1e6, ...result });
     }
+    closeWeights(weights);
   }
   return { info, rows };
 }
@@ -208,7 +215,7 @@ async function main() {
     printTable(
       `Decoder, tok/s: prefill = pp${PROMPT} (one batch), decode = tg${DECODE} from position 0; ` +
         Object.entries(info).map(([k, v]) => `${k} ${v}`).join(', ') + '; ' +
-        'bound: decode = read bandwidth ÷ weight bytes per token, prefill = int8 peak (matrices) + f32 peak (attention)',
+        "bound: decode = read bandwidth (over the GGUF's mapping) ÷ bytes per token (weights + f16 KV cache), prefill = int8 peak (matrices) + f32 peak (attention)",
       rows,
       ['decode', 'prefill'],
     );
