@@ -177,7 +177,7 @@ async function benchDecode(weights, threads) {
     logits = await session.eval([token]);
   }
   const decodeMs = performance.now() - t1;
-  const kvBytes = kvBytesPerToken(session.cacheBytes / session.contextLength, prompt.length + 1, decodeTokens);
+  const kvBytes = kvBytesPerToken(L * 2 * d * 4, prompt.length + 1, decodeTokens); // f32 keys and values, every layer
   session.dispose();
   engine.dispose();
   return { prefillTokPerS: +(prompt.length / (prefillMs / 1000)).toFixed(2), decodeTokPerS: +(decodeTokens / (decodeMs / 1000)).toFixed(3), kvBytes };
