@@ -4,36 +4,12 @@
  * looked up a row at a time, in small pages. Read from /proc/self/smaps (FilePmdMapped of each of
  * this process's mappings of the file). Linux with transparent huge pages not `never` only.
  */
-import * as fs from 'node:fs';
 import type { DecoderConfig } from '../../lib/architectures/decoder';
 import { DecoderEngine } from '../../lib/engines/decoder';
-import { closeWeights, type ModelWeights } from '../../lib/weights';
+import { closeWeights } from '../../lib/weights';
 import { blobWeights, type BlobTensor } from '../formats/synthetic';
 import { tempDir } from '../helpers/fixtures';
-
-const THP = '/sys/kernel/mm/transparent_hugepage/enabled';
-const thpUsable = process.platform === 'linux' && fs.existsSync(THP) && !fs.readFileSync(THP, 'utf8').includes('[never]');
-
-interface MappedPart {
-  start: number;
-  end: number;
-  pmdBytes: number;
-}
-
-/** This process's mappings of `file` (one per VMA), with their FilePmdMapped bytes. */
-function mappings(file: string): MappedPart[] {
-  const real = fs.realpathSync(file);
-  const parts: MappedPart[] = [];
-  let current: MappedPart | undefined;
-  for (const line of fs.readFileSync('/proc/self/smaps', 'utf8').split('\n')) {
-    const head = /^([0-9a-f]+)-([0-9a-f]+) /.exec(line);
-    if (head) {
-      current = line.trimEnd().endsWith(` ${real}`) ? { start: parseInt(head[1], 16), end: parseInt(head[2], 16), pmdBytes: 0 } : undefined;
-      if (current) parts.push(current);
-    } else if (current && line.startsWith('FilePmdMapped:')) current.pmdBytes = Number(line.split(/\s+/)[1]) * 1024;
-  }
-  return parts;
-}
+import { evict, fileMappings, thpUsable } from '../helpers/page-cache';
 
 const DIM = 512;
 const HIDDEN = 2048;
@@ -78,18 +54,6 @@ function tensors(): BlobTensor[] {
   return out;
 }
 
-/** Drops the file's page cache: written back, mapped here page by page, then paged out (MADV_PAGEOUT). */
-function evict(weights: ModelWeights): void {
-  const source = weights.sources[0];
-  const fd = fs.openSync(weights.path, 'r');
-  fs.fsyncSync(fd);
-  fs.closeSync(fd);
-  let sink = 0;
-  for (let i = 0; i < source.bytes.length; i += 4096) sink ^= source.bytes[i];
-  expect(sink).toBeGreaterThanOrEqual(0);
-  source.file.advise(0, source.byteLength, 'pageout');
-}
-
 const suite = thpUsable ? describe : describe.skip;
 
 suite('decoder load over a file not in the page cache', () => {
@@ -108,7 +72,7 @@ suite('decoder load over a file not in the page cache', () => {
 
       const engine = await DecoderEngine.load(weights, { threads: 2 });
       try {
-        const parts = mappings(weights.path);
+        const parts = fileMappings(weights.path);
         const base = Math.min(...parts.map((p) => p.start));
         expect(base % (2 << 20)).toBe(0); // the mapping starts on a 2 MB boundary
         const pmd = parts.reduce((a, p) => a + p.pmdBytes, 0);
