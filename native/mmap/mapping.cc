@@ -131,7 +131,13 @@ std::shared_ptr<Mapping> Mapping::Open(const std::string& path) {
   }
   m->data_ = static_cast<const uint8_t*>(p);
 #endif
+  m->claims_ = std::make_unique<PrefaultClaims>(m->size_);
   return m;
+}
+
+uint64_t Mapping::PrefaultOnce(uint64_t offset, uint64_t length, bool fault_in) const {
+  if (size_ == 0 || !Contains(offset, length) || !claims_) return 0;
+  return claims_->Prefault(data_, offset, length, fault_in);
 }
 
 Mapping::~Mapping() {
@@ -174,6 +180,7 @@ void Mapping::Advise(uint64_t offset, uint64_t length, Advice advice) const {
       return;
 #endif
   }
+  if ((advice == Advice::DontNeed || advice == Advice::PageOut) && claims_) claims_->Release(offset, length);
   // Advice is a hint: a failure changes nothing about correctness.
   (void)::madvise(const_cast<uint8_t*>(data_) + start, end - start, flag);
 #else

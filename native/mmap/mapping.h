@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "mmap/prefault_claims.h"
+
 namespace weightmap {
 
 // Thrown for I/O failures; `code` is the POSIX-style name ("ENOENT", "EACCES", ...).
@@ -58,12 +60,16 @@ class Mapping {
   void Advise(uint64_t offset, uint64_t length, Advice advice) const;
   // Bytes of the range currently resident in RAM (mincore); -1 where the OS cannot tell.
   int64_t ResidentBytes(uint64_t offset, uint64_t length) const;
+  // Prefault over the part of [offset, offset+length) that no earlier call here set out to
+  // prefault (prefault_claims.h); returns the bytes this call prefaulted.
+  uint64_t PrefaultOnce(uint64_t offset, uint64_t length, bool fault_in) const;
 
  private:
   Mapping() = default;
   std::string path_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  std::unique_ptr<PrefaultClaims> claims_;
 #ifdef _WIN32
   void* file_ = nullptr;
   void* section_ = nullptr;
