@@ -834,8 +834,9 @@ function build(src: MappedSource, file: GgufFile): Omit<ModelWeights, 'path' | '
   return { ...common, architecture: 'unknown', config, tensors: file.tensors.filter((t) => t.supported).map((t) => viewOf(src, t, t.name)) };
 }
 
-export async function readGguf(path: string, _options: ReadOptions = {}): Promise<ModelWeights> {
+export async function readGguf(path: string, options: ReadOptions = {}): Promise<ModelWeights> {
   const src = mapFile(path);
+  if (options.prefaultWeights) native().prefaultGgufWeights(src.file).catch(() => undefined); // only saves time
   try {
     const file = await runYielding(parseGgufSteps(src.bytes, path, src));
     return { ...build(src, file), path, sources: [src] };

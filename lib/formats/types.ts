@@ -8,6 +8,11 @@ export interface ReadOptions {
   verifyChecksums?: boolean;
   /** false: leave vocabulary sidecars unread (ajc1 .tokenizer, llama2.c tokenizer.bin, a sepweight tree's), as when the caller brings its own tokenizer. */
   vocabulary?: boolean;
+  /**
+   * GGUF: start mapping the tensors into the process (native prefaultGgufWeights) while the header
+   * is parsed, for an engine about to read them all in place (loadModel). Default false.
+   */
+  prefaultWeights?: boolean;
 }
 
 export interface WriteProgress {
