@@ -30,8 +30,8 @@ enum class Advice { Normal, Sequential, Random, WillNeed, DontNeed, PageOut };
 
 // Readies bytes [p, p + length) of a mapping for a compute pass that reads them all: when every
 // page is in the page cache already (a warm file), maps them into this process's page tables now
-// (MADV_POPULATE_READ, else a read of each page), so that the first token does not take ~10k page
-// faults (633 MB at 64 KB per fault) on its own critical path; otherwise only starts the
+// (a read per 64 KB fault-around window, on the loading thread), so that the first token does not
+// take ~10k page faults (633 MB at 64 KB per fault) on its own critical path; otherwise only starts the
 // read-ahead (MADV_WILLNEED), which does not wait for the disk. With `fault_in`, pages not cached
 // are read by faulting them in too, waiting for the disk: read-ahead fills the page cache in small
 // folios whatever the range's advice, while a fault in a MADV_HUGEPAGE range reads 2 MB folios. A
