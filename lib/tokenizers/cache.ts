@@ -9,7 +9,6 @@
  * checksummed and its arrays checked off the calling thread (libuv: the native CRC and
  * checkPackedTables). The rename keeps a mapped file's bytes as they were when a new one is written.
  */
-import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as nodePath from 'node:path';
@@ -42,10 +41,30 @@ export function tokenizerSource(path: string): { version: number; path: string; 
   return { version: CACHE_VERSION, path: real, files };
 }
 
+/**
+ * 32 hex digits of `text`: two 53-bit multiplicative hashes (cyrb53) under different seeds. Not
+ * node:crypto's sha256, whose module costs a fresh process ~2 ms of require; a collision costs
+ * only a rebuild, since a file is used only where it records the same source.
+ */
+function cacheKey(text: string): string {
+  const hash = (seed: number) => {
+    let h1 = 0xdeadbeef ^ seed;
+    let h2 = 0x41c6ce57 ^ seed;
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      h1 = Math.imul(h1 ^ c, 2654435761);
+      h2 = Math.imul(h2 ^ c, 1597334677);
+    }
+    h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+    h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+    return (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(16).padStart(14, '0');
+  };
+  return (hash(1) + hash(2) + hash(3)).slice(0, 32);
+}
+
 /** `<key>.wmtok` holds a packed tokenizer; `<key>.none` says (with its source as JSON) that the source's kind does not pack. */
 function cacheFile(dir: string, source: { path: string }, ext: '.wmtok' | '.none'): string {
-  const key = crypto.createHash('sha256').update(`${CACHE_VERSION}\0${source.path}`).digest('hex').slice(0, 32);
-  return nodePath.join(dir, key + ext);
+  return nodePath.join(dir, cacheKey(`${CACHE_VERSION}\0${source.path}`) + ext);
 }
 
 /**
@@ -86,7 +105,7 @@ async function readPacked(file: string, source: object): Promise<Uint8Array | un
 /** Stores a packed tokenizer, or (undefined) that the source does not pack; a cache that cannot be written is skipped (it only saves time). */
 export function writeCachedTokenizer(dir: string, source: object, packed: SharedArrayBuffer | undefined): void {
   const file = cacheFile(dir, source as { path: string }, packed ? '.wmtok' : '.none');
-  const tmp = `${file}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`;
+  const tmp = `${file}.${process.pid}.${(require('node:crypto') as typeof import('node:crypto')).randomBytes(4).toString('hex')}.tmp`;
   try {
     fs.mkdirSync(dir, { recursive: true });
     fs.writeFileSync(tmp, packed ? new Uint8Array(packed) : JSON.stringify(source));
