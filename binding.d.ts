@@ -538,4 +538,10 @@ export interface NativeBinding {
    * rejects for that: the JS reader reports what is wrong).
    */
   prefaultGgufWeights(file: MappedFile): Promise<number>;
+  /**
+   * The same over spans a reader found itself (an ajc1's fixed layout): `streamed` and `partial`
+   * as [begin, end, begin, end, ...] byte offsets of `file`; `partial` spans (an untied embedding)
+   * are not prefaulted and keep small pages.
+   */
+  prefaultWeightSpans(file: MappedFile, streamed: number[], partial: number[]): Promise<number>;
 }

@@ -9,8 +9,9 @@ export interface ReadOptions {
   /** false: leave vocabulary sidecars unread (ajc1 .tokenizer, llama2.c tokenizer.bin, a sepweight tree's), as when the caller brings its own tokenizer. */
   vocabulary?: boolean;
   /**
-   * GGUF: start mapping the tensors into the process (native prefaultGgufWeights) while the header
-   * is parsed, for an engine about to read them all in place (loadModel). Default false.
+   * GGUF and ajc1: start mapping the tensors into the process (native prefaultGgufWeights,
+   * prefaultWeightSpans) while the rest is read, for an engine about to read them all in place
+   * (loadModel). Default false.
    */
   prefaultWeights?: boolean;
 }

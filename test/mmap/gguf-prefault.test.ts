@@ -1,6 +1,6 @@
 /**
  * prefaultGgufWeights (native/mmap/early_prefault.h), which loadModel starts as soon as a GGUF is
- * mapped: it maps the tensors the forward pass reads into the process, not an untied token
+ * mapped (and prefaultWeightSpans, over the spans an ajc1 reader found): it maps the tensors the forward pass reads into the process, not an untied token
  * embedding nor bf16 tensors, reads no byte outside a malformed file, and splits the work with the
  * decoder's own prefault through the mapping's claims. What is mapped is read from
  * /proc/self/pagemap (the present bit of each page; Linux only).
@@ -164,18 +164,41 @@ linux('loadModel reading a GGUF with prefaultWeights', () => {
   });
 });
 
+linux('prefaultWeightSpans (an ajc1 reader gives the spans)', () => {
+  test('maps the streamed spans, not the partial ones, and claims what it mapped', async () => {
+    const tmp = tempDir('weightmap-span-prefault-');
+    const path = nodePath.join(tmp.dir, 'spans.bin');
+    fs.writeFileSync(path, Buffer.alloc(12 * MB, 1));
+    fs.readFileSync(path);
+    const src = mapFile(path);
+    try {
+      expect(await native().prefaultWeightSpans(src.file, [6 * MB, 12 * MB], [0, 6 * MB])).toBe(6 * MB);
+      expect(mappedPages(path, 6 * MB, 6 * MB)).toBe((6 * MB) / PAGE);
+      expect(mappedPages(path, 2 * MB, 4 * MB)).toBe(0); // past the first block, which the file's folio may map whole
+      expect(await native().prefaultWeightSpans(src.file, [6 * MB, 12 * MB], [])).toBe(0);
+      expect(() => native().prefaultWeightSpans(src.file, [1], [])).toThrow(/begin, end pairs/);
+    } finally {
+      src.close();
+      tmp.cleanup();
+    }
+  });
+});
+
 describe('loadModel', () => {
   const FILE = fixture('gguf-quants', 'llama-ropefreqs', 'llama-ropefreqs.Q8_0.gguf');
+  const AJC1 = fixture('ajc1-qwen3-tiny', 'model.bin');
   test.each([
-    [{}, 1],
-    [{ quant: 'f32' as const }, 0], // the engine reads a converted copy, not the mapping
-  ])('starts the early prefault of a GGUF where the engine reads the weights in place (%j)', async (options, calls) => {
+    [FILE, 'prefaultGgufWeights' as const, {}, 1],
+    [FILE, 'prefaultGgufWeights' as const, { quant: 'f32' as const }, 0], // the engine reads a converted copy, not the mapping
+    [AJC1, 'prefaultWeightSpans' as const, {}, 1],
+    [AJC1, 'prefaultWeightSpans' as const, { quant: 'q8_0' as const }, 0],
+  ])('starts the early prefault where the engine reads the weights in place (%s, %s, %j)', async (file, method, options, calls) => {
     const { loadModel } = await import('../../lib/model');
-    const spy = jest.spyOn(native(), 'prefaultGgufWeights');
+    const spy = jest.spyOn(native(), method);
     const savedCache = process.env.WEIGHTMAP_CACHE;
     process.env.WEIGHTMAP_CACHE = 'off';
     try {
-      const model = await loadModel(FILE, { ...options, threads: 1 });
+      const model = await loadModel(file, { ...options, threads: 1 });
       model.dispose();
       expect(spy).toHaveBeenCalledTimes(calls);
     } finally {
