@@ -1,4 +1,4 @@
-// Where a GGUF file's tensors lie, read straight from its header in a few hundred microseconds
+// Where a GGUF file's tensors lie, read straight from its header in under a millisecond
 // (the KV section, with Qwen3's 151k-token vocabulary, is stepped over, not decoded), so that
 // loadModel can start mapping the weights (early_prefault.h) while the JS reader still parses the
 // same header. Malformed input yields false, never a read outside [data, data + size): the JS

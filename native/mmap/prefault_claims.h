@@ -1,8 +1,8 @@
 // Which parts of a mapping some thread has set out to prefault (mapping.h Prefault), so that two
 // prefaults of the same weights, the one loadModel starts while the header is parsed
-// (early_prefault.h) and the engine's at load, split the work instead of both walking every page:
-// mapping 640 MB of small page-cache folios costs ~40 ms of CPU, and walking pages already mapped
-// ~10 ms more. Claims are per 64 KB (the kernel's fault-around unit).
+// (early_prefault.h) and the engine's at load, running at once, split the work instead of both
+// faulting the same windows (mapping 640 MB of small page-cache folios costs ~20-35 ms of CPU).
+// Claims are per 64 KB (the kernel's fault-around unit).
 #pragma once
 
 #include <atomic>
