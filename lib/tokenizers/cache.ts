@@ -42,7 +42,7 @@ export function tokenizerSource(path: string): { version: number; path: string; 
 }
 
 /**
- * 32 hex digits of `text`: two 53-bit multiplicative hashes (cyrb53) under different seeds. Not
+ * 32 hex digits of `text`: 53-bit multiplicative hashes (cyrb53) under three seeds. Not
  * node:crypto's sha256, whose module costs a fresh process ~2 ms of require; a collision costs
  * only a rebuild, since a file is used only where it records the same source.
  */
