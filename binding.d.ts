@@ -530,4 +530,18 @@ export interface NativeBinding {
     ranks: Int32Array,
     merged: Int32Array,
   ): Promise<{ problem: string | null; filled: number; used: number }>;
+  /**
+   * Maps the tensors of the GGUF in `file` into this process on libuv's thread pool
+   * (native/mmap/early_prefault.h): all but bf16 ones and an untied token_embd.weight, with the
+   * decoder's huge-page advice, skipping what an earlier prefault of the mapping claimed. Resolves
+   * to the bytes it prefaulted (whole 64 KB units); 0 for a file whose header it cannot read (never
+   * rejects for that: the JS reader reports what is wrong).
+   */
+  prefaultGgufWeights(file: MappedFile): Promise<number>;
+  /**
+   * The same over spans a reader found itself (an ajc1's fixed layout): `streamed` and `partial`
+   * as [begin, end, begin, end, ...] byte offsets of `file`; `partial` spans (an untied embedding)
+   * are not prefaulted and keep small pages.
+   */
+  prefaultWeightSpans(file: MappedFile, streamed: number[], partial: number[]): Promise<number>;
 }

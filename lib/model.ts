@@ -187,6 +187,8 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
     ...(options.format ? { format: options.format } : {}),
     ...(options.tokenizer !== undefined ? { vocabulary: false } : {}),
     ...(options.pipeline ? (await import('./pipeline/stage-files')).COORDINATOR_READ : {}),
+    // The engine reads every weight in place: mapping them starts while the header is parsed.
+    ...(!options.pipeline && (options.quant ?? 'none') === 'none' ? { prefaultWeights: true } : {}),
   };
   // The cached tokenizer is read off this thread while this thread reads the weights.
   const prefetch = options.tokenizer === undefined && !options.pipeline ? prefetchWeightsTokenizer(path) : undefined;

@@ -5,7 +5,6 @@
  * over the last `penaltyLastN` tokens → greedy if temperature is 0, else top-k → top-p → min-p →
  * temperature → softmax → one draw from the seeded xorshift64* generator.
  */
-import { randomBytes } from 'node:crypto';
 import type { NativeSamplingParams } from '../binding';
 import { rangeError } from './errors';
 
@@ -86,9 +85,14 @@ function biasEntries(bias: NonNullable<SamplingOptions['logitBias']>): [unknown,
   throw typeError('logitBias must be an object, a Map or an array of [tokenId, bias] pairs');
 }
 
-/** A random 64-bit seed that is never 0. */
+/**
+ * A random 64-bit seed that is never 0: two draws of Math.random (V8 seeds its generator from the
+ * OS), which a sampling seed needs no more than; node:crypto would cost a fresh process ~2 ms of
+ * require before its first token.
+ */
 export function randomSeed(): bigint {
-  const seed = randomBytes(8).readBigUInt64LE(0);
+  const half = () => BigInt(Math.floor(Math.random() * 2 ** 32));
+  const seed = (half() << 32n) | half();
   return seed === 0n ? 1n : seed;
 }
 

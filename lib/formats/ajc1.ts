@@ -316,10 +316,31 @@ export async function readAjc1Templates(file: string): Promise<Ajc1Templates> {
   return templates;
 }
 
+/**
+ * Starts native prefaultWeightSpans over the tensors the forward pass reads whole (all but an
+ * untied embedding, read a row at a time) while the vocabulary sidecar is read; it only saves
+ * time, so nothing it does fails the read.
+ */
+function startPrefault(src: MappedSource, config: DecoderConfig, tensors: TensorView[]): void {
+  const streamed: number[] = [];
+  const partial: number[] = [];
+  for (const t of tensors) {
+    const into = t.name === N.embed && !config.tieWordEmbeddings ? partial : streamed;
+    into.push(t.byteOffset, t.byteOffset + t.byteLength);
+    if (t.scales) into.push(t.scales.byteOffset, t.scales.byteOffset + t.scales.byteLength);
+  }
+  try {
+    native().prefaultWeightSpans(src.file, streamed, partial).catch(() => undefined);
+  } catch {
+    // an addon built before prefaultWeightSpans existed
+  }
+}
+
 async function read(path: string, options: ReadOptions = {}): Promise<ModelWeights> {
   const src = mapFile(path);
   try {
     const { config, tensors } = parse(src);
+    if (options.prefaultWeights) startPrefault(src, config, tensors);
     const tokBytes = options.vocabulary === false ? undefined : await readSidecar(`${path}.tokenizer`);
     const tokenizer = tokBytes ? await runYielding(parseAjc1TokenizerSteps(tokBytes, `${path}.tokenizer`, config.vocabSize)) : undefined;
     if (tokenizer?.kind === 'scored') {

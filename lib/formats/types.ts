@@ -8,6 +8,12 @@ export interface ReadOptions {
   verifyChecksums?: boolean;
   /** false: leave vocabulary sidecars unread (ajc1 .tokenizer, llama2.c tokenizer.bin, a sepweight tree's), as when the caller brings its own tokenizer. */
   vocabulary?: boolean;
+  /**
+   * GGUF and ajc1: start mapping the tensors into the process (native prefaultGgufWeights,
+   * prefaultWeightSpans) while the rest is read, for an engine about to read them all in place
+   * (loadModel). Default false.
+   */
+  prefaultWeights?: boolean;
 }
 
 export interface WriteProgress {

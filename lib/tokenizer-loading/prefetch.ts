@@ -14,7 +14,7 @@ import { readCachedTokenizer, tokenizerCacheDir, tokenizerSource } from '../toke
 export interface TokenizerPrefetch {
   cacheDir: string;
   source: object;
-  cached: Promise<SharedArrayBuffer | 'none' | undefined>;
+  cached: Promise<Uint8Array | 'none' | undefined>;
 }
 
 /** The file loadWeightsTokenizer reads for the weights at `path`: an ajc1 `.tokenizer` beside it, else the file itself where it is a GGUF; undefined otherwise. */

@@ -3,7 +3,8 @@
  * the first request and ended after a few idle seconds; it never keeps the process alive.
  */
 import * as nodePath from 'node:path';
-import { isMainThread, Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { lazy } from '../lazy';
 import { MISSING_RECIPE, receiveError, type Recipe, type Reply, type Request } from '../tokenizers/worker-protocol';
 import { recipeOf } from '../tokenizers/recipes';
 import type { EncodeOptions, Tokenizer } from '../tokenizers/types';
@@ -11,6 +12,9 @@ import { setVocabularyRunner, type VocabularyResult } from '../formats/vocab-off
 import type { VocabularyReply, VocabularyRequest } from './vocabulary-jobs';
 
 const IDLE_MS = 5000;
+
+// Loaded with the first worker (node:worker_threads costs a fresh process ~1.2 ms of require).
+const workerThreads = lazy(() => require('node:worker_threads') as typeof import('node:worker_threads'));
 
 /**
  * Run from the TypeScript sources (the test suite), the worker's modules are transpiled as they
@@ -33,6 +37,7 @@ require(workerData.entry);
 function startWorker(): Worker {
   const ext = nodePath.extname(__filename);
   const entry = nodePath.join(__dirname, `worker${ext}`);
+  const { Worker } = workerThreads();
   if (ext !== '.ts') return new Worker(entry);
   return new Worker(TS_BOOT, { eval: true, workerData: { entry, typescript: require.resolve('typescript') } });
 }
@@ -152,10 +157,12 @@ function toArray(ids: Int32Array): number[] {
 
 /** Converts a weights file's vocabulary in the worker (lib/formats/vocab-offload.ts). */
 export async function vocabularyInWorker(job: VocabularyRequest['job']): Promise<VocabularyResult> {
+  // The worker itself loads this module too: there (and in any other worker thread) the
+  // conversions run in place, which vocab-offload does when the runner throws.
+  if (!workerThreads().isMainThread) throw new Error('not on the main thread: the vocabulary is converted in place');
   const reply = await tokenizerWorker().request({ op: 'vocabulary', job });
   if (!('vocabulary' in reply)) throw new Error('the tokenizer worker replied to a vocabulary request with no vocabulary');
   return reply.vocabulary;
 }
 
-// The worker itself loads this module too: there the conversions run in place.
-if (isMainThread) setVocabularyRunner(vocabularyInWorker);
+setVocabularyRunner(vocabularyInWorker);

@@ -12,7 +12,7 @@
  *   [16, 16+H) header JSON (PackedHeader), then zero padding to a multiple of 8
  *   arrays in ARRAYS order, each at a multiple of 8, with the lengths the header gives
  */
-import * as zlib from 'node:zlib';
+import { crc32 } from '../checksums';
 import { rangeError, WeightFormatError } from '../errors';
 import type { AddedToken } from './added-tokens';
 import { ByteFallbackBpeTokenizer } from './byte-fallback-bpe';
@@ -141,7 +141,7 @@ export function packTokenizer(tokenizer: unknown, source: unknown): SharedArrayB
     const a = arrays[name];
     out.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), at[i]);
   });
-  out.writeUInt32LE(zlib.crc32(out.subarray(PREFIX)), 12);
+  out.writeUInt32LE(crc32(out.subarray(PREFIX)), 12);
   return sab;
 }
 
@@ -185,7 +185,7 @@ export function packedCrcRange(buffer: Uint8Array): Uint8Array {
 
 /** checkPackedSteps in one go, with zlib's CRC-32. */
 export function checkPacked(buffer: Uint8Array, where: string): void {
-  runNow(checkPackedSteps(buffer, where, zlib.crc32(packedCrcRange(buffer))));
+  runNow(checkPackedSteps(buffer, where, crc32(packedCrcRange(buffer))));
 }
 
 /** Array elements checked between two checkpoints of checkPackedSteps (well under a millisecond once compiled, a few ms before; see steps.ts). */

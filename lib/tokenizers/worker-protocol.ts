@@ -4,7 +4,7 @@ import type { TokenizerData } from '../weights';
 import type { EncodeOptions } from './types';
 
 /** How the worker can make a tokenizer of its own that encodes like the caller's. */
-export type Recipe = { packed: SharedArrayBuffer } | { path: string } | { data: TokenizerData; where: string };
+export type Recipe = { packed: SharedArrayBuffer | Uint8Array } | { path: string } | { data: TokenizerData; where: string };
 
 export type Request =
   /**

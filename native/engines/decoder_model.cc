@@ -192,8 +192,20 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
       add(t.data, t.byte_length, fault_in);
       if (t.scales) add(t.scales, uint64_t(t.numel / t.group) * sizeof(float), fault_in);
     }
+    // Through the mapping's claims: what loadModel's early prefault (mmap/early_prefault.h) took
+    // is skipped here.
+    auto prefault = [&](const Piece& piece) {
+      for (const auto& mapping : s.mappings()) {
+        const uint8_t* base = mapping->data();
+        if (piece.p >= base && piece.p < base + mapping->size()) {
+          mapping->PrefaultOnce(uint64_t(piece.p - base), piece.n, piece.fault_in);
+          return;
+        }
+      }
+      Prefault(piece.p, piece.n, piece.fault_in);
+    };
     m.pool_->ParallelFor(int64_t(pieces.size()), 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; i++) Prefault(pieces[i].p, pieces[i].n, pieces[i].fault_in);
+      for (int64_t i = b; i < e; i++) prefault(pieces[i]);
     });
   }
   m.load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

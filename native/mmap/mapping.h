@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "mmap/prefault_claims.h"
+
 namespace weightmap {
 
 // Thrown for I/O failures; `code` is the POSIX-style name ("ENOENT", "EACCES", ...).
@@ -28,8 +30,8 @@ enum class Advice { Normal, Sequential, Random, WillNeed, DontNeed, PageOut };
 
 // Readies bytes [p, p + length) of a mapping for a compute pass that reads them all: when every
 // page is in the page cache already (a warm file), maps them into this process's page tables now
-// (MADV_POPULATE_READ, else a read of each page), so that the first token does not take ~10k page
-// faults (633 MB at 64 KB per fault) on its own critical path; otherwise only starts the
+// (a read per 64 KB fault-around window, on the loading thread), so that the first token does not
+// take ~10k page faults (633 MB at 64 KB per fault) on its own critical path; otherwise only starts the
 // read-ahead (MADV_WILLNEED), which does not wait for the disk. With `fault_in`, pages not cached
 // are read by faulting them in too, waiting for the disk: read-ahead fills the page cache in small
 // folios whatever the range's advice, while a fault in a MADV_HUGEPAGE range reads 2 MB folios. A
@@ -58,12 +60,16 @@ class Mapping {
   void Advise(uint64_t offset, uint64_t length, Advice advice) const;
   // Bytes of the range currently resident in RAM (mincore); -1 where the OS cannot tell.
   int64_t ResidentBytes(uint64_t offset, uint64_t length) const;
+  // Prefault over the part of [offset, offset+length) that no earlier call here set out to
+  // prefault (prefault_claims.h); returns the bytes this call prefaulted.
+  uint64_t PrefaultOnce(uint64_t offset, uint64_t length, bool fault_in) const;
 
  private:
   Mapping() = default;
   std::string path_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  std::unique_ptr<PrefaultClaims> claims_;
 #ifdef _WIN32
   void* file_ = nullptr;
   void* section_ = nullptr;

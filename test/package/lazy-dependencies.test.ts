@@ -5,7 +5,9 @@
  * Checked in a fresh process on the built package (`npm run build:ts`), by the modules in require.cache.
  */
 import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { fixture, tempDir } from '../helpers/fixtures';
 
 const root = path.join(__dirname, '..', '..');
 const HEAVY = ['@grpc/grpc-js', '@grpc/proto-loader', 'grpc-health-check', 'protobufjs', 'ajv', '@huggingface/jinja'];
@@ -34,6 +36,25 @@ describe('dependencies loaded on first use', () => {
     }
     expect(before).toContain('model.js');
     expect(same).toEqual([true, true, true, true, true, true, true]);
+  });
+
+  test('a first token from a GGUF with its tokenizer cached loads neither node:crypto, node:zlib nor node:worker_threads', () => {
+    // A script file: `node -e` loads node:crypto itself.
+    const tmp = tempDir('weightmap-lazy-builtins-');
+    try {
+      const script = path.join(tmp.dir, 'first-token.js');
+      fs.writeFileSync(script, `(async () => {
+        const model = await require(${JSON.stringify(root)}).loadModel(${JSON.stringify(fixture('gguf-quants', 'llama-ropefreqs', 'llama-ropefreqs.Q8_0.gguf'))}, { threads: 1 });
+        for await (const piece of model.generate('Hello', { maxTokens: 1 })) void piece;
+        model.dispose();
+        console.log(JSON.stringify(process.moduleLoadList.filter((m) => /^NativeModule (crypto|zlib|worker_threads)$/.test(m))));
+      })();`);
+      const run = () => JSON.parse(execFileSync(process.execPath, [script], { cwd: root, encoding: 'utf8', env: { ...process.env, WEIGHTMAP_CACHE: tmp.dir } }).trim().split('\n').pop()!) as string[];
+      run(); // fills the tokenizer cache
+      expect(run()).toEqual([]);
+    } finally {
+      tmp.cleanup();
+    }
   });
 
   test('the stage schema loads gRPC and proto-loader', () => {

@@ -45,7 +45,7 @@ test('a GGUF: the prefetched read serves the load while the file is unchanged, a
   const data = { kind: 'gguf' } as TokenizerData;
 
   const prefetch = prefetchWeightsTokenizer(path);
-  expect(await prefetch?.cached).toBeInstanceOf(SharedArrayBuffer);
+  expect(await prefetch?.cached).toBeInstanceOf(Uint8Array);
   clearCache();
   const served = await loadWeightsTokenizer(weights, data, prefetch);
   expect(cacheFiles()).toHaveLength(0); // not rebuilt: the prefetched buffer was used
@@ -66,7 +66,7 @@ test("an ajc1 checkpoint: the read is of the `.tokenizer` beside it; a damaged c
   const path = copyInto('model.bin', AJC1, `${AJC1}.tokenizer`);
   await loadTokenizer(`${path}.tokenizer`);
   const prefetch = prefetchWeightsTokenizer(path);
-  expect(await prefetch?.cached).toBeInstanceOf(SharedArrayBuffer);
+  expect(await prefetch?.cached).toBeInstanceOf(Uint8Array);
 
   const [file] = cacheFiles().map((f) => nodePath.join(cacheDir(), f));
   const bytes = fs.readFileSync(file);
