@@ -5,7 +5,7 @@
 //
 // TransRows (hgemm_trans, sgemm_trans): S [m, n] = A [m, k] · Bᵀ, B [n, k] (k = head_dim, n = positions).
 // 16 keys at a time, one key row after the other: per key and row of A one vector accumulator
-// along k (FMAs in order of p), then the 16 accumulators of a row are reduced across lanes
+// along k (FMAs in order of p; four chains for a long key, see kTransRowsSplitVectors), then the 16 accumulators of a row are reduced across lanes
 // together: four keys to one vector of [4 partial sums] per 128-bit lane (Reduce4), four of
 // those to one vector of the 16 sums (Reduce16). Against a horizontal sum per output (the 4×MB
 // tiles of gemm_tiles.h: 8 shuffle+add pairs each, for every output) that is 2 per output.
@@ -18,6 +18,9 @@
 // ramp up anew on each head's short stream (n · k · 2 bytes: 128 KB at 512 positions). 8 and
 // 16 KB, and prefetching a head's first 4 KB on entry, measured no better (decode at 512, 2048).
 constexpr int64_t kTransRowsPrefetchBytes = 4096;
+
+// Keys of at least this many vectors (k >= 512) are summed in four chains (TransRows).
+constexpr int64_t kTransRowsSplitVectors = 32;
 
 inline __m512 TransRowsLoad(const float* p) { return _mm512_loadu_ps(p); }
 inline __m512 TransRowsLoad(const uint16_t* p) {
@@ -55,7 +58,24 @@ void TransRows(const float* a, const BT* b, float* c, int64_t k, int64_t n, int6
     const char* ahead = reinterpret_cast<const char*>(row) + kTransRowsPrefetchBytes;
     for (int64_t off = 0; off < k * int64_t(sizeof(BT)) && ahead + off < end; off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
     for (int y = 0; y < M; ++y) acc[y] = _mm512_setzero_ps();
-    for (int64_t v = 0; v < kv; ++v) {
+    int64_t v = 0;
+    if (kv >= kTransRowsSplitVectors) {
+      // A long key (a weight row of an f16 matvec): four chains, vector v into chain v % 4, then
+      // (c0 + c1) + (c2 + c3). One chain of kv FMAs is kv · 4 cycles of latency, and a key's loop
+      // is longer than the reorder window, so the next key's chain cannot overlap it.
+      __m512 part[M][4];
+      for (int y = 0; y < M; ++y)
+        for (int u = 0; u < 4; ++u) part[y][u] = _mm512_setzero_ps();
+      for (; v + 4 <= kv; v += 4)
+        for (int u = 0; u < 4; ++u) {
+          const __m512 bv = TransRowsLoad(row + (v + u) * 16);
+          for (int y = 0; y < M; ++y)
+            part[y][u] = _mm512_fmadd_ps(bv, _mm512_loadu_ps(a + y * k + (v + u) * 16), part[y][u]);
+        }
+      for (int y = 0; y < M; ++y)
+        acc[y] = _mm512_add_ps(_mm512_add_ps(part[y][0], part[y][1]), _mm512_add_ps(part[y][2], part[y][3]));
+    }
+    for (; v < kv; ++v) {
       const __m512 bv = TransRowsLoad(row + v * 16);
       for (int y = 0; y < M; ++y) acc[y] = _mm512_fmadd_ps(bv, _mm512_loadu_ps(a + y * k + v * 16), acc[y]);
     }

@@ -82,6 +82,7 @@ const threadedCases = [
   [5, 100, 333],
   [16, 64, 200],
   [2, 128, 301],
+  [1, 1100, 67], // TransRows' long keys (four chains)
 ].map(([m, k, n]) => makeCase(rand, m, k, n));
 
 describe.each(ISAS)('gemms (%s)', (isa) => {
