@@ -19,7 +19,6 @@
 #include "engines/engine_error.h"
 #include "engines/rope.h"
 #include "engines/weights_spec.h"
-#include "mmap/huge_buffer.h"
 #include "threadpool.h"
 
 namespace weightmap {
@@ -248,10 +247,9 @@ class DecoderSession {
   // KV cache per layer and kv head: keys and values [context][head_dim], so a new position is
   // one contiguous row of each; attention reads them as the long side of its two gemms
   // (S = Q·Kᵀ and O = P·V).
-  // Allocated without being written: the pages are committed only as positions fill (2 MB pages
-  // where THP allows: mmap/huge_buffer.h).
-  HugeBuffer k_cache_;
-  HugeBuffer v_cache_;
+  // Allocated without being written: the pages are committed only as positions fill.
+  std::unique_ptr<uint8_t[]> k_cache_;
+  std::unique_ptr<uint8_t[]> v_cache_;
   std::unique_ptr<float[]> k_scales_;  // q8_0 only
   std::unique_ptr<float[]> v_scales_;
 
