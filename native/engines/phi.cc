@@ -25,9 +25,9 @@ std::vector<float> ToFloat(const uint16_t* x, int64_t n) {
 
 std::shared_ptr<PhiModel> PhiModel::Load(const PhiConfig& c, std::shared_ptr<const WeightsSpec> spec, int threads) {
   const WeightsSpec& s = *spec;
-  // Every matrix is read in place and streamed whole per token (the vision tower's per image): on
-  // 2 MB pages where the file is read from disk after this; the token embedding, looked up a row
-  // at a time, stays in small pages.
+  // Every text matrix is read in place and streamed whole per token: on 2 MB pages where the file
+  // is read from disk after this; the token embedding, looked up a row at a time, stays in small
+  // pages.
   AdviseStreamedHugePages(s, {"model.text.wte"});
   const int64_t d = c.dim, f = c.ffn, V = c.vocab;
   PhiWeightsHalf w;
