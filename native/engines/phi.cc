@@ -25,10 +25,11 @@ std::vector<float> ToFloat(const uint16_t* x, int64_t n) {
 
 std::shared_ptr<PhiModel> PhiModel::Load(const PhiConfig& c, std::shared_ptr<const WeightsSpec> spec, int threads) {
   const WeightsSpec& s = *spec;
-  const int64_t d = c.dim, f = c.ffn, V = c.vocab;
-  // Every f16 matrix is read in place and streamed whole (each token, or each image for the vision
-  // tower in the same file): 2 MB pages; the token embedding is read a row at a time.
+  // Every text matrix is read in place and streamed whole per token: on 2 MB pages where the file
+  // is read from disk after this; the token embedding, looked up a row at a time, stays in small
+  // pages.
   AdviseStreamedHugePages(s, {"model.text.wte"});
+  const int64_t d = c.dim, f = c.ffn, V = c.vocab;
   PhiWeightsHalf w;
   w.wte = s.RequireF16("model.text.wte", {V, d});
   for (int64_t l = 0; l < c.n_layers; l++) {

@@ -5,7 +5,7 @@
 //
 // TransRows (hgemm_trans, sgemm_trans): S [m, n] = A [m, k] · Bᵀ, B [n, k] (k = head_dim, n = positions).
 // 16 keys at a time, one key row after the other: per key and row of A one vector accumulator
-// along k (FMAs in order of p), then the 16 accumulators of a row are reduced across lanes
+// along k (FMAs in order of p; four chains for a long key, see kTransRowsSplitVectors), then the 16 accumulators of a row are reduced across lanes
 // together: four keys to one vector of [4 partial sums] per 128-bit lane (Reduce4), four of
 // those to one vector of the 16 sums (Reduce16). Against a horizontal sum per output (the 4×MB
 // tiles of gemm_tiles.h: 8 shuffle+add pairs each, for every output) that is 2 per output.
@@ -18,6 +18,9 @@
 // ramp up anew on each head's short stream (n · k · 2 bytes: 128 KB at 512 positions). 8 and
 // 16 KB, and prefetching a head's first 4 KB on entry, measured no better (decode at 512, 2048).
 constexpr int64_t kTransRowsPrefetchBytes = 4096;
+
+// Keys of at least this many vectors (k >= 512) are summed in four chains (TransRows).
+constexpr int64_t kTransRowsSplitVectors = 32;
 
 inline __m512 TransRowsLoad(const float* p) { return _mm512_loadu_ps(p); }
 inline __m512 TransRowsLoad(const uint16_t* p) {
@@ -55,7 +58,24 @@ void TransRows(const float* a, const BT* b, float* c, int64_t k, int64_t n, int6
     const char* ahead = reinterpret_cast<const char*>(row) + kTransRowsPrefetchBytes;
     for (int64_t off = 0; off < k * int64_t(sizeof(BT)) && ahead + off < end; off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
     for (int y = 0; y < M; ++y) acc[y] = _mm512_setzero_ps();
-    for (int64_t v = 0; v < kv; ++v) {
+    int64_t v = 0;
+    if (kv >= kTransRowsSplitVectors) {
+      // A long key (a weight row of an f16 matvec): four chains, vector v into chain v % 4, then
+      // (c0 + c1) + (c2 + c3). One chain of kv FMAs is kv · 4 cycles of latency, and a key's loop
+      // is longer than the reorder window, so the next key's chain cannot overlap it.
+      __m512 part[M][4];
+      for (int y = 0; y < M; ++y)
+        for (int u = 0; u < 4; ++u) part[y][u] = _mm512_setzero_ps();
+      for (; v + 4 <= kv; v += 4)
+        for (int u = 0; u < 4; ++u) {
+          const __m512 bv = TransRowsLoad(row + (v + u) * 16);
+          for (int y = 0; y < M; ++y)
+            part[y][u] = _mm512_fmadd_ps(bv, _mm512_loadu_ps(a + y * k + (v + u) * 16), part[y][u]);
+        }
+      for (int y = 0; y < M; ++y)
+        acc[y] = _mm512_add_ps(_mm512_add_ps(part[y][0], part[y][1]), _mm512_add_ps(part[y][2], part[y][3]));
+    }
+    for (; v < kv; ++v) {
       const __m512 bv = TransRowsLoad(row + v * 16);
       for (int y = 0; y < M; ++y) acc[y] = _mm512_fmadd_ps(bv, _mm512_loadu_ps(a + y * k + v * 16), acc[y]);
     }
@@ -78,11 +98,49 @@ void TransRows(const float* a, const BT* b, float* c, int64_t k, int64_t n, int6
   }
 }
 
+// TransRows for k = 16·KV (head_dim 64, 128) and M <= 2: A's M·KV vectors held in registers
+// for all n keys and every loop unrolled (the general loop over k reloads A per key and keeps
+// the sums on the stack); the same FMAs in the same order, so the same results bit for bit.
+template <class BT, int M, int KV>
+void TransRowsFixed(const float* a, const BT* b, float* c, int64_t n, int64_t n0, int64_t n1) {
+  constexpr int64_t k = 16 * KV;
+  __m512 av[M][KV];
+  for (int y = 0; y < M; ++y)
+    for (int v = 0; v < KV; ++v) av[y][v] = _mm512_loadu_ps(a + y * k + v * 16);
+  const char* end = reinterpret_cast<const char*>(b + n1 * k);
+  for (int64_t j0 = n0; j0 < n1; j0 += 16) {
+    const int64_t last = (n1 - j0 < 16 ? n1 - j0 : 16) - 1;  // keys past it repeat it
+    __m512 quad[4][M];
+    for (int g = 0; g < 4; ++g) {
+      __m512 s[4][M];
+      for (int x = 0; x < 4; ++x) {
+        const BT* row = b + (j0 + (4 * g + x < last ? 4 * g + x : last)) * k;
+        const char* ahead = reinterpret_cast<const char*>(row) + kTransRowsPrefetchBytes;
+        for (int64_t off = 0; off < k * int64_t(sizeof(BT)); off += 64)
+          if (ahead + off < end) _mm_prefetch(ahead + off, _MM_HINT_T0);
+        for (int y = 0; y < M; ++y) s[x][y] = _mm512_setzero_ps();
+        for (int v = 0; v < KV; ++v) {
+          const __m512 bv = TransRowsLoad(row + v * 16);
+          for (int y = 0; y < M; ++y) s[x][y] = _mm512_fmadd_ps(bv, av[y][v], s[x][y]);
+        }
+      }
+      for (int y = 0; y < M; ++y) quad[g][y] = Reduce4(s[0][y], s[1][y], s[2][y], s[3][y]);
+    }
+    const __mmask16 store = last == 15 ? __mmask16(0xffff) : __mmask16((1u << (last + 1)) - 1u);
+    for (int y = 0; y < M; ++y)
+      _mm512_mask_storeu_ps(c + y * n + j0, store, Reduce16(quad[0][y], quad[1][y], quad[2][y], quad[3][y]));
+  }
+}
+
 // Whether TransRows and OuterRows take a product with m rows of A.
 inline bool TransRowsTakes(int64_t m) { return m >= 1 && m <= 4; }
 
 template <class BT>
 void TransRowsAny(const float* a, const BT* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0, int64_t n1) {
+  if (k == 128 && m == 1) return TransRowsFixed<BT, 1, 8>(a, b, c, n, n0, n1);
+  if (k == 128 && m == 2) return TransRowsFixed<BT, 2, 8>(a, b, c, n, n0, n1);
+  if (k == 64 && m == 1) return TransRowsFixed<BT, 1, 4>(a, b, c, n, n0, n1);
+  if (k == 64 && m == 2) return TransRowsFixed<BT, 2, 4>(a, b, c, n, n0, n1);
   switch (m) {
     case 1: return TransRows<BT, 1>(a, b, c, k, n, n0, n1);
     case 2: return TransRows<BT, 2>(a, b, c, k, n, n0, n1);

@@ -29,6 +29,7 @@
 #include "napi/engine_worker.h"
 #include "napi/errors.h"
 #include "napi/lent_sampler.h"
+#include "napi/output_buffers.h"
 
 namespace weightmap {
 
@@ -61,11 +62,12 @@ class EvalWorker : public EngineWorker {
  public:
   EvalWorker(Napi::Env env, std::shared_ptr<SessionState<Traits>> state, EvalInput input, std::unique_ptr<LentSampler> lent)
       : EngineWorker(env, "weightmap:session-eval"), state_(std::move(state)), input_(std::move(input)), lent_(std::move(lent)) {}
+  ~EvalWorker() override { GiveOutputBuffer(std::move(out_)); }  // step(): the logits stayed here
 
  protected:
   void Run() override {
     typename Traits::Session& session = *state_->session;
-    out_.resize(static_cast<size_t>(Traits::OutputFloats(session, input_)));
+    out_ = TakeOutputBuffer(static_cast<size_t>(Traits::OutputFloats(session, input_)));
     Traits::Eval(session, input_, out_.data(), state_->abort);
     if (lent_) {
       const std::vector<int32_t>& history = session.tokens();
@@ -77,7 +79,12 @@ class EvalWorker : public EngineWorker {
     if (stepped_) return Napi::Number::New(env, token_);
     auto* data = new std::vector<float>(std::move(out_));
     Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(
-        env, data->data(), data->size() * sizeof(float), [](Napi::Env, void*, std::vector<float>* d) { delete d; }, data);
+        env, data->data(), data->size() * sizeof(float),
+        [](Napi::Env, void*, std::vector<float>* d) {
+          GiveOutputBuffer(std::move(*d));
+          delete d;
+        },
+        data);
     return Napi::Float32Array::New(env, data->size(), buffer, 0);
   }
   // The session and the sampler are free again before the promise settles.
