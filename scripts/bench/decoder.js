@@ -24,7 +24,6 @@ const { spawnSync } = require('node:child_process');
 const { performance } = require('node:perf_hooks');
 const { readWeights } = require('../../dist/cjs/formats');
 const { DecoderEngine } = require('../../dist/cjs/engines/decoder');
-const { native } = require('../../dist/cjs/native');
 const { bytesPerToken, kvBytesPerToken } = require('./decoder-work');
 const { measureReadBandwidth } = require('./read-bandwidth');
 
