@@ -253,9 +253,8 @@ class DecoderSession {
   // (S = Q·Kᵀ and O = P·V).
   // On 2 MB pages where THP allows (mmap/huge_buffer.h: attention streams all of it per token),
   // and so that those pages are committed about as positions fill, allocated for kv_capacity_
-  // positions per kv head, twice those needed when more are (EnsureKv): a 2 MB page spans the
-  // slabs of several heads, so a cache sized for the whole context would be committed by its
-  // first token.
+  // positions per kv head, doubled as positions fill (EnsureKv): a 2 MB page spans the slabs of
+  // several heads, so a cache sized for the whole context would be committed by its first token.
   int64_t kv_capacity_ = 0;
   HugeBuffer k_cache_;
   HugeBuffer v_cache_;

@@ -17,9 +17,7 @@ constexpr int64_t kMinKvPositions = 256;
 
 void DecoderSession::EnsureKv(int64_t positions, int64_t filled) {
   if (positions <= kv_capacity_) return;
-  // Twice the positions needed: a prompt leaves room for as many generated tokens before the
-  // next growth (each one a copy of the cache and fresh pages zeroed by the kernel).
-  const int64_t capacity = std::min(context_, std::max(2 * positions, kMinKvPositions));
+  const int64_t capacity = std::min(context_, std::max({positions, 2 * kv_capacity_, kMinKvPositions}));
   const int64_t slabs = (model_->end_layer() - model_->first_layer()) * cfg_.n_kv_heads;
   const int64_t element_bytes = kv_ == KvType::F32 ? 4 : kv_ == KvType::F16 ? 2 : 1;
   const int64_t row = cfg_.head_dim * element_bytes;         // bytes of one position's keys (or values)

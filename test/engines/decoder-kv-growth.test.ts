@@ -1,7 +1,7 @@
 /**
  * A session's KV cache grows as positions fill (native/engines/decoder_kv.cc: 256 positions per kv
- * head, then twice those needed): decoding one token at a time through the growths (at positions
- * 256 and 514, the rows so far copied) gives the logits, bit for bit, of a session whose cache was already large
+ * head, doubled): decoding one token at a time through the growths (positions 256 and 512, the
+ * rows so far copied) gives the logits, bit for bit, of a session whose cache was already large
  * enough (grown by a long prompt first, then truncated), for each cache type.
  */
 import type { DecoderConfig } from '../../lib/architectures/decoder';
