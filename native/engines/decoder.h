@@ -19,7 +19,6 @@
 #include "engines/engine_error.h"
 #include "engines/rope.h"
 #include "engines/weights_spec.h"
-#include "mmap/huge_buffer.h"
 #include "threadpool.h"
 
 namespace weightmap {
@@ -219,25 +218,22 @@ class DecoderSession {
     const int64_t hd = cfg_.head_dim;
     return kv_ == KvType::F32 ? 4 * hd : kv_ == KvType::F16 ? 2 * hd : hd + 4 * (hd / KvGroup());
   }
-  // K and V [kv_capacity_, head_dim] of one kv head of one layer (counted from the model's
+  // K and V [context, head_dim] of one kv head of one layer (counted from the model's
   // first_layer), as T (float for an f32 cache, uint16_t for f16, int8_t for q8_0); the q8_0
-  // scales of the same rows [kv_capacity_, head_dim / KvGroup()].
+  // scales of the same rows [context, head_dim / KvGroup()].
   template <typename T>
   T* Keys(int64_t layer, int64_t kv_head) {
-    return reinterpret_cast<T*>(k_cache_.get()) + (layer * cfg_.n_kv_heads + kv_head) * kv_capacity_ * cfg_.head_dim;
+    return reinterpret_cast<T*>(k_cache_.get()) + (layer * cfg_.n_kv_heads + kv_head) * context_ * cfg_.head_dim;
   }
   template <typename T>
   T* Values(int64_t layer, int64_t kv_head) {
-    return reinterpret_cast<T*>(v_cache_.get()) + (layer * cfg_.n_kv_heads + kv_head) * kv_capacity_ * cfg_.head_dim;
+    return reinterpret_cast<T*>(v_cache_.get()) + (layer * cfg_.n_kv_heads + kv_head) * context_ * cfg_.head_dim;
   }
   float* KeyScales(int64_t layer, int64_t kv_head) { return k_scales_.get() + ScaleOffset(layer, kv_head); }
   float* ValueScales(int64_t layer, int64_t kv_head) { return v_scales_.get() + ScaleOffset(layer, kv_head); }
   int64_t ScaleOffset(int64_t layer, int64_t kv_head) const {
-    return (layer * cfg_.n_kv_heads + kv_head) * kv_capacity_ * (cfg_.head_dim / KvGroup());
+    return (layer * cfg_.n_kv_heads + kv_head) * context_ * (cfg_.head_dim / KvGroup());
   }
-  // Grows the cache to hold at least `positions` positions per kv head (decoder_kv.cc), keeping
-  // the rows of positions [0, filled).
-  void EnsureKv(int64_t positions, int64_t filled);
   // Appends k and v [head_dim] of kv head g at position pos of `layer` (one row each).
   void StoreKv(int64_t layer, int64_t g, int64_t pos, const float* k, const float* v);
 
@@ -251,13 +247,9 @@ class DecoderSession {
   // KV cache per layer and kv head: keys and values [context][head_dim], so a new position is
   // one contiguous row of each; attention reads them as the long side of its two gemms
   // (S = Q·Kᵀ and O = P·V).
-  // On 2 MB pages where THP allows (mmap/huge_buffer.h: attention streams all of it per token),
-  // and so that those pages are committed about as positions fill, allocated for kv_capacity_
-  // positions per kv head, doubled as positions fill (EnsureKv): a 2 MB page spans the slabs of
-  // several heads, so a cache sized for the whole context would be committed by its first token.
-  int64_t kv_capacity_ = 0;
-  HugeBuffer k_cache_;
-  HugeBuffer v_cache_;
+  // Allocated without being written: the pages are committed only as positions fill.
+  std::unique_ptr<uint8_t[]> k_cache_;
+  std::unique_ptr<uint8_t[]> v_cache_;
   std::unique_ptr<float[]> k_scales_;  // q8_0 only
   std::unique_ptr<float[]> v_scales_;
 

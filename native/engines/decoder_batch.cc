@@ -53,7 +53,6 @@ std::vector<bool> BatchStep::Run(DecoderSession* const* sessions, const int32_t*
 
   std::vector<int64_t> pos(n);  // the position row i is fed at
   for (int64_t i = 0; i < n; i++) pos[i] = sessions[i]->position();
-  for (int64_t i = 0; i < n; i++) sessions[i]->EnsureKv(pos[i] + 1, pos[i]);
   std::vector<float> x(n * dim);        // [n, dim] residual stream
   std::vector<float> xb(n * dim);       // [n, dim] normed input of a block
   std::vector<float> q(n * qd);         // [n, q_dim]

@@ -29,6 +29,16 @@ DecoderSession::DecoderSession(std::shared_ptr<const DecoderModel> model, int64_
   if (context_ <= 0 || context_ > cfg_.max_seq_len)
     throw EngineError("ERR_OUT_OF_RANGE", "contextLength " + std::to_string(context_) + " outside [1, " +
                                               std::to_string(cfg_.max_seq_len) + "]");
+  const int64_t rows = (model_->end_layer() - model_->first_layer()) * cfg_.n_kv_heads * context_;
+  const size_t elements = static_cast<size_t>(rows * cfg_.head_dim);
+  const size_t element_bytes = kv_ == KvType::F32 ? 4 : kv_ == KvType::F16 ? 2 : 1;
+  k_cache_.reset(new uint8_t[elements * element_bytes]);
+  v_cache_.reset(new uint8_t[elements * element_bytes]);
+  if (kv_ == KvType::Q8_0) {
+    const size_t scales = static_cast<size_t>(rows * (cfg_.head_dim / KvGroup()));
+    k_scales_.reset(new float[scales]);
+    v_scales_.reset(new float[scales]);
+  }
 }
 
 void DecoderSession::Truncate(int64_t n) {
@@ -105,7 +115,6 @@ void DecoderSession::Forward(const int32_t* ids, const float* states, int64_t n,
   ThreadPool& pool = M.pool();
   const int64_t dim = c.dim, hd = c.head_dim, ffn = c.intermediate;
   EnsureScratch(n);
-  EnsureKv(pos0 + n, pos0);
   float* x = x_.data();        // [n, dim]
   float* xb = xb_.data();      // [n, dim]
   float* q = q_.data();        // [n, q_dim]
