@@ -16,14 +16,16 @@
 //   node scripts/bench/decoder.js [--model PATH] [--threads 1,2] [--prompt 512 (0: no prefill run)] [--decode 128] [--runs 3]
 //                                 [--position 16 | 512,2048,4096] [--kv f16|f32|q8_0]
 //                                 [--bandwidth GBps] [--quant none|q8_0|f32] [--gguf q4_k_m|q4_0|q6_k|q8_0]
+//                                 [--root CHECKOUT (another built worktree to measure: checkout.js)]
 'use strict';
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const { performance } = require('node:perf_hooks');
-const { readWeights } = require('../../dist/cjs/formats');
-const { DecoderEngine } = require('../../dist/cjs/engines/decoder');
+const { ROOT, dist } = require('./checkout');
+const { readWeights } = require(dist('formats'));
+const { DecoderEngine } = require(dist('engines/decoder'));
 const { bytesPerToken, kvBytesPerToken } = require('./decoder-work');
 const { measureReadBandwidth } = require('./read-bandwidth');
 
@@ -85,6 +87,7 @@ async function main() {
   const prompt = promptOf(promptLen);
   const perToken = bytesPerToken(weights);
   const report = {
+    root: ROOT,
     model,
     cpu: os.cpus()[0]?.model,
     shape: { dim: c.hiddenSize, layers: c.numLayers, heads: c.numHeads, kvHeads: c.numKvHeads, headDim: c.headDim, hidden: c.intermediateSize, vocab: c.vocabSize, group: c.groupSize },

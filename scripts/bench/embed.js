@@ -8,13 +8,14 @@
 // The model is generated once, streaming: a sentence-transformers folder (random f32
 // safetensors + the real MiniLM vocab.txt from ../shared/fixtures), then written as EMBD with
 // weightmap's own reader + writer. Needs `npm run build:ts` (dist/) and the addon.
-//   node scripts/bench/embed.js [--model FILE] [--threads 1,2] [--quant f32,int8,q8_0] [--runs 5] [--json]
+//   node scripts/bench/embed.js [--model FILE] [--threads 1,2] [--quant f32,int8,q8_0] [--runs 5] [--json] [--root CHECKOUT]
 'use strict';
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { performance } = require('node:perf_hooks');
-const { closeWeights, loadEmbedder, readWeights, writeWeights } = require('../../dist/cjs/index.js');
+const { ROOT, dist } = require('./checkout');
+const { closeWeights, loadEmbedder, readWeights, writeWeights } = require(dist('index.js'));
 const { measurePeak } = require('./peak.js');
 
 const SHAPE = { hidden: 384, layers: 6, heads: 12, intermediate: 1536, vocab: 30522, positions: 512 };
@@ -222,8 +223,8 @@ async function main() {
     .map(([t, p]) => (p ? `${t} thread(s): int8 ${(p.int8MacsPerSecond / 1e9).toFixed(0)}, f32 ${(p.f32MacsPerSecond / 1e9).toFixed(0)} GMAC/s` : `${t} thread(s): not measured`))
     .join('; ');
   const note = `bound = the multiply-adds of a sentence (${describe(18)}; ${describe(128)}) at the measured peak (${peakText}; scripts/bench/peak.js), linear layers at the int8 peak for int8/q8_0`;
-  if (rest.includes('--json')) console.log(JSON.stringify({ model: file, shape: SHAPE, cpu: os.cpus()[0].model, peaks: Object.fromEntries(peaks), note, results }, null, 2));
-  else console.log(note);
+  if (rest.includes('--json')) console.log(JSON.stringify({ root: ROOT, model: file, shape: SHAPE, cpu: os.cpus()[0].model, peaks: Object.fromEntries(peaks), note, results }, null, 2));
+  else console.log(`${note}; checkout ${ROOT}`);
 }
 
 module.exports = { ensureModel, makeTexts, macsPerSentence, writeHfFolder, SHAPE, VOCAB };

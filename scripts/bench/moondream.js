@@ -9,7 +9,7 @@
 //   * with --answer, the time to an answer's first token (encode + prefill of 740 positions).
 // Needs the built package (npm run build:ts) and addon (WEIGHTMAP_ADDON or build/Release).
 //   node scripts/bench/moondream.js [--dir DIR] [--threads 1,2] [--tokens 32] [--vision-layers 27] [--no-vision]
-//                                   [--vision-only] [--vision-reps 1] [--answer] [--remove]
+//                                   [--vision-only] [--vision-reps 1] [--answer] [--remove] [--root CHECKOUT]
 // --vision-only skips the bandwidth probe and the text decode; --vision-reps encodes that many
 // images per thread count (one engine) and reports each wall time, each CPU time and the load.
 // The file is kept for the next run (same size = reused) unless --remove is given.
@@ -24,12 +24,12 @@ const opt = (name, def) => {
   const i = args.indexOf(`--${name}`);
   return i >= 0 ? args[i + 1] : def;
 };
-const dist = path.join(__dirname, '..', '..', 'dist', 'cjs');
-const { encodeFloats } = require(path.join(dist, 'formats', 'dtype-convert.js'));
-const { moonFormat } = require(path.join(dist, 'formats', 'moon.js'));
-const { MOONDREAM2_CONFIG } = require(path.join(dist, 'architectures', 'moondream.js'));
-const { MoondreamEngine } = require(path.join(dist, 'engines', 'moondream.js'));
-const { native } = require(path.join(dist, 'native.js'));
+const { ROOT, dist } = require('./checkout');
+const { encodeFloats } = require(dist('formats/dtype-convert.js'));
+const { moonFormat } = require(dist('formats/moon.js'));
+const { MOONDREAM2_CONFIG } = require(dist('architectures/moondream.js'));
+const { MoondreamEngine } = require(dist('engines/moondream.js'));
+const { native } = require(dist('native.js'));
 const { kvBytesPerToken } = require('./decoder-work');
 const { measureReadBandwidth } = require('./read-bandwidth');
 
@@ -246,6 +246,7 @@ async function main() {
   warmPageCache(weights);
   const perToken = decodeBytesPerToken(weights);
   const report = {
+    root: ROOT,
     file,
     fileGB: +(fileBytes / 1e9).toFixed(3),
     visionLayers: Lv,
