@@ -21,6 +21,7 @@
 #include <cstring>
 
 #include "kernels/ggml_blocks.h"
+#include "kernels/vnni_dot.h"
 
 namespace weightmap {
 namespace kernels {
@@ -32,15 +33,7 @@ struct GgmlVnni : GgmlYmm {
   static constexpr int kRows = 8;  // 32 ymm registers (AVX512-VL)
   static constexpr bool corr(int off) { return off != 0; }
   template <int off>
-  static A dot(A acc, C u, C x) {
-#if defined(__GNUC__) && !defined(__clang__)
-    // the tied operand: GCC 12 otherwise copies the accumulator around each vpdpbusd (kernels_avx512.cc)
-    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "vm"(x));
-    return acc;
-#else
-    return _mm256_dpbusd_epi32(acc, u, x);
-#endif
-  }
+  static A dot(A acc, C u, C x) { return Dpbusd(acc, u, x); }
   static C expand(uint32_t bits, uint8_t val) { return _mm256_maskz_mov_epi8(__mmask32(bits), _mm256_set1_epi8(char(val))); }
   static C test(C v, uint8_t bit, uint8_t val) {
     return _mm256_maskz_mov_epi8(_mm256_test_epi8_mask(v, _mm256_set1_epi8(char(bit))), _mm256_set1_epi8(char(val)));
@@ -94,14 +87,7 @@ struct GgmlVnniTwo {
   }
   static constexpr bool corr(int off) { return GgmlVnni::corr(off); }
   template <int off>
-  static A dot(A acc, C u, C x) {
-#if defined(__GNUC__) && !defined(__clang__)
-    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "vm"(x));
-    return acc;
-#else
-    return _mm512_dpbusd_epi32(acc, u, x);
-#endif
-  }
+  static A dot(A acc, C u, C x) { return Dpbusd(acc, u, x); }
   static void transpose4(C* v) {
     const __m512i t0 = _mm512_unpacklo_epi32(v[0], v[1]), t1 = _mm512_unpacklo_epi32(v[2], v[3]);
     const __m512i t2 = _mm512_unpackhi_epi32(v[0], v[1]), t3 = _mm512_unpackhi_epi32(v[2], v[3]);

@@ -100,14 +100,7 @@ struct GgmlGemm {
       }
   }
 
-  static __m512i Dot(__m512i acc, __m512i u, __m512i x) {
-#if defined(__GNUC__) && !defined(__clang__)
-    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(x));  // see GgmlVnni::dot
-    return acc;
-#else
-    return _mm512_dpbusd_epi32(acc, u, x);
-#endif
-  }
+  static __m512i Dot(__m512i acc, __m512i u, __m512i x) { return DpbusdReg(acc, u, x); }
   static __m512 Cvt(__m512i a) {
 #if defined(__GNUC__)
     // vcvtdq2ps without GCC 12's -Wmaybe-uninitialized on the intrinsic's undefined operand

@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "kernels/kernels.h"
+#include "kernels/vnni_dot.h"
 
 namespace weightmap {
 namespace kernels {
@@ -168,16 +169,7 @@ struct QVnniZ : FloatZ {
   using WP = __m512i;
   static WP prep_raw(D w) { return _mm512_xor_si512(w, _mm512_set1_epi8(char(0x80))); }
   static WP prep_relaid(D w) { return w; }
-  static A dot(A acc, const WP& w, D x) {
-#if defined(__GNUC__)
-    // GCC 12 copies the accumulator to another register and back around every vpdpbusd of the
-    // intrinsic (two extra moves per dot in the matmul loop); the tied asm operand avoids that.
-    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(w), "vm"(x));
-    return acc;
-#else
-    return _mm512_dpbusd_epi32(acc, w, x);
-#endif
-  }
+  static A dot(A acc, const WP& w, D x) { return Dpbusd(acc, w, x); }
   static void relayout(const int8_t* src, const Q8Layout& l, int group, uint32_t flip, uint8_t* dst) {
     RelayoutZ(src, l, group, flip, dst);
   }
@@ -185,14 +177,7 @@ struct QVnniZ : FloatZ {
   static A bias_corr(A acc, D x) {
     return _mm512_dpbusd_epi32(acc, _mm512_set1_epi8(char(0x80)), _mm512_sub_epi8(_mm512_setzero_si512(), x));
   }
-  static A dot_xw(A acc, D xu, D w) {
-#if defined(__GNUC__)
-    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(xu), "v"(w));  // as dot
-    return acc;
-#else
-    return _mm512_dpbusd_epi32(acc, xu, w);
-#endif
-  }
+  static A dot_xw(A acc, D xu, D w) { return DpbusdReg(acc, xu, w); }
   // acc - 128·Σw per lane (vpdpbusd of 128 as u8 and w, subtracted): exact
   static A wcorr(A acc, D w) {
     return _mm512_sub_epi32(acc, _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(char(0x80)), w));
@@ -208,25 +193,11 @@ struct QVnniY : FloatY {
   using WP = __m256i;
   static WP prep_raw(D w) { return _mm256_xor_si256(w, _mm256_set1_epi8(char(0x80))); }
   static WP prep_relaid(D w) { return w; }
-  static A dot(A acc, const WP& w, D x) {
-#if defined(__GNUC__)
-    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(w), "vm"(x));  // as QVnniZ::dot
-    return acc;
-#else
-    return _mm256_dpbusd_epi32(acc, w, x);
-#endif
-  }
+  static A dot(A acc, const WP& w, D x) { return Dpbusd(acc, w, x); }
   static A bias_corr(A acc, D x) {
     return _mm256_dpbusd_epi32(acc, _mm256_set1_epi8(char(0x80)), _mm256_sub_epi8(_mm256_setzero_si256(), x));
   }
-  static A dot_xw(A acc, D xu, D w) {
-#if defined(__GNUC__)
-    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(xu), "v"(w));  // as QVnniZ::dot
-    return acc;
-#else
-    return _mm256_dpbusd_epi32(acc, xu, w);
-#endif
-  }
+  static A dot_xw(A acc, D xu, D w) { return DpbusdReg(acc, xu, w); }
   static A wcorr(A acc, D w) {
     return _mm256_sub_epi32(acc, _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(char(0x80)), w));
   }
