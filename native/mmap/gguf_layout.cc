@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "scan/records.h"
+
 namespace weightmap {
 
 namespace {
@@ -23,6 +25,13 @@ class Cursor {
   }
   void Skip(uint64_t n) {
     if (Has(n)) at_ += n;
+  }
+  // `count` strings (u64 length, bytes) one after the other: the vocabulary's 151k, in one walk.
+  void SkipStrings(uint64_t count) {
+    if (!ok_) return;
+    const scan::RecordWalk walk = scan::SkipRecords(data_, size_, at_, count, {8, 0, 8});
+    if (walk.count == count) at_ = walk.at;
+    else ok_ = false;
   }
   std::string String() {
     const uint64_t n = Read<uint64_t>();
@@ -67,6 +76,8 @@ bool SkipValue(Cursor& c, uint32_t type, int depth) {
     if (const uint64_t n = ScalarBytes(elem)) {
       if (count > UINT64_MAX / n) return false;
       c.Skip(count * n);
+    } else if (elem == kString) {
+      c.SkipStrings(count);
     } else {
       for (uint64_t i = 0; i < count && c.ok(); i++)
         if (!SkipValue(c, elem, depth + 1)) return false;
