@@ -24,7 +24,7 @@ function build() {
   const binary = path.join(os.tmpdir(), `weightmap-peak-probe-${hash}`);
   if (fs.existsSync(binary)) return binary;
   const partial = `${binary}.${process.pid}`;
-  execFileSync('g++', ['-O2', '-mavx512f', '-mavx512vnni', '-pthread', '-o', partial, SOURCE], { stdio: 'pipe' });
+  execFileSync('g++', ['-O2', '-mavx512f', '-mavx512vnni', '-o', partial, SOURCE], { stdio: 'pipe' });
   fs.renameSync(partial, binary);
   return binary;
 }
