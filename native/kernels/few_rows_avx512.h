@@ -98,11 +98,49 @@ void TransRows(const float* a, const BT* b, float* c, int64_t k, int64_t n, int6
   }
 }
 
+// TransRows for k = 16·KV (head_dim 64, 128) and M <= 2: A's M·KV vectors held in registers
+// for all n keys and every loop unrolled (the general loop over k reloads A per key and keeps
+// the sums on the stack); the same FMAs in the same order, so the same results bit for bit.
+template <class BT, int M, int KV>
+void TransRowsFixed(const float* a, const BT* b, float* c, int64_t n, int64_t n0, int64_t n1) {
+  constexpr int64_t k = 16 * KV;
+  __m512 av[M][KV];
+  for (int y = 0; y < M; ++y)
+    for (int v = 0; v < KV; ++v) av[y][v] = _mm512_loadu_ps(a + y * k + v * 16);
+  const char* end = reinterpret_cast<const char*>(b + n1 * k);
+  for (int64_t j0 = n0; j0 < n1; j0 += 16) {
+    const int64_t last = (n1 - j0 < 16 ? n1 - j0 : 16) - 1;  // keys past it repeat it
+    __m512 quad[4][M];
+    for (int g = 0; g < 4; ++g) {
+      __m512 s[4][M];
+      for (int x = 0; x < 4; ++x) {
+        const BT* row = b + (j0 + (4 * g + x < last ? 4 * g + x : last)) * k;
+        const char* ahead = reinterpret_cast<const char*>(row) + kTransRowsPrefetchBytes;
+        for (int64_t off = 0; off < k * int64_t(sizeof(BT)); off += 64)
+          if (ahead + off < end) _mm_prefetch(ahead + off, _MM_HINT_T0);
+        for (int y = 0; y < M; ++y) s[x][y] = _mm512_setzero_ps();
+        for (int v = 0; v < KV; ++v) {
+          const __m512 bv = TransRowsLoad(row + v * 16);
+          for (int y = 0; y < M; ++y) s[x][y] = _mm512_fmadd_ps(bv, av[y][v], s[x][y]);
+        }
+      }
+      for (int y = 0; y < M; ++y) quad[g][y] = Reduce4(s[0][y], s[1][y], s[2][y], s[3][y]);
+    }
+    const __mmask16 store = last == 15 ? __mmask16(0xffff) : __mmask16((1u << (last + 1)) - 1u);
+    for (int y = 0; y < M; ++y)
+      _mm512_mask_storeu_ps(c + y * n + j0, store, Reduce16(quad[0][y], quad[1][y], quad[2][y], quad[3][y]));
+  }
+}
+
 // Whether TransRows and OuterRows take a product with m rows of A.
 inline bool TransRowsTakes(int64_t m) { return m >= 1 && m <= 4; }
 
 template <class BT>
 void TransRowsAny(const float* a, const BT* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0, int64_t n1) {
+  if (k == 128 && m == 1) return TransRowsFixed<BT, 1, 8>(a, b, c, n, n0, n1);
+  if (k == 128 && m == 2) return TransRowsFixed<BT, 2, 8>(a, b, c, n, n0, n1);
+  if (k == 64 && m == 1) return TransRowsFixed<BT, 1, 4>(a, b, c, n, n0, n1);
+  if (k == 64 && m == 2) return TransRowsFixed<BT, 2, 4>(a, b, c, n, n0, n1);
   switch (m) {
     case 1: return TransRows<BT, 1>(a, b, c, k, n, n0, n1);
     case 2: return TransRows<BT, 2>(a, b, c, k, n, n0, n1);

@@ -104,6 +104,22 @@ describe.each(ISAS)('gemms (%s)', (isa) => {
     }
   });
 
+  // AVX-512 TransRows for head_dim 64 and 128 at 1-2 rows holds A in registers: the same FMAs in
+  // the same order as the general loop, which k + 1 (a zero last column of A and B) takes.
+  test.each(['hgemmTrans', 'sgemmTrans'] as const)('%s at k = 64, 128 equals the general loop bit for bit', (name) => {
+    for (const [m, k, n] of [[1, 128, 515], [2, 128, 301], [1, 64, 33], [2, 64, 530]]) {
+      const c = makeCase(rand, m, k, n);
+      const pad = (x: Float32Array | Uint16Array, rows: number) => {
+        const out = new (x.constructor as typeof Float32Array | typeof Uint16Array)(rows * (k + 1));
+        for (let r = 0; r < rows; r++) out.set(x.subarray(r * k, (r + 1) * k), r * (k + 1));
+        return out;
+      };
+      const wide: GemmCase = { ...c, a: pad(c.a, m) as Float32Array, bh: pad(c.bh, n) as Uint16Array, bf: pad(c.bf, n) as Float32Array, k: k + 1 };
+      expect(Array.from(run(name, isa, c))).toEqual(Array.from(run(name, isa, wide)));
+      for (const threads of [2, 3]) expect(Array.from(run(name, isa, c, threads))).toEqual(Array.from(run(name, isa, wide)));
+    }
+  });
+
   test('dot and axpy', () => {
     for (const n of [0, 1, 3, 7, 31, 33, 127, 1023]) {
       const a = uniform(n, rand);
