@@ -104,6 +104,7 @@ void softmax(float* x, int64_t n) {
   for (int64_t k = 0; k < n; ++k) x[k] *= inv;
 }
 
+WEIGHTMAP_AVX512_CLONE
 void silu_mul(const float* gate, const float* up, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
