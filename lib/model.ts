@@ -16,6 +16,7 @@ import { architectureOf, type EngineName } from './architectures';
 import { DECODER_VARIANTS, isDecoderConfig, type DecoderVariant } from './architectures/decoder';
 import { ajc1ChatTemplate, jinjaChatTemplate, qwen3ChatTemplate, type Ajc1TemplateTexts, type ChatTemplate } from './chat';
 import { DecoderEngine } from './engines/decoder';
+import { defaultContextLength } from './engines/kv-session';
 import type { MoondreamEngine } from './engines/moondream';
 import { rangeError, UnsupportedError, WeightFormatError } from './errors';
 import { readWeights } from './formats';
@@ -60,8 +61,6 @@ export interface LoadModelOptions {
    */
   pipeline?: PipelineSpec;
 }
-
-const DEFAULT_CONTEXT = 4096;
 
 type LanguageEngineName = Exclude<EngineName, 'bert'>;
 
@@ -198,7 +197,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
     const folder = modelFolder(path);
     // Checked before the engine loads (which takes a while on a large model).
     const maxContext = architectureOf(weights.config)?.maxSeqLen(weights.config) ?? Infinity;
-    const contextLength = options.contextLength ?? Math.min(maxContext, DEFAULT_CONTEXT);
+    const contextLength = options.contextLength ?? defaultContextLength(maxContext);
     if (contextLength > maxContext) throw rangeError(`contextLength ${contextLength} exceeds this model's maximum ${maxContext}`);
     // The tokenizer loads (in its worker) while the engine binds the weights.
     const loadingTokenizer = resolveTokenizer(weights, options.tokenizer, prefetch);

@@ -22,7 +22,7 @@ import { AbortError, DisposedError, UnsupportedError, WeightFormatError } from '
 import { native } from '../native';
 import type { ModelWeights } from '../weights';
 import { DecodeLoop, type BatchStepRow } from './decode-loop';
-import { KvSession } from './kv-session';
+import { defaultContextLength, KvSession } from './kv-session';
 import { fromNativeError } from './native-errors';
 import { nativeWeightsSpec } from './native-spec';
 
@@ -71,8 +71,6 @@ export interface EvalOptions {
   allLogits?: boolean;
   signal?: AbortSignal;
 }
-
-const DEFAULT_CONTEXT = 4096;
 
 /** The config fields the native engine reads. */
 function nativeConfig(c: DecoderConfig): DecoderNativeConfig {
@@ -153,7 +151,7 @@ export class DecoderEngine {
 
   createSession(options: SessionOptions = {}): DecoderEngineSession {
     if (!this.native) throw new DisposedError('DecoderEngine');
-    const contextLength = options.contextLength ?? Math.min(this.config.maxSeqLen, DEFAULT_CONTEXT);
+    const contextLength = options.contextLength ?? defaultContextLength(this.config.maxSeqLen);
     let session: NativeDecoderSession;
     try {
       session = this.native.createSession({ contextLength, ...(options.kvCache ? { kvCache: options.kvCache } : {}) });

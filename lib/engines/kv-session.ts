@@ -8,6 +8,11 @@ import type { NativeSamplingParams, NativeSession, Sampler } from '../../binding
 import { AbortError, DisposedError, rangeError } from '../errors';
 import { fromNativeError } from './native-errors';
 
+/** The positions a session holds unless the caller says: the model's maximum, capped at 4096. */
+export function defaultContextLength(maxSeqLen: number): number {
+  return Math.min(maxSeqLen, 4096);
+}
+
 export interface KvSessionNames {
   /** The class name used in errors. */
   name: string;

@@ -12,6 +12,7 @@ import type * as grpc from '@grpc/grpc-js';
 import type { HealthImplementation } from 'grpc-health-check';
 import { grpcModule, healthCheckModule } from './grpc-modules';
 import { DecoderEngine } from '../engines/decoder';
+import { defaultContextLength } from '../engines/kv-session';
 import type { ModelWeights } from '../weights';
 import type { DecoderConfig } from '../architectures/decoder';
 import { closeWeights } from '../weights';
@@ -37,7 +38,6 @@ export interface StageOptions extends StageSecurity {
 }
 
 export const STAGE_SERVICE_NAME = 'weightmap.pipeline.v1.Stage';
-const DEFAULT_CONTEXT = 4096;
 const DEFAULT_IDLE_MS = 120_000;
 
 export class StageServer {
@@ -72,7 +72,7 @@ export class StageServer {
       const { first, last } = options.layers;
       engine = await DecoderEngine.load(weights, { threads: options.threads, layers: [first, last + 1], ...(options.quant ? { quant: options.quant } : {}) });
       const config = weights.config as DecoderConfig;
-      const contextLength = options.contextLength ?? Math.min(config.maxSeqLen, DEFAULT_CONTEXT);
+      const contextLength = options.contextLength ?? defaultContextLength(config.maxSeqLen);
       if (!(Number.isInteger(contextLength) && contextLength >= 1 && contextLength <= config.maxSeqLen)) {
         throw rangeError(`contextLength must be an integer in [1, ${config.maxSeqLen}], got ${contextLength}`);
       }
