@@ -23,6 +23,8 @@ const BLOCKS = {
   14: [256, 210, [208]], // Q6_K
 };
 const FTYPES = { q4_0: 2, q8_0: 7, q4_k_m: 15, q6_k: 18 };
+// ggml type id of each block type above, by llama.cpp's name
+const BLOCK_IDS = { q4_0: 2, q8_0: 8, q4_k: 12, q6_k: 14 };
 
 function rng(seed) {
   let s = seed >>> 0 || 1;
@@ -164,7 +166,11 @@ async function main() {
   await new Promise((resolve, reject) => stream.end((e) => (e ? reject(e) : resolve())));
 }
 
-main().catch((e) => {
-  console.error(e);
-  process.exit(1);
-});
+module.exports = { SHAPE, BLOCKS, BLOCK_IDS };
+
+if (require.main === module) {
+  main().catch((e) => {
+    console.error(e);
+    process.exit(1);
+  });
+}
