@@ -17,6 +17,9 @@
 // Keys ahead of the one being read whose cache lines are prefetched: the hardware prefetchers
 // ramp up anew on each head's short stream (n · k · 2 bytes: 128 KB at 512 positions). 8 and
 // 16 KB, and prefetching a head's first 4 KB on entry, measured no better (decode at 512, 2048).
+// A long key's lines are prefetched four vectors at a time as they are read: at its start, a
+// 2048-value f16 row's 64 prefetches stalled on the full miss buffers (scripts/bench/kernel-ab.js,
+// f16: 89-90% -> 98% of a read of the same bytes, 1.09-1.10x).
 constexpr int64_t kTransRowsPrefetchBytes = 4096;
 
 // Keys of at least this many vectors (k >= 512) are summed in four chains (TransRows).
@@ -55,8 +58,11 @@ void TransRows(const float* a, const BT* b, float* c, int64_t k, int64_t n, int6
   // The sums of key j against every row: one vector per row, lanes along k.
   auto key = [&](int64_t j, __m512* acc) {
     const BT* row = b + j * k;
+    // The lines kTransRowsPrefetchBytes ahead: a short key's (a head's) all at its start, a long
+    // key's (a weight row's) as its vectors are read, below.
     const char* ahead = reinterpret_cast<const char*>(row) + kTransRowsPrefetchBytes;
-    for (int64_t off = 0; off < k * int64_t(sizeof(BT)) && ahead + off < end; off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
+    if (kv < kTransRowsSplitVectors)
+      for (int64_t off = 0; off < k * int64_t(sizeof(BT)) && ahead + off < end; off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
     for (int y = 0; y < M; ++y) acc[y] = _mm512_setzero_ps();
     int64_t v = 0;
     if (kv >= kTransRowsSplitVectors) {
@@ -66,12 +72,15 @@ void TransRows(const float* a, const BT* b, float* c, int64_t k, int64_t n, int6
       __m512 part[M][4];
       for (int y = 0; y < M; ++y)
         for (int u = 0; u < 4; ++u) part[y][u] = _mm512_setzero_ps();
-      for (; v + 4 <= kv; v += 4)
+      for (; v + 4 <= kv; v += 4) {
+        const char* next = ahead + v * 16 * int64_t(sizeof(BT));
+        for (int64_t off = 0; off < 64 * int64_t(sizeof(BT)); off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
         for (int u = 0; u < 4; ++u) {
           const __m512 bv = TransRowsLoad(row + (v + u) * 16);
           for (int y = 0; y < M; ++y)
             part[y][u] = _mm512_fmadd_ps(bv, _mm512_loadu_ps(a + y * k + (v + u) * 16), part[y][u]);
         }
+      }
       for (int y = 0; y < M; ++y)
         acc[y] = _mm512_add_ps(_mm512_add_ps(part[y][0], part[y][1]), _mm512_add_ps(part[y][2], part[y][3]));
     }

@@ -27,6 +27,11 @@ void AB_NAME(matvec_q8)(int avx2, const int8_t* wq, const float* ws, const int8_
   Table(avx2).matvec_q8(wq, ws, xq, xs, y, cols, group, 0, rows);
 }
 
+// Rows [0, rows) of y = W·x for f16 W [rows, cols] and f32 x (the float decode matvec: hgemm_trans, m = 1).
+void AB_NAME(matvec_f16)(int avx2, const uint16_t* w, const float* x, float* y, int64_t rows, int64_t cols) {
+  Table(avx2).hgemm_trans(x, w, y, 1, cols, rows, 0, rows);
+}
+
 // Rows [0, rows) of y = W·x for W [rows, n] of ggml blocks of the named type; -1 for an unknown name.
 int AB_NAME(ggml_matvec)(int avx2, const char* type_name, const uint8_t* w, int64_t rows, int64_t n, const int8_t* q,
                          const float* d, const int16_t* sum, float* y) {

@@ -5,8 +5,9 @@
 // turns (the order alternating), each reading every matrix once; the two outputs are compared
 // bitwise. Prints one JSON object: GB/s per pass, and per pair new / base.
 //   kernel-ab KIND DIM HIDDEN QDIM KVDIM LAYERS VOCAB PAIRS ISA
-//   KIND: q8:GROUP (ajc1 Q8_0: int8 weights, f32 scales per GROUP) or ggml:NAME:VALUES:BYTES:F16OFFS
-//   (ggml blocks: VALUES per block of BYTES bytes, its f16 factors at the comma-separated offsets)
+//   KIND: q8:GROUP (ajc1 Q8_0: int8 weights, f32 scales per GROUP), f16 (f16 weights, f32 activations)
+//   or ggml:NAME:VALUES:BYTES:F16OFFS (ggml blocks: VALUES per block of BYTES bytes, its f16 factors at
+//   the comma-separated offsets)
 #include <immintrin.h>
 #include <sys/mman.h>
 
@@ -22,6 +23,8 @@
 extern "C" {
 void ab_base_matvec_q8(int, const int8_t*, const float*, const int8_t*, const float*, float*, int64_t, int64_t, int);
 void ab_new_matvec_q8(int, const int8_t*, const float*, const int8_t*, const float*, float*, int64_t, int64_t, int);
+void ab_base_matvec_f16(int, const uint16_t*, const float*, float*, int64_t, int64_t);
+void ab_new_matvec_f16(int, const uint16_t*, const float*, float*, int64_t, int64_t);
 int ab_base_ggml_matvec(int, const char*, const uint8_t*, int64_t, int64_t, const int8_t*, const float*,
                         const int16_t*, float*);
 int ab_new_ggml_matvec(int, const char*, const uint8_t*, int64_t, int64_t, const int8_t*, const float*,
@@ -75,14 +78,14 @@ int main(int argc, char** argv) {
   const int64_t vocab = atoll(argv[7]);
   const int pairs = atoi(argv[8]);
   const int avx2 = std::string(argv[9]) == "avx2";
-  const bool q8 = kind.rfind("q8:", 0) == 0;
+  const bool q8 = kind.rfind("q8:", 0) == 0, f16 = kind == "f16";
   int group = 0;
   std::string type;
   int64_t block_values = 0, block_bytes = 0;
   std::vector<int64_t> f16_offsets;
   if (q8) {
     group = atoi(kind.c_str() + 3);
-  } else {  // ggml:NAME:VALUES:BYTES:OFFS
+  } else if (!f16) {  // ggml:NAME:VALUES:BYTES:OFFS
     std::vector<std::string> f;
     size_t at = 0;
     for (size_t c; (c = kind.find(':', at)) != std::string::npos; at = c + 1) f.push_back(kind.substr(at, c - at));
@@ -103,7 +106,9 @@ int main(int argc, char** argv) {
                    {dim, hidden}})
       shapes.push_back(s);
   shapes.push_back({vocab, dim});
-  auto weight_bytes = [&](int64_t rows, int64_t cols) { return q8 ? rows * cols : rows * cols / block_values * block_bytes; };
+  auto weight_bytes = [&](int64_t rows, int64_t cols) {
+    return q8 ? rows * cols : f16 ? rows * cols * 2 : rows * cols / block_values * block_bytes;
+  };
   auto scale_bytes = [&](int64_t rows, int64_t cols) { return q8 ? rows * cols / group * 4 : 0; };
   int64_t total = 0;
   for (auto& s : shapes) total += (weight_bytes(s.first, s.second) + scale_bytes(s.first, s.second) + 63) / 64 * 64;
@@ -123,6 +128,12 @@ int main(int argc, char** argv) {
       for (int64_t i = 0; i < wb; ++i) m.w[i] = m.w[i] == 0x80 ? 0 : m.w[i];  // int8 weights in [-127, 127]
       m.scales = reinterpret_cast<float*>(base + off + wb);
       for (int64_t i = 0; i < s.first * s.second / group; ++i) m.scales[i] = 0.001f * float(1 + Next(&seed) % 16);
+    } else if (f16) {  // values of magnitude 2^-4 to 2^-1 with random signs and mantissas
+      uint16_t* h = reinterpret_cast<uint16_t*>(m.w);
+      for (int64_t i = 0; i < wb / 2; ++i) {
+        const uint32_t r = Next(&seed);
+        h[i] = uint16_t((r & 0x8000) | ((11 + (r >> 16) % 4) << 10) | (r & 0x3ff));
+      }
     } else {
       // f16 factors of about 2^-10 (make-gguf.js's rule): every block valid, every value finite
       for (int64_t b = 0; b < wb; b += block_bytes)
@@ -144,11 +155,15 @@ int main(int argc, char** argv) {
     for (int k = 0; k < 16; ++k) t += xq[s * 16 + k];
     sums[s] = int16_t(t);
   }
+  std::vector<float> xf(widest);
+  for (int64_t i = 0; i < widest; ++i) xf[i] = float(xq[i]) / 127.0f;
   std::vector<float> y[2] = {std::vector<float>(vocab), std::vector<float>(vocab)};
   auto pass = [&](int side) {
     for (auto& m : mats) {
       if (q8) (side ? ab_new_matvec_q8 : ab_base_matvec_q8)(avx2, reinterpret_cast<int8_t*>(m.w), m.scales, xq.data(),
                                                             xs.data(), y[side].data(), m.rows, m.cols, group);
+      else if (f16) (side ? ab_new_matvec_f16 : ab_base_matvec_f16)(avx2, reinterpret_cast<uint16_t*>(m.w), xf.data(),
+                                                                  y[side].data(), m.rows, m.cols);
       else if ((side ? ab_new_ggml_matvec : ab_base_ggml_matvec)(avx2, type.c_str(), m.w, m.rows, m.cols, xq.data(),
                                                                  xs.data(), sums.data(), y[side].data()) != 0)
         return false;

@@ -6,7 +6,7 @@
 // the same bytes before each pair (kernel-ab.cc). Other load slows both sides of a pair alike, so
 // the per-pair ratio new / base is what a change did; the outputs are compared bitwise.
 // x86-64 Linux with g++ and AVX-512 VNNI. The compile flags are CMakeLists.txt's.
-//   node scripts/bench/kernel-ab.js [--base REF] [--kinds q8:64,q8:32,q4_k,q6_k,q8_0,q4_0]
+//   node scripts/bench/kernel-ab.js [--base REF] [--kinds q8:64,q8:32,f16,q4_k,q6_k,q8_0,q4_0]
 //                                   [--isa avx512vnni|avx2] [--pairs 11] [--json]
 'use strict';
 const { execFileSync, spawn } = require('node:child_process');
@@ -77,18 +77,18 @@ async function build(baseRef, dir) {
   return binary;
 }
 
-/** kernel-ab.cc's KIND for a --kinds entry: q8:GROUP, or a ggml block type by name. */
+/** kernel-ab.cc's KIND for a --kinds entry: q8:GROUP, f16, or a ggml block type by name. */
 function kindArg(name) {
-  if (name.startsWith('q8:')) return name;
+  if (name.startsWith('q8:') || name === 'f16') return name;
   const id = BLOCK_IDS[name];
-  if (id === undefined) throw new Error(`unknown kind ${name} (q8:GROUP or one of ${Object.keys(BLOCK_IDS).join(', ')})`);
+  if (id === undefined) throw new Error(`unknown kind ${name} (q8:GROUP, f16 or one of ${Object.keys(BLOCK_IDS).join(', ')})`);
   const [values, bytes, f16] = BLOCKS[id];
   return `ggml:${name}:${values}:${bytes}:${f16.join(',')}`;
 }
 
 async function main() {
   const baseRef = opt('base', 'HEAD');
-  const kinds = opt('kinds', 'q8:64,q8:32,q4_k,q6_k,q8_0,q4_0').split(',');
+  const kinds = opt('kinds', 'q8:64,q8:32,f16,q4_k,q6_k,q8_0,q4_0').split(',');
   const isa = opt('isa', 'avx512vnni');
   const pairs = opt('pairs', '11');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'weightmap-kernel-ab-'));
