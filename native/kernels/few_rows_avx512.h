@@ -61,8 +61,7 @@ void TransRows(const float* a, const BT* b, float* c, int64_t k, int64_t n, int6
     // The lines kTransRowsPrefetchBytes ahead: a short key's (a head's) all at its start, a long
     // key's (a weight row's) as its vectors are read, below.
     const char* ahead = reinterpret_cast<const char*>(row) + kTransRowsPrefetchBytes;
-    if (kv < kTransRowsSplitVectors)
-      for (int64_t off = 0; off < k * int64_t(sizeof(BT)) && ahead + off < end; off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
+    if (kv < kTransRowsSplitVectors) PrefetchLinesBefore(ahead, k * int64_t(sizeof(BT)), end);
     for (int y = 0; y < M; ++y) acc[y] = _mm512_setzero_ps();
     int64_t v = 0;
     if (kv >= kTransRowsSplitVectors) {
@@ -73,8 +72,7 @@ void TransRows(const float* a, const BT* b, float* c, int64_t k, int64_t n, int6
       for (int y = 0; y < M; ++y)
         for (int u = 0; u < 4; ++u) part[y][u] = _mm512_setzero_ps();
       for (; v + 4 <= kv; v += 4) {
-        const char* next = ahead + v * 16 * int64_t(sizeof(BT));
-        for (int64_t off = 0; off < 64 * int64_t(sizeof(BT)); off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
+        PrefetchLines(ahead + v * 16 * int64_t(sizeof(BT)), 64 * int64_t(sizeof(BT)));
         for (int u = 0; u < 4; ++u) {
           const __m512 bv = TransRowsLoad(row + (v + u) * 16);
           for (int y = 0; y < M; ++y)
@@ -124,9 +122,7 @@ void TransRowsFixed(const float* a, const BT* b, float* c, int64_t n, int64_t n0
       __m512 s[4][M];
       for (int x = 0; x < 4; ++x) {
         const BT* row = b + (j0 + (4 * g + x < last ? 4 * g + x : last)) * k;
-        const char* ahead = reinterpret_cast<const char*>(row) + kTransRowsPrefetchBytes;
-        for (int64_t off = 0; off < k * int64_t(sizeof(BT)); off += 64)
-          if (ahead + off < end) _mm_prefetch(ahead + off, _MM_HINT_T0);
+        PrefetchLinesBefore(reinterpret_cast<const char*>(row) + kTransRowsPrefetchBytes, k * int64_t(sizeof(BT)), end);
         for (int y = 0; y < M; ++y) s[x][y] = _mm512_setzero_ps();
         for (int v = 0; v < KV; ++v) {
           const __m512 bv = TransRowsLoad(row + v * 16);
@@ -177,8 +173,7 @@ void OuterRows(const float* a, const BT* b, float* c, int64_t k, int64_t n, int6
       for (int v = 0; v < NV; ++v) acc[y][v] = _mm512_setzero_ps();
     for (int64_t p = 0; p < k; ++p) {
       const BT* row = b + p * n + j;
-      const char* ahead = reinterpret_cast<const char*>(row) + kTransRowsPrefetchBytes;
-      for (int64_t off = 0; off < width * int64_t(sizeof(BT)) && ahead + off < end; off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
+      PrefetchLinesBefore(reinterpret_cast<const char*>(row) + kTransRowsPrefetchBytes, width * int64_t(sizeof(BT)), end);
       __m512 bv[NV];
       for (int v = 0; v < NV; ++v) bv[v] = width == NV * 16 ? TransRowsLoad(row + v * 16) : TransRowsLoadPart(row + v * 16, mk[v]);
       for (int y = 0; y < M; ++y) {

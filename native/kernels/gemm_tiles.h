@@ -104,10 +104,7 @@ float DecodeRowDot(const float* a, const BT* row, int64_t k) {
   const char* ahead = reinterpret_cast<const char*>(row) + kDecodeRowPrefetchBytes;
   int64_t p = 0;
   for (; p + 4 * W <= k; p += 4 * W) {
-#if defined(__GNUC__)
-    const char* next = ahead + p * int64_t(sizeof(BT));
-    for (int64_t off = 0; off < 4 * W * int64_t(sizeof(BT)); off += 64) __builtin_prefetch(next + off);
-#endif
+    PrefetchLines(ahead + p * int64_t(sizeof(BT)), 4 * W * int64_t(sizeof(BT)));
     s0 = F::fma(F::ld(row + p), F::ld(a + p), s0);
     s1 = F::fma(F::ld(row + p + W), F::ld(a + p + W), s1);
     s2 = F::fma(F::ld(row + p + 2 * W), F::ld(a + p + 2 * W), s2);

@@ -21,6 +21,7 @@
 #include <cstring>
 
 #include "kernels/ggml_blocks.h"
+#include "kernels/prefetch.h"
 #include "kernels/vnni_dot.h"
 
 namespace weightmap {

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "kernels/ggml_blocks.h"
+#include "kernels/prefetch.h"
 
 namespace weightmap {
 namespace kernels {

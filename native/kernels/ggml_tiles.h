@@ -59,13 +59,7 @@ constexpr int64_t kGgmlPrepBlockBytes = 512 << 10;  // prepared activation rows 
 // slower than none, 8 KB no better than 4 KB for Q4_K and 5% slower for Q8_0.
 constexpr int64_t kGgmlPrefetchBytes = 4096;
 
-inline void GgmlPrefetchAhead(const uint8_t* p, int64_t bytes) {
-#if defined(__GNUC__)
-  for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + kGgmlPrefetchBytes + off);
-#else
-  (void)p, (void)bytes;
-#endif
-}
+inline void GgmlPrefetchAhead(const uint8_t* p, int64_t bytes) { PrefetchLines(p + kGgmlPrefetchBytes, bytes); }
 
 // The unpacking and the per-row steps inline into the row loop (GCC otherwise calls Unpack32 and
 // keeps the levels on the stack: a quarter of decode's time).

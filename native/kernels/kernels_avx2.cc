@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "kernels/kernels.h"
+#include "kernels/prefetch.h"
 
 namespace weightmap {
 namespace kernels {

@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "kernels/kernels.h"
+#include "kernels/prefetch.h"
 #include "kernels/vnni_dot.h"
 
 namespace weightmap {

@@ -93,14 +93,7 @@ constexpr int64_t kQ8PrefetchBytes = 4096;
 // Prefetches the weight lines kQ8PrefetchBytes past [p, p + bytes). Past the end of a row range
 // that is the rows a thread takes next (its next block) or the tensor after: prefetches never
 // fault, and a range's first rows are then in flight before its kernel starts.
-inline void Q8PrefetchAhead(const int8_t* p, int64_t bytes) {
-#if defined(__GNUC__)
-  const char* ahead = reinterpret_cast<const char*>(p) + kQ8PrefetchBytes;
-  for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(ahead + off);
-#else
-  (void)p, (void)bytes;
-#endif
-}
+inline void Q8PrefetchAhead(const int8_t* p, int64_t bytes) { PrefetchLines(p + kQ8PrefetchBytes, bytes); }
 
 // Prepared activations of one tile above this many bytes (long rows: w_down of large models) go
 // in tiles of half as many rows, so that a tile and the weights prefetched ahead stay in L1 (each
@@ -370,11 +363,7 @@ void Q8MatvecPrepared(const int8_t* wq, const float* ws, const uint8_t* prep, fl
   const int64_t scale_rows_ahead = kQ8PrefetchBytes / cols + 1;
   for (int64_t r = r0; r < r1; ++r) {
     if (!Q8PrefetchPerUnit(sh.un)) Q8PrefetchAhead(wq + r * cols, cols);
-#if defined(__GNUC__)
-    if (r + scale_rows_ahead < r1)
-      for (int64_t off = 0; off < groups * int64_t(sizeof(float)); off += 64)
-        __builtin_prefetch(reinterpret_cast<const char*>(ws + (r + scale_rows_ahead) * groups) + off);
-#endif
+    if (r + scale_rows_ahead < r1) PrefetchLines(ws + (r + scale_rows_ahead) * groups, groups * int64_t(sizeof(float)));
     if (m == 1) {  // decode: the one-row tile inlined into the row loop
       Q8MatvecTile<Q, Pairs, 1>(wq + r * cols, ws + r * groups, prep, sh.un, y + r, ldy);
       continue;
