@@ -21,14 +21,6 @@ namespace {
 // stays in L1/L2 while the tile's rows pass over it).
 constexpr int64_t kQ8Piece = 128;
 
-// out [rows, hd] = the q8_0 rows q [rows, hd] with their scales s [rows, hd / group], as f32.
-void WidenQ8(const int8_t* q, const float* s, int64_t rows, int64_t hd, int64_t group, float* out) {
-  for (int64_t g = 0; g < rows * hd / group; g++) {
-    const float scale = s[g];
-    for (int64_t e = g * group; e < (g + 1) * group; e++) out[e] = q[e] * scale;
-  }
-}
-
 }  // namespace
 
 void DecoderSession::StoreKv(int64_t layer, int64_t g, int64_t pos, const float* k, const float* v) {
@@ -112,7 +104,8 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n, bool para
         case KvType::Q8_0:  // piece by piece, into the piece's columns of S (row stride context)
           for (int64_t j0 = k0; j0 < k1; j0 += kQ8Piece) {
             const int64_t len = std::min(kQ8Piece, k1 - j0);
-            WidenQ8(Keys<int8_t>(layer, g) + j0 * hd, KeyScales(layer, g) + j0 * kv_scales, len, hd, kv_group, kv_piece);
+            kernels::widen_q8(Keys<int8_t>(layer, g) + j0 * hd, KeyScales(layer, g) + j0 * kv_scales, len * hd, kv_group,
+                              kv_piece);
             k.sgemm_trans(a, kv_piece, s + j0, rows, hd, context_, 0, len);
           }
           break;
@@ -136,8 +129,8 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n, bool para
           // Piece by piece: V widened, P's columns copied beside it, O accumulated.
           for (int64_t j0 = 0; j0 < keys; j0 += kQ8Piece) {
             const int64_t len = std::min(kQ8Piece, keys - j0);
-            WidenQ8(Values<int8_t>(layer, g) + (k0 + j0) * hd, ValueScales(layer, g) + (k0 + j0) * kv_scales, len, hd,
-                    kv_group, kv_piece);
+            kernels::widen_q8(Values<int8_t>(layer, g) + (k0 + j0) * hd, ValueScales(layer, g) + (k0 + j0) * kv_scales,
+                              len * hd, kv_group, kv_piece);
             for (int64_t r = 0; r < rows; r++) std::memcpy(p_piece + r * len, s + r * keys + j0, len * sizeof(float));
             k.sgemm(p_piece, kv_piece, j0 == 0 ? o : o_piece, rows, len, hd, 0, hd);
             if (j0 > 0) k.axpy_f32(1.0f, o_piece, o, rows * hd);

@@ -212,6 +212,8 @@ void softmax(float* x, int64_t n);                                              
 float max_f32(const float* x, int64_t n);                                             // n >= 1
 double exp_sum(float* x, int64_t n, float scale, float shift);  // x = e^(x·scale - shift) in place; returns Σ x
 void silu_mul(const float* gate, const float* up, float* y, int64_t n);              // y = gate·σ(gate)·up
+// y[i] = q[i]·scales[i / group] (n % group == 0): int8 rows with a scale per group of values, as f32.
+void widen_q8(const int8_t* q, const float* scales, int64_t n, int64_t group, float* y);
 void gelu_tanh(float* x, int64_t n);
 void gelu_erf(float* x, int64_t n);
 // RoPE on one head vector x[head_dim] at position pos, rotating the first rot_dim dims:

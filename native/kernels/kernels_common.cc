@@ -112,6 +112,14 @@ void silu_mul(const float* gate, const float* up, float* y, int64_t n) {
   }
 }
 
+WEIGHTMAP_AVX512_CLONE
+void widen_q8(const int8_t* q, const float* scales, int64_t n, int64_t group, float* y) {
+  for (int64_t g = 0; g < n / group; ++g) {
+    const float s = scales[g];
+    for (int64_t i = g * group; i < (g + 1) * group; ++i) y[i] = float(q[i]) * s;
+  }
+}
+
 // 0.5·v·(1 + tanh(z)) = v / (1 + e^(-2z)): one ExpF32 and no cancellation near z = 0, branch-free
 // so that it vectorizes (std::tanh is a library call per element; it was a quarter of a vision
 // encode). Very negative v gives e^(-2z) = inf and -0; NaN stays NaN.
