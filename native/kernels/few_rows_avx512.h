@@ -14,13 +14,12 @@
 // stores only its own lanes: so an output does not depend on n0, n1 (the threaded split).
 #pragma once
 
-// Keys ahead of the one being read whose cache lines are prefetched: the hardware prefetchers
-// ramp up anew on each head's short stream (n · k · 2 bytes: 128 KB at 512 positions). 8 and
-// 16 KB, and prefetching a head's first 4 KB on entry, measured no better (decode at 512, 2048).
-// A long key's lines are prefetched four vectors at a time as they are read: at its start, a
-// 2048-value f16 row's 64 prefetches stalled on the full miss buffers (scripts/bench/kernel-ab.js,
-// f16: 89-90% -> 98% of a read of the same bytes, 1.09-1.10x).
-constexpr int64_t kTransRowsPrefetchBytes = 4096;
+// Prefetch (PrefetchAhead): the hardware prefetchers ramp up anew on each head's short stream
+// (n · k · 2 bytes: 128 KB at 512 positions), so every key's lines are prefetched, within its head
+// (PrefetchAheadBefore); prefetching a head's first 4 KB on entry measured no better. A short key's
+// lines go at its start, a long key's (a weight row of an f16 matvec) four vectors at a time as they
+// are read: at its start, a 2048-value f16 row's 64 prefetches stalled on the full miss buffers
+// (scripts/bench/kernel-ab.js, f16: 89-90% -> 98% of a read of the same bytes, 1.09-1.10x).
 
 // Keys of at least this many vectors (k >= 512) are summed in four chains (TransRows).
 constexpr int64_t kTransRowsSplitVectors = 32;
@@ -58,10 +57,9 @@ void TransRows(const float* a, const BT* b, float* c, int64_t k, int64_t n, int6
   // The sums of key j against every row: one vector per row, lanes along k.
   auto key = [&](int64_t j, __m512* acc) {
     const BT* row = b + j * k;
-    // The lines kTransRowsPrefetchBytes ahead: a short key's (a head's) all at its start, a long
-    // key's (a weight row's) as its vectors are read, below.
-    const char* ahead = reinterpret_cast<const char*>(row) + kTransRowsPrefetchBytes;
-    if (kv < kTransRowsSplitVectors) PrefetchLinesBefore(ahead, k * int64_t(sizeof(BT)), end);
+    // A short key's (a head's) lines all at its start, a long key's (a weight row's) as its
+    // vectors are read, below.
+    if (kv < kTransRowsSplitVectors) PrefetchAheadBefore(row, k * int64_t(sizeof(BT)), end);
     for (int y = 0; y < M; ++y) acc[y] = _mm512_setzero_ps();
     int64_t v = 0;
     if (kv >= kTransRowsSplitVectors) {
@@ -72,7 +70,7 @@ void TransRows(const float* a, const BT* b, float* c, int64_t k, int64_t n, int6
       for (int y = 0; y < M; ++y)
         for (int u = 0; u < 4; ++u) part[y][u] = _mm512_setzero_ps();
       for (; v + 4 <= kv; v += 4) {
-        PrefetchLines(ahead + v * 16 * int64_t(sizeof(BT)), 64 * int64_t(sizeof(BT)));
+        PrefetchAhead(row + v * 16, 64 * int64_t(sizeof(BT)));
         for (int u = 0; u < 4; ++u) {
           const __m512 bv = TransRowsLoad(row + (v + u) * 16);
           for (int y = 0; y < M; ++y)
@@ -122,7 +120,7 @@ void TransRowsFixed(const float* a, const BT* b, float* c, int64_t n, int64_t n0
       __m512 s[4][M];
       for (int x = 0; x < 4; ++x) {
         const BT* row = b + (j0 + (4 * g + x < last ? 4 * g + x : last)) * k;
-        PrefetchLinesBefore(reinterpret_cast<const char*>(row) + kTransRowsPrefetchBytes, k * int64_t(sizeof(BT)), end);
+        PrefetchAheadBefore(row, k * int64_t(sizeof(BT)), end);
         for (int y = 0; y < M; ++y) s[x][y] = _mm512_setzero_ps();
         for (int v = 0; v < KV; ++v) {
           const __m512 bv = TransRowsLoad(row + v * 16);
@@ -173,7 +171,7 @@ void OuterRows(const float* a, const BT* b, float* c, int64_t k, int64_t n, int6
       for (int v = 0; v < NV; ++v) acc[y][v] = _mm512_setzero_ps();
     for (int64_t p = 0; p < k; ++p) {
       const BT* row = b + p * n + j;
-      PrefetchLinesBefore(reinterpret_cast<const char*>(row) + kTransRowsPrefetchBytes, width * int64_t(sizeof(BT)), end);
+      PrefetchAheadBefore(row, width * int64_t(sizeof(BT)), end);
       __m512 bv[NV];
       for (int v = 0; v < NV; ++v) bv[v] = width == NV * 16 ? TransRowsLoad(row + v * 16) : TransRowsLoadPart(row + v * 16, mk[v]);
       for (int y = 0; y < M; ++y) {

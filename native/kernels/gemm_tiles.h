@@ -90,21 +90,16 @@ void TransTileAny(int nb, int mb, const float* a, int64_t lda, const BT* b, floa
 
 // ---- Decode (m == 1) reads every weight once, and in address order: several rows interleaved
 // in short pieces defeat the hardware prefetchers (measured 3-4 GB/s instead of 12+ from DRAM).
-// A row's lines are prefetched this far ahead as they are read: AVX2's f16 matvec went from 84% to
-// 96% of a read of the same bytes (scripts/bench/kernel-ab.js, 1.17x), the hardware prefetchers alone
-// before.
-constexpr int64_t kDecodeRowPrefetchBytes = 4096;
-
-// One row of B [k] against a, four accumulators along k.
+// One row of B [k] against a, four accumulators along k, its lines prefetched ahead as they are read
+// (AVX2's f16 matvec: 84% -> 96% of a read of the same bytes, scripts/bench/kernel-ab.js, 1.17x).
 template <class BT>
 float DecodeRowDot(const float* a, const BT* row, int64_t k) {
   using V = typename F::V;
   constexpr int W = F::W;
   V s0 = F::zero(), s1 = F::zero(), s2 = F::zero(), s3 = F::zero();
-  const char* ahead = reinterpret_cast<const char*>(row) + kDecodeRowPrefetchBytes;
   int64_t p = 0;
   for (; p + 4 * W <= k; p += 4 * W) {
-    PrefetchLines(ahead + p * int64_t(sizeof(BT)), 4 * W * int64_t(sizeof(BT)));
+    PrefetchAhead(row + p, 4 * W * int64_t(sizeof(BT)));
     s0 = F::fma(F::ld(row + p), F::ld(a + p), s0);
     s1 = F::fma(F::ld(row + p + W), F::ld(a + p + W), s1);
     s2 = F::fma(F::ld(row + p + 2 * W), F::ld(a + p + 2 * W), s2);

@@ -53,13 +53,9 @@
 constexpr int kGgmlGroup = 256;
 constexpr int64_t kGgmlPrepBlockBytes = 512 << 10;  // prepared activation rows per block (L2)
 
-// Software prefetch of the weight stream, this many bytes past the group about to be read, issued
-// as each group is read. Decode at 1 thread over Qwen3-0.6B's matrices (2 MB pages, AVX-512's two
-// streams, interleaved against none): Q4_K +5%, Q4_0 +4%, Q6_K +4%, Q8_0 +3%; 2 KB ahead 8-11%
-// slower than none, 8 KB no better than 4 KB for Q4_K and 5% slower for Q8_0.
-constexpr int64_t kGgmlPrefetchBytes = 4096;
-
-inline void GgmlPrefetchAhead(const uint8_t* p, int64_t bytes) { PrefetchLines(p + kGgmlPrefetchBytes, bytes); }
+// Each group's weights are prefetched ahead as the group is read (PrefetchAhead). Decode at 1 thread
+// over Qwen3-0.6B's matrices (2 MB pages, AVX-512's two streams, interleaved against none): Q4_K
+// +5%, Q4_0 +4%, Q6_K +4%, Q8_0 +3%.
 
 // The unpacking and the per-row steps inline into the row loop (GCC otherwise calls Unpack32 and
 // keeps the levels on the stack: a quarter of decode's time).
@@ -409,7 +405,7 @@ struct GgmlKernel {
     GgmlGroup<T> g;
     const int64_t full = n / kGgmlGroup;
     auto group = [&](int64_t gi, int count) {
-      GgmlPrefetchAhead(w + gi * kGroupBytes, kGroupBytes);
+      PrefetchAhead(w + gi * kGroupBytes, kGroupBytes);
       U::Unpack(w + gi * kGroupBytes, count, &g);
       T::transpose4(g.u);
       T::transpose4(g.u + 4);

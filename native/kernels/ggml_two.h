@@ -51,8 +51,8 @@ template <class T2, class U2>
 GGML_INLINE void GgmlGroupTwo(GgmlTwoPtr w, const GgmlRowPrep& p, int64_t gi, int count, typename T2::FV& acc,
                               typename T2::FV& accm) {
   using K = GgmlKernel<T2, U2>;
-  GgmlPrefetchAhead(w.p + gi * K::kGroupBytes, K::kGroupBytes);
-  if (w.step) GgmlPrefetchAhead(w.p + w.step + gi * K::kGroupBytes, K::kGroupBytes);
+  PrefetchAhead(w.p + gi * K::kGroupBytes, K::kGroupBytes);
+  if (w.step) PrefetchAhead(w.p + w.step + gi * K::kGroupBytes, K::kGroupBytes);
   GgmlGroup<T2> g;
   U2::Unpack(w + gi * K::kGroupBytes, count, &g);
   T2::transpose4(g.u);

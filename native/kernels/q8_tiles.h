@@ -81,20 +81,6 @@ inline int64_t Q8Align64(int64_t bytes) { return (bytes + 63) & ~int64_t(63); }
 //   xscale [mm][16] (lanes [0, 8) the group's scale, [8, 16) 0).
 // That is 3 (Pairs) to 4 bytes per column and row: the 8 rows of a 3072-column row in 36 KB of L1.
 
-// Software prefetch distance of the weight stream (bytes ahead of the row being read) and of the
-// scales (rows ahead): the hardware prefetchers restart at every block of rows a thread takes.
-// Every line is prefetched: every other line only (relying on an adjacent-line fetch) ran ~30%
-// slower, worse than no prefetch at all. Measured against 4 KB on Zen 5 (Qwen3-0.6B Q8_0 decode at
-// 512 positions, 1 thread): none ~10% slower, 1-2 KB 3-5% slower, 8 and 16 KB no better at 1 thread
-// and 16 KB ~5% slower at 2; _MM_HINT_NTA, _MM_HINT_T1, and T1 far plus T0 near no better.
-// Where they are issued depends on the shape (Q8PrefetchPerUnit).
-constexpr int64_t kQ8PrefetchBytes = 4096;
-
-// Prefetches the weight lines kQ8PrefetchBytes past [p, p + bytes). Past the end of a row range
-// that is the rows a thread takes next (its next block) or the tensor after: prefetches never
-// fault, and a range's first rows are then in flight before its kernel starts.
-inline void Q8PrefetchAhead(const int8_t* p, int64_t bytes) { PrefetchLines(p + kQ8PrefetchBytes, bytes); }
-
 // Prepared activations of one tile above this many bytes (long rows: w_down of large models) go
 // in tiles of half as many rows, so that a tile and the weights prefetched ahead stay in L1 (each
 // weight row is then read once per tile, the second time from L1).
@@ -330,12 +316,12 @@ template <class Q, bool Pairs, int M>
     int64_t u = 0;
     const bool per_unit = Q8PrefetchPerUnit(un);
     for (; u + 2 <= un.count; u += 2) {
-      if (per_unit) Q8PrefetchAhead(w + u * unit_bytes, 2 * unit_bytes);
+      if (per_unit) PrefetchAhead(w + u * unit_bytes, 2 * unit_bytes);
       unit(u, std::integral_constant<int, 0>());
       unit(u + 1, std::integral_constant<int, 1>());
     }
     if (u < un.count) {
-      if (per_unit) Q8PrefetchAhead(w + u * unit_bytes, unit_bytes);
+      if (per_unit) PrefetchAhead(w + u * unit_bytes, unit_bytes);
       unit(u, std::integral_constant<int, 0>());
     }
   }
@@ -360,9 +346,9 @@ void Q8MatvecPrepared(const int8_t* wq, const float* ws, const uint8_t* prep, fl
   if (r1 <= r0 || m <= 0) return;
   const Q8RowsShape<Q, Pairs, MaxM> sh(cols, group);
   const int64_t groups = cols / group;
-  const int64_t scale_rows_ahead = kQ8PrefetchBytes / cols + 1;
+  const int64_t scale_rows_ahead = kPrefetchAheadBytes / cols + 1;  // the scales' rows ahead
   for (int64_t r = r0; r < r1; ++r) {
-    if (!Q8PrefetchPerUnit(sh.un)) Q8PrefetchAhead(wq + r * cols, cols);
+    if (!Q8PrefetchPerUnit(sh.un)) PrefetchAhead(wq + r * cols, cols);
     if (r + scale_rows_ahead < r1) PrefetchLines(ws + (r + scale_rows_ahead) * groups, groups * int64_t(sizeof(float)));
     if (m == 1) {  // decode: the one-row tile inlined into the row loop
       Q8MatvecTile<Q, Pairs, 1>(wq + r * cols, ws + r * groups, prep, sh.un, y + r, ldy);
