@@ -5,6 +5,7 @@
 
 #include "kernels/ggml_blocks.h"
 #include "kernels/kernels.h"
+#include "kernels/read_probe.h"
 #include "kernels/tables.h"
 
 #define AB_CAT2(a, b) a##_##b
@@ -20,6 +21,9 @@ const weightmap::kernels::KernelTable& Table(int avx2) {
 }  // namespace
 
 extern "C" {
+
+// The sum of the 8-byte words of [base, base + bytes): the addon's read-bandwidth probe.
+uint64_t AB_NAME(read)(const uint8_t* base, int64_t bytes) { return weightmap::kernels::SumWords(base, 0, bytes / 8, 0); }
 
 // Rows [0, rows) of y = W·x for an ajc1 Q8_0 matrix (int8 wq [rows, cols], f32 ws [rows, cols / group]).
 void AB_NAME(matvec_q8)(int avx2, const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y,

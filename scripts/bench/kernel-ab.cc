@@ -1,14 +1,13 @@
 // kernel-ab.js's harness: the decode matvecs of one token of a decoder (per layer wq, wk, wv, wo,
 // w_gate, w_up, w_down, then the classifier) over one buffer on 2 MB pages, through the kernels of
 // two checkouts linked side by side (kernel-ab-side.cc as ab_base_* and ab_new_*), 1 thread. Per
-// repetition: one read-bandwidth pass over the same bytes, then the base and the new kernels in
-// turns (the order alternating), each reading every matrix once; the two outputs are compared
-// bitwise. Prints one JSON object: GB/s per pass, and per pair new / base.
+// repetition: one pass of the addon's read probe (kernels::SumWords, the new side's) over the same
+// bytes, then the base and the new kernels in turns (the order alternating), each reading every
+// matrix once; the two outputs are compared bitwise. Prints one JSON object: GB/s per pass, and per pair new / base.
 //   kernel-ab KIND DIM HIDDEN QDIM KVDIM LAYERS VOCAB PAIRS ISA
 //   KIND: q8:GROUP (ajc1 Q8_0: int8 weights, f32 scales per GROUP), f16 (f16 weights, f32 activations)
 //   or ggml:NAME:VALUES:BYTES:F16OFFS (ggml blocks: VALUES per block of BYTES bytes, its f16 factors at
 //   the comma-separated offsets)
-#include <immintrin.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -21,6 +20,7 @@
 #include <vector>
 
 extern "C" {
+uint64_t ab_new_read(const uint8_t*, int64_t);
 void ab_base_matvec_q8(int, const int8_t*, const float*, const int8_t*, const float*, float*, int64_t, int64_t, int);
 void ab_new_matvec_q8(int, const int8_t*, const float*, const int8_t*, const float*, float*, int64_t, int64_t, int);
 void ab_base_matvec_f16(int, const uint16_t*, const float*, float*, int64_t, int64_t);
@@ -34,18 +34,6 @@ int ab_new_ggml_matvec(int, const char*, const uint8_t*, int64_t, int64_t, const
 namespace {
 
 double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-// Σ of the 8-byte words of [b, b + n), n % 256 == 0: the widest loads, four chains.
-uint64_t ReadAll(const uint8_t* b, int64_t n) {
-  __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
-  for (int64_t i = 0; i < n; i += 256) {
-    s0 = _mm512_add_epi64(s0, _mm512_load_si512(b + i));
-    s1 = _mm512_add_epi64(s1, _mm512_load_si512(b + i + 64));
-    s2 = _mm512_add_epi64(s2, _mm512_load_si512(b + i + 128));
-    s3 = _mm512_add_epi64(s3, _mm512_load_si512(b + i + 192));
-  }
-  return uint64_t(_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(s0, s1), _mm512_add_epi64(s2, s3))));
-}
 
 struct Matrix {
   int64_t rows, cols;
@@ -175,8 +163,8 @@ int main(int argc, char** argv) {
   volatile uint64_t sink = 0;
   for (int p = 0; p < pairs; ++p) {
     double t0 = Now();
-    sink = sink + ReadAll(base, total / 256 * 256);
-    read.push_back(double(total / 256 * 256) / (Now() - t0) / 1e9);
+    sink = sink + ab_new_read(base, total);
+    read.push_back(double(total) / (Now() - t0) / 1e9);
     for (int k = 0; k < 2; ++k) {
       const int side = (p % 2) ? 1 - k : k;
       t0 = Now();

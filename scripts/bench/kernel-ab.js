@@ -73,7 +73,7 @@ async function build(baseRef, dir) {
   for (let i = 0; i < jobs.length; i += workers) await Promise.all(jobs.slice(i, i + workers).map((j) => run('g++', j)));
   const binary = path.join(dir, 'kernel-ab');
   const objects = fs.readdirSync(dir).filter((f) => f.endsWith('.o')).map((f) => path.join(dir, f));
-  await run('g++', ['-O2', '-mavx512f', '-mavx512bw', '-o', binary, path.join(__dirname, 'kernel-ab.cc'), ...objects, '-lpthread']);
+  await run('g++', ['-O2', '-o', binary, path.join(__dirname, 'kernel-ab.cc'), ...objects, '-lpthread']);
   return binary;
 }
 
