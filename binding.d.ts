@@ -227,6 +227,9 @@ export interface KernelsBinding {
   hgemmTrans(isa: string, a: Float32Array, b: Uint16Array, c: Float32Array, m: number, k: number, n: number, threads?: number): void;
   sgemm(isa: string, a: Float32Array, b: Float32Array, c: Float32Array, m: number, k: number, n: number, threads?: number): void;
   sgemmTrans(isa: string, a: Float32Array, b: Float32Array, c: Float32Array, m: number, k: number, n: number, threads?: number): void;
+  /** The same with b in a q8_0 KV cache's rows: int8 bq [k, n] (q8Gemm) or [n, k] (q8GemmTrans), bs one scale per `group` values of a row; one thread. */
+  q8Gemm(isa: string, a: Float32Array, bq: Int8Array, bs: Float32Array, group: number, c: Float32Array, m: number, k: number, n: number): void;
+  q8GemmTrans(isa: string, a: Float32Array, bq: Int8Array, bs: Float32Array, group: number, c: Float32Array, m: number, k: number, n: number): void;
   f16ToF32(isa: string, x: Uint16Array, y: Float32Array): void;
   /** Round to nearest even; NaN stays NaN (quiet, payload truncated). */
   f32ToF16(isa: string, x: Float32Array, y: Uint16Array): void;

@@ -105,7 +105,7 @@ struct DecoderLayer {
 // Element type of a session's KV cache: f32 (exact), f16 (half the memory and the traffic per
 // decoded token, which grows with the context; ~1e-3 relative rounding of keys and values) or
 // q8_0 (int8 with one f32 scale per kKvGroup values of a row, or per row when head_dim is not a
-// multiple of it: 0.56 of f16's bytes at head_dim 128; widened to f32 piece by piece in attention).
+// multiple of it: 0.56 of f16's bytes at head_dim 128; read by the kernels' q8_gemm and q8_gemm_trans).
 enum class KvType { F32, F16, Q8_0 };
 
 class DecoderModel {

@@ -15,14 +15,6 @@
 namespace weightmap {
 namespace decoder {
 
-namespace {
-
-// A q8_0 cache is read in pieces of this many positions widened to f32 (a piece [kQ8Piece, hd]
-// stays in L1/L2 while the tile's rows pass over it).
-constexpr int64_t kQ8Piece = 128;
-
-}  // namespace
-
 void DecoderSession::StoreKv(int64_t layer, int64_t g, int64_t pos, const float* k, const float* v) {
   const int64_t hd = cfg_.head_dim;
   const kernels::KernelTable& t = kernels::Active();
@@ -60,14 +52,11 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n, bool para
   // batched step runs its rows' attention side by side instead (parallel = false).
   const int64_t macs = 2 * c.n_heads * n * (pos0 + n) * hd;
   const int64_t slots = !parallel || macs < kernels::kMinParallelRowWork ? 1 : std::min<int64_t>(pool.size(), items);
-  const bool q8 = kv_ == KvType::Q8_0;
   const int64_t kv_group = KvGroup(), kv_scales = hd / kv_group;  // q8_0
 
   // Per slot, in floats: queries A [rows, hd], output O [rows, hd], scores S [rows, context]
-  // (compacted in place into the probabilities P [rows, keys]); for q8_0 also a piece of K or V
-  // widened [kQ8Piece, hd], of P [rows, kQ8Piece] and of O [rows, hd].
-  const int64_t q8_floats = kQ8Piece * hd + rows_max * kQ8Piece + rows_max * hd;
-  const size_t scratch = static_cast<size_t>(rows_max * (2 * hd + context_) + (q8 ? q8_floats : 0));
+  // (compacted in place into the probabilities P [rows, keys]).
+  const size_t scratch = static_cast<size_t>(rows_max * (2 * hd + context_));
   if (static_cast<int64_t>(attn_scratch_.size()) < slots) attn_scratch_.resize(slots);
   for (int64_t s = 0; s < slots; s++)
     if (attn_scratch_[s].size() < scratch) attn_scratch_[s].resize(scratch);
@@ -79,9 +68,6 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n, bool para
     float* a = attn_scratch_[slot].data();  // [rows, hd]
     float* o = a + rows_max * hd;           // [rows, hd]
     float* s = o + rows_max * hd;           // [rows, context], then [rows, keys]
-    float* kv_piece = s + rows_max * context_;      // q8_0: [kQ8Piece, hd]
-    float* p_piece = kv_piece + kQ8Piece * hd;       // q8_0: [rows, kQ8Piece]
-    float* o_piece = p_piece + rows_max * kQ8Piece;  // q8_0: [rows, hd]
     for (int64_t item; (item = next.fetch_add(1)) < items;) {
       const int64_t tile = tiles - 1 - item / c.n_kv_heads;
       const int64_t g = item % c.n_kv_heads;
@@ -101,13 +87,8 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n, bool para
       switch (kv_) {
         case KvType::F32: k.sgemm_trans(a, Keys<float>(layer, g), s, rows, hd, context_, k0, k1); break;
         case KvType::F16: k.hgemm_trans(a, Keys<uint16_t>(layer, g), s, rows, hd, context_, k0, k1); break;
-        case KvType::Q8_0:  // piece by piece, into the piece's columns of S (row stride context)
-          for (int64_t j0 = k0; j0 < k1; j0 += kQ8Piece) {
-            const int64_t len = std::min(kQ8Piece, k1 - j0);
-            kernels::widen_q8(Keys<int8_t>(layer, g) + j0 * hd, KeyScales(layer, g) + j0 * kv_scales, len * hd, kv_group,
-                              kv_piece);
-            k.sgemm_trans(a, kv_piece, s + j0, rows, hd, context_, 0, len);
-          }
+        case KvType::Q8_0:
+          k.q8_gemm_trans(a, Keys<int8_t>(layer, g), KeyScales(layer, g), kv_group, s, rows, hd, context_, k0, k1);
           break;
       }
       for (int64_t r = 0; r < rows; r++) {
@@ -126,15 +107,8 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n, bool para
         case KvType::F32: k.sgemm(s, Values<float>(layer, g) + k0 * hd, o, rows, keys, hd, 0, hd); break;
         case KvType::F16: k.hgemm(s, Values<uint16_t>(layer, g) + k0 * hd, o, rows, keys, hd, 0, hd); break;
         case KvType::Q8_0:
-          // Piece by piece: V widened, P's columns copied beside it, O accumulated.
-          for (int64_t j0 = 0; j0 < keys; j0 += kQ8Piece) {
-            const int64_t len = std::min(kQ8Piece, keys - j0);
-            kernels::widen_q8(Values<int8_t>(layer, g) + (k0 + j0) * hd, ValueScales(layer, g) + (k0 + j0) * kv_scales,
-                              len * hd, kv_group, kv_piece);
-            for (int64_t r = 0; r < rows; r++) std::memcpy(p_piece + r * len, s + r * keys + j0, len * sizeof(float));
-            k.sgemm(p_piece, kv_piece, j0 == 0 ? o : o_piece, rows, len, hd, 0, hd);
-            if (j0 > 0) k.axpy_f32(1.0f, o_piece, o, rows * hd);
-          }
+          k.q8_gemm(s, Values<int8_t>(layer, g) + k0 * hd, ValueScales(layer, g) + k0 * kv_scales, kv_group, o, rows, keys,
+                    hd, 0, hd);
           break;
       }
       for (int64_t r = 0; r < rows; r++) {

@@ -33,6 +33,52 @@ inline __m512 TransRowsLoadPart(const uint16_t* p, __mmask16 mk) {
   return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mk, p));
 }
 
+// B's rows as TransRowsFixed and OuterRows read them: Values<BT> for f32 or f16 values; Q8Values
+// for a q8_0 KV cache's int8 rows with one f32 scale per 32 values (the cache's group at head_dim
+// 64 and 128), widened in registers to exactly what widen_q8 writes, float(q) · s.
+template <class BT>
+struct Values {
+  const BT* b;
+  int64_t len;  // values per row
+  struct Row {
+    const BT* p;
+  };
+  Row At(int64_t r) const { return {b + r * len}; }
+  // 16 values of row r from column i; LoadPart the lanes of mk, zero elsewhere.
+  static __m512 Load(Row r, int64_t i) { return TransRowsLoad(r.p + i); }
+  static __m512 LoadPart(Row r, int64_t i, __mmask16 mk) { return TransRowsLoadPart(r.p + i, mk); }
+  // The lines `count` values from column i of row r will read kPrefetchAheadBytes later, not past
+  // row `end_row`.
+  void Prefetch(Row r, int64_t i, int64_t count, int64_t end_row) const {
+    PrefetchAheadBefore(r.p + i, count * int64_t(sizeof(BT)), b + end_row * len);
+  }
+};
+
+struct Q8Values {
+  const int8_t* q;
+  const float* s;  // [rows, len / 32]
+  int64_t len;     // values per row, a multiple of 32
+  struct Row {
+    const int8_t* q;
+    const float* s;
+  };
+  Row At(int64_t r) const { return {q + r * len, s + r * (len / 32)}; }
+  // i: a multiple of 16, so the 16 values share one scale.
+  static __m512 Load(Row r, int64_t i) {
+    const __m512 x = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r.q + i))));
+    return _mm512_mul_ps(x, _mm512_set1_ps(r.s[i / 32]));
+  }
+  static __m512 LoadPart(Row r, int64_t i, __mmask16 mk) {
+    if (!mk) return _mm512_setzero_ps();  // i may be past the row: its scale is not there
+    const __m512 x = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(mk, r.q + i)));
+    return _mm512_mul_ps(x, _mm512_set1_ps(r.s[i / 32]));
+  }
+  void Prefetch(Row r, int64_t i, int64_t count, int64_t end_row) const {
+    PrefetchAheadBefore(r.q + i, count, q + end_row * len);
+    PrefetchAheadBefore(r.s + i / 32, count / 8, s + end_row * (len / 32));  // 4 bytes of scale per 32 values
+  }
+};
+
 // Per 128-bit lane l: [Σ a, Σ b, Σ c, Σ d] over the 4 floats of lane l, each as (x0 + x2) + (x1 + x3).
 inline __m512 Reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
   const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));  // a0+a2 b0+b2 a1+a3 b1+b3
@@ -106,24 +152,24 @@ void TransRows(const float* a, const BT* b, float* c, int64_t k, int64_t n, int6
 // TransRows for k = 16·KV (head_dim 64, 128) and M <= 2: A's M·KV vectors held in registers
 // for all n keys and every loop unrolled (the general loop over k reloads A per key and keeps
 // the sums on the stack); the same FMAs in the same order, so the same results bit for bit.
-template <class BT, int M, int KV>
-void TransRowsFixed(const float* a, const BT* b, float* c, int64_t n, int64_t n0, int64_t n1) {
+// B: a row source (Values, Q8Values) of rows of k values.
+template <class Rows, int M, int KV>
+void TransRowsFixed(const float* a, const Rows& b, float* c, int64_t n, int64_t n0, int64_t n1) {
   constexpr int64_t k = 16 * KV;
   __m512 av[M][KV];
   for (int y = 0; y < M; ++y)
     for (int v = 0; v < KV; ++v) av[y][v] = _mm512_loadu_ps(a + y * k + v * 16);
-  const char* end = reinterpret_cast<const char*>(b + n1 * k);
   for (int64_t j0 = n0; j0 < n1; j0 += 16) {
     const int64_t last = (n1 - j0 < 16 ? n1 - j0 : 16) - 1;  // keys past it repeat it
     __m512 quad[4][M];
     for (int g = 0; g < 4; ++g) {
       __m512 s[4][M];
       for (int x = 0; x < 4; ++x) {
-        const BT* row = b + (j0 + (4 * g + x < last ? 4 * g + x : last)) * k;
-        PrefetchAheadBefore(row, k * int64_t(sizeof(BT)), end);
+        const typename Rows::Row row = b.At(j0 + (4 * g + x < last ? 4 * g + x : last));
+        b.Prefetch(row, 0, k, n1);
         for (int y = 0; y < M; ++y) s[x][y] = _mm512_setzero_ps();
         for (int v = 0; v < KV; ++v) {
-          const __m512 bv = TransRowsLoad(row + v * 16);
+          const __m512 bv = Rows::Load(row, v * 16);
           for (int y = 0; y < M; ++y) s[x][y] = _mm512_fmadd_ps(bv, av[y][v], s[x][y]);
         }
       }
@@ -140,10 +186,11 @@ inline bool TransRowsTakes(int64_t m) { return m >= 1 && m <= 4; }
 
 template <class BT>
 void TransRowsAny(const float* a, const BT* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0, int64_t n1) {
-  if (k == 128 && m == 1) return TransRowsFixed<BT, 1, 8>(a, b, c, n, n0, n1);
-  if (k == 128 && m == 2) return TransRowsFixed<BT, 2, 8>(a, b, c, n, n0, n1);
-  if (k == 64 && m == 1) return TransRowsFixed<BT, 1, 4>(a, b, c, n, n0, n1);
-  if (k == 64 && m == 2) return TransRowsFixed<BT, 2, 4>(a, b, c, n, n0, n1);
+  const Values<BT> rows{b, k};
+  if (k == 128 && m == 1) return TransRowsFixed<Values<BT>, 1, 8>(a, rows, c, n, n0, n1);
+  if (k == 128 && m == 2) return TransRowsFixed<Values<BT>, 2, 8>(a, rows, c, n, n0, n1);
+  if (k == 64 && m == 1) return TransRowsFixed<Values<BT>, 1, 4>(a, rows, c, n, n0, n1);
+  if (k == 64 && m == 2) return TransRowsFixed<Values<BT>, 2, 4>(a, rows, c, n, n0, n1);
   switch (m) {
     case 1: return TransRows<BT, 1>(a, b, c, k, n, n0, n1);
     case 2: return TransRows<BT, 2>(a, b, c, k, n, n0, n1);
@@ -156,9 +203,9 @@ void TransRowsAny(const float* a, const BT* b, float* c, int64_t m, int64_t k, i
 // (k = positions, n = head_dim: O = P·V). The columns in strips of NV vectors whose M·NV
 // accumulators stay in registers over all k (gemm_tiles.h's DecodeRows keeps C in memory and
 // loads and stores it every 4 rows of B); each output is the FMAs over p in order from 0, as there.
-template <class BT, int M, int NV>
-void OuterRows(const float* a, const BT* b, float* c, int64_t k, int64_t n, int64_t n0, int64_t n1) {
-  const char* end = reinterpret_cast<const char*>(b + k * n);
+// B: a row source (Values, Q8Values) of rows of n values (for Q8Values n0 a multiple of 16).
+template <class Rows, int M, int NV>
+void OuterRows(const float* a, const Rows& b, float* c, int64_t k, int64_t n, int64_t n0, int64_t n1) {
   for (int64_t j = n0; j < n1; j += NV * 16) {
     const int64_t width = n1 - j < NV * 16 ? n1 - j : NV * 16;
     __mmask16 mk[NV];
@@ -170,10 +217,11 @@ void OuterRows(const float* a, const BT* b, float* c, int64_t k, int64_t n, int6
     for (int y = 0; y < M; ++y)
       for (int v = 0; v < NV; ++v) acc[y][v] = _mm512_setzero_ps();
     for (int64_t p = 0; p < k; ++p) {
-      const BT* row = b + p * n + j;
-      PrefetchAheadBefore(row, width * int64_t(sizeof(BT)), end);
+      const typename Rows::Row row = b.At(p);
+      b.Prefetch(row, j, width, k);
       __m512 bv[NV];
-      for (int v = 0; v < NV; ++v) bv[v] = width == NV * 16 ? TransRowsLoad(row + v * 16) : TransRowsLoadPart(row + v * 16, mk[v]);
+      for (int v = 0; v < NV; ++v)
+        bv[v] = width == NV * 16 ? Rows::Load(row, j + v * 16) : Rows::LoadPart(row, j + v * 16, mk[v]);
       for (int y = 0; y < M; ++y) {
         const __m512 av = _mm512_set1_ps(a[y * k + p]);
         for (int v = 0; v < NV; ++v) acc[y][v] = _mm512_fmadd_ps(av, bv[v], acc[y][v]);
@@ -187,17 +235,23 @@ void OuterRows(const float* a, const BT* b, float* c, int64_t k, int64_t n, int6
 // Up to 16 accumulators: 8 vectors of columns for 1-2 rows, 4 for 3-4.
 inline int64_t OuterRowsColumns(int64_t m) { return m <= 2 ? 128 : 64; }
 
+// OuterRows for m in [1, 4], in strips of OuterRowsColumns(m) columns.
+template <class Rows>
+void OuterRowsOf(const float* a, const Rows& b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0, int64_t n1) {
+  switch (m) {
+    case 1: return OuterRows<Rows, 1, 8>(a, b, c, k, n, n0, n1);
+    case 2: return OuterRows<Rows, 2, 8>(a, b, c, k, n, n0, n1);
+    case 3: return OuterRows<Rows, 3, 4>(a, b, c, k, n, n0, n1);
+    default: return OuterRows<Rows, 4, 4>(a, b, c, k, n, n0, n1);
+  }
+}
+
 // OuterRows when the columns fit one strip (a head's values: rows of B read whole, one after the
 // other); false otherwise (a wide B, e.g. f16 weights at m = 1, is read in order by DecodeRows,
 // where strips would walk down its columns).
 template <class BT>
 bool OuterRowsAny(const float* a, const BT* b, float* c, int64_t m, int64_t k, int64_t n, int64_t n0, int64_t n1) {
   if (!TransRowsTakes(m) || n1 - n0 > OuterRowsColumns(m)) return false;
-  switch (m) {
-    case 1: OuterRows<BT, 1, 8>(a, b, c, k, n, n0, n1); break;
-    case 2: OuterRows<BT, 2, 8>(a, b, c, k, n, n0, n1); break;
-    case 3: OuterRows<BT, 3, 4>(a, b, c, k, n, n0, n1); break;
-    default: OuterRows<BT, 4, 4>(a, b, c, k, n, n0, n1); break;
-  }
+  OuterRowsOf(a, Values<BT>{b, n}, c, m, k, n, n0, n1);
   return true;
 }

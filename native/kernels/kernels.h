@@ -140,6 +140,13 @@ struct KernelTable {
                 int64_t n0, int64_t n1);
   void (*sgemm_trans)(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n,
                       int64_t n0, int64_t n1);
+  // The same two for B in a q8_0 KV cache's rows (attention): int8 values bq, one f32 scale per
+  // `group` values of a row in bs, each value read as widen_q8 widens it, float(q) · s. sgemm's B
+  // [k, n] has scales [k, n / group], sgemm_trans's B [n, k] scales [n, k / group].
+  void (*q8_gemm)(const float* a, const int8_t* bq, const float* bs, int64_t group, float* c, int64_t m, int64_t k,
+                  int64_t n, int64_t n0, int64_t n1);
+  void (*q8_gemm_trans)(const float* a, const int8_t* bq, const float* bs, int64_t group, float* c, int64_t m,
+                        int64_t k, int64_t n, int64_t n0, int64_t n1);
 
   // Conversions (exact, including subnormals, Inf and NaN; a NaN becomes quiet with its payload
   // kept, as F16C and AArch64 FCVT do).

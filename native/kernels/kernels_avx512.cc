@@ -438,6 +438,31 @@ void Bf16ToF32(const uint16_t* x, float* y, int64_t n) {
 float Dot(const float* a, const float* b, int64_t n) { return DotF32(a, b, n); }
 void Axpy(float alpha, const float* x, float* y, int64_t n) { AxpyF32(alpha, x, y, n); }
 
+#include "kernels/q8_kv_pieces.h"
+
+// A decode step's attention against a q8_0 cache (at most 4 query rows, the cache's group of 32):
+// widened in registers by the f32 kernels' own loops, so bit for bit widen_q8 followed by SgemmTrans
+// or Sgemm; other shapes through widened pieces.
+void Q8GemmTrans(const float* a, const int8_t* bq, const float* bs, int64_t group, float* c, int64_t m, int64_t k,
+                 int64_t n, int64_t n0, int64_t n1) {
+  if (group != 32 || m > 4 || (k != 64 && k != 128)) return Q8GemmTransPieces(a, bq, bs, group, c, m, k, n, n0, n1);
+  const Q8Values rows{bq, bs, k};
+  for (int64_t y = 0; y < m; y += 2) {  // two rows of A in registers at a time: a third and fourth read B from L2
+    const float* ay = a + y * k;
+    float* cy = c + y * n;
+    if (m - y == 1)
+      k == 128 ? TransRowsFixed<Q8Values, 1, 8>(ay, rows, cy, n, n0, n1) : TransRowsFixed<Q8Values, 1, 4>(ay, rows, cy, n, n0, n1);
+    else
+      k == 128 ? TransRowsFixed<Q8Values, 2, 8>(ay, rows, cy, n, n0, n1) : TransRowsFixed<Q8Values, 2, 4>(ay, rows, cy, n, n0, n1);
+  }
+}
+
+void Q8Gemm(const float* a, const int8_t* bq, const float* bs, int64_t group, float* c, int64_t m, int64_t k, int64_t n,
+            int64_t n0, int64_t n1) {
+  if (group != 32 || m > 4 || n0 % 16 != 0) return Q8GemmPieces(a, bq, bs, group, c, m, k, n, n0, n1);
+  OuterRowsOf(a, Q8Values{bq, bs, n}, c, m, k, n, n0, n1);
+}
+
 // The table slots both AVX-512 tables share.
 KernelTable Avx512Common() {
   KernelTable t{};
@@ -446,6 +471,8 @@ KernelTable Avx512Common() {
   t.hgemm_trans = HgemmTrans;
   t.sgemm = Sgemm;
   t.sgemm_trans = SgemmTrans;
+  t.q8_gemm = Q8Gemm;
+  t.q8_gemm_trans = Q8GemmTrans;
   t.f16_to_f32 = F16ToF32;
   t.f32_to_f16 = F32ToF16;
   t.bf16_to_f32 = Bf16ToF32;

@@ -167,6 +167,8 @@ void Bf16ToF32(const uint16_t* x, float* y, int64_t n) {
 float Dot(const float* a, const float* b, int64_t n) { return DotF32(a, b, n); }
 void Axpy(float alpha, const float* x, float* y, int64_t n) { AxpyF32(alpha, x, y, n); }
 
+#include "kernels/q8_kv_pieces.h"
+
 }  // namespace
 
 const KernelTable& NeonTable() {
@@ -184,6 +186,8 @@ const KernelTable& NeonTable() {
     t.hgemm_trans = HgemmTrans;
     t.sgemm = Sgemm;
     t.sgemm_trans = SgemmTrans;
+    t.q8_gemm = Q8GemmPieces;
+    t.q8_gemm_trans = Q8GemmTransPieces;
     t.f16_to_f32 = F16ToF32;
     t.f32_to_f16 = F32ToF16;
     t.bf16_to_f32 = Bf16ToF32;

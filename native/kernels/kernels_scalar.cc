@@ -158,6 +158,26 @@ void sgemm_trans(const float* a, const float* b, float* c, int64_t m, int64_t k,
     }
 }
 
+void q8_gemm(const float* a, const int8_t* bq, const float* bs, int64_t group, float* c, int64_t m, int64_t k,
+             int64_t n, int64_t n0, int64_t n1) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = n0; j < n1; ++j) {
+      float sum = 0.0f;
+      for (int64_t p = 0; p < k; ++p) sum += a[i * k + p] * (float(bq[p * n + j]) * bs[(p * n + j) / group]);
+      c[i * n + j] = sum;
+    }
+}
+
+void q8_gemm_trans(const float* a, const int8_t* bq, const float* bs, int64_t group, float* c, int64_t m, int64_t k,
+                   int64_t n, int64_t n0, int64_t n1) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = n0; j < n1; ++j) {
+      float sum = 0.0f;
+      for (int64_t p = 0; p < k; ++p) sum += a[i * k + p] * (float(bq[j * k + p]) * bs[(j * k + p) / group]);
+      c[i * n + j] = sum;
+    }
+}
+
 void f16_to_f32(const uint16_t* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = f16_to_f32_one(x[i]);
 }
@@ -257,6 +277,8 @@ const KernelTable& ScalarTable() {
     t.hgemm_trans = scalar::hgemm_trans;
     t.sgemm = scalar::sgemm;
     t.sgemm_trans = scalar::sgemm_trans;
+    t.q8_gemm = scalar::q8_gemm;
+    t.q8_gemm_trans = scalar::q8_gemm_trans;
     t.f16_to_f32 = scalar::f16_to_f32;
     t.f32_to_f16 = scalar::f32_to_f16;
     t.bf16_to_f32 = scalar::bf16_to_f32;

@@ -12,7 +12,7 @@ namespace kernels {
 // The list below names every function slot; these fail when KernelTable or GgmlKernels gains one
 // it does not name.
 using AnyFn = void (*)();
-static_assert(offsetof(KernelTable, i8_zero) == offsetof(KernelTable, quantize_q8) + 20 * sizeof(AnyFn),
+static_assert(offsetof(KernelTable, i8_zero) == offsetof(KernelTable, quantize_q8) + 22 * sizeof(AnyFn),
               "a KernelTable slot is missing from EmptySlots");
 static_assert(offsetof(KernelTable, ggml) == offsetof(KernelTable, i8_zero) + sizeof(AnyFn) &&
                   sizeof(KernelTable) == offsetof(KernelTable, ggml) + sizeof(GgmlKernels),
@@ -34,6 +34,8 @@ std::vector<std::string> EmptySlots(const KernelTable& t) {
   WEIGHTMAP_SLOT(hgemm_trans);
   WEIGHTMAP_SLOT(sgemm);
   WEIGHTMAP_SLOT(sgemm_trans);
+  WEIGHTMAP_SLOT(q8_gemm);
+  WEIGHTMAP_SLOT(q8_gemm_trans);
   WEIGHTMAP_SLOT(f16_to_f32);
   WEIGHTMAP_SLOT(f32_to_f16);
   WEIGHTMAP_SLOT(bf16_to_f32);

@@ -60,6 +60,10 @@ void sgemm(const float* a, const float* b, float* c, int64_t m, int64_t k, int64
            int64_t n1);
 void sgemm_trans(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n,
                  int64_t n0, int64_t n1);
+void q8_gemm(const float* a, const int8_t* bq, const float* bs, int64_t group, float* c, int64_t m, int64_t k,
+             int64_t n, int64_t n0, int64_t n1);
+void q8_gemm_trans(const float* a, const int8_t* bq, const float* bs, int64_t group, float* c, int64_t m, int64_t k,
+                   int64_t n, int64_t n0, int64_t n1);
 void f16_to_f32(const uint16_t* x, float* y, int64_t n);
 void f32_to_f16(const float* x, uint16_t* y, int64_t n);
 void bf16_to_f32(const uint16_t* x, float* y, int64_t n);

@@ -358,6 +358,26 @@ Napi::Value Gemm(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// (isa, a [m,k], bq, bs, group, c [m,n], m, k, n): b is q8_0, int8 [k,n] (q8Gemm) or [n,k]
+// (q8GemmTrans) with one scale per `group` values of a row; one thread (a kernel of one KV head).
+template <bool Trans>
+Napi::Value Q8Gemm(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const KernelTable& t = TableArg(info, 0);
+  const int64_t group = IntArg(info, 4, "group", 1, kMaxDim);
+  const int64_t m = IntArg(info, 6, "m", 0, kMaxDim);
+  const int64_t k = IntArg(info, 7, "k", 0, kMaxDim);
+  const int64_t n = IntArg(info, 8, "n", 0, kMaxDim);
+  if ((Trans ? k : n) % group != 0) ThrowRange(env, "group must divide the length of b's rows");
+  auto a = ArrayArg<float>(info, 1, "a", Mul(env, m, k));
+  auto bq = ArrayArg<int8_t>(info, 2, "bq", Mul(env, k, n));
+  auto bs = ArrayArg<float>(info, 3, "bs", Mul(env, k, n) / group);
+  auto c = ArrayArg<float>(info, 5, "c", Mul(env, m, n));
+  if (Trans) t.q8_gemm_trans(a.data, bq.data, bs.data, group, c.data, m, k, n, 0, n);
+  else t.q8_gemm(a.data, bq.data, bs.data, group, c.data, m, k, n, 0, n);
+  return env.Undefined();
+}
+
 // ---------------------------------------------------------------- conversions, level 1
 Napi::Value F16ToF32(const Napi::CallbackInfo& info) {
   const KernelTable& t = TableArg(info, 0);
@@ -673,6 +693,8 @@ void Register(Napi::Env env, Napi::Object exports) {
   k.Set("hgemmTrans", Napi::Function::New(env, Gemm<uint16_t, true>, "hgemmTrans"));
   k.Set("sgemm", Napi::Function::New(env, Gemm<float, false>, "sgemm"));
   k.Set("sgemmTrans", Napi::Function::New(env, Gemm<float, true>, "sgemmTrans"));
+  k.Set("q8Gemm", Napi::Function::New(env, Q8Gemm<false>, "q8Gemm"));
+  k.Set("q8GemmTrans", Napi::Function::New(env, Q8Gemm<true>, "q8GemmTrans"));
   k.Set("f16ToF32", Napi::Function::New(env, F16ToF32, "f16ToF32"));
   k.Set("f32ToF16", Napi::Function::New(env, F32ToF16, "f32ToF16"));
   k.Set("bf16ToF32", Napi::Function::New(env, Bf16ToF32, "bf16ToF32"));
