@@ -12,11 +12,16 @@
 // per decoded token (user and system, and per thread from /proc: what the thread pool burns beside
 // the work shows here).
 // --kv picks the KV cache's element type (default: the engine's).
+// Each thread count's report gives the MB of the model file mapped through 2 MB page-table entries
+// (FilePmdMapped, Linux): a file cached in small folios (copied with cp, written in small pieces)
+// is read through 4 KB entries. --drop-cache first drops the file's cached pages (posix_fadvise
+// DONTNEED, through dd) so that the load reads it back as a fresh download is read (README, "Weights
+// in place through 2 MB page-table entries").
 // Needs `npm run build:ts` (dist/) and the addon (WEIGHTMAP_ADDON or build/).
 //   node scripts/bench/decoder.js [--model PATH] [--threads 1,2] [--prompt 512 (0: no prefill run)] [--decode 128] [--runs 3]
 //                                 [--position 16 | 512,2048,4096] [--kv f16|f32|q8_0]
 //                                 [--bandwidth GBps] [--quant none|q8_0|f32] [--gguf q4_k_m|q4_0|q6_k|q8_0]
-//                                 [--root CHECKOUT (another built worktree to measure: checkout.js)]
+//                                 [--root CHECKOUT (another built worktree to measure: checkout.js)] [--drop-cache]
 'use strict';
 const fs = require('node:fs');
 const os = require('node:os');
@@ -61,6 +66,24 @@ function threadCpuMs() {
   return out;
 }
 
+/** MB of `file` this process maps through 2 MB page-table entries (Linux), else null. */
+function pmdMappedMB(file) {
+  let smaps;
+  try {
+    smaps = fs.readFileSync('/proc/self/smaps', 'utf8');
+  } catch {
+    return null;
+  }
+  const real = fs.realpathSync(file);
+  let inFile = false;
+  let kb = 0;
+  for (const line of smaps.split('\n')) {
+    if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) inFile = line.endsWith(` ${real}`);
+    else if (inFile && line.startsWith('FilePmdMapped:')) kb += Number(line.split(/\s+/)[1]);
+  }
+  return +(kb / 1024).toFixed(1);
+}
+
 function stats(values, digits = 1) {
   const s = [...values].sort((a, b) => a - b);
   const r = (v) => +v.toFixed(digits);
@@ -81,6 +104,7 @@ async function main() {
     const made = spawnSync(process.execPath, [path.join(__dirname, maker[0]), ...maker.slice(1)], { stdio: 'inherit' });
     if (made.status !== 0) process.exit(1);
   }
+  if (args.includes('--drop-cache')) spawnSync('dd', [`if=${model}`, 'iflag=nocache', 'count=0', 'status=none'], { stdio: 'inherit' });
   const weights = await readWeights(model);
   const c = weights.config;
   const promptOf = (n) => Int32Array.from({ length: n }, (_, i) => (i * 7919 + 13) % c.vocabSize);
@@ -180,6 +204,7 @@ async function main() {
       ...(promptLen > 0 ? { prefillTokPerS: stats(prefill), prefillCpuMsPerToken: stats(prefillCpu, 2) } : {}),
       decode,
       readGBps: +(bandwidth / 1e9).toFixed(1),
+      pmdMappedMB: pmdMappedMB(model),
     });
     engine.dispose();
   }
