@@ -9,7 +9,7 @@
  *    split); q8Gemm where B is a single widened piece (k <= 128) and, on the AVX-512 tables that
  *    widen in registers, at a decode step's shapes (m <= 2 rows, n <= 128) for any k.
  */
-import { ISAS, U, kernels, rng, thrown, uniform, worstRatio } from './reference';
+import { ISAS, U, exactProduct, kernels, rng, thrown, uniform, worstRatio } from './reference';
 
 interface Q8Case {
   a: Float32Array;
@@ -49,22 +49,8 @@ function runF32(trans: boolean, isa: string, c: Q8Case): Float32Array {
 }
 
 function withinBudget(trans: boolean, isa: string, c: Q8Case): number {
-  const got = run(trans, isa, c);
-  const want = new Float64Array(c.m * c.n);
-  const budget = new Float64Array(c.m * c.n);
-  for (let i = 0; i < c.m; i++)
-    for (let j = 0; j < c.n; j++) {
-      let s = 0;
-      let mag = 0;
-      for (let p = 0; p < c.k; p++) {
-        const t = c.a[i * c.k + p] * c.wide[trans ? j * c.k + p : p * c.n + j];
-        s += t;
-        mag += Math.abs(t);
-      }
-      want[i * c.n + j] = s;
-      budget[i * c.n + j] = (c.k + 2) * U * mag;
-    }
-  return worstRatio(got, want, budget);
+  const { y, mag } = exactProduct(c.a, c.wide, c.m, c.k, c.n, trans);
+  return worstRatio(run(trans, isa, c), y, mag.map((v) => (c.k + 2) * U * v));
 }
 
 // [m, k, n, group]. Trans: k = head_dim (the keys' rows), n = positions; 64 and 128 with group 32

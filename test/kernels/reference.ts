@@ -112,6 +112,35 @@ export function randomF16(n: number, rand: () => number, maxExp = 1): { bits: Ui
   return { bits, values };
 }
 
+/**
+ * C = A [m, k] · B in double, and Σ_p |a_ip · b_pj| per output (the scale of a rounding budget);
+ * B is [k, n], or [n, k] with `trans`.
+ */
+export function exactProduct(
+  a: ArrayLike<number>,
+  b: ArrayLike<number>,
+  m: number,
+  k: number,
+  n: number,
+  trans: boolean,
+): { y: Float64Array; mag: Float64Array } {
+  const y = new Float64Array(m * n);
+  const mag = new Float64Array(m * n);
+  for (let i = 0; i < m; i++)
+    for (let j = 0; j < n; j++) {
+      let s = 0;
+      let abs = 0;
+      for (let p = 0; p < k; p++) {
+        const t = a[i * k + p] * b[trans ? j * k + p : p * n + j];
+        s += t;
+        abs += Math.abs(t);
+      }
+      y[i * n + j] = s;
+      mag[i * n + j] = abs;
+    }
+  return { y, mag };
+}
+
 /** Largest |got - want| / budget over all entries, with budget[i] > 0 or exact equality required. */
 export function worstRatio(got: ArrayLike<number>, want: ArrayLike<number>, budget: ArrayLike<number>): number {
   let worst = 0;
