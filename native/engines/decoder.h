@@ -212,11 +212,13 @@ class DecoderSession {
   void EnsureScratch(int64_t n);
   // Values per q8_0 scale in a cached row (head_dim when it is not a multiple of kKvGroup).
   int64_t KvGroup() const { return cfg_.head_dim % kKvGroup == 0 ? kKvGroup : cfg_.head_dim; }
+  // Bytes of one cached element (4 f32, 2 f16, 1 q8_0 without its scale).
+  int64_t KvElementBytes() const { return kv_ == KvType::F32 ? 4 : kv_ == KvType::F16 ? 2 : 1; }
   // Bytes of one cached row (one position of one kv head): its head_dim elements, plus the f32
   // scales for q8_0.
   int64_t KvRowBytes() const {
     const int64_t hd = cfg_.head_dim;
-    return kv_ == KvType::F32 ? 4 * hd : kv_ == KvType::F16 ? 2 * hd : hd + 4 * (hd / KvGroup());
+    return hd * KvElementBytes() + (kv_ == KvType::Q8_0 ? 4 * (hd / KvGroup()) : 0);
   }
   // K and V [context, head_dim] of one kv head of one layer (counted from the model's
   // first_layer), as T (float for an f32 cache, uint16_t for f16, int8_t for q8_0); the q8_0

@@ -31,9 +31,8 @@ DecoderSession::DecoderSession(std::shared_ptr<const DecoderModel> model, int64_
                                               std::to_string(cfg_.max_seq_len) + "]");
   const int64_t rows = (model_->end_layer() - model_->first_layer()) * cfg_.n_kv_heads * context_;
   const size_t elements = static_cast<size_t>(rows * cfg_.head_dim);
-  const size_t element_bytes = kv_ == KvType::F32 ? 4 : kv_ == KvType::F16 ? 2 : 1;
-  k_cache_.reset(new uint8_t[elements * element_bytes]);
-  v_cache_.reset(new uint8_t[elements * element_bytes]);
+  k_cache_.reset(new uint8_t[elements * static_cast<size_t>(KvElementBytes())]);
+  v_cache_.reset(new uint8_t[elements * static_cast<size_t>(KvElementBytes())]);
   if (kv_ == KvType::Q8_0) {
     const size_t scales = static_cast<size_t>(rows * (cfg_.head_dim / KvGroup()));
     k_scales_.reset(new float[scales]);

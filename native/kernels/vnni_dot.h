@@ -3,13 +3,15 @@
 // around every vpdpbusd of the intrinsic (two extra moves per dot in the matvec and matmul loops).
 // Two forms, as the loops were measured: Dpbusd lets the second operand come from memory;
 // DpbusdReg keeps it in a register (the ggml GEMM's activation tile: from memory, Q4_K_M prefill ran
-// 2–10% slower). For the AVX-512 VNNI translation units only.
+// 2–10% slower). For the AVX-512 VNNI translation units only, and in an anonymous namespace as
+// tables.h asks of code built with an instruction set's flags.
 #pragma once
 
 #include <immintrin.h>
 
 namespace weightmap {
 namespace kernels {
+namespace {
 
 template <class V>
 inline V Dpbusd(V acc, V u, V x) {
@@ -32,5 +34,6 @@ inline V DpbusdReg(V acc, V u, V x) {
 #endif
 }
 
+}  // namespace
 }  // namespace kernels
 }  // namespace weightmap

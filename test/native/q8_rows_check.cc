@@ -1,7 +1,7 @@
 // matvec_q8_rows and its split form (q8_rows_prepare + matvec_q8_prepared over two blocks) of the
 // NEON table, bitwise its matvec_q8 per row and within 1e-4 (relative) of the scalar reference, on
 // odd shapes; and its q8_gemm / q8_gemm_trans (attention against a q8_0 KV cache) within
-// (k + 2)·2^-24·Σ|a·b| of the scalar reference computed in double. Run by
+// (k + 2)·2^-24·Σ|a·b| of the product computed in double. Run by
 // test/native/run-q8-rows-neon.sh under qemu-aarch64.
 #include <cmath>
 #include <cstdio>
