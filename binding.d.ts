@@ -3,7 +3,9 @@
  * facade module is type-checked against these declarations.
  */
 
-import type { DecoderConfig } from './lib/architectures/decoder';
+import type { DecoderConfig, DecoderQuant, KvCacheType } from './lib/architectures/decoder';
+
+export type { KvCacheType } from './lib/architectures/decoder';
 
 /** 'pageout' (Linux): reclaim the range's pages that no other process maps (MADV_PAGEOUT). */
 export type MadviseAdvice = 'normal' | 'sequential' | 'random' | 'willneed' | 'dontneed' | 'pageout';
@@ -75,8 +77,13 @@ export declare class NativeSession {
   readonly position: number;
   /** Positions it can hold. */
   readonly contextLength: number;
-  /** Bytes of the KV cache. */
+  /** Bytes of the KV cache: a decoder session's at its full context; a GPT or Phi session's as allocated now. */
   readonly cacheBytes: number;
+  /**
+   * Bytes of the KV cache allocated now. Each grows as positions fill: a decoder session's to twice
+   * its positions or to the positions a call needs, whichever is more, up to cacheBytes.
+   */
+  readonly allocatedCacheBytes: number;
   /** A copy of the ids at positions [0, position) (the sampler's penalty history); -1 for rows fed without ids. */
   readonly tokens: Int32Array;
   /** True while a call runs. */
@@ -93,10 +100,13 @@ export declare class NativeSession {
   eval(input: Int32Array | Float32Array, logits?: 'none' | 'last' | 'all', options?: { prefix?: number; ids?: Int32Array }): Promise<Float32Array>;
   /**
    * eval() of `ids`, then the next token chosen from the last position's logits by `sampler` in the
-   * same worker, with `tokens` (the new ids included) as the penalty history. Throws
-   * ERR_WEIGHTMAP_BUSY while the sampler serves another step, of any session.
+   * same worker, with `tokens` (the new ids included) as the penalty history. `params` is read once
+   * per Sampler and object (the Sampler keeps the last object and its parse: a generation passes
+   * the same object at every step; a new object changes them); `allowedTokens` is this step's
+   * allowed-token bitset (the one part that changes per step). Throws ERR_WEIGHTMAP_BUSY while the
+   * sampler serves another step, of any session.
    */
-  step(ids: Int32Array, sampler: Sampler, params?: NativeSamplingParams): Promise<number>;
+  step(ids: Int32Array, sampler: Sampler, params?: NativeSamplingParams, allowedTokens?: Uint32Array): Promise<number>;
   /** Forgets every position from `n` on (0..position). Throws ERR_WEIGHTMAP_BUSY while a call runs. */
   truncate(n: number): void;
   /** Makes the running (or next) call reject with ABORT_ERR at its next layer. */
@@ -306,8 +316,11 @@ export type NativeSeed = number | bigint;
 /** The token sampler with its xorshift64* generator (native/napi/sampler_napi.cc). Synchronous. */
 export declare class Sampler {
   constructor(seed: NativeSeed);
-  /** Picks a token id from `logits` (not modified); `recent` = the sequence so far, oldest first. */
-  sample(logits: Float32Array, params?: NativeSamplingParams, recent?: Int32Array): number;
+  /**
+   * Picks a token id from `logits` (not modified); `recent` = the sequence so far, oldest first.
+   * `params` and `allowedTokens` as NativeSession.step reads them.
+   */
+  sample(logits: Float32Array, params?: NativeSamplingParams, recent?: Int32Array, allowedTokens?: Uint32Array): number;
   reseed(seed: NativeSeed): void;
   /** A copy of `logits` after the logit bias, the penalties and allowedTokens (the deterministic first stages). */
   static adjustLogits(logits: Float32Array, params?: NativeSamplingParams, recent?: Int32Array): Float32Array;
@@ -368,28 +381,12 @@ export declare class BertEncoder implements NativeModel {
   dispose(): void;
 }
 
-/** The config fields of a Llama/Qwen3 model the decoder engine reads (native/napi/decoder_napi.cc). */
-export type DecoderNativeConfig = Pick<
-  DecoderConfig,
-  | 'hiddenSize' | 'intermediateSize' | 'numLayers' | 'numHeads' | 'numKvHeads' | 'headDim' | 'vocabSize'
-  | 'maxSeqLen' | 'rmsNormEps' | 'ropeTheta' | 'ropePairing' | 'tieWordEmbeddings' | 'qkNorm' | 'qkvBias' | 'ropeFreqFactors'
-  | 'slidingWindow' | 'slidingWindowPattern' | 'ropeLocalTheta' | 'normWeightOffset' | 'sandwichNorms' | 'activation'
-  | 'embeddingScale' | 'queryPreAttnScalar'
->;
-
-/**
- * Element type of a decoder session's KV cache: 'f16' (half of f32's bytes per position and per
- * decoded token), 'f32' (exact), 'q8_0' (int8 with one f32 scale per 32 values, 0.56 of f16's
- * bytes at head_dim 128). Default: 'f16' when the matrices quantize their activations (Q8_0, GGUF
- * blocks), else 'f32'.
- */
-export type KvCacheType = 'f16' | 'f32' | 'q8_0';
 
 export interface DecoderNativeOptions {
   /** 0 or absent: physical cores. */
   threads?: number;
   /** 'none' (default): weights as stored; 'q8_0': quantize float matrices at load; 'f32': dequantize all. */
-  quant?: 'none' | 'q8_0' | 'f32';
+  quant?: DecoderQuant;
   /** Q8_0 group size for quant 'q8_0' (default 32). */
   groupSize?: number;
   /**
@@ -420,7 +417,7 @@ export interface DecoderLoadInfo {
  */
 export declare class DecoderModel implements NativeModel {
   private constructor();
-  static load(spec: EngineWeightsSpec, config: DecoderNativeConfig, options?: DecoderNativeOptions): Promise<DecoderModel>;
+  static load(spec: EngineWeightsSpec, config: DecoderConfig, options?: DecoderNativeOptions): Promise<DecoderModel>;
   readonly loadInfo: DecoderLoadInfo;
   readonly threads: number;
   readonly disposed: boolean;
@@ -431,8 +428,8 @@ export declare class DecoderModel implements NativeModel {
   createSession(options: { contextLength: number; kvCache?: KvCacheType }): DecoderSession;
   /**
    * One decode step of several idle sessions of this model together (continuous batching): row i
-   * feeds ids[i] at sessions[i].position and draws its next token with samplers[i] and params[i],
-   * as step() would, bitwise; each weight block is read from memory once for all rows. Resolves to the tokens,
+   * feeds ids[i] at sessions[i].position and draws its next token with samplers[i], params[i] and
+   * allowed?.[i], as step() would, bitwise; each weight block is read from memory once for all rows. Resolves to the tokens,
    * -1 for a row whose session was aborted meanwhile (that session keeps its position). Sessions
    * and samplers must be distinct and not in use (ERR_WEIGHTMAP_BUSY).
    */
@@ -441,6 +438,7 @@ export declare class DecoderModel implements NativeModel {
     ids: Int32Array,
     samplers: readonly Sampler[],
     params: readonly (NativeSamplingParams | undefined)[],
+    allowed?: readonly (Uint32Array | undefined)[],
   ): Promise<Int32Array>;
   /** Sessions made from it reject further calls with ERR_WEIGHTMAP_DISPOSED. */
   dispose(): void;
@@ -463,6 +461,12 @@ export interface NativeBinding {
   rngDraws(seed: NativeSeed, count: number): { u32: Uint32Array; f32: Float32Array };
   DecoderModel: typeof DecoderModel;
   DecoderSession: typeof DecoderSession;
+  /**
+   * The names native/napi/decoder_config.cc reads: the DecoderConfig fields (one row each) and the
+   * value set of each enum-valued option, in order (test/engines/decoder-names.test.ts checks them
+   * against lib/architectures/decoder.ts).
+   */
+  decoderNames: { configFields: string[]; kvCacheTypes: string[]; activations: string[]; ropePairings: string[]; quants: string[] };
   /**
    * Q8_0 weight quantization off the JS thread (native/napi/quantize_napi.cc): `count` elements of
    * `dtype` at `byteOffset` of `file` -> q [count] and scales [count / group], per group

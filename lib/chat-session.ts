@@ -10,25 +10,31 @@
  */
 import type { ChatMessage, ChatRenderOptions } from './chat';
 import type { GenerateOptions, Generation, StopReason } from './generate';
+import type { ToolChatOptions } from './tools/tool-prompt';
 
-export interface ChatOptions extends GenerateOptions, ChatRenderOptions {}
+/** Options of `model.chat()`: generation and sampling options, how the template renders, and tools. */
+export interface ChatOptions extends GenerateOptions, ChatRenderOptions, ToolChatOptions {}
 
 /** What a session needs of its model (lib/language-model.ts's Model). */
 export interface ChatModel {
+  /** The reply to `messages` (Model.chat). */
   chat(messages: readonly ChatMessage[], options?: ChatOptions): Generation;
 }
 
+/** How a ChatSession starts: a system prompt and earlier messages. */
 export interface ChatSessionOptions {
   systemPrompt?: string;
   /** Messages to start from (after the system prompt). */
   history?: readonly ChatMessage[];
 }
 
+/** Options of `session.prompt()`: those of `model.chat()` plus a callback for the text as it comes. */
 export interface PromptOptions extends ChatOptions {
   /** Called with each piece of text as it is generated. */
   onTextChunk?: (text: string) => void;
 }
 
+/** A conversation that remembers its messages: `await session.prompt(text)` resolves to the reply, which joins the history. Made by `model.createChatSession()` or `new ChatSession(model)`. */
 export class ChatSession {
   private readonly history: ChatMessage[] = [];
   private busy = false;

@@ -6,30 +6,54 @@
  *  - qwen3.c's `.template*` files (ajc1): when they are Qwen3's, the Qwen3 template; otherwise
  *    runq's single-turn substitution of `%s`.
  */
-import type { Template } from '@huggingface/jinja';
-import { lazy } from './lazy';
+import { parseTemplate, renderBounded } from './chat-template/bounded-render';
+import { renderInWorker } from './chat-template/render-client';
 import { rangeError, UnsupportedError } from './errors';
+import type { ToolCall, ToolDefinition } from './tool-call-types';
 
+/** Who wrote a chat message. */
 export type ChatRole = 'system' | 'user' | 'assistant' | 'tool';
 
+/** One message of a conversation, as OpenAI's chat API shapes it. */
 export interface ChatMessage {
   role: ChatRole;
   content: string;
   /** An assistant turn's thinking, when kept apart from `content` (else read from <think>…</think> in it). */
   reasoningContent?: string;
+  /** An assistant turn's tool calls (arguments as JSON text). */
+  toolCalls?: readonly ToolCall[];
+  /** A tool message: the id of the call it answers. */
+  toolCallId?: string;
+  /** A tool message: the name of the tool that answered. */
+  name?: string;
 }
 
+/** How a chat template renders a conversation. */
 export interface ChatRenderOptions {
   /** Qwen3 thinking mode: true lets the model think first; false (the default) closes an empty think block. */
   enableThinking?: boolean;
   /** Append the opening of the assistant's turn. Default true. */
   addGenerationPrompt?: boolean;
+  /** Tools the template describes to the model (passed as `tools`, as Hugging Face's apply_chat_template does). */
+  tools?: readonly ToolDefinition[];
+  /**
+   * More variables for a Jinja template (apply_chat_template's kwargs: `reasoning_effort`, ...).
+   * They never replace messages, tools, add_generation_prompt, enable_thinking or the special tokens.
+   */
+  templateKwargs?: Readonly<Record<string, unknown>>;
 }
 
+/** A model's chat template: renders messages to the prompt text and names the texts that end a reply. */
 export interface ChatTemplate {
   /** 'qwen3', 'jinja' or 'ajc1'. */
   readonly kind: string;
+  /** The prompt text of `messages`, ending with the opening of the assistant's turn unless `addGenerationPrompt` is false. */
+  /** A Jinja template's source (what lib/tools/formats.ts reads the tool-call format from). */
+  readonly source?: string;
+  /** The prompt text of `messages`, ending with the opening of the assistant's turn unless `addGenerationPrompt` is false. */
   render(messages: readonly ChatMessage[], options?: ChatRenderOptions): string;
+  /** render() off the JS thread where the template is code from a model file (a Jinja template, in its worker). */
+  renderAsync(messages: readonly ChatMessage[], options?: ChatRenderOptions): Promise<string>;
   /** Text that ends an assistant turn when no single stop token does (checked as stop strings). */
   readonly stopStrings: readonly string[];
   /** Token texts that end an assistant turn (looked up in the vocabulary as stop tokens). */
@@ -47,6 +71,16 @@ export function checkMessages(messages: readonly ChatMessage[]): void {
     if (m.reasoningContent !== undefined && typeof m.reasoningContent !== 'string') {
       throw new TypeError(`messages[${i}].reasoningContent must be a string`);
     }
+    if (m.toolCalls !== undefined) {
+      if (!Array.isArray(m.toolCalls)) throw new TypeError(`messages[${i}].toolCalls must be an array`);
+      (m.toolCalls as readonly ToolCall[]).forEach((c, j) => {
+        if (typeof c !== 'object' || c === null || typeof c.name !== 'string' || typeof c.arguments !== 'string' || typeof c.id !== 'string') {
+          throw new TypeError(`messages[${i}].toolCalls[${j}] must be { id, name, arguments } with string values`);
+        }
+      });
+    }
+    if (m.toolCallId !== undefined && typeof m.toolCallId !== 'string') throw new TypeError(`messages[${i}].toolCallId must be a string`);
+    if (m.name !== undefined && typeof m.name !== 'string') throw new TypeError(`messages[${i}].name must be a string`);
   });
 }
 
@@ -70,6 +104,9 @@ export const qwen3ChatTemplate: ChatTemplate = {
   kind: 'qwen3',
   stopStrings: [],
   stopTokenTexts: ['<|im_end|>', '<|endoftext|>'],
+  async renderAsync(messages, options) {
+    return this.render(messages, options);
+  },
   render(messages, options = {}) {
     checkMessages(messages);
     let out = '';
@@ -126,47 +163,66 @@ export interface JinjaTemplateTokens {
   unkToken?: string;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const jinjaModule = lazy(() => require('@huggingface/jinja') as typeof import('@huggingface/jinja'));
-
-/** A model's own Jinja chat template (HF tokenizer_config.json `chat_template`, GGUF `tokenizer.chat_template`). */
+/**
+ * A model's own Jinja chat template (HF tokenizer_config.json `chat_template`, GGUF
+ * `tokenizer.chat_template`). It is code from the file: it renders within TEMPLATE_BUDGET
+ * (chat-template/budget.ts) in steps, sizes and time, renderAsync in a worker that is ended when
+ * it overruns; past a bound the render is a ChatTemplateError.
+ */
 export function jinjaChatTemplate(source: string, tokens: JinjaTemplateTokens = {}): ChatTemplate {
   if (typeof source !== 'string' || source.length === 0) throw new TypeError('the chat template source must be a non-empty string');
-  let template: Template;
-  try {
-    template = new (jinjaModule().Template)(source);
-  } catch (error) {
-    throw new UnsupportedError(`this chat template cannot be parsed: ${(error as Error).message}`);
-  }
+  const template = parseTemplate(source);
   const stopTokenTexts = [tokens.eosToken, '<|im_end|>', '<|eot_id|>', '<|end|>', '<end_of_turn>'].filter(
     (t): t is string => typeof t === 'string' && t.length > 0 && (t === tokens.eosToken || source.includes(t)),
   );
+  const contextOf = (messages: readonly ChatMessage[], options: ChatRenderOptions): Record<string, unknown> => {
+    checkMessages(messages);
+    return {
+      ...options.templateKwargs,
+      messages: messages.map((m) => ({
+        role: m.role,
+        content: m.content,
+        ...(m.reasoningContent !== undefined ? { reasoning_content: m.reasoningContent } : {}),
+        ...(m.toolCalls?.length ? { tool_calls: m.toolCalls.map(templateToolCall) } : {}),
+        ...(m.toolCallId !== undefined ? { tool_call_id: m.toolCallId } : {}),
+        ...(m.name !== undefined ? { name: m.name } : {}),
+      })),
+      ...(options.tools?.length ? { tools: options.tools.map(templateTool) } : {}),
+      add_generation_prompt: options.addGenerationPrompt !== false,
+      enable_thinking: options.enableThinking === true,
+      bos_token: tokens.bosToken ?? '',
+      eos_token: tokens.eosToken ?? '',
+      pad_token: tokens.padToken ?? '',
+      unk_token: tokens.unkToken ?? '',
+    };
+  };
   return {
     kind: 'jinja',
+    source,
     stopStrings: [],
     stopTokenTexts,
-    render(messages, options = {}) {
-      checkMessages(messages);
-      const context: Record<string, unknown> = {
-        messages: messages.map((m) => ({
-          role: m.role,
-          content: m.content,
-          ...(m.reasoningContent !== undefined ? { reasoning_content: m.reasoningContent } : {}),
-        })),
-        add_generation_prompt: options.addGenerationPrompt !== false,
-        enable_thinking: options.enableThinking === true,
-        bos_token: tokens.bosToken ?? '',
-        eos_token: tokens.eosToken ?? '',
-        pad_token: tokens.padToken ?? '',
-        unk_token: tokens.unkToken ?? '',
-      };
-      try {
-        return template.render(context);
-      } catch (error) {
-        throw new UnsupportedError(`the chat template failed on these messages: ${(error as Error).message}`);
-      }
-    },
+    render: (messages, options = {}) => renderBounded(template, contextOf(messages, options)),
+    renderAsync: async (messages, options = {}) => renderInWorker(source, contextOf(messages, options)),
   };
+}
+
+/** A call as templates read it (Hugging Face's shape: arguments an object, as the templates `tojson` them). */
+function templateToolCall(call: ToolCall): Record<string, unknown> {
+  let args: unknown;
+  try {
+    args = JSON.parse(call.arguments);
+  } catch {
+    args = call.arguments; // not JSON: the templates that test `is string` write it as it is
+  }
+  return { id: call.id, type: 'function', function: { name: call.name, arguments: args } };
+}
+
+/** A tool as templates read it (OpenAI's and Hugging Face's shape). */
+function templateTool(tool: ToolDefinition): Record<string, unknown> {
+  const fn: Record<string, unknown> = { name: tool.name };
+  if (tool.description !== undefined) fn.description = tool.description;
+  fn.parameters = tool.parameters ?? { type: 'object', properties: {} };
+  return { type: 'function', function: fn };
 }
 
 /** qwen3.c's four prompt templates (`%s` = the user text; in the system variants: system, then user). */
@@ -210,6 +266,9 @@ export function ajc1ChatTemplate(texts: Ajc1TemplateTexts): ChatTemplate {
     kind: 'ajc1',
     stopStrings: [],
     stopTokenTexts: [],
+    async renderAsync(messages, options) {
+      return this.render(messages, options);
+    },
     render(messages, options = {}) {
       checkMessages(messages);
       const user = [...messages].reverse().find((m) => m.role === 'user');

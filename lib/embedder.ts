@@ -22,6 +22,7 @@ import type { BertConfig } from './architectures/bert';
 
 export type { EmbedderQuant, Pooling } from './engines/bert';
 
+/** Options of `loadEmbedder()`. */
 export interface LoadEmbedderOptions {
   /** Encoder threads (the calling thread counts); default: the physical cores. */
   threads?: number;
@@ -37,6 +38,7 @@ export interface LoadEmbedderOptions {
   verifyChecksums?: boolean;
 }
 
+/** Options of `embedder.embed()` and `embedTokens()`. */
 export interface EmbedOptions {
   /** Texts per native call; default 32. */
   batchSize?: number;
@@ -47,6 +49,7 @@ export interface EmbedOptions {
   signal?: AbortSignal;
 }
 
+/** What a loaded embedder is and how it runs (`embedder.info`). */
 export interface EmbedderInfo {
   path: string;
   format: FormatName;
@@ -70,6 +73,7 @@ function abortError(signal: AbortSignal): AbortError {
   return new AbortError(undefined, { cause: signal.reason });
 }
 
+/** A loaded BERT sentence embedder (`loadEmbedder()`): `embed(texts)` gives one Float32Array per text. */
 export class Embedder {
   /** Length of every vector. */
   readonly dimension: number;
@@ -178,10 +182,12 @@ export class Embedder {
     closeWeights(this.weights);
   }
 
+  /** dispose() for `using`: the embedder is released at the end of the block. */
   [Symbol.dispose](): void {
     this.dispose();
   }
 
+  /** dispose() for `await using`. */
   async [Symbol.asyncDispose](): Promise<void> {
     this.dispose();
   }

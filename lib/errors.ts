@@ -20,6 +20,7 @@ export type WeightFormatErrorCode =
   | 'MISSING_TENSOR' // a tensor the architecture needs is absent
   | 'UNSUPPORTED'; // valid in the format but not handled (a flag, a quantization type)
 
+/** Where in a file a WeightFormatError was found, and what was expected there. */
 export interface WeightFormatErrorDetails {
   path?: string;
   offset?: number;
@@ -52,11 +53,11 @@ export class WeightFormatError extends Error {
     const where: string[] = [];
     if (details.path !== undefined) where.push(details.path);
     if (details.offset !== undefined) where.push(`byte ${details.offset}`);
-    const wanted =
-      details.expected !== undefined || details.found !== undefined
-        ? ` (expected ${describe(details.expected)}, found ${describe(details.found)})`
-        : '';
-    super(`${code}: ${message}${wanted}${where.length ? ` [${where.join(' @ ')}]` : ''}`, {
+    const wanted = [
+      details.expected !== undefined ? `expected ${describe(details.expected)}` : undefined,
+      details.found !== undefined ? `found ${describe(details.found)}` : undefined,
+    ].filter((part) => part !== undefined);
+    super(`${code}: ${message}${wanted.length ? ` (${wanted.join(', ')})` : ''}${where.length ? ` [${where.join(' @ ')}]` : ''}`, {
       cause: details.cause,
     });
     this.name = 'WeightFormatError';
@@ -133,6 +134,25 @@ export class OutputIsInputError extends Error {
   }
 }
 
+/** A write whose sidecar (config.json, a tokenizer file) would replace one that belongs to another model. */
+export class SidecarConflictError extends Error {
+  readonly code = 'ERR_WEIGHTMAP_SIDECAR_CONFLICT';
+  constructor(
+    /** The weight file being written. */
+    readonly output: string,
+    /** The existing file it would replace. */
+    readonly sidecar: string,
+    /** The other weight file in that folder, when one is there. */
+    readonly owner: string | undefined,
+  ) {
+    super(
+      `writing ${output} would replace ${sidecar}, which belongs to ${owner ?? 'another model'}; ` +
+        'write to another folder, or force the replacement (--force, { force: true })',
+    );
+    this.name = 'SidecarConflictError';
+  }
+}
+
 /**
  * A value outside what a call accepts: a RangeError with Node's code ERR_OUT_OF_RANGE. Every
  * RangeError weightmap throws is made here.
@@ -149,5 +169,26 @@ export class NoTokenizerError extends TypeError {
   constructor(readonly path: string) {
     super(`${path} has no tokenizer in or beside it: give token ids, or load it with { tokenizer: PATH }`);
     this.name = 'NoTokenizerError';
+  }
+}
+
+/** Stable codes of ConstraintError. */
+export type ConstraintErrorCode =
+  | 'SCHEMA_TOO_LARGE' // the schema's grammar would pass a size bound (`bound` names it)
+  | 'SCHEMA_TOO_DEEP' // its values nest deeper than the automaton allows (`bound`: maxDepth)
+  | 'NO_ALLOWED_TOKEN' // the constraint and the logit bias leave no token to draw
+  | 'TOKEN_REJECTED'; // a token the constraint does not allow reached it
+
+/** Constrained output (a JSON schema, a logit bias) that cannot be compiled within its bounds or leaves nothing to generate. */
+export class ConstraintError extends Error {
+  readonly code: ConstraintErrorCode;
+  /** The bound that was passed (lib/constrain/limits.ts SCHEMA_LIMITS), for the SCHEMA_* codes. */
+  readonly bound: string | undefined;
+
+  constructor(code: ConstraintErrorCode, message: string, bound?: string) {
+    super(message);
+    this.name = 'ConstraintError';
+    this.code = code;
+    this.bound = bound;
   }
 }

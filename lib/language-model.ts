@@ -9,10 +9,14 @@ import {
   type ChatRenderOptions,
   type ChatTemplate,
 } from './chat';
+import { encodeChatPrompt } from './chat-prompt';
+import type { ToolCallFormat } from './tools/formats';
+import type { ToolChatLoopOptions, ToolChatResult } from './tool-agent';
+import type { ToolChatOptions } from './tools/tool-prompt';
 import type { ChatOptions, ChatSession, ChatSessionOptions } from './chat-session';
 import { deferredGeneration } from './deferred-generation';
 import { DisposedError, rangeError, UnsupportedError } from './errors';
-import { checkTokenIds, startGeneration, type Generation, type GenerateOptions, type LanguageSession } from './generate';
+import { checkTokenIds, startGeneration, type Generation, type GenerateOptions, type LanguageSession, type ToolCallConstraint } from './generate';
 import { SessionPool } from './session-pool';
 import type { EncodeOptions, Tokenizer } from './tokenizers';
 import { encodeAsync, WORKER_MIN_CHARS } from './tokenizer-loading';
@@ -21,14 +25,29 @@ import type { ModelConfig } from './architectures/model-config';
 
 export type { ChatOptions } from './chat-session';
 
+/** A conversation's prompt as Model.chatPrompt encodes it, for Model.chat. */
+export interface ChatPrompt {
+  readonly ids: readonly number[];
+  /** With tools: how the model writes a call (parse the reply with lib/tools parseToolCalls) and the constraint chat() applies. */
+  readonly tools?: { readonly format: ToolCallFormat; readonly constraint: ToolCallConstraint | undefined };
+}
+
+/** What a loaded model is and how it runs (`model.info`). */
 export interface ModelInfo {
+  /** The weight file or folder it was loaded from. */
   path: string;
   format: FormatName;
+  /** The architecture name of its config ("qwen3", "llama", "moondream", ...). */
   architecture: string;
+  /** Engine threads (the calling thread counts). */
   threads: number;
   /** The kernel set in use ("avx2", "avx512", ...). */
   isa: string;
+  /** Positions each session holds (LoadModelOptions.contextLength). */
   contextLength: number;
+  /** The most positions this model's architecture and config allow. */
+  maxContextLength: number;
+  /** Milliseconds from loadModel's call to the model being ready. */
   loadMs: number;
 }
 
@@ -39,9 +58,22 @@ export interface LanguageEngine {
   /** The kernel set the engine runs, when it says. */
   readonly isa?: string;
   createSession(contextLength: number): LanguageSession;
+  /** Engines that batch concurrent decode steps: calls `listener` with each batched step's row count; returns the unsubscribe. */
+  onBatchStep?(listener: (rows: number) => void): () => void;
   dispose(): void;
 }
 
+/** The KV caches of a model's sessions, in bytes (KvCacheUsage of SessionPool). */
+export interface KvCacheUsage {
+  /** Allocated now by the sessions generations are using. */
+  busyBytes: number;
+  /** Allocated now by the idle sessions kept for prefix reuse. */
+  idleBytes: number;
+  /** One session's cache at its full context; 0 until a session has been made (or when the engine does not say). */
+  sessionBytes: number;
+}
+
+/** A loaded text-generation model (`loadModel()`): generate, chat, logits, over a pool of sessions whose KV caches are kept between calls. */
 export class Model {
   /** Stop tokens of plain generation: the model's EOS and BOS ids. */
   readonly stopTokens: readonly number[];
@@ -84,6 +116,19 @@ export class Model {
     return this.pool.size;
   }
 
+  /** The bytes the sessions' KV caches hold (what a server's metrics report). */
+  get kvCache(): KvCacheUsage {
+    return this.pool.cacheBytes();
+  }
+
+  /**
+   * Calls `listener` with the row count of each batched decode step (concurrent generations
+   * decoding together); undefined for engines that step each generation on its own. Returns the unsubscribe.
+   */
+  onBatchStep(listener: (rows: number) => void): (() => void) | undefined {
+    return this.engine.onBatchStep?.(listener);
+  }
+
   /** Token ids of `text` (with the tokenizer's BOS where the model expects one). */
   encode(text: string): number[] {
     return this.tokenizer.encode(text);
@@ -119,37 +164,78 @@ export class Model {
     return typeof prompt === 'string' ? this.startOnText(prompt, undefined, start) : start(this.checkIds(prompt));
   }
 
-  /** The prompt text of a conversation, ending with the opening of the assistant's turn. */
+  /**
+   * The prompt text of a conversation, ending with the opening of the assistant's turn. A model's
+   * own Jinja template renders here within its budget (lib/chat-template/budget.ts); chatPrompt
+   * and chat render it off the JS thread.
+   */
   renderChat(messages: readonly ChatMessage[], options: ChatRenderOptions = {}): string {
-    if (!this.chatTemplate) {
-      throw new UnsupportedError(`${this.info.path} has no chat template (tokenizer_config.json chat_template, GGUF tokenizer.chat_template or ajc1 .template)`);
-    }
-    return this.chatTemplate.render(messages, options);
+    return this.template().render(messages, options);
   }
 
   /**
-   * The assistant's reply to `messages`. Sessions keep their caches: the next turn (the same
-   * messages plus the reply and a new user message) feeds only what follows the shared prefix.
+   * The ids chat() feeds for `messages`: the template rendered once (off the JS thread where it is
+   * the model's own), its markers encoded as special tokens and message content as text, never as
+   * control tokens (lib/chat-prompt.ts). `ids.length` is the prompt's token count.
    */
-  chat(messages: readonly ChatMessage[], options: ChatOptions = {}): Generation {
+  async chatPrompt(messages: readonly ChatMessage[], options: ChatRenderOptions & ToolChatOptions = {}): Promise<ChatPrompt> {
     this.live();
+    const template = this.template();
+    if (options.tools === undefined) return { ids: await encodeChatPrompt(template, this.tokenizer, messages, options) };
     checkMessages(messages);
-    const text = this.renderChat(messages, options);
-    // Templates write their own special tokens (BOS included) as text.
+    const { prepareToolPrompt } = require('./tools/tool-prompt') as typeof import('./tools/tool-prompt'); // loaded on first use
+    const tool = await prepareToolPrompt(template, messages, options);
+    const ids = await encodeChatPrompt(template, this.tokenizer, tool.messages, tool.render);
+    // A forced call: the prompt ends with the family's opening (its marker a special token where it is one).
+    const open = tool.forcedOpen ? (await encodeAsync(this.tokenizer, [tool.forcedOpen], { addSpecialTokens: false }))[0] : [];
+    return { ids: [...ids, ...open], tools: { format: tool.format, constraint: tool.constraint } };
+  }
+
+  /**
+   * The assistant's reply to `messages` (or to a prompt chatPrompt made of them). Sessions keep
+   * their caches: the next turn (the same messages plus the reply and a new user message) feeds
+   * only what follows the shared prefix.
+   */
+  chat(messages: readonly ChatMessage[] | ChatPrompt, options: ChatOptions = {}): Generation {
+    this.live();
+    const template = this.template();
     const stops = new Set(options.stopTokens ?? this.stopTokens);
-    for (const t of this.chatTemplate!.stopTokenTexts) {
+    for (const t of template.stopTokenTexts) {
       const id = this.tokenizer.tokenToId(t);
       if (id !== undefined) stops.add(id);
     }
-    const stopStrings = [...this.chatTemplate!.stopStrings, ...(options.stop === undefined ? [] : typeof options.stop === 'string' ? [options.stop] : options.stop)];
-    const start = (ids: number[]) => startGeneration(this.host(), ids, { ...options, stopTokens: [...stops], stop: stopStrings });
-    return this.startOnText(text, { addSpecialTokens: false }, start);
+    const stopStrings = [...template.stopStrings, ...(options.stop === undefined ? [] : typeof options.stop === 'string' ? [options.stop] : options.stop)];
+    const start = (prompt: ChatPrompt) => {
+      const constraint = prompt.tools?.constraint;
+      if (constraint && options.jsonSchema !== undefined) throw new TypeError('chat: jsonSchema and tools (with a tool choice other than none) cannot be combined');
+      return startGeneration(this.host(), this.checkIds(prompt.ids), { ...options, stopTokens: [...stops], stop: stopStrings, ...(constraint ? { toolCalls: constraint } : {}) });
+    };
+    if (!Array.isArray(messages) && typeof messages === 'object' && messages !== null && Array.isArray((messages as ChatPrompt).ids)) {
+      return start(messages as ChatPrompt);
+    }
+    checkMessages(messages as readonly ChatMessage[]);
+    let prompt: ChatPrompt | undefined;
+    const ids = this.chatPrompt(messages as readonly ChatMessage[], options).then((p) => {
+      prompt = p;
+      return p.ids as number[];
+    });
+    return deferredGeneration(ids, () => start(prompt!));
+  }
+
+  /**
+   * The agent loop (lib/tool-agent.ts): replies, runs the calls of tools that have handlers, feeds
+   * their results back, and replies again, within maxRounds.
+   */
+  chatWithTools(messages: readonly ChatMessage[], options: ToolChatLoopOptions): Promise<ToolChatResult> {
+    this.live();
+    const { chatWithTools } = require('./tool-agent') as typeof import('./tool-agent'); // loaded on first use
+    return chatWithTools(this, messages, options);
   }
 
   /** A conversation that remembers its messages: `await session.prompt('Hi!')`. */
   createChatSession(options: ChatSessionOptions = {}): ChatSession {
     this.live();
-    if (!this.chatTemplate) this.renderChat([]); // throws the UnsupportedError
+    this.template(); // throws the UnsupportedError of a model without one
     const { ChatSession } = require('./chat-session') as typeof import('./chat-session'); // loaded on first use
     return new ChatSession(this, options);
   }
@@ -163,10 +249,12 @@ export class Model {
     closeWeights(this.weights);
   }
 
+  /** dispose() for `using`: the model is released at the end of the block. */
   [Symbol.dispose](): void {
     this.dispose();
   }
 
+  /** dispose() for `await using`. */
   async [Symbol.asyncDispose](): Promise<void> {
     this.dispose();
   }
@@ -178,6 +266,13 @@ export class Model {
   private startOnText(text: string, options: EncodeOptions | undefined, start: (ids: number[]) => Generation): Generation {
     if (text.length >= WORKER_MIN_CHARS) return deferredGeneration(this.encodeAsync(text, options), start);
     return start(this.tokenizer.encode(text, options));
+  }
+
+  private template(): ChatTemplate {
+    if (!this.chatTemplate) {
+      throw new UnsupportedError(`${this.info.path} has no chat template (tokenizer_config.json chat_template, GGUF tokenizer.chat_template or ajc1 .template)`);
+    }
+    return this.chatTemplate;
   }
 
   private host() {

@@ -6,6 +6,7 @@
 import type { MappedFile } from '../binding';
 import { native } from './native';
 
+/** A file mapped read-only into memory (`mapFile()`); readers take tensor views into it. Unmapped by `close()`. */
 export class MappedSource {
   readonly path: string;
   readonly file: MappedFile;
@@ -40,15 +41,18 @@ export class MappedSource {
     this.closing.push(copy);
   }
 
+  /** Unmaps the file (views into it must no longer be read). Calling it again does nothing. */
   close(): void {
     for (const copy of this.closing.splice(0)) copy();
     this.file.close();
   }
 
+  /** dispose() for `using`: the file is released at the end of the block. */
   [Symbol.dispose](): void {
     this.close();
   }
 
+  /** dispose() for `await using`. */
   async [Symbol.asyncDispose](): Promise<void> {
     this.close();
   }

@@ -13,7 +13,7 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { architectureOf, type EngineName } from './architectures';
-import { DECODER_VARIANTS, isDecoderConfig, type DecoderVariant } from './architectures/decoder';
+import { DECODER_QUANTS, DECODER_VARIANTS, isDecoderConfig, KV_CACHE_TYPES, type DecoderQuant, type DecoderVariant, type KvCacheType } from './architectures/decoder';
 import { ajc1ChatTemplate, jinjaChatTemplate, qwen3ChatTemplate, type Ajc1TemplateTexts, type ChatTemplate } from './chat';
 import { DecoderEngine } from './engines/decoder';
 import { defaultContextLength } from './engines/kv-session';
@@ -31,27 +31,31 @@ import { prefetchWeightsTokenizer } from './tokenizer-loading/prefetch';
 import { closeWeights, type FormatName, type ModelWeights } from './weights';
 
 export { Model } from './language-model';
-export type { ChatOptions, ModelInfo } from './language-model';
+export type { ChatOptions, ChatPrompt, KvCacheUsage, ModelInfo } from './language-model';
 
+/** Options of `loadModel()` and `loadMoondream()`. */
 export interface LoadModelOptions {
   /** A tokenizer file or folder, or a Tokenizer, instead of the one found with the weights. */
   tokenizer?: string | Tokenizer;
   /** Engine threads (the calling thread counts); default: the physical cores. */
   threads?: number;
-  /** Positions each session (KV cache) holds; default min(the model's maximum, 4096). */
-  contextLength?: number;
+  /**
+   * Positions each session (KV cache) holds: a number up to the model's maximum (a larger one is a
+   * RangeError), or 'max' for the model's maximum. Default: min(the model's maximum, 4096).
+   */
+  contextLength?: number | 'max';
   /**
    * Decoder models: 'none' (default) uses the weights as stored; 'q8_0' quantizes float matrices at
    * load (faster, approximate); 'f32' dequantizes everything (exact, slower).
    */
-  quant?: 'none' | 'q8_0' | 'f32';
+  quant?: DecoderQuant;
   /**
    * Decoder models: the element type of each session's KV cache. 'f16' halves the bytes per
    * position and per decoded token against 'f32' (exact); 'q8_0' is smaller still and least exact.
    * Default: 'f16' for Q8_0 and GGUF-quantized weights, else 'f32' (SessionOptions.kvCache in
    * lib/engines/decoder.ts).
    */
-  kvCache?: 'f16' | 'f32' | 'q8_0';
+  kvCache?: KvCacheType;
   /** Input format (default: detected). */
   format?: FormatName;
   /**
@@ -74,6 +78,7 @@ const LANGUAGE_ENGINES: Record<LanguageEngineName, (weights: ModelWeights, optio
       threads: engine.threads,
       isa: engine.isa,
       createSession: (contextLength) => engine.createSession({ contextLength, batched: true, ...(options.kvCache ? { kvCache: options.kvCache } : {}) }),
+      onBatchStep: (listener) => engine.onBatchStep(listener),
       dispose: () => engine.dispose(),
     };
   },
@@ -153,14 +158,14 @@ function checkLoadOptions(options: LoadModelOptions): void {
   if (threads !== undefined && !(Number.isInteger(threads) && threads >= 0 && threads <= 1024)) {
     throw rangeError(`threads must be an integer in [0, 1024] (0 = physical cores), got ${threads}`);
   }
-  if (contextLength !== undefined && !(Number.isInteger(contextLength) && contextLength >= 1)) {
-    throw rangeError(`contextLength must be an integer >= 1, got ${contextLength}`);
+  if (contextLength !== undefined && contextLength !== 'max' && !(Number.isInteger(contextLength) && contextLength >= 1)) {
+    throw rangeError(`contextLength must be an integer >= 1 or 'max', got ${String(contextLength)}`);
   }
-  if (options.quant !== undefined && !['none', 'q8_0', 'f32'].includes(options.quant)) {
-    throw rangeError(`quant must be 'none', 'q8_0' or 'f32', got ${String(options.quant)}`);
+  if (options.quant !== undefined && !DECODER_QUANTS.includes(options.quant)) {
+    throw rangeError(`quant must be one of ${DECODER_QUANTS.join(', ')}, got ${String(options.quant)}`);
   }
-  if (options.kvCache !== undefined && !['f16', 'f32', 'q8_0'].includes(options.kvCache)) {
-    throw rangeError(`kvCache must be 'f16', 'f32' or 'q8_0', got ${String(options.kvCache)}`);
+  if (options.kvCache !== undefined && !KV_CACHE_TYPES.includes(options.kvCache)) {
+    throw rangeError(`kvCache must be one of ${KV_CACHE_TYPES.join(', ')}, got ${String(options.kvCache)}`);
   }
 }
 
@@ -173,6 +178,14 @@ function onlyControlTokensPast(tokenizer: Tokenizer, logits: number): boolean {
   if (tokenizer.vocabSize - logits > 1024) return false;
   for (let id = logits; id < tokenizer.vocabSize; id++) if (tokenizer.idToToken(id) !== undefined && !tokenizer.isSpecial(id)) return false;
   return true;
+}
+
+/** The positions a session holds: as asked, the model's maximum for 'max', else the default. */
+function resolveContextLength(asked: number | 'max' | undefined, maxContext: number): number {
+  if (asked === undefined || (asked === 'max' && !Number.isFinite(maxContext))) return defaultContextLength(maxContext);
+  if (asked === 'max') return maxContext;
+  if (asked > maxContext) throw rangeError(`contextLength ${asked} exceeds this model's maximum ${maxContext}; pass ${maxContext} or 'max'`);
+  return asked;
 }
 
 /** Reads the weights at `path` (format found by its bytes), binds them to their engine, finds the tokenizer. */
@@ -197,8 +210,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
     const folder = modelFolder(path);
     // Checked before the engine loads (which takes a while on a large model).
     const maxContext = architectureOf(weights.config)?.maxSeqLen(weights.config) ?? Infinity;
-    const contextLength = options.contextLength ?? defaultContextLength(maxContext);
-    if (contextLength > maxContext) throw rangeError(`contextLength ${contextLength} exceeds this model's maximum ${maxContext}`);
+    const contextLength = resolveContextLength(options.contextLength, maxContext);
     // The tokenizer loads (in its worker) while the engine binds the weights.
     const loadingTokenizer = resolveTokenizer(weights, options.tokenizer, prefetch);
     loadingTokenizer.catch(() => undefined); // awaited below, unless the engine fails first
@@ -220,6 +232,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
       threads: engine.threads,
       isa: engine.isa ?? native().kernels.isa(),
       contextLength,
+      maxContextLength: Number.isFinite(maxContext) ? maxContext : contextLength,
       loadMs: Date.now() - started,
     };
     const modelClass = options.pipeline ? 'Model' : architectureOf(weights.config)!.modelClass;

@@ -6,13 +6,14 @@
  */
 import type { MoondreamEngine } from './engines/moondream';
 import { DisposedError, rangeError } from './errors';
-import { startGeneration, type GenerateOptions, type Generation, type GenerationHost } from './generate';
+import { checkTokenIds, startGeneration, type GenerateOptions, type Generation, type GenerationHost } from './generate';
 import { imageToRgb, type ImageInput } from './image';
 import { Model } from './language-model';
 import type { Tokenizer } from './tokenizers';
 
 export type { ImageInput, RawImage } from './image';
 
+/** Options of `encodeImage()`. */
 export interface EncodeImageOptions {
   signal?: AbortSignal;
 }
@@ -26,6 +27,17 @@ export async function encodeImage(engine: MoondreamEngine, image: ImageInput, op
 /** The question's token ids, as upstream builds them: [\n\n Question :] + " q" + [\n\n Answer :]. */
 export function questionIds(tokenizer: Tokenizer, question: string): number[] {
   return tokenizer.encode(`\n\nQuestion: ${question}\n\nAnswer:`, { addSpecialTokens: false });
+}
+
+/**
+ * The ids the model reads after the image: the question's text as questionIds builds it, or ids
+ * given instead, used as they are (a model without a tokenizer, e.g. a bare MOON file, takes only these).
+ */
+function promptAfterImage(tokenizer: Tokenizer, question: string | ArrayLike<number>, vocabSize: number): number[] {
+  if (typeof question === 'string') return questionIds(tokenizer, question);
+  const ids = checkTokenIds(question, vocabSize, 'question ids');
+  if (ids.length === 0) throw rangeError('answer: the question has no token ids');
+  return ids;
 }
 
 /**
@@ -54,6 +66,7 @@ export function prefixLength(engine: MoondreamEngine, prefixAttention: number | 
   return prefixAttention;
 }
 
+/** Options of `answer()`: the generation options plus Moondream's attention over the image. */
 export interface AnswerOptions extends GenerateOptions {
   /**
    * Bidirectional attention over the BOS + image positions, as upstream Moondream computes
@@ -63,7 +76,8 @@ export interface AnswerOptions extends GenerateOptions {
 }
 
 /**
- * Answers `question` about `image`: an async iterator of { token, text } pieces (lib/generate.ts)
+ * Answers `question` (text, or its token ids as the model reads them after the image) about
+ * `image`: an async iterator of { token, text } pieces (lib/generate.ts)
  * that stops at EOS by default. Nothing runs until the first next(): then the image is encoded,
  * BOS + image + question are prefilled in the answer's own session (disposed at the end), and
  * tokens are generated with the sampling options.
@@ -72,10 +86,12 @@ export function answer(
   engine: MoondreamEngine,
   tokenizer: Tokenizer,
   image: ImageInput,
-  question: string,
+  question: string | ArrayLike<number>,
   options: AnswerOptions = {},
 ): Generation {
-  if (typeof question !== 'string') throw new TypeError('answer: question must be a string');
+  if (typeof question !== 'string' && !(typeof question === 'object' && question !== null && typeof question.length === 'number')) {
+    throw new TypeError('answer: question must be a string or an array of token ids');
+  }
   const { prefixAttention, ...generateOptions } = options;
   const prefix = prefixLength(engine, prefixAttention);
   let inner: Generation | undefined;
@@ -105,13 +121,13 @@ async function startAnswer(
   engine: MoondreamEngine,
   tokenizer: Tokenizer,
   image: ImageInput,
-  question: string,
+  question: string | ArrayLike<number>,
   prefix: number,
   options: GenerateOptions,
 ): Promise<Generation> {
   const text = engine.config.text;
   const patches = engine.config.vision.numPatches;
-  const ids = questionIds(tokenizer, question);
+  const ids = promptAfterImage(tokenizer, question, text.vocabSize);
   if (1 + patches + ids.length > text.maxSeqLen) {
     throw rangeError(`answer: BOS + ${patches} image positions + ${ids.length} question tokens exceed the context of ${text.maxSeqLen}`);
   }
@@ -172,8 +188,11 @@ export class MoondreamModel extends Model {
     return encodeImage(this.moondream, image, options);
   }
 
-  /** Answers a question about an image: an async iterator of { token, text } pieces. */
-  answer(image: ImageInput, question: string, options: AnswerOptions = {}): Generation {
+  /**
+   * Answers a question about an image: an async iterator of { token, text } pieces. `question` is
+   * text, or token ids used as they are (the only form a model without a tokenizer takes).
+   */
+  answer(image: ImageInput, question: string | ArrayLike<number>, options: AnswerOptions = {}): Generation {
     if (this.disposed) throw new DisposedError('Model');
     return answer(this.moondream, this.tokenizer, image, question, options);
   }

@@ -8,6 +8,7 @@
 import type { NativeSamplingParams } from '../binding';
 import { rangeError } from './errors';
 
+/** How the next token is chosen; every field has its default in SAMPLING_DEFAULTS. */
 export interface SamplingOptions {
   /** 0 (the default): greedy, the highest logit (lowest id on ties). > 0: sample, softer as it grows. */
   temperature?: number;
@@ -49,6 +50,7 @@ export const SAMPLING_DEFAULTS = Object.freeze({
 /** The native sampler's parameters with every field given (its own defaults are the off values). */
 export type ResolvedParams = NativeSamplingParams & { [K in keyof typeof SAMPLING_DEFAULTS]: number };
 
+/** Sampling options with every default applied, as the native sampler takes them (`resolveSampling()`). */
 export interface ResolvedSampling {
   params: ResolvedParams;
   seed: bigint;
@@ -165,4 +167,29 @@ export function resolveSampling(options: SamplingOptions = {}, vocabSize?: numbe
   }
 
   return { params, seed, greedy: temperature === 0 };
+}
+
+/** The ids a logit bias of -Infinity bans, as a bitset over [0, vocabSize) (bit t % 32 of word t / 32); undefined when it bans none. */
+export function bannedTokens(params: NativeSamplingParams, vocabSize: number): Uint32Array | undefined {
+  const { logitBiasIds: ids, logitBiasValues: values } = params;
+  if (ids === undefined || values === undefined) return undefined;
+  let banned: Uint32Array | undefined;
+  for (let i = 0; i < ids.length; i++) {
+    const t = ids[i];
+    if (values[i] !== -Infinity || t >= vocabSize) continue;
+    banned ??= new Uint32Array(Math.ceil(vocabSize / 32));
+    banned[t >>> 5] |= 1 << (t & 31);
+  }
+  return banned;
+}
+
+/** True when some id in [0, vocabSize) is in `allowed` (every id when undefined) and not in `banned` (bitsets as bannedTokens makes). */
+export function anyTokenLeft(vocabSize: number, allowed: Uint32Array | undefined, banned: Uint32Array | undefined): boolean {
+  const words = Math.ceil(vocabSize / 32);
+  for (let w = 0; w < words; w++) {
+    const inVocab = w === words - 1 && vocabSize % 32 !== 0 ? (1 << vocabSize % 32) - 1 : 0xffffffff;
+    const left = (allowed === undefined ? inVocab : (allowed[w] ?? 0) & inVocab) & ~(banned?.[w] ?? 0);
+    if (left !== 0) return true;
+  }
+  return false;
 }

@@ -17,12 +17,31 @@ export class SessionPool {
   private readonly busy = new Set<Slot>();
   private clock = 0;
   private disposed = false;
+  /** The largest full-context cache a session of this pool has had (it outlives the sessions). */
+  private sessionBytes = 0;
 
   /** `create` makes a new session; at most `maxIdle` idle sessions keep their caches. */
   constructor(
     private readonly create: () => LanguageSession,
     private readonly maxIdle = 2,
   ) {}
+
+  /** The bytes of the sessions' KV caches (LanguageSession.allocatedCacheBytes summed, busy and idle). */
+  cacheBytes(): { busyBytes: number; idleBytes: number; sessionBytes: number } {
+    let sessionBytes = this.sessionBytes;
+    const sum = (slots: Iterable<Slot>) => {
+      let bytes = 0;
+      for (const { session } of slots) {
+        bytes += session.allocatedCacheBytes ?? 0;
+        sessionBytes = Math.max(sessionBytes, session.cacheBytes ?? 0);
+      }
+      return bytes;
+    };
+    const busyBytes = sum(this.busy);
+    const idleBytes = sum(this.idle);
+    this.sessionBytes = sessionBytes;
+    return { busyBytes, idleBytes, sessionBytes };
+  }
 
   /** Sessions in use and idle. */
   get size(): { busy: number; idle: number } {

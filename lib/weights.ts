@@ -6,6 +6,7 @@
 import type { Architecture, ModelConfig } from './architectures/model-config';
 import type { MappedSource } from './mapping';
 
+/** The weight formats weightmap reads and writes (docs/formats.md). */
 export type FormatName = 'tllm' | 'moon' | 'embd' | 'sepweight' | 'ajc1' | 'safetensors' | 'gguf' | 'llama2c' | 'npy';
 
 /**
@@ -35,6 +36,7 @@ export const GGML_BLOCK_LAYOUT = {
   ggml_iq4_nl: { values: 32, bytes: 18 },
   ggml_iq4_xs: { values: 256, bytes: 136 },
 } as const;
+/** ggml's block-quantized element types beyond Q8_0 (GGUF). */
 export type GgmlBlockDType = keyof typeof GGML_BLOCK_LAYOUT;
 
 export function isGgmlBlockDType(dtype: DType): dtype is GgmlBlockDType {
@@ -52,6 +54,7 @@ export const DTYPE_BYTES: Readonly<Record<PlainDType, number>> = {
   bool: 1,
 };
 
+/** One tensor of ModelWeights: where its bytes are in a mapped file, and how to read them. Zero-copy. */
 export interface TensorView {
   /** Canonical name (see lib/architectures). */
   name: string;
@@ -69,6 +72,17 @@ export interface TensorView {
    * linear layers): TLLM's and MOON's vision matrices are stored [in,out].
    */
   transposed?: boolean;
+}
+
+/**
+ * Rows [row0, row0 + rows) of a row-major matrix view, as a view named `name` of the same bytes (a
+ * fused tensor's part: no copy). Undefined when the rows do not split into whole byte ranges (a
+ * transposed matrix, q8_0 with separate scales).
+ */
+export function rowBlockView(view: TensorView, name: string, row0: number, rows: number): TensorView | undefined {
+  const rowBytes = view.byteLength / view.shape[0];
+  if (view.transposed || view.scales || view.shape.length !== 2 || !Number.isInteger(rowBytes) || row0 + rows > view.shape[0]) return undefined;
+  return { ...view, name, shape: [rows, view.shape[1]], byteOffset: view.byteOffset + row0 * rowBytes, byteLength: rows * rowBytes };
 }
 
 /** A vocabulary stored inside or beside the weights, for lib/tokenizers. */
@@ -117,6 +131,7 @@ export type TokenizerData =
       addSpacePrefix?: boolean;
     };
 
+/** What every reader returns and every writer takes: a configuration plus named tensor views into mapped files. */
 export interface ModelWeights {
   format: FormatName;
   /** The file or folder read. */
@@ -145,6 +160,7 @@ export function closeWeights(weights: ModelWeights): void {
   for (const s of weights.sources) s.close();
 }
 
+/** The number of elements of a shape (1 for a scalar). */
 export function numel(shape: readonly number[]): number {
   return shape.reduce((a, b) => a * b, 1);
 }

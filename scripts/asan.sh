@@ -10,6 +10,10 @@
 #   WEIGHTMAP_FUZZ_BATCHES=20 scripts/asan.sh  # and 20 more batches of random fuzz cases
 #   scripts/asan.sh test/formats/npy.test.ts # build, then only these jest arguments
 set -euo pipefail
+if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
+  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+  exit 0
+fi
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$(realpath -m "${WEIGHTMAP_BUILD_DIR:-$root/build-asan}")"

@@ -3,6 +3,7 @@
 // package, so nothing is downloaded). WEIGHTMAP_BUILD_DIR builds elsewhere than ./build, so that
 // two checkouts or two developers can build side by side; the loader finds it via WEIGHTMAP_ADDON.
 'use strict';
+require('./args').scriptArgs('build-native.js (no options; WEIGHTMAP_BUILD_DIR builds elsewhere than ./build)');
 const { spawnSync } = require('node:child_process');
 const os = require('node:os');
 const path = require('node:path');

@@ -4,6 +4,7 @@
 // does one level down, so the same relative imports in the emitted declarations resolve to
 // dist/binding.d.ts; its own imports of './lib/...' become './cjs/...'.
 'use strict';
+require('./args').scriptArgs('copy-binding-types.js (no options; part of npm run build:ts)');
 const fs = require('node:fs');
 const path = require('node:path');
 

@@ -6,6 +6,7 @@
 // The disagreements are found by asking HF (the @anush008/tokenizers devDependency) about every
 // code point. Run after a Node or tokenizers upgrade:  node scripts/gen-bert-unicode.js
 'use strict';
+require('./args').scriptArgs('gen-bert-unicode.js (no options; rewrites lib/tokenizers/bert-unicode.ts)');
 const fs = require('node:fs');
 const path = require('node:path');
 const HF = require('@anush008/tokenizers');

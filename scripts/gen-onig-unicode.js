@@ -6,6 +6,7 @@
 // @anush008/tokenizers devDependency) about every code point. Run after a Node or tokenizers
 // upgrade:  node scripts/gen-onig-unicode.js
 'use strict';
+require('./args').scriptArgs('gen-onig-unicode.js (no options; rewrites lib/tokenizers/onig-unicode.ts)');
 const fs = require('node:fs');
 const path = require('node:path');
 const HF = require('@anush008/tokenizers');

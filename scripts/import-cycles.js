@@ -4,6 +4,7 @@
 // import counts: `import type`, `export ... from`, require('...') and import('...') types too.
 // Exits 1 when there is a cycle.  node scripts/import-cycles.js
 'use strict';
+require('./args').scriptArgs('import-cycles.js (no options; exits 1 when lib/ has an import cycle)');
 const fs = require('node:fs');
 const path = require('node:path');
 const ts = require('typescript');

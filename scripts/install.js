@@ -4,6 +4,7 @@
 // and a C++ compiler are there, and else says in one message what is missing.
 // `npm install --build-from-source` always builds.
 'use strict';
+require('./args').scriptArgs('install.js (no options; the npm install hook)');
 const { spawnSync } = require('node:child_process');
 const path = require('node:path');
 const onPath = require('./on-path');

@@ -9,6 +9,7 @@
 // build-prebuild/<platform>-<arch>: Release and stripped (WEIGHTMAP_PREBUILD in
 // CMakeLists.txt). Only the targets built are replaced under prebuilds/; nothing else is deleted.
 'use strict';
+require('./args').scriptArgs('prebuild.js (no options; WEIGHTMAP_PREBUILD_ARCHS=x64,arm64 picks the targets)');
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');

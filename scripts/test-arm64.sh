@@ -6,6 +6,10 @@
 # Usage: scripts/test-arm64.sh [jest arguments]; by default the tests below, in one process:
 # qemu-user without binfmt_misc cannot start an arm64 child process.
 set -euo pipefail
+if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
+  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+  exit 0
+fi
 cd "$(dirname "$0")/.."
 
 addon=prebuilds/linux-arm64/weightmap.napi.glibc.node

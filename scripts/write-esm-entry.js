@@ -2,6 +2,7 @@
 // Writes dist/esm/index.mjs: an ES module that re-exports every named export of the CommonJS
 // build, so `import { loadModel } from 'weightmap'` and `require('weightmap')` share one instance.
 'use strict';
+require('./args').scriptArgs('write-esm-entry.js (no options; part of npm run build:ts)');
 const fs = require('node:fs');
 const path = require('node:path');
 

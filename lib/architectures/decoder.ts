@@ -1,10 +1,25 @@
 /**
- * The decoder variants (Llama, Qwen2, Qwen3, Mistral, Gemma 3), their config (DecoderConfig), and
+ * The decoder variants (Llama, Qwen2, Qwen3, Mistral, Gemma 3, Granite, SmolLM3), their config (DecoderConfig), and
  * their canonical tensor names and shapes (HF transformers' keys, [out,in] matrices). Every reader of a decoder format names its
  * tensors with these, every writer maps from them, and the engine looks them up here. A variant
  * that differs from Llama by a feature the engine has (biases, QK-norm, sandwich norms, GeGLU) is
  * one entry of DECODER_VARIANTS.
  */
+
+/**
+ * The value sets of the decoder's enum-valued options, one list each: RoPE pair orders and FFN
+ * activations (DecoderConfig), KV cache element types (SessionOptions.kvCache) and what the loader
+ * does with float weights (DecoderLoadOptions.quant). native/napi/decoder_config.cc reads the same
+ * names (test/engines/decoder-names.test.ts checks that they agree).
+ */
+export const ROPE_PAIRINGS = ['half', 'interleaved'] as const;
+export const DECODER_ACTIVATIONS = ['silu', 'gelu_tanh'] as const;
+export const KV_CACHE_TYPES = ['f16', 'f32', 'q8_0'] as const;
+export const DECODER_QUANTS = ['none', 'q8_0', 'f32'] as const;
+export type RopePairing = (typeof ROPE_PAIRINGS)[number];
+export type DecoderActivation = (typeof DECODER_ACTIVATIONS)[number];
+export type KvCacheType = (typeof KV_CACHE_TYPES)[number];
+export type DecoderQuant = (typeof DECODER_QUANTS)[number];
 
 export interface DecoderVariant {
   /** Per-head RMSNorm of q and k before RoPE. */
@@ -12,7 +27,7 @@ export interface DecoderVariant {
   /** Biases on the q, k and v projections. */
   qkvBias: boolean;
   /** RoPE pairing of the q/k rows as llama.cpp stores them in GGUF. */
-  ggufRopePairing: 'half' | 'interleaved';
+  ggufRopePairing: RopePairing;
   /** RMSNorm epsilon when a GGUF file omits it. */
   ggufDefaultEps: number;
   /** GGUF `general.architecture`, which also prefixes the file's hyperparameter keys. */
@@ -33,6 +48,34 @@ export interface DecoderVariant {
    * tanh GELU; embeddings scaled by √hidden; norm weights w scale by (1 + w) in HF checkpoints.
    */
   gemma: boolean;
+  /**
+   * SmolLM3: layer l applies no RoPE when (l + 1) % N == 0, N this (llama.cpp's fixed step, which its
+   * GGUF does not store; HF's no_rope_layer_interval default).
+   */
+  noRopeLayerInterval?: number;
+  /**
+   * Phi-3: checkpoints hold q/k/v as one `qkv_proj` and gate/up as one `gate_up_proj` (GGUF
+   * attn_qkv, and ffn_up of twice the FFN width, gate first); readers view their row blocks as the
+   * separate tensors (decoderFusedParts), writers join them back.
+   */
+  fusedProjections?: boolean;
+  /** Numbers the variant's configs carry as they are under the same names in HF config.json and GGUF (Granite's multipliers). */
+  scalars?: readonly VariantScalar[];
+}
+
+/** The DecoderConfig fields a variant maps to keys of its own (VariantScalar). */
+export type ScalarField = 'embeddingScale' | 'residualScale' | 'attentionScale' | 'logitsScaling';
+
+/**
+ * A number a variant's config holds under the key `hf` of config.json and `<arch>.<gguf>` of GGUF
+ * (llama.cpp's converter copies it unchanged); `hfDefault`: the transformers config class's value
+ * when config.json omits it (none: the field stays absent, the engine's "off").
+ */
+export interface VariantScalar {
+  field: ScalarField;
+  hf: string;
+  gguf: string;
+  hfDefault?: number;
 }
 
 export const DECODER_VARIANTS = {
@@ -59,7 +102,39 @@ export const DECODER_VARIANTS = {
     qkNorm: true, qkvBias: false, ggufRopePairing: 'half', ggufDefaultEps: 1e-6, ggufArchitecture: 'gemma3',
     hfModelTypes: ['gemma3_text'], hfClass: 'Gemma3ForCausalLM', hfClassPattern: /^Gemma3ForCausalLM$/, hfDefaultMaxPositions: 131072, gemma: true,
   },
+  // IBM Granite 3.x: Llama with four multipliers (transformers' GraniteConfig, llama.cpp src/models/granite.cpp).
+  granite: {
+    qkNorm: false, qkvBias: false, ggufRopePairing: 'interleaved', ggufDefaultEps: 1e-5, ggufArchitecture: 'granite',
+    hfModelTypes: ['granite'], hfClass: 'GraniteForCausalLM', hfClassPattern: /^GraniteForCausalLM$/, hfDefaultMaxPositions: 2048, gemma: false,
+    scalars: [
+      { field: 'embeddingScale', hf: 'embedding_multiplier', gguf: 'embedding_scale', hfDefault: 1 },
+      { field: 'residualScale', hf: 'residual_multiplier', gguf: 'residual_scale', hfDefault: 1 },
+      { field: 'attentionScale', hf: 'attention_multiplier', gguf: 'attention.scale', hfDefault: 1 },
+      { field: 'logitsScaling', hf: 'logits_scaling', gguf: 'logit_scale', hfDefault: 1 },
+    ],
+  },
+  // HuggingFaceTB's SmolLM3: Llama without RoPE on every fourth layer (transformers' SmolLM3Config, llama.cpp src/models/smollm3.cpp).
+  smollm3: {
+    qkNorm: false, qkvBias: false, ggufRopePairing: 'interleaved', ggufDefaultEps: 1e-6, ggufArchitecture: 'smollm3',
+    hfModelTypes: ['smollm3'], hfClass: 'SmolLM3ForCausalLM', hfClassPattern: /^SmolLM3ForCausalLM$/, hfDefaultMaxPositions: 32768, gemma: false,
+    noRopeLayerInterval: 4,
+  },
+  // Microsoft Phi-3 / Phi-3.5-mini and Phi-4-mini (transformers' Phi3Config, llama.cpp src/models/phi3.cpp).
+  phi3: {
+    qkNorm: false, qkvBias: false, ggufRopePairing: 'half', ggufDefaultEps: 1e-5, ggufArchitecture: 'phi3',
+    hfModelTypes: ['phi3'], hfClass: 'Phi3ForCausalLM', hfClassPattern: /^Phi3ForCausalLM$/, hfDefaultMaxPositions: 4096, gemma: false,
+    fusedProjections: true,
+  },
 } as const satisfies Record<string, DecoderVariant>;
+
+/** The variant's scalars (none for most). */
+export function variantScalars(architecture: DecoderArchitecture): readonly VariantScalar[] {
+  const v: DecoderVariant = DECODER_VARIANTS[architecture];
+  return v.scalars ?? [];
+}
+
+/** Every field some variant maps with a VariantScalar (the formats that map them hold these). */
+export const SCALAR_FIELDS: readonly ScalarField[] = [...new Set(Object.keys(DECODER_VARIANTS).flatMap((a) => variantScalars(a as DecoderArchitecture).map((s) => s.field)))];
 
 export type DecoderArchitecture = keyof typeof DECODER_VARIANTS;
 
@@ -77,7 +152,7 @@ export interface DecoderConfig {
   rmsNormEps: number;
   ropeTheta: number;
   /** 'half': pairs (i, i+hd/2) (HF order); 'interleaved': pairs (2i, 2i+1) (Meta/llama2.c/GGUF llama). */
-  ropePairing: 'half' | 'interleaved';
+  ropePairing: RopePairing;
   tieWordEmbeddings: boolean;
   /** Qwen3's per-head RMSNorm of q and k before RoPE. */
   qkNorm: boolean;
@@ -105,11 +180,21 @@ export interface DecoderConfig {
   /** Gemma 3: RMSNorm of the attention and FFN outputs before their residual adds (see DECODER_VARIANTS). */
   sandwichNorms?: boolean;
   /** The FFN gate's activation: 'silu' (SwiGLU, the default) or 'gelu_tanh' (GeGLU, Gemma). */
-  activation?: 'silu' | 'gelu_tanh';
+  activation?: DecoderActivation;
   /** Token embeddings are multiplied by this (Gemma: √hiddenSize). Absent: 1. */
   embeddingScale?: number;
   /** Attention scores scale by 1/√queryPreAttnScalar (Gemma 3's query_pre_attn_scalar). Absent: headDim. */
   queryPreAttnScalar?: number;
+  /** Attention scores scale by this instead (Granite's attention_multiplier). Absent: 1/√queryPreAttnScalar. */
+  attentionScale?: number;
+  /** Each attention and FFN output is multiplied by this before its residual add (Granite's residual_multiplier). Absent: 1. */
+  residualScale?: number;
+  /** The logits are divided by this (Granite's logits_scaling). Absent: 1. */
+  logitsScaling?: number;
+  /** Layer l applies no RoPE to q and k when (l + 1) % noRopeLayerInterval == 0 (SmolLM3: 4). Absent: every layer rotates. */
+  noRopeLayerInterval?: number;
+  /** RoPE rotates the first ropeDim dims of each head (Phi-4-mini's partial_rotary_factor · headDim). Absent: headDim. */
+  ropeDim?: number;
   bosTokenId?: number;
   eosTokenIds?: number[];
   /** Q8_0 group size of the stored weights, when quantized. */
@@ -130,11 +215,12 @@ export function isDecoderConfig(config: { architecture: string }): config is Dec
  * The config fields a variant fixes (every reader sets them the same way); normWeightOffset is the
  * reader's, as it depends on the format.
  */
-export function variantFields(architecture: DecoderArchitecture, hiddenSize: number): Pick<DecoderConfig, 'qkNorm' | 'qkvBias' | 'sandwichNorms' | 'activation' | 'embeddingScale'> {
+export function variantFields(architecture: DecoderArchitecture, hiddenSize: number): Pick<DecoderConfig, 'qkNorm' | 'qkvBias' | 'sandwichNorms' | 'activation' | 'embeddingScale' | 'noRopeLayerInterval'> {
   const v: DecoderVariant = DECODER_VARIANTS[architecture];
   return {
     qkNorm: v.qkNorm,
     ...(v.qkvBias ? { qkvBias: true } : {}),
+    ...(v.noRopeLayerInterval ? { noRopeLayerInterval: v.noRopeLayerInterval } : {}),
     // √hidden as llama.cpp scales (f32); transformers rounds it to the weights' dtype first (34 for the 1B's bf16, not 33.94).
     ...(v.gemma ? { sandwichNorms: true, activation: 'gelu_tanh' as const, embeddingScale: Math.sqrt(hiddenSize) } : {}),
   };
@@ -154,7 +240,17 @@ const EXTRA_TITLES: Readonly<Record<string, string>> = {
   slidingWindow: 'a sliding window',
   sandwichNorms: 'post-attention/post-FFN norms',
   embeddingScale: 'an embedding scale',
+  attentionScale: 'an attention multiplier',
+  residualScale: 'a residual multiplier',
+  logitsScaling: 'a logits scaling',
+  noRopeLayerInterval: 'layers without RoPE',
+  ropeDim: 'partial rotary embeddings',
 };
+
+/** Whether layer l rotates q and k (see DecoderConfig.noRopeLayerInterval). */
+export function isRopeLayer(c: Pick<DecoderConfig, 'noRopeLayerInterval'>, l: number): boolean {
+  return !c.noRopeLayerInterval || (l + 1) % c.noRopeLayerInterval !== 0;
+}
 
 /**
  * The fields of a decoder config beyond plain Llama's that are in use (not undefined or false),
@@ -261,7 +357,47 @@ export const DECODER_NAMES = {
   gate: (l: number) => `model.layers.${l}.mlp.gate_proj.weight`,
   up: (l: number) => `model.layers.${l}.mlp.up_proj.weight`,
   down: (l: number) => `model.layers.${l}.mlp.down_proj.weight`,
+  /** Phi-3's fused projections (fusedProjections): q, k, v rows; gate, up rows. */
+  qkv: (l: number) => `model.layers.${l}.self_attn.qkv_proj.weight`,
+  gateUp: (l: number) => `model.layers.${l}.mlp.gate_up_proj.weight`,
 } as const;
+
+/** A row block of a fused tensor: the canonical tensor it is, its first row and row count. */
+export interface FusedPart {
+  name: string;
+  row0: number;
+  rows: number;
+}
+
+/**
+ * The row blocks of a fused checkpoint tensor (`fusedProjections` variants: qkv_proj, gate_up_proj),
+ * or undefined for a tensor that is not fused: the one-to-many step of reading a checkpoint.
+ */
+export function decoderFusedParts(c: DecoderConfig): (name: string) => FusedPart[] | undefined {
+  const v: DecoderVariant = DECODER_VARIANTS[c.architecture];
+  const qDim = c.numHeads * c.headDim, kvDim = c.numKvHeads * c.headDim, ff = c.intermediateSize;
+  return (name) => {
+    const m = v.fusedProjections ? /^model\.layers\.(0|[1-9][0-9]*)\.(self_attn\.qkv_proj|mlp\.gate_up_proj)\.weight$/.exec(name) : null;
+    if (!m) return undefined;
+    const l = Number(m[1]);
+    if (m[2] === 'mlp.gate_up_proj') return [{ name: DECODER_NAMES.gate(l), row0: 0, rows: ff }, { name: DECODER_NAMES.up(l), row0: ff, rows: ff }];
+    return [
+      { name: DECODER_NAMES.q(l), row0: 0, rows: qDim },
+      { name: DECODER_NAMES.k(l), row0: qDim, rows: kvDim },
+      { name: DECODER_NAMES.v(l), row0: qDim + kvDim, rows: kvDim },
+    ];
+  };
+}
+
+/** The fused tensors a writer stores for a `fusedProjections` variant: [fused name, its parts in order]. */
+export function decoderFusedTensors(c: DecoderConfig): [string, string[]][] {
+  const v: DecoderVariant = DECODER_VARIANTS[c.architecture];
+  if (!v.fusedProjections) return [];
+  return Array.from({ length: c.numLayers }, (_, l): [string, string[]][] => [
+    [DECODER_NAMES.qkv(l), [DECODER_NAMES.q(l), DECODER_NAMES.k(l), DECODER_NAMES.v(l)]],
+    [DECODER_NAMES.gateUp(l), [DECODER_NAMES.gate(l), DECODER_NAMES.up(l)]],
+  ]).flat();
+}
 
 /** Every tensor the decoder needs, with its canonical shape, in HF order. */
 export function decoderTensorShapes(c: DecoderConfig): { name: string; shape: number[] }[] {

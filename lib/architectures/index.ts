@@ -16,7 +16,7 @@
  */
 import type { Architecture, ModelConfig } from './model-config';
 import { bertCheckpointName, bertTensorSpecs } from './bert';
-import { DECODER_VARIANTS, decoderCheckpointNames, decoderTensorShapes, type DecoderArchitecture, type DecoderConfig } from './decoder';
+import { DECODER_VARIANTS, decoderCheckpointNames, decoderFusedParts, decoderTensorShapes, type DecoderArchitecture, type DecoderConfig, type FusedPart } from './decoder';
 import { moondreamCheckpointName, moondreamTensorSpecs } from './moondream';
 import { tllmTensorSpecs } from './tllm';
 
@@ -38,6 +38,8 @@ export interface ArchitectureEntry<C extends ModelConfig = ModelConfig> {
   tensors(config: C): { name: string; shape: number[]; optional: boolean }[];
   /** The canonical name of each key of an HF checkpoint holding `keys`; null: a key the model does not use. */
   checkpointNames(keys: readonly string[]): (key: string) => string | null;
+  /** The one-to-many step: the row blocks of a fused checkpoint tensor (by its canonical name), undefined for others. */
+  fusedParts?(config: C): (name: string) => FusedPart[] | undefined;
   /** Positions one sequence may hold (Infinity: no text-generation engine runs it). */
   maxSeqLen(config: C): number;
 }
@@ -51,6 +53,7 @@ function decoderEntry(name: DecoderArchitecture): ArchitectureEntry {
     engine: 'decoder',
     modelClass: 'Model',
     checkpointNames: decoderCheckpointNames,
+    fusedParts: decoderFusedParts,
     tensors(c) {
       const required = new Set(decoderTensorShapes(c).map((s) => s.name));
       return decoderTensorShapes({ ...c, tieWordEmbeddings: false }).map((s) => ({ ...s, optional: !required.has(s.name) }));

@@ -12,6 +12,8 @@ export interface UnknownConfig {
   architecture: 'unknown';
 }
 
+/** A model's configuration in weightmap's own vocabulary, one shape per architecture (`config.architecture` tells which). */
 export type ModelConfig = DecoderConfig | TllmConfig | BertConfig | MoondreamConfig | UnknownConfig;
 
+/** The architecture name of a config: "llama", "qwen2", "qwen3", "mistral", "gemma3", "bert", "tllm", "moondream", or another for a config no engine runs. */
 export type Architecture = ModelConfig['architecture'];

@@ -1,12 +1,13 @@
 /**
  * `weightmap answer MODEL IMAGE QUESTION [options]`: Moondream's answer about an image, streamed
- * to stdout. IMAGE is any file sharp decodes (JPEG, PNG, WebP, ...). Ctrl-C stops generation.
+ * to stdout. IMAGE is any file sharp decodes (JPEG, PNG, WebP, ...). SIGINT (Ctrl-C) or SIGTERM
+ * stops generation: exit code 130 or 143.
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadMoondream } from '../moondream';
-import { printGeneration, withInterrupt } from './generate';
+import { printGeneration } from './generate';
 import { addModelOptions, addSamplingOptions, modelOptions, samplingOptions } from './model-options';
-import { action, existingPath, intOption } from './run-command';
+import { existingPath, interruptible, intOption } from './run-command';
 
 function prefixOption(value: string): number | boolean {
   if (value === 'image') return true;
@@ -32,18 +33,16 @@ export function registerAnswer(program: Command): void {
   addModelOptions(command);
   addSamplingOptions(command);
   command.action(
-    action(async (modelPath: string, image: string, question: string, opts: Record<string, unknown>) => {
+    interruptible(async (signal, modelPath: string, image: string, question: string, opts: Record<string, unknown>) => {
       const model = await loadMoondream(modelPath, modelOptions(opts));
       try {
-        await withInterrupt(async (signal) => {
-          const generation = model.answer(image, question, {
-            ...samplingOptions(opts),
-            ...(opts.maxTokens !== undefined ? { maxTokens: opts.maxTokens as number } : {}),
-            ...(opts.prefixAttention !== undefined ? { prefixAttention: opts.prefixAttention as number | boolean } : {}),
-            signal,
-          });
-          await printGeneration(generation, !!opts.ids);
+        const generation = model.answer(image, question, {
+          ...samplingOptions(opts),
+          ...(opts.maxTokens !== undefined ? { maxTokens: opts.maxTokens as number } : {}),
+          ...(opts.prefixAttention !== undefined ? { prefixAttention: opts.prefixAttention as number | boolean } : {}),
+          signal,
         });
+        await printGeneration(generation, !!opts.ids);
       } finally {
         model.dispose();
       }

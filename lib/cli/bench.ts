@@ -2,11 +2,12 @@
  * `weightmap bench MODEL [--prompt-tokens 512 --gen-tokens 128 --repetitions 3 --threads N --json]`:
  * prefill and decode speed in tokens per second (median, min and max over the repetitions, after
  * one untimed warm-up run that also pages the weights in), with the threads and kernel ISA used.
+ * Lengths left at their defaults shrink to fit a model with a shorter context (said on stderr).
  */
 import type { Command } from 'commander';
 import { loadModel, type Model } from '../model';
 import { addModelOptions, modelOptions } from './model-options';
-import { action, existingPath, intOption } from './run-command';
+import { existingPath, interruptible, intOption } from './run-command';
 import { rangeError } from '../errors';
 
 export interface BenchStats {
@@ -30,6 +31,29 @@ export interface BenchReport {
   decode: BenchStats;
 }
 
+/** The prompt and generation lengths bench uses unless told. */
+export const BENCH_DEFAULTS = { promptTokens: 512, genTokens: 128 } as const;
+
+/**
+ * The lengths to run within `context` positions: the ones given stay as they are (too long is an
+ * error); defaulted ones shrink, sharing what is left in the defaults' proportion.
+ */
+export function fitBenchLengths(promptTokens: number | undefined, genTokens: number | undefined, context: number): { promptTokens: number; genTokens: number } {
+  let prompt = promptTokens ?? BENCH_DEFAULTS.promptTokens;
+  let gen = genTokens ?? BENCH_DEFAULTS.genTokens;
+  if (prompt + gen > context) {
+    if (promptTokens === undefined && genTokens === undefined) {
+      gen = Math.max(1, Math.floor((context * BENCH_DEFAULTS.genTokens) / (BENCH_DEFAULTS.promptTokens + BENCH_DEFAULTS.genTokens)));
+      prompt = context - gen;
+    } else if (promptTokens === undefined) prompt = context - gen;
+    else if (genTokens === undefined) gen = context - prompt;
+  }
+  if (prompt < 1 || gen < 1 || prompt + gen > context) {
+    throw rangeError(`--prompt-tokens + --gen-tokens (${prompt + gen}) exceed the context length ${context}`);
+  }
+  return { promptTokens: prompt, genTokens: gen };
+}
+
 function stats(values: number[]): BenchStats {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
@@ -49,13 +73,13 @@ function promptIds(model: Model, n: number): number[] {
 }
 
 /** One timed run: a prefill of the prompt from position 0, then `gen` greedy tokens one at a time. */
-async function run(model: Model, ids: number[], gen: number): Promise<{ prefill: number; decode: number }> {
+async function run(model: Model, ids: number[], gen: number, signal?: AbortSignal): Promise<{ prefill: number; decode: number }> {
   let t0 = process.hrtime.bigint();
-  await model.logits(ids);
+  await model.logits(ids, { signal });
   const prefillS = Number(process.hrtime.bigint() - t0) / 1e9;
   // The session keeps the prompt: generation re-feeds only its last token, then one token per step.
   t0 = process.hrtime.bigint();
-  const generation = model.generate(ids, { temperature: 0, maxTokens: gen, stopTokens: [] });
+  const generation = model.generate(ids, { temperature: 0, maxTokens: gen, stopTokens: [], signal });
   let count = 0;
   for await (const _piece of generation) count++;
   const decodeS = Number(process.hrtime.bigint() - t0) / 1e9;
@@ -64,25 +88,41 @@ async function run(model: Model, ids: number[], gen: number): Promise<{ prefill:
 
 export async function benchModel(
   path: string,
-  options: { promptTokens: number; genTokens: number; repetitions: number; threads?: number; contextLength?: number; quant?: string; tokenizer?: string },
+  options: {
+    /** Default BENCH_DEFAULTS.promptTokens, shrunk to fit the context. */
+    promptTokens?: number;
+    /** Default BENCH_DEFAULTS.genTokens, shrunk to fit the context. */
+    genTokens?: number;
+    repetitions: number;
+    threads?: number;
+    contextLength?: number | 'max';
+    quant?: string;
+    tokenizer?: string;
+    /** Told when defaulted lengths were shrunk to fit the model's context. */
+    onNotice?: (message: string) => void;
+    signal?: AbortSignal;
+  },
 ): Promise<BenchReport> {
-  const { promptTokens, genTokens, repetitions } = options;
+  const { repetitions } = options;
+  const lengthsGiven = options.promptTokens !== undefined && options.genTokens !== undefined;
   const model = await loadModel(path, {
     ...(options.tokenizer !== undefined ? { tokenizer: options.tokenizer } : {}),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
     ...(options.quant !== undefined ? { quant: options.quant as 'none' | 'q8_0' | 'f32' } : {}),
-    contextLength: options.contextLength ?? promptTokens + genTokens,
+    // Lengths given ask for exactly their context; defaulted ones fit the model's default context.
+    ...(options.contextLength !== undefined || lengthsGiven ? { contextLength: options.contextLength ?? options.promptTokens! + options.genTokens! } : {}),
   });
   try {
-    if (promptTokens + genTokens > model.contextLength) {
-      throw rangeError(`--prompt-tokens + --gen-tokens (${promptTokens + genTokens}) exceed the context length ${model.contextLength}`);
+    const { promptTokens, genTokens } = fitBenchLengths(options.promptTokens, options.genTokens, model.contextLength);
+    if (promptTokens !== (options.promptTokens ?? BENCH_DEFAULTS.promptTokens) || genTokens !== (options.genTokens ?? BENCH_DEFAULTS.genTokens)) {
+      options.onNotice?.(`the context holds ${model.contextLength} positions: --prompt-tokens ${promptTokens} --gen-tokens ${genTokens} (defaults ${BENCH_DEFAULTS.promptTokens} and ${BENCH_DEFAULTS.genTokens} shrunk to fit)`);
     }
     const ids = promptIds(model, promptTokens);
-    await run(model, ids, Math.min(genTokens, 8)); // warm-up: pages the weights in
+    await run(model, ids, Math.min(genTokens, 8), options.signal); // warm-up: pages the weights in
     const prefill: number[] = [];
     const decode: number[] = [];
     for (let r = 0; r < repetitions; r++) {
-      const result = await run(model, ids, genTokens);
+      const result = await run(model, ids, genTokens, options.signal);
       prefill.push(result.prefill);
       decode.push(result.decode);
     }
@@ -121,22 +161,24 @@ export function registerBench(program: Command): void {
     .command('bench')
     .description('measure prefill and decode speed (tokens/s: median, min, max)')
     .argument('<model>', 'weight file or folder', existingPath)
-    .option('--prompt-tokens <n>', 'prompt length', intOption(1), 512)
-    .option('--gen-tokens <n>', 'tokens to generate', intOption(1), 128)
+    .option('--prompt-tokens <n>', `prompt length (default ${BENCH_DEFAULTS.promptTokens}, less to fit the context)`, intOption(1))
+    .option('--gen-tokens <n>', `tokens to generate (default ${BENCH_DEFAULTS.genTokens}, less to fit the context)`, intOption(1))
     .option('--repetitions <n>', 'timed runs', intOption(1), 3)
     .option('--json', 'print a JSON report');
   addModelOptions(command);
   command.action(
-    action(async (modelPath: string, opts: Record<string, unknown>) => {
+    interruptible(async (signal, modelPath: string, opts: Record<string, unknown>) => {
       const load = modelOptions(opts);
       const report = await benchModel(modelPath, {
-        promptTokens: opts.promptTokens as number,
-        genTokens: opts.genTokens as number,
+        promptTokens: opts.promptTokens as number | undefined,
+        genTokens: opts.genTokens as number | undefined,
         repetitions: opts.repetitions as number,
         threads: load.threads,
         contextLength: load.contextLength,
         quant: load.quant,
         tokenizer: typeof load.tokenizer === 'string' ? load.tokenizer : undefined,
+        onNotice: (message) => process.stderr.write(`weightmap bench: ${message}\n`),
+        signal,
       });
       process.stdout.write(opts.json ? `${JSON.stringify(report, null, 2)}\n` : renderBench(report));
     }),

@@ -1,7 +1,9 @@
 /**
  * `weightmap chat MODEL [--system TEXT] [--think | --no-think] [options]`: an interactive chat on
- * stdin/stdout. One line is one user message; /exit (or end of input) quits; Ctrl-C stops a reply.
- * The model keeps its KV cache across turns, so each turn feeds only the new messages.
+ * stdin/stdout. One line is one user message; a line starting with `/` is a chat command (/help
+ * lists them), never sent to the model. Ctrl-C at a terminal stops a reply; at the prompt, and
+ * SIGINT or SIGTERM from elsewhere, it ends the chat (exit code 130 or 143). The model keeps its KV
+ * cache across turns, so each turn feeds only the new messages.
  */
 import * as readline from 'node:readline';
 import type { Command } from 'commander';
@@ -10,12 +12,35 @@ import { AbortError } from '../errors';
 import { loadModel } from '../model';
 import { writeOut } from './generate';
 import { addModelOptions, addSamplingOptions, modelOptions, samplingOptions } from './model-options';
-import { action, existingPath, intOption } from './run-command';
+import { existingPath, interruptible, intOption, whenInterrupted } from './run-command';
+
+/** The chat commands, as /help lists them. */
+const CHAT_COMMANDS: readonly [string, string][] = [
+  ['/help', 'list these commands'],
+  ['/exit, /quit', 'end the chat (so does the end of input)'],
+  ['//text', 'send "/text" to the model'],
+];
+
+export const CHAT_HELP = `${CHAT_COMMANDS.map(([name, what]) => `  ${name.padEnd(14)}${what}`).join('\n')}\n`;
+
+/** What a line of input is: a message for the model, a chat command, or nothing. */
+export type ChatInput = { kind: 'message'; text: string } | { kind: 'exit' } | { kind: 'help' } | { kind: 'unknown'; command: string } | { kind: 'empty' };
+
+export function parseChatInput(line: string): ChatInput {
+  const input = line.trim();
+  if (input.length === 0) return { kind: 'empty' };
+  if (input.startsWith('//')) return { kind: 'message', text: input.slice(1) };
+  if (!input.startsWith('/')) return { kind: 'message', text: input };
+  const command = input.split(/\s/, 1)[0];
+  if (command === '/exit' || command === '/quit') return { kind: 'exit' };
+  if (command === '/help') return { kind: 'help' };
+  return { kind: 'unknown', command };
+}
 
 export function registerChat(program: Command): void {
   const command = program
     .command('chat')
-    .description('chat with a model on stdin/stdout (/exit to quit)')
+    .description('chat with a model on stdin/stdout (/help lists the chat commands, /exit quits)')
     .argument('<model>', 'weight file or folder', existingPath)
     .option('--system <text>', 'a system message before the conversation')
     .option('--think', 'let the model think before answering (Qwen3)')
@@ -24,14 +49,18 @@ export function registerChat(program: Command): void {
   addModelOptions(command);
   addSamplingOptions(command);
   command.action(
-    action(async (modelPath: string, opts: Record<string, unknown>) => {
+    interruptible(async (signal, modelPath: string, opts: Record<string, unknown>) => {
       const model = await loadModel(modelPath, modelOptions(opts));
       const tty = process.stdin.isTTY === true && process.stdout.isTTY === true;
       const rl = readline.createInterface({ input: process.stdin, output: tty ? process.stdout : undefined, terminal: tty, prompt: '> ' });
       let running: AbortController | undefined;
-      rl.on('SIGINT', () => (running ? running.abort() : rl.close()));
-      const onInt = () => running?.abort();
-      process.on('SIGINT', onInt);
+      // A terminal's Ctrl-C reaches readline, not the process: it stops the reply, or at the prompt is the SIGINT it would have been.
+      rl.on('SIGINT', () => (running ? running.abort() : process.kill(process.pid, 'SIGINT')));
+      const removeListener = whenInterrupted(signal, () => {
+        running?.abort();
+        rl.close();
+        process.stdin.destroy();
+      });
       const messages: ChatMessage[] = opts.system !== undefined ? [{ role: 'system', content: opts.system as string }] : [];
       // The seed, when given, makes the whole conversation reproducible: one seed per turn from it.
       const sampling = samplingOptions(opts);
@@ -39,13 +68,15 @@ export function registerChat(program: Command): void {
       try {
         if (tty) rl.prompt();
         for await (const line of rl) {
-          const input = line.trim();
-          if (input === '/exit' || input === '/quit') break;
-          if (input.length === 0) {
+          const input = parseChatInput(line);
+          if (input.kind === 'exit') break;
+          if (input.kind !== 'message') {
+            if (input.kind === 'help') await writeOut(CHAT_HELP);
+            if (input.kind === 'unknown') process.stderr.write(`weightmap: unknown chat command ${input.command} (/help lists them; //text sends /text)\n`);
             if (tty) rl.prompt();
             continue;
           }
-          messages.push({ role: 'user', content: input });
+          messages.push({ role: 'user', content: input.text });
           running = new AbortController();
           const generation = model.chat(messages, {
             ...sampling,
@@ -67,10 +98,11 @@ export function registerChat(program: Command): void {
           }
           await writeOut('\n');
           messages.push({ role: 'assistant', content: reply });
+          if (signal.aborted) break;
           if (tty) rl.prompt();
         }
       } finally {
-        process.removeListener('SIGINT', onInt);
+        removeListener();
         rl.close();
         model.dispose();
       }

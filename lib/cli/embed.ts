@@ -6,7 +6,7 @@ import * as readline from 'node:readline';
 import type { Command } from 'commander';
 import { EMBEDDER_QUANTS, type EmbedderQuant } from '../engines/bert';
 import { loadEmbedder, type Embedder, type EmbedOptions } from '../embedder';
-import { action, choiceOption, existingPath, intOption, threadsOption } from './run-command';
+import { choiceOption, existingPath, interruptible, intOption, threadsOption, whenInterrupted } from './run-command';
 
 /** The shortest decimal that reads back to the same float32 (as the fixtures write them). */
 export function float32Text(x: number): string {
@@ -42,7 +42,7 @@ export function registerEmbed(program: Command): void {
     .option('--no-normalize', 'skip the L2 normalization')
     .option('--max-seq-length <n>', 'truncate texts to n tokens', intOption(2))
     .action(
-      action(async (model: string, texts: string[], opts: Record<string, unknown>) => {
+      interruptible(async (signal, model: string, texts: string[], opts: Record<string, unknown>) => {
         const batchSize = (opts.batchSize as number | undefined) ?? 32;
         const threads = opts.threads as number | undefined;
         const maxSeqLength = opts.maxSeqLength as number | undefined;
@@ -57,6 +57,7 @@ export function registerEmbed(program: Command): void {
             pooling: opts.pooling as EmbedOptions['pooling'],
             // commander sets normalize=false for --no-normalize, true otherwise: keep the model's default then.
             normalize: opts.normalize === false ? false : undefined,
+            signal,
           };
           if (texts.length > 0) {
             await embedAndPrint(embedder, texts, options);
@@ -66,6 +67,11 @@ export function registerEmbed(program: Command): void {
           const chunk = Math.max(256, 8 * batchSize);
           let pending: string[] = [];
           const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+          // Closing stdin too: a readline closed alone would keep the process waiting on it.
+          whenInterrupted(signal, () => {
+            lines.close();
+            process.stdin.destroy();
+          });
           for await (const line of lines) {
             pending.push(line);
             if (pending.length >= chunk) {

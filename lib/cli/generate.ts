@@ -1,13 +1,13 @@
 /**
  * `weightmap generate MODEL PROMPT [options]`: streams only the generated text to stdout (PROMPT
- * '-' reads it from stdin). Ctrl-C stops generation.
+ * '-' reads it from stdin). SIGINT (Ctrl-C) or SIGTERM stops generation: exit code 130 or 143.
  */
 import type { Command } from 'commander';
 import { AbortError } from '../errors';
 import type { Generation } from '../generate';
 import { loadModel } from '../model';
 import { addModelOptions, addSamplingOptions, modelOptions, samplingOptions } from './model-options';
-import { action, existingPath, intOption } from './run-command';
+import { existingPath, interruptible, intOption, whenInterrupted } from './run-command';
 
 /** Writes to stdout, waiting when the pipe is full. */
 export async function writeOut(text: string): Promise<void> {
@@ -15,37 +15,33 @@ export async function writeOut(text: string): Promise<void> {
   if (!process.stdout.write(text)) await new Promise<void>((resolve) => process.stdout.once('drain', resolve));
 }
 
-export async function readStdin(): Promise<string> {
+/** All of stdin as UTF-8; an AbortError when `signal` fires first. */
+export async function readStdin(signal: AbortSignal): Promise<string> {
   const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+  const removeListener = whenInterrupted(signal, () => process.stdin.destroy());
+  try {
+    for await (const chunk of process.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+  } catch (error) {
+    if (!signal.aborted) throw error;
+  } finally {
+    removeListener();
+  }
+  if (signal.aborted) throw new AbortError('reading the prompt was interrupted', { cause: signal.reason });
   return Buffer.concat(chunks).toString('utf8');
 }
 
 /**
  * Streams a generation to stdout: its text as it comes, or with `ids` its token ids once it ends.
- * An interrupt (AbortError) ends it early with exit code 130.
+ * An interrupt (AbortError) ends it early, with what was generated so far printed.
  */
 export async function printGeneration(generation: Generation, ids: boolean): Promise<void> {
   try {
     for await (const piece of generation) if (!ids) await writeOut(piece.text);
   } catch (error) {
     if (!(error instanceof AbortError)) throw error;
-    process.exitCode = 130;
   }
   if (ids) await writeOut(`${generation.tokens.join(' ')}\n`);
   else if (process.stdout.isTTY) await writeOut('\n');
-}
-
-/** An AbortSignal fired by Ctrl-C while `fn` runs. */
-export async function withInterrupt<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const controller = new AbortController();
-  const onInt = () => controller.abort();
-  process.once('SIGINT', onInt);
-  try {
-    return await fn(controller.signal);
-  } finally {
-    process.removeListener('SIGINT', onInt);
-  }
 }
 
 function collect(value: string, previous: string[] = []): string[] {
@@ -64,19 +60,18 @@ export function registerGenerate(program: Command): void {
   addModelOptions(command);
   addSamplingOptions(command);
   command.action(
-    action(async (modelPath: string, prompt: string, opts: Record<string, unknown>) => {
-      const text = prompt === '-' ? await readStdin() : prompt;
+    interruptible(async (signal, modelPath: string, prompt: string, opts: Record<string, unknown>) => {
+      // The model first: a bad one is reported before the prompt is waited for.
       const model = await loadModel(modelPath, modelOptions(opts));
       try {
-        await withInterrupt(async (signal) => {
-          const generation = model.generate(text, {
-            ...samplingOptions(opts),
-            ...(opts.maxTokens !== undefined ? { maxTokens: opts.maxTokens as number } : {}),
-            ...(opts.stop !== undefined ? { stop: opts.stop as string[] } : {}),
-            signal,
-          });
-          await printGeneration(generation, !!opts.ids);
+        const text = prompt === '-' ? await readStdin(signal) : prompt;
+        const generation = model.generate(text, {
+          ...samplingOptions(opts),
+          ...(opts.maxTokens !== undefined ? { maxTokens: opts.maxTokens as number } : {}),
+          ...(opts.stop !== undefined ? { stop: opts.stop as string[] } : {}),
+          signal,
         });
+        await printGeneration(generation, !!opts.ids);
       } finally {
         model.dispose();
       }

@@ -9,7 +9,7 @@ export function addModelOptions(command: Command): Command {
   return command
     .option('--tokenizer <path>', 'tokenizer file or folder (default: beside or inside the weights)', existingPath)
     .option('--threads <n>', 'engine threads, 1 to the logical cores (default: physical cores)', threadsOption)
-    .option('--context <n>', 'context length in tokens (default: min(model maximum, 4096))', intOption(1))
+    .option('--context <n>', "context length in tokens, or 'max' for the model's maximum (default: min(model maximum, 4096))", contextOption)
     .option('--quant <type>', "decoder weights: none (as stored), q8_0 (quantize at load) or f32 (dequantize)")
     .option('--pipeline <stages>', 'run a sepweight tree on stages: 0-13=host:port,14-27=host:port (replicas: 0-13=a|b)');
 }
@@ -18,7 +18,7 @@ export function modelOptions(opts: Record<string, unknown>): LoadModelOptions {
   const out: LoadModelOptions = {};
   if (opts.tokenizer !== undefined) out.tokenizer = opts.tokenizer as string;
   if (opts.threads !== undefined) out.threads = opts.threads as number;
-  if (opts.context !== undefined) out.contextLength = opts.context as number;
+  if (opts.context !== undefined) out.contextLength = opts.context as number | 'max';
   if (opts.quant !== undefined) out.quant = opts.quant as LoadModelOptions['quant'];
   if (opts.pipeline !== undefined) out.pipeline = parsePipelineFlag(opts.pipeline as string);
   return out;
@@ -31,6 +31,10 @@ export function parsePipelineFlag(value: string): { layers: string; address: str
     if (at <= 0 || at === part.length - 1) throw new InvalidArgumentError(`--pipeline: '${part}' is not layers=host:port`);
     return { layers: part.slice(0, at), address: part.slice(at + 1).split('|') };
   });
+}
+
+function contextOption(value: string): number | 'max' {
+  return value === 'max' ? 'max' : intOption(1)(value);
 }
 
 function seedOption(value: string): bigint {

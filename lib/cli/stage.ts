@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import type { Command } from 'commander';
 import { TOKEN_ENV } from '../pipeline/auth';
 import { parseLayerRange } from '../pipeline/layers';
-import { StageServer } from '../pipeline/stage-server';
+import { STAGE_DEFAULTS, StageServer } from '../pipeline/stage-server';
 import { writeOut } from './generate';
 import { action, intOption, threadsOption } from './run-command';
 
@@ -30,7 +30,11 @@ export function registerStage(program: Command): void {
     .option('--tls-key <file>', 'PEM private key of the stage')
     .option('--tls-ca <file>', 'PEM CA of client certificates: mutual TLS')
     .option('--allow-client <name>', 'with mutual TLS: a client certificate CN allowed to call (repeatable)', collect)
-    .option('--idle-timeout <seconds>', 'free a session whose coordinator sent nothing for this long (default 120)', intOption(1))
+    .option('--idle-timeout <seconds>', `free a session with no step running or waiting for this long (default ${STAGE_DEFAULTS.idleTimeoutMs / 1000})`, intOption(1))
+    .option('--max-sessions <n>', `sessions open at once; past it RESOURCE_EXHAUSTED (default ${STAGE_DEFAULTS.maxSessions})`, intOption(1))
+    .option('--metrics-listen <host:port>', 'serve GET /metrics (Prometheus text, plain HTTP) here; needs --token when set, unless --metrics-public (default: none)')
+    .option('--metrics-public', 'GET /metrics needs no token')
+    .option('--max-kv-bytes <n>', `KV cache bytes of all sessions together; past it RESOURCE_EXHAUSTED (default ${STAGE_DEFAULTS.maxKvBytes})`, intOption(1))
     .action(
       action(async (dir: string, opts: Record<string, unknown>) => {
         const read = (flag: string) => (opts[flag] === undefined ? undefined : fs.readFileSync(opts[flag] as string));
@@ -43,12 +47,15 @@ export function registerStage(program: Command): void {
           ...(opts.context !== undefined ? { contextLength: opts.context as number } : {}),
           ...(opts.quant !== undefined ? { quant: opts.quant as 'none' | 'q8_0' | 'f32' } : {}),
           ...(opts.idleTimeout !== undefined ? { idleTimeoutMs: (opts.idleTimeout as number) * 1000 } : {}),
+          ...(opts.maxSessions !== undefined ? { maxSessions: opts.maxSessions as number } : {}),
+          ...(opts.maxKvBytes !== undefined ? { maxKvBytes: opts.maxKvBytes as number } : {}),
           ...(token ? { token } : {}),
           ...(tls.cert || tls.key || tls.ca ? { tls } : {}),
           ...(opts.allowClient ? { allowClients: opts.allowClient as string[] } : {}),
+          ...(opts.metricsListen !== undefined ? { metricsListen: opts.metricsListen as string, metricsPublic: opts.metricsPublic === true } : {}),
         });
         const { info } = stage;
-        await writeOut(`${JSON.stringify({ address: stage.address, layers: stage.layers, model: info.modelHash, maxPositions: info.maxPositions })}\n`);
+        await writeOut(`${JSON.stringify({ address: stage.address, layers: stage.layers, model: info.modelHash, maxPositions: info.maxPositions, ...(stage.metricsAddress ? { metrics: stage.metricsAddress } : {}) })}\n`);
         await new Promise<void>((resolve) => {
           const stop = () => {
             process.removeListener('SIGTERM', stop);

@@ -9,6 +9,8 @@
 export interface Push {
   readonly child: GrammarNode;
   readonly resume: number;
+  /** Frames below the node's own that must fit for the value it commits to (default 1: the child's). */
+  readonly need?: number;
 }
 
 /** step()'s answer for a byte the node does not take. */
@@ -26,7 +28,10 @@ export interface GrammarNode {
   isStringContent?(sub: number): boolean;
 }
 
-/** Values nest at most this deep (free-form JSON is recursive; deeper bytes are rejected). */
+/**
+ * Values nest at most this deep (free-form JSON is recursive; deeper bytes are rejected, and a
+ * schema whose values nest deeper is refused when compiled: lib/constrain/limits.ts).
+ */
 export const MAX_DEPTH = 32;
 
 export class Frame {
@@ -64,7 +69,7 @@ export function advance(state: Frame | null, byte: number): Frame | null {
       frame = frame.parent; // the value is complete: the byte belongs to the enclosing one
       continue;
     }
-    if (frame.depth >= MAX_DEPTH) return null;
+    if (frame.depth + (result.need ?? 1) > MAX_DEPTH) return null;
     const resumed = new Frame(frame.node, result.resume, frame.parent);
     frame = new Frame(result.child, result.child.start, resumed);
   }

@@ -4,7 +4,9 @@
  * unions told apart by their first byte. Whitespace between tokens is allowed in runs of at most
  * MAX_WHITESPACE bytes, so a constrained generation cannot stall in whitespace.
  */
+import { ConstraintError } from '../errors';
 import { REJECT, type GrammarNode, type Push } from './automaton';
+import type { ByteTrie } from './byte-trie';
 
 export const MAX_WHITESPACE = 12;
 const WS_STATES = MAX_WHITESPACE + 1;
@@ -15,10 +17,21 @@ const isWhitespace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b 
 const isDigit = (b: number) => b >= 0x30 && b <= 0x39;
 const isHex = (b: number) => isDigit(b) || (b >= 0x41 && b <= 0x46) || (b >= 0x61 && b <= 0x66);
 
-/** Numbers the nodes of one grammar. */
+/** The memory a node holds besides its tables (an estimate, for the grammar cache's budget). */
+const NODE_BYTES = 256;
+
+/** Numbers the nodes of one grammar, at most `maxNodes` of them, and adds up their memory. */
 export class NodeIds {
   private next = 0;
-  take(): number {
+  /** The memory of the nodes numbered so far. */
+  bytes = 0;
+  constructor(private readonly maxNodes = Infinity) {}
+
+  take(tableBytes = 0): number {
+    if (this.next >= this.maxNodes) {
+      throw new ConstraintError('SCHEMA_TOO_LARGE', `the schema needs more than ${this.maxNodes} grammar nodes (maxNodes)`, 'maxNodes');
+    }
+    this.bytes += NODE_BYTES + tableBytes;
     return this.next++;
   }
 }
@@ -26,10 +39,10 @@ export class NodeIds {
 /** Push answers, one per (child, resume) pair, made once. */
 class PushCache {
   private readonly pushes = new Map<number, Push>();
-  get(child: GrammarNode, resume: number): Push {
+  get(child: GrammarNode, resume: number, need?: number): Push {
     let p = this.pushes.get(resume);
     if (p === undefined) {
-      p = { child, resume };
+      p = need === undefined ? { child, resume } : { child, resume, need };
       this.pushes.set(resume, p);
     }
     return p;
@@ -174,37 +187,25 @@ export class NumberNode implements GrammarNode {
   }
 }
 
-/** One of a fixed set of JSON texts (enum, const, true, false, null): a byte trie, the sub-state its node. */
+/** One of a fixed set of JSON texts (enum, const, true, false, null): a byte trie, the sub-state its state. */
 export class LiteralNode implements GrammarNode {
   readonly id: number;
-  readonly start = 0;
-  private readonly next: Map<number, number>[] = [new Map()];
-  private readonly terminal: boolean[] = [false];
+  readonly start: number;
 
-  constructor(ids: NodeIds, texts: readonly string[]) {
-    this.id = ids.take();
-    for (const text of texts) {
-      let node = 0;
-      for (const b of Buffer.from(text, 'utf8')) {
-        let child = this.next[node].get(b);
-        if (child === undefined) {
-          child = this.next.length;
-          this.next.push(new Map());
-          this.terminal.push(false);
-          this.next[node].set(b, child);
-        }
-        node = child;
-      }
-      this.terminal[node] = true;
-    }
+  constructor(
+    ids: NodeIds,
+    private readonly texts: ByteTrie,
+  ) {
+    this.id = ids.take(texts.byteLength);
+    this.start = texts.start;
   }
 
   step(sub: number, b: number): number {
-    return this.next[sub].get(b) ?? REJECT;
+    return this.texts.step(sub, b);
   }
 
   accepting(sub: number): boolean {
-    return this.terminal[sub];
+    return this.texts.accepting(sub);
   }
 }
 
@@ -264,7 +265,7 @@ export class ArrayNode implements GrammarNode {
 
 const O_OPEN = 0;
 const O_FIRST = 1; // after '{'
-const O_KEY = 2; // inside a declared key (rest = key trie node × slots + next property)
+const O_KEY = 2; // inside a declared key (rest = key trie state × slots + next property)
 const O_COLON = 3; // after the key (rest = its property)
 const O_VALUE = 4; // after ':' (rest = its property)
 const O_NEXT = 5; // after a value (rest = the next property)
@@ -280,54 +281,34 @@ export interface PropertyNode {
 
 /**
  * An object with declared properties, written in their declared order; optional ones may be left
- * out, no others appear. Keys are matched with a trie of their JSON texts after the opening quote.
+ * out, no others appear. Keys are matched with a trie of their JSON texts after the opening quote
+ * (`keys`: string j is property j's, built with its strings below each node).
  */
 export class ObjectNode implements GrammarNode {
   readonly id: number;
   readonly start = O_OPEN;
   private readonly pushes = new PushCache();
-  private readonly keyNext: Map<number, number>[] = [new Map()];
-  /** The property a key trie node completes, or -1. */
-  private readonly keyEnd: number[] = [-1];
-  /** The properties whose keys pass through each key trie node. */
-  private readonly keyBelow: number[][] = [[]];
   /** lastAllowed[p]: the last property that may come when p is the next (the first required one from p on). */
-  private readonly lastAllowed: number[];
+  private readonly lastAllowed: Int32Array;
+  /** mayEnd[p]: no required property from p on, so the object may close when p is the next. */
+  private readonly mayEnd: Uint8Array;
   private readonly slots: number;
 
   constructor(
     ids: NodeIds,
     private readonly properties: readonly PropertyNode[],
+    private readonly keys: ByteTrie,
   ) {
-    this.id = ids.take();
-    this.slots = properties.length + 1;
-    properties.forEach((property, j) => {
-      let node = 0;
-      this.keyBelow[0].push(j);
-      for (const b of Buffer.from(JSON.stringify(property.name).slice(1), 'utf8')) {
-        let child = this.keyNext[node].get(b);
-        if (child === undefined) {
-          child = this.keyNext.length;
-          this.keyNext.push(new Map());
-          this.keyEnd.push(-1);
-          this.keyBelow.push([]);
-          this.keyNext[node].set(b, child);
-        }
-        node = child;
-        this.keyBelow[node].push(j);
-      }
-      this.keyEnd[node] = j;
-    });
-    this.lastAllowed = properties.map((_, p) => {
-      let last = p;
-      while (last < properties.length - 1 && !properties[last].required) last++;
-      return last;
-    });
-  }
-
-  private mayEnd(next: number): boolean {
-    for (let j = next; j < this.properties.length; j++) if (this.properties[j].required) return false;
-    return true;
+    this.id = ids.take(keys.byteLength + properties.length * 5);
+    const count = properties.length;
+    this.slots = count + 1;
+    this.lastAllowed = new Int32Array(count);
+    this.mayEnd = new Uint8Array(count + 1);
+    this.mayEnd[count] = 1;
+    for (let p = count - 1; p >= 0; p--) {
+      this.lastAllowed[p] = properties[p].required || p === count - 1 ? p : this.lastAllowed[p + 1];
+      this.mayEnd[p] = properties[p].required ? 0 : this.mayEnd[p + 1];
+    }
   }
 
   step(sub: number, b: number): number | Push {
@@ -341,28 +322,25 @@ export class ObjectNode implements GrammarNode {
         return REJECT;
       case O_KEY: {
         const next = rest % this.slots;
-        const child = this.keyNext[(rest - next) / this.slots].get(b);
-        if (child === undefined) return REJECT;
-        const last = this.lastAllowed[next];
-        if (!this.keyBelow[child].some((j) => j >= next && j <= last)) return REJECT;
-        const end = this.keyEnd[child];
-        return end >= 0 ? at(O_COLON, 0, end) : at(O_KEY, 0, child * this.slots + next);
+        const child = this.keys.step((rest - next) / this.slots, b);
+        if (child === REJECT || !this.keys.hasStringIn(child, next, this.lastAllowed[next])) return REJECT;
+        return this.keys.accepting(child) ? at(O_COLON, 0, this.keys.stringAt(child)) : at(O_KEY, 0, child * this.slots + next);
       }
     }
     if (isWhitespace(b)) return ws < MAX_WHITESPACE ? at(phase, ws + 1, rest) : REJECT;
     switch (phase) {
       case O_FIRST:
-        if (b === 0x7d) return this.mayEnd(0) ? at(O_DONE, 0, 0) : REJECT;
-        return b === QUOTE && count > 0 ? at(O_KEY, 0, 0) : REJECT;
+        if (b === 0x7d) return this.mayEnd[0] ? at(O_DONE, 0, 0) : REJECT;
+        return b === QUOTE && count > 0 ? at(O_KEY, 0, this.keys.start * this.slots) : REJECT;
       case O_COLON:
         return b === 0x3a ? at(O_VALUE, 0, rest) : REJECT;
       case O_VALUE:
         return this.pushes.get(this.properties[rest].node, at(O_NEXT, 0, rest + 1));
       case O_NEXT:
         if (b === 0x2c) return rest < count ? at(O_MEMBER, 0, rest) : REJECT;
-        return b === 0x7d && this.mayEnd(rest) ? at(O_DONE, 0, 0) : REJECT;
+        return b === 0x7d && this.mayEnd[rest] ? at(O_DONE, 0, 0) : REJECT;
       case O_MEMBER:
-        return b === QUOTE ? at(O_KEY, 0, rest) : REJECT;
+        return b === QUOTE ? at(O_KEY, 0, this.keys.start * this.slots + rest) : REJECT;
       default:
         return REJECT;
     }
@@ -397,7 +375,8 @@ export class FreeObjectNode implements GrammarNode {
       case O_FIRST:
       case O_MEMBER:
         if (b === 0x7d && phase === O_FIRST) return at(O_DONE, 0);
-        return b === QUOTE ? this.pushes.get(this.keys, at(O_COLON, 0)) : REJECT;
+        // A key commits the object to a value after it: the key's frame and the value's two (a union and its value) must fit.
+        return b === QUOTE ? this.pushes.get(this.keys, at(O_COLON, 0), 2) : REJECT;
       case O_COLON:
         return b === 0x3a ? at(O_VALUE, 0) : REJECT;
       case O_VALUE:
@@ -417,6 +396,7 @@ export class FreeObjectNode implements GrammarNode {
 
 /** The bytes a value of `node` can start with. */
 export function firstBytes(node: GrammarNode, seen = new Set<GrammarNode>()): Set<number> {
+  if (node instanceof UnionNode) return node.firstBytes();
   const out = new Set<number>();
   if (seen.has(node)) return out;
   seen.add(node);
@@ -459,6 +439,13 @@ export class UnionNode implements GrammarNode {
       }
     }
     return clash;
+  }
+
+  /** The bytes the alternatives set so far start with (a union pushes only where its alternative takes the byte). */
+  firstBytes(): Set<number> {
+    const out = new Set<number>();
+    for (let b = 0; b < 256; b++) if (this.byFirstByte[b] !== undefined) out.add(b);
+    return out;
   }
 
   step(sub: number, b: number): number | Push {

@@ -10,14 +10,16 @@
  * string at once: there the tokens whose rest is plain string characters (vocabulary-index.ts
  * plainFrom) pass without a walk. Stop tokens are allowed exactly when the text is one complete value.
  */
+import { ConstraintError } from '../errors';
 import type { Tokenizer } from '../tokenizers';
 import { advance, advanceBytes, isComplete, startState, type Frame, type GrammarNode } from './automaton';
-import { compileJsonSchema, type JsonSchema } from './json-schema';
+import { ByteBudgetCache } from './byte-budget-cache';
+import type { CompiledJsonSchema } from './compiled-schema';
+import { GRAMMAR_CACHE_BYTES } from './limits';
 import { vocabularyIndex, type VocabularyIndex } from './vocabulary-index';
 
-/** Masks kept per grammar, and grammars kept per vocabulary (a mask is vocabSize / 8 bytes). */
+/** Masks kept per grammar (a mask is vocabSize / 8 bytes). */
 const MASKS_PER_GRAMMAR = 256;
-const GRAMMARS_PER_VOCABULARY = 16;
 
 /** A schema's grammar over one vocabulary, with the masks of the states met so far. */
 export class JsonGrammar {
@@ -26,6 +28,8 @@ export class JsonGrammar {
   constructor(
     readonly root: GrammarNode,
     readonly index: VocabularyIndex,
+    /** The grammar's own memory (CompiledJsonSchema.bytes), its masks not included. */
+    readonly bytes = 0,
   ) {}
 
   /** The tokens whose bytes the grammar accepts from `state` (stop tokens not included). */
@@ -124,36 +128,44 @@ export class TokenConstraint {
   /** Feeds the token drawn (a stop token ends the text). Throws for a token the grammar rejects. */
   advance(token: number): void {
     if (this.stopTokens.includes(token)) {
-      if (!this.complete) throw new Error(`constraint: stop token ${token} before the JSON value is complete`);
+      if (!this.complete) throw new ConstraintError('TOKEN_REJECTED', `constraint: stop token ${token} before the JSON value is complete`);
       return;
     }
     const { bytes, offsets } = this.grammar.index;
     const next = token >= 0 && token < this.grammar.index.vocabSize ? advanceBytes(this.state, bytes, offsets[token], offsets[token + 1]) : null;
-    if (next === null || offsets[token] === offsets[token + 1]) throw new Error(`constraint: token ${token} does not continue the JSON text`);
+    if (next === null || offsets[token] === offsets[token + 1]) throw new ConstraintError('TOKEN_REJECTED', `constraint: token ${token} does not continue the JSON text`);
     this.state = next;
+  }
+
+  /** Feeds text that is not a whole token (the rest of one whose start opened the constraint); false when the grammar rejects it. */
+  advanceBytes(bytes: Uint8Array): boolean {
+    const next = advanceBytes(this.state, bytes);
+    if (next === null) return false;
+    this.state = next;
+    return true;
   }
 }
 
-const grammars = new WeakMap<VocabularyIndex, Map<string, JsonGrammar>>();
+/** Per vocabulary, the grammars of the schemas seen, by their JSON text. */
+const grammars = new WeakMap<VocabularyIndex, ByteBudgetCache<string, JsonGrammar>>();
 
 /**
- * The constraint of `schema` over `tokenizer`'s vocabulary [0, vocabSize): UnsupportedError for a
- * schema it cannot enforce. Grammars of the same schema are shared (with their masks).
+ * The constraint of a compiled schema over `tokenizer`'s vocabulary [0, vocabSize) (UnsupportedError
+ * for a tokenizer whose tokens are not byte strings). Grammars of the same schema are shared (with
+ * their masks) while they fit GRAMMAR_CACHE_BYTES.
  */
-export async function jsonSchemaConstraint(tokenizer: Tokenizer, vocabSize: number, schema: JsonSchema, stopTokens: readonly number[]): Promise<TokenConstraint> {
-  const key = JSON.stringify(schema);
-  const root = compileJsonSchema(schema);
+export async function jsonSchemaConstraint(tokenizer: Tokenizer, vocabSize: number, schema: CompiledJsonSchema, stopTokens: readonly number[]): Promise<TokenConstraint> {
   const index = await vocabularyIndex(tokenizer, vocabSize);
   let byKey = grammars.get(index);
   if (byKey === undefined) {
-    byKey = new Map();
+    const maskBytes = MASKS_PER_GRAMMAR * index.words * 4;
+    byKey = new ByteBudgetCache(GRAMMAR_CACHE_BYTES, (g) => g.bytes + maskBytes);
     grammars.set(index, byKey);
   }
-  let grammar = byKey.get(key);
+  let grammar = byKey.get(schema.key);
   if (grammar === undefined) {
-    grammar = new JsonGrammar(root, index);
-    if (byKey.size >= GRAMMARS_PER_VOCABULARY) byKey.delete(byKey.keys().next().value!);
-    byKey.set(key, grammar);
+    grammar = new JsonGrammar(schema.root, index, schema.bytes);
+    byKey.set(schema.key, grammar);
   }
   return new TokenConstraint(grammar, stopTokens);
 }

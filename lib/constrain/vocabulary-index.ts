@@ -13,6 +13,7 @@
 import { UnsupportedError } from '../errors';
 import type { Tokenizer } from '../tokenizers';
 import { NodeIds, StringNode } from './json-nodes';
+import { inSlices } from './slices';
 
 export interface VocabularyIndex {
   /** Token ids run over [0, vocabSize) (the model's; the tokenizer's may be smaller). */
@@ -238,21 +239,8 @@ function* build(tokenizer: Tokenizer, vocabSize: number): Generator<void, Vocabu
   };
 }
 
-/** Tokens per slice of work, and the time the event loop is held before it gets a turn. */
+/** Tokens per slice of work. */
 const SLICE = 1024;
-const SLICE_MS = 8;
-
-async function inSlices<T>(steps: Generator<void, T>): Promise<T> {
-  let start = performance.now();
-  for (;;) {
-    const step = steps.next();
-    if (step.done) return step.value;
-    if (performance.now() - start > SLICE_MS) {
-      await new Promise((resolve) => setImmediate(resolve));
-      start = performance.now();
-    }
-  }
-}
 
 const cache = new WeakMap<Tokenizer, Map<number, Promise<VocabularyIndex>>>();
 

@@ -11,6 +11,7 @@ import type { BertConfig } from '../architectures/bert';
 import { fromNativeError, withAbort } from './native-errors';
 import { nativeWeightsSpec } from './native-spec';
 
+/** How token vectors become a sentence vector: 'mean' (over the attention mask), 'cls' or 'max'. */
 export type Pooling = BertConfig['pooling'];
 
 /**

@@ -25,7 +25,10 @@ export interface BatchStepRow<S extends LoopSession> {
   /** The token fed at the session's position. */
   token: number;
   sampler: Sampler;
+  /** Read once per Sampler and object (NativeSession.step). */
   params?: NativeSamplingParams;
+  /** This step's allowed-token bitset. */
+  allowedTokens?: Uint32Array;
   /** Aborts this row alone: aborted before the step, the row is left out; during it, not committed. */
   signal?: AbortSignal;
 }
@@ -39,7 +42,8 @@ interface Waiting<S extends LoopSession> {
   session: S;
   token: number;
   sampler: Sampler;
-  params: NativeSamplingParams;
+  params: NativeSamplingParams | undefined;
+  allowedTokens: Uint32Array | undefined;
   signal: AbortSignal | undefined;
   resolve(token: number): void;
   reject(error: unknown): void;
@@ -55,17 +59,24 @@ export class DecodeLoop<S extends LoopSession> {
   private waiting: Waiting<S>[] = [];
   private running = false;
   private scheduled = false;
+  private readonly stepListeners = new Set<(rows: number) => void>();
 
   constructor(private readonly engine: BatchStepper<S>) {}
+
+  /** Calls `listener` with the row count of each batched step as it starts (a server's batch-size metric); returns the unsubscribe. */
+  onStep(listener: (rows: number) => void): () => void {
+    this.stepListeners.add(listener);
+    return () => this.stepListeners.delete(listener);
+  }
 
   /**
    * Feeds `token` to `session` and resolves to the next token, drawn with `sampler` as
    * `session.step([token], sampler, params)` draws it, in the next batched step.
    */
-  step(session: S, token: number, sampler: Sampler, params: NativeSamplingParams, signal?: AbortSignal): Promise<number> {
+  step(session: S, token: number, sampler: Sampler, params: NativeSamplingParams | undefined, signal?: AbortSignal, allowedTokens?: Uint32Array): Promise<number> {
     if (signal?.aborted) return Promise.reject(abortError(signal));
     return new Promise<number>((resolve, reject) => {
-      const entry: Waiting<S> = { session, token, sampler, params, signal, resolve, reject, detach: () => {} };
+      const entry: Waiting<S> = { session, token, sampler, params, allowedTokens, signal, resolve, reject, detach: () => {} };
       if (signal) {
         // While waiting, an abort takes the entry out at once.
         const onAbort = () => this.cancelEntry(entry, abortError(signal));
@@ -121,6 +132,7 @@ export class DecodeLoop<S extends LoopSession> {
     });
     try {
       if (ready.length > 0) {
+        for (const listener of this.stepListeners) listener(ready.length);
         const tokens = await this.engine.stepBatch(ready);
         ready.forEach((row, i) => {
           const token = tokens[i];

@@ -8,20 +8,21 @@
  *   const session = engine.createSession({ contextLength: 2048 });
  *   const logits = await session.eval(promptIds);        // Float32Array [vocab], last position
  */
-import type {
-  DecoderLoadInfo,
-  DecoderModel as NativeDecoderModel,
-  DecoderNativeConfig,
-  DecoderSession as NativeDecoderSession,
-  KvCacheType,
-  NativeSamplingParams,
-  Sampler,
-} from '../../binding';
-import { DECODER_NAMES, DECODER_VARIANTS, decoderTensorShapes, isDecoderConfig, type DecoderConfig } from '../architectures/decoder';
+import type { DecoderLoadInfo, DecoderModel as NativeDecoderModel, DecoderSession as NativeDecoderSession, NativeSamplingParams, Sampler } from '../../binding';
+import {
+  DECODER_NAMES,
+  DECODER_VARIANTS,
+  decoderTensorShapes,
+  isDecoderConfig,
+  type DecoderConfig,
+  type DecoderQuant,
+  type KvCacheType,
+} from '../architectures/decoder';
 import { AbortError, DisposedError, UnsupportedError, WeightFormatError } from '../errors';
 import { native } from '../native';
 import type { ModelWeights } from '../weights';
 import { DecodeLoop, type BatchStepRow } from './decode-loop';
+import type { StepOptions } from '../generate';
 import { defaultContextLength, KvSession } from './kv-session';
 import { fromNativeError } from './native-errors';
 import { nativeWeightsSpec } from './native-spec';
@@ -37,7 +38,7 @@ export interface DecoderLoadOptions {
    * GGUF block types, Q8_0 included, run in place against 8-bit activations). 'q8_0': quantize f32/f16/bf16 matrices to Q8_0 (faster,
    * approximate). 'f32': dequantize everything to f32 (the exact path: no activation quantization).
    */
-  quant?: 'none' | 'q8_0' | 'f32';
+  quant?: DecoderQuant;
   /** Q8_0 group size for quant 'q8_0' (matrices whose rows it does not divide stay as stored). Default 32. */
   groupSize?: number;
   /**
@@ -72,25 +73,6 @@ export interface EvalOptions {
   signal?: AbortSignal;
 }
 
-/** The config fields the native engine reads. */
-function nativeConfig(c: DecoderConfig): DecoderNativeConfig {
-  const { hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, vocabSize, maxSeqLen } = c;
-  const { rmsNormEps, ropeTheta, ropePairing, tieWordEmbeddings, qkNorm, qkvBias, ropeFreqFactors } = c;
-  const { slidingWindow, slidingWindowPattern, ropeLocalTheta, normWeightOffset, sandwichNorms, activation, embeddingScale, queryPreAttnScalar } = c;
-  return {
-    hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, vocabSize, maxSeqLen, rmsNormEps, ropeTheta, ropePairing, tieWordEmbeddings, qkNorm,
-    qkvBias: qkvBias ?? false,
-    ...(ropeFreqFactors ? { ropeFreqFactors } : {}),
-    // Gemma 3 and Mistral (absent: Llama's behaviour).
-    ...(slidingWindow !== undefined ? { slidingWindow, slidingWindowPattern: slidingWindowPattern ?? 0, ropeLocalTheta: ropeLocalTheta ?? ropeTheta } : {}),
-    normWeightOffset: normWeightOffset ?? 0,
-    sandwichNorms: sandwichNorms ?? false,
-    activation: activation ?? 'silu',
-    embeddingScale: embeddingScale ?? 1,
-    queryPreAttnScalar: queryPreAttnScalar ?? headDim,
-  };
-}
-
 /** The tensors of `weights` the decoder reads, as native views (the native side checks them all again). */
 export function decoderWeightsSpec(weights: ModelWeights) {
   const c = weights.config;
@@ -100,7 +82,9 @@ export function decoderWeightsSpec(weights: ModelWeights) {
   const needed = new Set(decoderTensorShapes(c).map((t) => t.name));
   if (c.tieWordEmbeddings) needed.delete(DECODER_NAMES.lmHead);
   // Matrices stored transposed (Fortran-order .npy) are transposed once at load (loadInfo.converted).
-  return { spec: nativeWeightsSpec(weights, (name) => needed.has(name), true), config: nativeConfig(c) };
+  // The config crosses as it is (native/napi/decoder_config.cc reads its fields by these names), as
+  // a copy the caller may edit.
+  return { spec: nativeWeightsSpec(weights, (name) => needed.has(name), true), config: { ...c } };
 }
 
 export class DecoderEngine {
@@ -164,10 +148,15 @@ export class DecoderEngine {
     return wrapped;
   }
 
+  /** Calls `listener` with the row count of each batched step of this engine's batched sessions; returns the unsubscribe. */
+  onBatchStep(listener: (rows: number) => void): () => void {
+    return (this.loop ??= new DecodeLoop(this)).onStep(listener);
+  }
+
   /**
    * One decode step of several sessions of this engine together: row i feeds `token` at its
-   * session's position and picks the next token with its `sampler` and `params`, exactly as
-   * `session.step([token], sampler, params)` would, but the weights are read once for all rows.
+   * session's position and picks the next token with its `sampler`, `params` and `allowedTokens`,
+   * exactly as `session.step([token], sampler, params, { allowedTokens })` would, but the weights are read once for all rows.
    * The sessions must be distinct and idle (no call running or queued: ERR_WEIGHTMAP_BUSY).
    * Resolves to each row's token, or an AbortError for a row whose session or signal was aborted
    * (that session keeps its position; the other rows are unaffected).
@@ -191,7 +180,13 @@ export class DecoderEngine {
         unlisten.push(() => signal.removeEventListener('abort', onAbort));
       }
       const ids = Int32Array.from(live, (i) => rows[i].token);
-      const tokens = await model.stepBatch(natives, ids, live.map((i) => rows[i].sampler), live.map((i) => rows[i].params));
+      const tokens = await model.stepBatch(
+        natives,
+        ids,
+        live.map((i) => rows[i].sampler),
+        live.map((i) => rows[i].params),
+        live.map((i) => rows[i].allowedTokens),
+      );
       live.forEach((i, j) => {
         if (tokens[j] >= 0) out[i] = tokens[j];
       });
@@ -244,9 +239,22 @@ export class DecoderEngineSession extends KvSession<NativeDecoderSession> {
     return this.enqueue(options.signal, (session) => session.eval(hidden));
   }
 
+  /**
+   * The bytes allocatedCacheBytes will be once the cache has room for `positions`: the decoder's
+   * growth rule (binding.d.ts: to twice its positions or to those needed, whichever is more, up to
+   * the context; cacheBytes is the full context's).
+   */
+  allocatedCacheBytesFor(positions: number): number {
+    const session = this.live();
+    const perPosition = session.cacheBytes / session.contextLength;
+    const rows = Math.round(session.allocatedCacheBytes / perPosition);
+    if (positions <= rows) return session.allocatedCacheBytes;
+    return Math.min(session.contextLength, Math.max(positions, 2 * rows)) * perPosition;
+  }
+
   /** KvSession.step; a one-token step of a session made with `batched` runs in the engine's next batched step. */
-  override step(ids: ArrayLike<number>, sampler: Sampler, params: NativeSamplingParams = {}, options: { signal?: AbortSignal } = {}): Promise<number> {
-    if (this.loop && ids.length === 1) return this.loop.step(this, ids[0], sampler, params, options.signal);
+  override step(ids: ArrayLike<number>, sampler: Sampler, params?: NativeSamplingParams, options: StepOptions = {}): Promise<number> {
+    if (this.loop && ids.length === 1) return this.loop.step(this, ids[0], sampler, params, options.signal, options.allowedTokens);
     return super.step(ids, sampler, params, options);
   }
 

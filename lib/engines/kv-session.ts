@@ -6,6 +6,7 @@
  */
 import type { NativeSamplingParams, NativeSession, Sampler } from '../../binding';
 import { AbortError, DisposedError, rangeError } from '../errors';
+import type { StepOptions } from '../generate';
 import { fromNativeError } from './native-errors';
 
 /** The positions a session holds unless the caller says: the model's maximum, capped at 4096. */
@@ -54,9 +55,14 @@ export abstract class KvSession<S extends NativeSession = NativeSession> {
     return this.native?.contextLength ?? 0;
   }
 
-  /** Bytes of the KV cache. */
+  /** Bytes of the KV cache (binding.d.ts NativeSession.cacheBytes). */
   get cacheBytes(): number {
     return this.native?.cacheBytes ?? 0;
+  }
+
+  /** Bytes of the KV cache allocated now (binding.d.ts NativeSession.allocatedCacheBytes). */
+  get allocatedCacheBytes(): number {
+    return this.native?.allocatedCacheBytes ?? 0;
   }
 
   /** The token ids the KV cache holds, oldest first (kept by the native session). */
@@ -77,13 +83,15 @@ export abstract class KvSession<S extends NativeSession = NativeSession> {
    * One generation step in one native call: feeds `ids`, then picks the next token from the last
    * position's logits with `sampler` (its generator state carries over between steps), the
    * penalties looking at every token the session holds. Resolves to the token id; the token is
-   * not fed yet (pass it to the next step). A Sampler serves one step at a time.
+   * not fed yet (pass it to the next step). A Sampler serves one step at a time. `params` is read
+   * once per Sampler and object (pass the same object at every step of a generation);
+   * `options.allowedTokens` is this step's allowed-token bitset.
    */
-  step(ids: ArrayLike<number>, sampler: Sampler, params: NativeSamplingParams = {}, options: { signal?: AbortSignal } = {}): Promise<number> {
+  step(ids: ArrayLike<number>, sampler: Sampler, params?: NativeSamplingParams, options: StepOptions = {}): Promise<number> {
     const input = ids instanceof Int32Array ? ids : Int32Array.from(ids);
     return this.enqueue(options.signal, (session) => {
       this.checkFits(session, input.length, 'step: no token ids');
-      return session.step(input, sampler, params);
+      return session.step(input, sampler, params, options.allowedTokens);
     });
   }
 

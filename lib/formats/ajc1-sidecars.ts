@@ -111,8 +111,11 @@ export function chatTemplateSource(dir: string, config: HfJson | undefined): str
   return fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : undefined;
 }
 
-/** The four `.template*` texts of an HF folder; undefined when it has no chat template. */
-export function ajc1TemplatesFromHf(dir: string): Ajc1TemplateSet | undefined {
+/**
+ * The four `.template*` texts of an HF folder; undefined when it has no chat template. The
+ * template is code from the folder: it renders in the render worker, within its budget.
+ */
+export async function ajc1TemplatesFromHf(dir: string): Promise<Ajc1TemplateSet | undefined> {
   const configPath = nodePath.join(dir, 'tokenizer_config.json');
   const config = fs.existsSync(configPath) ? (readJsonFile(configPath) as HfJson) : undefined;
   const source = chatTemplateSource(dir, config);
@@ -120,11 +123,11 @@ export function ajc1TemplatesFromHf(dir: string): Ajc1TemplateSet | undefined {
   const template = jinjaChatTemplate(source, { bosToken: tokenText(config?.bos_token), eosToken: tokenText(config?.eos_token) });
   const user: ChatMessage[] = [{ role: 'user', content: '%s' }];
   const system: ChatMessage[] = [{ role: 'system', content: '%s' }, ...user];
-  const render = (messages: ChatMessage[], enableThinking: boolean) => template.render(messages, { addGenerationPrompt: true, enableThinking });
+  const render = (messages: ChatMessage[], enableThinking: boolean) => template.renderAsync(messages, { addGenerationPrompt: true, enableThinking });
   return {
-    default: render(user, false),
-    withThinking: render(user, true),
-    withSystem: render(system, false),
-    withSystemAndThinking: render(system, true),
+    default: await render(user, false),
+    withThinking: await render(user, true),
+    withSystem: await render(system, false),
+    withSystemAndThinking: await render(system, true),
   };
 }

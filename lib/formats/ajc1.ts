@@ -474,7 +474,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   // made from the tokenizer files of the HF folder the weights were read from (export.py).
   const hfFolder = hfSideFolder(weights);
   const tokenizer = await ajc1TokenizerOf(weights, c.vocabSize, c.bosTokenId, c.eosTokenIds?.[0]);
-  const templates = (weights.metadata.templates as Ajc1Templates | undefined) ?? (hfFolder ? ajc1TemplatesFromHf(hfFolder) : undefined);
+  const templates = (weights.metadata.templates as Ajc1Templates | undefined) ?? (hfFolder ? await ajc1TemplatesFromHf(hfFolder) : undefined);
 
   await writeOutputs(weights, options, async (out) => {
     // Sidecars first: a destination that is an input is refused before the checkpoint is written.

@@ -29,7 +29,7 @@
 import { rangeError, UnsupportedError } from '../errors';
 import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import type { FloatDType } from './dtype-convert';
-import { DECODER_VARIANTS, isDecoderConfig, unheldFields, variantNames, type DecoderConfig } from '../architectures/decoder';
+import { DECODER_VARIANTS, decoderFusedTensors, isDecoderConfig, SCALAR_FIELDS, unheldFields, variantNames, variantScalars, type DecoderConfig, type DecoderVariant } from '../architectures/decoder';
 import { decodeVocabularySteps } from '../tokenizers/deferred-vocabulary';
 import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggmlBlockTypeId, ggufTensorName } from './gguf';
 import { GGML_Q8_0_TYPE, GGML_Q8_BLOCK, GGML_Q8_BLOCK_BYTES, ggmlQ8Chunks, llamaCppQuantizes } from './ggml-q8';
@@ -214,7 +214,7 @@ function vocabularyKvs(t: Extract<TokenizerData, { kind: 'gguf' }> | EncodedGguf
 /** The decoder fields beyond Llama's written from other formats (the keys below; no biases, no rope_freqs). */
 const GGUF_WRITER_HOLDS = [
   'qkNorm', 'slidingWindow', 'slidingWindowPattern', 'ropeLocalTheta', 'sandwichNorms', 'activation', 'embeddingScale',
-  'queryPreAttnScalar', 'normWeightOffset',
+  'queryPreAttnScalar', 'normWeightOffset', 'noRopeLayerInterval', 'ropeDim', ...SCALAR_FIELDS,
 ];
 
 /** Sliding-window keys: Mistral's window (llama.cpp ignores it), Gemma 3's window, pattern and local RoPE base. */
@@ -240,6 +240,10 @@ async function decoderKvs(weights: ModelWeights): Promise<KvEntry[]> {
   const a = DECODER_VARIANTS[c.architecture].ggufArchitecture;
   // llama.cpp derives Gemma 3's attention scale from the head size (src/models/gemma3.cpp).
   const llamaCppScalar = c.numLayers === 62 ? c.hiddenSize / c.numHeads : c.headDim;
+  const noRope: DecoderVariant = DECODER_VARIANTS[c.architecture];
+  if (c.noRopeLayerInterval !== noRope.noRopeLayerInterval) {
+    throw new UnsupportedError(`GGUF ${a} cannot store layers without RoPE every ${c.noRopeLayerInterval ?? 'no'} layers (llama.cpp fixes ${noRope.noRopeLayerInterval ?? 'none'})`);
+  }
   if (c.architecture === 'gemma3' && (c.queryPreAttnScalar ?? c.headDim) !== llamaCppScalar) {
     throw new UnsupportedError(`GGUF cannot store Gemma 3's query_pre_attn_scalar ${c.queryPreAttnScalar} (llama.cpp uses ${llamaCppScalar})`);
   }
@@ -253,10 +257,11 @@ async function decoderKvs(weights: ModelWeights): Promise<KvEntry[]> {
     [`${a}.attention.head_count_kv`, 'u32', c.numKvHeads],
     [`${a}.attention.key_length`, 'u32', c.headDim],
     [`${a}.attention.value_length`, 'u32', c.headDim],
-    [`${a}.rope.dimension_count`, 'u32', c.headDim],
+    [`${a}.rope.dimension_count`, 'u32', c.ropeDim ?? c.headDim],
     [`${a}.rope.freq_base`, 'f32', c.ropeTheta],
     [`${a}.attention.layer_norm_rms_epsilon`, 'f32', c.rmsNormEps],
     ...slidingWindowKvs(c, a),
+    ...variantScalars(c.architecture).filter((s) => c[s.field] !== undefined).map((s): KvEntry => [`${a}.${s.gguf}`, 'f32', c[s.field]]),
     ...vocabularyKvs(await vocabularyOf(weights, c.vocabSize), jinjaChatTemplateOf(weights), c.eosTokenIds),
   ];
 }
@@ -329,6 +334,51 @@ function planTensorBytes(weights: ModelWeights, view: TensorView, options: Write
   return { name, dims, ggmlType: FLOAT_TYPES[dtype], byteLength, emit: () => ({ view, dtype }) };
 }
 
+/**
+ * The planned tensors with a fused variant's parts joined where the first part was (Phi-3's
+ * attn_qkv, and ffn_up holding gate then up, as llama.cpp loads them): the parts' bytes one after
+ * the other when they share a stored type, else their floats.
+ */
+function withFusedTensors(weights: ModelWeights, planned: Planned[]): Planned[] {
+  const c = weights.config;
+  const groups = isDecoderConfig(c) ? decoderFusedTensors(c) : [];
+  if (groups.length === 0) return planned;
+  const byView = new Map(planned.filter((p) => p.view).map((p) => [p.view!.name, p]));
+  const first = new Map<string, [string, string[]]>();
+  const inGroup = new Set<string>();
+  for (const g of groups) {
+    first.set(g[1][0], g);
+    for (const name of g[1]) inGroup.add(name);
+  }
+  const out: Planned[] = [];
+  for (const p of planned) {
+    const name = p.view?.name;
+    if (name === undefined || !inGroup.has(name)) {
+      out.push(p);
+      continue;
+    }
+    const g = first.get(name);
+    if (!g) continue;
+    const parts = g[1].map((n) => byView.get(n));
+    if (!parts.every((q): q is Planned => q?.view !== undefined)) throw new UnsupportedError(`cannot join the parts of '${g[0]}'`);
+    const views = parts.map((q) => q.view!);
+    const rows = parts.reduce((n, q) => n + q.dims[1], 0);
+    const dims = [p.dims[0], rows];
+    const sameType = parts.every((q) => q.ggmlType === p.ggmlType && !q.quantized && q.view!.dtype === p.view!.dtype && !q.view!.transposed && q.byteLength === q.view!.byteLength);
+    const joined = ggufTensorName(g[0]);
+    if (sameType) {
+      out.push({ name: joined, view: p.view, dims, ggmlType: p.ggmlType, byteLength: parts.reduce((n, q) => n + q.byteLength, 0), emit: () => views.flatMap((v) => [...rawChunks(v)]) });
+    } else {
+      if (!views.every(isFloatReadable)) throw new UnsupportedError(`cannot join the parts of '${g[0]}'`);
+      const floats = function* () {
+        for (const v of views) yield* f32Chunks(v);
+      };
+      out.push({ name: joined, view: p.view, dims, ggmlType: FLOAT_TYPES.f32, byteLength: numel(dims) * 4, emit: () => ({ floats: floats(), dtype: 'f32' }) });
+    }
+  }
+  return out;
+}
+
 interface ListedTensor {
   name: string;
   shape: number[];
@@ -346,7 +396,7 @@ interface ListedTensor {
 function ggufSourceTensors(weights: ModelWeights, options: WriteOptions): Planned[] {
   const listed = (weights.metadata['gguf.tensors'] ?? []) as ListedTensor[];
   const src = weights.sources[0];
-  const planned = weights.tensors.map((v) => planTensor(weights, v, options));
+  const planned = withFusedTensors(weights, weights.tensors.map((v) => planTensor(weights, v, options)));
   const byName = new Map(planned.map((p) => [p.name, p]));
   const out: Planned[] = [];
   for (const t of listed) {
@@ -390,7 +440,7 @@ export async function writeGguf(weights: ModelWeights, path: string, options: Wr
   if (unheld.length > 0) throw new UnsupportedError(`GGUF output from ${weights.format} holds no ${unheld.join(', ')} (this ${c.architecture} model has them)`);
   if (fromGguf && weights.tokenizer) await runYielding(decodeVocabularySteps(weights.tokenizer));
   const alignment = fromGguf && typeof weights.metadata['general.alignment'] === 'number' ? (weights.metadata['general.alignment'] as number) : GGUF_DEFAULT_ALIGNMENT;
-  const tensors = fromGguf ? ggufSourceTensors(weights, options) : weights.tensors.map((v) => planTensor(weights, v, options));
+  const tensors = fromGguf ? ggufSourceTensors(weights, options) : withFusedTensors(weights, weights.tensors.map((v) => planTensor(weights, v, options)));
   if (new Set(tensors.map((t) => t.name)).size !== tensors.length) throw rangeError('duplicate tensor names');
   const kvs0 = fromGguf ? sourceKvs(weights) : await decoderKvs(weights);
   const kvs = tensors.some((t) => t.quantized) ? withQ8FileType(kvs0) : kvs0;

@@ -25,10 +25,10 @@
  * metadata holds every key/value, plus 'gguf.version', 'gguf.alignment', 'gguf.types' (the value
  * type of each key) and 'gguf.tensors' (every tensor info, supported or not). Writer: gguf-writer.ts.
  */
-import { DECODER_NAMES, DECODER_VARIANTS, decoderArchitectureOfGguf, decoderTensorShapes, normalizedSlidingPattern, slidingPatternOf, variantFields, type DecoderArchitecture, type DecoderConfig } from '../architectures/decoder';
+import { DECODER_NAMES, DECODER_VARIANTS, decoderArchitectureOfGguf, decoderFusedParts, decoderTensorShapes, normalizedSlidingPattern, variantScalars, type DecoderVariant, slidingPatternOf, variantFields, type DecoderArchitecture, type DecoderConfig } from '../architectures/decoder';
 import { mapFile, type MappedSource } from '../mapping';
 import { native } from '../native';
-import { GGML_BLOCK_LAYOUT, type DType, type GgmlBlockDType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import { GGML_BLOCK_LAYOUT, rowBlockView, type DType, type GgmlBlockDType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import type { ModelConfig } from '../architectures/model-config';
 import { isUtf8 } from 'node:buffer';
 import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from './bytes';
@@ -467,8 +467,11 @@ const SANDWICH_NORMS: Record<string, (l: number) => string> = {
   post_ffw_norm: DECODER_NAMES.postFfnNorm,
 };
 
-/** llama.cpp tensor name -> canonical decoder name (`sandwich`: Gemma 3's norm names). */
-export function canonicalDecoderName(ggufName: string, sandwich = false): string | undefined {
+/**
+ * llama.cpp tensor name -> canonical decoder name (`sandwich`: Gemma 3's norm names; `fused`:
+ * Phi-3's attn_qkv and its ffn_up, which holds gate and up, as the fused names).
+ */
+export function canonicalDecoderName(ggufName: string, sandwich = false, fused = false): string | undefined {
   switch (ggufName) {
     case 'token_embd.weight': return DECODER_NAMES.embed;
     case 'output_norm.weight': return DECODER_NAMES.norm;
@@ -482,6 +485,8 @@ export function canonicalDecoderName(ggufName: string, sandwich = false): string
     return biases[m[2]]?.(l);
   }
   if (sandwich && SANDWICH_NORMS[m[2]]) return SANDWICH_NORMS[m[2]](l);
+  if (fused && m[2] === 'attn_qkv') return DECODER_NAMES.qkv(l);
+  if (fused && m[2] === 'ffn_up') return DECODER_NAMES.gateUp(l);
   const perLayer: Record<string, (l: number) => string> = {
     attn_norm: DECODER_NAMES.attnNorm,
     attn_q: DECODER_NAMES.q,
@@ -500,6 +505,8 @@ export function canonicalDecoderName(ggufName: string, sandwich = false): string
 
 /** Canonical decoder name -> llama.cpp tensor name (the inverse of canonicalDecoderName); other names unchanged. */
 export function ggufTensorName(canonical: string, sandwich = false): string {
+  const fused = /^model\.layers\.(0|[1-9][0-9]*)\.(self_attn\.qkv_proj|mlp\.gate_up_proj)\.weight$/.exec(canonical);
+  if (fused) return `blk.${fused[1]}.${fused[2] === 'mlp.gate_up_proj' ? 'ffn_up' : 'attn_qkv'}.weight`;
   switch (canonical) {
     case DECODER_NAMES.embed: return 'token_embd.weight';
     case DECODER_NAMES.norm: return 'output_norm.weight';
@@ -640,9 +647,8 @@ function decoderConfig(kv: Kv, bytes: Buffer, architecture: DecoderArchitecture,
   if (kv.has(`${arch}.attention.value_length`) && kv.int(`${arch}.attention.value_length`) !== headDim) {
     fail('UNSUPPORTED', 'value_length different from key_length', { path, expected: headDim, found: kv.int(`${arch}.attention.value_length`) });
   }
-  if (kv.has(`${arch}.rope.dimension_count`) && kv.int(`${arch}.rope.dimension_count`) !== headDim) {
-    fail('UNSUPPORTED', 'partial rotary embeddings (rope.dimension_count != head dim)', { path, expected: headDim, found: kv.int(`${arch}.rope.dimension_count`) });
-  }
+  const ropeDim = kv.int(`${arch}.rope.dimension_count`, headDim);
+  if (ropeDim > headDim || ropeDim % 2 !== 0) fail('CONFIG_MISMATCH', 'rope.dimension_count must be even and at most the head dim', { path, expected: `even, <= ${headDim}`, found: ropeDim });
   const scaling = kv.str(`${arch}.rope.scaling.type`);
   if (scaling !== undefined && scaling !== 'none') fail('UNSUPPORTED', `rope scaling '${scaling}'`, { path, found: scaling });
   if (headDim % 2 !== 0) fail('CONFIG_MISMATCH', 'the head dim must be even for RoPE', { path, expected: 'even', found: headDim });
@@ -689,6 +695,8 @@ function decoderConfig(kv: Kv, bytes: Buffer, architecture: DecoderArchitecture,
       config.ropeLocalTheta = kv.float(`${arch}.rope.freq_base_swa`, 10000);
     }
   }
+  if (ropeDim !== headDim) config.ropeDim = ropeDim;
+  for (const s of variantScalars(architecture)) if (kv.has(`${arch}.${s.gguf}`)) config[s.field] = kv.float(`${arch}.${s.gguf}`, 1);
   const factors = ropeFreqFactors(bytes, path, byName.get('rope_freqs.weight'), headDim);
   if (factors) config.ropeFreqFactors = factors;
   if (tokenizer?.kind === 'gguf') {
@@ -806,28 +814,43 @@ function build(src: MappedSource, file: GgufFile): Omit<ModelWeights, 'path' | '
     const byName = new Map(file.tensors.map((t) => [t.name, t]));
     const config = decoderConfig(kv, src.bytes, architecture, byName, tokenizer);
     const sandwich = config.sandwichNorms === true;
+    const fused = (DECODER_VARIANTS[config.architecture] as DecoderVariant).fusedProjections === true;
+    const partsOf = decoderFusedParts(config);
     checkLayerCount(`metadata '${arch}.block_count'`, config.numLayers, file.tensors.length, { path });
-    const canonical = new Map<string, GgufTensorInfo>();
+    // Each tensor as its canonical views: a fused one as views of its row blocks.
+    const canonical = new Map<string, { t: GgufTensorInfo; view?: TensorView }>();
+    const tensors: TensorView[] = [];
     for (const t of file.tensors) {
-      const name = canonicalDecoderName(t.name, sandwich);
-      if (name === undefined) continue;
+      const name = canonicalDecoderName(t.name, sandwich, fused);
       const layer = /^blk\.(\d+)\./.exec(t.name);
-      if (layer && Number(layer[1]) >= config.numLayers) {
+      if (name !== undefined && layer && Number(layer[1]) >= config.numLayers) {
         fail('CONFIG_MISMATCH', `tensor '${t.name}' belongs to a layer past block_count`, { path, offset: t.byteOffset, expected: `< ${config.numLayers}`, found: Number(layer[1]) });
       }
-      canonical.set(name, t);
+      const view = t.supported ? viewOf(src, t, name ?? t.name) : undefined;
+      const parts = name === undefined ? undefined : partsOf(name);
+      if (!parts) {
+        if (name !== undefined) canonical.set(name, { t, view });
+        if (view) tensors.push(view);
+        continue;
+      }
+      const rows = parts.reduce((n, p) => n + p.rows, 0);
+      if (t.shape.length !== 2 || t.shape[0] !== rows) fail('SHAPE_MISMATCH', `tensor '${t.name}' disagrees with the metadata`, { path, offset: t.byteOffset, expected: `[${rows}, ...]`, found: t.shape });
+      for (const p of parts) {
+        const partView = view && rowBlockView(view, p.name, p.row0, p.rows);
+        canonical.set(p.name, { t, view: partView });
+        if (partView) tensors.push(partView);
+      }
     }
     for (const spec of decoderTensorShapes(config)) {
-      const t = canonical.get(spec.name);
-      if (!t) fail('MISSING_TENSOR', `the ${arch} model has no tensor for '${spec.name}'`, { path, expected: spec.name, found: 'absent' });
-      if (t.shape.length !== spec.shape.length || t.shape.some((v, i) => v !== spec.shape[i])) {
-        fail('SHAPE_MISMATCH', `tensor '${t.name}' disagrees with the metadata`, { path, offset: t.byteOffset, expected: spec.shape, found: t.shape });
+      const found = canonical.get(spec.name);
+      if (!found) fail('MISSING_TENSOR', `the ${arch} model has no tensor for '${spec.name}'`, { path, expected: spec.name, found: 'absent' });
+      const { t, view } = found;
+      const shape = view?.shape ?? t.shape;
+      if (shape.length !== spec.shape.length || shape.some((v, i) => v !== spec.shape[i])) {
+        fail('SHAPE_MISMATCH', `tensor '${t.name}' disagrees with the metadata`, { path, offset: t.byteOffset, expected: spec.shape, found: shape });
       }
-      if (!t.supported) fail('UNSUPPORTED', `tensor '${t.name}' has ggml type ${t.typeName}, which weightmap does not read`, { path, offset: t.byteOffset, expected: supportedTypeNames(), found: t.typeName });
+      if (!view) fail('UNSUPPORTED', `tensor '${t.name}' has ggml type ${t.typeName}, which weightmap does not read`, { path, offset: t.byteOffset, expected: supportedTypeNames(), found: t.typeName });
     }
-    const tensors = file.tensors
-      .filter((t) => t.supported)
-      .map((t) => viewOf(src, t, canonicalDecoderName(t.name, sandwich) ?? t.name));
     return { ...common, architecture: config.architecture, config, tensors };
   }
   const config: ModelConfig = { architecture: 'unknown' };

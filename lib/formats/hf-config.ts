@@ -23,7 +23,7 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { ARCHITECTURES, architectureOfHf, type KnownArchitecture } from '../architectures';
-import { DECODER_VARIANTS, isDecoderArchitecture, isDecoderConfig, isSlidingLayer, llama3RopeFactors, normalizedSlidingPattern, slidingPatternOf, variantFields, type DecoderArchitecture, type Llama3RopeScaling, type DecoderConfig } from '../architectures/decoder';
+import { DECODER_VARIANTS, isDecoderArchitecture, isRopeLayer, variantScalars, isDecoderConfig, isSlidingLayer, llama3RopeFactors, normalizedSlidingPattern, slidingPatternOf, variantFields, type DecoderArchitecture, type Llama3RopeScaling, type DecoderConfig, type DecoderVariant } from '../architectures/decoder';
 import type { BertConfig } from '../architectures/bert';
 import type { ModelConfig } from '../architectures/model-config';
 import type { MoondreamConfig } from '../architectures/moondream';
@@ -156,11 +156,28 @@ function hfSlidingWindow(hf: HfJson, architecture: DecoderArchitecture, numLayer
   return pattern === 1 ? {} : { slidingWindow, ...(pattern ? { slidingWindowPattern: pattern } : {}) };
 }
 
+/**
+ * SmolLM3's layers without RoPE: `no_rope_layers` (1: the layer rotates, one entry per layer) when
+ * given, which must be "every Nth layer" for N = no_rope_layer_interval (default: the variant's).
+ */
+function hfNoRopeInterval(f: Fields, architecture: DecoderArchitecture, numLayers: number): number | undefined {
+  const fixed = (DECODER_VARIANTS[architecture] as DecoderVariant).noRopeLayerInterval;
+  if (fixed === undefined) return undefined;
+  const interval = f.int('no_rope_layer_interval', fixed);
+  const list = f.json.no_rope_layers;
+  if (list === undefined || list === null) return interval;
+  const want = Array.from({ length: numLayers }, (_, l) => (isRopeLayer({ noRopeLayerInterval: interval }, l) ? 1 : 0));
+  if (!Array.isArray(list) || list.length !== numLayers || list.some((v, l) => v !== want[l])) {
+    return unsupported(f.path, `no_rope_layers other than every ${interval}th layer (no_rope_layer_interval)`, list);
+  }
+  return interval;
+}
+
 /** DecoderConfig from an HF Llama, Qwen2, Qwen3, Mistral or Gemma 3 config.json. */
 export function decoderConfigFromHf(hf: HfJson, path?: string): DecoderConfig {
   const architecture = hfArchitecture(hf);
   if (!isDecoderArchitecture(architecture)) {
-    return fail('CONFIG_MISMATCH', 'config.json does not describe a Llama, Qwen2, Qwen3, Mistral or Gemma 3 model', { path, expected: Object.keys(DECODER_VARIANTS).join(' | '), found: hf.model_type ?? hf.architectures });
+    return fail('CONFIG_MISMATCH', 'config.json does not describe a Llama, Qwen2, Qwen3, Mistral, Gemma 3, Granite, SmolLM3 or Phi-3 model', { path, expected: Object.keys(DECODER_VARIANTS).join(' | '), found: hf.model_type ?? hf.architectures });
   }
   const variant = DECODER_VARIANTS[architecture];
   const f = new Fields(hf, path);
@@ -223,6 +240,16 @@ export function decoderConfigFromHf(hf: HfJson, path?: string): DecoderConfig {
       config.ropeLocalTheta = f.has('rope_local_base_freq') ? f.num('rope_local_base_freq', 10000) : nested('sliding_attention')?.num('rope_theta', 10000) ?? 10000;
     }
   }
+  // transformers' Phi3 (and others) rotate int(head_dim · partial_rotary_factor) dims.
+  const ropeDim = Math.floor(headDim * (f.has('partial_rotary_factor') ? f.num('partial_rotary_factor', 1) : 1));
+  if (ropeDim > headDim || ropeDim % 2 !== 0) fail('CONFIG_MISMATCH', 'partial_rotary_factor must leave an even number of rotated dims, at most head_dim', { path, expected: `even, <= ${headDim}`, found: hf.partial_rotary_factor });
+  if (ropeDim !== headDim) config.ropeDim = ropeDim;
+  const noRope = hfNoRopeInterval(f, architecture, numLayers);
+  if (noRope !== undefined) config.noRopeLayerInterval = noRope;
+  for (const s of variantScalars(architecture)) {
+    const value = f.has(s.hf) ? f.num(s.hf, 1) : s.hfDefault;
+    if (value !== undefined) config[s.field] = value;
+  }
   if (scaling) config.ropeFreqFactors = llama3RopeFactors(headDim, ropeTheta, scaling);
   const bos = f.ids('bos_token_id');
   if (bos && bos.length === 1) config.bosTokenId = bos[0];
@@ -264,6 +291,13 @@ export function hfConfigFromDecoder(c: DecoderConfig, extra: HfJson = {}): HfJso
       if (c.slidingWindowPattern) out.sliding_window_pattern = c.slidingWindowPattern;
       out.rope_local_base_freq = c.ropeLocalTheta ?? c.ropeTheta;
     }
+  }
+  for (const s of variantScalars(c.architecture)) if (c[s.field] !== undefined) out[s.hf] = c[s.field];
+  if (c.ropeDim !== undefined) out.partial_rotary_factor = c.ropeDim / c.headDim;
+  if (c.noRopeLayerInterval !== undefined) {
+    if ((DECODER_VARIANTS[c.architecture] as DecoderVariant).noRopeLayerInterval === undefined) fail('UNSUPPORTED', `layers without RoPE cannot be written to a ${c.architecture} config.json`, { found: c.noRopeLayerInterval });
+    out.no_rope_layer_interval = c.noRopeLayerInterval;
+    out.no_rope_layers = Array.from({ length: c.numLayers }, (_, l) => (isRopeLayer(c, l) ? 1 : 0));
   }
   if (c.bosTokenId !== undefined) out.bos_token_id = c.bosTokenId;
   if (c.eosTokenIds !== undefined) out.eos_token_id = c.eosTokenIds.length === 1 ? c.eosTokenIds[0] : [...c.eosTokenIds];

@@ -8,8 +8,7 @@ import { rangeError, UnsupportedError, WeightFormatError } from '../errors';
 import type { FormatName, ModelWeights } from '../weights';
 import { lazy } from '../lazy';
 import { runYielding, type Steps } from '../steps';
-import { detectAjc1, detectEmbd, detectGguf, detectMoon, detectNpy, detectSafetensors, detectSepweight, detectTllm } from './magic';
-import { detectLlama2c } from './llama2c-header';
+import { DETECTORS, detectedFormat, probe } from './detectors';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { rememberAsRead } from './vocab-offload';
 
@@ -22,7 +21,7 @@ export type { FormatModule, ReadOptions, WriteOptions, WriteProgress } from './t
  * format's module, and its own in a slice of its own.
  */
 function formatRow(
-  row: Pick<FormatModule, 'name' | 'title' | 'holdsVocabulary' | 'quantTypes'> & { detect?: FormatModule['detect'] },
+  row: Pick<FormatModule, 'name' | 'title' | 'holdsVocabulary' | 'quantTypes' | 'fileName'> & { detect?: FormatModule['detect'] },
   load: () => FormatModule,
 ): FormatModule {
   const module = lazy(load);
@@ -41,43 +40,35 @@ function* loading(module: () => FormatModule): Steps<FormatModule> {
   return loaded;
 }
 
-/** In detection order: formats with a magic first, llama2.c v0 (no magic) last. */
+function detector(name: FormatName): (probe: Probe) => boolean {
+  return DETECTORS.find(([n]) => n === name)![1];
+}
+
+/** In detection order (detectors.ts): formats with a magic first, llama2.c v0 (no magic) last. */
 export const FORMATS: readonly FormatModule[] = [
-  formatRow({ name: 'tllm', title: 'TLLM (tiny_llama)', holdsVocabulary: false, detect: detectTllm }, () => (require('./tllm') as typeof import('./tllm')).tllmFormat),
-  formatRow({ name: 'moon', title: 'MOON v2 (moondream-zig)', holdsVocabulary: false, detect: detectMoon }, () => (require('./moon') as typeof import('./moon')).moonFormat),
-  formatRow({ name: 'embd', title: 'EMBD (cpp_embedder)', detect: detectEmbd }, () => (require('./embd') as typeof import('./embd')).embdFormat),
-  formatRow({ name: 'ajc1', title: 'ajc1 (qwen3.c)', quantTypes: ['q8_0'], detect: detectAjc1 }, () => (require('./ajc1') as typeof import('./ajc1')).ajc1Format),
-  formatRow({ name: 'gguf', title: 'GGUF (llama.cpp)', quantTypes: ['q8_0'], detect: detectGguf }, () => (require('./gguf-format') as typeof import('./gguf-format')).ggufFormat),
-  formatRow({ name: 'npy', title: 'NumPy .npy', holdsVocabulary: false, detect: detectNpy }, () => (require('./npy') as typeof import('./npy')).npyFormat),
-  formatRow({ name: 'safetensors', title: 'safetensors (Hugging Face)', detect: detectSafetensors }, () => (require('./safetensors') as typeof import('./safetensors')).safetensorsFormat),
-  formatRow({ name: 'sepweight', title: 'sepweight tree (llm_sepweight .npy)', detect: detectSepweight }, () => (require('./sepweight') as typeof import('./sepweight')).sepweightFormat),
-  formatRow({ name: 'llama2c', title: 'llama2.c checkpoint (.bin v0 fp32, ak42 v1 fp32 / v2 Q8_0)', detect: detectLlama2c }, () => (require('./llama2c') as typeof import('./llama2c')).llama2cFormat),
+  formatRow({ name: 'tllm', fileName: 'model.tllm', title: 'TLLM (tiny_llama)', holdsVocabulary: false, detect: detector('tllm') }, () => (require('./tllm') as typeof import('./tllm')).tllmFormat),
+  formatRow({ name: 'moon', fileName: 'model.moon', title: 'MOON v2 (moondream-zig)', holdsVocabulary: false, detect: detector('moon') }, () => (require('./moon') as typeof import('./moon')).moonFormat),
+  formatRow({ name: 'embd', fileName: 'model.weights', title: 'EMBD (cpp_embedder)', detect: detector('embd') }, () => (require('./embd') as typeof import('./embd')).embdFormat),
+  formatRow({ name: 'ajc1', fileName: 'model.bin', title: 'ajc1 (qwen3.c)', quantTypes: ['q8_0'], detect: detector('ajc1') }, () => (require('./ajc1') as typeof import('./ajc1')).ajc1Format),
+  formatRow({ name: 'gguf', fileName: 'model.gguf', title: 'GGUF (llama.cpp)', quantTypes: ['q8_0'], detect: detector('gguf') }, () => (require('./gguf-format') as typeof import('./gguf-format')).ggufFormat),
+  formatRow({ name: 'npy', fileName: 'model.npy', title: 'NumPy .npy', holdsVocabulary: false, detect: detector('npy') }, () => (require('./npy') as typeof import('./npy')).npyFormat),
+  formatRow({ name: 'safetensors', fileName: 'model.safetensors', title: 'safetensors (Hugging Face)', detect: detector('safetensors') }, () => (require('./safetensors') as typeof import('./safetensors')).safetensorsFormat),
+  formatRow({ name: 'sepweight', title: 'sepweight tree (llm_sepweight .npy)', detect: detector('sepweight') }, () => (require('./sepweight') as typeof import('./sepweight')).sepweightFormat),
+  formatRow({ name: 'llama2c', fileName: 'model.bin', title: 'llama2.c checkpoint (.bin v0 fp32, ak42 v1 fp32 / v2 Q8_0)', detect: detector('llama2c') }, () => (require('./llama2c') as typeof import('./llama2c')).llama2cFormat),
 ];
 
+/** The reader/writer module of a format by name (RangeError for an unknown name). */
 export function formatModule(name: FormatName): FormatModule {
   const found = FORMATS.find((f) => f.name === name);
   if (!found) throw rangeError(`unknown format '${name}'; known: ${FORMATS.map((f) => f.name).join(', ')}`);
   return found;
 }
 
-function probe(filePath: string): Probe {
-  const stat = fs.statSync(filePath);
-  if (stat.isDirectory()) return { path: filePath, isDirectory: true, head: Buffer.alloc(0), entries: fs.readdirSync(filePath) };
-  const head = Buffer.alloc(Math.min(64, stat.size));
-  const fd = fs.openSync(filePath, 'r');
-  try {
-    fs.readSync(fd, head, 0, head.length, 0);
-  } finally {
-    fs.closeSync(fd);
-  }
-  return { path: filePath, isDirectory: false, head, entries: [] };
-}
-
 /** The format of a file or folder, from its magic bytes or folder shape. */
 export function detectFormat(filePath: string): FormatName {
   const p = probe(filePath);
-  const found = FORMATS.find((f) => f.detect(p));
-  if (!found) {
+  const found = detectedFormat(p);
+  if (found === undefined) {
     throw new WeightFormatError('BAD_MAGIC', 'not a weight file or folder weightmap knows', {
       path: filePath,
       offset: 0,
@@ -87,7 +78,7 @@ export function detectFormat(filePath: string): FormatName {
         : p.head.length > 0 ? p.head.subarray(0, 8).toString('hex') : 'an empty file (0 bytes)',
     });
   }
-  return found.name;
+  return found;
 }
 
 /** Reads (maps and validates) weights in any known format. */
@@ -98,7 +89,27 @@ export async function readWeights(filePath: string, options: ReadOptions & { for
   return weights;
 }
 
-/** Writes weights in `options.format`. */
+/**
+ * Where a write to `outPath` in `format` goes: a path ending in a separator, or an existing
+ * folder, is a folder to write the format's file into (model.gguf, model.safetensors, ...); a
+ * format whose output is a folder (sepweight) writes the folder itself.
+ */
+export function outputPathOf(outPath: string, format: FormatName): string {
+  const { fileName } = formatModule(format);
+  const slash = outPath.endsWith('/') || outPath.endsWith(path.sep);
+  const bare = slash ? path.join(outPath, '.') : outPath;
+  let stat: fs.Stats | undefined;
+  try {
+    stat = fs.statSync(bare);
+  } catch {
+    stat = undefined; // absent (or under a file: the write reports it)
+  }
+  if (slash && stat !== undefined && !stat.isDirectory()) throw rangeError(`the output ${outPath} names a folder, but ${bare} is a file`);
+  if (!slash && stat?.isDirectory() !== true) return outPath;
+  return fileName === undefined ? bare : path.join(bare, fileName);
+}
+
+/** Writes weights in `options.format` (to a folder's model.<ext> when `outPath` names a folder: outputPathOf). */
 export async function writeWeights(
   weights: ModelWeights,
   outPath: string,
@@ -113,5 +124,5 @@ export async function writeWeights(
   if (options.groupSize !== undefined && quantTypes.length === 0) {
     throw new UnsupportedError(`${module.title} stores no quantized weights: a group size does not apply`);
   }
-  await module.write(weights, outPath, options);
+  await module.write(weights, outputPathOf(outPath, options.format), options);
 }

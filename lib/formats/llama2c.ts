@@ -263,7 +263,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   // The vocabulary goes to tokenizer.bin beside the checkpoint, where llama2.c's run.c looks.
   const vocabulary = llama2cVocabulary(weights);
   await writeOutputs(weights, options, async (out) => {
-    if (vocabulary) await out.writeFile(nodePath.join(nodePath.dirname(nodePath.resolve(path)), 'tokenizer.bin'), encodeLlama2cTokenizer(vocabulary));
+    if (vocabulary) await out.sidecar(path, nodePath.join(nodePath.dirname(nodePath.resolve(path)), 'tokenizer.bin'), encodeLlama2cTokenizer(vocabulary));
     await runWriteJob(out.file(path), total, options, async (job) => {
       const header = Buffer.alloc(LLAMA2C_V0_HEADER_BYTES);
       [c.hiddenSize, c.intermediateSize, c.numLayers, c.numHeads, c.numKvHeads, shared ? c.vocabSize : -c.vocabSize, c.maxSeqLen].forEach((v, i) =>

@@ -360,7 +360,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   let total = 8;
   for (const p of plan) total += RECORD_HEADER_BYTES + Buffer.byteLength(p.rec.file) + 8 * p.stored.length + 2 * p.count;
   await writeOutputs(weights, options, async (out) => {
-    if (configFile) await out.writeFile(configFile.path, configFile.text);
+    if (configFile) await out.sidecar(path, configFile.path, configFile.text);
     await runWriteJob(out.file(path), total, options, async (job) => {
       const header = Buffer.alloc(8);
       header.writeUInt32LE(MOON_MAGIC, 0);

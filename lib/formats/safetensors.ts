@@ -23,9 +23,9 @@ import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { rangeError, UnsupportedError } from '../errors';
 import { architectureOf } from '../architectures';
-import { DECODER_VARIANTS, isDecoderConfig } from '../architectures/decoder';
+import { DECODER_VARIANTS, decoderFusedTensors, isDecoderConfig, type FusedPart } from '../architectures/decoder';
 import { mapFile, type MappedSource } from '../mapping';
-import { DTYPE_BYTES, numel, type DType, type PlainDType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import { DTYPE_BYTES, numel, rowBlockView, type DType, type PlainDType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import type { ModelConfig } from '../architectures/model-config';
 import { ByteCursor, checkLayerCount, fail } from './bytes';
 import { SAFETENSORS_INDEX, SAFETENSORS_MAX_HEADER_BYTES, SAFETENSORS_SINGLE, detectSafetensors } from './magic';
@@ -196,10 +196,10 @@ interface NamedSpec {
 }
 
 /** What a known architecture's checkpoint holds, and how its file names map to canonical ones. */
-function architectureTensors(config: ModelConfig, views: TensorView[]): { specs: NamedSpec[]; rename: (name: string) => string | null } | undefined {
+function architectureTensors(config: ModelConfig, views: TensorView[]): { specs: NamedSpec[]; rename: (name: string) => string | null; fused?: (name: string) => FusedPart[] | undefined } | undefined {
   const arch = architectureOf(config);
   if (!arch) return undefined;
-  return { specs: arch.tensors(config), rename: arch.checkpointNames(views.map((v) => v.name)) };
+  return { specs: arch.tensors(config), rename: arch.checkpointNames(views.map((v) => v.name)), fused: arch.fusedParts?.(config) };
 }
 
 /** The layer counts of a configuration, by the config.json key that sets each. */
@@ -218,6 +218,18 @@ function canonicalize(config: ModelConfig, views: TensorView[], path: string): T
   for (const v of views) {
     const name = arch.rename(v.name);
     if (name === null) continue;
+    const parts = arch.fused?.(name);
+    if (parts) {
+      const rows = parts.reduce((n, p) => n + p.rows, 0);
+      if (v.shape.length !== 2 || v.shape[0] !== rows) fail('SHAPE_MISMATCH', `'${v.name}' disagrees with config.json`, { path: v.source.path, offset: v.byteOffset, expected: `[${rows}, ...]`, found: v.shape });
+      for (const p of parts) {
+        const view = rowBlockView(v, p.name, p.row0, p.rows);
+        if (!view) fail('UNSUPPORTED', `'${v.name}' cannot be split into its parts in place`, { path: v.source.path, offset: v.byteOffset, found: v.dtype });
+        checkShape(view, specs.get(p.name)!.shape);
+        out.push(view);
+      }
+      continue;
+    }
     const spec = specs.get(name);
     if (!spec) fail('BAD_NAME', `'${v.name}' is not a tensor of a ${config.architecture} model`, { path: v.source.path, offset: v.byteOffset, found: v.name });
     const view = { ...v, name };
@@ -284,8 +296,10 @@ interface Planned {
   shape: number[];
   byteLength: number;
   /** How the bytes are produced. */
-  mode: 'raw' | 'floats' | 'permuted' | 'shifted';
+  mode: 'raw' | 'floats' | 'permuted' | 'shifted' | 'fused';
   rows?: Int32Array;
+  /** 'fused': the tensors whose rows it joins, in order (Phi-3's qkv_proj, gate_up_proj). */
+  parts?: TensorView[];
   /** 'shifted': added to every value. */
   shift?: number;
 }
@@ -302,7 +316,25 @@ function plan(weights: ModelWeights, options: WriteOptions): Planned[] {
   const { qkRowSources } = writing();
   const c = weights.config;
   const out: Planned[] = [];
+  // A fused tensor is written where its first part was, from all of them.
+  const byName = new Map(weights.tensors.map((v) => [v.name, v]));
+  const fusedAt = new Map<string, [string, string[]]>();
+  const fusedPart = new Set<string>();
+  for (const group of isDecoderConfig(c) ? decoderFusedTensors(c) : []) {
+    fusedAt.set(group[1][0], group);
+    for (const p of group[1]) fusedPart.add(p);
+  }
   for (const view of weights.tensors) {
+    const group = fusedAt.get(view.name);
+    if (group) {
+      const parts = group[1].map((name) => byName.get(name));
+      if (!parts.every((p): p is TensorView => p !== undefined && isFloatReadable(p))) throw new UnsupportedError(`cannot join the parts of '${group[0]}'`);
+      const dtype: PlainDType = options.dtype ?? (view.dtype === 'f16' || view.dtype === 'bf16' ? view.dtype : 'f32');
+      const shape = [parts.reduce((n, p) => n + canonicalShape(p)[0], 0), canonicalShape(view)[1]];
+      out.push({ view: { ...view, name: group[0], shape }, dtype, shape, byteLength: numel(shape) * DTYPE_BYTES[dtype], mode: 'fused', parts });
+      continue;
+    }
+    if (fusedPart.has(view.name)) continue;
     const shape = canonicalShape(view);
     const isFloat = isFloatReadable(view);
     let dtype: PlainDType;
@@ -324,6 +356,10 @@ function plan(weights: ModelWeights, options: WriteOptions): Planned[] {
     .map((p, i) => ({ p, i }))
     .sort((a, b) => DTYPE_BYTES[b.p.dtype] - DTYPE_BYTES[a.p.dtype] || a.i - b.i)
     .map(({ p }) => p);
+}
+
+function* joinedChunks(parts: TensorView[]): Generator<Float32Array> {
+  for (const part of parts) yield* f32Chunks(part);
 }
 
 function* shiftedChunks(view: TensorView, shift: number): Generator<Float32Array> {
@@ -368,7 +404,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   files.push(...(await hfTokenizerFiles(weights)));
   const dir = nodePath.dirname(nodePath.resolve(path));
   await writeOutputs(weights, options, async (out) => {
-    for (const [name, text] of files) await out.writeFile(nodePath.join(dir, name), text);
+    for (const [name, text] of files) await out.sidecar(path, nodePath.join(dir, name), text);
     await runWriteJob(out.file(path), total, options, async (job) => {
       const length = Buffer.alloc(8);
       length.writeBigUInt64LE(BigInt(header.length));
@@ -378,6 +414,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
         if (p.mode === 'raw') await job.copyView(p.view);
         else if (p.mode === 'permuted') await job.writeFloats(permutedRowChunks(p.view, p.rows!), p.dtype as FloatDType, p.view.name);
         else if (p.mode === 'shifted') await job.writeFloats(shiftedChunks(p.view, p.shift!), p.dtype as FloatDType, p.view.name);
+        else if (p.mode === 'fused') await job.writeFloats(joinedChunks(p.parts!), p.dtype as FloatDType, p.view.name);
         else await job.writeTensor(p.view, p.dtype as FloatDType, false);
         releasePages(p.view);
       }

@@ -4,11 +4,12 @@
  * optionally only the names in allowClients) and/or a bearer token compared in constant time.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import * as net from 'node:net';
 import type * as grpc from '@grpc/grpc-js';
 import { grpcModule } from './grpc-modules';
 import { rangeError } from '../errors';
+import { isLoopback } from '../loopback';
 
+/** PEM files for TLS: a certificate and its key, and the CA that signs the other side. */
 export interface TlsFiles {
   /** PEM certificate chain and private key of this side. */
   cert?: Buffer;
@@ -36,11 +37,7 @@ export function parseAddress(address: string): { host: string; port: number } {
   return { host: m[1] ?? m[2], port };
 }
 
-export function isLoopback(host: string): boolean {
-  if (host === 'localhost') return true;
-  if (net.isIPv4(host)) return host.startsWith('127.');
-  return net.isIPv6(host) && (host === '::1' || host === '0:0:0:0:0:0:0:1');
-}
+export { isLoopback };
 
 /** Why a stage may not listen on `host` with `security`, or undefined when it may. */
 export function listenRefusal(host: string, security: StageSecurity): string | undefined {

@@ -12,6 +12,7 @@ import { PipelineSession } from './session';
 import { StageReplica } from './stage-client';
 import { StageGroup } from './stage-group';
 
+/** One range of layers and the stage addresses that serve it (replicas tried in order). */
 export interface PipelineStageSpec {
   /** "first-last", inclusive: "0-13". */
   layers: string;
@@ -19,6 +20,7 @@ export interface PipelineStageSpec {
   address: string | readonly string[];
 }
 
+/** How the coordinator reaches its stages: deadlines and transport security. */
 export interface PipelineOptions extends ClientSecurity {
   stages: readonly PipelineStageSpec[];
   /** Most time a stage may take for one step before the session moves to a replica. Default 30 s. */

@@ -9,6 +9,7 @@ import { decoderTensorShapes, type DecoderConfig } from '../architectures/decode
 import type { ModelConfig } from '../architectures/model-config';
 import { PipelineError, rangeError } from '../errors';
 
+/** A contiguous range of layers, both ends included ("0-13" is { first: 0, last: 13 }). */
 export interface LayerRange {
   first: number;
   /** Inclusive. */

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { AbortError, DisposedError, PipelineError, rangeError } from '../errors';
 import type { NativeSamplingParams, Sampler } from '../../binding';
-import type { LanguageSession } from '../generate';
+import type { LanguageSession, StepOptions } from '../generate';
 import { RowBuffer } from './row-buffer';
 import { StageCallError, type StageReplica, type StepStream } from './stage-client';
 import type { StageGroup } from './stage-group';
@@ -61,9 +61,9 @@ export class PipelineSession implements LanguageSession {
   }
 
   /** eval() of `ids`, then the next token drawn by `sampler` with the session's ids as the penalty history. */
-  async step(ids: ArrayLike<number>, sampler: Sampler, params: NativeSamplingParams, options: { signal?: AbortSignal } = {}): Promise<number> {
+  async step(ids: ArrayLike<number>, sampler: Sampler, params: NativeSamplingParams, options: StepOptions = {}): Promise<number> {
     const logits = await this.eval(ids, options);
-    return sampler.sample(logits, params, this.inputs[0].view(0, this.pos) as Int32Array);
+    return sampler.sample(logits, params, this.inputs[0].view(0, this.pos) as Int32Array, options.allowedTokens);
   }
 
   /** Feeds ids after `position` through every stage; resolves to the logits [vocab] of the last one. */

@@ -14,15 +14,18 @@ import { grpcModule, healthCheckModule } from './grpc-modules';
 import { DecoderEngine } from '../engines/decoder';
 import { defaultContextLength } from '../engines/kv-session';
 import type { ModelWeights } from '../weights';
-import type { DecoderConfig } from '../architectures/decoder';
+import type { DecoderConfig, DecoderQuant } from '../architectures/decoder';
 import { closeWeights } from '../weights';
 import { listenRefusal, parseAddress, refuseCaller, serverCredentials, type StageSecurity } from './auth';
 import { formatLayerRange, modelHash, type LayerRange } from './layers';
 import { SCHEMA_VERSION, stageService, type StageInfo } from './schema';
 import { readStageWeights } from './stage-files';
 import { SessionStream, type ForwardCall } from './stage-stream';
+import type * as http from 'node:http';
+import { StageMetrics } from './stage-metrics';
 import { rangeError } from '../errors';
 
+/** Options of `StageServer.start()` (and of `weightmap stage`). */
 export interface StageOptions extends StageSecurity {
   layers: LayerRange;
   /** host:port; default 127.0.0.1:0 (port 0: any free port). */
@@ -30,22 +33,43 @@ export interface StageOptions extends StageSecurity {
   /** Engine threads; default: physical cores. */
   threads?: number;
   /** As loadModel's quant: 'none' (weights as stored, default), 'q8_0' or 'f32'. */
-  quant?: 'none' | 'q8_0' | 'f32';
+  quant?: DecoderQuant;
   /** Positions each session holds; default min(the model's maximum, 4096). */
   contextLength?: number;
-  /** A session whose stream sends nothing for this long is ended and freed. Default 120 s. */
+  /** A session with no step running or waiting that gets nothing for this long is ended and freed. Default 120 s. */
   idleTimeoutMs?: number;
+  /** Sessions open at once; a stream past it ends with RESOURCE_EXHAUSTED. Default 64. */
+  maxSessions?: number;
+  /**
+   * Bytes of KV cache all sessions together may hold (each grows as its positions fill); a step
+   * that would grow past it ends its stream with RESOURCE_EXHAUSTED. Default 2 GiB.
+   */
+  maxKvBytes?: number;
+  /**
+   * host:port of a plain HTTP listener answering GET /metrics (Prometheus text format); default
+   * none. Needs the token when the stage has one, unless metricsPublic; off loopback it needs one of them.
+   */
+  metricsListen?: string;
+  /** GET /metrics needs no token. Default false. */
+  metricsPublic?: boolean;
 }
 
 export const STAGE_SERVICE_NAME = 'weightmap.pipeline.v1.Stage';
-const DEFAULT_IDLE_MS = 120_000;
+/** The defaults of the options above (the CLI's flags and README's table name these). */
+export const STAGE_DEFAULTS = { idleTimeoutMs: 120_000, maxSessions: 64, maxKvBytes: 2 * 1024 ** 3 };
 
+/** A pipeline stage: one range of a sepweight tree's layers behind a gRPC service, each stream one session with its own KV cache. `StageServer.start(tree, { layers })`, then `drain()`. */
 export class StageServer {
   /** The address bound (the real port when 0 was asked). */
   readonly address: string;
   private readonly streams = new Set<SessionStream>();
   private draining = false;
   private disposed = false;
+  /** The metrics, with metricsListen. */
+  readonly observer: StageMetrics | undefined;
+  private metricsServer: http.Server | undefined;
+  /** The address GET /metrics is served on, with metricsListen. */
+  metricsAddress: string | undefined;
 
   private constructor(
     private readonly server: grpc.Server,
@@ -57,6 +81,14 @@ export class StageServer {
     address: string,
   ) {
     this.address = address;
+    if (options.metricsListen !== undefined) {
+      this.observer = new StageMetrics(formatLayerRange(options.layers), {
+        sessions: () => this.streams.size,
+        maxSessions: this.maxSessions,
+        kvBytes: () => this.kvBytes,
+        maxKvBytes: this.maxKvBytes,
+      });
+    }
   }
 
   /** Maps the layers, loads them, binds and serves. Refuses (Error, nothing bound) a non-loopback address without TLS. */
@@ -65,6 +97,10 @@ export class StageServer {
     const { host } = parseAddress(listen);
     const refusal = listenRefusal(host, options);
     if (refusal) throw Object.assign(new Error(refusal), { code: 'ERR_WEIGHTMAP_INSECURE_LISTEN' });
+    for (const key of ['idleTimeoutMs', 'maxSessions', 'maxKvBytes'] as const) {
+      const value = options[key];
+      if (value !== undefined && !(Number.isSafeInteger(value) && value >= 1)) throw rangeError(`${key} must be an integer >= 1, got ${value}`);
+    }
 
     const weights = await readStageWeights(dir, options.layers);
     let engine: DecoderEngine | undefined;
@@ -99,6 +135,16 @@ export class StageServer {
         server.bindAsync(listen, serverCredentials(options), (error, bound) => (error ? reject(error) : resolve(bound))),
       );
       const stage = new StageServer(server, health, engine, weights, info, options, `${host.includes(':') ? `[${host}]` : host}:${port}`);
+      if (stage.observer) {
+        try {
+          const served = await stage.observer.listen(options.metricsListen!, options.token, options.metricsPublic === true);
+          stage.metricsServer = served.server;
+          stage.metricsAddress = served.address;
+        } catch (error) {
+          server.forceShutdown();
+          throw error;
+        }
+      }
       server.addService(stageService(), {
         Describe: (call: grpc.ServerUnaryCall<unknown, StageInfo>, callback: grpc.sendUnaryData<StageInfo>) => {
           const refused = refuseCaller(call, options);
@@ -126,13 +172,41 @@ export class StageServer {
   }
 
   get idleTimeoutMs(): number {
-    return this.options.idleTimeoutMs ?? DEFAULT_IDLE_MS;
+    return this.options.idleTimeoutMs ?? STAGE_DEFAULTS.idleTimeoutMs;
+  }
+
+  get maxSessions(): number {
+    return this.options.maxSessions ?? STAGE_DEFAULTS.maxSessions;
+  }
+
+  get maxKvBytes(): number {
+    return this.options.maxKvBytes ?? STAGE_DEFAULTS.maxKvBytes;
+  }
+
+  /** Bytes of KV cache the sessions hold now (the engine's own count). */
+  get kvBytes(): number {
+    let total = 0;
+    for (const s of this.streams) total += s.allocatedKvBytes;
+    return total;
+  }
+
+  /** Bytes of KV cache the sessions hold or are growing to (what maxKvBytes bounds). */
+  get kvBytesClaimed(): number {
+    let total = 0;
+    for (const s of this.streams) total += s.claimedKvBytes;
+    return total;
   }
 
   private accept(call: ForwardCall): void {
     const refused = refuseCaller(call, this.options);
     if (refused || this.draining) {
+      this.observer?.refused(refused ? 'unauthenticated' : 'draining');
       call.emit('error', refused ?? { code: grpcModule().status.UNAVAILABLE, details: 'the stage is draining' });
+      return;
+    }
+    if (this.streams.size >= this.maxSessions) {
+      this.observer?.refused('max_sessions');
+      call.emit('error', { code: grpcModule().status.RESOURCE_EXHAUSTED, details: `the stage holds its maximum of ${this.maxSessions} sessions; retry later or use another replica` });
       return;
     }
     const stream = new SessionStream(call, this, () => this.streams.delete(stream));
@@ -174,6 +248,8 @@ export class StageServer {
   private dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    this.metricsServer?.close();
+    this.metricsServer?.closeAllConnections();
     for (const s of [...this.streams]) s.close();
     this.engine.dispose();
     closeWeights(this.weights);

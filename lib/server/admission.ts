@@ -6,6 +6,7 @@
 import { AbortError, rangeError } from '../errors';
 import { ApiError } from './api-error';
 
+/** At most `maxActive` requests running, `maxQueued` waiting in arrival order; past that a 429. */
 export class AdmissionQueue {
   private running = 0;
   /** Grants a slot to each waiter, oldest first. */
@@ -14,6 +15,8 @@ export class AdmissionQueue {
   constructor(
     readonly maxActive: number,
     readonly maxQueued: number,
+    /** Called for each request refused with 429 (the server's metrics). */
+    private readonly onReject: () => void = () => {},
   ) {
     if (!Number.isInteger(maxActive) || maxActive < 1) throw rangeError(`maxActive must be an integer >= 1, got ${maxActive}`);
     if (!Number.isInteger(maxQueued) || maxQueued < 0) throw rangeError(`maxQueued must be an integer >= 0, got ${maxQueued}`);
@@ -33,6 +36,7 @@ export class AdmissionQueue {
    */
   enter(signal: AbortSignal): Promise<() => void> {
     if (this.running >= this.maxActive && this.waiting.length >= this.maxQueued) {
+      this.onReject();
       throw new ApiError(429, `the server is busy (${this.running} running, ${this.waiting.length} queued); retry shortly`, 'rate_limit_error', null, 'server_busy', {
         'Retry-After': '1',
       });

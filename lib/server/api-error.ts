@@ -2,7 +2,7 @@
  * Errors as OpenAI's API sends them: an HTTP status and the body
  * { error: { message, type, param, code } }.
  */
-import { AbortError, DisposedError, UnsupportedError } from '../errors';
+import { AbortError, ConstraintError, DisposedError, UnsupportedError } from '../errors';
 
 export class ApiError extends Error {
   constructor(
@@ -30,10 +30,17 @@ export function invalidRequest(message: string, param: string | null = null, cod
 /**
  * The ApiError for anything a request handler throws: ApiErrors as they are; the library's
  * argument errors (TypeError, RangeError, UnsupportedError) are the request's fault (400) with
- * `param` naming the field that carried the value; the rest is the server's (500, message hidden).
+ * `param` naming the field that carried the value; so is a ConstraintError (a schema past its
+ * bounds, constraints that leave no token: its code in `code`) but for a rejected token; the rest is the server's (500,
+ * message hidden).
  */
 export function toApiError(error: unknown, param: string | null = null): ApiError {
   if (error instanceof ApiError) return error;
+  if (error instanceof ConstraintError) {
+    // A drawn token the constraint rejects is the server's failure; the other codes are the request's.
+    if (error.code === 'TOKEN_REJECTED') return new ApiError(500, 'internal server error', 'server_error', null, 'token_rejected');
+    return invalidRequest(error.message, param, error.code.toLowerCase());
+  }
   if (error instanceof UnsupportedError || error instanceof TypeError || error instanceof RangeError) {
     return invalidRequest(error.message, param);
   }

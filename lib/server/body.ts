@@ -4,15 +4,16 @@ import { ApiError, invalidRequest } from './api-error';
 
 /**
  * The parsed JSON body of `req`: 413 past `maxBytes` (the connection's remaining bytes are not
- * read), 415 for a content type other than JSON, 400 for text that is not JSON. A body a framework
+ * read), 415 for a missing content type or one other than JSON (a web page can send neither JSON
+ * nor one without it to another origin without a preflight), 400 for text that is not JSON. A body a framework
  * already parsed (Express's express.json() sets req.body) is used as it is.
  */
 export async function readJsonBody(req: IncomingMessage, maxBytes: number): Promise<unknown> {
   const parsed = (req as IncomingMessage & { body?: unknown }).body;
   if (parsed !== undefined && typeof parsed === 'object') return parsed;
   const type = req.headers['content-type'];
-  if (type !== undefined && !/^application\/(.+\+)?json\b/i.test(type)) {
-    throw new ApiError(415, `Content-Type must be application/json, got ${type}`, 'invalid_request_error');
+  if (type === undefined || !/^application\/(.+\+)?json\b/i.test(type)) {
+    throw new ApiError(415, `Content-Type must be application/json, got ${type === undefined ? 'none' : type}`, 'invalid_request_error');
   }
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);

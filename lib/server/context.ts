@@ -1,28 +1,17 @@
 /** What a route gets: the request, its response, an AbortSignal fired when the client leaves, and the models served. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Embedder } from '../embedder';
-import type { Model } from '../model';
-import type { AdmissionQueue } from './admission';
 import { ApiError } from './api-error';
-import type { ModelScheduler } from './scheduler';
+import type { ModelPool, ServedEmbedder, ServedKind, ServedTextModel } from './model-pool';
 
-export interface ServedTextModel {
-  id: string;
-  model: Model;
-  scheduler: ModelScheduler;
-}
-
-export interface ServedEmbedder {
-  id: string;
-  embedder: Embedder;
-  queue: AdmissionQueue;
-}
+export type { ServedEmbedder, ServedTextModel } from './model-pool';
 
 export interface Served {
-  text?: ServedTextModel;
-  embedding?: ServedEmbedder;
+  /** The models, loaded or loadable on demand. */
+  pool: ModelPool;
   /** Unix seconds the server started (the models' `created`). */
   created: number;
+  /** Unknown request fields are 400s (ServeOptions.strict); else ignored and logged once. */
+  strict?: boolean;
 }
 
 export interface RouteContext {
@@ -31,8 +20,12 @@ export interface RouteContext {
   /** Fires when the client disconnects before the response is complete. */
   signal: AbortSignal;
   served: Served;
+  /** What the route tells the access log: the model it served and the tokens. */
+  log: { model?: string; promptTokens?: number; completionTokens?: number };
   /** The request's JSON body (size-limited). */
   body(): Promise<unknown>;
+  /** Releases of the models this request holds: run when its response has ended. */
+  leases: (() => void)[];
 }
 
 export type Route = (ctx: RouteContext) => Promise<void>;
@@ -43,19 +36,40 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text);
 }
 
-function notServed(kind: string, requested: string, served: string | undefined): ApiError {
-  const message = served === undefined ? `this server has no ${kind} model` : `the model '${requested}' does not exist here; this server's ${kind} model is '${served}'`;
+const KIND_NAMES: Record<ServedKind, string> = { text: 'text generation', embedding: 'embedding' };
+
+function notServed(served: Served, kind: ServedKind, requested: string): ApiError {
+  const ids = served.pool.list(kind).map((e) => `'${e.id}'`);
+  const message =
+    ids.length === 0
+      ? `this server has no ${KIND_NAMES[kind]} model`
+      : `the model '${requested}' does not exist here; this server's ${KIND_NAMES[kind]} model${ids.length > 1 ? 's are' : ' is'} ${ids.join(', ')}`;
   return new ApiError(404, message, 'invalid_request_error', 'model', 'model_not_found');
 }
 
+/**
+ * The model of `kind` that `requested` names (404 otherwise; `names` matches as Ollama does when
+ * given), loaded if it was not, and held for this request until its response ends.
+ */
+export async function servedModel<K extends ServedKind>(
+  ctx: RouteContext,
+  kind: K,
+  requested: string,
+  options: { keepAliveMs?: number; names?: (requested: string, id: string) => boolean; notFound?: () => ApiError } = {},
+): Promise<K extends 'text' ? ServedTextModel : ServedEmbedder> {
+  const id = ctx.served.pool.find(kind, requested, options.names);
+  if (id === undefined) throw options.notFound?.() ?? notServed(ctx.served, kind, requested);
+  const lease = await ctx.served.pool.acquire(kind, id, options.keepAliveMs);
+  ctx.leases.push(lease.release);
+  return lease.served as never;
+}
+
 /** The served text model that `requested` names (404 otherwise). */
-export function textModel(served: Served, requested: string): ServedTextModel {
-  if (served.text === undefined || served.text.id !== requested) throw notServed('text generation', requested, served.text?.id);
-  return served.text;
+export function textModel(ctx: RouteContext, requested: string): Promise<ServedTextModel> {
+  return servedModel(ctx, 'text', requested);
 }
 
 /** The served embedding model that `requested` names (404 otherwise). */
-export function embeddingModel(served: Served, requested: string): ServedEmbedder {
-  if (served.embedding === undefined || served.embedding.id !== requested) throw notServed('embedding', requested, served.embedding?.id);
-  return served.embedding;
+export function embeddingModel(ctx: RouteContext, requested: string): Promise<ServedEmbedder> {
+  return servedModel(ctx, 'embedding', requested);
 }

@@ -1,9 +1,10 @@
 /**
  * OpenAI request parameters → weightmap's GenerateOptions. OpenAI's semantics where they differ from
- * the library's defaults: temperature 1 and top_p 1 unless given, no top-k or min-p, presence and
- * frequency penalties over the whole sequence, logit_bias -100 bans a token.
+ * the library's defaults: temperature 1 and top_p 1 unless given, no top-k or min-p unless given
+ * (top_k, min_p, repetition_penalty: llama-server's and vLLM's fields), presence and frequency
+ * penalties over the whole sequence, logit_bias -100 bans a token.
  */
-import { compileJsonSchema, type JsonSchema } from '../constrain';
+import { prepareJsonSchema, type CompiledJsonSchema, type JsonSchema } from '../constrain';
 import type { GenerateOptions } from '../generate';
 import { ApiError, invalidRequest, toApiError } from './api-error';
 import type { ChatCompletionBody, GenerationBody } from './validation';
@@ -12,8 +13,9 @@ export function samplingOptions(body: GenerationBody, vocabSize: number): Genera
   const options: GenerateOptions = {
     temperature: body.temperature ?? 1,
     topP: body.top_p ?? 1,
-    topK: 0,
-    minP: 0,
+    topK: body.top_k ?? 0,
+    minP: body.min_p ?? 0,
+    repeatPenalty: body.repetition_penalty ?? 1,
     presencePenalty: body.presence_penalty ?? 0,
     frequencyPenalty: body.frequency_penalty ?? 0,
     penaltyLastN: -1,
@@ -27,6 +29,9 @@ export function samplingOptions(body: GenerationBody, vocabSize: number): Genera
       if (id >= vocabSize) throw invalidRequest(`logit_bias: token id ${id} is outside the vocabulary (size ${vocabSize})`, `logit_bias.${key}`);
       bias.set(id, value <= -100 ? -Infinity : value);
     }
+    let banned = 0;
+    for (const [id, value] of bias) if (value === -Infinity && id >= 0 && id < vocabSize) banned++;
+    if (banned === vocabSize) throw invalidRequest(`logit_bias bans every token of the vocabulary (size ${vocabSize}): nothing can be generated`, 'logit_bias', 'no_allowed_token');
     options.logitBias = bias;
   }
   return options;
@@ -44,17 +49,27 @@ export function maxTokens(requested: number | null | undefined, fallback: number
   return Math.min(requested ?? fallback, room);
 }
 
-/** The JSON schema a chat request's response_format asks for, compiled once here so a schema the constraint cannot enforce is a 400. */
-export function responseSchema(body: ChatCompletionBody): JsonSchema | undefined {
+/**
+ * The JSON schema a chat request's response_format asks for, compiled here once (in slices) and
+ * handed to the generation: a schema the constraint cannot enforce, or one past the bounds
+ * (lib/constrain/limits.ts), is a 400 naming the field and the bound.
+ */
+export async function responseSchema(body: ChatCompletionBody): Promise<CompiledJsonSchema | undefined> {
   const format = body.response_format;
   if (format === undefined || format.type === 'text') return undefined;
-  if (format.type === 'json_object') return { type: 'object' };
-  if (format.json_schema === undefined) throw invalidRequest("response_format of type 'json_schema' needs a json_schema object", 'response_format.json_schema');
-  const schema = (format.json_schema.schema ?? {}) as JsonSchema;
-  try {
-    compileJsonSchema(schema);
-  } catch (error) {
-    throw toApiError(error, 'response_format.json_schema.schema');
+  if (format.type !== 'json_object' && format.json_schema === undefined) {
+    throw invalidRequest("response_format of type 'json_schema' needs a json_schema object", 'response_format.json_schema');
   }
-  return schema;
+  const schema = (format.type === 'json_object' ? { type: 'object' } : (format.json_schema!.schema ?? {})) as JsonSchema;
+  try {
+    return await prepareJsonSchema(schema);
+  } catch (error) {
+    throw toApiError(error, format.type === 'json_object' ? 'response_format' : 'response_format.json_schema.schema');
+  }
+}
+
+/** Choice `index`'s options (of a request's `n`): with a seed, seed + index, so that the choices differ and each is reproducible. */
+export function choiceOptions<T extends { seed?: number | bigint }>(options: T, index: number): T {
+  if (index === 0 || options.seed === undefined) return options;
+  return { ...options, seed: typeof options.seed === 'bigint' ? options.seed + BigInt(index) : options.seed + index };
 }

@@ -1,7 +1,13 @@
 /**
  * The JSON Schemas of the request bodies (checked by lib/server/validation.ts). Unknown fields are
- * errors, so a parameter this server does not implement is never silently ignored.
+ * errors here; a server that is not --strict checks the top level with them allowed (ignored and
+ * logged once, as llama-server does), nested objects always exact.
  */
+import { MAX_TOP_LOGPROBS } from '../generate';
+import { TOOL_LIMITS } from '../tools/types';
+
+/** The most choices (`n`) one request asks for. */
+export const MAX_CHOICES = 8;
 
 const nullable = (schema: Record<string, unknown>) => ({ anyOf: [schema, { type: 'null' }] });
 
@@ -10,6 +16,10 @@ const generationFields = {
   model: { type: 'string' },
   temperature: nullable({ type: 'number', minimum: 0, maximum: 2 }),
   top_p: nullable({ type: 'number', minimum: 0, maximum: 1 }),
+  /** llama-server's and vLLM's sampling fields. */
+  top_k: nullable({ type: 'integer', minimum: 0 }),
+  min_p: nullable({ type: 'number', minimum: 0, maximum: 1 }),
+  repetition_penalty: nullable({ type: 'number', exclusiveMinimum: 0, maximum: 10 }),
   max_tokens: nullable({ type: 'integer', minimum: 1 }),
   stop: nullable({ anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' }, maxItems: 4 }] }),
   seed: nullable({ type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
@@ -20,7 +30,8 @@ const generationFields = {
     propertyNames: { pattern: '^(0|[1-9][0-9]{0,9})$' },
     additionalProperties: { type: 'number', minimum: -100, maximum: 100 },
   }),
-  n: nullable({ type: 'integer', minimum: 1, maximum: 1 }),
+  /** Choices per request (generated one after another, so a request holds one slot). */
+  n: nullable({ type: 'integer', minimum: 1, maximum: MAX_CHOICES }),
   stream: nullable({ type: 'boolean' }),
   stream_options: nullable({ type: 'object', properties: { include_usage: { type: 'boolean' } }, additionalProperties: false }),
   user: { type: 'string' },
@@ -36,6 +47,39 @@ const messageContent = {
   ],
 };
 
+/** A function the model may call (OpenAI's tools[i]); its parameters are checked as a schema when compiled. */
+const tool = {
+  type: 'object',
+  required: ['type', 'function'],
+  properties: {
+    type: { const: 'function' },
+    function: {
+      type: 'object',
+      required: ['name'],
+      properties: {
+        name: { type: 'string', pattern: TOOL_LIMITS.namePattern.source },
+        description: { type: 'string' },
+        parameters: { type: 'object' },
+        strict: nullable({ type: 'boolean' }),
+      },
+      additionalProperties: false,
+    },
+  },
+  additionalProperties: false,
+};
+
+/** A call in an assistant message (arguments: JSON text, as OpenAI sends it). */
+const toolCall = {
+  type: 'object',
+  required: ['id', 'type', 'function'],
+  properties: {
+    id: { type: 'string' },
+    type: { const: 'function' },
+    function: { type: 'object', required: ['name', 'arguments'], properties: { name: { type: 'string' }, arguments: { type: 'string' } }, additionalProperties: false },
+  },
+  additionalProperties: false,
+};
+
 export const chatCompletionRequest = {
   type: 'object',
   required: ['model', 'messages'],
@@ -46,13 +90,14 @@ export const chatCompletionRequest = {
       minItems: 1,
       items: {
         type: 'object',
-        required: ['role', 'content'],
+        required: ['role'],
         properties: {
           role: { enum: ['system', 'developer', 'user', 'assistant', 'tool'] },
-          content: messageContent,
+          content: nullable(messageContent),
           name: { type: 'string' },
           tool_call_id: { type: 'string' },
           reasoning_content: { type: 'string' },
+          tool_calls: nullable({ type: 'array', maxItems: TOOL_LIMITS.maxTools, items: toolCall }),
         },
         additionalProperties: false,
       },
@@ -77,8 +122,32 @@ export const chatCompletionRequest = {
       },
       additionalProperties: false,
     },
+    logprobs: nullable({ type: 'boolean' }),
+    top_logprobs: nullable({ type: 'integer', minimum: 0, maximum: MAX_TOP_LOGPROBS }),
+    tools: nullable({ type: 'array', maxItems: TOOL_LIMITS.maxTools, items: tool }),
+    tool_choice: nullable({
+      anyOf: [
+        { enum: ['auto', 'none', 'required'] },
+        {
+          type: 'object',
+          required: ['type', 'function'],
+          properties: { type: { const: 'function' }, function: { type: 'object', required: ['name'], properties: { name: { type: 'string' } }, additionalProperties: false } },
+          additionalProperties: false,
+        },
+      ],
+    }),
+    parallel_tool_calls: nullable({ type: 'boolean' }),
     /** The chat template's switches (vLLM's field): enable_thinking turns Qwen3's thinking on. */
-    chat_template_kwargs: { type: 'object', properties: { enable_thinking: { type: 'boolean' } }, additionalProperties: false },
+    chat_template_kwargs: {
+      type: 'object',
+      properties: { enable_thinking: { type: 'boolean' } },
+      // Other switches a template reads: plain values only (no text that could carry markup into the prompt).
+      additionalProperties: { anyOf: [{ type: 'boolean' }, { type: 'number' }, { type: 'null' }, { type: 'string', pattern: '^[A-Za-z0-9_.-]{0,64}$' }] },
+      propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_]{0,63}$' },
+      maxProperties: 32,
+    },
+    /** Passed to the template as `reasoning_effort` (templates that read it: gpt-oss's). */
+    reasoning_effort: nullable({ enum: ['none', 'minimal', 'low', 'medium', 'high'] }),
   },
   additionalProperties: false,
 } as const;
@@ -95,6 +164,8 @@ export const completionRequest = {
         { type: 'array', items: { type: 'integer', minimum: 0 }, minItems: 1 },
       ],
     },
+    /** The legacy completions' count of alternatives per token (OpenAI: at most 5). */
+    logprobs: nullable({ type: 'integer', minimum: 0, maximum: 5 }),
   },
   additionalProperties: false,
 } as const;
@@ -108,5 +179,23 @@ export const embeddingRequest = {
     encoding_format: { enum: ['float', 'base64'] },
     user: { type: 'string' },
   },
+  additionalProperties: false,
+} as const;
+
+/** llama-server's POST /tokenize (the served text model's tokenizer; `model` may name it). */
+export const tokenizeRequest = {
+  type: 'object',
+  required: ['content'],
+  properties: { model: { type: 'string' }, content: { type: 'string' }, add_special: { type: 'boolean' }, with_pieces: { type: 'boolean' } },
+  additionalProperties: false,
+} as const;
+
+/** The most ids one POST /detokenize decodes (the decode runs on the event loop). */
+export const MAX_DETOKENIZE_IDS = 65536;
+
+export const detokenizeRequest = {
+  type: 'object',
+  required: ['tokens'],
+  properties: { model: { type: 'string' }, tokens: { type: 'array', items: { type: 'integer', minimum: 0 }, maxItems: MAX_DETOKENIZE_IDS } },
   additionalProperties: false,
 } as const;

@@ -11,13 +11,14 @@
  * others. So maxActive is also the largest batch. Other engines (TLLM, Moondream) step each
  * generation on its own. The routes only iterate what `submit` returns.
  */
-import type { ChatMessage } from '../chat';
 import type { GenerateOptions, GeneratedPiece, Generation, StopReason } from '../generate';
-import type { ChatOptions, Model } from '../model';
+import type { ChatOptions, ChatPrompt, Model } from '../model';
 import { AdmissionQueue } from './admission';
+import type { ModelMetrics } from './metrics';
 
+/** What the server asks a model to generate: a chat or a text completion. */
 export type GenerationRequest =
-  | { kind: 'chat'; messages: ChatMessage[]; options: ChatOptions }
+  | { kind: 'chat'; prompt: ChatPrompt; options: ChatOptions }
   | { kind: 'text'; prompt: number[]; options: GenerateOptions };
 
 /** A submitted generation: iterate it (once) to wait for its turn and receive its pieces. */
@@ -27,6 +28,7 @@ export interface ScheduledGeneration extends AsyncIterable<GeneratedPiece> {
   readonly tokens: readonly number[];
 }
 
+/** How many generations a ModelScheduler runs and queues. */
 export interface SchedulerLimits {
   /** Generations running at once (each holds a KV cache). */
   maxActive: number;
@@ -34,14 +36,26 @@ export interface SchedulerLimits {
   maxQueued: number;
 }
 
+/** Admits a model's generations: at most `maxActive` run at once (decoding together), `maxQueued` wait, the rest are refused (429 in the server). */
 export class ModelScheduler {
   private readonly queue: AdmissionQueue;
+  private readonly metrics: ModelMetrics | undefined;
+  private readonly unsubscribe: (() => void) | undefined;
 
+  /** `metrics`: where the generations report (time to first token, tokens, batch sizes, rejections). */
   constructor(
     readonly model: Model,
     limits: SchedulerLimits,
+    metrics?: ModelMetrics,
   ) {
-    this.queue = new AdmissionQueue(limits.maxActive, limits.maxQueued);
+    this.metrics = metrics;
+    this.queue = new AdmissionQueue(limits.maxActive, limits.maxQueued, metrics ? () => metrics.rejected() : undefined);
+    this.unsubscribe = metrics ? model.onBatchStep((rows) => metrics.batchStep(rows)) : undefined;
+  }
+
+  /** Stops reporting the model's batch steps to the metrics (the server is done with the model). */
+  close(): void {
+    this.unsubscribe?.();
   }
 
   get active(): number {
@@ -59,16 +73,26 @@ export class ModelScheduler {
   submit(request: GenerationRequest, signal: AbortSignal): ScheduledGeneration {
     const entered = this.queue.enter(signal);
     entered.catch(() => {}); // a waiter aborted before iteration began: nothing to report
-    const model = this.model;
+    const { model, metrics } = this;
+    const submitted = performance.now();
     let generation: Generation | undefined;
     async function* run(): AsyncGenerator<GeneratedPiece> {
       const release = await entered;
+      let last: number | undefined;
       try {
         const options = { ...request.options, signal };
-        generation = request.kind === 'chat' ? model.chat(request.messages, options) : model.generate(request.prompt, options);
-        yield* generation;
+        generation = request.kind === 'chat' ? model.chat(request.prompt, options) : model.generate(request.prompt, options);
+        if (!metrics) return yield* generation;
+        for await (const piece of generation) {
+          const now = performance.now();
+          if (last === undefined) metrics.firstToken(request.kind === 'text' ? request.prompt.length : request.prompt.ids.length, (now - submitted) / 1000);
+          else metrics.nextToken((now - last) / 1000);
+          last = now;
+          yield piece;
+        }
       } finally {
         release();
+        if (metrics && generation) metrics.finished(generation.tokens.length, (performance.now() - submitted) / 1000, generation.stopReason !== undefined);
       }
     }
     const pieces = run();

@@ -2,11 +2,12 @@
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { lazy } from '../lazy';
 import { invalidRequest } from './api-error';
-import { chatCompletionRequest, completionRequest, embeddingRequest } from './request-schemas';
+import { chatCompletionRequest, completionRequest, detokenizeRequest, embeddingRequest, tokenizeRequest } from './request-schemas';
 
 export interface ChatMessageBody {
   role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
-  content: string | { type: 'text'; text: string }[];
+  content?: string | { type: 'text'; text: string }[] | null;
+  tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[] | null;
   name?: string;
   tool_call_id?: string;
   reasoning_content?: string;
@@ -17,6 +18,9 @@ export interface GenerationBody {
   model: string;
   temperature?: number | null;
   top_p?: number | null;
+  top_k?: number | null;
+  min_p?: number | null;
+  repetition_penalty?: number | null;
   max_tokens?: number | null;
   stop?: string | string[] | null;
   seed?: number | null;
@@ -33,11 +37,30 @@ export interface ChatCompletionBody extends GenerationBody {
   messages: ChatMessageBody[];
   max_completion_tokens?: number | null;
   response_format?: { type: 'text' | 'json_object' | 'json_schema'; json_schema?: { name: string; description?: string; schema?: object | boolean; strict?: boolean | null } };
-  chat_template_kwargs?: { enable_thinking?: boolean };
+  chat_template_kwargs?: { enable_thinking?: boolean; [kwarg: string]: unknown };
+  reasoning_effort?: 'none' | 'minimal' | 'low' | 'medium' | 'high' | null;
+  tools?: { type: 'function'; function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean | null } }[] | null;
+  tool_choice?: 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } } | null;
+  parallel_tool_calls?: boolean | null;
+  logprobs?: boolean | null;
+  top_logprobs?: number | null;
 }
 
 export interface CompletionBody extends GenerationBody {
   prompt: string | string[] | number[];
+  logprobs?: number | null;
+}
+
+export interface TokenizeBody {
+  model?: string;
+  content: string;
+  add_special?: boolean;
+  with_pieces?: boolean;
+}
+
+export interface DetokenizeBody {
+  model?: string;
+  tokens: number[];
 }
 
 export interface EmbeddingBody {
@@ -47,17 +70,45 @@ export interface EmbeddingBody {
   user?: string;
 }
 
+/** A request schema that accepts unknown top-level fields (llama-server's default): nested objects stay exact. */
+const lenient = <S extends object>(schema: S): S => ({ ...schema, additionalProperties: true });
+
 /** Compiled when a server is made (compileValidators), not when the library loads: ajv and the compile take ~100 ms. */
 export const compileValidators = lazy(() => {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { default: Ajv } = require('ajv') as typeof import('ajv');
   const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
   return {
-    chat: ajv.compile<ChatCompletionBody>(chatCompletionRequest),
-    completion: ajv.compile<CompletionBody>(completionRequest),
-    embedding: ajv.compile<EmbeddingBody>(embeddingRequest),
+    strict: {
+      chat: ajv.compile<ChatCompletionBody>(chatCompletionRequest),
+      completion: ajv.compile<CompletionBody>(completionRequest),
+      embedding: ajv.compile<EmbeddingBody>(embeddingRequest),
+      tokenize: ajv.compile<TokenizeBody>(tokenizeRequest),
+      detokenize: ajv.compile<DetokenizeBody>(detokenizeRequest),
+    },
+    lenient: {
+      chat: ajv.compile<ChatCompletionBody>(lenient(chatCompletionRequest)),
+      completion: ajv.compile<CompletionBody>(lenient(completionRequest)),
+      embedding: ajv.compile<EmbeddingBody>(lenient(embeddingRequest)),
+      tokenize: ajv.compile<TokenizeBody>(lenient(tokenizeRequest)),
+      detokenize: ajv.compile<DetokenizeBody>(lenient(detokenizeRequest)),
+    },
   };
 });
+
+/** Unknown fields already logged (bounded: a client sending random names logs at most this many). */
+const warned = new Set<string>();
+const MAX_WARNED = 64;
+
+/** Logs, once per route and name, the top-level fields a lenient server ignores. */
+function logIgnored(route: string, known: Record<string, unknown>, body: object): void {
+  for (const key of Object.keys(body)) {
+    const id = `${route} ${key}`;
+    if (key in known || warned.has(id) || warned.size >= MAX_WARNED) continue;
+    warned.add(id);
+    process.emitWarning(`weightmap serve: ignoring the unknown field '${key}' of ${route} requests (serve --strict refuses them)`);
+  }
+}
 
 /** `/messages/0/role` → `messages[0].role`. */
 function fieldName(pointer: string): string {
@@ -87,12 +138,24 @@ function describe(error: ErrorObject): { param: string; message: string } {
   }
 }
 
-function check<T>(validate: ValidateFunction<T>, body: unknown): T {
+export function check<T>(validate: ValidateFunction<T>, body: unknown): T {
   if (validate(body)) return body;
   const { param, message } = describe(validate.errors![0]);
   throw invalidRequest(message, param);
 }
 
-export const validateChatCompletion = (body: unknown) => check(compileValidators().chat, body);
-export const validateCompletion = (body: unknown) => check(compileValidators().completion, body);
-export const validateEmbedding = (body: unknown) => check(compileValidators().embedding, body);
+/** `strict`: unknown fields are 400s; else they are ignored (and logged once). */
+function validator<T extends object>(route: string, schema: { properties: Record<string, unknown> }, pick: (v: ReturnType<typeof compileValidators>['strict']) => ValidateFunction<T>) {
+  return (body: unknown, strict = false): T => {
+    const validators = compileValidators();
+    const valid = check(pick(strict ? validators.strict : validators.lenient), body);
+    if (!strict) logIgnored(route, schema.properties, valid);
+    return valid;
+  };
+}
+
+export const validateChatCompletion = validator('/v1/chat/completions', chatCompletionRequest, (v) => v.chat);
+export const validateCompletion = validator('/v1/completions', completionRequest, (v) => v.completion);
+export const validateEmbedding = validator('/v1/embeddings', embeddingRequest, (v) => v.embedding);
+export const validateTokenize = validator('/tokenize', tokenizeRequest, (v) => v.tokenize);
+export const validateDetokenize = validator('/detokenize', detokenizeRequest, (v) => v.detokenize);

@@ -5,6 +5,7 @@
 import * as nodePath from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import { lazy } from '../lazy';
+import { startModuleWorker } from '../worker-boot';
 import { MISSING_RECIPE, receiveError, type Recipe, type Reply, type Request } from '../tokenizers/worker-protocol';
 import { recipeOf } from '../tokenizers/recipes';
 import type { EncodeOptions, Tokenizer } from '../tokenizers/types';
@@ -16,30 +17,8 @@ const IDLE_MS = 5000;
 // Loaded with the first worker (node:worker_threads costs a fresh process ~1.2 ms of require).
 const workerThreads = lazy(() => require('node:worker_threads') as typeof import('node:worker_threads'));
 
-/**
- * Run from the TypeScript sources (the test suite), the worker's modules are transpiled as they
- * load, with the typescript package; the built package runs worker.js as it is.
- */
-const TS_BOOT = `
-const { workerData } = require('node:worker_threads');
-const fs = require('node:fs');
-const ts = require(workerData.typescript);
-require.extensions['.ts'] = (module, file) => {
-  const out = ts.transpileModule(fs.readFileSync(file, 'utf8'), {
-    fileName: file,
-    compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true },
-  });
-  module._compile(out.outputText, file);
-};
-require(workerData.entry);
-`;
-
 function startWorker(): Worker {
-  const ext = nodePath.extname(__filename);
-  const entry = nodePath.join(__dirname, `worker${ext}`);
-  const { Worker } = workerThreads();
-  if (ext !== '.ts') return new Worker(entry);
-  return new Worker(TS_BOOT, { eval: true, workerData: { entry, typescript: require.resolve('typescript') } });
+  return startModuleWorker(__dirname, 'worker', nodePath.extname(__filename));
 }
 
 /** A request before it is numbered. */

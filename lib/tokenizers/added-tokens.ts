@@ -153,6 +153,8 @@ export class AddedTokenSplitter {
   private readonly raw: AddedTokenMatcher;
   private readonly normalizedSet: AddedTokenMatcher;
   readonly tokens: readonly AddedToken[];
+  /** The splitter of the tokens that are not special (made on first use). */
+  private plain: AddedTokenSplitter | undefined;
 
   constructor(tokens: readonly AddedToken[], private readonly normalize?: (s: string) => string) {
     this.tokens = tokens;
@@ -162,8 +164,14 @@ export class AddedTokenSplitter {
     this.normalizedSet = new AddedTokenMatcher(normTokens, () => normTokens.map((t) => (normalize ? normalize(t.content) : t.content)));
   }
 
-  /** The input as a list of normalized text pieces and added-token ids, in order. */
-  split(text: string): Segment[] {
+  /**
+   * The input as a list of normalized text pieces and added-token ids, in order; with
+   * `parseSpecial` false, special tokens' text stays text (HF's split_special_tokens).
+   */
+  split(text: string, parseSpecial = true): Segment[] {
+    if (!parseSpecial && this.tokens.some((t) => t.special)) {
+      return (this.plain ??= new AddedTokenSplitter(this.tokens.filter((t) => !t.special), this.normalize)).split(text);
+    }
     const first: Segment[] = [];
     if (this.raw.empty) first.push(text);
     else this.raw.split(text, first);

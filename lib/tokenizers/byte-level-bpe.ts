@@ -65,7 +65,7 @@ export class ByteLevelBpeTokenizer implements Tokenizer {
   encode(text: string, options?: EncodeOptions): number[] {
     const ids: number[] = [];
     const words: string[] = [];
-    for (const seg of this.splitter.split(text)) {
+    for (const seg of this.splitter.split(text, options?.parseSpecialTokens !== false)) {
       if (typeof seg === 'number') {
         ids.push(seg);
         continue;

@@ -134,7 +134,7 @@ export class SentencePieceBpeTokenizer implements Tokenizer {
   encode(text: string, options?: EncodeOptions): number[] {
     const ids: number[] = [];
     let afterSpecial = true;
-    for (const seg of this.splitter.split(text)) {
+    for (const seg of this.splitter.split(text, options?.parseSpecialTokens !== false)) {
       if (typeof seg === 'number') {
         ids.push(seg);
         afterSpecial = true;

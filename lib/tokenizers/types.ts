@@ -8,12 +8,18 @@ export interface EncodeOptions {
   /** Add the model's special tokens around the text ([CLS] ... [SEP] for BERT, BOS for Llama). Default true. */
   addSpecialTokens?: boolean;
   /**
+   * Match special tokens' text (`<|im_end|>`, `</s>`) as those tokens. Default true; false encodes
+   * it as ordinary text (HF's split_special_tokens), as chat prompts encode message content.
+   */
+  parseSpecialTokens?: boolean;
+  /**
    * Truncate to at most this many ids, special tokens included (the text's pieces are cut, the
    * special tokens kept). Defaults to the tokenizer's own `truncation` (tokenizer.json), if any.
    */
   maxLength?: number;
 }
 
+/** Options of `decode()` and of stream decoders. */
 export interface DecodeOptions {
   /** Leave out special tokens (BOS/EOS, [CLS]/[SEP], `<|im_end|>`, ...). Default false. */
   skipSpecialTokens?: boolean;
@@ -27,6 +33,7 @@ export interface StreamDecoder {
   flush(): string;
 }
 
+/** The ids of a vocabulary's special tokens, where it has them. */
 export interface SpecialTokenIds {
   bos?: number;
   eos?: number;
@@ -40,6 +47,7 @@ export interface SpecialTokenIds {
 /** 'none': a model without a vocabulary (lib/ids-tokenizer.ts): prompts are token ids. */
 export type TokenizerKind = 'byte-level-bpe' | 'byte-fallback-bpe' | 'wordpiece' | 'sentencepiece-bpe' | 'tllm' | 'none';
 
+/** Text to token ids and back, token for token as Hugging Face's `tokenizers` does for the same vocabulary. */
 export interface Tokenizer {
   readonly kind: TokenizerKind;
   /** One past the largest id this tokenizer can produce or decode. */
@@ -47,12 +55,16 @@ export interface Tokenizer {
   readonly specialIds: Readonly<SpecialTokenIds>;
   /** The default truncation length (from tokenizer.json), if the source sets one. */
   readonly truncation: number | undefined;
+  /** The ids of `text`, with the special tokens the vocabulary adds around it (BOS, [CLS]/[SEP]) unless `addSpecialTokens` is false. */
   encode(text: string, options?: EncodeOptions): number[];
+  /** The text of `ids`. */
   decode(ids: ArrayLike<number>, options?: DecodeOptions): string;
   /** The token's string as the vocabulary stores it (e.g. `Ġthe`, `##ing`, `▁the`), or undefined. */
   idToToken(id: number): string | undefined;
+  /** The id of a token string as the vocabulary stores it, or undefined. */
   tokenToId(token: string): number | undefined;
   /** True for the ids that `skipSpecialTokens` leaves out. */
   isSpecial(id: number): boolean;
+  /** A decoder fed one id at a time, for streaming text. */
   createStreamDecoder(options?: DecodeOptions): StreamDecoder;
 }

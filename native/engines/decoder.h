@@ -2,12 +2,13 @@
 // biases (Qwen2), optional per-head QK-norm before RoPE (Qwen3), RoPE with 'half' or
 // 'interleaved' pairs and optional per-frequency factors (Llama 3's rope_freqs), SwiGLU, tied or
 // separate head; Mistral's sliding-window attention and Gemma 3's features (DecoderConfig's last
-// fields: decoder_variant.cc).
+// fields). The layers run in decoder_pass.h, once for every way rows are fed.
 // Weights stay in the mapping (see decoder_linear.h for the layouts); every session owns its KV
 // cache. Pure C++: the N-API glue is native/napi/decoder_napi.cc.
 #pragma once
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -24,6 +25,13 @@
 namespace weightmap {
 namespace decoder {
 
+// RoPE's pairs: (i, i + head_dim/2) (HF order) or (2i, 2i+1) (Meta, llama2.c, GGUF llama).
+enum class RopePairing { Half, Interleaved };
+// The FFN gate's activation: silu (SwiGLU) or tanh GELU (GeGLU).
+enum class Activation { Silu, GeluTanh };
+
+// Every field crosses from JS by the name of lib/architectures/decoder.ts's DecoderConfig through
+// one row of native/napi/decoder_config.cc; its initializer here is the value of an absent field.
 struct DecoderConfig {
   int64_t dim = 0;           // model width (HF hidden_size)
   int64_t intermediate = 0;  // FFN width (HF intermediate_size)
@@ -35,7 +43,7 @@ struct DecoderConfig {
   int64_t max_seq_len = 0;
   float eps = 1e-5f;       // RMSNorm epsilon
   double theta = 10000.0;  // RoPE base
-  bool interleaved = false;  // RoPE pairs (2i, 2i+1) instead of (i, i + head_dim/2)
+  RopePairing pairing = RopePairing::Half;
   bool tied = false;         // classifier = token embedding
   bool qk_norm = false;      // Qwen3
   bool qkv_bias = false;     // Qwen2: q/k/v projections add a bias, before RoPE
@@ -48,31 +56,36 @@ struct DecoderConfig {
   double theta_local = 0;      // RoPE base of the sliding layers (0: theta)
   float norm_offset = 0;       // every RMSNorm scales by (norm_offset + w): Gemma's HF weights hold w, scaled by 1 + w
   bool sandwich_norms = false;  // Gemma 3: RMSNorm of the attention and FFN outputs before the residual adds
-  bool gelu = false;            // GeGLU with tanh GELU instead of SwiGLU
+  Activation activation = Activation::Silu;
   float embed_scale = 1.0f;     // token embeddings × embed_scale (Gemma: √dim)
   double attn_scalar = 0;       // attention scores × 1/√attn_scalar (0: head_dim)
+  // Granite (1, or 0 for attn_scale: Llama's behaviour).
+  float attn_scale = 0;      // > 0: attention scores × attn_scale instead (attention_multiplier)
+  float residual_scale = 1;  // each block's output × residual_scale before its residual add
+  float logits_scaling = 1;  // logits ÷ logits_scaling
+  int64_t rope_dim = 0;          // Phi-4-mini: RoPE rotates the first rope_dim dims of each head (0: head_dim)
+  int64_t no_rope_interval = 0;  // SmolLM3: layer l applies no RoPE when (l + 1) % no_rope_interval == 0 (0: every layer does)
 
   int64_t q_dim() const { return n_heads * head_dim; }
+  float ScoreScale() const {
+    return attn_scale > 0 ? attn_scale : 1.0f / std::sqrt(static_cast<float>(attn_scalar > 0 ? attn_scalar : head_dim));
+  }
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
   bool Sliding(int64_t layer) const {
     return sliding_window > 0 && (swa_pattern == 0 || layer % swa_pattern < swa_pattern - 1);
   }
+  bool Rotates(int64_t layer) const { return no_rope_interval == 0 || (layer + 1) % no_rope_interval != 0; }
   double LayerTheta(int64_t layer) const { return Sliding(layer) && theta_local > 0 ? theta_local : theta; }
   // Throws SpecError CONFIG_MISMATCH for values the engine cannot run.
   void Validate() const;
 };
 
-// The RoPE of a config with base `theta` (the config's, or its sliding layers'): every head_dim dims
-// rotated (the factors point into c).
+// The RoPE of a config with base `theta` (the config's, or its sliding layers'): the first rope_dim
+// (or head_dim) dims of each head rotated (the factors point into c).
 inline engines::Rope RopeOf(const DecoderConfig& c, double theta) {
-  return {c.head_dim, theta, c.interleaved, c.rope_freqs.empty() ? nullptr : c.rope_freqs.data()};
+  return {c.rope_dim > 0 ? c.rope_dim : c.head_dim, theta, c.pairing == RopePairing::Interleaved,
+          c.rope_freqs.empty() ? nullptr : c.rope_freqs.data()};
 }
-// The variant steps Forward and BatchStep share (decoder_variant.cc).
-// gate [n] = act(gate) ⊙ up: silu (SwiGLU) or tanh GELU (GeGLU).
-void GatedActivation(const DecoderConfig& c, float* gate, const float* up, int64_t n);
-// x [rows, dim] += proj, or += rmsnorm(proj) · post_norm with sandwich norms (scratch [rows, dim]).
-void AddBlockOutput(const DecoderConfig& c, const std::vector<float>& post_norm, const float* proj, float* scratch,
-                    float* x, int64_t rows);
 
 struct DecoderOptions {
   int threads = 0;  // 0: physical cores
@@ -159,6 +172,26 @@ class DecoderModel {
   const TensorRef& RowMajor(const TensorRef& t);
 };
 
+// The buffers of a pass over n rows (decoder_pass.h; a session keeps its own, grown to its largest
+// batch).
+struct Activations {
+  int64_t capacity = 0;
+  std::vector<float> x;     // [n, dim] residual stream
+  std::vector<float> xb;    // [n, dim] normed input of a block
+  std::vector<float> q;     // [n, q_dim]
+  std::vector<float> k;     // [n, kv_dim]
+  std::vector<float> v;     // [n, kv_dim]
+  std::vector<float> att;   // [n, q_dim] attention output, heads concatenated
+  std::vector<float> proj;  // [n, dim] output of wo / w_down before the residual add
+  std::vector<float> gate;  // [n, intermediate]
+  std::vector<float> up;    // [n, intermediate]
+  std::vector<float> rope;  // [n, head_dim] cos of the pair angles then sin, per row
+  std::vector<float> rope_local;  // the same for the sliding layers' base (theta_local set only)
+  std::vector<QuantizedInput> qin;
+
+  void Reserve(const DecoderConfig& c, int64_t n);
+};
+
 // One sequence: its KV cache and scratch. Not thread-safe: the N-API layer runs one call on a
 // session at a time.
 class DecoderSession {
@@ -183,10 +216,11 @@ class DecoderSession {
   int64_t position() const { return position_.load(); }
   int64_t context_length() const { return context_; }
   KvType kv_type() const { return kv_; }
-  // Bytes reserved for the KV cache (committed only as positions fill).
-  int64_t cache_bytes() const {
-    return 2 * (model_->end_layer() - model_->first_layer()) * cfg_.n_kv_heads * context_ * KvRowBytes();
-  }
+  // Bytes of the KV cache at the full context (what it can grow to).
+  int64_t cache_bytes() const { return CacheBytesFor(context_); }
+  // Bytes of the KV cache allocated now: it grows as positions fill (ReserveKv). Safe to read while
+  // Eval runs on another thread.
+  int64_t allocated_cache_bytes() const { return CacheBytesFor(kv_rows_.load()); }
   // Forgets every position from n on (n <= position()).
   void Truncate(int64_t n);
   // The token ids at positions [0, position()), oldest first (for the sampler's penalties).
@@ -196,7 +230,8 @@ class DecoderSession {
   static constexpr int64_t kMaxBatch = 512;
 
  private:
-  friend class BatchStep;  // decoder_batch.cc: one step over the rows of several sessions
+  friend class BatchStep;    // decoder_batch.cc: one step over the rows of several sessions
+  friend class DecoderPass;  // decoder_pass.cc: the layers over rows that carry their session
 
   // Eval of ids[n] (embedding models) or hidden[n, dim] (the others).
   void Run(const int32_t* ids, const float* hidden, int64_t n, bool all_logits, float* out, const std::atomic<bool>& abort);
@@ -204,12 +239,18 @@ class DecoderSession {
   // (none), 1 (the last position) or n; rows of hidden states instead of logits without a head.
   void Forward(const int32_t* ids, const float* states, int64_t n, int64_t pos0, int64_t logits_rows, float* logits,
                const std::atomic<bool>& abort);
-  // att_ [n, q_dim] = causal softmax(q·kᵀ/√hd)·v for the n queries in q_ at positions
+  // att [n, q_dim] = causal softmax(q·kᵀ/√hd)·v for the n queries q [n, q_dim] at positions
   // [pos0, pos0 + n), against the cache of `layer` (which already holds their keys/values).
   // parallel: across the model's pool (else on the calling thread alone: a batched step runs its
   // rows' attention side by side instead, one session per thread); the result is the same.
-  void Attention(int64_t layer, int64_t pos0, int64_t n, bool parallel = true);
+  void Attention(int64_t layer, int64_t pos0, int64_t n, const float* q, float* att, bool parallel = true);
   void EnsureScratch(int64_t n);
+  // Grows the KV cache to hold at least `positions` (<= context_): to twice its rows or to
+  // `positions`, whichever is more, capped at context_; the rows held so far are copied.
+  void ReserveKv(int64_t positions);
+  int64_t CacheBytesFor(int64_t rows) const {
+    return 2 * (model_->end_layer() - model_->first_layer()) * cfg_.n_kv_heads * rows * KvRowBytes();
+  }
   // Values per q8_0 scale in a cached row (head_dim when it is not a multiple of kKvGroup).
   int64_t KvGroup() const { return cfg_.head_dim % kKvGroup == 0 ? kKvGroup : cfg_.head_dim; }
   // Bytes of one cached element (4 f32, 2 f16, 1 q8_0 without its scale).
@@ -220,21 +261,21 @@ class DecoderSession {
     const int64_t hd = cfg_.head_dim;
     return hd * KvElementBytes() + (kv_ == KvType::Q8_0 ? 4 * (hd / KvGroup()) : 0);
   }
-  // K and V [context, head_dim] of one kv head of one layer (counted from the model's
+  // K and V [kv_rows_, head_dim] of one kv head of one layer (counted from the model's
   // first_layer), as T (float for an f32 cache, uint16_t for f16, int8_t for q8_0); the q8_0
-  // scales of the same rows [context, head_dim / KvGroup()].
+  // scales of the same rows [kv_rows_, head_dim / KvGroup()].
   template <typename T>
   T* Keys(int64_t layer, int64_t kv_head) {
-    return reinterpret_cast<T*>(k_cache_.get()) + (layer * cfg_.n_kv_heads + kv_head) * context_ * cfg_.head_dim;
+    return reinterpret_cast<T*>(k_cache_.get()) + (layer * cfg_.n_kv_heads + kv_head) * kv_rows_ * cfg_.head_dim;
   }
   template <typename T>
   T* Values(int64_t layer, int64_t kv_head) {
-    return reinterpret_cast<T*>(v_cache_.get()) + (layer * cfg_.n_kv_heads + kv_head) * context_ * cfg_.head_dim;
+    return reinterpret_cast<T*>(v_cache_.get()) + (layer * cfg_.n_kv_heads + kv_head) * kv_rows_ * cfg_.head_dim;
   }
   float* KeyScales(int64_t layer, int64_t kv_head) { return k_scales_.get() + ScaleOffset(layer, kv_head); }
   float* ValueScales(int64_t layer, int64_t kv_head) { return v_scales_.get() + ScaleOffset(layer, kv_head); }
   int64_t ScaleOffset(int64_t layer, int64_t kv_head) const {
-    return (layer * cfg_.n_kv_heads + kv_head) * context_ * (cfg_.head_dim / KvGroup());
+    return (layer * cfg_.n_kv_heads + kv_head) * kv_rows_ * (cfg_.head_dim / KvGroup());
   }
   // Appends k and v [head_dim] of kv head g at position pos of `layer` (one row each).
   void StoreKv(int64_t layer, int64_t g, int64_t pos, const float* k, const float* v);
@@ -246,29 +287,16 @@ class DecoderSession {
   std::atomic<int64_t> position_{0};
   std::vector<int32_t> tokens_;  // [position_]
 
-  // KV cache per layer and kv head: keys and values [context][head_dim], so a new position is
+  // KV cache per layer and kv head: keys and values [kv_rows_][head_dim], so a new position is
   // one contiguous row of each; attention reads them as the long side of its two gemms
-  // (S = Q·Kᵀ and O = P·V).
-  // Allocated without being written: the pages are committed only as positions fill.
+  // (S = Q·Kᵀ and O = P·V). Empty until the first call; ReserveKv grows it (kv_rows_ <= context_).
+  std::atomic<int64_t> kv_rows_{0};
   std::unique_ptr<uint8_t[]> k_cache_;
   std::unique_ptr<uint8_t[]> v_cache_;
   std::unique_ptr<float[]> k_scales_;  // q8_0 only
   std::unique_ptr<float[]> v_scales_;
 
-  // Activations of one batch of n tokens (allocated for the largest batch seen).
-  int64_t capacity_ = 0;
-  std::vector<float> x_;     // [n, dim] residual stream
-  std::vector<float> xb_;    // [n, dim] normed input of a block
-  std::vector<float> q_;     // [n, q_dim]
-  std::vector<float> k_;     // [n, kv_dim]
-  std::vector<float> v_;     // [n, kv_dim]
-  std::vector<float> att_;   // [n, q_dim] attention output, heads concatenated
-  std::vector<float> proj_;  // [n, dim] output of wo / w_down before the residual add
-  std::vector<float> gate_;  // [n, intermediate]
-  std::vector<float> up_;    // [n, intermediate]
-  std::vector<float> rope_;  // [n, head_dim] cos of the pair angles then sin, per token
-  std::vector<float> rope_local_;  // the same for the sliding layers' base (theta_local set only)
-  std::vector<QuantizedInput> qin_;
+  Activations acts_;  // of Forward's batches (allocated for the largest batch seen)
   // Attention scratch per worker slot (see decoder_attention.cc).
   std::vector<std::vector<float>> attn_scratch_;
   static constexpr int64_t kAttnTile = 32;  // tokens per work item

@@ -36,14 +36,14 @@ void DecoderSession::StoreKv(int64_t layer, int64_t g, int64_t pos, const float*
   }
 }
 
-void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n, bool parallel) {
+void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n, const float* q, float* att, bool parallel) {
   const DecoderConfig& c = cfg_;
   const kernels::KernelTable& k = kernels::Active();
   ThreadPool& pool = model_->pool();
   const int64_t hd = c.head_dim;
   const int64_t group = c.n_heads / c.n_kv_heads;  // query heads per kv head
   const int64_t rows_max = group * kAttnTile;      // stacked query rows per work item
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.attn_scalar > 0 ? c.attn_scalar : hd));
+  const float scale = c.ScoreScale();
   const int64_t window = c.Sliding(model_->first_layer() + layer) ? c.sliding_window : 0;  // 0: every earlier key
   const int64_t tiles = (n + kAttnTile - 1) / kAttnTile;
   const int64_t items = tiles * c.n_kv_heads;
@@ -81,7 +81,7 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n, bool para
 
       for (int64_t r = 0; r < rows; r++) {
         const int64_t h = g * group + r / m, t = t0 + r % m;
-        std::memcpy(a + r * hd, q_.data() + t * c.q_dim() + h * hd, hd * sizeof(float));
+        std::memcpy(a + r * hd, q + t * c.q_dim() + h * hd, hd * sizeof(float));
       }
       // S [rows, context], columns [k0, k1) = A · K[k0, k1)ᵀ
       switch (kv_) {
@@ -113,7 +113,7 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n, bool para
       }
       for (int64_t r = 0; r < rows; r++) {
         const int64_t h = g * group + r / m, t = t0 + r % m;
-        std::memcpy(att_.data() + t * c.q_dim() + h * hd, o + r * hd, hd * sizeof(float));
+        std::memcpy(att + t * c.q_dim() + h * hd, o + r * hd, hd * sizeof(float));
       }
     }
   };

@@ -77,9 +77,12 @@ void DecoderConfig::Validate() const {
   if (head_dim % 2 != 0) fail("headDim must be even for RoPE, found " + std::to_string(head_dim));
   if (vocab > INT32_MAX) fail("vocabSize does not fit token ids");
   if (!(eps > 0) || !(theta > 0)) fail("rmsNormEps and ropeTheta must be positive");
-  if (!rope_freqs.empty() && static_cast<int64_t>(rope_freqs.size()) != head_dim / 2)
-    fail("ropeFreqFactors has " + std::to_string(rope_freqs.size()) + " values, headDim / 2 = " +
-         std::to_string(head_dim / 2) + " expected");
+  if (rope_dim < 0 || rope_dim > head_dim || rope_dim % 2 != 0)
+    fail("ropeDim must be even and at most headDim (" + std::to_string(head_dim) + "), found " + std::to_string(rope_dim));
+  const int64_t rotated = rope_dim > 0 ? rope_dim : head_dim;
+  if (!rope_freqs.empty() && static_cast<int64_t>(rope_freqs.size()) != rotated / 2)
+    fail("ropeFreqFactors has " + std::to_string(rope_freqs.size()) + " values, one per rotated pair (" +
+         std::to_string(rotated / 2) + ") expected");
   for (float f : rope_freqs)
     if (!(f > 0) || !std::isfinite(f)) fail("ropeFreqFactors must be positive and finite");
   if (sliding_window < 0 || swa_pattern < 0) fail("slidingWindow and slidingWindowPattern must not be negative");

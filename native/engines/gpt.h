@@ -87,6 +87,7 @@ class GptSession {
   // The token ids at positions [0, position()), oldest first (for the sampler's penalties).
   const std::vector<int32_t>& tokens() const { return tokens_; }
   int64_t cache_bytes() const { return cache_.bytes(); }
+  int64_t allocated_cache_bytes() const { return cache_bytes(); }  // KvCache grows as it fills: what it holds now
 
  private:
   std::shared_ptr<const GptModel> model_;

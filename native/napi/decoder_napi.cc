@@ -10,6 +10,7 @@
 #include "engines/decoder.h"
 #include "engines/decoder_batch.h"
 #include "kernels/kernels.h"
+#include "napi/decoder_config.h"
 #include "napi/engine_args.h"
 #include "napi/model_wrap.h"
 #include "napi/register.h"
@@ -19,79 +20,6 @@ namespace weightmap {
 namespace decoder {
 
 namespace {
-
-// The DecoderConfig of lib/weights.ts.
-DecoderConfig ParseConfig(Napi::Value value) {
-  Napi::Env env = value.Env();
-  if (!value.IsObject()) ThrowTypeError(env, "config must be an object");
-  Napi::Object o = value.As<Napi::Object>();
-  constexpr int64_t kMax = int64_t{1} << 31;
-  DecoderConfig c;
-  c.dim = ReadInt(o, "hiddenSize", 1, kMax);
-  c.intermediate = ReadInt(o, "intermediateSize", 1, kMax);
-  c.n_layers = ReadInt(o, "numLayers", 1, 1 << 16);
-  c.n_heads = ReadInt(o, "numHeads", 1, 1 << 16);
-  c.n_kv_heads = ReadInt(o, "numKvHeads", 1, 1 << 16);
-  c.head_dim = ReadInt(o, "headDim", 1, 1 << 16);
-  c.vocab = ReadInt(o, "vocabSize", 1, kMax - 1);
-  c.max_seq_len = ReadInt(o, "maxSeqLen", 1, kMax);
-  c.eps = static_cast<float>(ReadNumber(o, "rmsNormEps"));
-  c.theta = ReadNumber(o, "ropeTheta");
-  Napi::Value pairing = o.Get("ropePairing");
-  std::string p = pairing.IsString() ? pairing.As<Napi::String>().Utf8Value() : "";
-  if (p != "half" && p != "interleaved") ThrowTypeError(env, "ropePairing must be 'half' or 'interleaved'");
-  c.interleaved = p == "interleaved";
-  c.tied = ReadBool(o, "tieWordEmbeddings");
-  c.qk_norm = ReadBool(o, "qkNorm");
-  Napi::Value bias = o.Get("qkvBias");
-  c.qkv_bias = !bias.IsUndefined() && ReadBool(o, "qkvBias");
-  Napi::Value freqs = o.Get("ropeFreqFactors");
-  if (!freqs.IsUndefined()) {
-    if (!freqs.IsArray()) ThrowTypeError(env, "ropeFreqFactors must be an array of numbers");
-    Napi::Array a = freqs.As<Napi::Array>();
-    if (a.Length() > (1u << 16)) ThrowTypeError(env, "ropeFreqFactors is too long");
-    for (uint32_t i = 0; i < a.Length(); i++) {
-      Napi::Value v = a.Get(i);
-      if (!v.IsNumber()) ThrowTypeError(env, "ropeFreqFactors must be an array of numbers");
-      c.rope_freqs.push_back(v.As<Napi::Number>().FloatValue());
-    }
-  }
-  // Mistral and Gemma 3 (absent: Llama's behaviour; DecoderConfig::Validate checks the values).
-  auto has = [&](const char* key) { return !o.Get(key).IsUndefined(); };
-  if (has("slidingWindow")) c.sliding_window = ReadInt(o, "slidingWindow", 0, kMax);
-  if (has("slidingWindowPattern")) c.swa_pattern = ReadInt(o, "slidingWindowPattern", 0, 1 << 16);
-  if (has("ropeLocalTheta")) c.theta_local = ReadNumber(o, "ropeLocalTheta");
-  if (has("normWeightOffset")) c.norm_offset = static_cast<float>(ReadNumber(o, "normWeightOffset"));
-  if (has("sandwichNorms")) c.sandwich_norms = ReadBool(o, "sandwichNorms");
-  if (has("embeddingScale")) c.embed_scale = static_cast<float>(ReadNumber(o, "embeddingScale"));
-  if (has("queryPreAttnScalar")) c.attn_scalar = ReadNumber(o, "queryPreAttnScalar");
-  if (has("activation")) {
-    Napi::Value act = o.Get("activation");
-    std::string a = act.IsString() ? act.As<Napi::String>().Utf8Value() : "";
-    if (a != "silu" && a != "gelu_tanh") ThrowTypeError(env, "activation must be 'silu' or 'gelu_tanh'");
-    c.gelu = a == "gelu_tanh";
-  }
-  return c;
-}
-
-DecoderOptions ParseOptions(Napi::Env env, Napi::Value value) {
-  DecoderOptions options;
-  Napi::Object o = OptionsObject(env, value, "options");
-  options.threads = ThreadsOption(o);
-  if (!o.Get("groupSize").IsUndefined()) options.group_size = static_cast<int>(ReadInt(o, "groupSize", 1, 4096));
-  // The layer range of a pipeline stage (checked against the config by DecoderModel::Load).
-  if (!o.Get("firstLayer").IsUndefined()) options.first_layer = ReadInt(o, "firstLayer", 0, 1 << 16);
-  if (!o.Get("endLayer").IsUndefined()) options.end_layer = ReadInt(o, "endLayer", 1, 1 << 16);
-  Napi::Value quant = o.Get("quant");
-  if (!quant.IsUndefined()) {
-    std::string q = quant.IsString() ? quant.As<Napi::String>().Utf8Value() : "";
-    if (q == "q8_0") options.quant = WeightQuant::Q8;
-    else if (q == "f32") options.quant = WeightQuant::F32;
-    else if (q == "none") options.quant = WeightQuant::Keep;
-    else ThrowTypeError(env, "quant must be 'q8_0', 'f32' or 'none'");
-  }
-  return options;
-}
 
 struct DecoderTraits {
   using Model = DecoderModel;
@@ -212,15 +140,7 @@ class DecoderModelWrap : public ModelWrap<DecoderModelWrap, DecoderModel> {
     if (info.Length() < 1 || !info[0].IsObject()) ThrowTypeError(env, "createSession(options): options must be an object");
     Napi::Object options = info[0].As<Napi::Object>();
     const int64_t context = ReadInt(options, "contextLength", 1, handle->model->config().max_seq_len);
-    KvType kv = handle->model->default_kv();
-    Napi::Value kv_value = options.Get("kvCache");
-    if (!kv_value.IsUndefined()) {
-      const std::string name = kv_value.IsString() ? kv_value.As<Napi::String>().Utf8Value() : "";
-      if (name == "f16") kv = KvType::F16;
-      else if (name == "f32") kv = KvType::F32;
-      else if (name == "q8_0") kv = KvType::Q8_0;
-      else ThrowTypeError(env, "kvCache must be 'f16', 'f32' or 'q8_0'");
-    }
+    const KvType kv = ParseKvType(env, options.Get("kvCache"), handle->model->default_kv());
     std::unique_ptr<DecoderSession> session;
     try {
       session = std::make_unique<DecoderSession>(handle->model, context, kv);
@@ -232,8 +152,9 @@ class DecoderModelWrap : public ModelWrap<DecoderModelWrap, DecoderModel> {
     return SessionClass::New(env, handle, std::move(session));
   }
 
-  // stepBatch(sessions: DecoderSession[], ids: Int32Array, samplers: Sampler[], params: (NativeSamplingParams | undefined)[]):
-  // Promise<Int32Array>. Every session (of this model, idle, distinct) feeds ids[i] at its position.
+  // stepBatch(sessions: DecoderSession[], ids: Int32Array, samplers: Sampler[], params: (NativeSamplingParams | undefined)[],
+  // allowed?: (Uint32Array | undefined)[]): Promise<Int32Array>. Every session (of this model, idle, distinct) feeds
+  // ids[i] at its position; row i draws with samplers[i], params[i] (read once per Sampler and object) and allowed[i].
   Napi::Value StepBatch(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     const auto& handle = Live(env);
@@ -251,6 +172,10 @@ class DecoderModelWrap : public ModelWrap<DecoderModelWrap, DecoderModel> {
     if (n == 0) throw MakeError(env, "ERR_OUT_OF_RANGE", "stepBatch needs at least one session");
     if (ids.ElementLength() != n || samplers.Length() != n || params.Length() != n)
       ThrowTypeError(env, "stepBatch: sessions, ids, samplers and params must have the same length");
+    const bool has_allowed = info.Length() > 4 && !info[4].IsUndefined();
+    if (has_allowed && (!info[4].IsArray() || info[4].As<Napi::Array>().Length() != n))
+      ThrowTypeError(env, "stepBatch: allowed must be an array as long as sessions");
+    auto allowed = [&](uint32_t i) { return has_allowed ? info[4].As<Napi::Array>().Get(i) : env.Undefined(); };
     std::vector<StepBatchWorker::Row> rows(n);
     std::set<const SessionState<DecoderTraits>*> seen;
     for (uint32_t i = 0; i < n; i++) {
@@ -264,7 +189,8 @@ class DecoderModelWrap : public ModelWrap<DecoderModelWrap, DecoderModel> {
     // Lends every sampler (the registry refuses one lent elsewhere or twice here), then claims every
     // session, or none: a failure gives back what was taken.
     for (uint32_t i = 0; i < n; i++)
-      rows[i].sampler = std::make_unique<LentSampler>(env, samplers.Get(i), params.Get(i), "stepBatch: samplers[" + std::to_string(i) + "]");
+      rows[i].sampler =
+          std::make_unique<LentSampler>(env, samplers.Get(i), params.Get(i), allowed(i), "stepBatch: samplers[" + std::to_string(i) + "]");
     for (uint32_t i = 0; i < n; i++) {
       if (rows[i].state->busy.exchange(true)) {
         for (uint32_t j = 0; j < i; j++) rows[j].state->busy = false;
@@ -295,6 +221,7 @@ class DecoderModelWrap : public ModelWrap<DecoderModelWrap, DecoderModel> {
 void InitDecoder(Napi::Env env, Napi::Object exports) {
   DecoderModelWrap::Init(env, exports);
   SessionClass::Init(env, exports);
+  exports.Set("decoderNames", DecoderNames(env));
 }
 
 }  // namespace

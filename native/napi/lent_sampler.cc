@@ -16,10 +16,12 @@ std::set<const Sampler*> lent;
 
 }  // namespace
 
-LentSampler::LentSampler(Napi::Env env, Napi::Value sampler, Napi::Value params, const std::string& what)
+LentSampler::LentSampler(Napi::Env env, Napi::Value sampler, Napi::Value params, Napi::Value allowed,
+                         const std::string& what)
     : sampler_(UnwrapSampler(sampler)) {
   if (!sampler_) ThrowTypeError(env, what + " must be a Sampler");
-  params_ = ParseSamplingParams(env, params);
+  params_ = BoundParams(env, sampler, params);
+  if (!allowed.IsUndefined()) params_.allowed = ParseAllowedTokens(env, allowed, what + "'s allowedTokens");
   {
     std::lock_guard<std::mutex> lock(lent_mutex);
     if (!lent.insert(sampler_).second)

@@ -16,9 +16,11 @@ namespace weightmap {
 
 class LentSampler {
  public:
-  // `sampler` a JS Sampler, `params` NativeSamplingParams or undefined; `what` names the argument in
-  // errors. Throws a TypeError for bad arguments and ERR_WEIGHTMAP_BUSY when the sampler is lent.
-  LentSampler(Napi::Env env, Napi::Value sampler, Napi::Value params, const std::string& what);
+  // `sampler` a JS Sampler, `params` NativeSamplingParams or undefined (read once per Sampler and
+  // object: BoundParams), `allowed` this step's allowed-token bitset (a Uint32Array) or undefined
+  // (the params' own); `what` names the argument in errors. Throws a TypeError for bad arguments
+  // and ERR_WEIGHTMAP_BUSY when the sampler is lent.
+  LentSampler(Napi::Env env, Napi::Value sampler, Napi::Value params, Napi::Value allowed, const std::string& what);
   ~LentSampler();
   LentSampler(const LentSampler&) = delete;
   LentSampler& operator=(const LentSampler&) = delete;

@@ -36,12 +36,24 @@ class SamplerWrap : public Napi::ObjectWrap<SamplerWrap> {
 
   Sampler* native() { return &sampler_; }
 
+  const SamplingParams& Bound(Napi::Env env, Napi::Value params) {
+    static const SamplingParams kDefaults;
+    if (params.IsUndefined() || params.IsNull()) return kDefaults;
+    if (!params_ref_.IsEmpty() && params_ref_.Value().StrictEquals(params)) return params_;
+    SamplingParams parsed = ParseSamplingParams(env, params);  // throws for bad params: the old pair stays
+    params_ = std::move(parsed);
+    params_ref_ = Napi::Persistent(params.As<Napi::Object>());
+    return params_;
+  }
+
  private:
-  // sample(logits: Float32Array, params?, recent?: Int32Array): the logits are copied, not changed.
+  // sample(logits: Float32Array, params?, recent?: Int32Array, allowedTokens?: Uint32Array): the
+  // logits are copied, not changed; params as a step's (BoundParams), allowedTokens this draw's.
   Napi::Value Sample(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     Napi::Float32Array logits = LogitsArg(info);
-    SamplingParams params = ParseSamplingParams(env, info.Length() > 1 ? info[1] : env.Undefined());
+    SamplingParams params = Bound(env, info.Length() > 1 ? info[1] : env.Undefined());
+    if (info.Length() > 3 && !info[3].IsUndefined()) params.allowed = ParseAllowedTokens(env, info[3], "allowedTokens");
     auto [recent, n_recent] = RecentArg(info);
     scratch_.resize(logits.ElementLength());
     std::memcpy(scratch_.data(), logits.Data(), scratch_.size() * sizeof(float));
@@ -96,6 +108,8 @@ class SamplerWrap : public Napi::ObjectWrap<SamplerWrap> {
 
   Sampler sampler_;
   std::vector<float> scratch_;
+  Napi::ObjectReference params_ref_;  // the last params object given (Bound), and its parse
+  SamplingParams params_;
 };
 
 // rngDraws(seed, count) -> { u32: Uint32Array, f32: Float32Array }: two generators with the same
@@ -128,6 +142,10 @@ Sampler* UnwrapSampler(Napi::Value value) {
   Napi::Object object = value.As<Napi::Object>();
   if (!object.CheckTypeTag(&kSamplerTag)) return nullptr;
   return SamplerWrap::Unwrap(object)->native();
+}
+
+const SamplingParams& BoundParams(Napi::Env env, Napi::Value sampler, Napi::Value params) {
+  return SamplerWrap::Unwrap(sampler.As<Napi::Object>())->Bound(env, params);
 }
 
 namespace {

@@ -14,4 +14,11 @@ namespace weightmap {
 // pointer, and runs one worker at a time per Sampler.
 Sampler* UnwrapSampler(Napi::Value value);
 
+// The parse of `params` (NativeSamplingParams, or undefined: the defaults) for the JS Sampler
+// `sampler` (one UnwrapSampler accepts): a Sampler keeps the last params object it was given and
+// its parse, so a generation that passes one object at every step has it read at its first step
+// only (a params object is read once per Sampler: pass a new one to change the params). The
+// reference stays valid until the next call for this Sampler. JS thread.
+const SamplingParams& BoundParams(Napi::Env env, Napi::Value sampler, Napi::Value params);
+
 }  // namespace weightmap

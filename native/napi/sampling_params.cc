@@ -55,14 +55,16 @@ SamplingParams ParseSamplingParams(Napi::Env env, Napi::Value value) {
     for (size_t i = 0; i < ids.ElementLength(); ++i) p.logit_bias.emplace_back(ids[i], values[i]);
   }
   Napi::Value allowed_v = o.Get("allowedTokens");
-  if (!allowed_v.IsUndefined()) {
-    if (!allowed_v.IsTypedArray() || allowed_v.As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array)
-      ThrowTypeError(env, "sampling params: allowedTokens must be a Uint32Array");
-    Napi::Uint32Array words = allowed_v.As<Napi::Uint32Array>();
-    if (words.ElementLength() == 0) ThrowTypeError(env, "sampling params: allowedTokens must not be empty");
-    p.allowed.assign(words.Data(), words.Data() + words.ElementLength());
-  }
+  if (!allowed_v.IsUndefined()) p.allowed = ParseAllowedTokens(env, allowed_v, "sampling params: allowedTokens");
   return p;
+}
+
+std::vector<uint32_t> ParseAllowedTokens(Napi::Env env, Napi::Value value, const std::string& what) {
+  if (!value.IsTypedArray() || value.As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array)
+    ThrowTypeError(env, what + " must be a Uint32Array");
+  Napi::Uint32Array words = value.As<Napi::Uint32Array>();
+  if (words.ElementLength() == 0) ThrowTypeError(env, what + " must not be empty");
+  return std::vector<uint32_t>(words.Data(), words.Data() + words.ElementLength());
 }
 
 uint64_t ParseSeed(Napi::Env env, Napi::Value value, const char* what) {

@@ -1,5 +1,5 @@
 // The one JS session class of every language engine (decoder, gpt, phi), as a template over the
-// engine's Traits: eval / step / truncate / abort / dispose, position / contextLength / cacheBytes /
+// engine's Traits: eval / step / truncate / abort / dispose, position / contextLength / cacheBytes / allocatedCacheBytes /
 // busy / disposed / tokens, one call at a time per session (ERR_WEIGHTMAP_BUSY), the Sampler lent
 // through the process-wide registry of lent_sampler.h, the token history kept by the native session.
 //
@@ -16,7 +16,7 @@
 //   static const char* CannotStep(const Session&);      why step() cannot run, or nullptr
 //   static int64_t OutputFloats(const Session&, const EvalInput&);
 //   static void Eval(Session&, const EvalInput&, float* out, const std::atomic<bool>& abort);
-// Session: position(), context_length(), cache_bytes(), tokens(), Truncate(n).
+// Session: position(), context_length(), cache_bytes(), allocated_cache_bytes(), tokens(), Truncate(n).
 #pragma once
 
 #include <napi.h>
@@ -120,6 +120,7 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap<Traits>> {
                                    Wrap::template InstanceAccessor<&SessionWrap::Position>("position"),
                                    Wrap::template InstanceAccessor<&SessionWrap::ContextLength>("contextLength"),
                                    Wrap::template InstanceAccessor<&SessionWrap::CacheBytes>("cacheBytes"),
+                                   Wrap::template InstanceAccessor<&SessionWrap::AllocatedCacheBytes>("allocatedCacheBytes"),
                                    Wrap::template InstanceAccessor<&SessionWrap::Tokens>("tokens"),
                                    Wrap::template InstanceAccessor<&SessionWrap::Busy>("busy"),
                                    Wrap::template InstanceAccessor<&SessionWrap::Disposed>("disposed")}));
@@ -222,9 +223,10 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap<Traits>> {
     return (new EvalWorker<Traits>(env, state_, std::move(in), nullptr))->Start();
   }
 
-  // step(ids: Int32Array, sampler: Sampler, params?): Promise<number>: eval() of ids, then the next
-  // token drawn in the same worker from the last position's logits, with the session's tokens
-  // (positions 0..position, the new ones included) as the penalty history.
+  // step(ids: Int32Array, sampler: Sampler, params?, allowedTokens?: Uint32Array): Promise<number>:
+  // eval() of ids, then the next token drawn in the same worker from the last position's logits,
+  // with the session's tokens (positions 0..position, the new ones included) as the penalty
+  // history; params read once per Sampler and object (BoundParams), allowedTokens this step's.
   Napi::Value Step(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (const char* why = Traits::CannotStep(*Live(env).session)) throw MakeError(env, "ERR_OUT_OF_RANGE", why);
@@ -234,8 +236,8 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap<Traits>> {
     EvalInput in;
     in.ids.assign(a.Data(), a.Data() + a.ElementLength());
     in.n = static_cast<int64_t>(in.ids.size());
-    auto lent = std::make_unique<LentSampler>(env, info.Length() > 1 ? info[1] : env.Undefined(),
-                                              info.Length() > 2 ? info[2] : env.Undefined(), "step(ids, sampler, params): sampler");
+    auto arg = [&](size_t i) { return info.Length() > i ? info[i] : env.Undefined(); };
+    auto lent = std::make_unique<LentSampler>(env, arg(1), arg(2), arg(3), "step(ids, sampler, params): sampler");
     Claim(env, "step()");
     return (new EvalWorker<Traits>(env, state_, std::move(in), std::move(lent)))->Start();
   }
@@ -277,6 +279,9 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap<Traits>> {
   }
   Napi::Value CacheBytes(const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), state_ ? static_cast<double>(state_->session->cache_bytes()) : 0);
+  }
+  Napi::Value AllocatedCacheBytes(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), state_ ? static_cast<double>(state_->session->allocated_cache_bytes()) : 0);
   }
   // A copy of the ids at positions [0, position) (ERR_WEIGHTMAP_BUSY while a call changes them).
   Napi::Value Tokens(const Napi::CallbackInfo& info) {

@@ -6,6 +6,7 @@
 // active ISA has: native/kernels/read_probe.h).
 //   node scripts/bench/bandwidth.js [--mb 1024] [--reps 7] [--threads 1,2] [--prefetch 4096]
 'use strict';
+require('../args').scriptArgs('bandwidth.js [--mb 1024] [--reps 7] [--threads 1,2] [--prefetch 4096]', { options: { mb: 'string', reps: 'string', threads: 'string', prefetch: 'string' } });
 const loadAddon = require('./addon');
 
 const args = process.argv.slice(2);

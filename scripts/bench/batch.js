@@ -13,6 +13,7 @@
 // --quant is DecoderEngine.load's: with q8_0 and a float model (e.g. --model of an f16 sepweight
 // folder) the matrices are Q8 (matvec_q8_rows), where a GGUF's Q8_0 blocks run the ggml kernels.
 'use strict';
+require('../args').scriptArgs('batch.js [--model PATH] [--gguf q8_0|q4_k_m|q4_0|q6_k] [--streams 1,2,4,8] [--steps 16] [--rounds 3] [--prompt 16] [--threads N] [--quant Q]', { options: { model: 'string', gguf: 'string', streams: 'string', steps: 'string', rounds: 'string', prompt: 'string', threads: 'string', quant: 'string' } });
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');

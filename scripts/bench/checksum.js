@@ -6,6 +6,7 @@
 //   WEIGHTMAP_ADDON=build-x/Release/weightmap.node node scripts/bench/checksum.js [EMBD] [--reps N]
 // WEIGHTMAP_DIST (default dist/cjs) names the compiled library for the readWeights part.
 'use strict';
+require('../args').scriptArgs('checksum.js [EMBD] [--reps N]', { options: { reps: 'string' }, positionals: [0, 1] });
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');

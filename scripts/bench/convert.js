@@ -6,6 +6,7 @@
 // (maxEventLoopDelayMs: the writer's heavy work must run off the JS thread).
 //   node scripts/bench/convert.js IN OUT --to ajc1 [--quant q8_0] [--group-size 64] [--dtype f16]
 'use strict';
+require('../args').scriptArgs('convert.js IN OUT --to FORMAT [--quant q8_0] [--group-size N] [--dtype f32|f16]', { options: { to: 'string', quant: 'string', 'group-size': 'string', dtype: 'string' }, positionals: [2, 2] });
 const fs = require('node:fs');
 const path = require('node:path');
 const { monitorEventLoopDelay, performance } = require('node:perf_hooks');

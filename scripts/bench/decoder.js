@@ -15,7 +15,7 @@
 // Each thread count's report gives the MB of the model file mapped through 2 MB page-table entries
 // (FilePmdMapped, Linux): a file cached in small folios (copied with cp, written in small pieces)
 // is read through 4 KB entries. --drop-cache first drops the file's cached pages (posix_fadvise
-// DONTNEED, through dd) so that the load reads it back as a fresh download is read (README, "Weights
+// DONTNEED, through dd) so that the load reads it back as a fresh download is read (docs/performance.md, "Weights
 // in place through 2 MB page-table entries").
 // Needs `npm run build:ts` (dist/) and the addon (WEIGHTMAP_ADDON or build/).
 //   node scripts/bench/decoder.js [--model PATH] [--threads 1,2] [--prompt 512 (0: no prefill run)] [--decode 128] [--runs 3]
@@ -23,6 +23,7 @@
 //                                 [--bandwidth GBps] [--quant none|q8_0|f32] [--gguf q4_k_m|q4_0|q6_k|q8_0]
 //                                 [--root CHECKOUT (another built worktree to measure: checkout.js)] [--drop-cache]
 'use strict';
+require('../args').scriptArgs('decoder.js [--model PATH] [--gguf TYPE] [--threads 1,2] [--prompt 512] [--decode 128] [--runs 3] [--position 16] [--kv f16|q8_0] [--quant Q] [--bandwidth GB/s] [--drop-cache] [--root CHECKOUT]', { options: { model: 'string', gguf: 'string', threads: 'string', prompt: 'string', decode: 'string', runs: 'string', position: 'string', kv: 'string', quant: 'string', bandwidth: 'string', 'drop-cache': 'boolean', root: 'string' } });
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');

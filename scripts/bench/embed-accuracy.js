@@ -5,6 +5,7 @@
 // every layer (trained BERTs have a few such features; they are what per-row int8 handles worst).
 //   node scripts/bench/embed-accuracy.js [--model FILE] [--texts 64]
 'use strict';
+require('../args').scriptArgs('embed-accuracy.js [--model FILE] [--texts 64]', { options: { model: 'string', texts: 'string' } });
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');

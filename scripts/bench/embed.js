@@ -223,12 +223,13 @@ async function main() {
     .map(([t, p]) => (p ? `${t} thread(s): int8 ${(p.int8MacsPerSecond / 1e9).toFixed(0)}, f32 ${(p.f32MacsPerSecond / 1e9).toFixed(0)} GMAC/s` : `${t} thread(s): not measured`))
     .join('; ');
   const note = `bound = the multiply-adds of a sentence (${describe(18)}; ${describe(128)}) at the measured peak (${peakText}; scripts/bench/peak.js), linear layers at the int8 peak for int8/q8_0`;
-  if (rest.includes('--json')) console.log(JSON.stringify({ root: ROOT, model: file, shape: SHAPE, cpu: os.cpus()[0].model, peaks: Object.fromEntries(peaks), note, results }, null, 2));
+  if (rest.includes('--json')) console.log(JSON.stringify({ command: `node scripts/bench/embed.js ${rest.join(' ')}`.trim(), machine: require('./machine').machine(), root: ROOT, model: file, shape: SHAPE, cpu: os.cpus()[0].model, peaks: Object.fromEntries(peaks), note, results }, null, 2));
   else console.log(`${note}; checkout ${ROOT}`);
 }
 
 module.exports = { ensureModel, makeTexts, macsPerSentence, writeHfFolder, SHAPE, VOCAB };
 if (require.main === module) {
+  require('../args').scriptArgs('embed.js [--model FILE] [--threads 1,2] [--quant f32,int8,q8_0] [--runs 5] [--json] [--root CHECKOUT]', { options: { model: 'string', threads: 'string', quant: 'string', runs: 'string', json: 'boolean', root: 'string' } });
   main().catch((error) => {
     console.error(error);
     process.exitCode = 1;

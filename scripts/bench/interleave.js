@@ -6,6 +6,7 @@
 //   node scripts/bench/interleave.js --addons before.node,build/Release/weightmap.node [--rounds 3] -- CMD ARGS...
 // e.g. -- scripts/bench/batch.js --model TREE --quant q8_0 --streams 1,8 --rounds 1
 'use strict';
+require('../args').scriptArgs('interleave.js --addons A,B [--rounds N] -- CMD ARGS...', { options: { addons: 'string', rounds: 'string' }, rest: true });
 const os = require('node:os');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');

@@ -9,6 +9,7 @@
 // of the first replay is printed too. Needs `npm run build:ts` (dist/).
 //   node scripts/bench/json-mask.js [--tokenizer PATH] [--vocab 151936] [--docs 20] [--reps 5]
 'use strict';
+require('../args').scriptArgs('json-mask.js [--tokenizer PATH] [--vocab 151936] [--docs 20] [--reps 5]', { options: { tokenizer: 'string', vocab: 'string', docs: 'string', reps: 'string' } });
 const path = require('node:path');
 const { monitorEventLoopDelay, performance } = require('node:perf_hooks');
 const { loadTokenizer } = require('../../dist/cjs/tokenizer-loading');

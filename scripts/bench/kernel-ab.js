@@ -9,6 +9,7 @@
 //   node scripts/bench/kernel-ab.js [--base REF] [--kinds q8:64,q8:32,f16,q4_k,q6_k,q8_0,q4_0]
 //                                   [--isa avx512vnni|avx2] [--pairs 11] [--json]
 'use strict';
+require('../args').scriptArgs('kernel-ab.js [--base REF] [--kinds q8:64,q8:32,f16,q4_k,q6_k,q8_0,q4_0] [--isa avx512vnni] [--pairs 11] [--json]', { options: { base: 'string', kinds: 'string', isa: 'string', pairs: 'string', json: 'boolean' } });
 const { execFileSync, spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');

@@ -22,6 +22,7 @@
 //                                                  those two: stories15M's classifier and w1)
 //     [--decode-group 64]                          (Q8_0 group of the Qwen3 layers of --only decode)
 'use strict';
+require('../args').scriptArgs('kernels.js [--isa avx512vnni,avx2] [--threads 1,2] [--reps 9] [--m 128] [--only matvec,matmul,qwen3,decode,hgemm,gemmi8,ggml] [--matvec-shapes RxCxG,...] [--decode-group 64] [--types T,...]', { options: { isa: 'string', threads: 'string', reps: 'string', m: 'string', only: 'string', 'matvec-shapes': 'string', 'decode-group': 'string', types: 'string' } });
 const crypto = require('node:crypto');
 const os = require('node:os');
 const loadAddon = require('./addon');

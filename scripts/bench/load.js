@@ -8,6 +8,7 @@
 // Compare two checkouts by pointing --root at each (their dist/ must be built):
 //   node scripts/bench/load.js [--root /work/main] [--only NAME,...] [--runs 3]
 'use strict';
+require('../args').scriptArgs('load.js [--root /work/main] [--only NAME,...] [--runs 3]', { options: { root: 'string', only: 'string', runs: 'string', child: 'string', phases: 'string', tmp: 'string' } });
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');

@@ -4,6 +4,7 @@
 // f32 norms, then int8 values followed by f32 group scales per tensor, per layer).
 //   node scripts/bench/make-ajc1.js OUT [--shape qwen3-0.6b] [--seed 1]
 'use strict';
+require('../args').scriptArgs('make-ajc1.js OUT [--shape qwen3-0.6b] [--seed N]', { options: { shape: 'string', seed: 'string' }, positionals: [1, 1] });
 const fs = require('node:fs');
 
 const SHAPES = {

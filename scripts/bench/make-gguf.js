@@ -169,6 +169,7 @@ async function main() {
 module.exports = { SHAPE, BLOCKS, BLOCK_IDS };
 
 if (require.main === module) {
+  require('../args').scriptArgs('make-gguf.js OUT --type q4_k_m|q4_0|q6_k|q8_0 [--seed N] [--vocab]', { options: { type: 'string', seed: 'string', vocab: 'boolean' }, positionals: [1, 1] });
   main().catch((e) => {
     console.error(e);
     process.exit(1);

@@ -3,6 +3,7 @@
 // of a real model's shape, streaming (never more than a few MB in memory). For benchmarks:
 //   node scripts/bench/make-hf-model.js qwen3-0.6b /tmp/qwen3-0.6b-hf [--dtype bf16|f32|f16]
 'use strict';
+require('../args').scriptArgs('make-hf-model.js qwen3-0.6b|qwen3-1.7b|stories15m OUT_DIR [--dtype bf16|f16|f32]', { options: { dtype: 'string' }, positionals: [2, 2] });
 const fs = require('node:fs');
 const path = require('node:path');
 

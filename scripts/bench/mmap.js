@@ -5,6 +5,7 @@
 // with the pages actually read.
 //   node scripts/bench/mmap.js [--size-mb 1024] [--file PATH]
 'use strict';
+require('../args').scriptArgs('mmap.js [--size-mb 1024] [--file PATH]', { options: { 'size-mb': 'string', file: 'string' } });
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');

@@ -14,6 +14,7 @@
 // images per thread count (one engine) and reports each wall time, each CPU time and the load.
 // The file is kept for the next run (same size = reused) unless --remove is given.
 'use strict';
+require('../args').scriptArgs('moondream.js [--dir DIR] [--threads 1,2] [--tokens 32] [--vision-layers 27] [--vision-reps 1] [--no-vision | --vision-only] [--answer] [--remove] [--root CHECKOUT]', { options: { dir: 'string', threads: 'string', tokens: 'string', 'vision-layers': 'string', 'vision-reps': 'string', 'no-vision': 'boolean', 'vision-only': 'boolean', answer: 'boolean', remove: 'boolean', root: 'string' } });
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');

@@ -69,4 +69,7 @@ async function main() {
 }
 
 module.exports = { measurePeak };
-if (require.main === module) main().catch((e) => { console.error(e.message); process.exit(1); });
+if (require.main === module) {
+  require('../args').scriptArgs('peak.js [--threads N] [--seconds S] [--json]', { options: { threads: 'string', seconds: 'string', json: 'boolean' } });
+  main().catch((e) => { console.error(e.message); process.exit(1); });
+}

@@ -20,6 +20,7 @@
 //                               [--prompt 512] [--decode 128] [--only decoder|embed] [--run-timeout 900]
 //                               [--peers llama-bench,node-llama-cpp] [--json]
 'use strict';
+require('../args').scriptArgs('peers.js [--quick] [--pairs 3] [--types q4_k_m,q4_0,q6_k,q8_0] [--threads 1,2] [--prompt 512] [--decode 128] [--only NAME] [--run-timeout 900] [--peers llama-bench,node-llama-cpp] [--json]', { options: { quick: 'boolean', pairs: 'string', types: 'string', threads: 'string', prompt: 'string', decode: 'string', only: 'string', 'run-timeout': 'string', peers: 'string', json: 'boolean' } });
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
@@ -31,6 +32,8 @@ const { bytesPerToken, kvBytesPerToken, prefillMacsPerToken } = require('./decod
 const cache = require('./peers/cache');
 const embedRows = require('./peers/embed-rows');
 const { runJson } = require('./peers/run-json');
+const { peersTable, peersTitles } = require('./peers/table');
+const { machine } = require('./machine');
 
 const args = process.argv.slice(2);
 const opt = (name, fallback) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : fallback);
@@ -179,51 +182,15 @@ async function decoderRows() {
   return { info, rows };
 }
 
-const fmt = (x) => (x >= 100 ? x.toFixed(0) : x.toFixed(1));
-const cell = (s) => `${fmt(s.median)} [${fmt(s.min)}–${fmt(s.max)}]${s.runs.length < PAIRS ? ` (${s.runs.length} of ${PAIRS})` : ''}`;
-const pct = (x) => (x === null ? '–' : `${(100 * x).toFixed(0)}%`);
-
-/** One markdown table row per row × metric. */
-function printTable(title, rows, metricNames) {
-  const sideNames = [...new Set(rows.flatMap((r) => Object.values(r.metrics).flatMap((m) => Object.keys(m.sides))))];
-  const ratioNames = [...new Set(rows.flatMap((r) => Object.values(r.metrics).flatMap((m) => Object.keys(m.ratios))))];
-  console.log(`\n${title}\n`);
-  console.log(`| model | threads | metric | ${sideNames.join(' | ')} | ${ratioNames.join(' | ')} | bound | share of bound (${sideNames.join(' / ')}) | load avg |`);
-  console.log(`|${' --- |'.repeat(4 + sideNames.length + ratioNames.length + 2)}`);
-  for (const r of rows) {
-    for (const metric of metricNames) {
-      const m = r.metrics[metric];
-      if (!m) continue;
-      const bounds = [...new Set(Object.values(m.sides).map((s) => (s.bound === null ? '–' : fmt(s.bound))))].join(' / ');
-      console.log(
-        `| ${r.model} | ${r.threads} | ${metric} | ${sideNames.map((n) => (m.sides[n] ? cell(m.sides[n]) : '–')).join(' | ')} | ` +
-          `${ratioNames.map((n) => (m.ratios[n] ? `${m.ratios[n].median.toFixed(2)}× [${m.ratios[n].min.toFixed(2)}–${m.ratios[n].max.toFixed(2)}]` : '–')).join(' | ')} | ` +
-          `${bounds} | ${sideNames.map((n) => (m.sides[n] ? pct(m.sides[n].share) : '–')).join(' / ')} | ${fmt(r.load.median)} [${fmt(r.load.min)}–${fmt(r.load.max)}] |`,
-      );
-    }
-  }
-}
-
 async function main() {
-  const report = { command: `node scripts/bench/peers.js ${args.join(' ')}`.trim(), cpu: os.cpus()[0]?.model, pairs: PAIRS, prompt: PROMPT, decode: DECODE };
+  const report = { command: `node scripts/bench/peers.js ${args.join(' ')}`.trim(), cpu: os.cpus()[0]?.model, machine: machine(), pairs: PAIRS, prompt: PROMPT, decode: DECODE };
   if (ONLY !== 'embed') report.decoder = await decoderRows();
   if (ONLY !== 'decoder') report.embed = await embedRows({ threads: THREADS, interleave, cache });
   if (args.includes('--json')) return console.log(JSON.stringify(report, null, 2));
   console.log(`${report.command}\n${report.cpu}; ${PAIRS} interleaved rounds per row; values are medians [min–max] over the rounds`);
-  if (report.decoder) {
-    const { info, rows } = report.decoder;
-    printTable(
-      `Decoder, tok/s: prefill = pp${PROMPT} (one batch), decode = tg${DECODE} from position 0; ` +
-        Object.entries(info).map(([k, v]) => `${k} ${v}`).join(', ') + '; ' +
-        "bound: decode = read bandwidth (over the GGUF's mapping) ÷ bytes per token (weights + f16 KV cache), prefill = int8 peak (matrices) + f32 peak (attention)",
-      rows,
-      ['decode', 'prefill'],
-    );
-  }
-  if (report.embed) {
-    const { info, rows } = report.embed;
-    printTable(`Embeddings, sentences/s (${info.describe}); transformers.js ${info.transformers} (onnxruntime-node ${info.onnxruntime}); bound: f32 or int8 peak`, rows, ['embed']);
-  }
+  const titles = peersTitles(report);
+  if (report.decoder) console.log(`\n${titles.decoder}\n\n${peersTable(report.decoder.rows, ['decode', 'prefill'], PAIRS).join('\n')}`);
+  if (report.embed) console.log(`\n${titles.embed}\n\n${peersTable(report.embed.rows, ['embed'], PAIRS).join('\n')}`);
 }
 
 main().catch((e) => {

@@ -18,6 +18,7 @@
 // Needs `npm run build:ts` (dist/) and the addon (build/ or WEIGHTMAP_ADDON).
 //   node scripts/bench/pipeline.js [--tree DIR] [--hop-tree DIR] [--hops-only] [--stages 1,2,3] [--prompt 128] [--decode 64] [--runs 5]
 'use strict';
+require('../args').scriptArgs('pipeline.js [--tree DIR] [--hop-tree DIR] [--hops-only] [--stages 1,2,3] [--prompt 128] [--decode 64] [--runs 5]', { options: { tree: 'string', 'hop-tree': 'string', 'hops-only': 'boolean', stages: 'string', prompt: 'string', decode: 'string', runs: 'string', 'echo-server': 'boolean' } });
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');

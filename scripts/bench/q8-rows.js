@@ -5,6 +5,7 @@
 // the best time of each kept (the machine is shared).
 //   node scripts/bench/q8-rows.js [--cols 1024] [--group 32] [--m 8] [--reps 200]
 'use strict';
+require('../args').scriptArgs('q8-rows.js [--cols 1024] [--group 32] [--m 8] [--reps 200]', { options: { cols: 'string', group: 'string', m: 'string', reps: 'string' } });
 const { performance } = require('node:perf_hooks');
 const { native } = require('../../dist/cjs/native');
 

@@ -4,6 +4,7 @@
 // copy of the 600 KB logits into the addon.
 //   node scripts/bench/sampler.js [--reps 200]
 'use strict';
+require('../args').scriptArgs('sampler.js [--reps 200]', { options: { reps: 'string' } });
 const os = require('node:os');
 const { native } = require('../../dist/cjs/native');
 

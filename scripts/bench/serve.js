@@ -7,6 +7,7 @@
 //   node scripts/bench/serve.js [--model PATH] [--tokenizer PATH] [--clients 1,2,4,8,16,32,64]
 //                               [--tokens 64] [--max-active 8] [--context 512] [--threads N]
 'use strict';
+require('../args').scriptArgs('serve.js [--model PATH] [--tokenizer PATH] [--clients 1,2,4,8,16,32,64] [--tokens 64] [--max-active 8] [--context 512] [--threads N]', { options: { model: 'string', tokenizer: 'string', clients: 'string', tokens: 'string', 'max-active': 'string', context: 'string', threads: 'string' } });
 const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');

@@ -5,6 +5,7 @@
 // reports MB/s (best of --runs, after one warm-up run that fills the word caches).
 //   node scripts/bench/tokenizer.js [--mb 1] [--runs 5] [--dist dist/cjs]
 'use strict';
+require('../args').scriptArgs('tokenizer.js [--mb 1] [--runs 5] [--dist dist/cjs]', { options: { mb: 'string', runs: 'string', dist: 'string' } });
 const fs = require('node:fs');
 const path = require('node:path');
 const { performance } = require('node:perf_hooks');

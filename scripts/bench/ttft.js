@@ -7,6 +7,7 @@
 // untimed first process). Checkouts (--root, repeatable) take turns, A B A B, in every round.
 //   node scripts/bench/ttft.js MODEL [MODEL...] [--root DIR]... [--runs 7] [--threads N (default: loadModel's)]
 'use strict';
+require('../args').scriptArgs('ttft.js MODEL [MODEL...] [--root DIR]... [--runs 7] [--threads N]', { options: { root: { type: 'string', multiple: true }, runs: 'string', threads: 'string', child: 'string' }, positionals: [0, 1000] });
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');

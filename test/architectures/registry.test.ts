@@ -65,8 +65,8 @@ test('writers refuse every decoder field beyond Llama they do not list, a new on
   expect(unheldFields(config('qwen3'), ['qkNorm'])).toEqual([]);
   expect(unheldFields(config('qwen2'), ['qkNorm'])).toEqual(['q/k/v biases']);
   expect(unheldFields({ ...config('llama'), slidingWindow: 4096 } as never, ['qkNorm'])).toEqual(['a sliding window']);
-  expect(variantNames(['qkNorm'])).toBe('Llama/Qwen3/Mistral');
+  expect(variantNames(['qkNorm'])).toBe('Llama/Qwen3/Mistral/Granite/Phi3');
   // Gemma 3's fields beyond Llama's are refused by a format that holds only q/k norms.
   expect(unheldFields(config('gemma3_text'), ['qkNorm'])).toEqual(expect.arrayContaining(['a sliding window', 'post-attention/post-FFN norms', 'an embedding scale']));
-  expect(variantNames([])).toBe('Llama/Mistral');
+  expect(variantNames([])).toBe('Llama/Mistral/Granite/Phi3') // Granite's scalars and Phi-3's fused views and partial rotary are held by every format;
 });

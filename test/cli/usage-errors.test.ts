@@ -78,6 +78,6 @@ describe('paths', () => {
   });
 });
 
-test('bench on an embedding model names the command to use (exit code 1)', async () => {
-  expectOneLine(await runCli(['bench', EMBD, '--prompt-tokens', '4', '--gen-tokens', '1']), 1, /BERT embedding model.*weightmap embed/);
+test('bench on an embedding model names the command to use (exit code 2: bad input)', async () => {
+  expectOneLine(await runCli(['bench', EMBD, '--prompt-tokens', '4', '--gen-tokens', '1']), 2, /BERT embedding model.*weightmap embed/);
 });

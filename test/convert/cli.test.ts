@@ -43,13 +43,13 @@ describe('weightmap convert', () => {
     expect(fs.existsSync(out)).toBe(false);
   });
 
-  test('options the output format cannot honour: exit code 1 and why (an unknown format: a usage error, exit code 2)', async () => {
+  test('options the output format cannot honour, and an unknown format: usage errors, exit code 2 and why', async () => {
     const out = path.join(tmp.dir, 'x.tllm');
     const quant = await runCli(['convert', TLLM, out, '--to', 'tllm', '--quant', 'q8_0']);
-    expect(quant.exitCode).toBe(1);
+    expect(quant.exitCode).toBe(2);
     expect(quant.stderr).toMatch(/TLLM \(tiny_llama\) stores no q8_0 weights/);
     const group = await runCli(['convert', TLLM, out, '--to', 'tllm', '--group-size', '32']);
-    expect(group.exitCode).toBe(1);
+    expect(group.exitCode).toBe(2);
     expect(group.stderr).toMatch(/group size does not apply/);
     const unknown = await runCli(['convert', TLLM, out, '--to', 'onnx']);
     expect(unknown.exitCode).toBe(2);

@@ -62,14 +62,14 @@ describe('weightmap answer', () => {
     }
   });
 
-  test('a model that is not Moondream, or an unreadable image, is an error with an exit code', async () => {
+  test('a model that is not Moondream, or an unreadable image, is bad input: exit code 2', async () => {
     const notMoon = await runCli(['answer', fixture('tllm-tiny', 'model.tllm'), imagePath, QUESTION]);
-    expect(notMoon.exitCode).toBe(1);
+    expect(notMoon.exitCode).toBe(2);
     expect(notMoon.stderr).toMatch(/not a Moondream model/);
     const garbage = path.join(tmp.dir, 'garbage.png');
     fs.writeFileSync(garbage, 'not an image');
     const bad = await runCli(['answer', fixture('moon-tiny', 'model.moon'), garbage, QUESTION, '--tokenizer', tokenizerPath, '--threads', '1']);
-    expect(bad.exitCode).toBe(1);
+    expect(bad.exitCode).toBe(2);
     expect(bad.stderr).toMatch(/cannot decode the image/);
     expect(bad.stdout).toBe('');
   });

@@ -2,7 +2,8 @@
  * Abort, dispose, misuse and hostile specs: every failure is a typed error, never a crash, and
  * a session stays usable (and correct) after an aborted call.
  */
-import type { DecoderNativeConfig, EngineWeightsSpec } from '../../binding';
+import type { EngineWeightsSpec } from '../../binding';
+import type { DecoderConfig } from '../../lib/architectures/decoder';
 import { DecoderEngine, decoderWeightsSpec } from '../../lib/engines/decoder';
 import { AbortError, DisposedError, UnsupportedError, WeightFormatError } from '../../lib/errors';
 import { llama2cFormat } from '../../lib/formats/llama2c';
@@ -171,7 +172,7 @@ describe('misuse', () => {
 });
 
 describe('hostile specs are WeightFormatErrors before anything runs', () => {
-  type Spec = { spec: EngineWeightsSpec; config: DecoderNativeConfig };
+  type Spec = { spec: EngineWeightsSpec; config: DecoderConfig };
   const load = (edit: (s: Spec) => void) => {
     const s = decoderWeightsSpec(weights);
     edit(s);

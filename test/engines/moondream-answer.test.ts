@@ -136,6 +136,21 @@ describe('Moondream answer() on moon-tiny', () => {
     expect(() => (model as MoondreamModel).answer(raw, QUESTION)).toThrow(expect.objectContaining({ name: 'DisposedError' }));
   });
 
+  test('without a tokenizer (the bare MOON file) the question is given as token ids; text is refused', async () => {
+    const model = await loadMoondream(fixture('moon-tiny', 'model.moon'), { threads: 2 });
+    try {
+      const reply = model.answer(raw, PROMPT_IDS, { maxTokens: combined.greedy.max_new_tokens, temperature: 0 });
+      for await (const piece of reply) expect(piece.text).toBe('');
+      expect(reply.tokens).toEqual(combined.greedy.tokens);
+      await expect(model.answer(raw, QUESTION).text()).rejects.toThrow(expect.objectContaining({ code: 'ERR_WEIGHTMAP_NO_TOKENIZER', message: expect.stringContaining('give token ids') }));
+      expect(() => model.answer(raw, 42 as unknown as string)).toThrow(TypeError);
+      await expect(model.answer(raw, [1, 512]).text()).rejects.toThrow(/question ids: 512 is not a token id/);
+      await expect(model.answer(raw, []).text()).rejects.toThrow(/no token ids/);
+    } finally {
+      model.dispose();
+    }
+  });
+
   test('loadMoondream refuses other architectures', async () => {
     await expect(loadMoondream(fixture('tllm-tiny', 'model.tllm'))).rejects.toThrow(UnsupportedError);
   });

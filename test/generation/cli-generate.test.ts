@@ -24,6 +24,24 @@ describe('weightmap generate', () => {
     expect(result.stdout).toBe(golden);
   });
 
+  it('ends the text with a newline on a terminal, and only there', async () => {
+    const args = ['generate', stories('stories260K.bin'), '', '--temperature', '0', '--max-tokens', '20', '--threads', '1'];
+    const piped = await runCli(args);
+    const descriptor = Object.getOwnPropertyDescriptor(process.stdout, 'isTTY');
+    Object.defineProperty(process.stdout, 'isTTY', { value: true, configurable: true });
+    let terminal;
+    try {
+      terminal = await runCli(args);
+    } finally {
+      if (descriptor) Object.defineProperty(process.stdout, 'isTTY', descriptor);
+      else delete (process.stdout as { isTTY?: boolean }).isTTY;
+    }
+    expect(piped.stdout.length).toBeGreaterThan(0);
+    expect(golden.startsWith(piped.stdout)).toBe(true);
+    expect(piped.stdout.endsWith('\n')).toBe(false);
+    expect(terminal.stdout).toBe(`${piped.stdout}\n`);
+  });
+
   it('prints the generated ids with --ids', async () => {
     const expected = readJson('llama-stories260k', 'expected.json').greedy.tokens as number[];
     const result = await runCli(['generate', stories('stories260K.bin'), '', '--max-tokens', '20', '--ids', '--threads', '1']);
@@ -100,5 +118,18 @@ describe('weightmap bench', () => {
     const text = await runCli(['bench', stories('stories260K.bin'), '--prompt-tokens', '8', '--gen-tokens', '4', '--repetitions', '1', '--threads', '1']);
     expect(text.stdout).toMatch(/prefill: 8 tokens: [\d.]+ tok\/s \(min [\d.]+, max [\d.]+\)/);
     expect(text.stdout).toMatch(/threads: 1, isa: \w+/);
+  });
+
+  it('shrinks the default lengths to a shorter context and says so; lengths given stay or fail', async () => {
+    // stories260K holds 512 positions: the defaults 512 + 128 become 410 + 102 (their proportion).
+    const result = await runCli(['bench', stories('stories260K.bin'), '--repetitions', '1', '--threads', '1', '--json']);
+    expect(result.exitCode).toBe(0);
+    expect(result.stderr).toBe('weightmap bench: the context holds 512 positions: --prompt-tokens 410 --gen-tokens 102 (defaults 512 and 128 shrunk to fit)\n');
+    expect(JSON.parse(result.stdout)).toMatchObject({ promptTokens: 410, genTokens: 102 });
+    const genGiven = await runCli(['bench', stories('stories260K.bin'), '--gen-tokens', '12', '--repetitions', '1', '--threads', '1', '--json']);
+    expect(JSON.parse(genGiven.stdout)).toMatchObject({ promptTokens: 500, genTokens: 12 });
+    const tooLong = await runCli(['bench', stories('stories260K.bin'), '--prompt-tokens', '500', '--gen-tokens', '100', '--threads', '1']);
+    expect(tooLong.exitCode).not.toBe(0);
+    expect(tooLong.stderr).toMatch(/contextLength 600 exceeds this model's maximum 512/);
   });
 });

@@ -89,8 +89,28 @@ describe('misuse is refused early', () => {
     const load = jest.spyOn(engine, 'load');
     const error = await loadModel(file, { contextLength: maxSeq + 1 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RangeError);
-    expect(error).toMatchObject({ code: 'ERR_OUT_OF_RANGE', message: `contextLength ${maxSeq + 1} exceeds this model's maximum ${maxSeq}` });
+    expect(error).toMatchObject({ code: 'ERR_OUT_OF_RANGE', message: `contextLength ${maxSeq + 1} exceeds this model's maximum ${maxSeq}; pass ${maxSeq} or 'max'` });
     expect(load).not.toHaveBeenCalled();
+  });
+
+  test.each([
+    ['decoder', STORIES, 512],
+    ['gpt', TLLM, 128],
+    ['phi', MOON, 2048],
+  ] as const)("%s: contextLength 'max' is the model's maximum, the default min(maximum, 4096)", async (_name, file, maxSeq) => {
+    const max = await loadModel(file, { threads: 1, contextLength: 'max' });
+    try {
+      expect({ context: max.contextLength, info: max.info.contextLength, max: max.info.maxContextLength }).toEqual({ context: maxSeq, info: maxSeq, max: maxSeq });
+    } finally {
+      max.dispose();
+    }
+    const byDefault = await loadModel(file, { threads: 1 });
+    try {
+      expect(byDefault.contextLength).toBe(Math.min(maxSeq, 4096));
+    } finally {
+      byDefault.dispose();
+    }
+    await expect(loadModel(file, { contextLength: 'all' as 'max' })).rejects.toThrow(/contextLength must be an integer >= 1 or 'max', got all/);
   });
 
   test("loadModel('') is an argument error naming the empty path", async () => {

@@ -1,5 +1,5 @@
 /**
- * require('weightmap') loads no gRPC, no ajv and no Jinja: the pipeline's and the server's
+ * require('weightmap') loads no gRPC, no ajv, no prom-client and no Jinja: the pipeline's and the server's
  * dependencies, and the Jinja engine of HF / GGUF chat templates, load when first used
  * (lib/lazy.ts), so a process that does not use them does not pay for them.
  * Checked in a fresh process on the built package (`npm run build:ts`), by the modules in require.cache.
@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { fixture, tempDir } from '../helpers/fixtures';
 
 const root = path.join(__dirname, '..', '..');
-const HEAVY = ['@grpc/grpc-js', '@grpc/proto-loader', 'grpc-health-check', 'protobufjs', 'ajv', '@huggingface/jinja'];
+const HEAVY = ['@grpc/grpc-js', '@grpc/proto-loader', 'grpc-health-check', 'protobufjs', 'ajv', '@huggingface/jinja', 'prom-client'];
 
 /** The packages under node_modules that `script` has loaded by its end. */
 function packagesLoadedBy(script: string): string[] {
@@ -19,7 +19,7 @@ function packagesLoadedBy(script: string): string[] {
 }
 
 describe('dependencies loaded on first use', () => {
-  test("require('weightmap') loads none of gRPC, proto-loader, the health check, protobufjs, ajv and Jinja", () => {
+  test("require('weightmap') loads none of gRPC, proto-loader, the health check, protobufjs, ajv, Jinja and prom-client", () => {
     const loaded = packagesLoadedBy("require('weightmap')");
     for (const name of HEAVY) expect(loaded).not.toContain(name);
   });
@@ -70,5 +70,10 @@ describe('dependencies loaded on first use', () => {
   test("the server's request validators load ajv", () => {
     const loaded = packagesLoadedBy("require('weightmap'); require('./dist/cjs/server/validation').compileValidators()");
     expect(loaded).toContain('ajv');
+  });
+
+  test("a server's metrics load prom-client", () => {
+    const loaded = packagesLoadedBy("require('weightmap'); new (require('./dist/cjs/server/metrics').ServerMetrics)()");
+    expect(loaded).toContain('prom-client');
   });
 });

@@ -60,16 +60,16 @@ function makeCerts(dir: string) {
 }
 
 describe('weightmap stage', () => {
-  it('refuses, in one line, to listen off loopback without TLS or without a caller check', async () => {
+  it('refuses, in one line and exit code 2 (usage), to listen off loopback without TLS or without a caller check', async () => {
     const plain = await runCli(['stage', stories, '--layers', '0-4', '--listen', '0.0.0.0:0']);
-    expect(plain.exitCode).toBe(1);
+    expect(plain.exitCode).toBe(2);
     expect(plain.stdout).toBe('');
     expect(plain.stderr).toMatch(/^weightmap: ERR_WEIGHTMAP_INSECURE_LISTEN: refusing to listen on 0\.0\.0\.0 without TLS: [^\n]*\n$/);
     const certs = path.join(tmp.dir, 'c');
     fs.mkdirSync(certs);
     makeCerts(certs);
     const noCheck = await runCli(['stage', stories, '--layers', '0-4', '--listen', '0.0.0.0:0', '--tls-cert', path.join(certs, 'server.pem'), '--tls-key', path.join(certs, 'server.key')]);
-    expect(noCheck.exitCode).toBe(1);
+    expect(noCheck.exitCode).toBe(2);
     expect(noCheck.stderr).toMatch(/^weightmap: [^\n]*with no caller check: pass --tls-ca \(mutual TLS\) or --token\n$/);
   });
 

@@ -107,14 +107,29 @@ describe('errors', () => {
     expect(bare.body.error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_api_key' });
   });
 
-  it('400 naming the field: unknown fields, wrong types, out-of-range values, token ids outside the vocabulary', async () => {
+  it('unknown fields: ignored by default (as llama-server does), a 400 naming the field with strict', async () => {
+    const ignored = await client.completions.create({ model: 'stories', prompt: 'x', max_tokens: 2, frobnicate: true } as never);
+    expect(ignored.choices).toHaveLength(1);
+    // Nested objects stay exact: a misspelt option inside one is still refused.
+    await expect(client.completions.create({ model: 'stories', prompt: 'x', stream: true, stream_options: { include_usag: true } } as never)).rejects.toMatchObject({
+      status: 400,
+      param: 'stream_options.include_usag',
+    });
+    const strict = await startServer({ model, apiKey: KEY, modelId: 'stories', strict: true });
+    try {
+      await expect(strict.client(KEY).completions.create({ model: 'stories', prompt: 'x', max_tokens: 2, frobnicate: true } as never)).rejects.toMatchObject({ status: 400, param: 'frobnicate' });
+    } finally {
+      await strict.stop();
+    }
+  });
+
+  it('400 naming the field: wrong types, out-of-range values, token ids outside the vocabulary', async () => {
     const cases: [Record<string, unknown>, string][] = [
-      [{ frobnicate: true }, 'frobnicate'],
       [{ temperature: 'hot' }, 'temperature'],
       [{ temperature: 3 }, 'temperature'],
       [{ max_tokens: 0 }, 'max_tokens'],
       [{ stop: [1] }, 'stop'],
-      [{ n: 2 }, 'n'],
+      [{ n: 9 }, 'n'],
       [{ logit_bias: { 9999: 1 } }, 'logit_bias.9999'],
       [{ prompt: [600] }, 'prompt'],
       [{ stream_options: { include_usage: 'yes' } }, 'stream_options.include_usage'],

@@ -1,7 +1,7 @@
 /** Starting a weightmap server on an ephemeral loopback port, and pointing the official openai client at it. */
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
-import { createServer, type ServeOptions, type WeightmapServer } from '../../lib/server';
+import { createServer, type ServerOptions, type WeightmapServer } from '../../lib/server';
 
 export interface Running {
   server: WeightmapServer;
@@ -11,7 +11,7 @@ export interface Running {
   stop(): Promise<void>;
 }
 
-export async function startServer(options: ServeOptions): Promise<Running> {
+export async function startServer(options: ServerOptions): Promise<Running> {
   const server = createServer(options);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

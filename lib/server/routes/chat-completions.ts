@@ -1,72 +1,144 @@
 /**
  * POST /v1/chat/completions: the model's chat template, response_format (json_object, json_schema)
- * as constrained output, and Qwen3's thinking through `chat_template_kwargs: { enable_thinking }`
- * (the thinking comes back apart from the answer, as `reasoning_content`).
+ * as constrained output, Qwen3's thinking through `chat_template_kwargs: { enable_thinking }`
+ * (the thinking comes back apart from the answer, as `reasoning_content`), and tools (lib/tools/):
+ * calls come back as `tool_calls` with finish_reason 'tool_calls', streamed as tool_calls deltas.
  */
 import type { ChatMessage } from '../../chat';
 import { splitThinking } from '../../chat';
-import type { ChatOptions } from '../../model';
-import { toApiError } from '../api-error';
+import type { ChatOptions, ChatPrompt } from '../../model';
+import { parseToolCalls } from '../../tools/parse';
+import type { ToolChoice, ToolDefinition } from '../../tools/types';
+import { invalidRequest, toApiError } from '../api-error';
 import { textModel, type RouteContext } from '../context';
-import { maxTokens, responseSchema, samplingOptions } from '../openai-params';
+import { choiceOptions, maxTokens, responseSchema, samplingOptions } from '../openai-params';
 import { ThinkingSplitter } from '../thinking-stream';
-import { validateChatCompletion, type ChatMessageBody } from '../validation';
-import { respondStream, respondWhole, type Choice, type ChoiceStream } from './generation-response';
+import { ToolCallStreamer, toolCallDeltas } from '../tool-stream';
+import { validateChatCompletion, type ChatCompletionBody, type ChatMessageBody } from '../validation';
+import { chatLogprobs } from '../logprobs';
+import { respondStream, respondWhole, type Choice, type ChoiceStream, type PieceLogprob } from './generation-response';
 
 function toChatMessage(m: ChatMessageBody): ChatMessage {
-  const content = typeof m.content === 'string' ? m.content : m.content.map((part) => part.text).join('');
+  const content = m.content == null ? '' : typeof m.content === 'string' ? m.content : m.content.map((part) => part.text).join('');
   return {
     role: m.role === 'developer' ? 'system' : m.role,
     content,
     ...(m.reasoning_content !== undefined ? { reasoningContent: m.reasoning_content } : {}),
+    ...(m.tool_calls?.length ? { toolCalls: m.tool_calls.map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })) } : {}),
+    ...(m.tool_call_id !== undefined ? { toolCallId: m.tool_call_id } : {}),
+    ...(m.name !== undefined ? { name: m.name } : {}),
   };
 }
 
+/** The request's tools and tool choice as the library takes them (undefined: no tools). */
+function toolOptions(body: ChatCompletionBody): { tools?: ToolDefinition[]; toolChoice?: ToolChoice; parallelToolCalls?: boolean } {
+  if (!body.tools?.length) {
+    if (body.tool_choice != null && body.tool_choice !== 'none' && body.tool_choice !== 'auto') throw invalidRequest('tool_choice needs tools', 'tool_choice');
+    return {};
+  }
+  const names = new Set<string>();
+  const tools = body.tools.map((t, i) => {
+    if (names.has(t.function.name)) throw invalidRequest(`tools[${i}].function.name: '${t.function.name}' is defined twice`, `tools[${i}].function.name`);
+    names.add(t.function.name);
+    return { name: t.function.name, ...(t.function.description !== undefined ? { description: t.function.description } : {}), ...(t.function.parameters !== undefined ? { parameters: t.function.parameters } : {}) };
+  });
+  const choice = body.tool_choice ?? 'auto';
+  const toolChoice: ToolChoice = typeof choice === 'string' ? choice : { name: choice.function.name };
+  if (typeof toolChoice === 'object' && !names.has(toolChoice.name)) throw invalidRequest(`tool_choice: no tool named '${toolChoice.name}' is defined`, 'tool_choice.function.name');
+  if (toolChoice !== 'none' && body.response_format !== undefined && body.response_format.type !== 'text') {
+    throw invalidRequest('response_format and tools (with a tool_choice other than none) cannot be combined', 'response_format');
+  }
+  return { tools, toolChoice, ...(body.parallel_tool_calls != null ? { parallelToolCalls: body.parallel_tool_calls } : {}) };
+}
+
+/** chat_template_kwargs other than enable_thinking, and reasoning_effort, as the template's variables. */
+function templateKwargs(body: ChatCompletionBody): Record<string, unknown> {
+  const { enable_thinking: _thinking, ...rest } = body.chat_template_kwargs ?? {};
+  return { ...rest, ...(body.reasoning_effort != null ? { reasoning_effort: body.reasoning_effort } : {}) };
+}
+
+/** Which field an error from rendering and encoding the prompt came from. */
+const promptField = (error: unknown) => (error instanceof Error && /^tools\b|\(tools\[/.test(error.message) ? 'tools' : 'messages');
+
 export async function chatCompletions(ctx: RouteContext): Promise<void> {
-  const body = validateChatCompletion(await ctx.body());
-  const { id, model, scheduler } = textModel(ctx.served, body.model);
+  const body = validateChatCompletion(await ctx.body(), ctx.served.strict);
+  const { id, model, scheduler } = await textModel(ctx, body.model);
   const messages = body.messages.map(toChatMessage);
   const thinking = body.chat_template_kwargs?.enable_thinking === true;
-  let promptTokens: number;
+  const tools = toolOptions(body);
+  let prompt: ChatPrompt;
   try {
-    // What Model.chat feeds: the rendered template, its special tokens written as text.
-    promptTokens = model.tokenizer.encode(model.renderChat(messages, { enableThinking: thinking }), { addSpecialTokens: false }).length;
+    // Rendered and encoded once (off the JS thread): its length is the usage, its ids are fed.
+    prompt = await model.chatPrompt(messages, { enableThinking: thinking, templateKwargs: templateKwargs(body), ...tools });
   } catch (error) {
-    throw toApiError(error, 'messages');
+    throw toApiError(error, promptField(error));
   }
+  const promptTokens = prompt.ids.length;
   const options: ChatOptions = {
     ...samplingOptions(body, model.vocabSize),
     enableThinking: thinking,
     maxTokens: maxTokens(body.max_completion_tokens ?? body.max_tokens, Infinity, promptTokens, model.contextLength, 'messages'),
   };
-  const schema = responseSchema(body);
+  if (body.top_logprobs != null && body.logprobs !== true) throw invalidRequest('top_logprobs needs logprobs: true', 'top_logprobs');
+  const wantLogprobs = body.logprobs === true;
+  if (wantLogprobs) options.logprobs = body.top_logprobs ?? 0;
+  const schema = await responseSchema(body);
   if (schema !== undefined) options.jsonSchema = schema;
-  const run = scheduler.submit({ kind: 'chat', messages, options }, ctx.signal);
+  const n = body.n ?? 1;
+  const start = (index: number) => scheduler.submit({ kind: 'chat', prompt, options: choiceOptions(options, index) }, ctx.signal);
+  // Replies are parsed for calls when the model may make them.
+  const toolFormat = tools.toolChoice !== undefined && tools.toolChoice !== 'none' ? prompt.tools?.format : undefined;
 
   const shape = {
     object: 'chat.completion',
     chunkObject: 'chat.completion.chunk',
     idPrefix: 'chatcmpl',
     model: id,
-    choice: (text: string, finish: string): Choice => {
-      const { reasoning, content } = thinking ? splitThinking(text) : { reasoning: '', content: text };
-      const message = { role: 'assistant', content, ...(reasoning ? { reasoning_content: reasoning } : {}) };
-      return { index: 0, message, logprobs: null, finish_reason: finish };
+    choice: (text: string, finish: string, logprobs: PieceLogprob[]): Choice => {
+      const split = thinking ? splitThinking(text) : { reasoning: '', content: text };
+      const reply = toolFormat ? parseToolCalls(split.content, toolFormat, finish !== 'length') : { content: split.content, calls: [] };
+      const message = {
+        role: 'assistant',
+        content: reply.calls.length && !reply.content ? null : reply.content,
+        ...(split.reasoning ? { reasoning_content: split.reasoning } : {}),
+        ...(reply.calls.length ? { tool_calls: reply.calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) } : {}),
+      };
+      const chosen = wantLogprobs ? chatLogprobs(model.tokenizer, logprobs) : null;
+      return { index: 0, message, logprobs: chosen, finish_reason: reply.calls.length && finish !== 'length' ? 'tool_calls' : finish };
     },
   };
-  if (!body.stream) return respondWhole(ctx, run, promptTokens, shape);
+  if (!body.stream) return respondWhole(ctx, start, n, promptTokens, shape);
 
-  const delta = (d: Record<string, string>, finish: string | null = null): Choice => ({ index: 0, delta: d, logprobs: null, finish_reason: finish });
-  const splitter = thinking ? new ThinkingSplitter() : undefined;
-  const deltas = ({ reasoning, content }: { reasoning: string; content: string }) => [
-    ...(reasoning ? [delta({ reasoning_content: reasoning })] : []),
-    ...(content ? [delta({ content })] : []),
-  ];
-  const stream: ChoiceStream = {
-    opening: () => [delta({ role: 'assistant', content: '' })],
-    push: (text) => deltas(splitter ? splitter.push(text) : { reasoning: '', content: text }),
-    flush: () => (splitter ? deltas(splitter.flush()) : []),
-    finish: (reason) => delta({}, reason),
+  // Each choice's stream state (the thinking split, the held tool calls) is its own.
+  const streamOf = (): ChoiceStream => {
+    const delta = (d: Record<string, unknown>, finish: string | null = null): Choice => ({ index: 0, delta: d, logprobs: null, finish_reason: finish });
+    const splitter = thinking ? new ThinkingSplitter() : undefined;
+    const calls = toolFormat ? new ToolCallStreamer(toolFormat) : undefined;
+    let madeCalls = false;
+    const deltas = ({ reasoning, content }: { reasoning: string; content: string }) => {
+      const text = calls ? calls.push(content) : content;
+      return [...(reasoning ? [delta({ reasoning_content: reasoning })] : []), ...(text ? [delta({ content: text })] : [])];
+    };
+    const stream: ChoiceStream = {
+      opening: () => [delta({ role: 'assistant', content: '' })],
+      push: (text, piece) => {
+        const out = deltas(splitter ? splitter.push(text) : { reasoning: '', content: text });
+        if (!wantLogprobs || !piece.logprob) return out;
+        // Each token's logprobs go with the delta of its text (an empty one while its text is held).
+        const withLogprobs = out.length ? out[0] : delta({ content: '' });
+        withLogprobs.logprobs = chatLogprobs(model.tokenizer, [{ token: piece.token, ...piece.logprob }]);
+        return out.length ? out : [withLogprobs];
+      },
+      flush: (finished) => {
+        const held = splitter ? deltas(splitter.flush()) : [];
+        if (!calls) return held;
+        const { content, calls: made } = calls.finish(finished !== 'length');
+        madeCalls = made.length > 0;
+        return [...held, ...(content ? [delta({ content })] : []), ...toolCallDeltas(made).map((d) => delta({ tool_calls: [d] }))];
+      },
+      finish: (reason) => delta({}, madeCalls && reason !== 'length' ? 'tool_calls' : reason),
+    };
+    return stream;
   };
-  return respondStream(ctx, run, promptTokens, body.stream_options?.include_usage === true, shape, stream);
+  return respondStream(ctx, start, n, promptTokens, body.stream_options?.include_usage === true, shape, streamOf);
 }

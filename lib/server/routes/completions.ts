@@ -1,16 +1,17 @@
-/** POST /v1/completions: text after a prompt (a string, or token ids). */
-import { maxTokens, samplingOptions } from '../openai-params';
+/** POST /v1/completions: text after a prompt (a string, or token ids), with per-token logprobs when asked. */
+import { choiceOptions, maxTokens, samplingOptions } from '../openai-params';
 import { textModel, type RouteContext } from '../context';
 import { invalidRequest } from '../api-error';
 import { validateCompletion } from '../validation';
-import { respondStream, respondWhole, type Choice, type ChoiceStream } from './generation-response';
+import { completionLogprobs } from '../logprobs';
+import { respondStream, respondWhole, type Choice, type ChoiceStream, type PieceLogprob } from './generation-response';
 
 /** OpenAI's default max_tokens for completions. */
 const DEFAULT_MAX_TOKENS = 16;
 
 export async function completions(ctx: RouteContext): Promise<void> {
-  const body = validateCompletion(await ctx.body());
-  const { id, model, scheduler } = textModel(ctx.served, body.model);
+  const body = validateCompletion(await ctx.body(), ctx.served.strict);
+  const { id, model, scheduler } = await textModel(ctx, body.model);
   const given = body.prompt;
   // Text is encoded with the tokenizer's BOS where the model expects one; ids are fed as they are.
   const prompt = typeof given === 'string' ? model.encode(given) : typeof given[0] === 'string' ? model.encode(given[0]) : (given as number[]).slice();
@@ -20,15 +21,30 @@ export async function completions(ctx: RouteContext): Promise<void> {
     ...samplingOptions(body, model.vocabSize),
     maxTokens: maxTokens(body.max_tokens, DEFAULT_MAX_TOKENS, prompt.length, model.contextLength, 'prompt'),
   };
-  const run = scheduler.submit({ kind: 'text', prompt, options }, ctx.signal);
-  const choice = (text: string, finish: string | null): Choice => ({ text, index: 0, logprobs: null, finish_reason: finish });
-  const shape = { object: 'text_completion', chunkObject: 'text_completion', idPrefix: 'cmpl', model: id, choice };
-  if (!body.stream) return respondWhole(ctx, run, prompt.length, shape);
-  const stream: ChoiceStream = {
-    opening: () => [],
-    push: (text) => (text ? [choice(text, null)] : []),
-    flush: () => [],
-    finish: (reason) => choice('', reason),
+  const top = body.logprobs ?? undefined;
+  const withLogprobs = top === undefined ? options : { ...options, logprobs: top };
+  const n = body.n ?? 1;
+  const start = (index: number) => scheduler.submit({ kind: 'text', prompt, options: choiceOptions(withLogprobs, index) }, ctx.signal);
+  /** A choice's text; `offset`: where it starts in the choice's whole text (the logprobs' text_offset). */
+  const choice = (text: string, finish: string | null, logprobs: PieceLogprob[] = [], offset = 0): Choice => {
+    const chosen = top === undefined ? null : completionLogprobs(model.tokenizer, logprobs, offset);
+    return { text, index: 0, logprobs: chosen, finish_reason: finish };
   };
-  return respondStream(ctx, run, prompt.length, body.stream_options?.include_usage === true, shape, stream);
+  const shape = { object: 'text_completion', chunkObject: 'text_completion', idPrefix: 'cmpl', model: id, choice: (text: string, finish: string | null, logprobs: PieceLogprob[]) => choice(text, finish, logprobs) };
+  if (!body.stream) return respondWhole(ctx, start, n, prompt.length, shape);
+  const streamOf = (): ChoiceStream => {
+    let offset = 0;
+    return {
+      opening: () => [],
+      push: (text, piece) => {
+        if (!text && !piece.logprob) return [];
+        const out = choice(text, null, piece.logprob ? [{ token: piece.token, ...piece.logprob }] : [], offset);
+        offset += text.length;
+        return [out];
+      },
+      flush: () => [],
+      finish: (reason) => choice('', reason),
+    };
+  };
+  return respondStream(ctx, start, n, prompt.length, body.stream_options?.include_usage === true, shape, streamOf);
 }

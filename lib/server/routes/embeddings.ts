@@ -3,8 +3,8 @@ import { embeddingModel, sendJson, type RouteContext } from '../context';
 import { validateEmbedding } from '../validation';
 
 export async function embeddings(ctx: RouteContext): Promise<void> {
-  const body = validateEmbedding(await ctx.body());
-  const { id, embedder, queue } = embeddingModel(ctx.served, body.model);
+  const body = validateEmbedding(await ctx.body(), ctx.served.strict);
+  const { id, embedder, queue, metrics } = await embeddingModel(ctx, body.model);
   const texts = typeof body.input === 'string' ? [body.input] : body.input;
   const ids = texts.map((text) => embedder.tokenizer.encode(text, { maxLength: embedder.maxSeqLength }));
   const release = await queue.enter(ctx.signal);
@@ -16,6 +16,8 @@ export async function embeddings(ctx: RouteContext): Promise<void> {
   }
   const base64 = body.encoding_format === 'base64';
   const tokens = ids.reduce((sum, seq) => sum + seq.length, 0);
+  metrics?.embedded(tokens);
+  ctx.log.promptTokens = tokens;
   sendJson(ctx.res, 200, {
     object: 'list',
     data: vectors.map((v, index) => ({

@@ -3,9 +3,8 @@ import { ApiError } from '../api-error';
 import { sendJson, type RouteContext, type Served } from '../context';
 
 function entries(served: Served) {
-  return [served.text?.id, served.embedding?.id]
-    .filter((id): id is string => id !== undefined)
-    .map((id) => ({ id, object: 'model', created: served.created, owned_by: 'weightmap' }));
+  // Every model, loaded or loaded on demand (llama-server's router lists them the same way).
+  return served.pool.list().map(({ id }) => ({ id, object: 'model', created: served.created, owned_by: 'weightmap' }));
 }
 
 export async function listModels(ctx: RouteContext): Promise<void> {

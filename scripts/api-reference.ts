@@ -1,0 +1,19 @@
+/**
+ * The API reference's entry point (typedoc.json; `npm run docs:api`): every export of lib/index.ts,
+ * with the ones index.ts loads lazily (declared there as `typeof` their module's export) named by
+ * their own declarations, so that the reference shows their signatures and doc comments.
+ * test/docs/api-reference.test.ts checks that these are the same objects as lib/index.ts exports.
+ *
+ * @packageDocumentation
+ */
+export * from '../lib/index';
+export { convert } from '../lib/convert';
+export { tokenizerFromData, tokenizerFromDataAsync } from '../lib/tokenizers/from-data';
+export { dequantize } from '../lib/dequantize';
+export { Embedder, loadEmbedder, similarity } from '../lib/embedder';
+export { MoondreamModel, loadMoondream } from '../lib/moondream';
+export { ChatSession } from '../lib/chat-session';
+export { compileJsonSchema, prepareJsonSchema } from '../lib/constrain';
+export { detectToolFormat, parseToolCalls } from '../lib/tools';
+export { createHandler, createServer, ModelScheduler } from '../lib/server';
+export { StageServer } from '../lib/pipeline/stage-server';

@@ -1,0 +1,111 @@
+/**
+ * Every script in examples/ runs as a user runs it (`node examples/X.mjs` from the repository root,
+ * `import ... from 'weightmap'` resolved by the package's self-reference to dist/) on the fixtures,
+ * and prints what the fixtures' references say it should. README.md's code samples are these files,
+ * included verbatim (readme-samples.test.ts). Needs `npm run build:ts` (CI runs it before the tests).
+ */
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+import { fixture, readF32, readJson, tempDir } from '../helpers/fixtures';
+
+const root = path.join(__dirname, '..', '..');
+const golden = fs.readFileSync(fixture('llama-stories260k', 'expected_greedy_200steps.txt'), 'utf8');
+const PROMPT = 'Once upon a time';
+
+async function runExample(name: string, args: string[] = []): Promise<string[]> {
+  const { stdout, stderr } = await promisify(execFile)(process.execPath, [path.join('examples', name), ...args], { cwd: root, encoding: 'utf8', timeout: 120_000 });
+  expect(stderr).toBe('');
+  return stdout.trimEnd().split('\n');
+}
+
+/** Greedy text after PROMPT continues llama2.c's golden story. */
+function continuesGolden(text: string): boolean {
+  return text.length > 0 && golden.startsWith(PROMPT + text);
+}
+
+function cosine(a: Float32Array, b: Float32Array): number {
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += a[i] * b[i];
+    na += a[i] * a[i];
+    nb += b[i] * b[i];
+  }
+  return dot / Math.sqrt(na * nb);
+}
+
+const ajc1Reply = (readJson('ajc1-qwen3-tiny', 'expected.json').cases[0].greedy.text as string).replace('<|im_end|>', '');
+
+const CHECKS: Record<string, (lines: string[]) => void> = {
+  'generate.mjs': ([greedy, summary, sampled]) => {
+    expect(continuesGolden(greedy)).toBe(true);
+    expect(summary).toBe('[48 tokens, max-tokens]');
+    expect(sampled.length).toBeGreaterThan(0);
+  },
+  'chat.mjs': ([reply, reason, sessionReply, count]) => {
+    expect(reply).toBe(ajc1Reply);
+    expect(reason).toBe('[stop-token]');
+    expect(sessionReply.length).toBeGreaterThan(0);
+    expect(count).toBe('[5 messages]'); // system, then two user turns and two replies
+  },
+  'agent.mjs': ([called, said, rounds]) => {
+    // The forced call's arguments parse and hold one of the schema's cities; the handler's result is what went back.
+    const [, name, args] = /^called (\w+)\((.*)\)$/.exec(called)!;
+    const { city } = JSON.parse(args) as { city: string };
+    expect({ name, keys: Object.keys(JSON.parse(args)), known: ['Paris', 'London', 'Tokyo'].includes(city) }).toEqual({ name: 'get_weather', keys: ['city'], known: true });
+    expect(said).toBe(`tool said ${JSON.stringify({ city, celsius: 21 })}`);
+    expect(rounds).toMatch(/^\[1 round, then (stop-token|max-tokens)\]$/);
+  },
+  'embed.mjs': ([f32, int8]) => {
+    const dims = readJson('embd-minilm-tiny', 'expected.json').config.hidden_size as number;
+    const all = readF32('embd-minilm-tiny', 'embeddings.f32');
+    const expected = cosine(all.subarray(0, dims), all.subarray(dims, 2 * dims)); // sentences 0 and 1
+    expect(f32).toBe(`dimensions: ${dims}, cosine: ${expected.toFixed(4)}`);
+    const [, value] = /^int8 vs f32 cosine: ([\d.]+)$/.exec(int8)!;
+    expect(Number(value)).toBeGreaterThan(0.99);
+  },
+  'vision.mjs': ([line]) => {
+    const expected = readJson('moon-tiny', 'expected.json');
+    const config = expected.config;
+    const values = config.n_patches * config.text_dim;
+    expect(line).toBe(`${values} embedding values; answer tokens: ${expected.combined_case.greedy.tokens.join(' ')}`);
+  },
+  'serve.mjs': ([line]) => {
+    const [, status, reason, content] = /^(\d+) (\w+) (".*")$/.exec(line)!;
+    expect({ status, reason }).toEqual({ status: '200', reason: 'length' });
+    expect(ajc1Reply.startsWith(JSON.parse(content))).toBe(true);
+    expect(JSON.parse(content).length).toBeGreaterThan(0);
+  },
+  'convert.mjs': ([wrote, inspected, text]) => {
+    expect(wrote).toMatch(/^wrote \d+ bytes to .*stories260K\.q8_0\.gguf$/);
+    expect(inspected).toMatch(/^gguf, llama, \d+ tensors, first model\.embed_tokens\.weight ggml_q8_0$/);
+    expect(continuesGolden(text)).toBe(true); // Q8_0 keeps stories260K's first greedy tokens
+  },
+  'pipeline.mjs': ([text]) => {
+    expect(continuesGolden(text)).toBe(true);
+  },
+};
+
+describe('examples/', () => {
+  beforeAll(() => {
+    if (!fs.existsSync(path.join(root, 'dist', 'esm', 'index.mjs'))) throw new Error('dist/ is missing: run `npm run build:ts` first');
+  });
+
+  test('every example has a check here', () => {
+    expect(fs.readdirSync(path.join(root, 'examples')).filter((f) => f.endsWith('.mjs')).sort()).toEqual(Object.keys(CHECKS).sort());
+  });
+
+  test.each(Object.keys(CHECKS))('%s runs and prints what the fixtures say', async (name) => {
+    if (name !== 'convert.mjs') return CHECKS[name](await runExample(name));
+    // Its output goes to a folder of the test's own, removed afterwards (by default: a new temp folder).
+    const out = tempDir('weightmap-example-');
+    try {
+      CHECKS[name](await runExample(name, [fixture('llama-stories260k', 'stories260K.bin'), path.join(out.dir, 'stories260K.q8_0.gguf')]));
+    } finally {
+      out.cleanup();
+    }
+  });
+});
