@@ -49,10 +49,10 @@ struct F {
   static float reduce(V v) { return vaddvq_f32(v); }
 };
 
-#include "kernels/gemm_tiles.h"
-#include "kernels/attention_tiles.h"
-#include "kernels/packed_gemm_tiles.h"
-#include "kernels/q8_tiles.h"
+#include "kernels/tiles/gemm_tiles.h"
+#include "kernels/tiles/attention_tiles.h"
+#include "kernels/tiles/packed_gemm_tiles.h"
+#include "kernels/tiles/q8_tiles.h"
 
 struct QNeon {
   static constexpr int kBytes = 16;
@@ -87,7 +87,7 @@ struct QNeon {
   }
 };
 
-#include "kernels/i8_tiles.h"
+#include "kernels/tiles/i8_tiles.h"
 
 // matvec_q8 for the groups that are not multiples of 16.
 void MatvecQ8Other(const int8_t* wq, const float* ws, const int8_t* xq, const float* xs, float* y, int64_t cols,
@@ -167,7 +167,7 @@ void Bf16ToF32(const uint16_t* x, float* y, int64_t n) {
 float Dot(const float* a, const float* b, int64_t n) { return DotF32(a, b, n); }
 void Axpy(float alpha, const float* x, float* y, int64_t n) { AxpyF32(alpha, x, y, n); }
 
-#include "kernels/q8_kv_pieces.h"
+#include "kernels/tiles/q8_kv_pieces.h"
 
 }  // namespace
 

@@ -19,7 +19,7 @@ namespace weightmap {
 namespace kernels {
 namespace {
 
-#include "kernels/ggml_ymm_tiles.h"
+#include "kernels/x86/ggml_ymm_tiles.h"
 
 struct GgmlAvx2 : GgmlYmm {
   static constexpr int kRows = 4;  // 16 ymm registers
@@ -49,7 +49,7 @@ struct GgmlAvx2 : GgmlYmm {
   }
 };
 
-#include "kernels/ggml_tiles.h"
+#include "kernels/tiles/ggml_tiles.h"
 
 void QuantizeAct(const float* x, int64_t n, int8_t* q, float* d, int16_t* sum) {
   Avx2Table().quantize_q8(x, n, kActBlock, q, d);

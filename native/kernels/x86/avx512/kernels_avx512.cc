@@ -23,7 +23,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/prefetch.h"
-#include "kernels/vnni_dot.h"
+#include "kernels/x86/avx512/vnni_dot.h"
 
 namespace weightmap {
 namespace kernels {
@@ -48,11 +48,11 @@ struct F {
   static float reduce(V v) { return _mm512_reduce_add_ps(v); }
 };
 
-#include "kernels/gemm_tiles.h"
-#include "kernels/attention_tiles.h"
-#include "kernels/packed_gemm_tiles.h"
-#include "kernels/q8_tiles.h"
-#include "kernels/few_rows_avx512.h"
+#include "kernels/tiles/gemm_tiles.h"
+#include "kernels/tiles/attention_tiles.h"
+#include "kernels/tiles/packed_gemm_tiles.h"
+#include "kernels/tiles/q8_tiles.h"
+#include "kernels/x86/avx512/few_rows_avx512.h"
 
 // Q8Relayout for 16 lanes with 16×16 dword transposes: the 64-byte block c of each of the 16
 // groups of a superblock becomes steps 16c..16c+15 (the last block of an odd multiple of 32 is
@@ -244,7 +244,7 @@ struct QBwY : FloatY {
   }
 };
 
-#include "kernels/i8_tiles.h"
+#include "kernels/tiles/i8_tiles.h"
 
 // ---------------------------------------------------------------- Q8_0
 // 16 values rounded half away from zero (trunc, then one step away from zero when |fraction| >=
@@ -438,7 +438,7 @@ void Bf16ToF32(const uint16_t* x, float* y, int64_t n) {
 float Dot(const float* a, const float* b, int64_t n) { return DotF32(a, b, n); }
 void Axpy(float alpha, const float* x, float* y, int64_t n) { AxpyF32(alpha, x, y, n); }
 
-#include "kernels/q8_kv_pieces.h"
+#include "kernels/tiles/q8_kv_pieces.h"
 
 // A decode step's attention against a q8_0 cache (at most 4 query rows, the cache's group of 32):
 // widened in registers by the f32 kernels' own loops, so bit for bit widen_q8 followed by SgemmTrans

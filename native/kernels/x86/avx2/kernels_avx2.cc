@@ -52,10 +52,10 @@ struct F {
   static float reduce(V v) { return Reduce8(v); }
 };
 
-#include "kernels/gemm_tiles.h"
-#include "kernels/attention_tiles.h"
-#include "kernels/packed_gemm_tiles.h"
-#include "kernels/q8_tiles.h"
+#include "kernels/tiles/gemm_tiles.h"
+#include "kernels/tiles/attention_tiles.h"
+#include "kernels/tiles/packed_gemm_tiles.h"
+#include "kernels/tiles/q8_tiles.h"
 
 // Q8Relayout for 8 lanes with 8×8 dword transposes: the 32-byte block c of each of the 8 groups
 // of a superblock becomes steps 8c..8c+7. Other group sizes take the scalar loop.
@@ -130,7 +130,7 @@ struct QAvx2 {
   }
 };
 
-#include "kernels/i8_tiles.h"
+#include "kernels/tiles/i8_tiles.h"
 
 // ---------------------------------------------------------------- Q8_0
 // (A function, not a global: a global vector would be built by AVX code at load, on any CPU.)
@@ -291,7 +291,7 @@ void Bf16ToF32(const uint16_t* x, float* y, int64_t n) {
 float Dot(const float* a, const float* b, int64_t n) { return DotF32(a, b, n); }
 void Axpy(float alpha, const float* x, float* y, int64_t n) { AxpyF32(alpha, x, y, n); }
 
-#include "kernels/q8_kv_pieces.h"
+#include "kernels/tiles/q8_kv_pieces.h"
 
 }  // namespace
 

@@ -128,7 +128,7 @@ struct GgmlNeon {
   }
 };
 
-#include "kernels/ggml_tiles.h"
+#include "kernels/tiles/ggml_tiles.h"
 
 void QuantizeAct(const float* x, int64_t n, int8_t* q, float* d, int16_t* sum) {
   NeonTable().quantize_q8(x, n, kActBlock, q, d);

@@ -22,13 +22,13 @@
 
 #include "kernels/ggml_blocks.h"
 #include "kernels/prefetch.h"
-#include "kernels/vnni_dot.h"
+#include "kernels/x86/avx512/vnni_dot.h"
 
 namespace weightmap {
 namespace kernels {
 namespace {
 
-#include "kernels/ggml_ymm_tiles.h"
+#include "kernels/x86/ggml_ymm_tiles.h"
 
 struct GgmlVnni : GgmlYmm {
   static constexpr int kRows = 8;  // 32 ymm registers (AVX512-VL)
@@ -41,8 +41,8 @@ struct GgmlVnni : GgmlYmm {
   }
 };
 
-#include "kernels/ggml_tiles.h"
-#include "kernels/ggml_two.h"
+#include "kernels/tiles/ggml_tiles.h"
+#include "kernels/tiles/ggml_two.h"
 
 // Decode's two rows per zmm (ggml_two.h): row r in the low 256 bits, row r + 1 in the high ones,
 // each half as GgmlVnni's ymm; the activations (and their prepared factors) in both halves. With
@@ -131,7 +131,7 @@ struct GgmlVnniTwo {
   static FV cvt_s8(U64 v) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_set_epi64x(int64_t(v.b), int64_t(v.a)))); }
 };
 
-#include "kernels/ggml_gemm_tiles.h"
+#include "kernels/x86/avx512/ggml_gemm_tiles.h"
 
 // m = 1 two rows per zmm, m >= kGgmlGemmMinRows the GEMM over unpacked panels, between them the
 // ymm tiles: all three give the same bits.
