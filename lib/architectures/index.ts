@@ -8,7 +8,7 @@
  *     (TLLM, MOON, EMBD, sepweight, ajc1, llama2.c) has its own fixed layout in its reader,
  *   - its canonical tensor names and shapes (tensors), and how HF checkpoint keys map to them,
  *   - which engine runs it and which class loadModel / loadEmbedder wraps that engine in
- *     (lib/model.ts and lib/embedder.ts map these names to code),
+ *     (lib/models/model.ts and lib/models/embedder.ts map these names to code),
  *   - the positions one sequence may hold.
  *
  * A decoder variant is one entry of DECODER_VARIANTS (./decoder.ts): the entries here are made

@@ -1,5 +1,5 @@
 /**
- * ModelConfig: the config of any architecture, as ModelWeights carries it (lib/weights.ts). Each
+ * ModelConfig: the config of any architecture, as ModelWeights carries it (lib/base/weights.ts). Each
  * architecture's module defines its own; a new family adds its config to this union.
  */
 import type { BertConfig } from './bert';

@@ -10,9 +10,9 @@
  */
 import type { AddressInfo } from 'node:net';
 import { InvalidArgumentError, type Command } from 'commander';
-import { loadEmbedder, type Embedder } from '../embedder';
-import { loadModel } from '../model';
-import { isLoopback } from '../loopback';
+import { loadEmbedder, type Embedder } from '../models/embedder';
+import { loadModel } from '../models/model';
+import { isLoopback } from '../base/loopback';
 import { createServer } from '../server';
 import { CONNECTION_DEFAULTS } from '../server/connections';
 import { SERVE_DEFAULTS, type AccessLogEntry } from '../server/handler';

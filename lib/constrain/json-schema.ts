@@ -8,7 +8,7 @@
  * (nodes, literal bytes, depth) raises ConstraintError naming the bound. The compiler is a generator
  * that yields between small steps (lib/constrain/slices.ts): compileJsonSchemaSteps runs in slices.
  */
-import { ConstraintError, UnsupportedError } from '../errors';
+import { ConstraintError, UnsupportedError } from '../base/errors';
 import type { GrammarNode } from './automaton';
 import { ByteTrie } from './byte-trie';
 import { ArrayNode, FreeObjectNode, LiteralNode, NodeIds, NumberNode, ObjectNode, StringNode, UnionNode } from './json-nodes';

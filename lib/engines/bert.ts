@@ -3,10 +3,10 @@
  * ModelWeights, loads the encoder, runs packed batches with AbortSignal support and turns native
  * failures into weightmap's error classes.
  */
-import type { BertEncoder as NativeBertEncoder, BertEncoderInfo } from '../../binding';
-import { DisposedError, rangeError, UnsupportedError } from '../errors';
-import { native } from '../native';
-import type { ModelWeights } from '../weights';
+import type { BertEncoder as NativeBertEncoder, BertEncoderInfo } from '../base/binding';
+import { DisposedError, rangeError, UnsupportedError } from '../base/errors';
+import { native } from '../base/native';
+import type { ModelWeights } from '../base/weights';
 import type { BertConfig } from '../architectures/bert';
 import { fromNativeError, withAbort } from './native-errors';
 import { nativeWeightsSpec } from './native-spec';

@@ -21,21 +21,21 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { rangeError, UnsupportedError } from '../errors';
+import { rangeError, UnsupportedError } from '../base/errors';
 import { architectureOf } from '../architectures';
 import { DECODER_VARIANTS, decoderFusedTensors, isDecoderConfig, type FusedPart } from '../architectures/decoder';
-import { mapFile, type MappedSource } from '../mapping';
-import { DTYPE_BYTES, numel, rowBlockView, type DType, type PlainDType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import { mapFile, type MappedSource } from '../base/mapping';
+import { DTYPE_BYTES, numel, rowBlockView, type DType, type PlainDType, type ModelWeights, type TensorView, type TokenizerData } from '../base/weights';
 import type { ModelConfig } from '../architectures/model-config';
 import { ByteCursor, checkLayerCount, fail } from './bytes';
 import { SAFETENSORS_INDEX, SAFETENSORS_MAX_HEADER_BYTES, SAFETENSORS_SINGLE, detectSafetensors } from './magic';
 import type { FloatDType } from './dtype-convert';
 import { hfFolderConfigFiles, jsonText, readHfFolderConfig, readJsonFile, type HfJson } from './hf-config';
 import { readHfVocabularySteps, wordPieceData } from './hf-vocab';
-import { runYielding } from '../steps';
+import { runYielding } from '../base/steps';
 import { canonicalShape, f32Chunks, isFloatReadable, releasePages } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
-import { lazy } from '../lazy';
+import { lazy } from '../base/lazy';
 
 /** The writer's modules, loaded by the first write: reading needs none of them. */
 const writing = lazy(() => ({

@@ -6,8 +6,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as nodePath from 'node:path';
 import { vocabularyIndex } from '../constrain';
-import { loadEmbedder, type Embedder } from '../embedder';
-import { loadModel, type Model } from '../model';
+import { loadEmbedder, type Embedder } from '../models/embedder';
+import { loadModel, type Model } from '../models/model';
 import { AdmissionQueue } from './admission';
 import { ApiError, toApiError } from './api-error';
 import { apiKeyChecker } from './auth';
@@ -25,7 +25,7 @@ import { detokenize, tokenize } from './routes/tokenize';
 import { ModelPool, type ServedModelSpec } from './model-pool';
 import { ModelScheduler } from './scheduler';
 import { compileValidators } from './validation';
-import { rangeError } from '../errors';
+import { rangeError } from '../base/errors';
 
 /** Options of `createServer()` and `createHandler()`: what to serve and the bounds of the service. */
 export interface ServeOptions extends BrowserPolicy {

@@ -6,7 +6,7 @@
  *   process.once('SIGTERM', () => server.drain().then(() => process.exit(0)));
  */
 import type * as http from 'node:http';
-import { lazy } from '../lazy';
+import { lazy } from '../base/lazy';
 import { checkConnectionLimits, limitConnections, type ConnectionLimits } from './connections';
 import { createHandler, type DrainOptions, type ServeHandler, type ServeOptions } from './handler';
 

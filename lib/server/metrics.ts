@@ -9,7 +9,7 @@
  * prom-client loads when the first ServerMetrics is made, not with the library.
  */
 import type * as PromClient from 'prom-client';
-import { lazy } from '../lazy';
+import { lazy } from '../base/lazy';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const prom = lazy(() => require('prom-client') as typeof import('prom-client'));

@@ -10,9 +10,9 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import type { Embedder, LoadEmbedderOptions } from '../embedder';
-import { rangeError } from '../errors';
-import type { LoadModelOptions, Model } from '../model';
+import type { Embedder, LoadEmbedderOptions } from '../models/embedder';
+import { rangeError } from '../base/errors';
+import type { LoadModelOptions, Model } from '../models/model';
 import { ApiError } from './api-error';
 import type { AdmissionQueue } from './admission';
 import type { ModelMetrics } from './metrics';

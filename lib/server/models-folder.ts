@@ -10,9 +10,9 @@ import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { architectureOf } from '../architectures';
 import { detectFormat, readWeights } from '../formats';
-import { closeWeights } from '../weights';
-import type { LoadEmbedderOptions } from '../embedder';
-import type { LoadModelOptions } from '../model';
+import { closeWeights } from '../base/weights';
+import type { LoadEmbedderOptions } from '../models/embedder';
+import type { LoadModelOptions } from '../models/model';
 import type { ServedModelSpec } from './model-pool';
 
 /** What listing a models folder found: the entries, and the files passed over with why. */

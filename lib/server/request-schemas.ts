@@ -3,7 +3,7 @@
  * errors here; a server that is not --strict checks the top level with them allowed (ignored and
  * logged once, as llama-server does), nested objects always exact.
  */
-import { MAX_TOP_LOGPROBS } from '../generate';
+import { MAX_TOP_LOGPROBS } from '../generation/generate';
 import { TOOL_LIMITS } from '../tools/types';
 
 /** The most choices (`n`) one request asks for. */

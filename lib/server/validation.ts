@@ -1,6 +1,6 @@
 /** Request bodies checked against lib/server/request-schemas.ts with ajv; the first problem becomes a 400 naming its field. */
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { lazy } from '../lazy';
+import { lazy } from '../base/lazy';
 import { invalidRequest } from './api-error';
 import { chatCompletionRequest, completionRequest, detokenizeRequest, embeddingRequest, tokenizeRequest } from './request-schemas';
 

@@ -3,12 +3,12 @@
  * layout) -> a Tokenizer. Supported: BPE with ByteLevel (GPT-2, Qwen, Llama 3 families), BPE with
  * byte fallback (Gemma 3) and WordPiece (BERT); other models or components raise UnsupportedError.
  */
-import { UnsupportedError, WeightFormatError } from '../errors';
+import { UnsupportedError, WeightFormatError } from '../base/errors';
 import type { AddedToken } from './added-tokens';
 import { ByteFallbackBpeTokenizer } from './byte-fallback-bpe';
 import { ByteLevelBpeTokenizer } from './byte-level-bpe';
 import { mergeTableFromPairsSteps, parseMergeEntry } from './bpe-model';
-import { runNow, type Steps } from '../steps';
+import { runNow, type Steps } from '../base/steps';
 import type { SpecialWrapping } from './post-process';
 import { MapVocab } from './bpe-vocab';
 import { GPT2_PATTERN, QWEN2_PATTERN } from './pretokenizers';

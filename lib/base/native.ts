@@ -4,7 +4,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { NativeBinding } from '../binding';
+import type { NativeBinding } from './binding';
 
 let cached: NativeBinding | undefined;
 

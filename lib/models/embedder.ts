@@ -11,16 +11,16 @@
  * so a text's vector does not depend on the batch it lands in. The activations of the largest
  * batch stay allocated for the next call (one set per call running at once) until dispose().
  */
-import { BertEngine, type EmbedderQuant, type Pooling } from './engines/bert';
-import { AbortError, DisposedError, rangeError, UnsupportedError } from './errors';
-import { readWeights } from './formats';
-import type { Tokenizer } from './tokenizers';
-import { encodeAsync } from './tokenizer-loading';
-import { modelFolder, resolveTokenizer } from './tokenizer-loading/resolve';
-import { closeWeights, type FormatName, type ModelWeights } from './weights';
-import type { BertConfig } from './architectures/bert';
+import { BertEngine, type EmbedderQuant, type Pooling } from '../engines/bert';
+import { AbortError, DisposedError, rangeError, UnsupportedError } from '../base/errors';
+import { readWeights } from '../formats';
+import type { Tokenizer } from '../tokenizers';
+import { encodeAsync } from '../tokenizer-loading';
+import { modelFolder, resolveTokenizer } from '../tokenizer-loading/resolve';
+import { closeWeights, type FormatName, type ModelWeights } from '../base/weights';
+import type { BertConfig } from '../architectures/bert';
 
-export type { EmbedderQuant, Pooling } from './engines/bert';
+export type { EmbedderQuant, Pooling } from '../engines/bert';
 
 /** Options of `loadEmbedder()`. */
 export interface LoadEmbedderOptions {

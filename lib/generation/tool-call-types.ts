@@ -1,5 +1,5 @@
 /** The tool definitions and calls a chat message carries (lib/tools/ builds on them; chat.ts renders them). */
-import type { JsonSchema } from './constrain';
+import type { JsonSchema } from '../constrain';
 
 /** A function the model may call (OpenAI's `function` object: name, description, JSON-schema parameters). */
 export interface ToolDefinition {

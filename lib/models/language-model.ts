@@ -1,6 +1,6 @@
 /**
  * Model: a text-generation model bound to its engine, with its tokenizer and chat template
- * (loadModel in lib/model.ts makes one). generate(), chat(), logits(), sessions from a pool
+ * (loadModel in lib/models/model.ts makes one). generate(), chat(), logits(), sessions from a pool
  * that keeps KV caches for reuse.
  */
 import {
@@ -8,20 +8,20 @@ import {
   type ChatMessage,
   type ChatRenderOptions,
   type ChatTemplate,
-} from './chat';
+} from '../generation/chat';
 import { encodeChatPrompt } from './chat-prompt';
-import type { ToolCallFormat } from './tools/formats';
+import type { ToolCallFormat } from '../tools/formats';
 import type { ToolChatLoopOptions, ToolChatResult } from './tool-agent';
-import type { ToolChatOptions } from './tools/tool-prompt';
+import type { ToolChatOptions } from '../tools/tool-prompt';
 import type { ChatOptions, ChatSession, ChatSessionOptions } from './chat-session';
-import { deferredGeneration } from './deferred-generation';
-import { DisposedError, rangeError, UnsupportedError } from './errors';
-import { checkTokenIds, startGeneration, type Generation, type GenerateOptions, type LanguageSession, type ToolCallConstraint } from './generate';
-import { SessionPool } from './session-pool';
-import type { EncodeOptions, Tokenizer } from './tokenizers';
-import { encodeAsync, WORKER_MIN_CHARS } from './tokenizer-loading';
-import { closeWeights, type FormatName, type ModelWeights } from './weights';
-import type { ModelConfig } from './architectures/model-config';
+import { deferredGeneration } from '../generation/deferred-generation';
+import { DisposedError, rangeError, UnsupportedError } from '../base/errors';
+import { checkTokenIds, startGeneration, type Generation, type GenerateOptions, type LanguageSession, type ToolCallConstraint } from '../generation/generate';
+import { SessionPool } from '../generation/session-pool';
+import type { EncodeOptions, Tokenizer } from '../tokenizers';
+import { encodeAsync, WORKER_MIN_CHARS } from '../tokenizer-loading';
+import { closeWeights, type FormatName, type ModelWeights } from '../base/weights';
+import type { ModelConfig } from '../architectures/model-config';
 
 export type { ChatOptions } from './chat-session';
 
@@ -176,14 +176,14 @@ export class Model {
   /**
    * The ids chat() feeds for `messages`: the template rendered once (off the JS thread where it is
    * the model's own), its markers encoded as special tokens and message content as text, never as
-   * control tokens (lib/chat-prompt.ts). `ids.length` is the prompt's token count.
+   * control tokens (lib/models/chat-prompt.ts). `ids.length` is the prompt's token count.
    */
   async chatPrompt(messages: readonly ChatMessage[], options: ChatRenderOptions & ToolChatOptions = {}): Promise<ChatPrompt> {
     this.live();
     const template = this.template();
     if (options.tools === undefined) return { ids: await encodeChatPrompt(template, this.tokenizer, messages, options) };
     checkMessages(messages);
-    const { prepareToolPrompt } = require('./tools/tool-prompt') as typeof import('./tools/tool-prompt'); // loaded on first use
+    const { prepareToolPrompt } = require('../tools/tool-prompt') as typeof import('../tools/tool-prompt'); // loaded on first use
     const tool = await prepareToolPrompt(template, messages, options);
     const ids = await encodeChatPrompt(template, this.tokenizer, tool.messages, tool.render);
     // A forced call: the prompt ends with the family's opening (its marker a special token where it is one).
@@ -223,7 +223,7 @@ export class Model {
   }
 
   /**
-   * The agent loop (lib/tool-agent.ts): replies, runs the calls of tools that have handlers, feeds
+   * The agent loop (lib/models/tool-agent.ts): replies, runs the calls of tools that have handlers, feeds
    * their results back, and replies again, within maxRounds.
    */
   chatWithTools(messages: readonly ChatMessage[], options: ToolChatLoopOptions): Promise<ToolChatResult> {

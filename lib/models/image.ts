@@ -5,7 +5,7 @@
  * the square without keeping the aspect ratio (moondream-zig's single 378×378 view).
  */
 import * as fs from 'node:fs';
-import { rangeError, UnsupportedError } from './errors';
+import { rangeError, UnsupportedError } from '../base/errors';
 
 /** Uncompressed pixels, row-major, `channels` bytes per pixel (1 grey, 3 RGB, 4 RGBA). */
 export interface RawImage {

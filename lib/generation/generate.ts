@@ -5,13 +5,13 @@
  *
  *   for await (const piece of model.generate('Once upon a time', { maxTokens: 64 })) process.stdout.write(piece.text);
  */
-import type { NativeSamplingParams, Sampler } from '../binding';
-import type { CompiledJsonSchema, JsonSchema, TokenConstraint } from './constrain';
-import { AbortError, ConstraintError, rangeError } from './errors';
-import { lazy } from './lazy';
-import { native } from './native';
+import type { NativeSamplingParams, Sampler } from '../base/binding';
+import type { CompiledJsonSchema, JsonSchema, TokenConstraint } from '../constrain';
+import { AbortError, ConstraintError, rangeError } from '../base/errors';
+import { lazy } from '../base/lazy';
+import { native } from '../base/native';
 import { anyTokenLeft, bannedTokens, resolveSampling, type ResolvedParams, type SamplingOptions } from './sampling';
-import type { StreamDecoder, Tokenizer } from './tokenizers';
+import type { StreamDecoder, Tokenizer } from '../tokenizers';
 
 /** A step's abort signal and allowed-token bitset (a constraint's, the one sampling input that changes per step). */
 export interface StepOptions {
@@ -244,7 +244,7 @@ function checkGenerateOptions(options: GenerateOptions): { maxTokens: number; st
 }
 
 /** JSON-schema constraints, loaded by the first generation that asks for one. */
-const constrainModule = lazy(() => require('./constrain') as typeof import('./constrain'));
+const constrainModule = lazy(() => require('../constrain') as typeof import('../constrain'));
 
 /**
  * Starts generating after `ids`. Nothing runs until the first next(): then a session is borrowed

@@ -12,23 +12,23 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { architectureOf, type EngineName } from './architectures';
-import { DECODER_QUANTS, DECODER_VARIANTS, isDecoderConfig, KV_CACHE_TYPES, type DecoderQuant, type DecoderVariant, type KvCacheType } from './architectures/decoder';
-import { ajc1ChatTemplate, jinjaChatTemplate, qwen3ChatTemplate, type Ajc1TemplateTexts, type ChatTemplate } from './chat';
-import { DecoderEngine } from './engines/decoder';
-import { defaultContextLength } from './engines/kv-session';
-import type { MoondreamEngine } from './engines/moondream';
-import { rangeError, UnsupportedError, WeightFormatError } from './errors';
-import { readWeights } from './formats';
+import { architectureOf, type EngineName } from '../architectures';
+import { DECODER_QUANTS, DECODER_VARIANTS, isDecoderConfig, KV_CACHE_TYPES, type DecoderQuant, type DecoderVariant, type KvCacheType } from '../architectures/decoder';
+import { ajc1ChatTemplate, jinjaChatTemplate, qwen3ChatTemplate, type Ajc1TemplateTexts, type ChatTemplate } from '../generation/chat';
+import { DecoderEngine } from '../engines/decoder';
+import { defaultContextLength } from '../engines/kv-session';
+import type { MoondreamEngine } from '../engines/moondream';
+import { rangeError, UnsupportedError, WeightFormatError } from '../base/errors';
+import { readWeights } from '../formats';
 import { idsOnlyTokenizer } from './ids-tokenizer';
 import { Model, type LanguageEngine, type ModelInfo } from './language-model';
-import { lazy } from './lazy';
-import { native } from './native';
-import type { PipelineSpec } from './pipeline/coordinator';
-import type { Tokenizer } from './tokenizers';
-import { modelFolder, resolveTokenizer } from './tokenizer-loading/resolve';
-import { prefetchWeightsTokenizer } from './tokenizer-loading/prefetch';
-import { closeWeights, type FormatName, type ModelWeights } from './weights';
+import { lazy } from '../base/lazy';
+import { native } from '../base/native';
+import type { PipelineSpec } from '../pipeline/coordinator';
+import type { Tokenizer } from '../tokenizers';
+import { modelFolder, resolveTokenizer } from '../tokenizer-loading/resolve';
+import { prefetchWeightsTokenizer } from '../tokenizer-loading/prefetch';
+import { closeWeights, type FormatName, type ModelWeights } from '../base/weights';
 
 export { Model } from './language-model';
 export type { ChatOptions, ChatPrompt, KvCacheUsage, ModelInfo } from './language-model';
@@ -82,8 +82,8 @@ const LANGUAGE_ENGINES: Record<LanguageEngineName, (weights: ModelWeights, optio
       dispose: () => engine.dispose(),
     };
   },
-  gpt: async (weights, options) => (await import('./engines/gpt')).GptEngine.load(weights, { threads: options.threads }),
-  moondream: async (weights, options) => (await import('./engines/moondream')).MoondreamEngine.load(weights, { threads: options.threads }),
+  gpt: async (weights, options) => (await import('../engines/gpt')).GptEngine.load(weights, { threads: options.threads }),
+  moondream: async (weights, options) => (await import('../engines/moondream')).MoondreamEngine.load(weights, { threads: options.threads }),
 };
 
 // Loaded for a Moondream model only (a decoder's first token does not compile the vision side).
@@ -98,7 +98,7 @@ const MODEL_CLASSES = {
 type ModelRest = ConstructorParameters<typeof Model> extends [unknown, ...infer R] ? R : never;
 
 async function loadEngine(weights: ModelWeights, options: LoadModelOptions): Promise<LanguageEngine> {
-  if (options.pipeline) return (await import('./pipeline/coordinator')).PipelineEngine.connect(weights, options.pipeline);
+  if (options.pipeline) return (await import('../pipeline/coordinator')).PipelineEngine.connect(weights, options.pipeline);
   const arch = architectureOf(weights.config);
   if (!arch) throw new UnsupportedError(`${weights.path}: no text-generation engine for architecture '${weights.config.architecture}'`);
   if (arch.engine === 'bert') {
@@ -198,7 +198,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
   const readOptions = {
     ...(options.format ? { format: options.format } : {}),
     ...(options.tokenizer !== undefined ? { vocabulary: false } : {}),
-    ...(options.pipeline ? (await import('./pipeline/stage-files')).COORDINATOR_READ : {}),
+    ...(options.pipeline ? (await import('../pipeline/stage-files')).COORDINATOR_READ : {}),
     // The engine reads every weight in place: mapping them starts while the header is parsed.
     ...(!options.pipeline && (options.quant ?? 'none') === 'none' ? { prefaultWeights: true } : {}),
   };

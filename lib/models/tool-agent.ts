@@ -10,15 +10,15 @@
  *     tools: [{ name: 'get_weather', parameters: {...}, handler: async ({ city }) => ({ temp: 21 }) }],
  *   });
  */
-import type { ChatMessage } from './chat';
+import type { ChatMessage } from '../generation/chat';
 import type { ChatOptions } from './chat-session';
-import { AbortError, rangeError } from './errors';
-import type { Generation, StopReason, ToolCallConstraint } from './generate';
-import type { ToolCallFormat } from './tools/formats';
-import { parseToolCalls } from './tools/parse';
-import { TOOL_LIMITS, type ToolCall, type ToolDefinition } from './tools/types';
+import { AbortError, rangeError } from '../base/errors';
+import type { Generation, StopReason, ToolCallConstraint } from '../generation/generate';
+import type { ToolCallFormat } from '../tools/formats';
+import { parseToolCalls } from '../tools/parse';
+import { TOOL_LIMITS, type ToolCall, type ToolDefinition } from '../tools/types';
 
-/** A prompt as Model.chatPrompt encodes it (lib/language-model.ts's ChatPrompt, stated here so the loop imports no model). */
+/** A prompt as Model.chatPrompt encodes it (lib/models/language-model.ts's ChatPrompt, stated here so the loop imports no model). */
 interface ChatPrompt {
   readonly ids: readonly number[];
   readonly tools?: { readonly format: ToolCallFormat; readonly constraint: ToolCallConstraint | undefined };
@@ -56,7 +56,7 @@ export interface ToolChatResult {
   rounds: number;
 }
 
-/** What the loop needs of a model (lib/language-model.ts's Model). */
+/** What the loop needs of a model (lib/models/language-model.ts's Model). */
 export interface ToolChatModel {
   chatPrompt(messages: readonly ChatMessage[], options?: ChatOptions): Promise<ChatPrompt>;
   chat(prompt: ChatPrompt, options?: ChatOptions): Generation;

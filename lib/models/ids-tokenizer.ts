@@ -3,8 +3,8 @@
  * vocab.txt + merges.txt): prompts must be token ids, and generated tokens have no text (their ids
  * are in each piece's `token`). Text raises NoTokenizerError.
  */
-import { NoTokenizerError } from './errors';
-import type { Tokenizer } from './tokenizers';
+import { NoTokenizerError } from '../base/errors';
+import type { Tokenizer } from '../tokenizers';
 
 export function idsOnlyTokenizer(vocabSize: number, where: string): Tokenizer {
   const noText = (): never => {

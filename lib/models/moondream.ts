@@ -1,5 +1,5 @@
 /** loadMoondream: loadModel typed for Moondream weights. The model class is in moondream-model.ts. */
-import { UnsupportedError } from './errors';
+import { UnsupportedError } from '../base/errors';
 import { loadModel, type LoadModelOptions } from './model';
 import { MoondreamModel } from './moondream-model';
 

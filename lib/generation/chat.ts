@@ -6,9 +6,9 @@
  *  - qwen3.c's `.template*` files (ajc1): when they are Qwen3's, the Qwen3 template; otherwise
  *    runq's single-turn substitution of `%s`.
  */
-import { parseTemplate, renderBounded } from './chat-template/bounded-render';
-import { renderInWorker } from './chat-template/render-client';
-import { rangeError, UnsupportedError } from './errors';
+import { parseTemplate, renderBounded } from '../chat-template/bounded-render';
+import { renderInWorker } from '../chat-template/render-client';
+import { rangeError, UnsupportedError } from '../base/errors';
 import type { ToolCall, ToolDefinition } from './tool-call-types';
 
 /** Who wrote a chat message. */

@@ -3,7 +3,7 @@
  * validate through `bytes`; engines receive `file` and keep the pages mapped for as long as
  * they run, whatever happens to this handle.
  */
-import type { MappedFile } from '../binding';
+import type { MappedFile } from './binding';
 import { native } from './native';
 
 /** A file mapped read-only into memory (`mapFile()`); readers take tensor views into it. Unmapped by `close()`. */

@@ -8,14 +8,14 @@
  * Each turn renders the whole conversation; the model's session pool keeps the KV cache, so only
  * the new messages are fed.
  */
-import type { ChatMessage, ChatRenderOptions } from './chat';
-import type { GenerateOptions, Generation, StopReason } from './generate';
-import type { ToolChatOptions } from './tools/tool-prompt';
+import type { ChatMessage, ChatRenderOptions } from '../generation/chat';
+import type { GenerateOptions, Generation, StopReason } from '../generation/generate';
+import type { ToolChatOptions } from '../tools/tool-prompt';
 
 /** Options of `model.chat()`: generation and sampling options, how the template renders, and tools. */
 export interface ChatOptions extends GenerateOptions, ChatRenderOptions, ToolChatOptions {}
 
-/** What a session needs of its model (lib/language-model.ts's Model). */
+/** What a session needs of its model (lib/models/language-model.ts's Model). */
 export interface ChatModel {
   /** The reply to `messages` (Model.chat). */
   chat(messages: readonly ChatMessage[], options?: ChatOptions): Generation;

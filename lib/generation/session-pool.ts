@@ -3,7 +3,7 @@
  * the longest prefix with its prompt, so a chat's next turn, or a prompt that extends an earlier
  * one, feeds only what is new; concurrent generations get sessions of their own.
  */
-import { DisposedError } from './errors';
+import { DisposedError } from '../base/errors';
 import { commonPrefixLength, type LanguageSession, type SessionLease } from './generate';
 
 interface Slot {

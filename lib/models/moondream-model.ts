@@ -4,12 +4,12 @@
  * until EOS. Causal attention by default (moondream-zig, the MOON source); `prefixAttention`
  * makes the BOS + image positions attend to each other as upstream Moondream does.
  */
-import type { MoondreamEngine } from './engines/moondream';
-import { DisposedError, rangeError } from './errors';
-import { checkTokenIds, startGeneration, type GenerateOptions, type Generation, type GenerationHost } from './generate';
+import type { MoondreamEngine } from '../engines/moondream';
+import { DisposedError, rangeError } from '../base/errors';
+import { checkTokenIds, startGeneration, type GenerateOptions, type Generation, type GenerationHost } from '../generation/generate';
 import { imageToRgb, type ImageInput } from './image';
 import { Model } from './language-model';
-import type { Tokenizer } from './tokenizers';
+import type { Tokenizer } from '../tokenizers';
 
 export type { ImageInput, RawImage } from './image';
 
@@ -77,7 +77,7 @@ export interface AnswerOptions extends GenerateOptions {
 
 /**
  * Answers `question` (text, or its token ids as the model reads them after the image) about
- * `image`: an async iterator of { token, text } pieces (lib/generate.ts)
+ * `image`: an async iterator of { token, text } pieces (lib/generation/generate.ts)
  * that stops at EOS by default. Nothing runs until the first next(): then the image is encoded,
  * BOS + image + question are prefilled in the answer's own session (disposed at the end), and
  * tokens are generated with the sampling options.

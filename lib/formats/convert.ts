@@ -1,8 +1,8 @@
 /** Conversion between any two formats: a reader plus a writer, never a pairwise converter. */
-import { formatModule, outputPathOf, readWeights, writeWeights } from './formats';
-import type { ReadOptions, WriteOptions } from './formats/types';
-import { hasVocabulary } from './formats/vocab-convert';
-import { closeWeights, type FormatName } from './weights';
+import { formatModule, outputPathOf, readWeights, writeWeights } from './';
+import type { ReadOptions, WriteOptions } from './types';
+import { hasVocabulary } from './vocab-convert';
+import { closeWeights, type FormatName } from '../base/weights';
 
 /** Options of `convert()`: the output format, the writer's options and the reader's. */
 export interface ConvertOptions extends WriteOptions {

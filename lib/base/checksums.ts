@@ -1,5 +1,5 @@
 /** CRC-32 (IEEE, zlib's) and FNV-1a 32-bit, as EMBD uses them (FORMATS.md §3.2, §3.5). */
-import type { MappedFile } from '../binding';
+import type { MappedFile } from './binding';
 import { lazy } from './lazy';
 import { native } from './native';
 

@@ -8,10 +8,10 @@
  * bit-equal to llama.cpp's own dequantize_row_*, on libuv's thread pool; q8_0 (separate scales)
  * is q·scale in float32 and f64 rounds to nearest, both chunked in JS with a yield between chunks.
  */
-import { rangeError, UnsupportedError } from './errors';
-import { readF32 } from './formats/tensor-data';
-import { native } from './native';
-import { findTensor, isGgmlBlockDType, numel, type ModelWeights, type TensorView } from './weights';
+import { rangeError, UnsupportedError } from '../base/errors';
+import { readF32 } from './tensor-data';
+import { native } from '../base/native';
+import { findTensor, isGgmlBlockDType, numel, type ModelWeights, type TensorView } from '../base/weights';
 
 /** Elements per JS chunk (q8_0, f64): ~1 ms of work between yields. */
 const JS_CHUNK = 1 << 18;

@@ -1,11 +1,11 @@
 /**
- * The exact surface of the native addon (native/napi/*.cc). lib/native.ts loads it and every
+ * The exact surface of the native addon (native/napi/*.cc). lib/base/native.ts loads it and every
  * facade module is type-checked against these declarations.
  */
 
-import type { DecoderConfig, DecoderQuant, KvCacheType } from './lib/architectures/decoder';
+import type { DecoderConfig, DecoderQuant, KvCacheType } from '../architectures/decoder';
 
-export type { KvCacheType } from './lib/architectures/decoder';
+export type { KvCacheType } from '../architectures/decoder';
 
 /** 'pageout' (Linux): reclaim the range's pages that no other process maps (MADV_PAGEOUT). */
 export type MadviseAdvice = 'normal' | 'sequential' | 'random' | 'willneed' | 'dontneed' | 'pageout';
@@ -281,7 +281,7 @@ export interface KernelsBinding {
 
 /**
  * Sampling parameters as the native sampler reads them (native/napi/sampling_params.cc); every
- * field optional (defaults: greedy, no truncation, no penalties). lib/sampling.ts validates ranges
+ * field optional (defaults: greedy, no truncation, no penalties). lib/generation/sampling.ts validates ranges
  * and builds this from the user's SamplingOptions. Order of operations: logit bias, penalties over
  * the last penaltyLastN tokens, then argmax if temperature <= 0, else top-k, top-p, min-p,
  * temperature, softmax and one seeded draw (native/sampling/sampler.h).

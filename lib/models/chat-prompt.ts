@@ -16,10 +16,10 @@
  * rather than fed with the pieces of a placeholder. (Messages that hold private-use characters of
  * their own are checked for the nonce only: a cut there leaves such characters, never a control token.)
  */
-import { checkMessages, type ChatMessage, type ChatRenderOptions, type ChatTemplate } from './chat';
-import { ChatTemplateError } from './chat-template/budget';
-import { encodeAsync } from './tokenizer-loading';
-import type { Tokenizer } from './tokenizers';
+import { checkMessages, type ChatMessage, type ChatRenderOptions, type ChatTemplate } from '../generation/chat';
+import { ChatTemplateError } from '../chat-template/budget';
+import { encodeAsync } from '../tokenizer-loading';
+import type { Tokenizer } from '../tokenizers';
 
 const OPEN = '\uF8F0';
 const CLOSE = '\uF8F1';
