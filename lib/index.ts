@@ -1,10 +1,10 @@
 /**
  * weightmap: memory-mapped LLM weights and fast CPU inference.
  *
- *   import { readWeights, convert, loadModel, loadEmbedder } from 'weightmap';
+ *   import { readWeights, convert, loadModel, loadEmbedder, loadReranker } from 'weightmap';
  *
  * The exports a first token does not need (conversion, tokenizers built from data, embeddings,
- * Moondream, chat sessions, JSON schemas, the server, pipeline stages) load their modules when
+ * rerankers, Moondream, chat sessions, JSON schemas, the server, pipeline stages) load their modules when
  * first read (defineLazyExports): require('weightmap') loads 57 of lib's modules, not 135
  * (scripts/bench/ttft.js).
  */
@@ -16,6 +16,7 @@ import type * as ToolsModule from './tools';
 import type * as ConvertModule from './convert';
 import type * as DequantizeModule from './dequantize';
 import type * as EmbedderModule from './embedder';
+import type * as RerankerModule from './reranker';
 import type * as MoondreamModule from './moondream';
 import type * as ServerModule from './server';
 import type * as StageServerModule from './pipeline/stage-server';
@@ -32,11 +33,12 @@ export type { DType, GgmlBlockDType, FormatName, ModelWeights, PlainDType, Tenso
 export type { Architecture, ModelConfig, UnknownConfig } from './architectures/model-config';
 export type { DecoderConfig } from './architectures/decoder';
 export type { TllmConfig } from './architectures/tllm';
-export type { BertConfig } from './architectures/bert';
+export type { BertClassifierConfig, BertConfig } from './architectures/bert';
 export type { MoondreamConfig } from './architectures/moondream';
 export { loadTokenizer, loadTokenizerSync } from './tokenizer-loading';
 export type { DecodeOptions, EncodeOptions, SpecialTokenIds, StreamDecoder, Tokenizer, TokenizerKind } from './tokenizers';
 export type { EmbedOptions, EmbedderInfo, EmbedderQuant, LoadEmbedderOptions, Pooling } from './embedder';
+export type { LoadRerankerOptions, PairScores, PairTruncation, RankOptions, RankedDocument, RerankerInfo, ScoreActivation } from './reranker';
 export { Model, loadModel } from './model';
 export type { ChatOptions, ChatPrompt, KvCacheUsage, LoadModelOptions, ModelInfo } from './model';
 export type { AnswerOptions, EncodeImageOptions, ImageInput, RawImage } from './moondream';
@@ -69,6 +71,9 @@ export declare const Embedder: typeof EmbedderModule.Embedder;
 export type Embedder = EmbedderModule.Embedder;
 export declare const loadEmbedder: typeof EmbedderModule.loadEmbedder;
 export declare const similarity: typeof EmbedderModule.similarity;
+export declare const Reranker: typeof RerankerModule.Reranker;
+export type Reranker = RerankerModule.Reranker;
+export declare const loadReranker: typeof RerankerModule.loadReranker;
 export declare const MoondreamModel: typeof MoondreamModule.MoondreamModel;
 export type MoondreamModel = MoondreamModule.MoondreamModel;
 export declare const loadMoondream: typeof MoondreamModule.loadMoondream;
@@ -97,6 +102,8 @@ defineLazyExports(exports, {
   Embedder: () => require('./embedder') as typeof EmbedderModule,
   loadEmbedder: () => require('./embedder') as typeof EmbedderModule,
   similarity: () => require('./embedder') as typeof EmbedderModule,
+  Reranker: () => require('./reranker') as typeof RerankerModule,
+  loadReranker: () => require('./reranker') as typeof RerankerModule,
   MoondreamModel: () => require('./moondream') as typeof MoondreamModule,
   loadMoondream: () => require('./moondream') as typeof MoondreamModule,
   ChatSession: () => require('./chat-session') as typeof ChatSessionModule,

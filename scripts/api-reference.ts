@@ -11,6 +11,7 @@ export { convert } from '../lib/convert';
 export { tokenizerFromData, tokenizerFromDataAsync } from '../lib/tokenizers/from-data';
 export { dequantize } from '../lib/dequantize';
 export { Embedder, loadEmbedder, similarity } from '../lib/embedder';
+export { Reranker, loadReranker } from '../lib/reranker';
 export { MoondreamModel, loadMoondream } from '../lib/moondream';
 export { ChatSession } from '../lib/chat-session';
 export { compileJsonSchema, prepareJsonSchema } from '../lib/constrain';
