@@ -1,10 +1,10 @@
 /**
  * weightmap: memory-mapped LLM weights and fast CPU inference.
  *
- *   import { readWeights, convert, loadModel, loadEmbedder } from 'weightmap';
+ *   import { readWeights, convert, loadModel, loadEmbedder, loadReranker } from 'weightmap';
  *
  * The exports a first token does not need (conversion, tokenizers built from data, embeddings,
- * Moondream, chat sessions, JSON schemas, the server, pipeline stages) load their modules when
+ * rerankers, Moondream, chat sessions, JSON schemas, the server, pipeline stages) load their modules when
  * first read (defineLazyExports): require('weightmap') loads 57 of lib's modules, not 135
  * (scripts/bench/ttft.js).
  */
@@ -16,6 +16,7 @@ import type * as ToolsModule from './tools';
 import type * as ConvertModule from './formats/convert';
 import type * as DequantizeModule from './formats/dequantize';
 import type * as EmbedderModule from './models/embedder';
+import type * as RerankerModule from './models/reranker';
 import type * as MoondreamModule from './models/moondream';
 import type * as ServerModule from './server';
 import type * as StageServerModule from './pipeline/stage-server';
@@ -32,11 +33,12 @@ export type { DType, GgmlBlockDType, FormatName, ModelWeights, PlainDType, Tenso
 export type { Architecture, ModelConfig, UnknownConfig } from './architectures/model-config';
 export type { DecoderConfig } from './architectures/decoder';
 export type { TllmConfig } from './architectures/tllm';
-export type { BertConfig } from './architectures/bert';
+export type { BertClassifierConfig, BertConfig } from './architectures/bert';
 export type { MoondreamConfig } from './architectures/moondream';
 export { loadTokenizer, loadTokenizerSync } from './tokenizer-loading';
 export type { DecodeOptions, EncodeOptions, SpecialTokenIds, StreamDecoder, Tokenizer, TokenizerKind } from './tokenizers';
 export type { EmbedOptions, EmbedderInfo, EmbedderQuant, LoadEmbedderOptions, Pooling } from './models/embedder';
+export type { LoadRerankerOptions, PairScores, PairTruncation, RankOptions, RankedDocument, RerankerInfo, ScoreActivation } from './models/reranker';
 export { Model, loadModel } from './models/model';
 export type { ChatOptions, ChatPrompt, KvCacheUsage, LoadModelOptions, ModelInfo } from './models/model';
 export type { AnswerOptions, EncodeImageOptions, ImageInput, RawImage } from './models/moondream';
@@ -51,7 +53,7 @@ export type { Ajc1TemplateTexts, ChatMessage, ChatRenderOptions, ChatRole, ChatT
 export type { JsonSchema } from './constrain';
 export type { ParsedReply, ToolCall, ToolCallFormat, ToolChatOptions, ToolChoice, ToolDefinition, ToolFamily } from './tools';
 export type { ToolChatLoopOptions, ToolChatResult, ToolHandlerContext, ToolWithHandler } from './models/tool-agent';
-export type { GenerationRequest, ScheduledGeneration, SchedulerLimits, AccessLogEntry, BrowserPolicy, ConnectionLimits, DrainOptions, ServeHandler, ServeOptions, ServerOptions, ServerMetrics, ModelMetrics, MetricsSource, WeightmapServer, ModelPool, ServedModelSpec, ServedKind, PoolListing, Lease, UnloadReason, Served, ServedTextModel, ServedEmbedder, AdmissionQueue } from './server';
+export type { GenerationRequest, ScheduledGeneration, SchedulerLimits, AccessLogEntry, BrowserPolicy, ConnectionLimits, DrainOptions, ServeHandler, ServeOptions, ServerOptions, ServerMetrics, ModelMetrics, MetricsSource, WeightmapServer, ModelPool, ServedModelSpec, ServedKind, PoolListing, Lease, UnloadReason, Served, ServedByKind, ServedTextModel, ServedEmbedder, ServedReranker, AdmissionQueue } from './server';
 export type { StageMetrics, StageObserver, StageRefusal } from './pipeline/stage-metrics';
 export { PipelineError } from './base/errors';
 export type { PipelineErrorCode } from './base/errors';
@@ -69,6 +71,9 @@ export declare const Embedder: typeof EmbedderModule.Embedder;
 export type Embedder = EmbedderModule.Embedder;
 export declare const loadEmbedder: typeof EmbedderModule.loadEmbedder;
 export declare const similarity: typeof EmbedderModule.similarity;
+export declare const Reranker: typeof RerankerModule.Reranker;
+export type Reranker = RerankerModule.Reranker;
+export declare const loadReranker: typeof RerankerModule.loadReranker;
 export declare const MoondreamModel: typeof MoondreamModule.MoondreamModel;
 export type MoondreamModel = MoondreamModule.MoondreamModel;
 export declare const loadMoondream: typeof MoondreamModule.loadMoondream;
@@ -97,6 +102,8 @@ defineLazyExports(exports, {
   Embedder: () => require('./models/embedder') as typeof EmbedderModule,
   loadEmbedder: () => require('./models/embedder') as typeof EmbedderModule,
   similarity: () => require('./models/embedder') as typeof EmbedderModule,
+  Reranker: () => require('./models/reranker') as typeof RerankerModule,
+  loadReranker: () => require('./models/reranker') as typeof RerankerModule,
   MoondreamModel: () => require('./models/moondream') as typeof MoondreamModule,
   loadMoondream: () => require('./models/moondream') as typeof MoondreamModule,
   ChatSession: () => require('./models/chat-session') as typeof ChatSessionModule,

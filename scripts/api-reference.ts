@@ -11,6 +11,7 @@ export { convert } from '../lib/formats/convert';
 export { tokenizerFromData, tokenizerFromDataAsync } from '../lib/tokenizers/from-data';
 export { dequantize } from '../lib/formats/dequantize';
 export { Embedder, loadEmbedder, similarity } from '../lib/models/embedder';
+export { Reranker, loadReranker } from '../lib/models/reranker';
 export { MoondreamModel, loadMoondream } from '../lib/models/moondream';
 export { ChatSession } from '../lib/models/chat-session';
 export { compileJsonSchema, prepareJsonSchema } from '../lib/constrain';

@@ -339,6 +339,10 @@ export interface BertEncoderConfig {
   typeVocabSize: number;
   layerNormEps: number;
   hiddenAct: 'gelu' | 'gelu_tanh';
+  /** Outputs of a cross-encoder's classifier (`classifier.weight` [numLabels, H]); absent or 0: an embedder, no head. */
+  numLabels?: number;
+  /** The head starts with `pooler.dense` + tanh on the [CLS] row (numLabels > 0 only). */
+  pooler?: boolean;
 }
 
 export interface BertEncoderInfo {
@@ -351,6 +355,8 @@ export interface BertEncoderInfo {
   /** Bytes copied at load: biases and norms, plus every converted or quantized matrix. */
   copiedBytes: number;
   convertedMatrices: number;
+  /** The classifier's outputs (0: an embedder). */
+  numLabels: number;
 }
 
 /** One running encode: its result and a way to stop it at the next layer (rejects with ABORT_ERR). */
@@ -378,6 +384,12 @@ export declare class BertEncoder implements NativeModel {
    * [lengths.length, hiddenSize] pooled vectors.
    */
   encode(ids: Int32Array, lengths: Int32Array, pooling: 'mean' | 'cls' | 'max', normalize: boolean): BertEncodeJob;
+  /**
+   * A cross-encoder's head on each sequence's first ([CLS]) row: resolves to [lengths.length,
+   * numLabels] logits. `types` holds one token type per id (in [0, typeVocabSize)); null: all 0.
+   * TypeError when the encoder was loaded without a head.
+   */
+  classify(ids: Int32Array, types: Int32Array | null, lengths: Int32Array): BertEncodeJob;
   dispose(): void;
 }
 

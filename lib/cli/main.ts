@@ -11,6 +11,7 @@ import { registerConvert } from './convert';
 import { registerEmbed } from './embed';
 import { registerGenerate } from './generate';
 import { registerInspect } from './inspect';
+import { registerRerank } from './rerank';
 import { registerServe } from './serve';
 import { registerStage } from './stage';
 import { EXIT_USAGE } from './run-command';
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
   registerInspect(program);
   registerConvert(program);
   registerEmbed(program);
+  registerRerank(program);
   registerGenerate(program);
   registerChat(program);
   registerBench(program);

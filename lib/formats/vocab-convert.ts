@@ -391,7 +391,7 @@ export async function hfSentencePieceFilesHere(weights: ModelWeights, maxSeqLen:
  */
 export async function hfTokenizerFiles(weights: ModelWeights): Promise<[string, string | Uint8Array][]> {
   const arch = weights.config.architecture;
-  if (arch === 'bert' || arch === 'unknown') return [];
+  if (arch === 'bert' || arch === 'bert-classifier' || arch === 'unknown') return [];
   const dir = hfSideFolder(weights) ?? (arch === 'tllm' || arch === 'moondream' ? nodePath.dirname(weights.path) : undefined);
   if (dir) {
     const own = HF_TOKENIZER_FILES.filter((name) => fs.existsSync(nodePath.join(dir, name)));

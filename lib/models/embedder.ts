@@ -11,6 +11,7 @@
  * so a text's vector does not depend on the batch it lands in. The activations of the largest
  * batch stay allocated for the next call (one set per call running at once) until dispose().
  */
+import { architectureOf } from '../architectures';
 import { BertEngine, type EmbedderQuant, type Pooling } from '../engines/bert';
 import { AbortError, DisposedError, rangeError, UnsupportedError } from '../base/errors';
 import { readWeights } from '../formats';
@@ -202,9 +203,10 @@ export async function loadEmbedder(path: string, options: LoadEmbedderOptions = 
   const weights = await readWeights(path, { format: options.format, verifyChecksums: options.verifyChecksums });
   try {
     if (weights.config.architecture !== 'bert') {
-      throw new UnsupportedError(`${path} holds a ${weights.architecture} model; loadEmbedder takes BERT encoders`);
+      const hint = architectureOf(weights.config)?.modelClass === 'Reranker' ? ' (a cross-encoder: loadReranker)' : '';
+      throw new UnsupportedError(`${path} holds a ${weights.architecture} model${hint}; loadEmbedder takes BERT encoders`);
     }
-    const config = weights.config;
+    const config = weights.config as BertConfig;
     const maxSeqLength = options.maxSeqLength ?? config.maxSeqLength;
     if (!Number.isInteger(maxSeqLength) || maxSeqLength < 2 || maxSeqLength > config.maxPositionEmbeddings) {
       throw rangeError(`maxSeqLength must be an integer in [2, ${config.maxPositionEmbeddings}], got ${maxSeqLength}`);

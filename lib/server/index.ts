@@ -13,7 +13,7 @@ import { createHandler, type DrainOptions, type ServeHandler, type ServeOptions 
 export { createHandler } from './handler';
 export type { AccessLogEntry, DrainOptions, ServeHandler, ServeOptions } from './handler';
 export type { MetricsSource, ModelMetrics, ServerMetrics } from './metrics';
-export type { Lease, ModelPool, PoolListing, Served, ServedEmbedder, ServedKind, ServedModelSpec, ServedTextModel, UnloadReason } from './model-pool';
+export type { Lease, ModelPool, PoolListing, Served, ServedByKind, ServedEmbedder, ServedKind, ServedModelSpec, ServedReranker, ServedTextModel, UnloadReason } from './model-pool';
 export type { AdmissionQueue } from './admission';
 export type { ConnectionLimits } from './connections';
 export type { BrowserPolicy } from './browser-guard';

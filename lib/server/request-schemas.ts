@@ -182,6 +182,30 @@ export const embeddingRequest = {
   additionalProperties: false,
 } as const;
 
+/** The most documents one rerank request scores (Cohere's bound). */
+export const MAX_RERANK_DOCUMENTS = 1000;
+
+/** POST /v1/rerank and /rerank, as llama-server, Jina and Cohere clients send it. */
+export const rerankRequest = {
+  type: 'object',
+  required: ['query', 'documents'],
+  properties: {
+    /** Optional when the server has one reranker (llama-server's). */
+    model: { type: 'string' },
+    query: { type: 'string' },
+    documents: {
+      type: 'array',
+      minItems: 1,
+      maxItems: MAX_RERANK_DOCUMENTS,
+      items: { anyOf: [{ type: 'string' }, { type: 'object', required: ['text'], properties: { text: { type: 'string' } }, additionalProperties: false }] },
+    },
+    top_n: nullable({ type: 'integer', minimum: 1 }),
+    return_documents: nullable({ type: 'boolean' }),
+    user: { type: 'string' },
+  },
+  additionalProperties: false,
+} as const;
+
 /** llama-server's POST /tokenize (the served text model's tokenizer; `model` may name it). */
 export const tokenizeRequest = {
   type: 'object',
