@@ -142,7 +142,7 @@ export class NumberNode implements GrammarNode {
   readonly start = N_START;
   constructor(
     ids: NodeIds,
-    private readonly integer: boolean,
+    readonly integer: boolean,
   ) {
     this.id = ids.take();
   }
