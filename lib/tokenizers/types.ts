@@ -45,7 +45,7 @@ export interface SpecialTokenIds {
 }
 
 /** 'none': a model without a vocabulary (lib/models/ids-tokenizer.ts): prompts are token ids. */
-export type TokenizerKind = 'byte-level-bpe' | 'byte-fallback-bpe' | 'wordpiece' | 'sentencepiece-bpe' | 'tllm' | 'none';
+export type TokenizerKind = 'byte-level-bpe' | 'byte-fallback-bpe' | 'wordpiece' | 'sentencepiece-bpe' | 'unigram' | 'tllm' | 'none';
 
 /** Text to token ids and back, token for token as Hugging Face's `tokenizers` does for the same vocabulary. */
 export interface Tokenizer {
