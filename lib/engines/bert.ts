@@ -4,6 +4,7 @@
  * failures into weightmap's error classes.
  */
 import type { BertEncoder as NativeBertEncoder, BertEncoderInfo } from '../../binding';
+import { runsOn } from '../architectures';
 import { DisposedError, rangeError, UnsupportedError } from '../errors';
 import { native } from '../native';
 import type { ModelWeights } from '../weights';
@@ -42,7 +43,7 @@ export class BertEngine {
   ) {}
 
   static async load(weights: ModelWeights, options: BertEngineOptions = {}): Promise<BertEngine> {
-    if (weights.config.architecture !== 'bert') {
+    if (!runsOn(weights.config, 'bert')) {
       throw new UnsupportedError(`${weights.path} holds a ${weights.architecture} model, not a BERT encoder`);
     }
     const config = weights.config;

@@ -3,6 +3,7 @@
  * weights and a thread pool, each GptEngineSession one sequence with its KV cache.
  */
 import type { GptModel, GptSession } from '../../binding';
+import { runsOn } from '../architectures';
 import { DisposedError, UnsupportedError } from '../errors';
 import { native } from '../native';
 import type { ModelWeights } from '../weights';
@@ -34,7 +35,7 @@ export class GptEngine {
 
   /** Checks every tensor of `weights` against the config (WeightFormatError) and binds them. */
   static async load(weights: ModelWeights, options: EngineOptions = {}): Promise<GptEngine> {
-    if (weights.config.architecture !== 'tllm') {
+    if (!runsOn(weights.config, 'gpt')) {
       throw new UnsupportedError(`the gpt engine runs TLLM weights, not ${weights.config.architecture}`);
     }
     const config = weights.config;

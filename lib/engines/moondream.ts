@@ -3,6 +3,7 @@
  * its sessions, and the vision encoder + projection. Both bind the same mapped MOON weights.
  */
 import type { PhiModel, PhiSession, VitModel } from '../../binding';
+import { runsOn } from '../architectures';
 import { DisposedError, rangeError, UnsupportedError } from '../errors';
 import { native } from '../native';
 import type { ModelWeights } from '../weights';
@@ -53,7 +54,7 @@ export class MoondreamEngine {
   }
 
   static async load(weights: ModelWeights, options: EngineOptions = {}): Promise<MoondreamEngine> {
-    if (weights.config.architecture !== 'moondream') {
+    if (!runsOn(weights.config, 'moondream')) {
       throw new UnsupportedError(`the Moondream engines run Moondream weights, not ${weights.config.architecture}`);
     }
     const config = weights.config;

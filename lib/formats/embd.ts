@@ -6,6 +6,7 @@
  * Every layout choice the seed left open is a DECISION of §3, implemented here as written.
  */
 import * as nodePath from 'node:path';
+import { isFamily } from '../architectures';
 import { rangeError, UnsupportedError } from '../errors';
 import { mapFile, type MappedSource } from '../mapping';
 import { numel, type DType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
@@ -589,7 +590,7 @@ function vocabSection(tok: Extract<TokenizerData, { kind: 'wordpiece' }>, offset
 
 async function write(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
   const { requireTensor, runWriteJob, tensorsByName, writeOutputs } = writing();
-  if (weights.config.architecture !== 'bert') throw new UnsupportedError(`EMBD holds BERT encoders, not a ${weights.config.architecture} model`);
+  if (!isFamily(weights.config, 'bert')) throw new UnsupportedError(`EMBD holds BERT encoders, not a ${weights.config.architecture} model`);
   const config = weights.config;
   validateBertConfig(config, weights.path);
   const byName = tensorsByName(weights);
