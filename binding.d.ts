@@ -44,6 +44,13 @@ export interface EngineTensorDesc {
 export interface EngineWeightsSpec {
   files: MappedFile[];
   tensors: Record<string, EngineTensorDesc>;
+  /**
+   * The tensor name of each role the engine asks for (the decoder's: DECODER_TENSOR_ROLES of
+   * lib/architectures/decoder; the gpt engine's: TLLM_TENSOR_ROLES), `{layer}` standing for the
+   * layer index in per-layer roles. The engines that still spell their own names (phi, vit, bert)
+   * ignore it.
+   */
+  names?: Record<string, string>;
 }
 
 /** Engine threads: 0 or absent = physical cores. */

@@ -11,6 +11,7 @@
 import type { DecoderLoadInfo, DecoderModel as NativeDecoderModel, DecoderSession as NativeDecoderSession, NativeSamplingParams, Sampler } from '../../binding';
 import {
   DECODER_NAMES,
+  DECODER_TENSOR_ROLES,
   DECODER_VARIANTS,
   decoderTensorShapes,
   isDecoderConfig,
@@ -84,7 +85,8 @@ export function decoderWeightsSpec(weights: ModelWeights) {
   // Matrices stored transposed (Fortran-order .npy) are transposed once at load (loadInfo.converted).
   // The config crosses as it is (native/napi/decoder_config.cc reads its fields by these names), as
   // a copy the caller may edit.
-  return { spec: nativeWeightsSpec(weights, (name) => needed.has(name), true), config: { ...c } };
+  // The native engine asks the spec for each tensor by role (DECODER_TENSOR_ROLES): it spells no name.
+  return { spec: { ...nativeWeightsSpec(weights, (name) => needed.has(name), true), names: { ...DECODER_TENSOR_ROLES } }, config: { ...c } };
 }
 
 export class DecoderEngine {

@@ -7,7 +7,7 @@ import { runsOn } from '../architectures';
 import { DisposedError, UnsupportedError } from '../errors';
 import { native } from '../native';
 import type { ModelWeights } from '../weights';
-import { tllmTensorSpecs, type TllmConfig } from '../architectures/tllm';
+import { TLLM_TENSOR_ROLES, tllmTensorSpecs, type TllmConfig } from '../architectures/tllm';
 import { fromNativeError } from './native-errors';
 import { nativeWeightsSpec } from './native-spec';
 import { KvSession } from './kv-session';
@@ -42,7 +42,7 @@ export class GptEngine {
     const linears = tllmTensorSpecs(config).filter((t) => t.linear).map((t) => t.name);
     requireOrientation(weights, linears, true, 'the gpt engine');
     try {
-      const model = await native().GptModel.load(nativeWeightsSpec(weights), config, { threads: options.threads ?? 0 });
+      const model = await native().GptModel.load({ ...nativeWeightsSpec(weights), names: { ...TLLM_TENSOR_ROLES } }, config, { threads: options.threads ?? 0 });
       return new GptEngine(config, model, weights.path);
     } catch (error) {
       throw fromNativeError(error, 'GptEngine', weights.path);

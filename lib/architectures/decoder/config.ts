@@ -228,28 +228,62 @@ export interface DecoderConfig {
 }
 
 
-export const DECODER_NAMES = {
+/**
+ * The decoder's tensors by role, as canonical names (`{layer}`: the layer index). The native
+ * engine asks the weights spec for each role's name (decoderWeightsSpec passes this table as
+ * spec.names), so that this table alone spells them; DECODER_NAMES gives them per layer.
+ */
+export const DECODER_TENSOR_ROLES = {
   embed: 'model.embed_tokens.weight',
   norm: 'model.norm.weight',
   lmHead: 'lm_head.weight',
-  attnNorm: (l: number) => `model.layers.${l}.input_layernorm.weight`,
-  q: (l: number) => `model.layers.${l}.self_attn.q_proj.weight`,
-  k: (l: number) => `model.layers.${l}.self_attn.k_proj.weight`,
-  v: (l: number) => `model.layers.${l}.self_attn.v_proj.weight`,
-  o: (l: number) => `model.layers.${l}.self_attn.o_proj.weight`,
-  qNorm: (l: number) => `model.layers.${l}.self_attn.q_norm.weight`,
-  kNorm: (l: number) => `model.layers.${l}.self_attn.k_norm.weight`,
-  qBias: (l: number) => `model.layers.${l}.self_attn.q_proj.bias`,
-  kBias: (l: number) => `model.layers.${l}.self_attn.k_proj.bias`,
-  vBias: (l: number) => `model.layers.${l}.self_attn.v_proj.bias`,
-  /** Llama: the norm before the FFN; Gemma 3: the norm of the attention output (postAttnNorm). */
-  ffnNorm: (l: number) => `model.layers.${l}.post_attention_layernorm.weight`,
-  postAttnNorm: (l: number) => `model.layers.${l}.post_attention_layernorm.weight`,
-  preFfnNorm: (l: number) => `model.layers.${l}.pre_feedforward_layernorm.weight`,
-  postFfnNorm: (l: number) => `model.layers.${l}.post_feedforward_layernorm.weight`,
-  gate: (l: number) => `model.layers.${l}.mlp.gate_proj.weight`,
-  up: (l: number) => `model.layers.${l}.mlp.up_proj.weight`,
-  down: (l: number) => `model.layers.${l}.mlp.down_proj.weight`,
+  attnNorm: 'model.layers.{layer}.input_layernorm.weight',
+  q: 'model.layers.{layer}.self_attn.q_proj.weight',
+  k: 'model.layers.{layer}.self_attn.k_proj.weight',
+  v: 'model.layers.{layer}.self_attn.v_proj.weight',
+  o: 'model.layers.{layer}.self_attn.o_proj.weight',
+  qNorm: 'model.layers.{layer}.self_attn.q_norm.weight',
+  kNorm: 'model.layers.{layer}.self_attn.k_norm.weight',
+  qBias: 'model.layers.{layer}.self_attn.q_proj.bias',
+  kBias: 'model.layers.{layer}.self_attn.k_proj.bias',
+  vBias: 'model.layers.{layer}.self_attn.v_proj.bias',
+  /** Llama: the norm before the FFN; with sandwich norms (Gemma 3): the norm of the attention output (postAttnNorm). */
+  ffnNorm: 'model.layers.{layer}.post_attention_layernorm.weight',
+  postAttnNorm: 'model.layers.{layer}.post_attention_layernorm.weight',
+  preFfnNorm: 'model.layers.{layer}.pre_feedforward_layernorm.weight',
+  postFfnNorm: 'model.layers.{layer}.post_feedforward_layernorm.weight',
+  gate: 'model.layers.{layer}.mlp.gate_proj.weight',
+  up: 'model.layers.{layer}.mlp.up_proj.weight',
+  down: 'model.layers.{layer}.mlp.down_proj.weight',
+} as const;
+
+/** A per-layer role's name in layer l. */
+function layerName(role: keyof typeof DECODER_TENSOR_ROLES): (l: number) => string {
+  return (l) => DECODER_TENSOR_ROLES[role].replace('{layer}', String(l));
+}
+
+/** The canonical tensor names: the whole-model ones, and a function of the layer for the others. */
+export const DECODER_NAMES = {
+  embed: DECODER_TENSOR_ROLES.embed,
+  norm: DECODER_TENSOR_ROLES.norm,
+  lmHead: DECODER_TENSOR_ROLES.lmHead,
+  attnNorm: layerName('attnNorm'),
+  q: layerName('q'),
+  k: layerName('k'),
+  v: layerName('v'),
+  o: layerName('o'),
+  qNorm: layerName('qNorm'),
+  kNorm: layerName('kNorm'),
+  qBias: layerName('qBias'),
+  kBias: layerName('kBias'),
+  vBias: layerName('vBias'),
+  ffnNorm: layerName('ffnNorm'),
+  postAttnNorm: layerName('postAttnNorm'),
+  preFfnNorm: layerName('preFfnNorm'),
+  postFfnNorm: layerName('postFfnNorm'),
+  gate: layerName('gate'),
+  up: layerName('up'),
+  down: layerName('down'),
 } as const;
 
 /** A row block of a fused tensor: the canonical tensor it is, its first row and row count. */
