@@ -6,6 +6,7 @@
 import { Tokenizer as HfTokenizer } from '@anush008/tokenizers';
 import * as path from 'node:path';
 import { loadReranker, type Reranker } from '../../lib/reranker';
+import { listModelsFolder } from '../../lib/server/models-folder';
 import { crossEncoderLogit } from '../embeddings/cross-encoder-reference';
 import { fixture, tempDir } from '../helpers/fixtures';
 import { writeTinyCrossEncoder, type TinyCrossEncoder } from '../helpers/tiny-cross-encoder';
@@ -104,4 +105,19 @@ test('metrics count rerank pairs as prompt tokens and the route by name', async 
   const after = await rawRequest(running.origin, '/metrics');
   expect(count(after.body, 'weightmap_prompt_tokens_total\\{model="ce"\\}') - tokensBefore).toBe(totalTokens());
   expect(after.body).toMatch(/weightmap_http_requests_total\{method="POST",route="\/v1\/rerank",status="200"\} \d+/);
+});
+
+test('a cross-encoder in a --models folder is listed as a reranker and loads on its first request', async () => {
+  const folder = await listModelsFolder(tmp.dir, { rerank: { threads: 1 } });
+  expect(folder.models.map((m) => [m.id, m.kind, m.info?.architecture])).toEqual([['ce', 'rerank', 'bert-classifier']]);
+  const pool = await startServer({ models: folder.models, metrics: false });
+  try {
+    const { status, body } = await post(pool.origin, '/v1/rerank', { model: 'ce', query: QUERY, documents: DOCS, top_n: 1 });
+    expect([status, body.results[0].index]).toEqual([200, bestFirst()[0]]);
+    expect(Math.abs(body.results[0].relevance_score - expected[bestFirst()[0]].score)).toBeLessThan(1e-5);
+    const listed = await rawRequest(pool.origin, '/api/tags');
+    expect(listed.body.models.map((m: { name: string; capabilities?: string[] }) => m.name)).toEqual(['ce:latest']); // Ollama's naming
+  } finally {
+    await pool.stop();
+  }
 });
