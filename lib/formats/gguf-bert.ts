@@ -140,6 +140,17 @@ export function bertGgufVocabulary(t: Extract<TokenizerData, { kind: 'wordpiece'
   };
 }
 
+/** llama.cpp's BERT vocabulary back to WordPiece (for an HF folder's vocab.txt); undefined when it names no [UNK]/[CLS]/[SEP]. */
+export function wordPieceFromGguf(t: GgufVocabulary): Extract<TokenizerData, { kind: 'wordpiece' }> | undefined {
+  const control = (id: number, tok: string) => (t.tokenTypes ? t.tokenTypes[id] === TOKEN_CONTROL : tok.startsWith('[') && tok.endsWith(']'));
+  const tokens = t.tokens.map((tok, id) => (control(id, tok) ? tok : tok.startsWith(SPACE_MARK) ? tok.slice(SPACE_MARK.length) : `##${tok}`));
+  const named = (id: number | undefined, name: string) => id ?? (tokens.indexOf(name) >= 0 ? tokens.indexOf(name) : undefined);
+  const ids = { pad: named(t.padId, '[PAD]'), unk: named(t.unkId, '[UNK]'), cls: named(t.clsId, '[CLS]'), sep: named(t.sepId, '[SEP]'), mask: named(t.maskId, '[MASK]') };
+  if (ids.pad === undefined || ids.unk === undefined || ids.cls === undefined || ids.sep === undefined || ids.mask === undefined) return undefined;
+  // llama.cpp's WPM tokenizer lower-cases (and strips accents), as uncased BERT vocabularies do.
+  return { kind: 'wordpiece', tokens, specialIds: { pad: ids.pad, unk: ids.unk, cls: ids.cls, sep: ids.sep, mask: ids.mask }, doLowerCase: true };
+}
+
 /** The `bert.*` key/values of a config (llama.cpp's names), before the vocabulary's. */
 export function bertGgufKvs(c: BertConfig | BertClassifierConfig, name: string): KvEntry[] {
   if (c.hiddenAct !== 'gelu') throw new UnsupportedError(`GGUF BERT runs erf GELU; this model uses ${c.hiddenAct}`);

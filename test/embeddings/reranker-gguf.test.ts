@@ -72,6 +72,22 @@ test("the HF folder converted to GGUF: llama.cpp's names and keys, the reference
   }
 });
 
+test('GGUF back to an HF folder (vocab.txt from the GGUF vocabulary) ranks the same', async () => {
+  const gguf = path.join(tmp.dir, 'ce.gguf');
+  if (!fs.existsSync(gguf)) await convert(model.dir, gguf, { to: 'gguf' });
+  const back = path.join(tmp.dir, 'back');
+  await convert(gguf, path.join(back, 'model.safetensors'), { to: 'safetensors' });
+  const reranker = await loadReranker(back, { threads: 1 });
+  try {
+    expect(JSON.parse(fs.readFileSync(path.join(back, 'config.json'), 'utf8')).architectures).toEqual(['BertForSequenceClassification']);
+    expect(reranker.info.format).toBe('safetensors');
+    const { scores } = await reranker.score(QUERY, DOCS);
+    scores.forEach((s, i) => expect(Math.abs(s - crossEncoderLogit(model, pairs[i].ids, pairs[i].types))).toBeLessThan(1e-5));
+  } finally {
+    reranker.dispose();
+  }
+});
+
 test("a GGUF without the pooler (llama.cpp's converter drops it) runs the classifier on the [CLS] row", async () => {
   const w = await readWeights(model.dir);
   const out = path.join(tmp.dir, 'nopooler.gguf');
