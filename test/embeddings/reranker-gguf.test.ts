@@ -9,6 +9,7 @@ import { Tokenizer as HfTokenizer } from '@anush008/tokenizers';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { loadEmbedder } from '../../lib/embedder';
+import { BertEngine } from '../../lib/engines/bert';
 import { convert } from '../../lib/convert';
 import { readWeights, writeWeights } from '../../lib/formats';
 import { loadReranker } from '../../lib/reranker';
@@ -122,5 +123,31 @@ test('an EMBD embedder through GGUF (mean pooling, normalized) embeds as the fix
     expect(sentences.map((s) => embedder.tokenizer.encode(s.text))).toEqual(sentences.map((s) => s.ids));
   } finally {
     embedder.dispose();
+  }
+});
+
+test('a broken BERT GGUF is a WeightFormatError naming what is wrong; bad token types are RangeErrors', async () => {
+  const w = await readWeights(model.dir);
+  const noBias = path.join(tmp.dir, 'nobias.gguf');
+  const labels = path.join(tmp.dir, 'labels.gguf');
+  try {
+    await writeWeights({ ...w, tensors: w.tensors.filter((t) => t.name !== 'classifier.bias') }, noBias, { format: 'gguf' });
+    await writeWeights({ ...w, config: { ...(w.config as BertClassifierConfig), labels: ['a', 'b'] } }, labels, { format: 'gguf' });
+  } finally {
+    closeWeights(w);
+  }
+  await expect(loadReranker(noBias)).rejects.toMatchObject({ name: 'WeightFormatError', code: 'MISSING_TENSOR' });
+  await expect(loadReranker(labels)).rejects.toMatchObject({ name: 'WeightFormatError', code: 'CONFIG_MISMATCH' });
+
+  const weights = await readWeights(model.dir);
+  const engine = await BertEngine.load(weights, { threads: 1 });
+  try {
+    const ids = Int32Array.from([101, 2054, 102]);
+    await expect(engine.classify(ids, Int32Array.from([0, 2, 1]), Int32Array.from([3]))).rejects.toMatchObject({ code: 'ERR_OUT_OF_RANGE' });
+    await expect(engine.classify(ids, Int32Array.from([0, 1]), Int32Array.from([3]))).rejects.toMatchObject({ code: 'ERR_OUT_OF_RANGE' });
+    expect((await engine.classify(ids, null, Int32Array.from([3]))).length).toBe(1);
+  } finally {
+    engine.dispose();
+    closeWeights(weights);
   }
 });
