@@ -7,10 +7,11 @@ import { Tokenizer as HfTokenizer } from '@anush008/tokenizers';
 import * as path from 'node:path';
 import { loadReranker, type Reranker } from '../../lib/reranker';
 import { listModelsFolder } from '../../lib/server/models-folder';
+import { main } from '../../lib/cli/main';
 import { crossEncoderLogit } from '../embeddings/cross-encoder-reference';
 import { fixture, tempDir } from '../helpers/fixtures';
 import { writeTinyCrossEncoder, type TinyCrossEncoder } from '../helpers/tiny-cross-encoder';
-import { rawRequest, startServer, type Running } from './server-helpers';
+import { rawRequest, startServer, until, type Running } from './server-helpers';
 
 const QUERY = 'What is the capital of Germany?';
 const DOCS = ['Berlin is the capital of Germany.', 'Paris is in France.', 'Bananas are yellow fruit.', 'The German capital is Berlin, a large city.'];
@@ -119,5 +120,25 @@ test('a cross-encoder in a --models folder is listed as a reranker and loads on 
     expect(listed.body.models.map((m: { name: string; capabilities?: string[] }) => m.name)).toEqual(['ce:latest']); // Ollama's naming
   } finally {
     await pool.stop();
+  }
+});
+
+test('weightmap serve --reranker MODEL answers /v1/rerank under the folder name, and drains on SIGTERM', async () => {
+  const printed: string[] = [];
+  const write = process.stdout.write.bind(process.stdout);
+  process.stdout.write = ((chunk: string | Uint8Array) => (printed.push(chunk.toString()), true)) as typeof process.stdout.write;
+  const before = new Set(process.listeners('SIGTERM'));
+  const serving = main(['node', 'weightmap', 'serve', '--reranker', model.dir, '--port', '0', '--threads', '1', '--no-metrics']);
+  try {
+    await until(() => printed.join('').includes('listening on'));
+    const origin = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(printed.join(''))![1];
+    const { status, body } = await post(origin, '/v1/rerank', { query: QUERY, documents: DOCS });
+    expect([status, body.model, body.results.map((r: { index: number }) => r.index)]).toEqual([200, 'ce', bestFirst()]);
+    const added = process.listeners('SIGTERM').filter((listener) => !before.has(listener));
+    expect(added).toHaveLength(1);
+    (added[0] as () => void)();
+    await serving;
+  } finally {
+    process.stdout.write = write;
   }
 });
