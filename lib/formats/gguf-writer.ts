@@ -4,8 +4,8 @@
  * Weights read from a GGUF file are written back with their own key/values (in order, with the
  * value types recorded in metadata['gguf.types']) and every tensor, including those of types
  * weightmap cannot use (copied as raw blocks): reading a GGUF file and writing it again gives the
- * same bytes when nothing was converted. Weights from other formats must be a Llama, Qwen3, Mistral
- * or Gemma 3 decoder: the `llama.*` / `qwen3.*` / `gemma3.*` keys are derived from the config
+ * same bytes when nothing was converted. Weights from other formats must be a BERT embedder or
+ * cross-encoder (llama.cpp's layout, gguf-bert.ts) or a Llama, Qwen3, Mistral or Gemma 3 decoder: the `llama.*` / `qwen3.*` / `gemma3.*` keys are derived from the config
  * (Mistral as llama.cpp converts it: `llama`, plus `llama.attention.sliding_window`), q/k rows are
  * put in the order llama.cpp expects (Meta 'interleaved' for llama, 'half' for qwen3 and gemma3),
  * Gemma's norm weights w are stored as 1 + w as llama.cpp's converter does, and the source's
@@ -31,6 +31,10 @@ import { numel, type ModelWeights, type TensorView, type TokenizerData } from '.
 import type { FloatDType } from './dtype-convert';
 import { DECODER_VARIANTS, decoderFusedTensors, isDecoderConfig, SCALAR_FIELDS, unheldFields, variantNames, variantScalars, type DecoderConfig, type DecoderVariant } from '../architectures/decoder';
 import { decodeVocabularySteps } from '../tokenizers/deferred-vocabulary';
+import { architectureOf } from '../architectures';
+import type { BertClassifierConfig, BertConfig } from '../architectures/bert';
+import { bertGgufKvs, bertGgufName, bertGgufVocabulary } from './gguf-bert';
+import * as nodePath from 'node:path';
 import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggmlBlockTypeId, ggufTensorName } from './gguf';
 import { GGML_Q8_0_TYPE, GGML_Q8_BLOCK, GGML_Q8_BLOCK_BYTES, ggmlQ8Chunks, llamaCppQuantizes } from './ggml-q8';
 import { permutedRowChunks, qkRowSources } from './rope-order';
@@ -201,7 +205,10 @@ function vocabularyKvs(t: Extract<TokenizerData, { kind: 'gguf' }> | EncodedGguf
   if (t.scores) out.push(['tokenizer.ggml.scores', 'array<f32>', t.scores]);
   if (t.tokenTypes) out.push(['tokenizer.ggml.token_type', 'array<i32>', t.tokenTypes]);
   if (t.merges) out.push(['tokenizer.ggml.merges', 'array<string>', t.merges]);
-  const ids: [string, number | undefined][] = [['bos_token_id', t.bosId], ['eos_token_id', t.eosId], ['unknown_token_id', t.unkId], ['padding_token_id', t.padId]];
+  const ids: [string, number | undefined][] = [
+    ['bos_token_id', t.bosId], ['eos_token_id', t.eosId], ['unknown_token_id', t.unkId], ['padding_token_id', t.padId],
+    ['cls_token_id', t.clsId], ['seperator_token_id', t.sepId], ['mask_token_id', t.maskId], // llama.cpp's spelling
+  ];
   for (const [k, v] of ids) if (v !== undefined) out.push([`tokenizer.ggml.${k}`, 'u32', v]);
   out.push(...stopKvs(t, stops));
   if (t.addBos !== undefined) out.push(['tokenizer.ggml.add_bos_token', 'bool', t.addBos]);
@@ -226,6 +233,15 @@ function slidingWindowKvs(c: DecoderConfig, a: string): KvEntry[] {
 async function vocabularyOf(weights: ModelWeights, vocabSize: number): Promise<Extract<TokenizerData, { kind: 'gguf' }> | EncodedGgufVocabulary | undefined> {
   const encoded = await ggufVocabularyOffThread(weights, vocabSize);
   return encoded === 'here' ? ggufVocabulary(weights, vocabSize) : encoded;
+}
+
+/** A BERT embedder's or cross-encoder's keys (gguf-bert.ts) and its WordPiece vocabulary in llama.cpp's form. */
+function bertKvs(weights: ModelWeights): KvEntry[] {
+  const c = weights.config as BertConfig | BertClassifierConfig;
+  const t = weights.tokenizer;
+  const vocabulary = t?.kind === 'wordpiece' ? bertGgufVocabulary(t) : t?.kind === 'gguf' && t.model === 'bert' ? t : undefined;
+  if (t && !vocabulary) throw new UnsupportedError(`GGUF BERT holds a WordPiece vocabulary, not a ${t.kind} one`);
+  return [...bertGgufKvs(c, nodePath.basename(weights.path).replace(/\.[^.]*$/, '') || 'bert'), ...vocabularyKvs(vocabulary, undefined, undefined)];
 }
 
 async function decoderKvs(weights: ModelWeights): Promise<KvEntry[]> {
@@ -287,7 +303,8 @@ function planTensorBytes(weights: ModelWeights, view: TensorView, options: Write
   const shape = canonicalShape(view);
   const dims = [...shape].reverse();
   const decoder = isDecoderConfig(c);
-  const name = decoder ? ggufTensorName(view.name, c.sandwichNorms) : view.name;
+  const bert = architectureOf(c)?.family === 'bert';
+  const name = decoder ? ggufTensorName(view.name, c.sandwichNorms) : bert ? bertGgufName(view.name) ?? view.name : view.name;
   const normShift = decoder ? c.normWeightOffset ?? 0 : 0;
   if (normShift !== 0 && view.name.endsWith('norm.weight')) {
     // GGUF stores Gemma's norms with the offset applied (see gguf.ts).
@@ -423,16 +440,17 @@ export async function writeGguf(weights: ModelWeights, path: string, options: Wr
   }
   const fromGguf = weights.format === 'gguf' && weights.metadata['gguf.types'] !== undefined;
   const c = weights.config;
-  if (!fromGguf && !isDecoderConfig(c)) {
-    throw new UnsupportedError(`GGUF output is written for ${variantNames(GGUF_WRITER_HOLDS)} decoders (or GGUF sources), not ${c.architecture}`);
+  const bert = architectureOf(c)?.family === 'bert';
+  if (!fromGguf && !isDecoderConfig(c) && !bert) {
+    throw new UnsupportedError(`GGUF output is written for ${variantNames(GGUF_WRITER_HOLDS)} decoders, BERT encoders (or GGUF sources), not ${c.architecture}`);
   }
-  const unheld = fromGguf ? [] : unheldFields(c as DecoderConfig, GGUF_WRITER_HOLDS);
+  const unheld = fromGguf || bert ? [] : unheldFields(c as DecoderConfig, GGUF_WRITER_HOLDS);
   if (unheld.length > 0) throw new UnsupportedError(`GGUF output from ${weights.format} holds no ${unheld.join(', ')} (this ${c.architecture} model has them)`);
   if (fromGguf && weights.tokenizer) await runYielding(decodeVocabularySteps(weights.tokenizer));
   const alignment = fromGguf && typeof weights.metadata['general.alignment'] === 'number' ? (weights.metadata['general.alignment'] as number) : GGUF_DEFAULT_ALIGNMENT;
   const tensors = fromGguf ? ggufSourceTensors(weights, options) : withFusedTensors(weights, weights.tensors.map((v) => planTensor(weights, v, options)));
   if (new Set(tensors.map((t) => t.name)).size !== tensors.length) throw rangeError('duplicate tensor names');
-  const kvs0 = fromGguf ? sourceKvs(weights) : await decoderKvs(weights);
+  const kvs0 = fromGguf ? sourceKvs(weights) : bert ? bertKvs(weights) : await decoderKvs(weights);
   const kvs = tensors.some((t) => t.quantized) ? withQ8FileType(kvs0) : kvs0;
 
   const head = Buffer.concat([u32(GGUF_MAGIC), u32(3), u64(tensors.length), u64(kvs.length)]);

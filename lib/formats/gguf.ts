@@ -30,6 +30,9 @@ import { mapFile, type MappedSource } from '../addon/mapping';
 import { native } from '../addon/native';
 import { GGML_BLOCK_LAYOUT, rowBlockView, type DType, type GgmlBlockDType, type ModelWeights, type TensorView, type TokenizerData } from '../addon/weights';
 import type { ModelConfig } from '../architectures/model-config';
+import { architectureOf } from '../architectures';
+import { isBertGguf } from '../architectures/bert';
+import { bertCanonicalName, bertConfigFromGguf } from './gguf-bert';
 import { isUtf8 } from 'node:buffer';
 import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from './bytes';
 import { GGUF_MAGIC } from './magic';
@@ -510,6 +513,11 @@ class Kv {
     return v as string;
   }
 
+  /** A key's value as read (undefined when absent). */
+  value(key: string): unknown {
+    return this.has(key) ? this.file.metadata[key] : undefined;
+  }
+
   bool(key: string): boolean | undefined {
     if (!this.has(key)) return undefined;
     const v = this.file.metadata[key];
@@ -669,7 +677,10 @@ function tokenizerOf(kv: Kv): TokenizerData | undefined {
     Object.defineProperty(out, 'merges', { get: merges.get, enumerable: true, configurable: true });
   }
   // Ids outside the vocabulary (llama.cpp writes 0xFFFFFFFF, some writers -1, for "none") mean absent.
-  const ids: [keyof typeof out, string][] = [['bosId', 'bos_token_id'], ['eosId', 'eos_token_id'], ['unkId', 'unknown_token_id'], ['padId', 'padding_token_id']];
+  const ids: [keyof typeof out, string][] = [
+    ['bosId', 'bos_token_id'], ['eosId', 'eos_token_id'], ['unkId', 'unknown_token_id'], ['padId', 'padding_token_id'],
+    ['clsId', 'cls_token_id'], ['sepId', 'seperator_token_id'], ['maskId', 'mask_token_id'], // llama.cpp's spelling
+  ];
   for (const [field, key] of ids) {
     if (!kv.has(`tokenizer.ggml.${key}`)) continue;
     const raw = meta[`tokenizer.ggml.${key}`];
@@ -757,8 +768,40 @@ function build(src: MappedSource, file: GgufFile): Omit<ModelWeights, 'path' | '
     }
     return { ...common, architecture: config.architecture, config, tensors };
   }
+  if (isBertGguf(arch) && file.tensors.length > 0) return { ...common, ...bertWeights(src, file, kv) };
   const config: ModelConfig = { architecture: 'unknown' };
   return { ...common, architecture: 'unknown', config, tensors: file.tensors.filter((t) => t.supported).map((t) => viewOf(src, t, t.name)) };
+}
+
+/** A llama.cpp BERT (embedder or cross-encoder, gguf-bert.ts): its config and its tensors under their canonical names. */
+function bertWeights(src: MappedSource, file: GgufFile, kv: Kv): Pick<ModelWeights, 'architecture' | 'config' | 'tensors'> {
+  const path = src.path;
+  const byName = new Map(file.tensors.map((t) => [t.name, t]));
+  const config = bertConfigFromGguf(kv, (name) => byName.get(name)?.shape, path);
+  checkLayerCount("metadata 'bert.block_count'", config.numLayers, file.tensors.length, { path });
+  const canonical = new Map<string, GgufTensorInfo>();
+  const tensors: TensorView[] = [];
+  for (const t of file.tensors) {
+    const name = bertCanonicalName(t.name);
+    const layer = /^blk\.(\d+)\./.exec(t.name);
+    if (name !== undefined && layer && Number(layer[1]) >= config.numLayers) {
+      fail('CONFIG_MISMATCH', `tensor '${t.name}' belongs to a layer past block_count`, { path, offset: t.byteOffset, expected: `< ${config.numLayers}`, found: Number(layer[1]) });
+    }
+    if (name !== undefined) canonical.set(name, t);
+    if (t.supported) tensors.push(viewOf(src, t, name ?? t.name));
+  }
+  for (const spec of architectureOf(config)!.tensors(config)) {
+    const t = canonical.get(spec.name);
+    if (!t) {
+      if (spec.optional) continue;
+      fail('MISSING_TENSOR', `the BERT model has no tensor for '${spec.name}'`, { path, expected: spec.name, found: 'absent' });
+    }
+    if (t.shape.length !== spec.shape.length || t.shape.some((v, i) => v !== spec.shape[i])) {
+      fail('SHAPE_MISMATCH', `tensor '${t.name}' disagrees with the metadata`, { path, offset: t.byteOffset, expected: spec.shape, found: t.shape });
+    }
+    if (!t.supported) fail('UNSUPPORTED', `tensor '${t.name}' has ggml type ${t.typeName}, which weightmap does not read`, { path, offset: t.byteOffset, expected: supportedTypeNames(), found: t.typeName });
+  }
+  return { architecture: config.architecture, config, tensors };
 }
 
 /** Starts native prefaultGgufWeights over `src`; it only saves time, so nothing it does fails the read. */

@@ -32,6 +32,7 @@ import { SAFETENSORS_INDEX, SAFETENSORS_MAX_HEADER_BYTES, SAFETENSORS_SINGLE, de
 import type { FloatDType } from './dtype-convert';
 import { hfFolderConfigFiles, jsonText, readHfFolderConfig, readJsonFile, type HfJson } from './hf-config';
 import { readHfVocabularySteps, wordPieceData } from './hf-vocab';
+import { wordPieceFromGguf } from './gguf-bert';
 import { runYielding } from '../base/steps';
 import { canonicalShape, f32Chunks, isFloatReadable, releasePages } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
@@ -398,7 +399,11 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   const torchDtype = dtypes.has('f32') ? 'float32' : dtypes.has('bf16') ? 'bfloat16' : dtypes.has('f16') ? 'float16' : undefined;
   const config = isDecoderConfig(c) ? { ...c, ropePairing: 'half' as const, ...(hfNormShift(c) !== 0 ? { normWeightOffset: 1 } : {}) } : c;
   const files: [string, string | Uint8Array][] = hfFolderConfigFiles(config, torchDtype ? { torch_dtype: torchDtype } : {});
-  if (architectureOf(c)?.hfVocabulary === 'wordpiece' && weights.tokenizer?.kind === 'wordpiece') files.push(...bertVocabularyFiles(weights.tokenizer));
+  if (architectureOf(c)?.hfVocabulary === 'wordpiece') {
+    const t = weights.tokenizer;
+    const wordPiece = t?.kind === 'wordpiece' ? t : t?.kind === 'gguf' && t.model === 'bert' ? wordPieceFromGguf(t) : undefined;
+    if (wordPiece) files.push(...bertVocabularyFiles(wordPiece));
+  }
   files.push(...(await hfTokenizerFiles(weights)));
   const dir = nodePath.dirname(nodePath.resolve(path));
   await writeOutputs(weights, options, async (out) => {
