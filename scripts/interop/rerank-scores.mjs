@@ -23,6 +23,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  console.log('node scripts/interop/rerank-scores.mjs [--hidden 384 --layers 6 --heads 12 --intermediate 1536 --seed 1]  (after npm run build:ts; installs node-llama-cpp into the peer cache)');
+  process.exit(0);
+}
 const require = createRequire(import.meta.url);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const { nodeLlamaCpp } = require('../bench/peers/cache');
