@@ -3,16 +3,22 @@
  * charsmap, Replace / Strip / NFKC normalizers, Metaspace, XLM-R's post-processors) against Hugging
  * Face's Rust tokenizers on the same tokenizer.json, made here from a seed (unigram-generator.ts:
  * no sentencepiece needed): ids with and without special tokens over the shared corpus plus
- * multilingual text, decode with and without skipping special tokens, stream decoding.
+ * multilingual text, decode with and without skipping special tokens, stream decoding; and
+ * loadTokenizer on the file (built and packed in the worker, then read packed from the cache).
  */
+import * as fs from 'node:fs';
+import * as nodePath from 'node:path';
 import { Tokenizer as HfTokenizer } from '@anush008/tokenizers';
 import { tokenizerFromJson, type Tokenizer } from '../../lib/tokenizers';
+import { loadTokenizer } from '../../lib/tokenizer-loading';
 import { makeCorpus } from './corpus';
-import { compareDecode, compareEncode } from './family-compare';
+import { compareDecode, compareEncode, useTempTokenizerCache } from './family-compare';
 import { multilingualLines } from './multilingual';
 import { unigramTokenizerJson, type UnigramJsonOptions } from './unigram-generator';
 
 const corpus = [...makeCorpus(2000), ...multilingualLines(1000), 'Ａ\u0301 ｆ\u0301 e\u0301 <mask> x', ' <mask> a', 'a  <mask>  b', '<s>x</s>', '▁▁ ▁a'];
+
+const cacheDir = useTempTokenizerCache();
 
 const VARIANTS: [string, UnigramJsonOptions][] = [
   ['XLM-R (Precompiled + Replace, Metaspace always, TemplateProcessing)', {}],
@@ -75,4 +81,21 @@ test('without unk_id, a character outside the pieces is an error in both', async
   expect(bad).toEqual([]);
   await expect(hf.encode('\u{10ffff}', null)).rejects.toThrow();
   expect(() => ours.encode('\u{10ffff}')).toThrow(expect.objectContaining({ name: 'UnsupportedError' }));
+});
+
+test('loadTokenizer builds it in the worker, caches it packed, and both loads encode and decode like HF', async () => {
+  const json = unigramTokenizerJson({ byteFallback: true, decoder: 'sequence', seed: 5 });
+  const hf = HfTokenizer.fromString(JSON.stringify(json));
+  const dir = fs.mkdtempSync(nodePath.join(cacheDir(), 'model-'));
+  const path = nodePath.join(dir, 'tokenizer.json');
+  fs.writeFileSync(path, JSON.stringify(json));
+  for (let round = 0; round < 2; round++) {
+    const loaded = await loadTokenizer(path);
+    expect(loaded.kind).toBe('unigram');
+    expect((await compareEncode(loaded, hf, corpus.slice(0, 600), true)).bad).toEqual([]);
+    expect((await compareDecode(loaded, hf, corpus.slice(0, 200))).bad).toEqual([]);
+  }
+  const files = fs.readdirSync(nodePath.join(cacheDir(), 'tokenizers'));
+  expect(files.filter((f) => f.endsWith('.wmtok'))).toHaveLength(1);
+  expect(files.filter((f) => f.endsWith('.none'))).toEqual([]);
 });
