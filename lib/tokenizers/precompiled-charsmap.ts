@@ -112,34 +112,38 @@ export class PrecompiledCharsmap {
     return out;
   }
 
-  /** The text normalized (see the module comment). */
+  /**
+   * The text normalized (see the module comment), in pieces cut before each space: a grapheme
+   * never spans the point before an ASCII space unless a Prepend character stands before it.
+   */
   normalize(text: string): string {
-    let ascii = true;
-    for (let i = 0; i < text.length; i++) {
-      if (text.charCodeAt(i) >= 0x80) {
-        ascii = false;
-        break;
-      }
-    }
     let out = '';
-    if (ascii) {
+    let start = 0;
+    for (let at = text.indexOf(' ', 1); at >= 0; at = text.indexOf(' ', at + 1)) {
+      if (PREPEND.test(text[at - 1]) || (at >= 2 && PREPEND.test(text.slice(at - 2, at)))) continue;
+      out += this.normalizePiece(text.slice(start, at));
+      start = at;
+    }
+    return out + this.normalizePiece(start === 0 ? text : text.slice(start));
+  }
+
+  private normalizePiece(text: string): string {
+    let out = '';
+    if (!MAY_JOIN.test(text)) {
+      // Every code point is a grapheme of its own.
       for (let i = 0; i < text.length; i++) {
         const c = text.charCodeAt(i);
-        if (c === 13 && text.charCodeAt(i + 1) === 10) {
-          // "\r\n" is one grapheme
-          const whole = this.rule('\r\n');
-          if (whole !== null) {
-            out += whole;
-            i++;
-            continue;
-          }
+        if (c < 0x80) {
+          out += this.ascii[c] ?? text[i];
+          continue;
         }
-        out += this.ascii[c] ?? text[i];
+        const ch = c >= 0xd800 && c <= 0xdbff && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00 ? text.slice(i, ++i + 1) : text[i];
+        out += this.rule(ch) ?? ch;
       }
       return out;
     }
     for (const { segment } of this.segmenter.segment(text)) {
-      if (Buffer.byteLength(segment, 'utf8') < 6) {
+      if (segment.length > 1 && Buffer.byteLength(segment, 'utf8') < 6) {
         const whole = this.rule(segment);
         if (whole !== null) {
           out += whole;
@@ -152,8 +156,18 @@ export class PrecompiledCharsmap {
   }
 }
 
+/**
+ * A superset of the characters that can join a grapheme cluster to the character before or after
+ * them (Grapheme_Cluster_Break Extend, ZWJ, SpacingMark, Prepend, Regional_Indicator, CR, Hangul
+ * jamo): a text without any is one grapheme per code point, and needs no segmenter.
+ */
+const PREPEND = /^[\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u0d4e\u{110bd}\u{110cd}\u{111c2}\u{111c3}\u{1193f}\u{11941}\u{11a3a}\u{11a84}-\u{11a89}\u{11d46}\u{11f02}\u{113d1}]$/u;
+
+const MAY_JOIN =
+  /[\p{M}\r\u200c\u200d\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u0d4e\u0e33\u0eb3\u1100-\u11ff\ua960-\ua97f\ud7b0-\ud7ff\uff9e\uff9f\u{1f1e6}-\u{1f1ff}\u{1f3fb}-\u{1f3ff}\u{e0000}-\u{e0fff}\u{110bd}\u{110cd}\u{111c2}\u{111c3}\u{1193f}\u{11941}\u{11a3a}\u{11a84}-\u{11a89}\u{11d46}\u{11f02}\u{113d1}]/u;
+
 /** States (trie positions) checked between two checkpoints. */
-const CHECK_SLICE = 256;
+const CHECK_SLICE = 1024;
 
 /**
  * Walks every state a lookup can reach from the root: each needs its whole block of 256 children
@@ -161,11 +175,18 @@ const CHECK_SLICE = 256;
  * inside the array, and each value an offset within the normalized strings on a UTF-8 boundary.
  */
 function* checkTrieSteps(units: Uint32Array, normalized: Uint8Array, bad: (what: string, details?: { found?: unknown }) => never): Steps<void> {
-  const n = units.length;
-  const seen = new Uint8Array(n);
+  const seen = new Uint8Array(units.length);
   const stack = [offsetOf(units[0])];
-  let done = 0;
+  // The loop is a plain function called per slice: V8 compiles it, never a loop in a generator.
   while (stack.length > 0) {
+    checkStates(units, normalized, seen, stack, CHECK_SLICE, bad);
+    yield;
+  }
+}
+
+function checkStates(units: Uint32Array, normalized: Uint8Array, seen: Uint8Array, stack: number[], count: number, bad: (what: string, details?: { found?: unknown }) => never): void {
+  const n = units.length;
+  for (let done = 0; done < count && stack.length > 0; done++) {
     const p = stack.pop()!;
     if ((p | 0xff) >= n) bad('a trie state lies outside the array', { found: p });
     if (seen[p]) continue;
@@ -173,18 +194,17 @@ function* checkTrieSteps(units: Uint32Array, normalized: Uint8Array, bad: (what:
     for (let c = 1; c < 256; c++) {
       const q = p ^ c;
       const u = units[q];
-      if (labelOf(u) !== c) continue;
+      if ((u & 0x800000ff) !== c) continue;
       const next = q ^ offsetOf(u);
       if (next >= n) bad('a trie edge points outside the array', { found: next });
-      if (hasLeaf(u)) {
-        const v = valueOf(units[next]);
+      if (((u >>> 8) & 1) === 1) {
+        const v = units[next] & 0x7fffffff;
         if (v > normalized.length || (v < normalized.length && (normalized[v] & 0xc0) === 0x80)) {
           bad('a rule points outside the normalized strings or into a character', { found: v });
         }
       }
       if (!seen[next]) stack.push(next);
     }
-    if (++done % CHECK_SLICE === 0) yield;
   }
 }
 

@@ -16,7 +16,9 @@ import { compareDecode, compareEncode, useTempTokenizerCache } from './family-co
 import { multilingualLines } from './multilingual';
 import { unigramTokenizerJson, type UnigramJsonOptions } from './unigram-generator';
 
-const corpus = [...makeCorpus(2000), ...multilingualLines(1000), 'Ａ\u0301 ｆ\u0301 e\u0301 <mask> x', ' <mask> a', 'a  <mask>  b', '<s>x</s>', '▁▁ ▁a'];
+const corpus = [...makeCorpus(2000), ...multilingualLines(1000), 'Ａ\u0301 ｆ\u0301 e\u0301 <mask> x', ' <mask> a', 'a  <mask>  b', '<s>x</s>', '▁▁ ▁a',
+  // graphemes across the cut before a space: a space and a mark, a Prepend character before a space, CR LF
+  ' \u0301a', 'a \u0301 b', 'Ａ \u0301', '\u0600 x', 'a\u0600 \u0301', '\u{110bd} y', 'x\r\ny', '\r\n\r\n', 'ｆ\u0301\u0301'];
 
 const cacheDir = useTempTokenizerCache();
 
