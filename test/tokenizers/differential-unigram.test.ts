@@ -28,6 +28,8 @@ const VARIANTS: [string, UnigramJsonOptions][] = [
   ["transformers' SpmConverter normalizer (Strip right, runs of spaces -> ▁), prepend first", { normalizer: 'spm', prependScheme: 'first', seed: 9 }],
   ['NFKC + Strip + Replace, prepend never, no post-processor', { normalizer: 'nfkc', prependScheme: 'never', postProcessor: 'none', seed: 11 }],
   ['no normalizer, Metaspace without split', { normalizer: 'none', split: false, seed: 13 }],
+  ['Metaspace as older files write it (add_prefix_space, str_rep)', { legacyMetaspace: true, seed: 15 }],
+  ['Metaspace as older files write it, add_prefix_space false (with prepend_scheme never)', { legacyMetaspace: true, prependScheme: 'never', seed: 19 }],
 ];
 
 describe.each(VARIANTS)('Unigram tokenizer.json vs HF tokenizers: %s', (_name, options) => {
@@ -100,4 +102,11 @@ test('loadTokenizer builds it in the worker, caches it packed, and both loads en
   const files = fs.readdirSync(nodePath.join(cacheDir(), 'tokenizers'));
   expect(files.filter((f) => f.endsWith('.wmtok'))).toHaveLength(1);
   expect(files.filter((f) => f.endsWith('.none'))).toEqual([]);
+});
+
+test('Metaspace add_prefix_space false without prepend_scheme never is refused, as HF refuses it', () => {
+  const json = unigramTokenizerJson({ seed: 3 });
+  json.pre_tokenizer = { type: 'Metaspace', replacement: '▁', add_prefix_space: false };
+  expect(() => HfTokenizer.fromString(JSON.stringify(json))).toThrow(/add_prefix_space/);
+  expect(() => tokenizerFromJson(json, 'x')).toThrow(expect.objectContaining({ name: 'UnsupportedError' }));
 });
