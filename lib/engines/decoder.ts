@@ -8,9 +8,10 @@
  *   const session = engine.createSession({ contextLength: 2048 });
  *   const logits = await session.eval(promptIds);        // Float32Array [vocab], last position
  */
-import type { DecoderLoadInfo, DecoderModel as NativeDecoderModel, DecoderSession as NativeDecoderSession, NativeSamplingParams, Sampler } from '../../binding';
+import type { DecoderLoadInfo, DecoderModel as NativeDecoderModel, DecoderSession as NativeDecoderSession, NativeSamplingParams, Sampler } from '../addon/binding';
 import {
   DECODER_NAMES,
+  DECODER_TENSOR_ROLES,
   DECODER_VARIANTS,
   decoderTensorShapes,
   isDecoderConfig,
@@ -18,16 +19,16 @@ import {
   type DecoderQuant,
   type KvCacheType,
 } from '../architectures/decoder';
-import { AbortError, DisposedError, UnsupportedError, WeightFormatError } from '../errors';
-import { native } from '../native';
-import type { ModelWeights } from '../weights';
+import { AbortError, DisposedError, UnsupportedError, WeightFormatError } from '../base/errors';
+import { native } from '../addon/native';
+import type { ModelWeights } from '../addon/weights';
 import { DecodeLoop, type BatchStepRow } from './decode-loop';
-import type { StepOptions } from '../generate';
+import type { StepOptions } from '../generation/generate';
 import { defaultContextLength, KvSession } from './kv-session';
 import { fromNativeError } from './native-errors';
 import { nativeWeightsSpec } from './native-spec';
 
-export type { DecoderLoadInfo } from '../../binding';
+export type { DecoderLoadInfo } from '../addon/binding';
 
 export interface DecoderLoadOptions {
   /** Worker threads of the model (the calling thread counts as one). Default: physical cores. */
@@ -84,7 +85,8 @@ export function decoderWeightsSpec(weights: ModelWeights) {
   // Matrices stored transposed (Fortran-order .npy) are transposed once at load (loadInfo.converted).
   // The config crosses as it is (native/napi/decoder_config.cc reads its fields by these names), as
   // a copy the caller may edit.
-  return { spec: nativeWeightsSpec(weights, (name) => needed.has(name), true), config: { ...c } };
+  // The native engine asks the spec for each tensor by role (DECODER_TENSOR_ROLES): it spells no name.
+  return { spec: { ...nativeWeightsSpec(weights, (name) => needed.has(name), true), names: { ...DECODER_TENSOR_ROLES } }, config: { ...c } };
 }
 
 export class DecoderEngine {

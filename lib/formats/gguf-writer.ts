@@ -26,8 +26,8 @@
  * Tensors start at multiples of the alignment (32, or the source's general.alignment), padded with
  * zeros; the file ends with the last tensor.
  */
-import { rangeError, UnsupportedError } from '../errors';
-import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import { rangeError, UnsupportedError } from '../base/errors';
+import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../addon/weights';
 import type { FloatDType } from './dtype-convert';
 import { DECODER_VARIANTS, decoderFusedTensors, isDecoderConfig, SCALAR_FIELDS, unheldFields, variantNames, variantScalars, type DecoderConfig, type DecoderVariant } from '../architectures/decoder';
 import { decodeVocabularySteps } from '../tokenizers/deferred-vocabulary';
@@ -40,7 +40,7 @@ import { writeOutputs } from './output-files';
 import { ggufVocabulary, jinjaChatTemplateOf } from './vocab-convert';
 import { ggufVocabularyOffThread, isEncodedStrings, type EncodedGgufVocabulary, type EncodedStrings } from './vocab-offload';
 import { runWriteJob } from './write-job';
-import { runNow, runYielding, type Steps } from '../steps';
+import { runNow, runYielding, type Steps } from '../base/steps';
 
 const TYPE_CODES: Readonly<Record<string, number>> = {
   u8: 0, i8: 1, u16: 2, i16: 3, u32: 4, i32: 5, f32: 6, bool: 7, string: 8, array: 9, u64: 10, i64: 11, f64: 12,
@@ -217,16 +217,9 @@ const GGUF_WRITER_HOLDS = [
   'queryPreAttnScalar', 'normWeightOffset', 'noRopeLayerInterval', 'ropeDim', ...SCALAR_FIELDS,
 ];
 
-/** Sliding-window keys: Mistral's window (llama.cpp ignores it), Gemma 3's window, pattern and local RoPE base. */
+/** The sliding window (Mistral's, which llama.cpp ignores; Gemma 3's, whose pattern and local RoPE base are its family's keys). */
 function slidingWindowKvs(c: DecoderConfig, a: string): KvEntry[] {
-  if (c.slidingWindow === undefined) return [];
-  const out: KvEntry[] = [[`${a}.attention.sliding_window`, 'u32', c.slidingWindow]];
-  if (c.architecture === 'gemma3') {
-    // llama.cpp's pattern 0 is "every layer slides", as our absent pattern.
-    out.push([`${a}.attention.sliding_window_pattern`, 'u32', c.slidingWindowPattern ?? 0]);
-    out.push([`${a}.rope.freq_base_swa`, 'f32', c.ropeLocalTheta ?? c.ropeTheta]);
-  }
-  return out;
+  return c.slidingWindow === undefined ? [] : [[`${a}.attention.sliding_window`, 'u32', c.slidingWindow]];
 }
 
 /** The source's vocabulary for GGUF: converted and encoded in the worker where one is registered, else here. */
@@ -237,16 +230,12 @@ async function vocabularyOf(weights: ModelWeights, vocabSize: number): Promise<E
 
 async function decoderKvs(weights: ModelWeights): Promise<KvEntry[]> {
   const c = weights.config as DecoderConfig;
-  const a = DECODER_VARIANTS[c.architecture].ggufArchitecture;
-  // llama.cpp derives Gemma 3's attention scale from the head size (src/models/gemma3.cpp).
-  const llamaCppScalar = c.numLayers === 62 ? c.hiddenSize / c.numHeads : c.headDim;
-  const noRope: DecoderVariant = DECODER_VARIANTS[c.architecture];
-  if (c.noRopeLayerInterval !== noRope.noRopeLayerInterval) {
-    throw new UnsupportedError(`GGUF ${a} cannot store layers without RoPE every ${c.noRopeLayerInterval ?? 'no'} layers (llama.cpp fixes ${noRope.noRopeLayerInterval ?? 'none'})`);
+  const variant = DECODER_VARIANTS[c.architecture];
+  const a = variant.ggufArchitecture;
+  if (c.noRopeLayerInterval !== variant.noRopeLayerInterval) {
+    throw new UnsupportedError(`GGUF ${a} cannot store layers without RoPE every ${c.noRopeLayerInterval ?? 'no'} layers (llama.cpp fixes ${variant.noRopeLayerInterval ?? 'none'})`);
   }
-  if (c.architecture === 'gemma3' && (c.queryPreAttnScalar ?? c.headDim) !== llamaCppScalar) {
-    throw new UnsupportedError(`GGUF cannot store Gemma 3's query_pre_attn_scalar ${c.queryPreAttnScalar} (llama.cpp uses ${llamaCppScalar})`);
-  }
+  const familyKvs = (variant.hooks?.toGguf?.(c) ?? []).map(([key, type, value]): KvEntry => [`${a}.${key}`, type, value]);
   return [
     ['general.architecture', 'string', a],
     [`${a}.context_length`, 'u32', c.maxSeqLen],
@@ -261,6 +250,7 @@ async function decoderKvs(weights: ModelWeights): Promise<KvEntry[]> {
     [`${a}.rope.freq_base`, 'f32', c.ropeTheta],
     [`${a}.attention.layer_norm_rms_epsilon`, 'f32', c.rmsNormEps],
     ...slidingWindowKvs(c, a),
+    ...familyKvs,
     ...variantScalars(c.architecture).filter((s) => c[s.field] !== undefined).map((s): KvEntry => [`${a}.${s.gguf}`, 'f32', c[s.field]]),
     ...vocabularyKvs(await vocabularyOf(weights, c.vocabSize), jinjaChatTemplateOf(weights), c.eosTokenIds),
   ];
@@ -365,7 +355,7 @@ function withFusedTensors(weights: ModelWeights, planned: Planned[]): Planned[] 
     const rows = parts.reduce((n, q) => n + q.dims[1], 0);
     const dims = [p.dims[0], rows];
     const sameType = parts.every((q) => q.ggmlType === p.ggmlType && !q.quantized && q.view!.dtype === p.view!.dtype && !q.view!.transposed && q.byteLength === q.view!.byteLength);
-    const joined = ggufTensorName(g[0]);
+    const joined = ggufTensorName(g[0], false, isDecoderConfig(c) ? DECODER_VARIANTS[c.architecture].fused : []);
     if (sameType) {
       out.push({ name: joined, view: p.view, dims, ggmlType: p.ggmlType, byteLength: parts.reduce((n, q) => n + q.byteLength, 0), emit: () => views.flatMap((v) => [...rawChunks(v)]) });
     } else {

@@ -4,14 +4,15 @@
  * `u64 rows, u64 cols, data` stored [in,out], vectors `u64 n, data`, in a fixed order; nothing
  * may follow the output projection.
  */
-import { UnsupportedError } from '../errors';
-import { mapFile, type MappedSource } from '../mapping';
-import type { ModelWeights, TensorView } from '../weights';
+import { UnsupportedError } from '../base/errors';
+import { isFamily } from '../architectures';
+import { mapFile, type MappedSource } from '../addon/mapping';
+import type { ModelWeights, TensorView } from '../addon/weights';
 import { tllmTensorSpecs, tllmTensorSpecsInOrder, type TllmConfig } from '../architectures/tllm';
 import { ByteCursor, fail } from './bytes';
 import { TLLM_MAGIC, detectTllm } from './magic';
 import type { FormatModule, ReadOptions, WriteOptions } from './types';
-import { lazy } from '../lazy';
+import { lazy } from '../base/lazy';
 
 /** The writer's modules, loaded by the first write: reading needs none of them. */
 const writing = lazy(() => ({
@@ -119,7 +120,7 @@ export function tllmFileSize(c: TllmConfig): number {
 
 async function write(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
   const { requireTensor, runWriteJob, tensorsByName, writeOutputs } = writing();
-  if (weights.config.architecture !== 'tllm') {
+  if (!isFamily(weights.config, 'gpt')) {
     throw new UnsupportedError(`TLLM holds only the TLLM GPT model, not a ${weights.config.architecture} model`);
   }
   const config = weights.config;

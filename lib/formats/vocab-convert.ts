@@ -15,18 +15,19 @@
  *    ranks (gguf-spm-vocab.ts).
  */
 import * as fs from 'node:fs';
+import { architectureOf } from '../architectures';
 import * as nodePath from 'node:path';
 import { isDecoderConfig, type DecoderConfig } from '../architectures/decoder';
 import { bytesToByteLevel, byteLevelToBytes } from '../tokenizers/byte-level';
 import { GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN } from '../tokenizers/pretokenizers';
 import { TOKEN_BYTE, TOKEN_CONTROL, TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_UNUSED, TOKEN_USER_DEFINED } from '../tokenizers/from-data';
 import { scoredMergesSteps } from '../tokenizers/scored-byte-level';
-import { runNow, runYielding, type Steps } from '../steps';
-import { UnsupportedError } from '../errors';
+import { runNow, runYielding, type Steps } from '../base/steps';
+import { UnsupportedError } from '../base/errors';
 import { ByteFallbackBpeTokenizer } from '../tokenizers/byte-fallback-bpe';
 import { tokenizerFromJsonSteps } from '../tokenizers/hf-json';
 import { SPACE_MARK } from '../tokenizers/sentencepiece-bpe';
-import type { ModelWeights, TokenizerData } from '../weights';
+import type { ModelWeights, TokenizerData } from '../addon/weights';
 import { AJC1_UNMERGED_SCORE, ajc1TokenizerFromHf, chatTemplateSource, hfSideFolder } from './ajc1-sidecars';
 import { jsonText, readJsonFile, type HfJson } from './hf-config';
 import { decodeVocabularySteps } from '../tokenizers/deferred-vocabulary';
@@ -390,9 +391,9 @@ export async function hfSentencePieceFilesHere(weights: ModelWeights, maxSeqLen:
  * tokenizer.bin for a SentencePiece one with it.
  */
 export async function hfTokenizerFiles(weights: ModelWeights): Promise<[string, string | Uint8Array][]> {
-  const arch = weights.config.architecture;
-  if (arch === 'bert' || arch === 'unknown') return [];
-  const dir = hfSideFolder(weights) ?? (arch === 'tllm' || arch === 'moondream' ? nodePath.dirname(weights.path) : undefined);
+  const arch = architectureOf(weights.config);
+  if (!arch || arch.hfVocabulary === 'wordpiece') return [];
+  const dir = hfSideFolder(weights) ?? (arch.tokenizerBesideWeights ? nodePath.dirname(weights.path) : undefined);
   if (dir) {
     const own = HF_TOKENIZER_FILES.filter((name) => fs.existsSync(nodePath.join(dir, name)));
     if (own.length > 0) return own.map((name) => [name, fs.readFileSync(nodePath.join(dir, name))]);

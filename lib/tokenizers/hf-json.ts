@@ -4,12 +4,12 @@
  * byte fallback (Gemma 3), WordPiece (BERT) and Unigram (XLM-R, bge-m3, multilingual-e5); other
  * models or components raise UnsupportedError.
  */
-import { UnsupportedError, WeightFormatError } from '../errors';
+import { UnsupportedError, WeightFormatError } from '../base/errors';
 import type { AddedToken } from './added-tokens';
 import { ByteFallbackBpeTokenizer } from './byte-fallback-bpe';
 import { ByteLevelBpeTokenizer } from './byte-level-bpe';
 import { mergeTableFromPairsSteps, parseMergeEntry } from './bpe-model';
-import { runNow, type Steps } from '../steps';
+import { runNow, type Steps } from '../base/steps';
 import type { SpecialWrapping } from './post-process';
 import { MapVocab } from './bpe-vocab';
 import { GPT2_PATTERN, QWEN2_PATTERN } from './pretokenizers';

@@ -6,7 +6,7 @@
  * each replacement back into a space, except in the first token, where it drops them (unless the
  * scheme is `never`).
  */
-import { UnsupportedError } from '../errors';
+import { UnsupportedError } from '../base/errors';
 
 export type PrependScheme = 'always' | 'first' | 'never';
 

@@ -1,5 +1,5 @@
 /** Text normalizers of HF tokenizers (the subset weightmap's models use), as plain string functions. */
-import { UnsupportedError } from '../errors';
+import { UnsupportedError } from '../base/errors';
 import { EXTRA_STRIPPED, NOT_STRIPPED } from './bert-unicode';
 import { precompiledFromBase64 } from './precompiled-charsmap';
 import { compileOnigPattern } from './pretokenizers';

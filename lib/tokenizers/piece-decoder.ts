@@ -7,7 +7,7 @@
  * joins; Strip cuts up to `start` / `stop` copies of one character off each token's ends (after
  * Fuse: off the text's, Llama 2's dropping of the dummy prefix space).
  */
-import { UnsupportedError } from '../errors';
+import { UnsupportedError } from '../base/errors';
 import { metaspaceDecodeToken, metaspaceFromJson } from './metaspace';
 
 /** Token strings -> text. */

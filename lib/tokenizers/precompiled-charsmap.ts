@@ -14,9 +14,9 @@
  * value against the normalized strings' length and UTF-8 boundaries, so that a malformed blob is
  * a WeightFormatError there, never an out-of-range read later.
  */
-import { WeightFormatError } from '../errors';
-import type { Steps } from '../steps';
-import { runNow } from '../steps';
+import { WeightFormatError } from '../base/errors';
+import type { Steps } from '../base/steps';
+import { runNow } from '../base/steps';
 
 /** Blobs larger than this are refused (nmt_nfkc's is ~240 KB). */
 export const MAX_CHARSMAP_BYTES = 32 << 20;

@@ -12,9 +12,9 @@
  * UTF-16 prefixes are HF's UTF-8 ones) kept as flat arrays, so that a packed tokenizer (packed.ts)
  * uses it as it lies.
  */
-import { UnsupportedError } from '../errors';
+import { UnsupportedError } from '../base/errors';
 import type { BpeVocab } from './bpe-vocab';
-import type { Steps } from '../steps';
+import type { Steps } from '../base/steps';
 
 /** The trie: node n's edges are [first[n], first[n+1]), sorted by label; term[n] is the id of the piece ending there or -1. Node 0 is the root. */
 export interface UnigramTrieArrays {

@@ -6,7 +6,7 @@
  * the post-processor's special tokens and truncation. Decoding runs tokenizer.json's decoder
  * (Metaspace, or the ByteFallback sequences of piece-decoder.ts; none: the tokens joined by spaces).
  */
-import { UnsupportedError } from '../errors';
+import { UnsupportedError } from '../base/errors';
 import { AddedTokenSplitter, indexAddedTokens, type AddedToken } from './added-tokens';
 import { bertNormalizerFromJson } from './bert-basic';
 import type { BpeVocab } from './bpe-vocab';

@@ -7,8 +7,8 @@
  * few entries cannot claim 2^31 ids (which would make every table built per id that large).
  * Each failure is a WeightFormatError that names the file and the JSON path of the bad value.
  */
-import { WeightFormatError } from '../errors';
-import type { Steps } from '../steps';
+import { WeightFormatError } from '../base/errors';
+import type { Steps } from '../base/steps';
 
 /** Ids at or above this are refused: the largest real vocabularies have ~2^18 entries. */
 export const MAX_TOKEN_ID = 1 << 24;

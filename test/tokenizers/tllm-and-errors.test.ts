@@ -1,7 +1,7 @@
 /** The TLLM tokenizer's quirks (FORMATS.md §1.6) and typed errors for bad tokenizer files. */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { UnsupportedError, WeightFormatError } from '../../lib/errors';
+import { UnsupportedError, WeightFormatError } from '../../lib/base/errors';
 import { fixture, tempDir } from '../helpers/fixtures';
 import { tokenizerFromJson } from '../../lib/tokenizers';
 import { loadTokenizerSync } from '../../lib/tokenizer-loading';

@@ -1,0 +1,128 @@
+/**
+ * The config (BertConfig) and canonical tensor names and shapes of BERT / MiniLM encoders (HF
+ * transformers' BertModel keys without a `bert.` prefix, [out,in] matrices), in the seed EMBD
+ * order: 5 embedding tensors, then 16 per layer, then the optional pooler.
+ */
+
+/** BERT / MiniLM sentence embedders (FORMATS.md §3). */
+export interface BertConfig {
+  architecture: 'bert';
+  hiddenSize: number;
+  numLayers: number;
+  numHeads: number;
+  intermediateSize: number;
+  vocabSize: number;
+  maxPositionEmbeddings: number;
+  typeVocabSize: number;
+  layerNormEps: number;
+  hiddenAct: 'gelu' | 'gelu_tanh';
+  /** sentence-transformers' max_seq_length (truncation), ≤ maxPositionEmbeddings. */
+  maxSeqLength: number;
+  pooling: 'mean' | 'cls' | 'max';
+  normalize: boolean;
+}
+
+/**
+ * BERT cross-encoders (HF BertForSequenceClassification: ms-marco-MiniLM and its kin): the
+ * encoder of BertConfig with a token type per token, then the head on the [CLS] row,
+ * classifier(tanh(pooler(h))), one logit per label. Rerankers score with one label.
+ */
+export interface BertClassifierConfig extends Omit<BertConfig, 'architecture' | 'pooling' | 'normalize'> {
+  architecture: 'bert-classifier';
+  /** Outputs of the classifier (config.json's id2label / num_labels; GGUF classifier.output_labels). */
+  numLabels: number;
+  /** The label names, in id order. */
+  labels: string[];
+  /**
+   * The head starts with pooler.dense + tanh: always in an HF checkpoint; llama.cpp's converter
+   * drops the pooler, so its GGUFs run the classifier on the [CLS] row directly (as llama.cpp does).
+   */
+  pooler: boolean;
+  /**
+   * What the checkpoint says turns the logit into its score (sentence-transformers'
+   * `activation_fn`, or the older `sbert_ce_default_activation_function`): 'sigmoid' or 'none';
+   * undefined where the file says nothing.
+   */
+  scoreActivation?: 'none' | 'sigmoid';
+}
+
+export const BERT_NAMES = {
+  wordEmbeddings: 'embeddings.word_embeddings.weight',
+  positionEmbeddings: 'embeddings.position_embeddings.weight',
+  tokenTypeEmbeddings: 'embeddings.token_type_embeddings.weight',
+  embeddingsNorm: 'embeddings.LayerNorm.weight',
+  embeddingsNormBias: 'embeddings.LayerNorm.bias',
+  query: (l: number) => `encoder.layer.${l}.attention.self.query.weight`,
+  queryBias: (l: number) => `encoder.layer.${l}.attention.self.query.bias`,
+  key: (l: number) => `encoder.layer.${l}.attention.self.key.weight`,
+  keyBias: (l: number) => `encoder.layer.${l}.attention.self.key.bias`,
+  value: (l: number) => `encoder.layer.${l}.attention.self.value.weight`,
+  valueBias: (l: number) => `encoder.layer.${l}.attention.self.value.bias`,
+  attnOut: (l: number) => `encoder.layer.${l}.attention.output.dense.weight`,
+  attnOutBias: (l: number) => `encoder.layer.${l}.attention.output.dense.bias`,
+  attnNorm: (l: number) => `encoder.layer.${l}.attention.output.LayerNorm.weight`,
+  attnNormBias: (l: number) => `encoder.layer.${l}.attention.output.LayerNorm.bias`,
+  intermediate: (l: number) => `encoder.layer.${l}.intermediate.dense.weight`,
+  intermediateBias: (l: number) => `encoder.layer.${l}.intermediate.dense.bias`,
+  output: (l: number) => `encoder.layer.${l}.output.dense.weight`,
+  outputBias: (l: number) => `encoder.layer.${l}.output.dense.bias`,
+  outputNorm: (l: number) => `encoder.layer.${l}.output.LayerNorm.weight`,
+  outputNormBias: (l: number) => `encoder.layer.${l}.output.LayerNorm.bias`,
+  pooler: 'pooler.dense.weight',
+  poolerBias: 'pooler.dense.bias',
+  classifier: 'classifier.weight',
+  classifierBias: 'classifier.bias',
+} as const;
+
+export interface BertTensorSpec {
+  name: string;
+  shape: number[];
+  /** The pooler: allowed, never required. */
+  optional: boolean;
+}
+
+/** Every tensor of the encoder in EMBD order; the two pooler tensors last, marked optional. */
+export function bertTensorSpecs(c: BertConfig): BertTensorSpec[] {
+  const h = c.hiddenSize;
+  const i = c.intermediateSize;
+  const t = (name: string, shape: number[], optional = false): BertTensorSpec => ({ name, shape, optional });
+  const out = [
+    t(BERT_NAMES.wordEmbeddings, [c.vocabSize, h]),
+    t(BERT_NAMES.positionEmbeddings, [c.maxPositionEmbeddings, h]),
+    t(BERT_NAMES.tokenTypeEmbeddings, [c.typeVocabSize, h]),
+    t(BERT_NAMES.embeddingsNorm, [h]),
+    t(BERT_NAMES.embeddingsNormBias, [h]),
+  ];
+  for (let l = 0; l < c.numLayers; l++) {
+    out.push(
+      t(BERT_NAMES.query(l), [h, h]), t(BERT_NAMES.queryBias(l), [h]),
+      t(BERT_NAMES.key(l), [h, h]), t(BERT_NAMES.keyBias(l), [h]),
+      t(BERT_NAMES.value(l), [h, h]), t(BERT_NAMES.valueBias(l), [h]),
+      t(BERT_NAMES.attnOut(l), [h, h]), t(BERT_NAMES.attnOutBias(l), [h]),
+      t(BERT_NAMES.attnNorm(l), [h]), t(BERT_NAMES.attnNormBias(l), [h]),
+      t(BERT_NAMES.intermediate(l), [i, h]), t(BERT_NAMES.intermediateBias(l), [i]),
+      t(BERT_NAMES.output(l), [h, i]), t(BERT_NAMES.outputBias(l), [h]),
+      t(BERT_NAMES.outputNorm(l), [h]), t(BERT_NAMES.outputNormBias(l), [h]),
+    );
+  }
+  out.push(t(BERT_NAMES.pooler, [h, h], true), t(BERT_NAMES.poolerBias, [h], true));
+  return out;
+}
+
+/** The cross-encoder's tensors: the encoder's, the pooler (required when the config has it) and the classifier. */
+export function bertClassifierTensorSpecs(c: BertClassifierConfig): BertTensorSpec[] {
+  const encoder = bertTensorSpecs({ ...c, architecture: 'bert', pooling: 'cls', normalize: false });
+  return [
+    ...encoder.map((t) => (t.optional ? { ...t, optional: !c.pooler } : t)),
+    { name: BERT_NAMES.classifier, shape: [c.numLabels, c.hiddenSize], optional: false },
+    { name: BERT_NAMES.classifierBias, shape: [c.numLabels], optional: false },
+  ];
+}
+
+/** An HF checkpoint key -> canonical name (`bert.` prefix and TF-era gamma/beta dropped); null: the MLM head and position ids. */
+export function bertCheckpointName(key: string): string | null {
+  let n = key.startsWith('bert.') ? key.slice(5) : key;
+  if (n === 'embeddings.position_ids' || n.startsWith('cls.')) return null;
+  n = n.replace(/\.LayerNorm\.gamma$/, '.LayerNorm.weight').replace(/\.LayerNorm\.beta$/, '.LayerNorm.bias');
+  return n;
+}
