@@ -124,7 +124,7 @@ describe('SentencePiece .model protobufs', () => {
   it('reads a minimal model', () => {
     const m = readSentencePieceModel(valid, 'x');
     expect(m.pieces).toEqual([{ piece: '<unk>', score: 0, type: 2 }, { piece: 'a', score: -1, type: 1 }]);
-    expect(m.modelType).toBe(1);
+    expect(m.algorithm).toBe(1);
   });
   it('a truncated file, a length past its message, a group wire type and no pieces are BAD_HEADER errors', () => {
     bad(valid.subarray(0, valid.length - 3));
