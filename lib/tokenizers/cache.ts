@@ -17,7 +17,7 @@ import { mapFile, type MappedSource } from '../addon/mapping';
 import { checkPackedOffThread, packedCrcRange, packedSource } from './packed';
 
 /** Bumped whenever the packed layout or the tokenizer builders change what they produce. */
-const CACHE_VERSION = 3;
+const CACHE_VERSION = 4;
 
 /** The cache folder the environment names (read on the calling thread), or undefined when off. */
 export function tokenizerCacheDir(): string | undefined {
