@@ -6,7 +6,7 @@
  * PatternBudget: a pattern whose automaton would pass it (a state explosion, `(a|b){1000}`-style
  * counts) is a ConstraintError naming maxPatternStates, reached in bounded work and memory.
  */
-import { ConstraintError } from '../errors';
+import { ConstraintError } from '../base/errors';
 import { MAX_CODE_POINT, type Ranges, type Regex } from './regex-parse';
 
 /** States of all patterns of one schema, counted against SchemaLimits.maxPatternStates. */

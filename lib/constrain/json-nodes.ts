@@ -4,7 +4,7 @@
  * unions told apart by their first byte. Whitespace between tokens is allowed in runs of at most
  * MAX_WHITESPACE bytes, so a constrained generation cannot stall in whitespace.
  */
-import { ConstraintError } from '../errors';
+import { ConstraintError } from '../base/errors';
 import { REJECT, type GrammarNode, type Push } from './automaton';
 import type { ByteTrie } from './byte-trie';
 

@@ -15,7 +15,7 @@
  * raises ConstraintError naming the bound. The compiler is a generator that yields between small
  * steps (lib/constrain/slices.ts): compileJsonSchemaSteps runs in slices.
  */
-import { ConstraintError, UnsupportedError } from '../errors';
+import { ConstraintError, UnsupportedError } from '../base/errors';
 import { advanceBytes, isComplete, startState, type GrammarNode } from './automaton';
 import { ByteTrie } from './byte-trie';
 import { intersectDfa, PatternBudget, regexDfa, type CharDfa } from './char-dfa';

@@ -9,7 +9,7 @@
  * text around the match (JSON Schema's search semantics). Anything else (backreferences,
  * lookaround, `\b`, `\p{...}`, anchors inside) is an UnsupportedError naming the feature.
  */
-import { UnsupportedError } from '../errors';
+import { UnsupportedError } from '../base/errors';
 
 /** Code point ranges, sorted, disjoint and not adjacent: [lo0, hi0, lo1, hi1, ...], inclusive. */
 export type Ranges = readonly number[];

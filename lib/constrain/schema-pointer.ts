@@ -3,7 +3,7 @@
  * other JSON pointer into the document (RFC 6901, `~0` `~1` and percent escapes decoded). References
  * to other documents (a URL, `other.json#...`) or by `$id`/anchor are an UnsupportedError.
  */
-import { UnsupportedError } from '../errors';
+import { UnsupportedError } from '../base/errors';
 
 export function resolvePointer(root: unknown, ref: unknown, where: string): unknown {
   if (typeof ref !== 'string') throw new UnsupportedError(`${where}: $ref must be a string`);

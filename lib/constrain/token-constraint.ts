@@ -10,7 +10,7 @@
  * string at once: there the tokens whose rest is plain string characters (vocabulary-index.ts
  * plainFrom) pass without a walk. Stop tokens are allowed exactly when the text is one complete value.
  */
-import { ConstraintError } from '../errors';
+import { ConstraintError } from '../base/errors';
 import type { Tokenizer } from '../tokenizers';
 import { advance, advanceBytes, Frame, isComplete, startState, type GrammarNode, type StringLength } from './automaton';
 import { ByteBudgetCache } from './byte-budget-cache';

@@ -5,7 +5,7 @@
  * penalties over the whole sequence, logit_bias -100 bans a token.
  */
 import { prepareJsonSchema, type CompiledJsonSchema, type JsonSchema } from '../constrain';
-import type { GenerateOptions } from '../generate';
+import type { GenerateOptions } from '../generation/generate';
 import { ApiError, invalidRequest, toApiError } from './api-error';
 import type { ChatCompletionBody, GenerationBody } from './validation';
 

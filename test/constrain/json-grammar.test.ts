@@ -5,7 +5,7 @@
  * parse and validate.
  */
 import Ajv from 'ajv';
-import { UnsupportedError } from '../../lib/errors';
+import { UnsupportedError } from '../../lib/base/errors';
 import { advance, advanceBytes, canContinue, isComplete, startState, type Frame } from '../../lib/constrain/automaton';
 import { compileJsonSchema, type JsonSchema } from '../../lib/constrain/json-schema';
 import { mulberry32 } from '../helpers/rng';

@@ -5,8 +5,8 @@
  * a jsonSchema on a real model, judged by ajv.
  */
 import Ajv from 'ajv';
-import { native } from '../../lib/native';
-import { loadModel, type Model } from '../../lib/model';
+import { native } from '../../lib/base/native';
+import { loadModel, type Model } from '../../lib/models/model';
 import type { Tokenizer } from '../../lib/tokenizers';
 import { loadTokenizer } from '../../lib/tokenizer-loading';
 import { advanceBytes, startState, type Frame } from '../../lib/constrain/automaton';

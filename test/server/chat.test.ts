@@ -5,9 +5,9 @@
  */
 import Ajv from 'ajv';
 import OpenAI from 'openai';
-import type { Generation } from '../../lib/generate';
-import { splitThinking } from '../../lib/chat';
-import { loadModel, type Model } from '../../lib/model';
+import type { Generation } from '../../lib/generation/generate';
+import { splitThinking } from '../../lib/generation/chat';
+import { loadModel, type Model } from '../../lib/models/model';
 import { fixture, readJson } from '../helpers/fixtures';
 import { startServer, until, type Running } from './server-helpers';
 

@@ -7,7 +7,7 @@
 import * as v8 from 'node:v8';
 import * as vm from 'node:vm';
 import { GRAMMAR_CACHE_BYTES, SCHEMA_CACHE_BYTES } from '../../lib/constrain/limits';
-import { loadModel, type Model } from '../../lib/model';
+import { loadModel, type Model } from '../../lib/models/model';
 import { fixture } from '../helpers/fixtures';
 import { rawRequest, startServer, type Running } from './server-helpers';
 
