@@ -17,7 +17,7 @@ import { compileJsonSchema, type JsonSchema } from '../../lib/constrain/json-sch
 import { SCHEMA_LIMITS } from '../../lib/constrain/limits';
 import { parseRegex } from '../../lib/constrain/regex-parse';
 import { toEnd } from '../../lib/constrain/slices';
-import { ConstraintError, UnsupportedError } from '../../lib/errors';
+import { ConstraintError, UnsupportedError } from '../../lib/base/errors';
 import { mulberry32 } from '../helpers/rng';
 
 const ajv = addFormats(new Ajv({ strict: false, allowUnionTypes: true }));
