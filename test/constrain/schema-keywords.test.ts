@@ -113,6 +113,19 @@ describe('the regex subset', () => {
     expect(wrong.slice(0, 5)).toEqual([]);
   });
 
+  it('automata are minimal: the classic n-th-from-last pattern has 2^(n+1) states, and a matched prefix leaves one looping state', () => {
+    const states = (pattern: string) => toEnd(regexDfa(parseRegex(pattern, 'p'), new PatternBudget(SCHEMA_LIMITS.maxPatternStates), 'p')).states;
+    for (const n of [1, 3, 6]) expect(states(`^(a|b)*a(a|b){${n}}$`)).toBe(2 ** (n + 1));
+    expect(states('^[a-z]+$')).toBe(2);
+    expect(states('^https://')).toBe(9); // 8 prefix states and the accepting one every code point keeps
+    // There the mask takes its fast path, as for a plain string.
+    const root = compileJsonSchema({ type: 'string', pattern: '^https://' });
+    const after = advanceBytes(startState(root), Buffer.from('"https://'))!;
+    expect(after.node.isStringContent!(after.sub, 64)).toBe(true);
+    const before = advanceBytes(startState(root), Buffer.from('"https:/'))!;
+    expect(before.node.isStringContent!(before.sub, 64)).toBe(false);
+  });
+
   it('names what is outside the subset', () => {
     const cases: [string, RegExp][] = [
       ['(?=a)b', /lookahead/], ['(?<=a)b', /lookbehind/], ['(a)\\1', /backreference/], ['\\bword', /word boundary/], ['\\p{L}', /property escape/],
