@@ -13,6 +13,13 @@ export interface Push {
   readonly need?: number;
 }
 
+/** GrammarNode.stringLength's answer. */
+export interface StringLength {
+  readonly remaining: number;
+  readonly needed: number;
+  readonly closed: number;
+}
+
 /** step()'s answer for a byte the node does not take. */
 export const REJECT = -1;
 
@@ -31,6 +38,13 @@ export interface GrammarNode {
    * and lengths leave every such run open).
    */
   isStringContent?(sub: number, slack?: number): boolean;
+  /**
+   * At a sub-state inside a string's content where any code point may come and only the count is
+   * bounded: the code points the string may still take, those it must take before it closes, and
+   * the sub-state after its closing quote (the mask then counts each token's code points instead of
+   * walking it). Undefined elsewhere.
+   */
+  stringLength?(sub: number): StringLength | undefined;
 }
 
 /**

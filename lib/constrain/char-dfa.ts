@@ -252,7 +252,55 @@ export function* regexDfa(re: Regex, budget: PatternBudget, where: string): Gene
   return trim(starts, Int32Array.from(next), accepting, dfaStart);
 }
 
-/** Drops the states from which nothing is accepted, renumbering the rest. */
+/** Cells (states × classes) minimize may look at, over all its rounds. */
+const MINIMIZE_WORK = 4_000_000;
+
+/**
+ * The minimal automaton of a trimmed one (Moore's refinement: states split by acceptance, then by
+ * the blocks their classes lead to, until no block splits). Equal states merge, so a state after
+ * which any code point will do is one state that loops (the mask's fast path: CharConstraint.isFree).
+ * Past MINIMIZE_WORK the automaton is kept as it is (it is correct, only larger).
+ */
+function minimize(dfa: CharDfa): CharDfa {
+  const n = dfa.states;
+  const k = dfa.classes;
+  if (n <= 1) return dfa;
+  let block = Int32Array.from(dfa.accepting);
+  let blocks = new Set(block).size;
+  for (let work = 0; ; work += n * k) {
+    if (work > MINIMIZE_WORK) return dfa;
+    const ids = new Map<string, number>();
+    const next = new Int32Array(n);
+    for (let s = 0; s < n; s++) {
+      let key = `${block[s]}`;
+      for (let c = 0; c < k; c++) {
+        const t = dfa.next[s * k + c];
+        key += `,${t < 0 ? -1 : block[t]}`;
+      }
+      let id = ids.get(key);
+      if (id === undefined) {
+        id = ids.size;
+        ids.set(key, id);
+      }
+      next[s] = id;
+    }
+    block = next;
+    if (ids.size === blocks) break;
+    blocks = ids.size;
+  }
+  const table = new Int32Array(blocks * k);
+  const accepting = new Uint8Array(blocks);
+  for (let s = 0; s < n; s++) {
+    accepting[block[s]] = dfa.accepting[s];
+    for (let c = 0; c < k; c++) {
+      const t = dfa.next[s * k + c];
+      table[block[s] * k + c] = t < 0 ? -1 : block[t];
+    }
+  }
+  return new CharDfa(dfa.classStarts, table, accepting, dfa.start < 0 ? -1 : block[dfa.start]);
+}
+
+/** Drops the states from which nothing is accepted, renumbering the rest, and minimizes what is left. */
 function trim(starts: Int32Array, next: Int32Array, accepting: boolean[], start: number): CharDfa {
   const n = accepting.length;
   const classes = starts.length - 1;
@@ -281,7 +329,7 @@ function trim(starts: Int32Array, next: Int32Array, accepting: boolean[], start:
       table[r * classes + c] = t >= 0 ? renumber[t] : -1;
     }
   }
-  return new CharDfa(starts, table, accept, start >= 0 ? renumber[start] : -1);
+  return minimize(new CharDfa(starts, table, accept, start >= 0 ? renumber[start] : -1));
 }
 
 /** The automaton of the texts both `a` and `b` accept (a pattern and a format together), trimmed. */

@@ -9,7 +9,7 @@
  * `\` through escapes, the rest raw or as `\uXXXX` (astral code points raw; lone surrogates, which
  * no UTF-8 text holds, are not written).
  */
-import { REJECT, type GrammarNode } from './automaton';
+import { REJECT, type GrammarNode, type StringLength } from './automaton';
 import type { CharDfa, PatternBudget } from './char-dfa';
 import type { NodeIds } from './json-nodes';
 import { MAX_CODE_POINT } from './regex-parse';
@@ -176,6 +176,11 @@ export class CharConstraint {
     return c >= this.min && c + 1 <= this.max && (this.dfa === null || this.free![s] === 1);
   }
 
+  /** True when from state s only the count constrains what follows (no pattern, or one that takes any code point from s on). */
+  lengthOnly(s: number): boolean {
+    return this.dfa === null || this.free![s] === 1;
+  }
+
   /** True when any `slack` code points more are taken and the value may end after them (the mask's fast path). */
   isFree(s: number, c: number, slack: number): boolean {
     if (c < this.min || c + slack > this.max) return false;
@@ -277,6 +282,13 @@ export class CharStringNode implements GrammarNode {
 
   accepting(sub: number): boolean {
     return sub === D_DONE;
+  }
+
+  stringLength(sub: number): StringLength | undefined {
+    const dec = sub % STRIDE;
+    if (dec !== D_CONTENT) return undefined;
+    const [s, c] = this.chars.unpack((sub - dec) / STRIDE);
+    return this.chars.lengthOnly(s) ? { remaining: this.chars.max - c, needed: Math.max(0, this.chars.min - c), closed: D_DONE } : undefined;
   }
 
   isStringContent(sub: number, slack = Infinity): boolean {

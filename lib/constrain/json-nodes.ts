@@ -75,6 +75,8 @@ export class StringNode implements GrammarNode {
 
   /** The sub-state inside the string's content, between characters. */
   static readonly CONTENT = S_CONTENT;
+  /** The sub-state after a backslash. */
+  static readonly ESCAPE = S_ESCAPE;
 
   step(sub: number, b: number): number {
     switch (sub) {

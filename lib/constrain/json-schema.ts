@@ -117,7 +117,9 @@ class SchemaCompiler {
 
   *compile(schema: unknown, path: string, depth: number): Steps<Compiled> {
     yield;
-    this.checkDepth(depth, path);
+    // A reference nests nothing itself: its target is checked at the same depth (and a recursive one cut there: ref).
+    const isRef = typeof schema === 'object' && schema !== null && !Array.isArray(schema) && (schema as Record<string, unknown>).$ref !== undefined;
+    if (!isRef) this.checkDepth(depth, path);
     if (schema === true) return this.anyValue(depth, path);
     if (schema === false) return null;
     if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) this.fail(path, 'a schema must be an object or a boolean');

@@ -12,7 +12,7 @@
  */
 import { ConstraintError } from '../base/errors';
 import type { Tokenizer } from '../tokenizers';
-import { advance, advanceBytes, isComplete, startState, type Frame, type GrammarNode } from './automaton';
+import { advance, advanceBytes, Frame, isComplete, startState, type GrammarNode, type StringLength } from './automaton';
 import { ByteBudgetCache } from './byte-budget-cache';
 import type { CompiledJsonSchema } from './compiled-schema';
 import { GRAMMAR_CACHE_BYTES } from './limits';
@@ -48,6 +48,8 @@ export class JsonGrammar {
     const { trie } = this.index;
     const { byte, depth, end, tokenStart, ids } = trie;
     if (state.node.isStringContent?.(state.sub, trie.maxDepth)) return this.stringMask(state);
+    const length = state.node.stringLength?.(state.sub);
+    if (length !== undefined) return this.lengthMask(state, length);
     const bits = new Uint32Array(this.index.words);
     // states[d]: the state after the first d bytes of the current trie path.
     const states: Frame[] = new Array(trie.maxDepth + 1);
@@ -76,6 +78,33 @@ export class JsonGrammar {
     for (let k = 0; k < closers.length; k++) {
       const t = closers[k];
       if (advanceBytes(closed, bytes, offsets[t] + closerRest[k], offsets[t + 1]) !== null) bits[t >>> 5] |= 1 << (t & 31);
+    }
+    return bits;
+  }
+
+  /**
+   * Inside a string bounded by its length only: the tokens that stay inside it within the code
+   * points left, and the closers with their count in [needed, remaining] whose rest the enclosing
+   * value takes (a token with a surrogate escape is walked: the string takes those only where it is free).
+   */
+  private lengthMask(state: Frame, length: StringLength): Uint32Array {
+    const { stringInnerIds, stringChars, surrogates, closers, closerRest, bytes, offsets } = this.index;
+    const bits = new Uint32Array(this.index.words);
+    const set = (t: number) => (bits[t >>> 5] |= 1 << (t & 31));
+    for (let k = 0; k < stringInnerIds.length; k++) {
+      const t = stringInnerIds[k];
+      if (surrogates[t] === 1) {
+        if (advanceBytes(state, bytes, offsets[t], offsets[t + 1]) !== null) set(t);
+      } else if (stringChars[t] <= length.remaining) set(t);
+    }
+    const closed = new Frame(state.node, length.closed, state.parent);
+    for (let k = 0; k < closers.length; k++) {
+      const t = closers[k];
+      if (surrogates[t] === 1) {
+        if (advanceBytes(state, bytes, offsets[t], offsets[t + 1]) !== null) set(t);
+      } else if (stringChars[t] <= length.remaining && stringChars[t] >= length.needed) {
+        if (advanceBytes(closed, bytes, offsets[t] + closerRest[k], offsets[t + 1]) !== null) set(t);
+      }
     }
     return bits;
   }

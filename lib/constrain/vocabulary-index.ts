@@ -6,7 +6,9 @@
  *    such a suffix leads back to the same state (and `plainTo`: where its longest such prefix ends),
  *  - from inside a string's content, which tokens stay inside any string (`stringInner`) and which
  *    close it (`closers`, with where the rest after the closing quote starts): whatever the string
- *    belongs to, only the closers' rests need a walk,
+ *    belongs to, only the closers' rests need a walk; and how many code points each adds to the
+ *    string (`stringChars`, a character cut at the token's end counted) and whether it holds a
+ *    surrogate `\u` escape (`surrogates`): for strings bounded by a length only,
  *  - a byte trie of all tokens in preorder: node i has a byte, a depth (1 = a first byte), the end
  *    of its subtree (skip to end[i] to prune it) and the tokens that end at it.
  */
@@ -32,6 +34,12 @@ export interface VocabularyIndex {
   /** The tokens that end a string's content with a quote; closerRest[k]: the offset in closers[k] just past it. */
   readonly closers: Int32Array;
   readonly closerRest: Int32Array;
+  /** The ids of stringInner, ascending. */
+  readonly stringInnerIds: Int32Array;
+  /** From inside a string's content: the code points token t adds to it (for a closer, before its quote; a character cut at the end counts). */
+  readonly stringChars: Int32Array;
+  /** 1 when that part of token t holds a \u escape of a surrogate (D800-DFFF). */
+  readonly surrogates: Uint8Array;
   readonly trie: {
     readonly byte: Uint8Array;
     readonly depth: Uint16Array;
@@ -129,14 +137,35 @@ function* buildTrie(bytes: Uint8Array, offsets: Int32Array, order: Int32Array): 
   };
 }
 
-/** Walks bytes[from, to) from inside a string: -1 when rejected, 0 when still inside at the end, else the offset (from `from`) just past the closing quote. */
-function walkString(bytes: Uint8Array, from: number, to: number, strings: StringNode): number {
+/**
+ * Walks bytes[from, to) from inside a string: -1 when rejected, 0 when still inside at the end, else
+ * the offset (from `from`) just past the closing quote. `count` gets the code points before the end
+ * or the quote (one cut at the end counted) and whether a \u escape of a surrogate is among them.
+ */
+function walkString(bytes: Uint8Array, from: number, to: number, strings: StringNode, count?: { chars: number; surrogate: boolean }): number {
   let sub = StringNode.CONTENT;
+  let chars = 0;
+  let hex = 0;
+  let hexDigits = -1;
   for (let i = from; i < to; i++) {
+    const before = sub;
     sub = strings.step(sub, bytes[i]);
     if (sub < 0) return -1;
-    if (strings.accepting(sub)) return i + 1 - from;
+    if (strings.accepting(sub)) {
+      if (count) count.chars = chars;
+      return i + 1 - from;
+    }
+    if (before === StringNode.CONTENT) chars++; // a character (or an escape) begins
+    if (hexDigits >= 0) {
+      hex = hex * 16 + parseInt(String.fromCharCode(bytes[i]), 16);
+      if (++hexDigits === 4) {
+        if (count && hex >= 0xd800 && hex <= 0xdfff) count.surrogate = true;
+        hexDigits = -1;
+      } else if (count && hexDigits === 2 && hex >= 0xd8 && hex <= 0xdf) count.surrogate = true; // cut after two digits: all of them surrogates
+    }
+    if (before === StringNode.ESCAPE && bytes[i] === 0x75) [hex, hexDigits] = [0, 0];
   }
+  if (count) count.chars = chars;
   return 0;
 }
 
@@ -208,6 +237,10 @@ function* build(tokenizer: Tokenizer, vocabSize: number): Generator<void, Vocabu
   const stringInner = new Uint32Array(words);
   const closers: number[] = [];
   const closerRest: number[] = [];
+  const stringInnerIds: number[] = [];
+  const stringChars = new Int32Array(vocabSize);
+  const surrogates = new Uint8Array(vocabSize);
+  const count = { chars: 0, surrogate: false };
   const strings = new StringNode(new NodeIds());
   const present: number[] = [];
   for (let id = 0; id < vocabSize; id++) {
@@ -217,9 +250,14 @@ function* build(tokenizer: Tokenizer, vocabSize: number): Generator<void, Vocabu
     if (to === from) continue;
     present.push(id);
     [plainFrom[id], plainTo[id]] = plainBounds(bytes, from, to, strings);
-    const end = walkString(bytes, from, to, strings);
-    if (end === 0) stringInner[id >>> 5] |= 1 << (id & 31);
-    else if (end > 0) {
+    count.surrogate = false;
+    const end = walkString(bytes, from, to, strings, count);
+    stringChars[id] = count.chars;
+    surrogates[id] = count.surrogate ? 1 : 0;
+    if (end === 0) {
+      stringInner[id >>> 5] |= 1 << (id & 31);
+      stringInnerIds.push(id);
+    } else if (end > 0) {
       closers.push(id);
       closerRest.push(end);
     }
@@ -235,6 +273,9 @@ function* build(tokenizer: Tokenizer, vocabSize: number): Generator<void, Vocabu
     stringInner,
     closers: Int32Array.from(closers),
     closerRest: Int32Array.from(closerRest),
+    stringInnerIds: Int32Array.from(stringInnerIds),
+    stringChars,
+    surrogates,
     trie: yield* buildTrie(bytes, offsets, order),
   };
 }

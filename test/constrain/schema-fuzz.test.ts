@@ -8,13 +8,14 @@
  * bounds allow). No crash and no hang is allowed. WEIGHTMAP_FUZZ_TABLE=1 prints the table.
  */
 import Ajv from 'ajv';
+import addFormats from 'ajv-formats';
 import { advance, isComplete, MAX_DEPTH, startState, type GrammarNode } from '../../lib/constrain/automaton';
 import { compileJsonSchemaSteps, type JsonSchema } from '../../lib/constrain/json-schema';
 import { SCHEMA_LIMITS } from '../../lib/constrain/limits';
 import { ConstraintError, UnsupportedError } from '../../lib/base/errors';
 import { mulberry32 } from '../helpers/rng';
 
-const ajv = new Ajv({ strict: false, allowUnionTypes: true });
+const ajv = addFormats(new Ajv({ strict: false, allowUnionTypes: true }));
 /** Compile steps past which a compile counts as a hang (the bounds keep every compile far below). */
 const MAX_STEPS = 2_000_000;
 const WALK_BYTES = 3000;
@@ -142,10 +143,30 @@ function randomLiteral(rand: () => number, depth = 0): unknown {
   return Object.fromEntries(Array.from({ length: Math.floor(rand() * 3) }, () => [randomText(rand), randomLiteral(rand, depth + 1)]));
 }
 
+/** A random pattern of the regex subset (or, now and then, one past it or one that explodes). */
+function randomPattern(rand: () => number, depth = 0): string {
+  const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)];
+  const atom = (): string => {
+    const r = rand();
+    if (r < 0.35) return pick(['a', 'b', 'Z', '0', '-', 'é', '🦙', '\\.', '\\"', ' ']);
+    if (r < 0.6) return pick(['[a-z]', '[0-9_]', '[^a]', '\\d', '\\w', '\\s', '\\W', '.', '[\\-x]']);
+    if (r < 0.8 && depth < 2) return `(${randomPattern(rand, depth + 1).replace(/^\^|\$$/g, '')})`;
+    if (r < 0.9) return pick(['(?:ab|c)', '(a|)', '(?<g>x)']);
+    return pick(['(?=a)', '\\1', '\\b', '\\p{L}', '(a|b)*a(a|b){30}', 'x{5000}']);
+  };
+  const quant = () => pick(['', '', '', '?', '*', '+', '{2}', '{1,3}', '{0,}', '*?']);
+  const items = Array.from({ length: 1 + Math.floor(rand() * 4) }, () => atom() + quant());
+  let body = items.join('');
+  if (rand() < 0.2) body += `|${atom()}`;
+  return depth > 0 ? body : `${rand() < 0.7 ? '^' : ''}${body}${rand() < 0.7 ? '$' : ''}`;
+}
+
 function randomSchema(rand: () => number, depth: number): unknown {
   const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)];
   const leafy = depth > 6 || rand() < depth / 8;
-  const kind = leafy ? pick(['string', 'integer', 'number', 'boolean', 'null', 'enum', 'const', 'free']) : pick(['object', 'object', 'array', 'anyOf', 'types', 'enum', 'free', 'bad', 'unsupported']);
+  const kind = leafy
+    ? pick(['string', 'integer', 'number', 'boolean', 'null', 'enum', 'const', 'free', 'pattern', 'format', 'lengths', 'range', 'range', 'nullable'])
+    : pick(['object', 'object', 'array', 'anyOf', 'types', 'enum', 'free', 'bad', 'unsupported', 'ref', 'pattern', 'merge']);
   const width = () => (rand() < 0.05 ? Math.floor(rand() * 300) : Math.floor(rand() * 5));
   switch (kind) {
     case 'enum':
@@ -171,9 +192,35 @@ function randomSchema(rand: () => number, depth: number): unknown {
     case 'types':
       return { type: Array.from({ length: 1 + Math.floor(rand() * 3) }, () => pick(['string', 'integer', 'null', 'boolean', 'object', 'array', 'number', 'nope'])) };
     case 'bad':
-      return pick([5, 'x', null, [], false, { type: 7 }, { enum: [] }, { properties: 3 }, { required: 'a' }]);
+      return pick([5, 'x', null, [], false, { type: 7 }, { enum: [] }, { properties: 3 }, { required: 'a' }, { $ref: 5 }, { type: 'string', pattern: '(' }, { minLength: -1 }, { type: 'integer', minimum: 'x' }]);
     case 'unsupported':
-      return pick([{ type: 'string', pattern: 'a' }, { $ref: '#' }, { type: 'integer', minimum: 1 }, { allOf: [] }]);
+      return pick([{ type: 'string', pattern: '(?=a)' }, { $ref: 'http://x/y' }, { type: 'integer', multipleOf: 2 }, { allOf: [] }, { type: 'string', format: 'hostname' }, { type: 'object', additionalProperties: { type: 'string' } }]);
+    case 'pattern':
+      return { type: 'string', pattern: randomPattern(rand), ...(rand() < 0.3 ? { maxLength: Math.floor(rand() * 12) } : {}), ...(rand() < 0.2 ? { minLength: Math.floor(rand() * 4) } : {}) };
+    case 'format':
+      return { type: 'string', format: pick(['date', 'time', 'date-time', 'uuid', 'email', 'ipv4']), ...(rand() < 0.2 ? { maxLength: 20 + Math.floor(rand() * 30) } : {}) };
+    case 'lengths': {
+      const min = Math.floor(rand() * 6);
+      return { type: 'string', minLength: min, ...(rand() < 0.7 ? { maxLength: min + Math.floor(rand() * 6) - (rand() < 0.1 ? 3 : 0) } : {}) };
+    }
+    case 'range': {
+      const edge = () => pick([0, 1, -1, 2.5, -7.25, 100, 1e-3, Math.floor(rand() * 2000) - 1000]);
+      const out: Record<string, unknown> = { type: pick(['integer', 'number']) };
+      for (const k of ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum']) if (rand() < 0.4) out[k] = edge();
+      return out;
+    }
+    case 'nullable':
+      return pick([{ type: ['string', 'null'], maxLength: 3 }, { type: 'integer', nullable: true, minimum: 0 }, { type: ['integer', 'null', 'boolean'] }]);
+    case 'ref':
+      return pick([
+        { $defs: { n: { type: 'object', properties: { v: randomSchema(rand, depth + 1), next: { $ref: '#/$defs/n' } } } }, $ref: '#/$defs/n' },
+        { definitions: { t: { anyOf: [{ type: 'null' }, { type: 'array', items: { $ref: '#/definitions/t' }, maxItems: 2 }] } }, $ref: '#/definitions/t' },
+        { type: 'object', properties: { a: randomSchema(rand, depth + 1), self: { $ref: '#' } } },
+        { type: 'array', items: { $ref: '#' } },
+        { $ref: '#/$defs/missing' },
+      ]);
+    case 'merge':
+      return { anyOf: Array.from({ length: 2 + Math.floor(rand() * 3) }, () => pick<unknown>([{ const: randomText(rand) }, { type: 'string', format: pick(['date', 'email', 'uuid']) }, { type: 'string', pattern: randomPattern(rand) }, { type: 'string' }, { const: Math.floor(rand() * 9) }, { type: 'integer', minimum: 0 }, { type: 'number' }, { type: 'null' }])) };
     default:
       return { type: kind };
   }
@@ -215,6 +262,12 @@ for (const n of [0, 1, 1000, 100_000, L - 8, L - 2, L + 1, 900_000]) {
   structured.push(['literal size', `shared prefixes ${n}`, () => ({ enum: ['z'.repeat(Math.floor(n / 2)) + 'a', 'z'.repeat(Math.floor(n / 2)) + 'b'] })]);
 }
 
+// Patterns and lengths swept across maxPatternStates: counted repetitions, the classic exponential DFA, length tables.
+for (const n of [1, 8, 12, 13, 14, 20, 40]) structured.push(['pattern states', `(a|b)*a(a|b){${n}}`, () => ({ type: 'string', pattern: `^(a|b)*a(a|b){${n}}$` })]);
+for (const n of [10, 1000, 5000, 20_000, 100_000]) structured.push(['pattern states', `[a-z]{0,${n}}`, () => ({ type: 'string', pattern: `^[a-z]{0,${n}}$` })]);
+for (const n of [16, 4096, 65_536, 1 << 22]) structured.push(['pattern states', `email, maxLength ${n}`, () => ({ type: 'string', format: 'email', maxLength: n })]);
+for (const n of [1, 50, 150, 400]) structured.push(['pattern states', `${n} date-times`, () => ({ type: 'object', properties: Object.fromEntries(Array.from({ length: n }, (_, i) => [`d${i}`, { type: 'string', format: 'date-time' }])) })]);
+
 function newRow(family: string): Row {
   return { family, cases: 0, compiled: 0, typed: new Map(), crashes: [], hangs: [], walks: 0 };
 }
@@ -244,7 +297,7 @@ describe('JSON-schema fuzzing', () => {
     expect(row.cases - row.compiled).toBeGreaterThan(30);
   });
 
-  it.each(['depth', 'width', 'literal size'])('structured by %s: below the bounds compiled, past them the bound named', (family) => {
+  it.each(['depth', 'width', 'literal size', 'pattern states'])('structured by %s: below the bounds compiled, past them the bound named', (family) => {
     const row = newRow(family);
     rows.push(row);
     const rand = mulberry32(family.length);

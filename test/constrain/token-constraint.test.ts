@@ -28,6 +28,23 @@ const SCHEMA: JsonSchema = {
   required: ['name', 'count', 'kind'],
 };
 const DOCUMENT = '{"name": "Zoë \\"the\\" café 🦙\\u00e9", "count": -12, "ratio": 3.5e-2, "kind": 42, "flags": [true, false], "note": null}';
+/** Constrained strings and numbers: patterns, formats, lengths (short ones walked, long ones on the fast path), ranges. */
+const KEYWORDS: JsonSchema = {
+  type: 'object',
+  properties: {
+    code: { type: 'string', pattern: '^[A-Z]{2}-\\d+$' },
+    note: { type: 'string', maxLength: 40 },
+    long: { type: 'string', maxLength: 5000 },
+    tail: { type: 'string', minLength: 3 },
+    day: { type: 'string', format: 'date' },
+    n: { type: 'integer', minimum: -5, maximum: 300 },
+    x: { type: 'number', exclusiveMinimum: 0, maximum: 2.5 },
+    link: { type: 'string', pattern: '^https://' },
+  },
+  required: ['code', 'note', 'long', 'tail', 'day', 'n', 'x', 'link'],
+};
+const KEYWORDS_DOCUMENT =
+  '{"code": "AB-12", "note": "Zoë \\"q\\" café 🦙 a note", "long": "a long string\\n with \\u00e9 and 日本", "tail": "x\\u00e9 and more", "day": "2024-02-29", "n": 299, "x": 2.25, "link": "https://example.com/ü?q=1"}';
 
 function bit(mask: Uint32Array, t: number): boolean {
   return ((mask[t >>> 5] >>> (t & 31)) & 1) === 1;
@@ -45,11 +62,13 @@ function statesAlong(schema: JsonSchema, text: string): Frame[] {
   return states;
 }
 
-async function checkMasks(tokenizer: Tokenizer, vocabSize: number): Promise<void> {
+/** `every`: check every n-th state along the document (the brute force walks the whole vocabulary per state). */
+async function checkMasks(tokenizer: Tokenizer, vocabSize: number, schema = SCHEMA, document = DOCUMENT, every = 1): Promise<void> {
   const index = await vocabularyIndex(tokenizer, vocabSize);
-  const grammar = new JsonGrammar(compileJsonSchema(SCHEMA), index);
+  const grammar = new JsonGrammar(compileJsonSchema(schema), index);
   const bytesOf = (tokenizer as Tokenizer & { tokenBytes(id: number): Uint8Array | undefined }).tokenBytes.bind(tokenizer);
-  for (const state of statesAlong(SCHEMA, DOCUMENT)) {
+  for (const [i, state] of statesAlong(schema, document).entries()) {
+    if (i % every !== 0) continue;
     const mask = grammar.mask(state);
     const wrong: number[] = [];
     for (let t = 0; t < vocabSize; t++) {
@@ -71,6 +90,11 @@ describe('token masks', () => {
     const tokenizer = await loadTokenizer(fixture('llama-stories260k', 'tok512.bin'));
     await checkMasks(tokenizer, 512);
   });
+
+  it("with patterns, formats, lengths and ranges: equal the brute-force walk on Qwen3's and llama2.c's vocabularies", async () => {
+    await checkMasks(await loadTokenizer(fixture('tokenizers', 'qwen3')), 151936, KEYWORDS, KEYWORDS_DOCUMENT, 5);
+    await checkMasks(await loadTokenizer(fixture('llama-stories260k', 'tok512.bin')), 512, KEYWORDS, KEYWORDS_DOCUMENT);
+  }, 120_000);
 
   it('allow the stop tokens exactly when the text is one complete value', async () => {
     const tokenizer = await loadTokenizer(fixture('tokenizers', 'qwen3'));
