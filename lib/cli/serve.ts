@@ -76,6 +76,7 @@ export function registerServe(program: Command): void {
     .option('--max-connections-per-peer <n>', `connections open at once from one address (default ${CONNECTION_DEFAULTS.maxConnectionsPerPeer})`, intOption(1))
     .option('--no-metrics', 'serve no GET /metrics (Prometheus text format)')
     .option('--metrics-public', 'GET /metrics needs no API key (like /health)')
+    .option('--no-ui', 'serve no chat page at GET / (the page needs no key; what it calls does)')
     .option('--drain-timeout <s>', `on SIGTERM / SIGINT, seconds to let requests in flight finish before aborting them (default ${DRAIN_TIMEOUT_S})`, numberOption(0))
     .option('--log-format <format>', `an access log line per request on stderr: ${LOG_FORMATS.join(', ')} (default none)`, choiceOption(LOG_FORMATS), 'none');
   addModelOptions(command).action(
@@ -115,6 +116,7 @@ export function registerServe(program: Command): void {
         maxConnectionsPerPeer: opts.maxConnectionsPerPeer as number | undefined,
         metrics: opts.metrics as boolean,
         metricsPublic: opts.metricsPublic === true,
+        ui: opts.ui as boolean,
         accessLog: accessLogger(opts.logFormat as (typeof LOG_FORMATS)[number]),
         strict: opts.strict === true,
       });

@@ -13,6 +13,7 @@ import { ApiError, toApiError } from './api-error';
 import { apiKeyChecker } from './auth';
 import { readJsonBody } from './body';
 import { browserGuard, type BrowserPolicy } from './browser-guard';
+import { CHAT_PAGE_FILES, sendChatPage } from './chat-page';
 import { sendJson, type Route, type RouteContext, type Served } from './context';
 import { chatCompletions } from './routes/chat-completions';
 import { completions } from './routes/completions';
@@ -64,6 +65,8 @@ export interface ServeOptions extends BrowserPolicy {
   accessLog?: (entry: AccessLogEntry) => void;
   /** Refuse unknown request fields (400). Default false: they are ignored and logged once, as llama-server does. */
   strict?: boolean;
+  /** Serve the built-in chat page at GET / when a text model is served (the page needs no key; its API calls do). Default true. */
+  ui?: boolean;
 }
 
 /** One request as the access log tells it. */
@@ -220,6 +223,7 @@ export function createHandler(options: ServeOptions): ServeHandler {
       return sendMetrics(ctx, method);
     }
     if (draining) throw new ApiError(503, 'the server is shutting down', 'server_error', null, 'server_shutting_down', { Connection: 'close' });
+    if (options.ui !== false && Object.hasOwn(CHAT_PAGE_FILES, path) && pool.list('text').length > 0) return sendChatPage(ctx, method, path);
     checkKey(ctx.req);
     if (path === '/v1/models' || path.startsWith('/v1/models/')) {
       if (method !== 'GET' && method !== 'HEAD') throw new ApiError(405, `use GET ${path}`, 'invalid_request_error');
