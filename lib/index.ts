@@ -44,6 +44,7 @@ export type { ChatModel, ChatSessionOptions, PromptOptions } from './chat-sessio
 export { startGeneration, StopStringFilter } from './generate';
 export type { TokenLogprob, ToolCallConstraint } from './generate';
 export type { GenerateOptions, GeneratedPiece, Generation, GenerationHost, LanguageSession, SessionLease, StepOptions, StopReason } from './generate';
+export type { ContextShiftOptions } from './context-shift';
 export { resolveSampling, SAMPLING_DEFAULTS } from './sampling';
 export type { ResolvedParams, ResolvedSampling, SamplingOptions } from './sampling';
 export { ajc1ChatTemplate, jinjaChatTemplate, qwen3ChatTemplate, splitThinking } from './chat';

@@ -77,6 +77,7 @@ export function registerServe(program: Command): void {
     .option('--no-metrics', 'serve no GET /metrics (Prometheus text format)')
     .option('--metrics-public', 'GET /metrics needs no API key (like /health)')
     .option('--no-ui', 'serve no chat page at GET / (the page needs no key; what it calls does)')
+    .option('--context-shift', 'a prompt or generation past the context drops its oldest tokens (after the BOS) and goes on, instead of a 400 / finish_reason length')
     .option('--drain-timeout <s>', `on SIGTERM / SIGINT, seconds to let requests in flight finish before aborting them (default ${DRAIN_TIMEOUT_S})`, numberOption(0))
     .option('--log-format <format>', `an access log line per request on stderr: ${LOG_FORMATS.join(', ')} (default none)`, choiceOption(LOG_FORMATS), 'none');
   addModelOptions(command).action(
@@ -117,6 +118,7 @@ export function registerServe(program: Command): void {
         metrics: opts.metrics as boolean,
         metricsPublic: opts.metricsPublic === true,
         ui: opts.ui as boolean,
+        contextShift: opts.contextShift === true,
         accessLog: accessLogger(opts.logFormat as (typeof LOG_FORMATS)[number]),
         strict: opts.strict === true,
       });

@@ -67,6 +67,13 @@ export interface ServeOptions extends BrowserPolicy {
   strict?: boolean;
   /** Serve the built-in chat page at GET / when a text model is served (the page needs no key; its API calls do). Default true. */
   ui?: boolean;
+  /**
+   * Context shift (llama-server's --context-shift) for /v1 chat and text completions: a prompt past
+   * the context is cut (its BOS and the newest tokens kept), a generation that fills the context
+   * drops the oldest half after the BOS and goes on, so `max_tokens` is honoured past the context.
+   * Default false: a prompt that fills the context is a 400, `max_tokens` is capped by the room after it.
+   */
+  contextShift?: boolean;
 }
 
 /** One request as the access log tells it. */
@@ -187,7 +194,7 @@ export function createHandler(options: ServeOptions): ServeHandler {
       loadEmbedder,
     },
   );
-  const served: Served = { created: Math.floor(Date.now() / 1000), strict: options.strict === true, pool };
+  const served: Served = { created: Math.floor(Date.now() / 1000), strict: options.strict === true, contextShift: options.contextShift === true, pool };
   const pinnedText = options.model ? pool.loaded('text')[0] : undefined;
 
   const inFlight = new Set<AbortController>();
