@@ -1,61 +1,63 @@
 /**
  * weightmap: memory-mapped LLM weights and fast CPU inference.
  *
- *   import { readWeights, convert, loadModel, loadEmbedder } from 'weightmap';
+ *   import { readWeights, convert, loadModel, loadEmbedder, loadReranker } from 'weightmap';
  *
  * The exports a first token does not need (conversion, tokenizers built from data, embeddings,
- * Moondream, chat sessions, JSON schemas, the server, pipeline stages) load their modules when
+ * rerankers, Moondream, chat sessions, JSON schemas, the server, pipeline stages) load their modules when
  * first read (defineLazyExports): require('weightmap') loads 57 of lib's modules, not 135
  * (scripts/bench/ttft.js).
  */
-import { defineLazyExports } from './lazy';
-import type * as ChatSessionModule from './chat-session';
+import { defineLazyExports } from './base/lazy';
+import type * as ChatSessionModule from './models/chat-session';
 import type * as FromDataModule from './tokenizers/from-data';
 import type * as ConstrainModule from './constrain';
 import type * as ToolsModule from './tools';
-import type * as ConvertModule from './convert';
-import type * as DequantizeModule from './dequantize';
-import type * as EmbedderModule from './embedder';
-import type * as MoondreamModule from './moondream';
+import type * as ConvertModule from './formats/convert';
+import type * as DequantizeModule from './formats/dequantize';
+import type * as EmbedderModule from './models/embedder';
+import type * as RerankerModule from './models/reranker';
+import type * as MoondreamModule from './models/moondream';
 import type * as ServerModule from './server';
 import type * as StageServerModule from './pipeline/stage-server';
 
-export { AbortError, ConstraintError, DisposedError, UnsupportedError, WeightFormatError } from './errors';
-export type { ConstraintErrorCode, WeightFormatErrorCode, WeightFormatErrorDetails } from './errors';
-export { MappedSource, mapFile } from './mapping';
+export { AbortError, ConstraintError, DisposedError, UnsupportedError, WeightFormatError } from './base/errors';
+export type { ConstraintErrorCode, WeightFormatErrorCode, WeightFormatErrorDetails } from './base/errors';
+export { MappedSource, mapFile } from './base/mapping';
 export { detectFormat, formatModule, readWeights, writeWeights, FORMATS } from './formats';
 export type { FormatModule, ReadOptions, WriteOptions, WriteProgress } from './formats';
 export type { Probe } from './formats/types';
-export type { ConvertOptions, ConvertResult } from './convert';
-export { closeWeights, findTensor, numel, DTYPE_BYTES } from './weights';
-export type { DType, GgmlBlockDType, FormatName, ModelWeights, PlainDType, TensorView, TokenizerData } from './weights';
+export type { ConvertOptions, ConvertResult } from './formats/convert';
+export { closeWeights, findTensor, numel, DTYPE_BYTES } from './base/weights';
+export type { DType, GgmlBlockDType, FormatName, ModelWeights, PlainDType, TensorView, TokenizerData } from './base/weights';
 export type { Architecture, ModelConfig, UnknownConfig } from './architectures/model-config';
 export type { DecoderConfig } from './architectures/decoder';
 export type { TllmConfig } from './architectures/tllm';
-export type { BertConfig } from './architectures/bert';
+export type { BertClassifierConfig, BertConfig } from './architectures/bert';
 export type { MoondreamConfig } from './architectures/moondream';
 export { loadTokenizer, loadTokenizerSync } from './tokenizer-loading';
 export type { DecodeOptions, EncodeOptions, SpecialTokenIds, StreamDecoder, Tokenizer, TokenizerKind } from './tokenizers';
-export type { EmbedOptions, EmbedderInfo, EmbedderQuant, LoadEmbedderOptions, Pooling } from './embedder';
-export { Model, loadModel } from './model';
-export type { ChatOptions, ChatPrompt, KvCacheUsage, LoadModelOptions, ModelInfo } from './model';
-export type { AnswerOptions, EncodeImageOptions, ImageInput, RawImage } from './moondream';
-export type { ChatModel, ChatSessionOptions, PromptOptions } from './chat-session';
-export { startGeneration, StopStringFilter } from './generate';
-export type { TokenLogprob, ToolCallConstraint } from './generate';
-export type { GenerateOptions, GeneratedPiece, Generation, GenerationHost, LanguageSession, SessionLease, StepOptions, StopReason } from './generate';
-export type { ContextShiftOptions } from './context-shift';
-export { resolveSampling, SAMPLING_DEFAULTS } from './sampling';
-export type { ResolvedParams, ResolvedSampling, SamplingOptions } from './sampling';
-export { ajc1ChatTemplate, jinjaChatTemplate, qwen3ChatTemplate, splitThinking } from './chat';
-export type { Ajc1TemplateTexts, ChatMessage, ChatRenderOptions, ChatRole, ChatTemplate, JinjaTemplateTokens } from './chat';
+export type { EmbedOptions, EmbedderInfo, EmbedderQuant, LoadEmbedderOptions, Pooling } from './models/embedder';
+export type { LoadRerankerOptions, PairScores, PairTruncation, RankOptions, RankedDocument, RerankerInfo, ScoreActivation } from './models/reranker';
+export { Model, loadModel } from './models/model';
+export type { ChatOptions, ChatPrompt, KvCacheUsage, LoadModelOptions, ModelInfo } from './models/model';
+export type { AnswerOptions, EncodeImageOptions, ImageInput, RawImage } from './models/moondream';
+export type { ChatModel, ChatSessionOptions, PromptOptions } from './models/chat-session';
+export { startGeneration, StopStringFilter } from './generation/generate';
+export type { TokenLogprob, ToolCallConstraint } from './generation/generate';
+export type { GenerateOptions, GeneratedPiece, Generation, GenerationHost, LanguageSession, SessionLease, StepOptions, StopReason } from './generation/generate';
+export type { ContextShiftOptions } from './generation/context-shift';
+export { resolveSampling, SAMPLING_DEFAULTS } from './generation/sampling';
+export type { ResolvedParams, ResolvedSampling, SamplingOptions } from './generation/sampling';
+export { ajc1ChatTemplate, jinjaChatTemplate, qwen3ChatTemplate, splitThinking } from './generation/chat';
+export type { Ajc1TemplateTexts, ChatMessage, ChatRenderOptions, ChatRole, ChatTemplate, JinjaTemplateTokens } from './generation/chat';
 export type { JsonSchema } from './constrain';
 export type { ParsedReply, ToolCall, ToolCallFormat, ToolChatOptions, ToolChoice, ToolDefinition, ToolFamily } from './tools';
-export type { ToolChatLoopOptions, ToolChatResult, ToolHandlerContext, ToolWithHandler } from './tool-agent';
-export type { GenerationRequest, ScheduledGeneration, SchedulerLimits, AccessLogEntry, BrowserPolicy, ConnectionLimits, DrainOptions, ServeHandler, ServeOptions, ServerOptions, ServerMetrics, ModelMetrics, MetricsSource, WeightmapServer, ModelPool, ServedModelSpec, ServedKind, PoolListing, Lease, UnloadReason, Served, ServedTextModel, ServedEmbedder, AdmissionQueue } from './server';
+export type { ToolChatLoopOptions, ToolChatResult, ToolHandlerContext, ToolWithHandler } from './models/tool-agent';
+export type { GenerationRequest, ScheduledGeneration, SchedulerLimits, AccessLogEntry, BrowserPolicy, ConnectionLimits, DrainOptions, ServeHandler, ServeOptions, ServerOptions, ServerMetrics, ModelMetrics, MetricsSource, WeightmapServer, ModelPool, ServedModelSpec, ServedKind, PoolListing, Lease, UnloadReason, Served, ServedByKind, ServedTextModel, ServedEmbedder, ServedReranker, AdmissionQueue } from './server';
 export type { StageMetrics, StageObserver, StageRefusal } from './pipeline/stage-metrics';
-export { PipelineError } from './errors';
-export type { PipelineErrorCode } from './errors';
+export { PipelineError } from './base/errors';
+export type { PipelineErrorCode } from './base/errors';
 export type { StageOptions } from './pipeline/stage-server';
 export type { LayerRange } from './pipeline/layers';
 export type { StageInfo } from './pipeline/schema';
@@ -70,6 +72,9 @@ export declare const Embedder: typeof EmbedderModule.Embedder;
 export type Embedder = EmbedderModule.Embedder;
 export declare const loadEmbedder: typeof EmbedderModule.loadEmbedder;
 export declare const similarity: typeof EmbedderModule.similarity;
+export declare const Reranker: typeof RerankerModule.Reranker;
+export type Reranker = RerankerModule.Reranker;
+export declare const loadReranker: typeof RerankerModule.loadReranker;
 export declare const MoondreamModel: typeof MoondreamModule.MoondreamModel;
 export type MoondreamModel = MoondreamModule.MoondreamModel;
 export declare const loadMoondream: typeof MoondreamModule.loadMoondream;
@@ -91,16 +96,18 @@ export declare const StageServer: typeof StageServerModule.StageServer;
 export type StageServer = StageServerModule.StageServer;
 
 defineLazyExports(exports, {
-  convert: () => require('./convert') as typeof ConvertModule,
+  convert: () => require('./formats/convert') as typeof ConvertModule,
   tokenizerFromData: () => require('./tokenizers/from-data') as typeof FromDataModule,
   tokenizerFromDataAsync: () => require('./tokenizers/from-data') as typeof FromDataModule,
-  dequantize: () => require('./dequantize') as typeof DequantizeModule,
-  Embedder: () => require('./embedder') as typeof EmbedderModule,
-  loadEmbedder: () => require('./embedder') as typeof EmbedderModule,
-  similarity: () => require('./embedder') as typeof EmbedderModule,
-  MoondreamModel: () => require('./moondream') as typeof MoondreamModule,
-  loadMoondream: () => require('./moondream') as typeof MoondreamModule,
-  ChatSession: () => require('./chat-session') as typeof ChatSessionModule,
+  dequantize: () => require('./formats/dequantize') as typeof DequantizeModule,
+  Embedder: () => require('./models/embedder') as typeof EmbedderModule,
+  loadEmbedder: () => require('./models/embedder') as typeof EmbedderModule,
+  similarity: () => require('./models/embedder') as typeof EmbedderModule,
+  Reranker: () => require('./models/reranker') as typeof RerankerModule,
+  loadReranker: () => require('./models/reranker') as typeof RerankerModule,
+  MoondreamModel: () => require('./models/moondream') as typeof MoondreamModule,
+  loadMoondream: () => require('./models/moondream') as typeof MoondreamModule,
+  ChatSession: () => require('./models/chat-session') as typeof ChatSessionModule,
   compileJsonSchema: () => require('./constrain') as typeof ConstrainModule,
   prepareJsonSchema: () => require('./constrain') as typeof ConstrainModule,
   parseToolCalls: () => require('./tools') as typeof ToolsModule,

@@ -7,12 +7,13 @@
  * @packageDocumentation
  */
 export * from '../lib/index';
-export { convert } from '../lib/convert';
+export { convert } from '../lib/formats/convert';
 export { tokenizerFromData, tokenizerFromDataAsync } from '../lib/tokenizers/from-data';
-export { dequantize } from '../lib/dequantize';
-export { Embedder, loadEmbedder, similarity } from '../lib/embedder';
-export { MoondreamModel, loadMoondream } from '../lib/moondream';
-export { ChatSession } from '../lib/chat-session';
+export { dequantize } from '../lib/formats/dequantize';
+export { Embedder, loadEmbedder, similarity } from '../lib/models/embedder';
+export { Reranker, loadReranker } from '../lib/models/reranker';
+export { MoondreamModel, loadMoondream } from '../lib/models/moondream';
+export { ChatSession } from '../lib/models/chat-session';
 export { compileJsonSchema, prepareJsonSchema } from '../lib/constrain';
 export { detectToolFormat, parseToolCalls } from '../lib/tools';
 export { createHandler, createServer, ModelScheduler } from '../lib/server';

@@ -1,15 +1,14 @@
 #!/usr/bin/env node
-// Writes dist/binding.d.ts, the native addon's types, for the published declarations. lib/ imports
-// binding.d.ts as '../binding' (or '../../binding' from a subfolder), and dist/cjs/ sits where lib/
-// does one level down, so the same relative imports in the emitted declarations resolve to
-// dist/binding.d.ts; its own imports of './lib/...' become './cjs/...'.
+// Writes dist/cjs/base/binding.d.ts, the native addon's types, for the published declarations: tsc
+// emits no .d.ts it was given, and lib/ imports lib/base/binding.d.ts as '../base/binding' (from a
+// subfolder), which the emitted declarations under dist/cjs/ keep; its own relative imports stay
+// valid there because dist/cjs/ mirrors lib/.
 'use strict';
 require('./args').scriptArgs('copy-binding-types.js (no options; part of npm run build:ts)');
 const fs = require('node:fs');
 const path = require('node:path');
 
 const root = path.join(__dirname, '..');
-const source = fs.readFileSync(path.join(root, 'binding.d.ts'), 'utf8');
-const stray = source.match(/from '\.\.?\/(?!lib\/)[^']*'/);
-if (stray) throw new Error(`binding.d.ts: ${stray[0]} has no counterpart under dist/`);
-fs.writeFileSync(path.join(root, 'dist', 'binding.d.ts'), source.replace(/from '\.\/lib\//g, "from './cjs/"));
+const target = path.join(root, 'dist', 'cjs', 'base', 'binding.d.ts');
+fs.mkdirSync(path.dirname(target), { recursive: true });
+fs.copyFileSync(path.join(root, 'lib', 'base', 'binding.d.ts'), target);

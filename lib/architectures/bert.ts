@@ -22,6 +22,30 @@ export interface BertConfig {
   normalize: boolean;
 }
 
+/**
+ * BERT cross-encoders (HF BertForSequenceClassification: ms-marco-MiniLM and its kin): the
+ * encoder of BertConfig with a token type per token, then the head on the [CLS] row,
+ * classifier(tanh(pooler(h))), one logit per label. Rerankers score with one label.
+ */
+export interface BertClassifierConfig extends Omit<BertConfig, 'architecture' | 'pooling' | 'normalize'> {
+  architecture: 'bert-classifier';
+  /** Outputs of the classifier (config.json's id2label / num_labels; GGUF classifier.output_labels). */
+  numLabels: number;
+  /** The label names, in id order. */
+  labels: string[];
+  /**
+   * The head starts with pooler.dense + tanh: always in an HF checkpoint; llama.cpp's converter
+   * drops the pooler, so its GGUFs run the classifier on the [CLS] row directly (as llama.cpp does).
+   */
+  pooler: boolean;
+  /**
+   * What the checkpoint says turns the logit into its score (sentence-transformers'
+   * `activation_fn`, or the older `sbert_ce_default_activation_function`): 'sigmoid' or 'none';
+   * undefined where the file says nothing.
+   */
+  scoreActivation?: 'none' | 'sigmoid';
+}
+
 export const BERT_NAMES = {
   wordEmbeddings: 'embeddings.word_embeddings.weight',
   positionEmbeddings: 'embeddings.position_embeddings.weight',
@@ -46,6 +70,8 @@ export const BERT_NAMES = {
   outputNormBias: (l: number) => `encoder.layer.${l}.output.LayerNorm.bias`,
   pooler: 'pooler.dense.weight',
   poolerBias: 'pooler.dense.bias',
+  classifier: 'classifier.weight',
+  classifierBias: 'classifier.bias',
 } as const;
 
 export interface BertTensorSpec {
@@ -81,6 +107,16 @@ export function bertTensorSpecs(c: BertConfig): BertTensorSpec[] {
   }
   out.push(t(BERT_NAMES.pooler, [h, h], true), t(BERT_NAMES.poolerBias, [h], true));
   return out;
+}
+
+/** The cross-encoder's tensors: the encoder's, the pooler (required when the config has it) and the classifier. */
+export function bertClassifierTensorSpecs(c: BertClassifierConfig): BertTensorSpec[] {
+  const encoder = bertTensorSpecs({ ...c, architecture: 'bert', pooling: 'cls', normalize: false });
+  return [
+    ...encoder.map((t) => (t.optional ? { ...t, optional: !c.pooler } : t)),
+    { name: BERT_NAMES.classifier, shape: [c.numLabels, c.hiddenSize], optional: false },
+    { name: BERT_NAMES.classifierBias, shape: [c.numLabels], optional: false },
+  ];
 }
 
 /** An HF checkpoint key -> canonical name (`bert.` prefix and TF-era gamma/beta dropped); null: the MLM head and position ids. */

@@ -40,7 +40,7 @@ export interface DecoderVariant {
   hfClassPattern: RegExp;
   /** max_position_embeddings when config.json omits it (the transformers config class default). */
   hfDefaultMaxPositions: number;
-  /** The chat template used when the model brings none (lib/chat.ts). */
+  /** The chat template used when the model brings none (lib/generation/chat.ts). */
   defaultChatTemplate?: 'qwen3';
   /**
    * Gemma 3: RMSNorms after attention and after the FFN as well (post_attention_layernorm,

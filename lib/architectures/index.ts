@@ -8,14 +8,14 @@
  *     (TLLM, MOON, EMBD, sepweight, ajc1, llama2.c) has its own fixed layout in its reader,
  *   - its canonical tensor names and shapes (tensors), and how HF checkpoint keys map to them,
  *   - which engine runs it and which class loadModel / loadEmbedder wraps that engine in
- *     (lib/model.ts and lib/embedder.ts map these names to code),
+ *     (lib/models/model.ts and lib/models/embedder.ts map these names to code),
  *   - the positions one sequence may hold.
  *
  * A decoder variant is one entry of DECODER_VARIANTS (./decoder.ts): the entries here are made
  * from it, and formats and loaders ask this registry, never the name, what to do with a config.
  */
 import type { Architecture, ModelConfig } from './model-config';
-import { bertCheckpointName, bertTensorSpecs } from './bert';
+import { bertCheckpointName, bertClassifierTensorSpecs, bertTensorSpecs } from './bert';
 import { DECODER_VARIANTS, decoderCheckpointNames, decoderFusedParts, decoderTensorShapes, type DecoderArchitecture, type DecoderConfig, type FusedPart } from './decoder';
 import { moondreamCheckpointName, moondreamTensorSpecs } from './moondream';
 import { tllmTensorSpecs } from './tllm';
@@ -23,15 +23,20 @@ import { tllmTensorSpecs } from './tllm';
 export type Family = 'decoder' | 'gpt' | 'moondream' | 'bert';
 /** The engine (lib/engines/<engine>.ts over native/engines) that runs an architecture. */
 export type EngineName = 'decoder' | 'gpt' | 'moondream' | 'bert';
-/** The class that wraps the engine: Model and MoondreamModel (loadModel), Embedder (loadEmbedder). */
-export type ModelClassName = 'Model' | 'MoondreamModel' | 'Embedder';
+/** The class that wraps the engine: Model and MoondreamModel (loadModel), Embedder (loadEmbedder), Reranker (loadReranker). */
+export type ModelClassName = 'Model' | 'MoondreamModel' | 'Embedder' | 'Reranker';
 export type KnownArchitecture = Exclude<Architecture, 'unknown'>;
 
 export interface ArchitectureEntry<C extends ModelConfig = ModelConfig> {
   name: KnownArchitecture;
   family: Family;
   /** HF config.json: the `model_type` values that name it, and the `architectures` classes that do when model_type is absent. */
-  hf: { modelTypes: readonly string[]; classPattern?: RegExp };
+  hf: {
+    modelTypes: readonly string[];
+    classPattern?: RegExp;
+    /** Classes that name it whatever the model_type says: a head over another entry's model ("bert" + BertForSequenceClassification). */
+    classes?: readonly string[];
+  };
   engine: EngineName;
   modelClass: ModelClassName;
   /** Every tensor the model has, canonical name and [out,in] shape; optional ones (a tied head, BERT's pooler) marked. */
@@ -98,6 +103,16 @@ const ENTRIES: readonly ArchitectureEntry[] = [
     tensors: (c) => bertTensorSpecs(c),
     maxSeqLen: () => Infinity,
   }),
+  entry<Extract<ModelConfig, { architecture: 'bert-classifier' }>>({
+    name: 'bert-classifier',
+    family: 'bert',
+    hf: { modelTypes: [], classes: ['BertForSequenceClassification'] },
+    engine: 'bert',
+    modelClass: 'Reranker',
+    checkpointNames: () => bertCheckpointName,
+    tensors: (c) => bertClassifierTensorSpecs(c),
+    maxSeqLen: () => Infinity,
+  }),
 ];
 
 export const ARCHITECTURES: ReadonlyMap<string, ArchitectureEntry> = new Map(ENTRIES.map((e) => [e.name, e]));
@@ -107,8 +122,10 @@ export function architectureOf(config: ModelConfig): ArchitectureEntry | undefin
   return ARCHITECTURES.get(config.architecture);
 }
 
-/** Which architecture an HF config.json describes, from model_type, else from its `architectures` classes. */
+/** Which architecture an HF config.json describes: a head class (`hf.classes`), else model_type, else its `architectures` classes. */
 export function architectureOfHf(modelType: string | undefined, classes: readonly string[]): ArchitectureEntry | undefined {
+  const head = ENTRIES.find((e) => e.hf.classes?.some((c) => classes.includes(c)));
+  if (head) return head;
   if (modelType !== undefined) return ENTRIES.find((e) => e.hf.modelTypes.includes(modelType));
   return ENTRIES.find((e) => e.hf.classPattern !== undefined && classes.some((c) => e.hf.classPattern!.test(c)));
 }

@@ -1,8 +1,8 @@
 /**
- * ModelConfig: the config of any architecture, as ModelWeights carries it (lib/weights.ts). Each
+ * ModelConfig: the config of any architecture, as ModelWeights carries it (lib/base/weights.ts). Each
  * architecture's module defines its own; a new family adds its config to this union.
  */
-import type { BertConfig } from './bert';
+import type { BertClassifierConfig, BertConfig } from './bert';
 import type { DecoderConfig } from './decoder';
 import type { MoondreamConfig } from './moondream';
 import type { TllmConfig } from './tllm';
@@ -13,7 +13,7 @@ export interface UnknownConfig {
 }
 
 /** A model's configuration in weightmap's own vocabulary, one shape per architecture (`config.architecture` tells which). */
-export type ModelConfig = DecoderConfig | TllmConfig | BertConfig | MoondreamConfig | UnknownConfig;
+export type ModelConfig = DecoderConfig | TllmConfig | BertConfig | BertClassifierConfig | MoondreamConfig | UnknownConfig;
 
-/** The architecture name of a config: "llama", "qwen2", "qwen3", "mistral", "gemma3", "bert", "tllm", "moondream", or another for a config no engine runs. */
+/** The architecture name of a config: "llama", "qwen2", "qwen3", "mistral", "gemma3", "bert", "bert-classifier", "tllm", "moondream", or another for a config no engine runs. */
 export type Architecture = ModelConfig['architecture'];

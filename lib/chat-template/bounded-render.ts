@@ -7,7 +7,7 @@
  * runs past a bound (render-client.ts runs renders in a worker that ends such a step).
  */
 import type { Interpreter, Template } from '@huggingface/jinja';
-import { lazy } from '../lazy';
+import { lazy } from '../base/lazy';
 import { ChatTemplateError, TEMPLATE_BUDGET, type TemplateBudget } from './budget';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports

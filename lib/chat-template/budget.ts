@@ -4,7 +4,7 @@
  * (bounded-render.ts counts and checks them as it goes; render-client.ts runs it in a worker that
  * is ended past the time, with a memory limit). One source for each bound.
  */
-import { UnsupportedError } from '../errors';
+import { UnsupportedError } from '../base/errors';
 
 export const TEMPLATE_BUDGET = {
   /** Characters of template source (real chat templates are a few KB, tool-heavy ones some tens). */

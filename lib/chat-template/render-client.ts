@@ -7,7 +7,7 @@
  */
 import * as nodePath from 'node:path';
 import type { Worker } from 'node:worker_threads';
-import { startModuleWorker } from '../worker-boot';
+import { startModuleWorker } from '../base/worker-boot';
 import { ChatTemplateError, TEMPLATE_BUDGET, type TemplateBudget } from './budget';
 import type { RenderReply, RenderRequest } from './protocol';
 

@@ -4,7 +4,7 @@
  * stops generation: exit code 130 or 143.
  */
 import { InvalidArgumentError, type Command } from 'commander';
-import { loadMoondream } from '../moondream';
+import { loadMoondream } from '../models/moondream';
 import { printGeneration } from './generate';
 import { addModelOptions, addSamplingOptions, modelOptions, samplingOptions } from './model-options';
 import { existingPath, interruptible, intOption } from './run-command';

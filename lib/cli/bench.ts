@@ -5,10 +5,10 @@
  * Lengths left at their defaults shrink to fit a model with a shorter context (said on stderr).
  */
 import type { Command } from 'commander';
-import { loadModel, type Model } from '../model';
+import { loadModel, type Model } from '../models/model';
 import { addModelOptions, modelOptions } from './model-options';
 import { existingPath, interruptible, intOption } from './run-command';
-import { rangeError } from '../errors';
+import { rangeError } from '../base/errors';
 
 export interface BenchStats {
   median: number;

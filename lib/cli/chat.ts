@@ -7,9 +7,9 @@
  */
 import * as readline from 'node:readline';
 import type { Command } from 'commander';
-import type { ChatMessage } from '../chat';
-import { AbortError } from '../errors';
-import { loadModel } from '../model';
+import type { ChatMessage } from '../generation/chat';
+import { AbortError } from '../base/errors';
+import { loadModel } from '../models/model';
 import { writeOut } from './generate';
 import { addModelOptions, addSamplingOptions, modelOptions, samplingOptions } from './model-options';
 import { existingPath, interruptible, intOption, whenInterrupted } from './run-command';

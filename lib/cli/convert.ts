@@ -5,10 +5,10 @@
  */
 import { SingleBar, Presets } from 'cli-progress';
 import type { Command } from 'commander';
-import { convert } from '../convert';
+import { convert } from '../formats/convert';
 import { FORMATS } from '../formats';
 import type { WriteProgress } from '../formats/types';
-import type { FormatName } from '../weights';
+import type { FormatName } from '../base/weights';
 import { choiceOption, existingPath, interruptible, intOption } from './run-command';
 
 const READABLE: FormatName[] = FORMATS.map((f) => f.name);

@@ -5,7 +5,7 @@
 import * as readline from 'node:readline';
 import type { Command } from 'commander';
 import { EMBEDDER_QUANTS, type EmbedderQuant } from '../engines/bert';
-import { loadEmbedder, type Embedder, type EmbedOptions } from '../embedder';
+import { loadEmbedder, type Embedder, type EmbedOptions } from '../models/embedder';
 import { choiceOption, existingPath, interruptible, intOption, threadsOption, whenInterrupted } from './run-command';
 
 /** The shortest decimal that reads back to the same float32 (as the fixtures write them). */

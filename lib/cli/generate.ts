@@ -3,9 +3,9 @@
  * '-' reads it from stdin). SIGINT (Ctrl-C) or SIGTERM stops generation: exit code 130 or 143.
  */
 import type { Command } from 'commander';
-import { AbortError } from '../errors';
-import type { Generation } from '../generate';
-import { loadModel } from '../model';
+import { AbortError } from '../base/errors';
+import type { Generation } from '../generation/generate';
+import { loadModel } from '../models/model';
 import { addModelOptions, addSamplingOptions, modelOptions, samplingOptions } from './model-options';
 import { existingPath, interruptible, intOption, whenInterrupted } from './run-command';
 

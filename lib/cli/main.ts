@@ -3,7 +3,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Command, CommanderError } from 'commander';
-import { packageRoot } from '../native';
+import { packageRoot } from '../base/native';
 import { registerAnswer } from './answer';
 import { registerBench } from './bench';
 import { registerChat } from './chat';
@@ -11,6 +11,7 @@ import { registerConvert } from './convert';
 import { registerEmbed } from './embed';
 import { registerGenerate } from './generate';
 import { registerInspect } from './inspect';
+import { registerRerank } from './rerank';
 import { registerServe } from './serve';
 import { registerStage } from './stage';
 import { EXIT_USAGE } from './run-command';
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
   registerInspect(program);
   registerConvert(program);
   registerEmbed(program);
+  registerRerank(program);
   registerGenerate(program);
   registerChat(program);
   registerBench(program);

@@ -1,7 +1,7 @@
 /** Options shared by the commands that load a model and sample from it (generate, chat, bench). */
 import type { Command } from 'commander';
-import type { LoadModelOptions } from '../model';
-import { SAMPLING_DEFAULTS, type SamplingOptions } from '../sampling';
+import type { LoadModelOptions } from '../models/model';
+import { SAMPLING_DEFAULTS, type SamplingOptions } from '../generation/sampling';
 import { InvalidArgumentError } from 'commander';
 import { existingPath, intOption, numberOption, threadsOption } from './run-command';
 

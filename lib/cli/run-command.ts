@@ -11,7 +11,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { CommanderError, InvalidArgumentError } from 'commander';
-import { AbortError, ConstraintError, NoTokenizerError, OutputIsInputError, SidecarConflictError, UnsupportedError, WeightFormatError } from '../errors';
+import { AbortError, ConstraintError, NoTokenizerError, OutputIsInputError, SidecarConflictError, UnsupportedError, WeightFormatError } from '../base/errors';
 import { removeTemporariesSync } from '../formats/output-files';
 
 export const EXIT_FAILURE = 1;

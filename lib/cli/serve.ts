@@ -1,6 +1,6 @@
 /**
- * `weightmap serve [MODEL] [--embedder MODEL] [--models DIR] [--host 127.0.0.1] [--port 8080] [--api-key KEY]`:
- * the OpenAI-compatible server (lib/server; docs/serving.md). MODEL and --embedder are loaded at
+ * `weightmap serve [MODEL] [--embedder MODEL] [--reranker MODEL] [--models DIR] [--host 127.0.0.1] [--port 8080] [--api-key KEY]`:
+ * the OpenAI-compatible server (lib/server; docs/serving.md). MODEL, --embedder and --reranker are loaded at
  * start and stay; the models of --models DIR load on their first request and unload after
  * --keep-alive idle, or least recently used first past --max-loaded / --max-loaded-bytes. Prints the address it is bound to
  * (port 0: the port the system picked); SIGTERM or SIGINT stop it once the requests in flight are
@@ -10,9 +10,10 @@
  */
 import type { AddressInfo } from 'node:net';
 import { InvalidArgumentError, type Command } from 'commander';
-import { loadEmbedder, type Embedder } from '../embedder';
-import { loadModel } from '../model';
-import { isLoopback } from '../loopback';
+import { loadEmbedder, type Embedder } from '../models/embedder';
+import { loadModel } from '../models/model';
+import { loadReranker, type Reranker } from '../models/reranker';
+import { isLoopback } from '../base/loopback';
 import { createServer } from '../server';
 import { CONNECTION_DEFAULTS } from '../server/connections';
 import { SERVE_DEFAULTS, type AccessLogEntry } from '../server/handler';
@@ -55,9 +56,10 @@ function collect(value: string, previous: string[] = []): string[] {
 export function registerServe(program: Command): void {
   const command = program
     .command('serve')
-    .description('serve a model over an OpenAI-compatible HTTP API (chat, completions, embeddings)')
+    .description('serve a model over an OpenAI-compatible HTTP API (chat, completions, embeddings, rerank)')
     .argument('[model]', 'weight file or folder of a text model, loaded at start and kept')
     .option('--embedder <model>', 'an embedding model to serve at /v1/embeddings, loaded at start and kept')
+    .option('--reranker <model>', 'a cross-encoder to serve at /v1/rerank (and /rerank), loaded at start and kept')
     .option('--models <dir>', "a folder of models (files or folders), each loaded on its first request by its name")
     .option('--max-loaded <n>', `models loaded at once, past it the least recently used idle one is unloaded (default ${POOL_DEFAULTS.maxLoaded})`, intOption(1))
     .option('--max-loaded-bytes <n>', 'weight bytes loaded at once (default: no bound)', intOption(1))
@@ -87,21 +89,24 @@ export function registerServe(program: Command): void {
       if (!isLoopback(host) && apiKey === undefined && !opts.insecureNoAuth) {
         throw new InvalidArgumentError(`refusing to listen on ${host} without an API key: pass --api-key KEY (or set WEIGHTMAP_API_KEY), listen on 127.0.0.1, or pass --insecure-no-auth`);
       }
-      if (modelPath === undefined && opts.embedder === undefined && opts.models === undefined) {
-        throw new InvalidArgumentError('nothing to serve: name a MODEL, --embedder MODEL or --models DIR');
+      if (modelPath === undefined && opts.embedder === undefined && opts.reranker === undefined && opts.models === undefined) {
+        throw new InvalidArgumentError('nothing to serve: name a MODEL, --embedder MODEL, --reranker MODEL or --models DIR');
       }
       const embedderOptions = opts.threads !== undefined ? { threads: opts.threads as number } : {};
-      const folder = opts.models !== undefined ? await listModelsFolder(opts.models as string, { text: modelOptions(opts), embedding: embedderOptions }) : undefined;
+      const folder = opts.models !== undefined ? await listModelsFolder(opts.models as string, { text: modelOptions(opts), embedding: embedderOptions, rerank: embedderOptions }) : undefined;
       for (const { path, reason } of folder?.skipped ?? []) process.stderr.write(`weightmap serve: passing over ${path}: ${reason}\n`);
-      if (folder !== undefined && folder.models.length === 0 && modelPath === undefined && opts.embedder === undefined) {
+      if (folder !== undefined && folder.models.length === 0 && modelPath === undefined && opts.embedder === undefined && opts.reranker === undefined) {
         throw new InvalidArgumentError(`${opts.models}: no model weightmap can serve in this folder`);
       }
       const model = modelPath !== undefined ? await loadModel(modelPath, modelOptions(opts)) : undefined;
       let embedder: Embedder | undefined;
       if (opts.embedder !== undefined) embedder = await loadEmbedder(opts.embedder as string, embedderOptions);
+      let reranker: Reranker | undefined;
+      if (opts.reranker !== undefined) reranker = await loadReranker(opts.reranker as string, embedderOptions);
       const server = createServer({
         model,
         embedder,
+        reranker,
         models: folder?.models,
         maxLoaded: opts.maxLoaded as number | undefined,
         maxLoadedBytes: opts.maxLoadedBytes as number | undefined,
@@ -143,6 +148,7 @@ export function registerServe(program: Command): void {
       await server.drain({ timeoutMs: drainTimeoutS * 1000 });
       model?.dispose();
       embedder?.dispose();
+      reranker?.dispose();
     }),
   );
 }

@@ -24,8 +24,13 @@ export interface GrammarNode {
   step(sub: number, byte: number): number | Push;
   /** True when the value is complete at `sub` (it may still grow, as a number does). */
   accepting(sub: number): boolean;
-  /** True at the sub-state inside a string where any plain character keeps the sub-state (the mask's fast path). */
-  isStringContent?(sub: number): boolean;
+  /**
+   * True at a sub-state inside a string's content from which any run of at most `slack` plain
+   * characters (and escapes) is taken, after which the string may close, just as from this
+   * sub-state: the mask's fast path (a plain string: always; a constrained one where its pattern
+   * and lengths leave every such run open).
+   */
+  isStringContent?(sub: number, slack?: number): boolean;
 }
 
 /**

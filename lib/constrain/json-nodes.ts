@@ -4,7 +4,7 @@
  * unions told apart by their first byte. Whitespace between tokens is allowed in runs of at most
  * MAX_WHITESPACE bytes, so a constrained generation cannot stall in whitespace.
  */
-import { ConstraintError } from '../errors';
+import { ConstraintError } from '../base/errors';
 import { REJECT, type GrammarNode, type Push } from './automaton';
 import type { ByteTrie } from './byte-trie';
 
@@ -142,7 +142,7 @@ export class NumberNode implements GrammarNode {
   readonly start = N_START;
   constructor(
     ids: NodeIds,
-    private readonly integer: boolean,
+    readonly integer: boolean,
   ) {
     this.id = ids.take();
   }

@@ -1,43 +1,87 @@
 /**
  * JSON Schema → a grammar (lib/constrain/json-nodes.ts) whose every complete text validates
- * against the schema. Supported: type (one or several), enum, const, properties + required
- * (written in declared order; undeclared properties never appear), items, minItems, maxItems,
- * anyOf / oneOf whose alternatives start with different bytes, and the empty schema (any JSON).
- * Keywords that constrain what this grammar cannot enforce (pattern, minLength, minimum, $ref, ...)
- * raise UnsupportedError instead of being ignored. A schema past the bounds of lib/constrain/limits.ts
- * (nodes, literal bytes, depth) raises ConstraintError naming the bound. The compiler is a generator
- * that yields between small steps (lib/constrain/slices.ts): compileJsonSchemaSteps runs in slices.
+ * against the schema, and that writes every valid value within the bounds. Supported (the table in
+ * docs/server.md): type (one or several), enum / const (of any JSON values, filtered by the
+ * keywords beside them), properties + required (written in declared order; undeclared properties
+ * never appear), items, minItems / maxItems, minLength / maxLength, pattern (the subset of
+ * lib/constrain/regex-parse.ts), format (lib/constrain/formats.ts), minimum / maximum /
+ * exclusiveMinimum / exclusiveMaximum (lib/constrain/numeric-range-node.ts), anyOf / oneOf (oneOf
+ * as anyOf: alternatives whose first bytes differ, or that merge: literals into one set, strings
+ * a plain string subsumes, patterns into one alternation, numbers into number), nullable, local
+ * $ref (recursive ones unrolled until values would nest past maxDepth), and the empty schema (any
+ * JSON). Keywords that constrain what this grammar cannot enforce (multipleOf, allOf, uniqueItems,
+ * a schema for additionalProperties, ...) raise UnsupportedError instead of being ignored. A schema
+ * past the bounds of lib/constrain/limits.ts (nodes, literal bytes, depth, automaton states)
+ * raises ConstraintError naming the bound. The compiler is a generator that yields between small
+ * steps (lib/constrain/slices.ts): compileJsonSchemaSteps runs in slices.
  */
-import { ConstraintError, UnsupportedError } from '../errors';
-import type { GrammarNode } from './automaton';
+import { ConstraintError, UnsupportedError } from '../base/errors';
+import { advanceBytes, isComplete, startState, type GrammarNode } from './automaton';
 import { ByteTrie } from './byte-trie';
+import { intersectDfa, PatternBudget, regexDfa, type CharDfa } from './char-dfa';
+import { CharConstraint, CharStringNode } from './char-string-node';
+import { FORMAT_PATTERNS } from './formats';
 import { ArrayNode, FreeObjectNode, LiteralNode, NodeIds, NumberNode, ObjectNode, StringNode, UnionNode } from './json-nodes';
 import { SCHEMA_LIMITS, type SchemaLimits } from './limits';
+import { NumericRangeNode } from './numeric-range-node';
+import { literalRegex, parseRegex, type Regex } from './regex-parse';
+import { resolvePointer } from './schema-pointer';
 import { toEnd } from './slices';
 
 /** A JSON schema for `jsonSchema` / `response_format`; the supported subset is listed in docs/server.md, other keywords are an UnsupportedError. */
 export type JsonSchema = boolean | { [keyword: string]: unknown };
 
-/** Keywords that describe without constraining. */
-const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', '$schema', '$id', '$comment', 'deprecated', 'readOnly', 'writeOnly']);
-const HANDLED = new Set(['type', 'enum', 'const', 'properties', 'required', 'additionalProperties', 'items', 'minItems', 'maxItems', 'anyOf', 'oneOf']);
+/** Keywords that describe without constraining ($defs / definitions hold what $ref points to). */
+const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', '$schema', '$id', '$comment', 'deprecated', 'readOnly', 'writeOnly', '$defs', 'definitions', 'markdownDescription']);
+const STRING_KEYWORDS = ['minLength', 'maxLength', 'pattern', 'format'] as const;
+const NUMBER_KEYWORDS = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'] as const;
+const HANDLED = new Set([
+  'type', 'enum', 'const', 'properties', 'required', 'additionalProperties', 'items', 'minItems', 'maxItems', 'anyOf', 'oneOf', '$ref', 'nullable',
+  ...STRING_KEYWORDS,
+  ...NUMBER_KEYWORDS,
+]);
 const TYPES = ['string', 'number', 'integer', 'boolean', 'null', 'object', 'array'];
 /** Bounds the grammar's size (a count past it is a schema this grammar was not made for). */
 const MAX_ITEMS_BOUND = 4096;
+/** Bounds string lengths (a count past it is refused). */
+const MAX_LENGTH_BOUND = 1 << 24;
 /** Enum values turned into text between two yields. */
 const VALUES_PER_STEP = 1024;
 
 type Steps<T> = Generator<void, T>;
+/** A compiled value, or null when the schema admits no value within the bounds (a recursion cut at maxDepth, an empty range). */
+type Compiled = GrammarNode | null;
 
 const utf8 = (text: string) => Buffer.from(text, 'utf8');
+
+/** Thrown when a value inside a recursive $ref would nest past maxDepth: that reference then admits no value. */
+class RecursionCut extends Error {}
+
+/** What a constrained string alternative was made of, so that alternatives can merge. */
+interface StringSpec {
+  readonly regex: Regex | null;
+  readonly min: number;
+  readonly max: number;
+}
 
 class SchemaCompiler {
   readonly ids: NodeIds;
   private any: UnionNode | undefined;
   private literalBytes = 0;
+  private readonly patterns: PatternBudget;
+  /** The document the current schema's $refs resolve in. */
+  private root: unknown;
+  /** Compiled $ref targets by depth; in progress: undefined in the map. */
+  private readonly refs = new Map<unknown, Map<number, Compiled | undefined>>();
+  /** Recursive $refs being compiled (a value too deep below one cuts the recursion there). */
+  private recursing = 0;
+  /** The texts of each literal node, and the makings of each constrained string (for merging alternatives). */
+  private readonly literalTexts = new Map<GrammarNode, Uint8Array[]>();
+  private readonly stringSpecs = new Map<GrammarNode, StringSpec>();
 
   constructor(private readonly limits: SchemaLimits) {
     this.ids = new NodeIds(limits.maxNodes);
+    this.patterns = new PatternBudget(limits.maxPatternStates);
   }
 
   fail(path: string, message: string): never {
@@ -47,6 +91,7 @@ class SchemaCompiler {
   /** `depth`: the level the value sits at (the root's is 1); values deeper than maxDepth could never be written. */
   private checkDepth(depth: number, path: string): void {
     if (depth > this.limits.maxDepth) {
+      if (this.recursing > 0) throw new RecursionCut();
       throw new ConstraintError('SCHEMA_TOO_DEEP', `jsonSchema${path}: values nest deeper than ${this.limits.maxDepth} levels (maxDepth)`, 'maxDepth');
     }
   }
@@ -62,58 +107,110 @@ class SchemaCompiler {
     }
   }
 
-  *compile(schema: unknown, path: string, depth: number): Steps<GrammarNode> {
+  /** A whole schema document: its grammar, an UnsupportedError when it admits no value. */
+  *compileRoot(schema: unknown, path: string, depth: number): Steps<GrammarNode> {
+    this.root = schema;
+    const node = yield* this.compile(schema, path, depth);
+    if (node === null) this.fail(path, schema === false ? 'the schema false admits no value' : `the schema admits no value (within ${this.limits.maxDepth} levels of nesting)`);
+    return node;
+  }
+
+  *compile(schema: unknown, path: string, depth: number): Steps<Compiled> {
     yield;
     this.checkDepth(depth, path);
     if (schema === true) return this.anyValue(depth, path);
-    if (schema === false) this.fail(path, 'the schema false admits no value');
+    if (schema === false) return null;
     if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) this.fail(path, 'a schema must be an object or a boolean');
     const s = schema as Record<string, unknown>;
     for (const keyword of Object.keys(s)) {
       if (!HANDLED.has(keyword) && !ANNOTATIONS.has(keyword)) this.fail(`${path}.${keyword}`, `the keyword ${keyword} is not supported in constrained output`);
     }
-    if ('const' in s) return yield* this.literals([s.const], path);
-    if (s.enum !== undefined) {
-      if (!Array.isArray(s.enum) || s.enum.length === 0) this.fail(`${path}.enum`, 'enum must be a non-empty array');
-      return yield* this.literals(s.enum, `${path}.enum`);
+    if (s.$ref !== undefined) return yield* this.ref(s, path, depth);
+    if (s.nullable === true) {
+      if (s.type === undefined || s.enum !== undefined || s.const !== undefined) this.fail(`${path}.nullable`, 'nullable is supported beside type only');
+      const { nullable: _, ...rest } = s;
+      const types = Array.isArray(s.type) ? s.type : [s.type];
+      return yield* this.compile({ ...rest, type: types.includes('null') ? types : [...types, 'null'] }, path, depth);
     }
+    if (s.nullable !== undefined && typeof s.nullable !== 'boolean') this.fail(`${path}.nullable`, 'nullable must be a boolean');
+    if ('const' in s || s.enum !== undefined) return yield* this.literalsOf(s, path, depth);
     for (const keyword of ['anyOf', 'oneOf'] as const) {
       if (s[keyword] === undefined) continue;
+      if (s.anyOf !== undefined && s.oneOf !== undefined) this.fail(path, 'anyOf beside oneOf is not supported');
       const alternatives = s[keyword];
       if (!Array.isArray(alternatives) || alternatives.length === 0) this.fail(`${path}.${keyword}`, `${keyword} must be a non-empty array`);
-      if (s.type !== undefined) this.fail(path, `type beside ${keyword} is not supported`);
-      const nodes: GrammarNode[] = [];
+      const others = Object.keys(s).filter((k) => k !== keyword && !ANNOTATIONS.has(k));
+      if (others.length > 0) this.fail(path, `${others[0]} beside ${keyword} is not supported`);
+      const nodes: Compiled[] = [];
       for (let i = 0; i < alternatives.length; i++) nodes.push(yield* this.compile(alternatives[i], `${path}.${keyword}[${i}]`, depth + 1));
-      return this.union(nodes, `${path}.${keyword}`);
+      return yield* this.union(nodes, `${path}.${keyword}`);
     }
-    const type = s.type;
-    if (type === undefined) {
-      if (s.properties !== undefined || s.required !== undefined) return yield* this.object(s, path, depth);
-      if (s.items !== undefined) return yield* this.array(s, path, depth);
-      return this.anyValue(depth, path);
-    }
+    const type = s.type ?? this.inferredType(s, path);
+    if (type === undefined) return this.anyValue(depth, path);
     if (Array.isArray(type)) {
       if (type.length === 0) this.fail(`${path}.type`, 'type must not be an empty array');
-      const nodes: GrammarNode[] = [];
+      const nodes: Compiled[] = [];
       for (let i = 0; i < type.length; i++) nodes.push(yield* this.typed(type[i], s, `${path}.type[${i}]`, path, depth + 1));
-      return this.union(nodes, `${path}.type`);
+      return yield* this.union(nodes, `${path}.type`);
     }
     return yield* this.typed(type, s, `${path}.type`, path, depth);
   }
 
-  private *typed(type: unknown, s: Record<string, unknown>, typePath: string, path: string, depth: number): Steps<GrammarNode> {
+  /** The type that keywords without `type` imply (JSON Schema lets other types pass: this grammar writes the one they constrain). */
+  private inferredType(s: Record<string, unknown>, path: string): string | undefined {
+    const kinds = new Set<string>();
+    if (s.properties !== undefined || s.required !== undefined || s.additionalProperties !== undefined) kinds.add('object');
+    if (s.items !== undefined || s.minItems !== undefined || s.maxItems !== undefined) kinds.add('array');
+    if (STRING_KEYWORDS.some((k) => s[k] !== undefined)) kinds.add('string');
+    if (NUMBER_KEYWORDS.some((k) => s[k] !== undefined)) kinds.add('number');
+    if (kinds.size > 1) this.fail(path, `keywords of several types (${[...kinds].join(', ')}) without a type are not supported`);
+    return kinds.values().next().value;
+  }
+
+  private *ref(s: Record<string, unknown>, path: string, depth: number): Steps<Compiled> {
+    const others = Object.keys(s).filter((k) => k !== '$ref' && !ANNOTATIONS.has(k));
+    if (others.length > 0) this.fail(path, `${others[0]} beside $ref is not supported`);
+    const target = resolvePointer(this.root, s.$ref, `jsonSchema${path}.$ref`);
+    let byDepth = this.refs.get(target);
+    if (byDepth === undefined) {
+      byDepth = new Map();
+      this.refs.set(target, byDepth);
+    }
+    if (byDepth.has(depth)) {
+      const done = byDepth.get(depth);
+      if (done === undefined) this.fail(`${path}.$ref`, `the reference ${JSON.stringify(s.$ref)} refers back to itself without nesting a value`);
+      return done;
+    }
+    // A reference met again below itself is recursive: past maxDepth it admits no value instead of failing.
+    const recursive = byDepth.size > 0;
+    byDepth.set(depth, undefined);
+    let node: Compiled;
+    if (recursive) this.recursing++;
+    try {
+      node = yield* this.compile(target, `${path}.$ref`, depth);
+    } catch (error) {
+      if (!(recursive && error instanceof RecursionCut)) throw error;
+      node = null;
+    } finally {
+      if (recursive) this.recursing--;
+    }
+    byDepth.set(depth, node);
+    return node;
+  }
+
+  private *typed(type: unknown, s: Record<string, unknown>, typePath: string, path: string, depth: number): Steps<Compiled> {
     this.checkDepth(depth, path);
     if (typeof type !== 'string' || !TYPES.includes(type)) this.fail(typePath, `type must be one of ${TYPES.join(', ')}`);
     switch (type) {
       case 'string':
-        return new StringNode(this.ids);
+        return yield* this.string(s, path);
       case 'number':
       case 'integer':
-        return new NumberNode(this.ids, type === 'integer');
+        return yield* this.number(s, path, type === 'integer');
       case 'boolean':
-        return new LiteralNode(this.ids, yield* ByteTrie.build([utf8('true'), utf8('false')]));
+        return yield* this.literalNode([utf8('true'), utf8('false')]);
       case 'null':
-        return new LiteralNode(this.ids, yield* ByteTrie.build([utf8('null')]));
+        return yield* this.literalNode([utf8('null')]);
       case 'object':
         return yield* this.object(s, path, depth);
       default:
@@ -121,31 +218,162 @@ class SchemaCompiler {
     }
   }
 
-  private *literals(values: unknown[], path: string): Steps<GrammarNode> {
+  private *literalNode(texts: Uint8Array[]): Steps<GrammarNode> {
+    const node = new LiteralNode(this.ids, yield* ByteTrie.build(texts));
+    this.literalTexts.set(node, texts);
+    return node;
+  }
+
+  /** enum / const, each value kept when the keywords beside it accept it (judged by their own grammar). */
+  private *literalsOf(s: Record<string, unknown>, path: string, depth: number): Steps<Compiled> {
+    let values: unknown[];
+    let at: string;
+    if ('const' in s) {
+      if (s.enum !== undefined) this.fail(path, 'enum beside const is not supported');
+      values = [s.const];
+      at = `${path}.const`;
+    } else {
+      if (!Array.isArray(s.enum) || s.enum.length === 0) this.fail(`${path}.enum`, 'enum must be a non-empty array');
+      values = s.enum;
+      at = `${path}.enum`;
+    }
     const texts: Uint8Array[] = [];
     for (let i = 0; i < values.length; i++) {
       if (i % VALUES_PER_STEP === VALUES_PER_STEP - 1) yield;
       const text = JSON.stringify(values[i]);
-      if (text === undefined) this.fail(`${path}[${i}]`, 'not a JSON value');
-      this.countLiteralBytes(text.length, path); // a lower bound of the UTF-8 length: no buffer for a text past the bound
+      if (text === undefined) this.fail(`${at}[${i}]`, 'not a JSON value');
+      this.countLiteralBytes(text.length, at); // a lower bound of the UTF-8 length: no buffer for a text past the bound
       const bytes = utf8(text);
-      this.countLiteralBytes(bytes.length - text.length, path);
+      this.countLiteralBytes(bytes.length - text.length, at);
       texts.push(bytes);
     }
-    return new LiteralNode(this.ids, yield* ByteTrie.build(texts));
+    const { const: _c, enum: _e, ...rest } = s;
+    if (Object.keys(rest).some((k) => !ANNOTATIONS.has(k))) {
+      // The keywords beside: a value stays when their grammar takes its text.
+      const beside = yield* this.compile(rest, path, depth);
+      const kept = beside === null ? [] : texts.filter((t) => {
+        const end = advanceBytes(startState(beside), t);
+        return end !== null && isComplete(end);
+      });
+      return kept.length === 0 ? null : yield* this.literalNode(kept);
+    }
+    return yield* this.literalNode(texts);
   }
 
-  private union(alternatives: GrammarNode[], path: string): GrammarNode {
-    if (alternatives.length === 1) return alternatives[0];
+  private count(s: Record<string, unknown>, keyword: string, path: string, bound: number): number | undefined {
+    const v = s[keyword];
+    if (v === undefined) return undefined;
+    if (!Number.isInteger(v) || (v as number) < 0 || (v as number) > bound) this.fail(`${path}.${keyword}`, `${keyword} must be an integer in [0, ${bound}]`);
+    return v as number;
+  }
+
+  private *string(s: Record<string, unknown>, path: string): Steps<Compiled> {
+    const min = this.count(s, 'minLength', path, MAX_LENGTH_BOUND) ?? 0;
+    const max = this.count(s, 'maxLength', path, MAX_LENGTH_BOUND) ?? Infinity;
+    let regex: Regex | null = null;
+    let dfa: CharDfa | null = null;
+    if (s.pattern !== undefined) {
+      if (typeof s.pattern !== 'string') this.fail(`${path}.pattern`, 'pattern must be a string');
+      regex = parseRegex(s.pattern, `jsonSchema${path}.pattern`);
+      dfa = yield* regexDfa(regex, this.patterns, `jsonSchema${path}.pattern`);
+    }
+    if (s.format !== undefined) {
+      const source = typeof s.format === 'string' ? FORMAT_PATTERNS[s.format] : undefined;
+      if (source === undefined) this.fail(`${path}.format`, `the format ${JSON.stringify(s.format)} is not supported in constrained output (supported: ${Object.keys(FORMAT_PATTERNS).join(', ')})`);
+      const formatRegex = parseRegex(source, `jsonSchema${path}.format`);
+      const formatDfa = yield* regexDfa(formatRegex, this.patterns, `jsonSchema${path}.format`);
+      if (dfa === null) {
+        regex = formatRegex;
+        dfa = formatDfa;
+      } else {
+        regex = null; // an intersection: no regex to merge with
+        dfa = yield* intersectDfa(dfa, formatDfa, this.patterns, `jsonSchema${path}.format`);
+      }
+    }
+    if (max < min) return null;
+    if (dfa === null && min === 0 && max === Infinity) return new StringNode(this.ids);
+    const chars = yield* CharConstraint.build(dfa, min, max, this.patterns, `jsonSchema${path}`);
+    const node = new CharStringNode(this.ids, chars);
+    if (!node.admitsSome) return null;
+    // A pattern or format alone can merge with other alternatives (an intersection or a length cannot).
+    if (regex !== null && min === 0 && max === Infinity) this.stringSpecs.set(node, { regex, min, max });
+    return node;
+  }
+
+  private bound(s: Record<string, unknown>, keyword: string, path: string): number | undefined {
+    const v = s[keyword];
+    if (v === undefined) return undefined;
+    if (typeof v !== 'number' || !Number.isFinite(v)) this.fail(`${path}.${keyword}`, `${keyword} must be a finite number (draft 4's boolean exclusive bounds are not supported)`);
+    return v;
+  }
+
+  private *number(s: Record<string, unknown>, path: string, integer: boolean): Steps<Compiled> {
+    const minimum = this.bound(s, 'minimum', path);
+    const maximum = this.bound(s, 'maximum', path);
+    const exMin = this.bound(s, 'exclusiveMinimum', path);
+    const exMax = this.bound(s, 'exclusiveMaximum', path);
+    if (minimum === undefined && maximum === undefined && exMin === undefined && exMax === undefined) return new NumberNode(this.ids, integer);
+    // The tighter of each pair (an exclusive bound equal to an inclusive one is the tighter).
+    let min = -Infinity;
+    let exclusiveMin = false;
+    if (minimum !== undefined) min = minimum;
+    if (exMin !== undefined && exMin >= min) [min, exclusiveMin] = [exMin, true];
+    let max = Infinity;
+    let exclusiveMax = false;
+    if (maximum !== undefined) max = maximum;
+    if (exMax !== undefined && exMax <= max) [max, exclusiveMax] = [exMax, true];
+    return yield* NumericRangeNode.build(this.ids, integer, { min, max, exclusiveMin, exclusiveMax }, this.patterns, `jsonSchema${path}`);
+  }
+
+  /**
+   * One of `alternatives` (those that admit no value left out). Alternatives that start alike merge
+   * where the union of their values is one node: literals into one set, strings and numbers into
+   * the plain string or number that subsumes them, patterns into one alternation; any other
+   * overlap is an UnsupportedError.
+   */
+  private *union(alternatives: readonly Compiled[], path: string): Steps<Compiled> {
+    let nodes = alternatives.filter((n): n is GrammarNode => n !== null);
+    if (nodes.length <= 1) return nodes[0] ?? null;
+    const isText = (n: GrammarNode) => this.literalTexts.get(n)?.every((t) => t[0] === 0x22) ?? false;
+    const isNumeric = (n: GrammarNode) => n instanceof NumericRangeNode || n instanceof NumberNode || (this.literalTexts.get(n)?.every((t) => t[0] === 0x2d || (t[0] >= 0x30 && t[0] <= 0x39)) ?? false);
+    // A plain string takes every string; a plain number every number.
+    if (nodes.some((n) => n instanceof StringNode)) {
+      const plain = nodes.find((n) => n instanceof StringNode)!;
+      nodes = nodes.filter((n) => !(n instanceof StringNode || n instanceof CharStringNode || isText(n)) || n === plain);
+    }
+    const number = nodes.find((n) => n instanceof NumberNode && !(n as NumberNode).integer);
+    if (number !== undefined) nodes = nodes.filter((n) => n === number || !isNumeric(n));
+    // Patterns without lengths and string literals: one alternation.
+    const mergeable = nodes.filter((n) => (this.stringSpecs.get(n)?.regex != null && this.stringSpecs.get(n)!.min === 0 && this.stringSpecs.get(n)!.max === Infinity) || isText(n));
+    if (mergeable.some((n) => n instanceof CharStringNode) && mergeable.length > 1) {
+      const regexes: Regex[] = [];
+      for (const n of mergeable) {
+        const spec = this.stringSpecs.get(n);
+        if (spec !== undefined) regexes.push(spec.regex!);
+        else for (const t of this.literalTexts.get(n)!) regexes.push(literalRegex(JSON.parse(Buffer.from(t).toString('utf8')) as string));
+      }
+      const regex: Regex = { kind: 'alt', items: regexes };
+      const dfa = yield* regexDfa(regex, this.patterns, `jsonSchema${path}`);
+      const merged = new CharStringNode(this.ids, yield* CharConstraint.build(dfa, 0, Infinity, this.patterns, `jsonSchema${path}`));
+      this.stringSpecs.set(merged, { regex, min: 0, max: Infinity });
+      nodes = [...nodes.filter((n) => !mergeable.includes(n)), merged];
+    }
+    // Literals: one set.
+    const literals = nodes.filter((n) => this.literalTexts.has(n));
+    if (literals.length > 1) {
+      const merged = yield* this.literalNode(literals.flatMap((n) => this.literalTexts.get(n)!));
+      nodes = [...nodes.filter((n) => !literals.includes(n)), merged];
+    }
+    if (nodes.length === 1) return nodes[0];
     const union = new UnionNode(this.ids);
-    const clash = union.setAlternatives(alternatives);
+    const clash = union.setAlternatives(nodes);
     if (clash !== undefined) {
-      this.fail(path, `two alternatives can start with ${JSON.stringify(String.fromCharCode(clash))}; only alternatives that start differently (e.g. a string and null) are supported`);
+      this.fail(path, `two alternatives can start with ${JSON.stringify(String.fromCharCode(clash))} and do not merge; only alternatives that start differently (e.g. a string and null), literals, and strings or numbers that one plain string or number holds are supported`);
     }
     return union;
   }
 
-  private *object(s: Record<string, unknown>, path: string, depth: number): Steps<GrammarNode> {
+  private *object(s: Record<string, unknown>, path: string, depth: number): Steps<Compiled> {
     const { properties, required = [], additionalProperties } = s;
     if (properties !== undefined && (typeof properties !== 'object' || properties === null || Array.isArray(properties))) {
       this.fail(`${path}.properties`, 'properties must be an object');
@@ -157,38 +385,41 @@ class SchemaCompiler {
     for (const name of requiredNames) {
       if (!names.has(name)) this.fail(`${path}.required`, `the required property ${JSON.stringify(name)} is not declared in properties`);
     }
-    if (declared.length === 0 && additionalProperties !== false) {
-      if (additionalProperties !== undefined && additionalProperties !== true) {
-        this.fail(`${path}.additionalProperties`, 'a schema for undeclared properties is not supported');
-      }
-      return this.freeObject(depth, path);
+    if (additionalProperties !== undefined && typeof additionalProperties !== 'boolean') {
+      const empty = typeof additionalProperties === 'object' && additionalProperties !== null && Object.keys(additionalProperties).every((k) => ANNOTATIONS.has(k));
+      if (!empty) this.fail(`${path}.additionalProperties`, 'a schema for undeclared properties is not supported');
     }
+    if (declared.length === 0 && additionalProperties !== false) return this.freeObject(depth, path);
     const keys: Uint8Array[] = [];
     const members = [];
     for (const [name, sub] of declared) {
+      const node = yield* this.compile(sub, `${path}.properties[${JSON.stringify(name)}]`, depth + 1);
+      if (node === null) {
+        if (requiredNames.has(name)) return null; // a required property no value fits
+        continue; // an optional one that can never appear
+      }
       const key = JSON.stringify(name).slice(1); // the key's JSON text after its opening quote
       this.countLiteralBytes(key.length, `${path}.properties`);
       const bytes = utf8(key);
       this.countLiteralBytes(bytes.length - key.length, `${path}.properties`);
       keys.push(bytes);
-      members.push({ name, node: yield* this.compile(sub, `${path}.properties[${JSON.stringify(name)}]`, depth + 1), required: requiredNames.has(name) });
+      members.push({ name, node, required: requiredNames.has(name) });
     }
     return new ObjectNode(this.ids, members, yield* ByteTrie.build(keys, true));
   }
 
-  private *array(s: Record<string, unknown>, path: string, depth: number): Steps<GrammarNode> {
-    const count = (keyword: 'minItems' | 'maxItems'): number | undefined => {
-      const v = s[keyword];
-      if (v === undefined) return undefined;
-      if (!Number.isInteger(v) || (v as number) < 0 || (v as number) > MAX_ITEMS_BOUND) this.fail(`${path}.${keyword}`, `${keyword} must be an integer in [0, ${MAX_ITEMS_BOUND}]`);
-      return v as number;
-    };
-    const minItems = count('minItems') ?? 0;
-    const maxItems = count('maxItems');
-    if (maxItems !== undefined && maxItems < minItems) this.fail(`${path}.maxItems`, 'maxItems is below minItems');
+  private *array(s: Record<string, unknown>, path: string, depth: number): Steps<Compiled> {
+    const minItems = this.count(s, 'minItems', path, MAX_ITEMS_BOUND) ?? 0;
+    let maxItems = this.count(s, 'maxItems', path, MAX_ITEMS_BOUND);
+    if (maxItems !== undefined && maxItems < minItems) return null;
     if (Array.isArray(s.items)) this.fail(`${path}.items`, 'tuple items (an array of schemas) are not supported');
+    const items = s.items === undefined ? this.anyValue(depth + 1, `${path}.items`) : yield* this.compile(s.items, `${path}.items`, depth + 1);
+    if (items === null) {
+      if (minItems > 0) return null;
+      maxItems = 0; // only the empty array
+    }
     const node = new ArrayNode(this.ids, minItems, maxItems);
-    node.items = s.items === undefined ? this.anyValue(depth + 1, `${path}.items`) : yield* this.compile(s.items, `${path}.items`, depth + 1);
+    node.items = items ?? node;
     return node;
   }
 
@@ -246,7 +477,7 @@ export function* compileJsonSchemaSteps(schema: JsonSchema, limits: SchemaLimits
   checkSchemaNesting(schema, limits);
   yield;
   const compiler = new SchemaCompiler(limits);
-  const root = yield* compiler.compile(schema, '', 1);
+  const root = yield* compiler.compileRoot(schema, '', 1);
   return { root, bytes: compiler.ids.bytes };
 }
 
@@ -268,6 +499,6 @@ export function* compileJsonSchemasSteps(
   yield;
   const compiler = new SchemaCompiler(limits);
   const roots: GrammarNode[] = [];
-  for (const { schema, path } of schemas) roots.push(yield* compiler.compile(schema, path, depth));
+  for (const { schema, path } of schemas) roots.push(yield* compiler.compileRoot(schema, path, depth));
   return { roots, ids: compiler.ids };
 }

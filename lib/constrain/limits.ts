@@ -1,8 +1,8 @@
 /**
  * The bounds of a compiled JSON-schema grammar: the one source of each (a schema past one is a
  * ConstraintError naming it; the server answers 400). Together they bound the compile's work and
- * memory: every schema keyword visited makes a node or nests a level, and literal bytes are walked
- * a fixed number of times.
+ * memory: every schema keyword visited makes a node or nests a level, literal bytes are walked
+ * a fixed number of times, and each pattern's automaton is built state by state within its bound.
  */
 import { MAX_DEPTH } from './automaton';
 
@@ -12,6 +12,7 @@ export interface SchemaLimits {
   readonly maxLiteralBytes: number;
   readonly maxDepth: number;
   readonly maxNesting: number;
+  readonly maxPatternStates: number;
 }
 
 export const SCHEMA_LIMITS: SchemaLimits = Object.freeze({
@@ -23,6 +24,11 @@ export const SCHEMA_LIMITS: SchemaLimits = Object.freeze({
   maxDepth: MAX_DEPTH,
   /** Levels the schema document itself nests (objects and arrays, enum values included): it is walked and written out as JSON. */
   maxNesting: 256,
+  /**
+   * Automaton states of all patterns, formats, string lengths and number ranges together (a length
+   * table of a pattern counts a state per 256 cells): a pattern whose automaton explodes is refused.
+   */
+  maxPatternStates: 16_384,
 });
 
 /** Grammars over one vocabulary kept for reuse (with their token masks), by their bytes: the masks they may hold count in full. */

@@ -10,7 +10,7 @@
  * string at once: there the tokens whose rest is plain string characters (vocabulary-index.ts
  * plainFrom) pass without a walk. Stop tokens are allowed exactly when the text is one complete value.
  */
-import { ConstraintError } from '../errors';
+import { ConstraintError } from '../base/errors';
 import type { Tokenizer } from '../tokenizers';
 import { advance, advanceBytes, isComplete, startState, type Frame, type GrammarNode } from './automaton';
 import { ByteBudgetCache } from './byte-budget-cache';
@@ -47,7 +47,7 @@ export class JsonGrammar {
   private compute(state: Frame): Uint32Array {
     const { trie } = this.index;
     const { byte, depth, end, tokenStart, ids } = trie;
-    if (state.node.isStringContent?.(state.sub)) return this.stringMask(state);
+    if (state.node.isStringContent?.(state.sub, trie.maxDepth)) return this.stringMask(state);
     const bits = new Uint32Array(this.index.words);
     // states[d]: the state after the first d bytes of the current trie path.
     const states: Frame[] = new Array(trie.maxDepth + 1);
@@ -86,7 +86,7 @@ export class JsonGrammar {
    * of plain characters needs no walk. Returns false elsewhere.
    */
   private allowBelow(state: Frame, d: number, from: number, to: number, bits: Uint32Array): boolean {
-    if (!state.node.isStringContent?.(state.sub)) return false;
+    if (!state.node.isStringContent?.(state.sub, this.index.trie.maxDepth)) return false;
     const { bytes, offsets, plainFrom, plainTo, trie } = this.index;
     const ids = trie.ids;
     for (let k = from; k < to; k++) {

@@ -10,7 +10,7 @@
  *  - a byte trie of all tokens in preorder: node i has a byte, a depth (1 = a first byte), the end
  *    of its subtree (skip to end[i] to prune it) and the tokens that end at it.
  */
-import { UnsupportedError } from '../errors';
+import { UnsupportedError } from '../base/errors';
 import type { Tokenizer } from '../tokenizers';
 import { NodeIds, StringNode } from './json-nodes';
 import { inSlices } from './slices';

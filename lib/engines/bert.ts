@@ -1,13 +1,15 @@
 /**
  * The native BERT encoder (native/engines/bert.h) seen from TS: builds the tensor-view spec from
- * ModelWeights, loads the encoder, runs packed batches with AbortSignal support and turns native
- * failures into weightmap's error classes.
+ * ModelWeights, loads the encoder (with a cross-encoder's classification head when the config has
+ * one), runs packed batches with AbortSignal support and turns native failures into weightmap's
+ * error classes.
  */
-import type { BertEncoder as NativeBertEncoder, BertEncoderInfo } from '../../binding';
-import { DisposedError, rangeError, UnsupportedError } from '../errors';
-import { native } from '../native';
-import type { ModelWeights } from '../weights';
-import type { BertConfig } from '../architectures/bert';
+import type { BertEncoder as NativeBertEncoder, BertEncoderInfo } from '../base/binding';
+import { DisposedError, rangeError, UnsupportedError } from '../base/errors';
+import { native } from '../base/native';
+import type { ModelWeights } from '../base/weights';
+import { architectureOf } from '../architectures';
+import type { BertClassifierConfig, BertConfig } from '../architectures/bert';
 import { fromNativeError, withAbort } from './native-errors';
 import { nativeWeightsSpec } from './native-spec';
 
@@ -34,18 +36,23 @@ export interface EncodeBatchOptions {
   signal?: AbortSignal;
 }
 
+/** The configs the BERT engine runs: an embedder's, or a cross-encoder's (with its head). */
+export type BertEngineConfig = BertConfig | BertClassifierConfig;
+
 /** A loaded native encoder. One instance serves any number of concurrent calls. */
 export class BertEngine {
   private constructor(
     private readonly encoder: NativeBertEncoder,
-    readonly config: BertConfig,
+    readonly config: BertEngineConfig,
+    private readonly owner: string,
   ) {}
 
   static async load(weights: ModelWeights, options: BertEngineOptions = {}): Promise<BertEngine> {
-    if (weights.config.architecture !== 'bert') {
+    if (architectureOf(weights.config)?.engine !== 'bert') {
       throw new UnsupportedError(`${weights.path} holds a ${weights.architecture} model, not a BERT encoder`);
     }
-    const config = weights.config;
+    const config = weights.config as BertEngineConfig;
+    const owner = architectureOf(config)!.modelClass;
     const transposed = weights.tensors.find((t) => t.transposed);
     if (transposed) throw new UnsupportedError(`tensor ${transposed.name} is stored [in,out]; the BERT engine takes HF [out,in] matrices`);
     if (options.threads !== undefined && !(Number.isInteger(options.threads) && options.threads >= 0)) {
@@ -59,14 +66,14 @@ export class BertEngine {
         ...(options.threads !== undefined ? { threads: options.threads } : {}),
         ...(options.quant !== undefined ? { quant: options.quant } : {}),
       });
-      return new BertEngine(encoder, config);
+      return new BertEngine(encoder, config, owner);
     } catch (error) {
-      throw fromNativeError(error, 'Embedder', weights.path);
+      throw fromNativeError(error, owner, weights.path);
     }
   }
 
   get info(): BertEncoderInfo {
-    if (this.encoder.disposed) throw new DisposedError('Embedder');
+    if (this.encoder.disposed) throw new DisposedError(this.owner);
     return this.encoder.info;
   }
 
@@ -87,7 +94,24 @@ export class BertEngine {
       },
       () => job?.abort(),
       options.signal,
-      'Embedder',
+      this.owner,
+    );
+  }
+
+  /**
+   * A cross-encoder's head on a packed batch (as encode), with one token type per id (null: all
+   * 0). Resolves to Float32Array [lengths.length, numLabels] logits.
+   */
+  async classify(ids: Int32Array, types: Int32Array | null, lengths: Int32Array, signal?: AbortSignal): Promise<Float32Array> {
+    let job: ReturnType<NativeBertEncoder['classify']> | undefined;
+    return withAbort(
+      () => {
+        job = this.encoder.classify(ids, types, lengths);
+        return job.promise;
+      },
+      () => job?.abort(),
+      signal,
+      this.owner,
     );
   }
 

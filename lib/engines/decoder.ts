@@ -8,7 +8,7 @@
  *   const session = engine.createSession({ contextLength: 2048 });
  *   const logits = await session.eval(promptIds);        // Float32Array [vocab], last position
  */
-import type { DecoderLoadInfo, DecoderModel as NativeDecoderModel, DecoderSession as NativeDecoderSession, NativeSamplingParams, Sampler } from '../../binding';
+import type { DecoderLoadInfo, DecoderModel as NativeDecoderModel, DecoderSession as NativeDecoderSession, NativeSamplingParams, Sampler } from '../base/binding';
 import {
   DECODER_NAMES,
   DECODER_VARIANTS,
@@ -18,16 +18,16 @@ import {
   type DecoderQuant,
   type KvCacheType,
 } from '../architectures/decoder';
-import { AbortError, DisposedError, UnsupportedError, WeightFormatError } from '../errors';
-import { native } from '../native';
-import type { ModelWeights } from '../weights';
+import { AbortError, DisposedError, UnsupportedError, WeightFormatError } from '../base/errors';
+import { native } from '../base/native';
+import type { ModelWeights } from '../base/weights';
 import { DecodeLoop, type BatchStepRow } from './decode-loop';
-import type { StepOptions } from '../generate';
+import type { StepOptions } from '../generation/generate';
 import { defaultContextLength, KvSession } from './kv-session';
 import { fromNativeError } from './native-errors';
 import { nativeWeightsSpec } from './native-spec';
 
-export type { DecoderLoadInfo } from '../../binding';
+export type { DecoderLoadInfo } from '../base/binding';
 
 export interface DecoderLoadOptions {
   /** Worker threads of the model (the calling thread counts as one). Default: physical cores. */

@@ -2,10 +2,10 @@
  * The TLLM engine (native/engines/gpt.h) behind a promise API: a GptEngine holds the mapped
  * weights and a thread pool, each GptEngineSession one sequence with its KV cache.
  */
-import type { GptModel, GptSession } from '../../binding';
-import { DisposedError, UnsupportedError } from '../errors';
-import { native } from '../native';
-import type { ModelWeights } from '../weights';
+import type { GptModel, GptSession } from '../base/binding';
+import { DisposedError, UnsupportedError } from '../base/errors';
+import { native } from '../base/native';
+import type { ModelWeights } from '../base/weights';
 import { tllmTensorSpecs, type TllmConfig } from '../architectures/tllm';
 import { fromNativeError } from './native-errors';
 import { nativeWeightsSpec } from './native-spec';

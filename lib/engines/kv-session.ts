@@ -4,9 +4,9 @@
  * after another in call order, sampling steps in one native call, truncate / abort / dispose with
  * typed errors. Different sessions run concurrently.
  */
-import type { NativeSamplingParams, NativeSession, Sampler } from '../../binding';
-import { AbortError, DisposedError, rangeError } from '../errors';
-import type { StepOptions } from '../generate';
+import type { NativeSamplingParams, NativeSession, Sampler } from '../base/binding';
+import { AbortError, DisposedError, rangeError } from '../base/errors';
+import type { StepOptions } from '../generation/generate';
 import { fromNativeError } from './native-errors';
 
 /** The positions a session holds unless the caller says: the model's maximum, capped at 4096. */

@@ -2,10 +2,10 @@
  * Moondream's engines (native/engines/phi.h, vit.h) behind a promise API: the text model with
  * its sessions, and the vision encoder + projection. Both bind the same mapped MOON weights.
  */
-import type { PhiModel, PhiSession, VitModel } from '../../binding';
-import { DisposedError, rangeError, UnsupportedError } from '../errors';
-import { native } from '../native';
-import type { ModelWeights } from '../weights';
+import type { PhiModel, PhiSession, VitModel } from '../base/binding';
+import { DisposedError, rangeError, UnsupportedError } from '../base/errors';
+import { native } from '../base/native';
+import type { ModelWeights } from '../base/weights';
 import type { EngineOptions } from './gpt';
 import { moondreamTensorSpecs, type MoondreamConfig } from '../architectures/moondream';
 import { fromNativeError, withAbort } from './native-errors';

@@ -3,7 +3,7 @@
  * (native/napi/engine_worker.h); callers get AbortError, RangeError, DisposedError or
  * WeightFormatError instead, with the original as `cause`.
  */
-import { AbortError, DisposedError, rangeError, WeightFormatError, type WeightFormatErrorCode } from '../errors';
+import { AbortError, DisposedError, rangeError, WeightFormatError, type WeightFormatErrorCode } from '../base/errors';
 
 const FORMAT_CODES = new Set<string>([
   'BAD_MAGIC', 'BAD_VERSION', 'BAD_HEADER', 'TRUNCATED', 'TRAILING_DATA', 'SHAPE_MISMATCH', 'OUT_OF_BOUNDS',

@@ -4,8 +4,8 @@
  * the other orientation (weights converted from elsewhere) would be read wrongly whenever its
  * shape is square, so loading refuses it with a clear error instead.
  */
-import { UnsupportedError } from '../errors';
-import { findTensor, type ModelWeights } from '../weights';
+import { UnsupportedError } from '../base/errors';
+import { findTensor, type ModelWeights } from '../base/weights';
 
 /** Throws UnsupportedError unless each named view's `transposed` flag is `storedInOut`. */
 export function requireOrientation(weights: ModelWeights, names: readonly string[], storedInOut: boolean, engine: string): void {

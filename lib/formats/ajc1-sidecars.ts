@@ -13,14 +13,14 @@
  * bos/eos: config.json's ids, else tokenizer_config.json's bos_token/eos_token, else each other.
  *
  * `.template*`: the folder's chat template (tokenizer_config.json `chat_template`, or
- * chat_template.jinja) rendered with lib/chat.ts for one user message `%s` (and a system message
+ * chat_template.jinja) rendered with lib/generation/chat.ts for one user message `%s` (and a system message
  * `%s` first in the system variants), with the generation prompt, thinking off / on.
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { jinjaChatTemplate, type ChatMessage } from '../chat';
+import { jinjaChatTemplate, type ChatMessage } from '../generation/chat';
 import { CHAR_TO_BYTE } from '../tokenizers/byte-level';
-import type { ModelWeights, TokenizerData } from '../weights';
+import type { ModelWeights, TokenizerData } from '../base/weights';
 import type { DecoderConfig } from '../architectures/decoder';
 import { fail } from './bytes';
 import { readJsonFile, type HfJson } from './hf-config';

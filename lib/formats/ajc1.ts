@@ -10,18 +10,18 @@
  * (ajc1-sidecars.ts).
  */
 import * as fs from 'node:fs/promises';
-import { rangeError, UnsupportedError } from '../errors';
-import { mapFile, type MappedSource } from '../mapping';
-import { native } from '../native';
-import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import { rangeError, UnsupportedError } from '../base/errors';
+import { mapFile, type MappedSource } from '../base/mapping';
+import { native } from '../base/native';
+import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../base/weights';
 import { DECODER_NAMES as N, isDecoderConfig, unheldFields, type DecoderConfig } from '../architectures/decoder';
 import { ByteCursor, fail, sizeForLayers } from './bytes';
 import { AJC1_MAGIC, detectAjc1 } from './magic';
 import type { FormatModule, ReadOptions, WriteOptions } from './types';
 import { ajc1TokenizerOffThread } from './vocab-offload';
 import { decodeVocabularySteps, deferVocabularyWork } from '../tokenizers/deferred-vocabulary';
-import { runNow, runYielding, type Steps } from '../steps';
-import { lazy } from '../lazy';
+import { runNow, runYielding, type Steps } from '../base/steps';
+import { lazy } from '../base/lazy';
 import type { WriteJob } from './write-job';
 
 /** The writer's modules, loaded by the first write: reading an ajc1 file needs none of them. */

@@ -3,7 +3,7 @@
  * the buffer (or a section of it) and fails with a WeightFormatError that names the file, the
  * byte offset and what was being read, so no reader ever indexes past what it validated.
  */
-import { WeightFormatError, type WeightFormatErrorCode } from '../errors';
+import { WeightFormatError, type WeightFormatErrorCode } from '../base/errors';
 
 export function fail(
   code: WeightFormatErrorCode,

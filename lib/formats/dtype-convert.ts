@@ -4,7 +4,7 @@
  * Float32Array and encoding back. Typed arrays are host-endian; every platform Node runs on is
  * little-endian, like the formats.
  */
-import { rangeError } from '../errors';
+import { rangeError } from '../base/errors';
 
 /** The float element types writers can emit. */
 export type FloatDType = 'f32' | 'f16' | 'bf16';

@@ -6,17 +6,17 @@
  * Every layout choice the seed left open is a DECISION of §3, implemented here as written.
  */
 import * as nodePath from 'node:path';
-import { rangeError, UnsupportedError } from '../errors';
-import { mapFile, type MappedSource } from '../mapping';
-import { numel, type DType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import { rangeError, UnsupportedError } from '../base/errors';
+import { mapFile, type MappedSource } from '../base/mapping';
+import { numel, type DType, type ModelWeights, type TensorView, type TokenizerData } from '../base/weights';
 import { bertTensorSpecs, BERT_NAMES, type BertConfig } from '../architectures/bert';
 import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from './bytes';
 import { EMBD_MAGIC, detectEmbd } from './magic';
-import { crc32, crc32Combine, crc32Native, fnv1a32 } from '../checksums';
+import { crc32, crc32Combine, crc32Native, fnv1a32 } from '../base/checksums';
 import type { FloatDType } from './dtype-convert';
 import type { FormatModule, ReadOptions, WriteOptions } from './types';
-import { runYielding, type Steps } from '../steps';
-import { lazy } from '../lazy';
+import { runYielding, type Steps } from '../base/steps';
+import { lazy } from '../base/lazy';
 
 /** The writer's modules, loaded by the first write: reading needs none of them. */
 const writing = lazy(() => ({

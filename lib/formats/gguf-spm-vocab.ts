@@ -25,12 +25,12 @@
  * Anything SentencePiece cannot express (another normalizer, a pre-tokenizer that splits, added
  * tokens with strip or single-word flags) is an UnsupportedError.
  */
-import { UnsupportedError } from '../errors';
+import { UnsupportedError } from '../base/errors';
 import type { ByteFallbackBpeTokenizer } from '../tokenizers/byte-fallback-bpe';
 import { TOKEN_BYTE, TOKEN_CONTROL, TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_UNUSED, TOKEN_USER_DEFINED } from '../tokenizers/from-data';
 import { bytePieceValue, SPACE_MARK } from '../tokenizers/sentencepiece-bpe';
-import type { Steps } from '../steps';
-import type { TokenizerData } from '../weights';
+import type { Steps } from '../base/steps';
+import type { TokenizerData } from '../base/weights';
 import { fail } from './bytes';
 
 type Gguf = Extract<TokenizerData, { kind: 'gguf' }>;

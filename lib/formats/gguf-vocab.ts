@@ -5,8 +5,8 @@
  */
 import { fail } from './bytes';
 import { parseGguf } from './gguf';
-import { mapFile } from '../mapping';
-import type { TokenizerData } from '../weights';
+import { mapFile } from '../base/mapping';
+import type { TokenizerData } from '../base/weights';
 
 type Gguf = Extract<TokenizerData, { kind: 'gguf' }>;
 

@@ -26,8 +26,8 @@
  * Tensors start at multiples of the alignment (32, or the source's general.alignment), padded with
  * zeros; the file ends with the last tensor.
  */
-import { rangeError, UnsupportedError } from '../errors';
-import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import { rangeError, UnsupportedError } from '../base/errors';
+import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../base/weights';
 import type { FloatDType } from './dtype-convert';
 import { DECODER_VARIANTS, decoderFusedTensors, isDecoderConfig, SCALAR_FIELDS, unheldFields, variantNames, variantScalars, type DecoderConfig, type DecoderVariant } from '../architectures/decoder';
 import { decodeVocabularySteps } from '../tokenizers/deferred-vocabulary';
@@ -40,7 +40,7 @@ import { writeOutputs } from './output-files';
 import { ggufVocabulary, jinjaChatTemplateOf } from './vocab-convert';
 import { ggufVocabularyOffThread, isEncodedStrings, type EncodedGgufVocabulary, type EncodedStrings } from './vocab-offload';
 import { runWriteJob } from './write-job';
-import { runNow, runYielding, type Steps } from '../steps';
+import { runNow, runYielding, type Steps } from '../base/steps';
 
 const TYPE_CODES: Readonly<Record<string, number>> = {
   u8: 0, i8: 1, u16: 2, i16: 3, u32: 4, i32: 5, f32: 6, bool: 7, string: 8, array: 9, u64: 10, i64: 11, f64: 12,

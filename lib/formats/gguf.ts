@@ -26,15 +26,15 @@
  * type of each key) and 'gguf.tensors' (every tensor info, supported or not). Writer: gguf-writer.ts.
  */
 import { DECODER_NAMES, DECODER_VARIANTS, decoderArchitectureOfGguf, decoderFusedParts, decoderTensorShapes, normalizedSlidingPattern, variantScalars, type DecoderVariant, slidingPatternOf, variantFields, type DecoderArchitecture, type DecoderConfig } from '../architectures/decoder';
-import { mapFile, type MappedSource } from '../mapping';
-import { native } from '../native';
-import { GGML_BLOCK_LAYOUT, rowBlockView, type DType, type GgmlBlockDType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import { mapFile, type MappedSource } from '../base/mapping';
+import { native } from '../base/native';
+import { GGML_BLOCK_LAYOUT, rowBlockView, type DType, type GgmlBlockDType, type ModelWeights, type TensorView, type TokenizerData } from '../base/weights';
 import type { ModelConfig } from '../architectures/model-config';
 import { isUtf8 } from 'node:buffer';
 import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from './bytes';
 import { GGUF_MAGIC } from './magic';
 import type { Probe, ReadOptions } from './types';
-import { runNow, runYielding, type Steps } from '../steps';
+import { runNow, runYielding, type Steps } from '../base/steps';
 import { deferVocabularyWork } from '../tokenizers/deferred-vocabulary';
 
 export { GGUF_MAGIC, detectGguf } from './magic';

@@ -24,7 +24,7 @@ import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { ARCHITECTURES, architectureOfHf, type KnownArchitecture } from '../architectures';
 import { DECODER_VARIANTS, isDecoderArchitecture, isRopeLayer, variantScalars, isDecoderConfig, isSlidingLayer, llama3RopeFactors, normalizedSlidingPattern, slidingPatternOf, variantFields, type DecoderArchitecture, type Llama3RopeScaling, type DecoderConfig, type DecoderVariant } from '../architectures/decoder';
-import type { BertConfig } from '../architectures/bert';
+import type { BertClassifierConfig, BertConfig } from '../architectures/bert';
 import type { ModelConfig } from '../architectures/model-config';
 import type { MoondreamConfig } from '../architectures/moondream';
 import type { TllmConfig } from '../architectures/tllm';
@@ -340,6 +340,25 @@ export function bertConfigFromHf(hf: HfJson, st: SentenceTransformersFiles = {},
   if (hfArchitecture(hf) !== 'bert') {
     return fail('CONFIG_MISMATCH', 'config.json does not describe a BERT model', { path, expected: 'bert', found: hf.model_type ?? hf.architectures });
   }
+  const encoder = bertEncoderFromHf(hf, path);
+  const sb = st.sentenceBert ? new Fields(st.sentenceBert, path) : undefined;
+  const maxSeqLength = sb?.int('max_seq_length', encoder.maxPositionEmbeddings) ?? encoder.maxPositionEmbeddings;
+  if (maxSeqLength > encoder.maxPositionEmbeddings) {
+    fail('CONFIG_MISMATCH', 'max_seq_length exceeds max_position_embeddings', { path, expected: `<= ${encoder.maxPositionEmbeddings}`, found: maxSeqLength });
+  }
+  return {
+    architecture: 'bert',
+    ...encoder,
+    maxSeqLength,
+    pooling: poolingMode(st.pooling, path),
+    normalize: moduleTypes(st.modules).some((t) => t.endsWith('models.Normalize')),
+  };
+}
+
+type BertEncoderFields = Omit<BertConfig, 'architecture' | 'maxSeqLength' | 'pooling' | 'normalize'>;
+
+/** The encoder's sizes of a BERT config.json (embedder or cross-encoder). */
+function bertEncoderFromHf(hf: HfJson, path: string | undefined): BertEncoderFields {
   const f = new Fields(hf, path);
   const act = f.str('hidden_act') ?? 'gelu';
   let hiddenAct: BertConfig['hiddenAct'];
@@ -351,26 +370,72 @@ export function bertConfigFromHf(hf: HfJson, st: SentenceTransformersFiles = {},
   const hiddenSize = f.int('hidden_size');
   const numHeads = f.int('num_attention_heads');
   if (hiddenSize % numHeads !== 0) fail('CONFIG_MISMATCH', 'hidden_size is not a multiple of num_attention_heads', { path, expected: `multiple of ${numHeads}`, found: hiddenSize });
-  const maxPositionEmbeddings = f.int('max_position_embeddings', 512);
-  const sb = st.sentenceBert ? new Fields(st.sentenceBert, path) : undefined;
-  const maxSeqLength = sb?.int('max_seq_length', maxPositionEmbeddings) ?? maxPositionEmbeddings;
-  if (maxSeqLength > maxPositionEmbeddings) {
-    fail('CONFIG_MISMATCH', 'max_seq_length exceeds max_position_embeddings', { path, expected: `<= ${maxPositionEmbeddings}`, found: maxSeqLength });
-  }
   return {
-    architecture: 'bert',
     hiddenSize,
     numLayers: f.int('num_hidden_layers'),
     numHeads,
     intermediateSize: f.int('intermediate_size'),
     vocabSize: f.int('vocab_size'),
-    maxPositionEmbeddings,
+    maxPositionEmbeddings: f.int('max_position_embeddings', 512),
     typeVocabSize: f.int('type_vocab_size', 2),
     layerNormEps: f.num('layer_norm_eps', 1e-12),
     hiddenAct,
-    maxSeqLength,
-    pooling: poolingMode(st.pooling, path),
-    normalize: moduleTypes(st.modules).some((t) => t.endsWith('models.Normalize')),
+  };
+}
+
+/** sentence-transformers' names of the activations a cross-encoder's score may take. */
+const SCORE_ACTIVATIONS: Record<string, NonNullable<BertClassifierConfig['scoreActivation']>> = {
+  'torch.nn.modules.activation.Sigmoid': 'sigmoid',
+  'torch.nn.modules.linear.Identity': 'none',
+};
+
+/**
+ * BertClassifierConfig from a BertForSequenceClassification config.json: the labels from
+ * id2label (else num_labels, else transformers' default of 2), the score activation from
+ * `sentence_transformers.activation_fn` (else the older `sbert_ce_default_activation_function`).
+ */
+export function bertClassifierConfigFromHf(hf: HfJson, path?: string): BertClassifierConfig {
+  const encoder = bertEncoderFromHf(hf, path);
+  const f = new Fields(hf, path);
+  let labels: string[];
+  if (isObject(hf.id2label)) {
+    const entries = Object.entries(hf.id2label);
+    labels = entries.map((_, i) => {
+      const name = (hf.id2label as HfJson)[String(i)];
+      if (typeof name !== 'string') fail('CONFIG_MISMATCH', `id2label has no label ${i}`, { path, expected: `ids 0..${entries.length - 1}`, found: Object.keys(hf.id2label as HfJson) });
+      return name as string;
+    });
+  } else {
+    labels = Array.from({ length: f.int('num_labels', 2) }, (_, i) => `LABEL_${i}`);
+  }
+  if (labels.length < 1) fail('CONFIG_MISMATCH', 'the classifier has no labels', { path, expected: '>= 1 label', found: 0 });
+  const st = isObject(hf.sentence_transformers) ? hf.sentence_transformers.activation_fn : undefined;
+  const activationName = st ?? hf.sbert_ce_default_activation_function;
+  let scoreActivation: BertClassifierConfig['scoreActivation'];
+  if (activationName !== undefined && activationName !== null) {
+    scoreActivation = typeof activationName === 'string' ? SCORE_ACTIVATIONS[activationName] : undefined;
+    if (!scoreActivation) unsupported(path, `cross-encoder activation ${JSON.stringify(activationName)}`, activationName);
+  }
+  return {
+    architecture: 'bert-classifier',
+    ...encoder,
+    maxSeqLength: encoder.maxPositionEmbeddings,
+    numLabels: labels.length,
+    labels,
+    pooler: true,
+    ...(scoreActivation ? { scoreActivation } : {}),
+  };
+}
+
+/** config.json of a BertClassifierConfig (BertForSequenceClassification). */
+export function hfConfigFromBertClassifier(c: BertClassifierConfig): HfJson {
+  const { config } = hfFilesFromBert({ ...c, architecture: 'bert', pooling: 'cls', normalize: false });
+  return {
+    ...config,
+    architectures: ['BertForSequenceClassification'],
+    id2label: Object.fromEntries(c.labels.map((l, i) => [String(i), l])),
+    label2id: Object.fromEntries(c.labels.map((l, i) => [l, i])),
+    ...(c.scoreActivation ? { sentence_transformers: { activation_fn: c.scoreActivation === 'sigmoid' ? 'torch.nn.modules.activation.Sigmoid' : 'torch.nn.modules.linear.Identity' } } : {}),
   };
 }
 
@@ -455,7 +520,7 @@ export function modelConfigFromHf(hf: HfJson, st: SentenceTransformersFiles = {}
     case 'decoder':
       return decoderConfigFromHf(hf, path);
     case 'bert':
-      return bertConfigFromHf(hf, st, path);
+      return hfArchitecture(hf) === 'bert-classifier' ? bertClassifierConfigFromHf(hf, path) : bertConfigFromHf(hf, st, path);
     case 'gpt':
       return tllmConfigFromHf(hf, path);
     case 'moondream':
@@ -553,6 +618,7 @@ export function hfFolderConfigFiles(config: ModelConfig, extra: HfJson = {}): [s
       [nodePath.join('1_Pooling', 'config.json'), jsonText(files.pooling)],
     ];
   }
+  if (config.architecture === 'bert-classifier') return [['config.json', jsonText({ ...hfConfigFromBertClassifier(config), ...extra })]];
   if (config.architecture === 'tllm' || config.architecture === 'moondream') {
     const hf = config.architecture === 'tllm' ? hfConfigFromTllm(config) : hfConfigFromMoondream(config);
     return [['config.json', jsonText({ ...hf, ...extra })]];

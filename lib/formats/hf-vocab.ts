@@ -9,12 +9,12 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { runNow, type Steps } from '../steps';
+import { runNow, type Steps } from '../base/steps';
 import { validateTokenizerJsonSteps, validateVocabSteps } from '../tokenizers/validate-json';
-import type { TokenizerData } from '../weights';
+import type { TokenizerData } from '../base/weights';
 import { fail } from './bytes';
 import type { HfJson } from './hf-config';
-import { rangeError } from '../errors';
+import { rangeError } from '../base/errors';
 import { LLAMA3_PATTERN, QWEN2_PATTERN } from '../tokenizers/pretokenizers';
 
 /** tokenizer.json files above this are not tokenizers (the largest real ones are ~35 MB). */

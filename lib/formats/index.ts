@@ -1,13 +1,13 @@
 /**
  * The format registry: detection by magic bytes and folder shape, and the generic read/write
- * entry points. Conversion is any reader plus any writer (lib/convert.ts).
+ * entry points. Conversion is any reader plus any writer (lib/formats/convert.ts).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { rangeError, UnsupportedError, WeightFormatError } from '../errors';
-import type { FormatName, ModelWeights } from '../weights';
-import { lazy } from '../lazy';
-import { runYielding, type Steps } from '../steps';
+import { rangeError, UnsupportedError, WeightFormatError } from '../base/errors';
+import type { FormatName, ModelWeights } from '../base/weights';
+import { lazy } from '../base/lazy';
+import { runYielding, type Steps } from '../base/steps';
 import { DETECTORS, detectedFormat, probe } from './detectors';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import { rememberAsRead } from './vocab-offload';

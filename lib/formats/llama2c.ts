@@ -24,15 +24,15 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { UnsupportedError } from '../errors';
+import { UnsupportedError } from '../base/errors';
 import { DECODER_NAMES, decoderTensorShapes, isDecoderConfig, unheldFields, type DecoderConfig } from '../architectures/decoder';
-import { mapFile, type MappedSource } from '../mapping';
-import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import { mapFile, type MappedSource } from '../base/mapping';
+import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../base/weights';
 import { ByteCursor, fail } from './bytes';
 import { FLOAT_READABLE_DTYPES, releasePages, viewBytes } from './tensor-data';
 import type { FormatModule, ReadOptions, WriteOptions } from './types';
 import { encodeLlama2cTokenizer, LLAMA2C_BOS, LLAMA2C_EOS, readLlama2cTokenizer } from './llama2c-tokenizer';
-import { lazy } from '../lazy';
+import { lazy } from '../base/lazy';
 import { detectLlama2c, LLAMA2C_HEADER_BYTES, LLAMA2C_MAGIC, LLAMA2C_V0_HEADER_BYTES, readLlama2cHeader, type Llama2cHeader } from './llama2c-header';
 
 export { LLAMA2C_HEADER_BYTES, LLAMA2C_MAGIC, LLAMA2C_V0_HEADER_BYTES } from './llama2c-header';

@@ -7,14 +7,14 @@
  */
 import * as fs from 'node:fs/promises';
 import * as nodePath from 'node:path';
-import { UnsupportedError } from '../errors';
-import { mapFile, type MappedSource } from '../mapping';
-import { numel, type ModelWeights, type TensorView } from '../weights';
+import { UnsupportedError } from '../base/errors';
+import { mapFile, type MappedSource } from '../base/mapping';
+import { numel, type ModelWeights, type TensorView } from '../base/weights';
 import { MOONDREAM2_CONFIG, MOONDREAM_NAMES as N, moondreamTensorSpecs, type MoondreamConfig } from '../architectures/moondream';
 import { ByteCursor, fail } from './bytes';
 import { MOON_MAGIC, detectMoon } from './magic';
 import type { FormatModule, ReadOptions, WriteOptions } from './types';
-import { lazy } from '../lazy';
+import { lazy } from '../base/lazy';
 
 /** The writer's modules, loaded by the first write: reading needs none of them. */
 const writing = lazy(() => ({

@@ -9,16 +9,16 @@
  * The writer emits v1.0 exactly as numpy.save does (64-byte aligned preamble, same spacing).
  */
 import * as nodePath from 'node:path';
-import { rangeError, UnsupportedError } from '../errors';
-import { mapFile, type MappedSource } from '../mapping';
-import { DTYPE_BYTES, numel, type ModelWeights, type PlainDType, type TensorView } from '../weights';
+import { rangeError, UnsupportedError } from '../base/errors';
+import { mapFile, type MappedSource } from '../base/mapping';
+import { DTYPE_BYTES, numel, type ModelWeights, type PlainDType, type TensorView } from '../base/weights';
 import { fail } from './bytes';
 import { NPY_MAGIC, detectNpy } from './magic';
 import type { FloatDType } from './dtype-convert';
 import { canonicalShape, releasePages } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
 import type { WriteJob } from './write-job';
-import { lazy } from '../lazy';
+import { lazy } from '../base/lazy';
 
 /** The writer's modules, loaded by the first write: reading needs none of them. */
 const writing = lazy(() => ({

@@ -14,9 +14,9 @@ import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as nodePath from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { AbortError, OutputIsInputError, rangeError, SidecarConflictError } from '../errors';
+import { AbortError, OutputIsInputError, rangeError, SidecarConflictError } from '../base/errors';
 import { detectedFormat, probe } from './detectors';
-import type { ModelWeights } from '../weights';
+import type { ModelWeights } from '../base/weights';
 import type { WriteOptions } from './types';
 
 /** Files a reader may take from beside a weight file (config, tokenizer, chat template). */

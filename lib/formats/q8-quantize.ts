@@ -10,11 +10,11 @@
  * the current one, and each chunk's source pages are released once the caller is done with it;
  * anything else (f64, Q8_0 of another group size, stored transposed) is decoded to float32 here.
  */
-import { native } from '../native';
-import { numel, type TensorView } from '../weights';
+import { native } from '../base/native';
+import { numel, type TensorView } from '../base/weights';
 import { roundHalfEven } from './dtype-convert';
 import { orientedF32Chunks, releasePages } from './tensor-data';
-import { rangeError } from '../errors';
+import { rangeError } from '../base/errors';
 import { pipelined } from './pipelined';
 
 /** Elements per chunk of q8Chunks (4 Mi: 4 MiB of int8 out). */

@@ -7,9 +7,9 @@
  * holds Meta row 2i + j (i < hd/2, j ∈ {0,1}). Writers use these permutations to store a model in
  * the pairing their format implies; v_proj and everything else are untouched.
  */
-import { rangeError, UnsupportedError } from '../errors';
+import { rangeError, UnsupportedError } from '../base/errors';
 import { DECODER_NAMES, type DecoderConfig } from '../architectures/decoder';
-import type { TensorView } from '../weights';
+import type { TensorView } from '../base/weights';
 import { canonicalShape, readF32, transposedF32Chunks } from './tensor-data';
 
 export type RopePairing = DecoderConfig['ropePairing'];

@@ -21,21 +21,21 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { rangeError, UnsupportedError } from '../errors';
+import { rangeError, UnsupportedError } from '../base/errors';
 import { architectureOf } from '../architectures';
 import { DECODER_VARIANTS, decoderFusedTensors, isDecoderConfig, type FusedPart } from '../architectures/decoder';
-import { mapFile, type MappedSource } from '../mapping';
-import { DTYPE_BYTES, numel, rowBlockView, type DType, type PlainDType, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
+import { mapFile, type MappedSource } from '../base/mapping';
+import { DTYPE_BYTES, numel, rowBlockView, type DType, type PlainDType, type ModelWeights, type TensorView, type TokenizerData } from '../base/weights';
 import type { ModelConfig } from '../architectures/model-config';
 import { ByteCursor, checkLayerCount, fail } from './bytes';
 import { SAFETENSORS_INDEX, SAFETENSORS_MAX_HEADER_BYTES, SAFETENSORS_SINGLE, detectSafetensors } from './magic';
 import type { FloatDType } from './dtype-convert';
 import { hfFolderConfigFiles, jsonText, readHfFolderConfig, readJsonFile, type HfJson } from './hf-config';
 import { readHfVocabularySteps, wordPieceData } from './hf-vocab';
-import { runYielding } from '../steps';
+import { runYielding } from '../base/steps';
 import { canonicalShape, f32Chunks, isFloatReadable, releasePages } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
-import { lazy } from '../lazy';
+import { lazy } from '../base/lazy';
 
 /** The writer's modules, loaded by the first write: reading needs none of them. */
 const writing = lazy(() => ({
@@ -279,7 +279,7 @@ async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeig
     const hf = readHfFolderConfig(where.configDir);
     const config: ModelConfig = hf?.config ?? { architecture: 'unknown' };
     const tensors = canonicalize(config, views, path);
-    const tokenizer = config.architecture === 'bert' ? await bertVocabulary(where.configDir) : undefined;
+    const tokenizer = architectureOf(config)?.family === 'bert' ? await bertVocabulary(where.configDir) : undefined;
     return { format: 'safetensors', path, architecture: config.architecture, config, tensors, metadata, ...(tokenizer ? { tokenizer } : {}), sources };
   } catch (error) {
     for (const s of sources) s.close();
@@ -400,7 +400,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   const torchDtype = dtypes.has('f32') ? 'float32' : dtypes.has('bf16') ? 'bfloat16' : dtypes.has('f16') ? 'float16' : undefined;
   const config = isDecoderConfig(c) ? { ...c, ropePairing: 'half' as const, ...(hfNormShift(c) !== 0 ? { normWeightOffset: 1 } : {}) } : c;
   const files: [string, string | Uint8Array][] = hfFolderConfigFiles(config, torchDtype ? { torch_dtype: torchDtype } : {});
-  if (c.architecture === 'bert' && weights.tokenizer?.kind === 'wordpiece') files.push(...bertVocabularyFiles(weights.tokenizer));
+  if (architectureOf(c)?.family === 'bert' && weights.tokenizer?.kind === 'wordpiece') files.push(...bertVocabularyFiles(weights.tokenizer));
   files.push(...(await hfTokenizerFiles(weights)));
   const dir = nodePath.dirname(nodePath.resolve(path));
   await writeOutputs(weights, options, async (out) => {

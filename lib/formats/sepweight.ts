@@ -29,9 +29,9 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { rangeError, UnsupportedError } from '../errors';
+import { rangeError, UnsupportedError } from '../base/errors';
 import { DECODER_NAMES, decoderTensorShapes, isDecoderArchitecture, isDecoderConfig, unheldFields, variantFields, variantNames, type DecoderConfig } from '../architectures/decoder';
-import type { ModelWeights, TensorView, TokenizerData } from '../weights';
+import type { ModelWeights, TensorView, TokenizerData } from '../base/weights';
 import type { ModelConfig } from '../architectures/model-config';
 import { fail } from './bytes';
 import { detectSepweight } from './magic';
@@ -42,7 +42,7 @@ import { encodeLlama2cTokenizer, readLlama2cTokenizer } from './llama2c-tokenize
 import { mapNpy, npyFileSize, writeNpyFile, type NpyWritableDType } from './npy';
 import { canonicalShape, FLOAT_READABLE_DTYPES } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
-import { lazy } from '../lazy';
+import { lazy } from '../base/lazy';
 
 /** The writer's modules, loaded by the first write: reading needs none of them. */
 const writing = lazy(() => ({

@@ -2,9 +2,9 @@
  * Reading the elements of any TensorView as float32, in bounded chunks, for writers that convert
  * dtypes or orientation on the fly. Nothing here holds more than one chunk of a tensor.
  */
-import { rangeError, UnsupportedError } from '../errors';
-import { native } from '../native';
-import { GGML_BLOCK_LAYOUT, isGgmlBlockDType, numel, type GgmlBlockDType, type TensorView } from '../weights';
+import { rangeError, UnsupportedError } from '../base/errors';
+import { native } from '../base/native';
+import { GGML_BLOCK_LAYOUT, isGgmlBlockDType, numel, type GgmlBlockDType, type TensorView } from '../base/weights';
 import { decodeFloats, f16ToF32, halfTable } from './dtype-convert';
 
 /** Default chunk: 1 Mi elements (4 MiB of float32). */

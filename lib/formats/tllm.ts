@@ -4,14 +4,14 @@
  * `u64 rows, u64 cols, data` stored [in,out], vectors `u64 n, data`, in a fixed order; nothing
  * may follow the output projection.
  */
-import { UnsupportedError } from '../errors';
-import { mapFile, type MappedSource } from '../mapping';
-import type { ModelWeights, TensorView } from '../weights';
+import { UnsupportedError } from '../base/errors';
+import { mapFile, type MappedSource } from '../base/mapping';
+import type { ModelWeights, TensorView } from '../base/weights';
 import { tllmTensorSpecs, tllmTensorSpecsInOrder, type TllmConfig } from '../architectures/tllm';
 import { ByteCursor, fail } from './bytes';
 import { TLLM_MAGIC, detectTllm } from './magic';
 import type { FormatModule, ReadOptions, WriteOptions } from './types';
-import { lazy } from '../lazy';
+import { lazy } from '../base/lazy';
 
 /** The writer's modules, loaded by the first write: reading needs none of them. */
 const writing = lazy(() => ({

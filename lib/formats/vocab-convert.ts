@@ -21,12 +21,12 @@ import { bytesToByteLevel, byteLevelToBytes } from '../tokenizers/byte-level';
 import { GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN } from '../tokenizers/pretokenizers';
 import { TOKEN_BYTE, TOKEN_CONTROL, TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_UNUSED, TOKEN_USER_DEFINED } from '../tokenizers/from-data';
 import { scoredMergesSteps } from '../tokenizers/scored-byte-level';
-import { runNow, runYielding, type Steps } from '../steps';
-import { UnsupportedError } from '../errors';
+import { runNow, runYielding, type Steps } from '../base/steps';
+import { UnsupportedError } from '../base/errors';
 import { ByteFallbackBpeTokenizer } from '../tokenizers/byte-fallback-bpe';
 import { tokenizerFromJsonSteps } from '../tokenizers/hf-json';
 import { SPACE_MARK } from '../tokenizers/sentencepiece-bpe';
-import type { ModelWeights, TokenizerData } from '../weights';
+import type { ModelWeights, TokenizerData } from '../base/weights';
 import { AJC1_UNMERGED_SCORE, ajc1TokenizerFromHf, chatTemplateSource, hfSideFolder } from './ajc1-sidecars';
 import { jsonText, readJsonFile, type HfJson } from './hf-config';
 import { decodeVocabularySteps } from '../tokenizers/deferred-vocabulary';
@@ -391,7 +391,7 @@ export async function hfSentencePieceFilesHere(weights: ModelWeights, maxSeqLen:
  */
 export async function hfTokenizerFiles(weights: ModelWeights): Promise<[string, string | Uint8Array][]> {
   const arch = weights.config.architecture;
-  if (arch === 'bert' || arch === 'unknown') return [];
+  if (arch === 'bert' || arch === 'bert-classifier' || arch === 'unknown') return [];
   const dir = hfSideFolder(weights) ?? (arch === 'tllm' || arch === 'moondream' ? nodePath.dirname(weights.path) : undefined);
   if (dir) {
     const own = HF_TOKENIZER_FILES.filter((name) => fs.existsSync(nodePath.join(dir, name)));

@@ -3,11 +3,11 @@
  * between chunks, and removal of the partial file when anything fails. Writers stage their files
  * through OutputFiles (output-files.ts), which renames them into place once all are written.
  */
-import { AbortError } from '../errors';
+import { AbortError } from '../base/errors';
 import type { WriteOptions } from './types';
 import { FileSink } from './sink';
 import { encodeFloats, type FloatDType } from './dtype-convert';
-import type { ModelWeights, TensorView } from '../weights';
+import type { ModelWeights, TensorView } from '../base/weights';
 import { fail } from './bytes';
 import { canonicalShape, f32Chunks, orientedF32Chunks, rawChunks, releasePages } from './tensor-data';
 

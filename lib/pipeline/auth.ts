@@ -6,8 +6,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type * as grpc from '@grpc/grpc-js';
 import { grpcModule } from './grpc-modules';
-import { rangeError } from '../errors';
-import { isLoopback } from '../loopback';
+import { rangeError } from '../base/errors';
+import { isLoopback } from '../base/loopback';
 
 /** PEM files for TLS: a certificate and its key, and the CA that signs the other side. */
 export interface TlsFiles {

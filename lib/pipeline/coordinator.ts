@@ -3,8 +3,8 @@
  * ranges cover the model exactly once and that each serves this model (the hash of its config
  * and tensor shapes), and makes PipelineSessions, which Model runs like any engine's sessions.
  */
-import { PipelineError, UnsupportedError } from '../errors';
-import type { ModelWeights } from '../weights';
+import { PipelineError, UnsupportedError } from '../base/errors';
+import type { ModelWeights } from '../base/weights';
 import { isDecoderConfig, unheldFields, variantNames, type DecoderConfig } from '../architectures/decoder';
 import { isLoopback, parseAddress, TOKEN_ENV, type ClientSecurity } from './auth';
 import { checkCoverage, modelHash, parseLayerRange } from './layers';
@@ -51,7 +51,7 @@ function normalize(spec: PipelineSpec): PipelineOptions {
   return { ...options, ...(token ? { token } : {}) };
 }
 
-/** A LanguageEngine (lib/model.ts) over remote stages. */
+/** A LanguageEngine (lib/models/model.ts) over remote stages. */
 export class PipelineEngine {
   readonly threads = 0;
   private readonly sessions = new Set<PipelineSession>();

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { decoderTensorShapes, type DecoderConfig } from '../architectures/decoder';
 import type { ModelConfig } from '../architectures/model-config';
-import { PipelineError, rangeError } from '../errors';
+import { PipelineError, rangeError } from '../base/errors';
 
 /** A contiguous range of layers, both ends included ("0-13" is { first: 0, last: 13 }). */
 export interface LayerRange {

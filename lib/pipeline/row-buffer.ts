@@ -1,5 +1,5 @@
 /** Rows of a fixed width appended at the end and cut back from it: the inputs a session sent a stage, kept for replay. */
-import { rangeError } from '../errors';
+import { rangeError } from '../base/errors';
 
 export class RowBuffer<T extends Int32Array | Float32Array> {
   private data: T;

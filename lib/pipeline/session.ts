@@ -1,14 +1,14 @@
 /**
- * One sequence run through the stages of a pipeline (a LanguageSession, lib/generate.ts): the
+ * One sequence run through the stages of a pipeline (a LanguageSession, lib/generation/generate.ts): the
  * coordinator sends the ids to the first stage, relays each stage's hidden states to the next,
  * and returns the last stage's logits. It keeps what it sent each stage (ids for the first,
  * hidden states for the others) so that when a stage dies or misses its deadline it can move the
  * session to a replica of the same layers and replay the prefix there to rebuild its KV cache.
  */
 import { randomUUID } from 'node:crypto';
-import { AbortError, DisposedError, PipelineError, rangeError } from '../errors';
-import type { NativeSamplingParams, Sampler } from '../../binding';
-import type { LanguageSession, StepOptions } from '../generate';
+import { AbortError, DisposedError, PipelineError, rangeError } from '../base/errors';
+import type { NativeSamplingParams, Sampler } from '../base/binding';
+import type { LanguageSession, StepOptions } from '../generation/generate';
 import { RowBuffer } from './row-buffer';
 import { StageCallError, type StageReplica, type StepStream } from './stage-client';
 import type { StageGroup } from './stage-group';

@@ -3,7 +3,7 @@
  * the expected model and layers before it gets a tensor. A replica found down is probed again
  * every `rejoinMs` until it answers (a restarted stage rejoins).
  */
-import { PipelineError } from '../errors';
+import { PipelineError } from '../base/errors';
 import { formatLayerRange, type LayerRange } from './layers';
 import { SCHEMA_VERSION, type StageInfo } from './schema';
 import { StageCallError, StageReplica } from './stage-client';

@@ -6,8 +6,8 @@
  */
 import type * as http from 'node:http';
 import type * as PromClient from 'prom-client';
-import { lazy } from '../lazy';
-import { isLoopback } from '../loopback';
+import { lazy } from '../base/lazy';
+import { isLoopback } from '../base/loopback';
 import { parseAddress, tokensEqual } from './auth';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports

@@ -13,9 +13,9 @@ import type { HealthImplementation } from 'grpc-health-check';
 import { grpcModule, healthCheckModule } from './grpc-modules';
 import { DecoderEngine } from '../engines/decoder';
 import { defaultContextLength } from '../engines/kv-session';
-import type { ModelWeights } from '../weights';
+import type { ModelWeights } from '../base/weights';
 import type { DecoderConfig, DecoderQuant } from '../architectures/decoder';
-import { closeWeights } from '../weights';
+import { closeWeights } from '../base/weights';
 import { listenRefusal, parseAddress, refuseCaller, serverCredentials, type StageSecurity } from './auth';
 import { formatLayerRange, modelHash, type LayerRange } from './layers';
 import { SCHEMA_VERSION, stageService, type StageInfo } from './schema';
@@ -23,7 +23,7 @@ import { readStageWeights } from './stage-files';
 import { SessionStream, type ForwardCall } from './stage-stream';
 import type * as http from 'node:http';
 import { StageMetrics } from './stage-metrics';
-import { rangeError } from '../errors';
+import { rangeError } from '../base/errors';
 
 /** Options of `StageServer.start()` (and of `weightmap stage`). */
 export interface StageOptions extends StageSecurity {

@@ -3,7 +3,7 @@
  * (a full queue is an ApiError 429 with Retry-After, before any response is written); a waiter
  * whose signal fires leaves the queue.
  */
-import { AbortError, rangeError } from '../errors';
+import { AbortError, rangeError } from '../base/errors';
 import { ApiError } from './api-error';
 
 /** At most `maxActive` requests running, `maxQueued` waiting in arrival order; past that a 429. */

@@ -2,7 +2,7 @@
  * Errors as OpenAI's API sends them: an HTTP status and the body
  * { error: { message, type, param, code } }.
  */
-import { AbortError, ConstraintError, DisposedError, UnsupportedError } from '../errors';
+import { AbortError, ConstraintError, DisposedError, UnsupportedError } from '../base/errors';
 
 export class ApiError extends Error {
   constructor(

@@ -9,7 +9,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as net from 'node:net';
-import { isLoopback } from '../loopback';
+import { isLoopback } from '../base/loopback';
 import { ApiError } from './api-error';
 
 /** What web pages may do: the Host names accepted besides IPs and loopback names, and the CORS origins. */

@@ -12,7 +12,7 @@
  */
 import type * as http from 'node:http';
 import type { Socket } from 'node:net';
-import { rangeError } from '../errors';
+import { rangeError } from '../base/errors';
 
 /** The caps on open connections of `createServer()` (past them the oldest idle one is closed). */
 export interface ConnectionLimits {

@@ -1,9 +1,9 @@
 /** What a route gets: the request, its response, an AbortSignal fired when the client leaves, and the models served. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ApiError } from './api-error';
-import type { ModelPool, ServedEmbedder, ServedKind, ServedTextModel } from './model-pool';
+import type { ModelPool, ServedByKind, ServedEmbedder, ServedKind, ServedReranker, ServedTextModel } from './model-pool';
 
-export type { ServedEmbedder, ServedTextModel } from './model-pool';
+export type { ServedEmbedder, ServedReranker, ServedTextModel } from './model-pool';
 
 export interface Served {
   /** The models, loaded or loadable on demand. */
@@ -38,7 +38,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text);
 }
 
-const KIND_NAMES: Record<ServedKind, string> = { text: 'text generation', embedding: 'embedding' };
+const KIND_NAMES: Record<ServedKind, string> = { text: 'text generation', embedding: 'embedding', rerank: 'rerank' };
 
 function notServed(served: Served, kind: ServedKind, requested: string): ApiError {
   const ids = served.pool.list(kind).map((e) => `'${e.id}'`);
@@ -58,7 +58,7 @@ export async function servedModel<K extends ServedKind>(
   kind: K,
   requested: string,
   options: { keepAliveMs?: number; names?: (requested: string, id: string) => boolean; notFound?: () => ApiError } = {},
-): Promise<K extends 'text' ? ServedTextModel : ServedEmbedder> {
+): Promise<ServedByKind[K]> {
   const id = ctx.served.pool.find(kind, requested, options.names);
   if (id === undefined) throw options.notFound?.() ?? notServed(ctx.served, kind, requested);
   const lease = await ctx.served.pool.acquire(kind, id, options.keepAliveMs);
@@ -74,4 +74,13 @@ export function textModel(ctx: RouteContext, requested: string): Promise<ServedT
 /** The served embedding model that `requested` names (404 otherwise). */
 export function embeddingModel(ctx: RouteContext, requested: string): Promise<ServedEmbedder> {
   return servedModel(ctx, 'embedding', requested);
+}
+
+/** The served reranker that `requested` names (404 otherwise); undefined names the only one (a 400 when there are several). */
+export function rerankModel(ctx: RouteContext, requested: string | undefined): Promise<ServedReranker> {
+  const all = ctx.served.pool.list('rerank');
+  if (requested === undefined && all.length > 1) {
+    throw new ApiError(400, `this server has ${all.length} rerankers (${all.map((e) => `'${e.id}'`).join(', ')}): name one in 'model'`, 'invalid_request_error', 'model');
+  }
+  return servedModel(ctx, 'rerank', requested ?? all[0]?.id ?? '');
 }

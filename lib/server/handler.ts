@@ -6,8 +6,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as nodePath from 'node:path';
 import { vocabularyIndex } from '../constrain';
-import { loadEmbedder, type Embedder } from '../embedder';
-import { loadModel, type Model } from '../model';
+import { loadEmbedder, type Embedder } from '../models/embedder';
+import { loadModel, type Model } from '../models/model';
+import { loadReranker, type Reranker } from '../models/reranker';
 import { AdmissionQueue } from './admission';
 import { ApiError, toApiError } from './api-error';
 import { apiKeyChecker } from './auth';
@@ -18,6 +19,7 @@ import { sendJson, type Route, type RouteContext, type Served } from './context'
 import { chatCompletions } from './routes/chat-completions';
 import { completions } from './routes/completions';
 import { embeddings } from './routes/embeddings';
+import { rerank } from './routes/rerank';
 import { listModels, retrieveModel } from './routes/models';
 import { ServerMetrics } from './metrics';
 import { OLLAMA_ROUTES, ollamaErrorBody } from './ollama/routes';
@@ -26,7 +28,7 @@ import { detokenize, tokenize } from './routes/tokenize';
 import { ModelPool, type ServedModelSpec } from './model-pool';
 import { ModelScheduler } from './scheduler';
 import { compileValidators } from './validation';
-import { rangeError } from '../errors';
+import { rangeError } from '../base/errors';
 
 /** Options of `createServer()` and `createHandler()`: what to serve and the bounds of the service. */
 export interface ServeOptions extends BrowserPolicy {
@@ -34,15 +36,18 @@ export interface ServeOptions extends BrowserPolicy {
   model?: Model;
   /** The embedding model (/v1/embeddings). */
   embedder?: Embedder;
+  /** The reranker (/v1/rerank and /rerank). */
+  reranker?: Reranker;
   /** Requests to /v1/* must send `Authorization: Bearer <apiKey>`. Default: none needed. */
   apiKey?: string;
   /** The ids clients name the models by. Default: the file or folder names. */
   modelId?: string;
   embedderId?: string;
+  rerankerId?: string;
   /**
    * More models, loaded on their first request (concurrent first requests share one load) and
    * unloaded after `keepAliveMs` idle, or least recently used first past `maxLoaded` / `maxLoadedBytes`.
-   * `model` and `embedder` stay loaded (they count against the bounds).
+   * `model`, `embedder` and `reranker` stay loaded (they count against the bounds).
    */
   models?: readonly ServedModelSpec[];
   /** Models loaded at once. Default 3. */
@@ -123,13 +128,17 @@ const POST_ROUTES: Record<string, Route> = {
   '/v1/chat/completions': chatCompletions,
   '/v1/completions': completions,
   '/v1/embeddings': embeddings,
+  '/v1/rerank': rerank,
+  '/rerank': rerank,
   '/tokenize': tokenize,
   '/detokenize': detokenize,
 };
 
 function checkOptions(options: ServeOptions): Required<Pick<ServeOptions, 'maxActive' | 'maxQueued' | 'maxBodyBytes'>> {
   if (typeof options !== 'object' || options === null) throw new TypeError('createServer(options): options must be an object');
-  if (options.model === undefined && options.embedder === undefined && !(options.models?.length)) throw new TypeError('createServer needs a model, an embedder or models');
+  if (options.model === undefined && options.embedder === undefined && options.reranker === undefined && !(options.models?.length)) {
+    throw new TypeError('createServer needs a model, an embedder, a reranker or models');
+  }
   const limits = { ...SERVE_DEFAULTS };
   for (const key of ['maxActive', 'maxQueued', 'maxBodyBytes'] as const) {
     const value = options[key];
@@ -175,16 +184,24 @@ export function createHandler(options: ServeOptions): ServeHandler {
     queue = new AdmissionQueue(1, limits.maxQueued, observer ? () => observer.rejected() : undefined);
     return { id, embedder, queue, metrics: observer };
   };
+  const servedReranker = (id: string, reranker: Reranker) => {
+    let queue: AdmissionQueue | undefined = undefined;
+    const observer = metrics?.addModel({ model: id, running: () => queue!.active, waiting: () => queue!.queued });
+    queue = new AdmissionQueue(1, limits.maxQueued, observer ? () => observer.rejected() : undefined);
+    return { id, reranker, queue, metrics: observer };
+  };
   const pool = new ModelPool(
     {
       text: options.model && { id: options.modelId ?? nodePath.basename(options.model.info.path), model: options.model },
       embedding: options.embedder && { id: options.embedderId ?? nodePath.basename(options.embedder.info.path), embedder: options.embedder },
+      rerank: options.reranker && { id: options.rerankerId ?? nodePath.basename(options.reranker.info.path), reranker: options.reranker },
     },
     options.models ?? [],
     { maxLoaded: options.maxLoaded, maxLoadedBytes: options.maxLoadedBytes, keepAliveMs: options.keepAliveMs },
     {
       text: servedText,
       embedding: servedEmbedder,
+      rerank: servedReranker,
       loaded: (id, seconds) => metrics?.modelLoaded(id, seconds),
       unloaded: (id, reason, unloaded) => {
         if ('scheduler' in unloaded) unloaded.scheduler.close();
@@ -192,6 +209,7 @@ export function createHandler(options: ServeOptions): ServeHandler {
       },
       loadModel,
       loadEmbedder,
+      loadReranker,
     },
   );
   const served: Served = { created: Math.floor(Date.now() / 1000), strict: options.strict === true, contextShift: options.contextShift === true, pool };

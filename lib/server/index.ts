@@ -6,14 +6,14 @@
  *   process.once('SIGTERM', () => server.drain().then(() => process.exit(0)));
  */
 import type * as http from 'node:http';
-import { lazy } from '../lazy';
+import { lazy } from '../base/lazy';
 import { checkConnectionLimits, limitConnections, type ConnectionLimits } from './connections';
 import { createHandler, type DrainOptions, type ServeHandler, type ServeOptions } from './handler';
 
 export { createHandler } from './handler';
 export type { AccessLogEntry, DrainOptions, ServeHandler, ServeOptions } from './handler';
 export type { MetricsSource, ModelMetrics, ServerMetrics } from './metrics';
-export type { Lease, ModelPool, PoolListing, Served, ServedEmbedder, ServedKind, ServedModelSpec, ServedTextModel, UnloadReason } from './model-pool';
+export type { Lease, ModelPool, PoolListing, Served, ServedByKind, ServedEmbedder, ServedKind, ServedModelSpec, ServedReranker, ServedTextModel, UnloadReason } from './model-pool';
 export type { AdmissionQueue } from './admission';
 export type { ConnectionLimits } from './connections';
 export type { BrowserPolicy } from './browser-guard';

@@ -9,7 +9,7 @@
  * prom-client loads when the first ServerMetrics is made, not with the library.
  */
 import type * as PromClient from 'prom-client';
-import { lazy } from '../lazy';
+import { lazy } from '../base/lazy';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const prom = lazy(() => require('prom-client') as typeof import('prom-client'));
@@ -38,7 +38,7 @@ export interface ModelMetrics {
   finished(generated: number, seconds: number, complete: boolean): void;
   /** A batched decode step of `rows` sequences. */
   batchStep(rows: number): void;
-  /** Tokens an embedding request fed. */
+  /** Tokens an embedding or rerank request fed. */
   embedded(tokens: number): void;
 }
 
@@ -50,7 +50,7 @@ const DURATION_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 1
 
 /** The routes the request counter names; any other path counts as 'other' (bounded label values). */
 export const METRIC_ROUTES = new Set([
-  '/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/models', '/health', '/ready', '/metrics',
+  '/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/rerank', '/rerank', '/v1/models', '/health', '/ready', '/metrics',
   '/api/version', '/api/tags', '/api/show', '/api/ps', '/api/chat', '/api/generate', '/api/embed',
 ]);
 
@@ -107,7 +107,7 @@ export class ServerMetrics {
 
     const labelNames = ['model'] as const;
     this.rejections = new Counter({ name: 'weightmap_requests_rejected_total', help: 'Requests refused with 429: every slot busy and the queue full.', labelNames, registers });
-    this.promptTokens = new Counter({ name: 'weightmap_prompt_tokens_total', help: 'Prompt tokens fed (generations that reached their first token, and embedding inputs).', labelNames, registers });
+    this.promptTokens = new Counter({ name: 'weightmap_prompt_tokens_total', help: 'Prompt tokens fed (generations that reached their first token, embedding inputs and rerank pairs).', labelNames, registers });
     this.generationTokens = new Counter({ name: 'weightmap_generation_tokens_total', help: 'Tokens generated, the stop token included (what usage.completion_tokens counts).', labelNames, registers });
     this.requestsFinished = new Counter({ name: 'weightmap_generations_total', help: 'Generations ended; finished="stop" ran to a stop or the token limit, "aborted" ended early (client gone, error).', labelNames: ['model', 'finished'], registers });
     this.ttft = new Histogram({ name: 'weightmap_time_to_first_token_seconds', help: 'From submission (queue wait included) to the first generated token.', labelNames, buckets: TTFT_BUCKETS, registers });

@@ -1,6 +1,6 @@
 /**
- * The models a server answers for, loaded on demand: each entry is a text model or an embedder
- * named by its id. Entries given as loaded objects (ServeOptions.model / embedder) are pinned: never
+ * The models a server answers for, loaded on demand: each entry is a text model, an embedder or a
+ * reranker named by its id. Entries given as loaded objects (ServeOptions.model / embedder / reranker) are pinned: never
  * unloaded, never disposed here. Entries given as paths (ServeOptions.models) load on their first
  * request (concurrent first requests share one load), stay while requests hold them, and unload
  * when their keep-alive runs out after the last one, or least-recently-used first when loading
@@ -10,9 +10,10 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import type { Embedder, LoadEmbedderOptions } from '../embedder';
-import { rangeError } from '../errors';
-import type { LoadModelOptions, Model } from '../model';
+import type { Embedder, LoadEmbedderOptions } from '../models/embedder';
+import { rangeError } from '../base/errors';
+import type { LoadModelOptions, Model } from '../models/model';
+import type { LoadRerankerOptions, Reranker } from '../models/reranker';
 import { ApiError } from './api-error';
 import type { AdmissionQueue } from './admission';
 import type { ModelMetrics } from './metrics';
@@ -34,8 +35,25 @@ export interface ServedEmbedder {
   metrics?: ModelMetrics;
 }
 
-/** The two kinds of model a server answers with. */
-export type ServedKind = 'text' | 'embedding';
+/** A loaded reranker as routes use it: its id, the reranker, its admission queue, its metrics. */
+export interface ServedReranker {
+  id: string;
+  reranker: Reranker;
+  queue: AdmissionQueue;
+  /** Where its requests report their tokens (absent without metrics). */
+  metrics?: ModelMetrics;
+}
+
+/** What each kind of entry serves. */
+export interface ServedByKind {
+  text: ServedTextModel;
+  embedding: ServedEmbedder;
+  rerank: ServedReranker;
+}
+
+/** The kinds of model a server answers with. */
+export type ServedKind = keyof ServedByKind;
+const KINDS: readonly ServedKind[] = ['text', 'embedding', 'rerank'];
 /** Why a model was unloaded: idle past its keep-alive, evicted for another, or the server closed. */
 export type UnloadReason = 'keep_alive' | 'evicted' | 'closed';
 
@@ -43,11 +61,11 @@ export type UnloadReason = 'keep_alive' | 'evicted' | 'closed';
 export interface ServedModelSpec {
   /** The id requests name it by. */
   id: string;
-  /** Its weights (a file or a folder), as loadModel / loadEmbedder take them. */
+  /** Its weights (a file or a folder), as loadModel / loadEmbedder / loadReranker take them. */
   path: string;
   kind: ServedKind;
-  /** What it is loaded with (loadModel's options for text, loadEmbedder's for embedding). */
-  options?: LoadModelOptions | LoadEmbedderOptions;
+  /** What it is loaded with (loadModel's options for text, loadEmbedder's for embedding, loadReranker's for rerank). */
+  options?: LoadModelOptions | LoadEmbedderOptions | LoadRerankerOptions;
   /** What listings say of it before it is loaded (read from its header when the folder was listed). */
   info?: { format: string; architecture: string; contextLength: number };
 }
@@ -68,16 +86,18 @@ export const POOL_DEFAULTS = { maxLoaded: 3, keepAliveMs: 5 * 60_000 };
 export interface PoolHooks {
   text(id: string, model: Model): ServedTextModel;
   embedding(id: string, embedder: Embedder): ServedEmbedder;
+  rerank(id: string, reranker: Reranker): ServedReranker;
   /** The entry is unloaded (before its model is disposed): its scheduler and metrics go. */
-  unloaded(id: string, reason: UnloadReason, served: ServedTextModel | ServedEmbedder): void;
+  unloaded(id: string, reason: UnloadReason, served: Served): void;
   loaded?(id: string, seconds: number): void;
-  /** How loads happen (the library's loadModel / loadEmbedder; tests count them). */
+  /** How loads happen (the library's loadModel / loadEmbedder / loadReranker; tests count them). */
   loadModel(path: string, options?: LoadModelOptions): Promise<Model>;
   loadEmbedder(path: string, options?: LoadEmbedderOptions): Promise<Embedder>;
+  loadReranker(path: string, options?: LoadRerankerOptions): Promise<Reranker>;
 }
 
-/** A loaded model of either kind, as the pool holds it. */
-export type Served = ServedTextModel | ServedEmbedder;
+/** A loaded model of any kind, as the pool holds it. */
+export type Served = ServedByKind[ServedKind];
 
 interface Entry {
   readonly id: string;
@@ -137,7 +157,7 @@ export class ModelPool {
   private closed = false;
 
   constructor(
-    pinned: { text?: { id: string; model: Model }; embedding?: { id: string; embedder: Embedder } },
+    pinned: { text?: { id: string; model: Model }; embedding?: { id: string; embedder: Embedder }; rerank?: { id: string; reranker: Reranker } },
     specs: readonly ServedModelSpec[],
     limits: PoolLimits,
     private readonly hooks: PoolHooks,
@@ -157,9 +177,13 @@ export class ModelPool {
       const { id, embedder } = pinned.embedding;
       add({ id, kind: 'embedding', bytes: safeBytes(embedder.info.path), served: hooks.embedding(id, embedder), leases: 0, lastUsed: now, keepAliveMs: -1 });
     }
+    if (pinned.rerank) {
+      const { id, reranker } = pinned.rerank;
+      add({ id, kind: 'rerank', bytes: safeBytes(reranker.info.path), served: hooks.rerank(id, reranker), leases: 0, lastUsed: now, keepAliveMs: -1 });
+    }
     for (const spec of specs) {
-      if (typeof spec?.id !== 'string' || spec.id === '' || typeof spec.path !== 'string' || (spec.kind !== 'text' && spec.kind !== 'embedding')) {
-        throw new TypeError(`models: each entry needs an id, a path and a kind ('text' or 'embedding'), got ${JSON.stringify(spec)}`);
+      if (typeof spec?.id !== 'string' || spec.id === '' || typeof spec.path !== 'string' || !KINDS.includes(spec.kind)) {
+        throw new TypeError(`models: each entry needs an id, a path and a kind ('text', 'embedding' or 'rerank'), got ${JSON.stringify(spec)}`);
       }
       add({ id: spec.id, kind: spec.kind, spec, bytes: weightBytes(spec.path), leases: 0, lastUsed: 0, keepAliveMs: this.limits.keepAliveMs });
     }
@@ -172,7 +196,7 @@ export class ModelPool {
       .map((e) => ({
         id: e.id,
         kind: e.kind,
-        path: e.spec?.path ?? (e.served && 'model' in e.served ? e.served.model.info.path : (e.served as ServedEmbedder | undefined)?.embedder.info.path) ?? '',
+        path: e.spec?.path ?? (e.served ? servedPath(e.served) : ''),
         loaded: e.served !== undefined,
         expiresAt: e.served && e.spec && e.leases === 0 && e.keepAliveMs >= 0 ? e.lastUsed + e.keepAliveMs : undefined,
         served: e.served,
@@ -181,7 +205,7 @@ export class ModelPool {
   }
 
   /** The loaded models of a kind. */
-  loaded<K extends ServedKind>(kind: K): (K extends 'text' ? ServedTextModel : ServedEmbedder)[] {
+  loaded<K extends ServedKind>(kind: K): ServedByKind[K][] {
     return [...this.entries.values()].filter((e) => e.kind === kind && e.served).map((e) => e.served) as never;
   }
 
@@ -195,7 +219,7 @@ export class ModelPool {
    * Holds the model `id` of `kind` for a request, loading it first when it is not loaded.
    * `keepAliveMs` (Ollama's keep_alive) replaces the entry's keep-alive from this request on.
    */
-  async acquire<K extends ServedKind>(kind: K, id: string, keepAliveMs?: number): Promise<Lease<K extends 'text' ? ServedTextModel : ServedEmbedder>> {
+  async acquire<K extends ServedKind>(kind: K, id: string, keepAliveMs?: number): Promise<Lease<ServedByKind[K]>> {
     const entry = this.entries.get(`${kind}\0${id}`);
     if (entry === undefined) throw new ApiError(404, `the model '${id}' does not exist here`, 'invalid_request_error', 'model', 'model_not_found');
     if (this.closed) throw new ApiError(503, 'the server is shutting down', 'server_error', null, 'server_shutting_down');
@@ -232,7 +256,9 @@ export class ModelPool {
     const served =
       spec.kind === 'text'
         ? this.hooks.text(entry.id, await this.hooks.loadModel(spec.path, spec.options as LoadModelOptions | undefined))
-        : this.hooks.embedding(entry.id, await this.hooks.loadEmbedder(spec.path, spec.options as LoadEmbedderOptions | undefined));
+        : spec.kind === 'rerank'
+          ? this.hooks.rerank(entry.id, await this.hooks.loadReranker(spec.path, spec.options as LoadRerankerOptions | undefined))
+          : this.hooks.embedding(entry.id, await this.hooks.loadEmbedder(spec.path, spec.options as LoadEmbedderOptions | undefined));
     if (this.closed) {
       dispose(served);
       throw new ApiError(503, 'the server is shutting down', 'server_error', null, 'server_shutting_down');
@@ -288,7 +314,12 @@ export class ModelPool {
 
 function dispose(served: Served): void {
   if ('model' in served) served.model.dispose();
+  else if ('reranker' in served) served.reranker.dispose();
   else served.embedder.dispose();
+}
+
+function servedPath(served: Served): string {
+  return 'model' in served ? served.model.info.path : 'reranker' in served ? served.reranker.info.path : served.embedder.info.path;
 }
 
 function safeBytes(path: string): number {

@@ -5,9 +5,9 @@
  * penalties over the whole sequence, logit_bias -100 bans a token.
  */
 import { prepareJsonSchema, type CompiledJsonSchema, type JsonSchema } from '../constrain';
-import { keptPrefix, truncatedPrompt, type ContextShiftOptions } from '../context-shift';
+import { keptPrefix, truncatedPrompt, type ContextShiftOptions } from '../generation/context-shift';
 import type { Tokenizer } from '../tokenizers';
-import type { GenerateOptions } from '../generate';
+import type { GenerateOptions } from '../generation/generate';
 import { ApiError, invalidRequest, toApiError } from './api-error';
 import type { ChatCompletionBody, GenerationBody } from './validation';
 

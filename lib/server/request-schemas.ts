@@ -3,7 +3,7 @@
  * errors here; a server that is not --strict checks the top level with them allowed (ignored and
  * logged once, as llama-server does), nested objects always exact.
  */
-import { MAX_TOP_LOGPROBS } from '../generate';
+import { MAX_TOP_LOGPROBS } from '../generation/generate';
 import { TOOL_LIMITS } from '../tools/types';
 
 /** The most choices (`n`) one request asks for. */
@@ -177,6 +177,30 @@ export const embeddingRequest = {
     model: { type: 'string' },
     input: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 2048 }] },
     encoding_format: { enum: ['float', 'base64'] },
+    user: { type: 'string' },
+  },
+  additionalProperties: false,
+} as const;
+
+/** The most documents one rerank request scores (Cohere's bound). */
+export const MAX_RERANK_DOCUMENTS = 1000;
+
+/** POST /v1/rerank and /rerank, as llama-server, Jina and Cohere clients send it. */
+export const rerankRequest = {
+  type: 'object',
+  required: ['query', 'documents'],
+  properties: {
+    /** Optional when the server has one reranker (llama-server's). */
+    model: { type: 'string' },
+    query: { type: 'string' },
+    documents: {
+      type: 'array',
+      minItems: 1,
+      maxItems: MAX_RERANK_DOCUMENTS,
+      items: { anyOf: [{ type: 'string' }, { type: 'object', required: ['text'], properties: { text: { type: 'string' } }, additionalProperties: false }] },
+    },
+    top_n: nullable({ type: 'integer', minimum: 1 }),
+    return_documents: nullable({ type: 'boolean' }),
     user: { type: 'string' },
   },
   additionalProperties: false,

@@ -11,8 +11,8 @@
  * others. So maxActive is also the largest batch. Other engines (TLLM, Moondream) step each
  * generation on its own. The routes only iterate what `submit` returns.
  */
-import type { GenerateOptions, GeneratedPiece, Generation, StopReason } from '../generate';
-import type { ChatOptions, ChatPrompt, Model } from '../model';
+import type { GenerateOptions, GeneratedPiece, Generation, StopReason } from '../generation/generate';
+import type { ChatOptions, ChatPrompt, Model } from '../models/model';
 import { AdmissionQueue } from './admission';
 import type { ModelMetrics } from './metrics';
 

@@ -1,6 +1,6 @@
 /**
  * Splits a streamed Qwen3-style reply into its thinking (`<think>…</think>`, first) and its answer,
- * as lib/chat.ts splitThinking does for a whole reply: text that might still turn into a tag is held
+ * as lib/generation/chat.ts splitThinking does for a whole reply: text that might still turn into a tag is held
  * back until it is known not to.
  */
 const OPEN = '<think>';

@@ -1,8 +1,8 @@
 /** Request bodies checked against lib/server/request-schemas.ts with ajv; the first problem becomes a 400 naming its field. */
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { lazy } from '../lazy';
+import { lazy } from '../base/lazy';
 import { invalidRequest } from './api-error';
-import { chatCompletionRequest, completionRequest, detokenizeRequest, embeddingRequest, tokenizeRequest } from './request-schemas';
+import { chatCompletionRequest, completionRequest, detokenizeRequest, embeddingRequest, rerankRequest, tokenizeRequest } from './request-schemas';
 
 export interface ChatMessageBody {
   role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
@@ -70,6 +70,15 @@ export interface EmbeddingBody {
   user?: string;
 }
 
+export interface RerankBody {
+  model?: string;
+  query: string;
+  documents: (string | { text: string })[];
+  top_n?: number | null;
+  return_documents?: boolean | null;
+  user?: string;
+}
+
 /** A request schema that accepts unknown top-level fields (llama-server's default): nested objects stay exact. */
 const lenient = <S extends object>(schema: S): S => ({ ...schema, additionalProperties: true });
 
@@ -83,6 +92,7 @@ export const compileValidators = lazy(() => {
       chat: ajv.compile<ChatCompletionBody>(chatCompletionRequest),
       completion: ajv.compile<CompletionBody>(completionRequest),
       embedding: ajv.compile<EmbeddingBody>(embeddingRequest),
+      rerank: ajv.compile<RerankBody>(rerankRequest),
       tokenize: ajv.compile<TokenizeBody>(tokenizeRequest),
       detokenize: ajv.compile<DetokenizeBody>(detokenizeRequest),
     },
@@ -90,6 +100,7 @@ export const compileValidators = lazy(() => {
       chat: ajv.compile<ChatCompletionBody>(lenient(chatCompletionRequest)),
       completion: ajv.compile<CompletionBody>(lenient(completionRequest)),
       embedding: ajv.compile<EmbeddingBody>(lenient(embeddingRequest)),
+      rerank: ajv.compile<RerankBody>(lenient(rerankRequest)),
       tokenize: ajv.compile<TokenizeBody>(lenient(tokenizeRequest)),
       detokenize: ajv.compile<DetokenizeBody>(lenient(detokenizeRequest)),
     },
@@ -157,5 +168,6 @@ function validator<T extends object>(route: string, schema: { properties: Record
 export const validateChatCompletion = validator('/v1/chat/completions', chatCompletionRequest, (v) => v.chat);
 export const validateCompletion = validator('/v1/completions', completionRequest, (v) => v.completion);
 export const validateEmbedding = validator('/v1/embeddings', embeddingRequest, (v) => v.embedding);
+export const validateRerank = validator('/v1/rerank', rerankRequest, (v) => v.rerank);
 export const validateTokenize = validator('/tokenize', tokenizeRequest, (v) => v.tokenize);
 export const validateDetokenize = validator('/detokenize', detokenizeRequest, (v) => v.detokenize);

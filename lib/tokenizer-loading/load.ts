@@ -7,16 +7,16 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { WeightFormatError } from '../errors';
+import { WeightFormatError } from '../base/errors';
 import { fail } from '../formats/bytes';
 import { readCachedTokenizer, tokenizerCacheDir, tokenizerSource } from '../tokenizers/cache';
 import { unpackTokenizer } from '../tokenizers/packed';
-import { runNow, runYielding, type Steps } from '../steps';
-import type { ModelWeights, TokenizerData } from '../weights';
+import { runNow, runYielding, type Steps } from '../base/steps';
+import type { ModelWeights, TokenizerData } from '../base/weights';
 import type { Tokenizer } from '../tokenizers/types';
 import { withRecipe } from '../tokenizers/recipes';
 import { loadInWorker } from './worker-client';
-import { lazy } from '../lazy';
+import { lazy } from '../base/lazy';
 import type { TokenizerPrefetch } from './prefetch';
 
 // The readers and builders of tokenizers on this thread, each loaded by the first load that needs

@@ -4,8 +4,8 @@
  */
 import * as nodePath from 'node:path';
 import type { Worker } from 'node:worker_threads';
-import { lazy } from '../lazy';
-import { startModuleWorker } from '../worker-boot';
+import { lazy } from '../base/lazy';
+import { startModuleWorker } from '../base/worker-boot';
 import { MISSING_RECIPE, receiveError, type Recipe, type Reply, type Request } from '../tokenizers/worker-protocol';
 import { recipeOf } from '../tokenizers/recipes';
 import type { EncodeOptions, Tokenizer } from '../tokenizers/types';

@@ -3,11 +3,11 @@
  * UTF-8 bytes (each the vocabulary id of its byte-level stand-in character), merged by rank.
  * Results are cached per word.
  */
-import { WeightFormatError } from '../errors';
+import { WeightFormatError } from '../base/errors';
 import { BYTE_TO_CHAR, bytesToByteLevel } from './byte-level';
 import { mergeWord } from './bpe-merge';
 import { MergeTable } from './merge-table';
-import { runNow, type Steps } from '../steps';
+import { runNow, type Steps } from '../base/steps';
 import { encodeUtf8Into } from './utf8';
 
 const CACHE_LIMIT = 200_000;

@@ -8,7 +8,7 @@
  * position, which with JS substrings and a Map cost most of a second for a 151k vocabulary.
  */
 
-import { runNow, type Steps } from '../steps';
+import { runNow, type Steps } from '../base/steps';
 
 const P = 0x01000193;
 

@@ -1,6 +1,6 @@
 /** TokenizerData (a vocabulary found inside or beside weights) -> Tokenizer. */
-import { UnsupportedError, WeightFormatError } from '../errors';
-import type { TokenizerData } from '../weights';
+import { UnsupportedError, WeightFormatError } from '../base/errors';
+import type { TokenizerData } from '../base/weights';
 import type { AddedToken } from './added-tokens';
 import { ByteLevelBpeTokenizer } from './byte-level-bpe';
 import { mergeTableFromPairs, parseMergeEntry } from './bpe-model';
@@ -8,7 +8,7 @@ import { MapVocab } from './bpe-vocab';
 import { GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN } from './pretokenizers';
 import { byteLevelBpeFromScoredSteps } from './scored-byte-level';
 import { bytePieceValue, SentencePieceBpeTokenizer, SPACE_MARK } from './sentencepiece-bpe';
-import { runNow, runYielding, type Steps } from '../steps';
+import { runNow, runYielding, type Steps } from '../base/steps';
 import { decodeVocabularySteps } from './deferred-vocabulary';
 import type { SpecialTokenIds, Tokenizer } from './types';
 import { bertNormalizerJson, WordPieceTokenizer } from './wordpiece';

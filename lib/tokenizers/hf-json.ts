@@ -1,20 +1,23 @@
 /**
  * Hugging Face tokenizer.json (and the older vocab.json + merges.txt + tokenizer_config.json
  * layout) -> a Tokenizer. Supported: BPE with ByteLevel (GPT-2, Qwen, Llama 3 families), BPE with
- * byte fallback (Gemma 3) and WordPiece (BERT); other models or components raise UnsupportedError.
+ * byte fallback (Gemma 3), WordPiece (BERT) and Unigram (XLM-R, bge-m3, multilingual-e5); other
+ * models or components raise UnsupportedError.
  */
-import { UnsupportedError, WeightFormatError } from '../errors';
+import { UnsupportedError, WeightFormatError } from '../base/errors';
 import type { AddedToken } from './added-tokens';
 import { ByteFallbackBpeTokenizer } from './byte-fallback-bpe';
 import { ByteLevelBpeTokenizer } from './byte-level-bpe';
 import { mergeTableFromPairsSteps, parseMergeEntry } from './bpe-model';
-import { runNow, type Steps } from '../steps';
+import { runNow, type Steps } from '../base/steps';
 import type { SpecialWrapping } from './post-process';
 import { MapVocab } from './bpe-vocab';
 import { GPT2_PATTERN, QWEN2_PATTERN } from './pretokenizers';
 import type { SpecialTokenIds, Tokenizer } from './types';
 import { validateAddedTokensDecoder, validateTokenizerJsonSteps, validateVocabSteps } from './validate-json';
 import { WordPieceTokenizer } from './wordpiece';
+import { UnigramTokenizer } from './unigram';
+import { buildUnigramTrieSteps } from './unigram-model';
 
 function addedTokenFromJson(entry: any, id: number): AddedToken {
   return {
@@ -146,13 +149,23 @@ function* vocabMapSteps(vocabJson: any): Steps<Map<string, number>> {
   return vocab;
 }
 
+/** Piece -> id of a Unigram `vocab` list (a piece listed twice: its last id, as HF's map). */
+function* unigramVocabSteps(list: [string, number][]): Steps<Map<string, number>> {
+  const vocab = new Map<string, number>();
+  for (let id = 0; id < list.length; id++) {
+    vocab.set(list[id][0], id);
+    if (id % SLICE === SLICE - 1) yield;
+  }
+  return vocab;
+}
+
 /** tokenizerFromJson in slices (see steps.ts). */
 export function* tokenizerFromJsonSteps(json: any, where: string, config?: any): Steps<Tokenizer> {
   yield* validateTokenizerJsonSteps(json, where);
   const model = json.model;
   const addedTokens: AddedToken[] = ((json.added_tokens ?? []) as any[]).map((e) => addedTokenFromJson(e, Number(e.id)));
   const type = model.type ?? (model.merges ? 'BPE' : model.vocab && !Array.isArray(model.vocab) ? 'WordPiece' : undefined);
-  const vocab = yield* vocabMapSteps(model.vocab);
+  const vocab = type === 'Unigram' ? yield* unigramVocabSteps(model.vocab) : yield* vocabMapSteps(model.vocab);
   const lookup = (s: string) => addedTokens.find((t) => t.content === s)?.id ?? vocab.get(s);
   const wrapping = wrappingFromJson(json.post_processor, lookup, where);
   const specialIds = specialIdsOf(lookup, config);
@@ -195,6 +208,30 @@ export function* tokenizerFromJsonSteps(json: any, where: string, config?: any):
       specialIds,
       wrapping,
       truncation: truncationOf(json),
+    });
+  }
+  if (type === 'Unigram') {
+    const pieces = model.vocab as [string, number][];
+    const tokens = pieces.map((p) => p[0]);
+    const mapVocab = new MapVocab(vocab, tokens);
+    const scores = Float64Array.from(pieces, (p) => p[1]);
+    yield;
+    const trie = yield* buildUnigramTrieSteps(mapVocab);
+    // Built once here so that a bad normalizer, pre-tokenizer or decoder fails with this file's name.
+    return new UnigramTokenizer({
+      vocab: mapVocab,
+      scores,
+      trie,
+      unkId: model.unk_id ?? undefined,
+      byteFallback: !!model.byte_fallback,
+      addedTokens,
+      normalizer: json.normalizer ?? null,
+      preTokenizer: json.pre_tokenizer ?? null,
+      decoder: json.decoder ?? null,
+      specialIds,
+      wrapping,
+      truncation: truncationOf(json),
+      where,
     });
   }
   if (type === 'WordPiece') {

@@ -7,5 +7,6 @@ export { ByteLevelBpeTokenizer } from './byte-level-bpe';
 export { ByteFallbackBpeTokenizer } from './byte-fallback-bpe';
 export { WordPieceTokenizer } from './wordpiece';
 export { SentencePieceBpeTokenizer } from './sentencepiece-bpe';
+export { UnigramTokenizer } from './unigram';
 export { TllmTokenizer } from './tllm';
 export { QWEN2_PATTERN, LLAMA3_PATTERN, GPT2_PATTERN } from './pretokenizers';

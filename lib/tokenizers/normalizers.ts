@@ -1,6 +1,8 @@
 /** Text normalizers of HF tokenizers (the subset weightmap's models use), as plain string functions. */
-import { UnsupportedError } from '../errors';
+import { UnsupportedError } from '../base/errors';
 import { EXTRA_STRIPPED, NOT_STRIPPED } from './bert-unicode';
+import { precompiledFromBase64 } from './precompiled-charsmap';
+import { compileOnigPattern } from './pretokenizers';
 
 export type Normalizer = (text: string) => string;
 
@@ -48,8 +50,14 @@ function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-/** Builds the normalizer of a tokenizer.json `normalizer` entry (null -> undefined). */
-export function normalizerFromJson(json: any, bert: (json: any) => Normalizer): Normalizer | undefined {
+/** Rust's char::is_whitespace (White_Space: U+0085 in, U+FEFF out), as HF's Strip tests it. */
+const WHITE_SPACE = /\p{White_Space}/u;
+
+/**
+ * Builds the normalizer of a tokenizer.json `normalizer` entry (null -> undefined); `where`
+ * names the file in the errors of a malformed `Precompiled` charsmap.
+ */
+export function normalizerFromJson(json: any, bert: (json: any) => Normalizer, where = 'tokenizer.json'): Normalizer | undefined {
   if (json === null || json === undefined) return undefined;
   switch (json.type) {
     case 'NFC':
@@ -72,8 +80,8 @@ export function normalizerFromJson(json: any, bert: (json: any) => Normalizer): 
       return (s) => {
         let a = 0;
         let b = s.length;
-        if (left) while (a < b && /\s/u.test(s[a]) && s[a] !== '\ufeff') a++;
-        if (right) while (b > a && /\s/u.test(s[b - 1]) && s[b - 1] !== '\ufeff') b--;
+        if (left) while (a < b && WHITE_SPACE.test(s[a])) a++;
+        if (right) while (b > a && WHITE_SPACE.test(s[b - 1])) b--;
         return s.slice(a, b);
       };
     }
@@ -87,10 +95,19 @@ export function normalizerFromJson(json: any, bert: (json: any) => Normalizer): 
         const re = new RegExp(escapeRegExp(String(json.pattern.String)), 'g');
         return (s) => s.replace(re, () => content);
       }
-      throw new UnsupportedError('Replace normalizer with a Regex pattern is not supported');
+      if (typeof json.pattern?.Regex === 'string') {
+        const re = compileOnigPattern(json.pattern.Regex);
+        return (s) => s.replace(re, () => content);
+      }
+      throw new UnsupportedError('Replace normalizer without a String or Regex pattern is not supported');
+    }
+    case 'Precompiled': {
+      const charsmap = precompiledFromBase64(json.precompiled_charsmap, where);
+      return (s) => charsmap.normalize(s);
     }
     case 'Sequence': {
-      const parts = (json.normalizers as any[]).map((n) => normalizerFromJson(n, bert)).filter((n): n is Normalizer => !!n);
+      if (!Array.isArray(json.normalizers)) throw new UnsupportedError('a Sequence normalizer needs a list of normalizers');
+      const parts = (json.normalizers as any[]).map((n) => normalizerFromJson(n, bert, where)).filter((n): n is Normalizer => !!n);
       return (s) => {
         for (const n of parts) s = n(s);
         return s;

@@ -12,8 +12,8 @@
  *   [16, 16+H) header JSON (PackedHeader), then zero padding to a multiple of 8
  *   arrays in ARRAYS order, each at a multiple of 8, with the lengths the header gives
  */
-import { crc32 } from '../checksums';
-import { rangeError, WeightFormatError } from '../errors';
+import { crc32 } from '../base/checksums';
+import { rangeError, WeightFormatError } from '../base/errors';
 import type { AddedToken } from './added-tokens';
 import { ByteFallbackBpeTokenizer } from './byte-fallback-bpe';
 import { ByteLevelBpeTokenizer } from './byte-level-bpe';
@@ -25,8 +25,8 @@ import { bertNormalizerFromJson } from './bert-basic';
 import { normalizerFromJson } from './normalizers';
 import { pieceDecoderFromJson } from './piece-decoder';
 import type { SpecialWrapping } from './post-process';
-import { native } from '../native';
-import { runNow, type Steps } from '../steps';
+import { native } from '../base/native';
+import { runNow, type Steps } from '../base/steps';
 import type { SpecialTokenIds, Tokenizer } from './types';
 import { WordPieceTokenizer } from './wordpiece';
 

@@ -1,12 +1,14 @@
 /**
- * The decoders of tokenizer.json for BPE models over U+2581-marked text (Gemma, Llama 2 style):
- * a Sequence of Replace (string pattern), ByteFallback, Fuse and Strip, with Hugging Face's
+ * The decoders of tokenizer.json for models over U+2581-marked text (Gemma, Llama 2 style BPE,
+ * Unigram): a Sequence of Replace (string pattern), ByteFallback, Fuse, Strip and Metaspace
+ * (metaspace.ts), with Hugging Face's
  * semantics: Replace rewrites each token's text; ByteFallback turns each run of `<0xNN>` tokens
  * into the text of its bytes, or, when the run is not valid UTF-8, into one U+FFFD per byte; Fuse
  * joins; Strip cuts up to `start` / `stop` copies of one character off each token's ends (after
  * Fuse: off the text's, Llama 2's dropping of the dummy prefix space).
  */
-import { UnsupportedError } from '../errors';
+import { UnsupportedError } from '../base/errors';
+import { metaspaceDecodeToken, metaspaceFromJson } from './metaspace';
 
 /** Token strings -> text. */
 export type PieceDecoder = (tokens: readonly string[]) => string;
@@ -61,6 +63,10 @@ function stepFromJson(json: any): Step {
     }
     case 'ByteFallback':
       return byteFallback;
+    case 'Metaspace': {
+      const spec = metaspaceFromJson(json);
+      return (tokens) => tokens.map((t, i) => metaspaceDecodeToken(spec, t, i));
+    }
     case 'Fuse':
       return (tokens) => [tokens.join('')];
     case 'Strip': {
@@ -110,6 +116,7 @@ export function pieceDecoderFromJson(json: any): PieceDecoder {
 /** The same decoder for one token at a time (see StreamPieceDecoder). */
 export function streamPieceDecoderFromJson(json: any): StreamPieceDecoder {
   const steps = stepsOf(json);
+  if (steps.some((s) => s?.type === 'Metaspace')) throw new UnsupportedError('a Metaspace decoder in a Sequence cannot decode a stream');
   let stripChar = '';
   let stripStart = 0;
   const fused = steps.findIndex((s) => s?.type === 'Fuse');

@@ -1,6 +1,6 @@
 /** What encode adds around the text's ids, and truncation (HF post-processor + truncation). */
 import type { EncodeOptions } from './types';
-import { rangeError } from '../errors';
+import { rangeError } from '../base/errors';
 
 export interface SpecialWrapping {
   /** Ids placed before the text when special tokens are added (BOS, [CLS]). */

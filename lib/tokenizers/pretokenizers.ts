@@ -10,7 +10,7 @@
  *  - `\p{L}` and `\p{N}` follow Node's Unicode, newer than Oniguruma's: the characters assigned
  *    since are left out (onig-unicode.ts).
  */
-import { UnsupportedError } from '../errors';
+import { UnsupportedError } from '../base/errors';
 import { NEWER_LETTERS, NEWER_NUMBERS } from './onig-unicode';
 
 /** Qwen2 / Qwen2.5 / Qwen3 (tokenizer.json Split pattern, and GGUF pre `qwen2`). */

@@ -6,7 +6,7 @@
  * true merge list; the true pair is always among them). With the Qwen2 pre-tokenizer and NFC
  * this reproduces Hugging Face's ids, which runq's own encode (no pre-tokenizer) does not.
  */
-import { WeightFormatError } from '../errors';
+import { WeightFormatError } from '../base/errors';
 import type { AddedToken } from './added-tokens';
 import { bytesToByteLevel } from './byte-level';
 import { ByteLevelBpeTokenizer } from './byte-level-bpe';
@@ -14,8 +14,8 @@ import { ByteStringIds } from './byte-string-ids';
 import { MergeTable } from './merge-table';
 import { MapVocab } from './bpe-vocab';
 import { QWEN2_PATTERN } from './pretokenizers';
-import { runNow, type Steps } from '../steps';
-import type { TokenizerData } from '../weights';
+import { runNow, type Steps } from '../base/steps';
+import type { TokenizerData } from '../base/weights';
 
 /** Scores at or below this mark tokens that are no merge result (bytes, added tokens, absent ids). */
 const NOT_A_MERGE = -1e5;

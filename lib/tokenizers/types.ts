@@ -44,8 +44,8 @@ export interface SpecialTokenIds {
   mask?: number;
 }
 
-/** 'none': a model without a vocabulary (lib/ids-tokenizer.ts): prompts are token ids. */
-export type TokenizerKind = 'byte-level-bpe' | 'byte-fallback-bpe' | 'wordpiece' | 'sentencepiece-bpe' | 'tllm' | 'none';
+/** 'none': a model without a vocabulary (lib/models/ids-tokenizer.ts): prompts are token ids. */
+export type TokenizerKind = 'byte-level-bpe' | 'byte-fallback-bpe' | 'wordpiece' | 'sentencepiece-bpe' | 'unigram' | 'tllm' | 'none';
 
 /** Text to token ids and back, token for token as Hugging Face's `tokenizers` does for the same vocabulary. */
 export interface Tokenizer {

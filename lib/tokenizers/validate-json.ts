@@ -7,8 +7,8 @@
  * few entries cannot claim 2^31 ids (which would make every table built per id that large).
  * Each failure is a WeightFormatError that names the file and the JSON path of the bad value.
  */
-import { WeightFormatError } from '../errors';
-import type { Steps } from '../steps';
+import { WeightFormatError } from '../base/errors';
+import type { Steps } from '../base/steps';
 
 /** Ids at or above this are refused: the largest real vocabularies have ~2^18 entries. */
 export const MAX_TOKEN_ID = 1 << 24;
@@ -104,8 +104,36 @@ export function* validateTokenizerJsonSteps(json: unknown, file: string): Steps<
   if (model.type !== 'Unigram' && (model.vocab !== undefined || model.type !== undefined)) {
     yield* validateVocabSteps(model.vocab, file, '$.model.vocab');
   }
+  if (model.type === 'Unigram') yield* validateUnigramModelSteps(model, file);
   if (model.merges !== undefined && !Array.isArray(model.merges)) bad(file, '$.model.merges', 'is not a list', 'a list', model.merges);
   validateAddedTokens(json.added_tokens, file);
+}
+
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * A Unigram model: `vocab` a non-empty list (of at most MAX_TOKEN_ID entries, checked before
+ * anything is built per entry) of [piece, score] with a piece of well-formed UTF-16 (serde refuses
+ * lone surrogates) and a finite score; `unk_id` absent, null or an index into it; `byte_fallback`
+ * a boolean when given.
+ */
+function* validateUnigramModelSteps(model: Record<string, unknown>, file: string): Steps<void> {
+  const vocab = model.vocab;
+  if (!Array.isArray(vocab)) bad(file, '$.model.vocab', 'is not a list of [piece, score]', 'a list', vocab);
+  if (vocab.length === 0) bad(file, '$.model.vocab', 'is empty', 'at least one piece', 'an empty list');
+  if (vocab.length > MAX_TOKEN_ID) bad(file, '$.model.vocab', 'has too many pieces', `at most ${MAX_TOKEN_ID}`, `${vocab.length} pieces`);
+  for (let i = 0; i < vocab.length; i++) {
+    const entry = vocab[i];
+    if (!Array.isArray(entry) || entry.length !== 2) bad(file, `$.model.vocab[${i}]`, 'is not a [piece, score] pair', '[string, number]', entry);
+    if (typeof entry[0] !== 'string' || LONE_SURROGATE.test(entry[0])) bad(file, `$.model.vocab[${i}][0]`, 'is not a piece', 'a well-formed string', entry[0]);
+    if (typeof entry[1] !== 'number' || !Number.isFinite(entry[1])) bad(file, `$.model.vocab[${i}][1]`, 'is not a score', 'a finite number', entry[1]);
+    if (i % SLICE === SLICE - 1) yield;
+  }
+  const unk = model.unk_id;
+  if (unk !== undefined && unk !== null && !(typeof unk === 'number' && Number.isInteger(unk) && unk >= 0 && unk < vocab.length)) {
+    bad(file, '$.model.unk_id', 'is not an index into the vocabulary', `an integer in [0, ${vocab.length})`, unk);
+  }
+  if (model.byte_fallback !== undefined && typeof model.byte_fallback !== 'boolean') bad(file, '$.model.byte_fallback', 'is not a boolean', 'a boolean', model.byte_fallback);
 }
 
 /** tokenizer_config.json's `added_tokens_decoder`: `{"<id>": {content, ...}}` with decimal ids in range. */

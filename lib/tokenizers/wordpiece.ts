@@ -5,7 +5,7 @@
  * one [UNK]. Encode wraps the ids in [CLS] ... [SEP]; decode joins pieces like HF's WordPiece
  * decoder (cleanup of spaces before punctuation included).
  */
-import { WeightFormatError } from '../errors';
+import { WeightFormatError } from '../base/errors';
 import { AddedToken, AddedTokenSplitter } from './added-tokens';
 import { bertNormalizerFromJson, bertPreTokenize } from './bert-basic';
 import type { BpeVocab } from './bpe-vocab';

@@ -6,8 +6,8 @@
  * generation follows: with 'required' or a named tool the prompt ends with the family's opening and
  * the call is forced; with 'auto' a call the model opens is written under the grammar.
  */
-import type { ChatMessage, ChatRenderOptions, ChatTemplate } from '../chat';
-import type { ToolCallConstraint } from '../generate';
+import type { ChatMessage, ChatRenderOptions, ChatTemplate } from '../generation/chat';
+import type { ToolCallConstraint } from '../generation/generate';
 import { prepareToolCallGrammar } from './call-grammar';
 import { detectToolFormat, type ToolCallFormat } from './formats';
 import { checkTools, TOOL_LIMITS, toolsOfChoice, type ToolChoice, type ToolDefinition } from './types';

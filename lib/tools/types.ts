@@ -1,9 +1,9 @@
 /** Tool calling: the definitions a caller gives, the calls a model makes, and the bounds on both. */
 import { checkSchemaNesting } from '../constrain/json-schema';
-import { rangeError } from '../errors';
+import { rangeError } from '../base/errors';
 
-export type { ToolCall, ToolDefinition } from '../tool-call-types';
-import type { ToolDefinition } from '../tool-call-types';
+export type { ToolCall, ToolDefinition } from '../generation/tool-call-types';
+import type { ToolDefinition } from '../generation/tool-call-types';
 
 /** 'auto': the model decides; 'none': no call; 'required': one call is forced; { name }: that tool's call is forced. */
 export type ToolChoice = 'auto' | 'none' | 'required' | { name: string };

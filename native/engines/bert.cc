@@ -263,6 +263,7 @@ void Config::Validate() const {
     fail("hiddenSize (" + std::to_string(hidden) + ") is not a multiple of numHeads (" + std::to_string(heads) + ")");
   if (vocab > INT32_MAX) fail("vocabSize does not fit token ids");
   if (!(eps > 0) || !(eps < 1)) fail("layerNormEps must be in (0, 1)");
+  if (labels < 0 || labels > (int64_t{1} << 20)) fail("numLabels must be in [0, 2^20]");
 }
 
 std::shared_ptr<Model> Model::Load(const Config& config, std::shared_ptr<const WeightsSpec> spec, const Options& options) {
@@ -283,8 +284,9 @@ std::shared_ptr<Model> Model::Load(const Config& config, std::shared_ptr<const W
   m.word_ = &RequireTable(s, "embeddings.word_embeddings.weight", c.vocab, H);
   m.position_ = &RequireTable(s, "embeddings.position_embeddings.weight", c.max_positions, H);
   const TensorRef& types = RequireTable(s, "embeddings.token_type_embeddings.weight", c.type_vocab, H);
-  m.type0_.resize(H);
-  ReadRow(types, 0, m.type0_.data());
+  m.types_.resize(c.type_vocab * H);
+  for (int64_t r = 0; r < c.type_vocab; r++) ReadRow(types, r, &m.types_[r * H]);
+  m.cost_.copied_bytes += c.type_vocab * H * 4;
   m.emb_ln_g_ = LoadVector(s, "embeddings.LayerNorm.weight", H, &m.cost_);
   m.emb_ln_b_ = LoadVector(s, "embeddings.LayerNorm.bias", H, &m.cost_);
 
@@ -307,6 +309,21 @@ std::shared_ptr<Model> Model::Load(const Config& config, std::shared_ptr<const W
     L.ln1_b = LoadVector(s, LayerName(l, "attention.output.LayerNorm.bias"), H, &m.cost_);
     L.ln2_g = LoadVector(s, LayerName(l, "output.LayerNorm.weight"), H, &m.cost_);
     L.ln2_b = LoadVector(s, LayerName(l, "output.LayerNorm.bias"), H, &m.cost_);
+  }
+  if (c.labels > 0) {
+    auto table = [&](const std::string& name, int64_t rows, int64_t cols) {
+      const TensorRef& t = s.Require(name, {rows, cols});
+      std::vector<float> out(rows * cols);
+      for (int64_t r = 0; r < rows; r++) ReadRow(t, r, &out[r * cols]);
+      m.cost_.copied_bytes += rows * cols * 4;
+      return out;
+    };
+    if (c.pooler) {
+      m.pooler_w_ = table("pooler.dense.weight", H, H);
+      m.pooler_b_ = LoadVector(s, "pooler.dense.bias", H, &m.cost_);
+    }
+    m.cls_w_ = table("classifier.weight", c.labels, H);
+    m.cls_b_ = LoadVector(s, "classifier.bias", c.labels, &m.cost_);
   }
   m.pool_ = std::make_unique<ThreadPool>(options.threads);
   m.load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -366,26 +383,26 @@ void Model::Attention(const float* q, const float* k, const float* v, float* ctx
     pool_->ParallelFor(n_seq * n_heads, 1, tasks);
 }
 
-void Model::Encode(const int32_t* ids, const int32_t* lengths, int64_t n_seq, Pooling pooling, bool normalize,
-                   float* out, const std::atomic<bool>& abort) const {
+// A scratch leased for one call and handed back on every exit (an abort throws).
+struct Model::Lease {
+  const Model* model;
+  std::unique_ptr<Scratch> scratch;
+  ~Lease() { model->ReturnScratch(std::move(scratch)); }
+};
+
+void Model::Layers(const int32_t* ids, const int32_t* types, const int32_t* lengths, int64_t n_seq, Scratch& s,
+                   std::vector<int64_t>& starts, const std::atomic<bool>& abort) const {
   ThrowIfAborted(abort);
   const Config& c = config_;
   const int64_t H = c.hidden, I = c.intermediate;
   ThreadPool& pool = *pool_;
-  std::vector<int64_t> starts(n_seq);  // first row of each sequence in the packed batch
+  starts.assign(n_seq, 0);  // first row of each sequence in the packed batch
   int64_t N = 0;
   for (int64_t i = 0; i < n_seq; i++) {
     starts[i] = N;
     N += lengths[i];
   }
 
-  // Leased for this call and handed back on every exit (an abort throws).
-  struct Lease {
-    const Model* model;
-    std::unique_ptr<Scratch> scratch;
-    ~Lease() { model->ReturnScratch(std::move(scratch)); }
-  } lease{this, TakeScratch()};
-  Scratch& s = *lease.scratch;
   s.x.resize(N * H);
   s.q.resize(N * H);
   s.k.resize(N * H);
@@ -397,7 +414,7 @@ void Model::Encode(const int32_t* ids, const int32_t* lengths, int64_t n_seq, Po
   float* proj = s.proj.data();
   float* ff = s.ff.data();
 
-  // x[t] = LN((word[id] + type[0]) + position[p]), in HF's order of additions.
+  // x[t] = LN((word[id] + type[types[t]]) + position[p]), in HF's order of additions.
   std::vector<int32_t> position(N);
   for (int64_t i = 0; i < n_seq; i++)
     for (int32_t p = 0; p < lengths[i]; p++) position[starts[i] + p] = p;
@@ -406,7 +423,8 @@ void Model::Encode(const int32_t* ids, const int32_t* lengths, int64_t n_seq, Po
     for (int64_t t = t0; t < t1; t++) {
       ReadRow(*word_, ids[t], sum.data());
       ReadRow(*position_, position[t], pos.data());
-      for (int64_t j = 0; j < H; j++) sum[j] = (sum[j] + type0_[j]) + pos[j];
+      const float* type = &types_[(types ? types[t] : 0) * H];
+      for (int64_t j = 0; j < H; j++) sum[j] = (sum[j] + type[j]) + pos[j];
       kernels::layernorm(sum.data(), emb_ln_g_.data(), emb_ln_b_.data(), x + t * H, H, c.eps);
     }
   });
@@ -464,6 +482,15 @@ void Model::Encode(const int32_t* ids, const int32_t* lengths, int64_t n_seq, Po
     xin = next_x;
   }
   ThrowIfAborted(abort);
+}
+
+void Model::Encode(const int32_t* ids, const int32_t* lengths, int64_t n_seq, Pooling pooling, bool normalize,
+                   float* out, const std::atomic<bool>& abort) const {
+  const int64_t H = config_.hidden;
+  Lease lease{this, TakeScratch()};
+  std::vector<int64_t> starts;
+  Layers(ids, nullptr, lengths, n_seq, *lease.scratch, starts, abort);
+  const float* x = lease.scratch->x.data();
 
   // Pooling, then e / max(‖e‖₂, 1e-12). Sums in double: the order of rows cannot matter.
   std::vector<double> acc(H);
@@ -494,6 +521,41 @@ void Model::Encode(const int32_t* ids, const int32_t* lengths, int64_t n_seq, Po
       for (int64_t j = 0; j < H; j++) e[j] = static_cast<float>(e[j] / norm);
     }
   }
+}
+
+void Model::Classify(const int32_t* ids, const int32_t* types, const int32_t* lengths, int64_t n_seq, float* out,
+                     const std::atomic<bool>& abort) const {
+  const Config& c = config_;
+  if (c.labels == 0) throw SpecError("CONFIG_MISMATCH", "this BERT model has no classification head");
+  const int64_t H = c.hidden, L = c.labels;
+  Lease lease{this, TakeScratch()};
+  std::vector<int64_t> starts;
+  Layers(ids, types, lengths, n_seq, *lease.scratch, starts, abort);
+  const float* x = lease.scratch->x.data();
+  // One [CLS] row per sequence through two small products: dot products in double, so the
+  // head adds no rounding of its own beyond the final float.
+  ForRows(*pool_, n_seq, H * (H + L), [&](int64_t i0, int64_t i1) {
+    std::vector<float> pooled(H);
+    for (int64_t i = i0; i < i1; i++) {
+      const float* h = x + starts[i] * H;
+      const float* in = h;
+      if (c.pooler) {
+        for (int64_t o = 0; o < H; o++) {
+          const float* w = &pooler_w_[o * H];
+          double acc = pooler_b_[o];
+          for (int64_t j = 0; j < H; j++) acc += static_cast<double>(w[j]) * h[j];
+          pooled[o] = static_cast<float>(std::tanh(acc));
+        }
+        in = pooled.data();
+      }
+      for (int64_t o = 0; o < L; o++) {
+        const float* w = &cls_w_[o * H];
+        double acc = cls_b_[o];
+        for (int64_t j = 0; j < H; j++) acc += static_cast<double>(w[j]) * in[j];
+        out[i * L + o] = static_cast<float>(acc);
+      }
+    }
+  });
 }
 
 }  // namespace bert

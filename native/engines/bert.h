@@ -1,6 +1,9 @@
 // BERT sentence encoders (MiniLM and its kin; FORMATS.md §3.7, Hugging Face semantics):
 // embeddings + LayerNorm, post-LN blocks with bidirectional attention, erf GELU, then pooling
 // (mean over the tokens, the [CLS] row, or the elementwise max) and optional L2 normalization.
+// Cross-encoders (BertForSequenceClassification) run the same layers, with a token type per
+// token, then their head on the [CLS] row: the pooler (dense + tanh; a llama.cpp GGUF drops it)
+// and the classifier, one logit per label (Classify).
 //
 // A batch is packed: the tokens of all its sequences are stacked into one [N, H] matrix
 // (N = Σ lengths, no padding rows), so every linear layer runs as one GEMM over N rows and
@@ -38,9 +41,11 @@ struct Config {
   int64_t intermediate = 0;   // I, the FFN width
   int64_t vocab = 0;
   int64_t max_positions = 0;  // rows of the position table: the longest sequence
-  int64_t type_vocab = 0;     // rows of the token-type table (type 0 is used)
+  int64_t type_vocab = 0;     // rows of the token-type table (type 0 unless Classify is given types)
   float eps = 1e-12f;         // every LayerNorm
   bool gelu_tanh = false;     // false: erf GELU (HF "gelu")
+  int64_t labels = 0;         // classifier outputs; 0: no head (an embedder)
+  bool pooler = false;        // the head starts with pooler.dense + tanh (labels > 0 only)
 
   int64_t head_dim() const { return hidden / heads; }
   // Throws SpecError CONFIG_MISMATCH for values the engine cannot run.
@@ -111,6 +116,13 @@ class Model {
   void Encode(const int32_t* ids, const int32_t* lengths, int64_t n_seq, Pooling pooling, bool normalize, float* out,
               const std::atomic<bool>& abort) const;
 
+  // The classification head's logits for each sequence, out[n_seq, labels]: classifier(tanh(
+  // pooler(h_cls))) with h_cls the sequence's first row (classifier(h_cls) without a pooler).
+  // `types` (one per id, each in [0, type_vocab); null: all 0) pick the token-type rows.
+  // Same contract as Encode otherwise; a model loaded with labels = 0 throws CONFIG_MISMATCH.
+  void Classify(const int32_t* ids, const int32_t* types, const int32_t* lengths, int64_t n_seq, float* out,
+                const std::atomic<bool>& abort) const;
+
   const Config& config() const { return config_; }
   const LoadCost& cost() const { return cost_; }
   double load_ms() const { return load_ms_; }
@@ -120,8 +132,14 @@ class Model {
  private:
   Model() = default;
   struct Scratch;  // one call's activations (bert.cc)
+  struct Lease;    // a Scratch taken for one call (bert.cc)
   std::unique_ptr<Scratch> TakeScratch() const;
   void ReturnScratch(std::unique_ptr<Scratch> scratch) const;
+
+  // The layers over a packed batch: leaves the last hidden states in s.x [N, H] and each
+  // sequence's first row in `starts`.
+  void Layers(const int32_t* ids, const int32_t* types, const int32_t* lengths, int64_t n_seq, Scratch& s,
+              std::vector<int64_t>& starts, const std::atomic<bool>& abort) const;
 
   // ctx [N, H] = softmax(q·kᵀ/√hd)·v per sequence and head, for q, k, v [N, H] of a packed batch
   // whose sequence i occupies rows [starts[i], starts[i] + lengths[i]).
@@ -132,9 +150,12 @@ class Model {
   std::shared_ptr<const WeightsSpec> spec_;  // keeps the mappings (and the tables below) alive
   const TensorRef* word_ = nullptr;          // [vocab, H], rows read per token
   const TensorRef* position_ = nullptr;      // [max_positions, H]
-  std::vector<float> type0_;                 // [H] token-type row 0
+  std::vector<float> types_;                 // [type_vocab, H] token-type rows
   std::vector<float> emb_ln_g_, emb_ln_b_;   // [H] embeddings.LayerNorm
   std::vector<Layer> layers_;
+  // The classification head (labels > 0), f32 whatever the quant: it runs on one row per sequence.
+  std::vector<float> pooler_w_, pooler_b_;   // [H, H], [H]
+  std::vector<float> cls_w_, cls_b_;         // [labels, H], [labels]
   std::unique_ptr<ThreadPool> pool_;
   Quant quant_ = Quant::None;
   mutable std::mutex scratch_mu_;

@@ -35,27 +35,38 @@ bert::Config ParseConfig(Napi::Env env, Napi::Value value) {
   const std::string act_name = act.IsString() ? act.As<Napi::String>().Utf8Value() : "";
   if (act_name != "gelu" && act_name != "gelu_tanh") ThrowTypeError(env, "config.hiddenAct must be 'gelu' or 'gelu_tanh'");
   c.gelu_tanh = act_name == "gelu_tanh";
+  // The classification head of a cross-encoder: absent for an embedder.
+  if (!o.Get("numLabels").IsUndefined()) c.labels = ReadInt(o, "numLabels", 0, int64_t{1} << 20);
+  if (!o.Get("pooler").IsUndefined()) c.pooler = ReadBool(o, "pooler");
   return c;
 }
 
+// Encode (pooled vectors, [n_seq, H]) or, with `classify`, the head's logits ([n_seq, labels]).
 class EncodeWorker : public EngineWorker {
  public:
   EncodeWorker(Napi::Env env, std::shared_ptr<const bert::Model> model, std::vector<int32_t> ids,
                std::vector<int32_t> lengths, bert::Pooling pooling, bool normalize,
-               std::shared_ptr<std::atomic<bool>> abort)
-      : EngineWorker(env, "weightmap:bert-encode"),
+               std::shared_ptr<std::atomic<bool>> abort, bool classify = false, std::vector<int32_t> types = {})
+      : EngineWorker(env, classify ? "weightmap:bert-classify" : "weightmap:bert-encode"),
         model_(std::move(model)),
         ids_(std::move(ids)),
         lengths_(std::move(lengths)),
         pooling_(pooling),
         normalize_(normalize),
-        abort_(std::move(abort)) {}
+        abort_(std::move(abort)),
+        classify_(classify),
+        types_(std::move(types)) {}
 
  protected:
   void Run() override {
+    const int64_t n = static_cast<int64_t>(lengths_.size());
+    if (classify_) {
+      out_.resize(lengths_.size() * model_->config().labels);
+      model_->Classify(ids_.data(), types_.empty() ? nullptr : types_.data(), lengths_.data(), n, out_.data(), *abort_);
+      return;
+    }
     out_.resize(lengths_.size() * model_->config().hidden);
-    model_->Encode(ids_.data(), lengths_.data(), static_cast<int64_t>(lengths_.size()), pooling_, normalize_, out_.data(),
-                   *abort_);
+    model_->Encode(ids_.data(), lengths_.data(), n, pooling_, normalize_, out_.data(), *abort_);
   }
 
   Napi::Value Result(Napi::Env env) override {
@@ -71,7 +82,9 @@ class EncodeWorker : public EngineWorker {
   bert::Pooling pooling_;
   bool normalize_;
   std::shared_ptr<std::atomic<bool>> abort_;
-  std::vector<float> out_;  // [n_seq, H]
+  bool classify_;
+  std::vector<int32_t> types_;  // [Σ lengths] or empty (all 0)
+  std::vector<float> out_;  // [n_seq, H] or [n_seq, labels]
 };
 
 class BertEncoder : public ModelWrap<BertEncoder, bert::Model> {
@@ -79,7 +92,9 @@ class BertEncoder : public ModelWrap<BertEncoder, bert::Model> {
   static constexpr const char* kName = "BertEncoder";
 
   static void Init(Napi::Env env, Napi::Object exports) {
-    Define(env, exports, {InstanceMethod<&BertEncoder::Encode>("encode"), InstanceAccessor<&BertEncoder::Info>("info")},
+    Define(env, exports,
+           {InstanceMethod<&BertEncoder::Encode>("encode"), InstanceMethod<&BertEncoder::Classify>("classify"),
+            InstanceAccessor<&BertEncoder::Info>("info")},
            &BertEncoder::Load);
   }
 
@@ -108,10 +123,8 @@ class BertEncoder : public ModelWrap<BertEncoder, bert::Model> {
   Napi::Value Encode(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     const std::shared_ptr<const bert::Model> model = Live(env)->model;
-    if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
-      ThrowTypeError(env, "ids must be an Int32Array");
-    if (!info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
-      ThrowTypeError(env, "lengths must be an Int32Array");
+    if (!IsInt32Array(info[0])) ThrowTypeError(env, "ids must be an Int32Array");
+    if (!IsInt32Array(info[1])) ThrowTypeError(env, "lengths must be an Int32Array");
     Napi::Int32Array ids = info[0].As<Napi::Int32Array>();
     Napi::Int32Array lengths = info[1].As<Napi::Int32Array>();
     const std::string pooling_name = info[2].IsString() ? info[2].As<Napi::String>().Utf8Value() : "";
@@ -126,26 +139,69 @@ class BertEncoder : public ModelWrap<BertEncoder, bert::Model> {
       ThrowTypeError(env, "pooling must be 'mean', 'cls' or 'max'");
     if (!info[3].IsBoolean()) ThrowTypeError(env, "normalize must be a boolean");
 
+    std::vector<int32_t> id_copy, len_copy;
+    CopyBatch(env, model->config(), ids, lengths, &id_copy, &len_copy);
+    auto abort = std::make_shared<std::atomic<bool>>(false);
+    return Job(env, new EncodeWorker(env, model, std::move(id_copy), std::move(len_copy), pooling,
+                                     info[3].As<Napi::Boolean>().Value(), abort),
+               abort);
+  }
+
+  // classify(ids: Int32Array, types: Int32Array | null, lengths: Int32Array) -> { promise, abort }
+  Napi::Value Classify(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const std::shared_ptr<const bert::Model> model = Live(env)->model;
     const bert::Config& c = model->config();
-    std::vector<int32_t> len_copy(lengths.Data(), lengths.Data() + lengths.ElementLength());
+    if (c.labels == 0) ThrowTypeError(env, "this encoder was loaded without a classification head (numLabels 0)");
+    if (!IsInt32Array(info[0])) ThrowTypeError(env, "ids must be an Int32Array");
+    const bool has_types = !info[1].IsNull() && !info[1].IsUndefined();
+    if (has_types && !IsInt32Array(info[1])) ThrowTypeError(env, "types must be an Int32Array or null");
+    if (!IsInt32Array(info[2])) ThrowTypeError(env, "lengths must be an Int32Array");
+    std::vector<int32_t> id_copy, len_copy, type_copy;
+    Napi::Int32Array ids = info[0].As<Napi::Int32Array>();
+    CopyBatch(env, c, ids, info[2].As<Napi::Int32Array>(), &id_copy, &len_copy);
+    if (has_types) {
+      Napi::Int32Array types = info[1].As<Napi::Int32Array>();
+      if (types.ElementLength() != ids.ElementLength())
+        ThrowRange(env, "there are " + std::to_string(types.ElementLength()) + " token types for " + std::to_string(ids.ElementLength()) + " ids");
+      type_copy.assign(types.Data(), types.Data() + types.ElementLength());
+      for (size_t i = 0; i < type_copy.size(); i++)
+        if (type_copy[i] < 0 || type_copy[i] >= c.type_vocab)
+          ThrowRange(env, "token type " + std::to_string(type_copy[i]) + " at " + std::to_string(i) + " is outside [0, " +
+                              std::to_string(c.type_vocab) + ")");
+    }
+    auto abort = std::make_shared<std::atomic<bool>>(false);
+    return Job(env, new EncodeWorker(env, model, std::move(id_copy), std::move(len_copy), bert::Pooling::Cls, false, abort, true,
+                                     std::move(type_copy)),
+               abort);
+  }
+
+  static bool IsInt32Array(Napi::Value v) {
+    return v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_int32_array;
+  }
+
+  // Copies a packed batch, checking every length against the positions and every id against the vocabulary.
+  static void CopyBatch(Napi::Env env, const bert::Config& c, Napi::Int32Array ids, Napi::Int32Array lengths,
+                        std::vector<int32_t>* id_copy, std::vector<int32_t>* len_copy) {
+    len_copy->assign(lengths.Data(), lengths.Data() + lengths.ElementLength());
     uint64_t total = 0;
-    for (size_t i = 0; i < len_copy.size(); i++) {
-      if (len_copy[i] < 1 || len_copy[i] > c.max_positions)
-        ThrowRange(env, "sequence " + std::to_string(i) + " has " + std::to_string(len_copy[i]) +
-                            " tokens; the model takes 1 to " + std::to_string(c.max_positions));
-      total += static_cast<uint64_t>(len_copy[i]);
+    for (size_t i = 0; i < len_copy->size(); i++) {
+      const int32_t n = (*len_copy)[i];
+      if (n < 1 || n > c.max_positions)
+        ThrowRange(env, "sequence " + std::to_string(i) + " has " + std::to_string(n) + " tokens; the model takes 1 to " +
+                            std::to_string(c.max_positions));
+      total += static_cast<uint64_t>(n);
     }
     if (total != ids.ElementLength())
       ThrowRange(env, "lengths add up to " + std::to_string(total) + " but there are " + std::to_string(ids.ElementLength()) + " ids");
-    std::vector<int32_t> id_copy(ids.Data(), ids.Data() + ids.ElementLength());
-    for (size_t i = 0; i < id_copy.size(); i++)
-      if (id_copy[i] < 0 || id_copy[i] >= c.vocab)
-        ThrowRange(env, "token id " + std::to_string(id_copy[i]) + " at " + std::to_string(i) + " is outside the vocabulary [0, " +
+    id_copy->assign(ids.Data(), ids.Data() + ids.ElementLength());
+    for (size_t i = 0; i < id_copy->size(); i++)
+      if ((*id_copy)[i] < 0 || (*id_copy)[i] >= c.vocab)
+        ThrowRange(env, "token id " + std::to_string((*id_copy)[i]) + " at " + std::to_string(i) + " is outside the vocabulary [0, " +
                             std::to_string(c.vocab) + ")");
+  }
 
-    auto abort = std::make_shared<std::atomic<bool>>(false);
-    auto* worker = new EncodeWorker(env, model, std::move(id_copy), std::move(len_copy), pooling,
-                                    info[3].As<Napi::Boolean>().Value(), abort);
+  static Napi::Object Job(Napi::Env env, EncodeWorker* worker, std::shared_ptr<std::atomic<bool>> abort) {
     Napi::Object job = Napi::Object::New(env);
     job.Set("promise", worker->Start());
     job.Set("abort", Napi::Function::New(env, [abort](const Napi::CallbackInfo&) { abort->store(true); }, "abort"));
@@ -165,6 +221,7 @@ class BertEncoder : public ModelWrap<BertEncoder, bert::Model> {
     o.Set("loadMs", Napi::Number::New(env, m.load_ms()));
     o.Set("copiedBytes", Napi::Number::New(env, static_cast<double>(m.cost().copied_bytes)));
     o.Set("convertedMatrices", Napi::Number::New(env, m.cost().converted));
+    o.Set("numLabels", Napi::Number::New(env, static_cast<double>(m.config().labels)));
     return o;
   }
 };

@@ -42,10 +42,10 @@ function run(cmd, argv) {
   });
 }
 
-/** Objects of one side: its native/kernels (neon left out) and threadpool, and the side's exports. */
+/** Objects of one side: its native/kernels with its ISA subfolders (neon left out) and threadpool, and the side's exports. */
 function sideJobs(side, nativeDir, outDir, flags) {
   const sources = fs
-    .readdirSync(path.join(nativeDir, 'kernels'))
+    .readdirSync(path.join(nativeDir, 'kernels'), { recursive: true })
     .filter((f) => f.endsWith('.cc') && !f.endsWith('_neon.cc'))
     .map((f) => `kernels/${f}`)
     .concat('threadpool.cc');

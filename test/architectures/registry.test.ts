@@ -25,6 +25,10 @@ test('without model_type, the HF classes name the decoder variants and BERT', ()
     expect([name, hfArchitecture({ architectures: [DECODER_VARIANTS[name].hfClass] })]).toEqual([name, name]);
   }
   expect(hfArchitecture({ architectures: ['BertModel'] })).toBe('bert');
+  // A head class names its entry whatever the model_type: BERT cross-encoders.
+  expect(hfArchitecture({ model_type: 'bert', architectures: ['BertForSequenceClassification'] })).toBe('bert-classifier');
+  expect(hfArchitecture({ architectures: ['BertForSequenceClassification'] })).toBe('bert-classifier');
+  expect(hfArchitecture({ model_type: 'bert', architectures: ['BertForMaskedLM'] })).toBe('bert');
   expect(hfArchitecture({ architectures: ['HfMoondream'] })).toBe('moondream');
   expect(hfArchitecture({ architectures: ['Qwen3MoeForCausalLM'] })).toBe('unknown');
 });
@@ -54,6 +58,7 @@ test('each entry names the engine and class that run it', () => {
     ['tllm', 'gpt', 'Model'],
     ['moondream', 'moondream', 'MoondreamModel'],
     ['bert', 'bert', 'Embedder'],
+    ['bert-classifier', 'bert', 'Reranker'],
   ]);
   expect(architectureOf({ architecture: 'unknown' })).toBeUndefined();
 });

@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CommanderError, InvalidArgumentError } from 'commander';
 import { exitCodeOf, EXIT_SIGNAL } from '../../lib/cli/run-command';
-import { AbortError, ConstraintError, NoTokenizerError, OutputIsInputError, PipelineError, SidecarConflictError, UnsupportedError, WeightFormatError } from '../../lib/errors';
+import { AbortError, ConstraintError, NoTokenizerError, OutputIsInputError, PipelineError, SidecarConflictError, UnsupportedError, WeightFormatError } from '../../lib/base/errors';
 import { runCli } from '../helpers/cli';
 import { fixture } from '../helpers/fixtures';
 import { testWorkspace } from '../helpers/workspace';

@@ -1,8 +1,8 @@
 /**
- * The sampling defaults have one source, lib/sampling.ts SAMPLING_DEFAULTS: `weightmap generate
+ * The sampling defaults have one source, lib/generation/sampling.ts SAMPLING_DEFAULTS: `weightmap generate
  * --help` prints those numbers, and resolveSampling hands the native sampler every one of them.
  */
-import { resolveSampling, SAMPLING_DEFAULTS } from '../../lib/sampling';
+import { resolveSampling, SAMPLING_DEFAULTS } from '../../lib/generation/sampling';
 import { runCli } from '../helpers/cli';
 
 const FLAGS: [string, keyof typeof SAMPLING_DEFAULTS][] = [
@@ -16,7 +16,7 @@ const FLAGS: [string, keyof typeof SAMPLING_DEFAULTS][] = [
   ['--penalty-last-n <n>', 'penaltyLastN'],
 ];
 
-test('generate --help shows the defaults of lib/sampling.ts, and the native sampler is given each of them', async () => {
+test('generate --help shows the defaults of lib/generation/sampling.ts, and the native sampler is given each of them', async () => {
   const r = await runCli(['generate', '--help']);
   expect(r.exitCode).toBe(0);
   // Commander wraps long descriptions: compare on one line.

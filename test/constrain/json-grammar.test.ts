@@ -5,7 +5,7 @@
  * parse and validate.
  */
 import Ajv from 'ajv';
-import { UnsupportedError } from '../../lib/errors';
+import { UnsupportedError } from '../../lib/base/errors';
 import { advance, advanceBytes, canContinue, isComplete, startState, type Frame } from '../../lib/constrain/automaton';
 import { compileJsonSchema, type JsonSchema } from '../../lib/constrain/json-schema';
 import { mulberry32 } from '../helpers/rng';
@@ -159,12 +159,17 @@ describe('JSON-schema grammar', () => {
 
   it('raises UnsupportedError for what it cannot enforce, naming the keyword', () => {
     const cases: [JsonSchema, RegExp][] = [
-      [{ type: 'string', pattern: '^a' }, /\.pattern/],
-      [{ type: 'object', properties: { n: { type: 'integer', minimum: 0 } } }, /properties\["n"\]\.minimum/],
-      [{ $ref: '#/$defs/x' }, /\$ref/],
-      [{ anyOf: [{ type: 'integer' }, { type: 'number' }] }, /start with "1"|start with/],
+      [{ type: 'string', pattern: '^(?=a)' }, /\.pattern: lookahead/],
+      [{ type: 'string', pattern: '(a)\\1' }, /backreference/],
+      [{ type: 'object', properties: { n: { type: 'integer', multipleOf: 2 } } }, /properties\["n"\]\.multipleOf/],
+      [{ $ref: 'https://example.com/s.json' }, /\$ref .* points outside/],
+      [{ $ref: '#/$defs/missing' }, /points to nothing/],
+      [{ anyOf: [{ type: 'object', properties: { a: {} } }, { type: 'object', properties: { b: {} } }] }, /start with "\{"/],
+      [{ type: 'string', format: 'hostname' }, /format "hostname" is not supported/],
       [{ type: 'array', items: [{ type: 'string' }] }, /tuple/],
       [{ type: 'object', properties: { a: {} }, required: ['b'] }, /required property "b"/],
+      [{ type: 'object', additionalProperties: { type: 'string' } }, /additionalProperties: a schema for undeclared/],
+      [{ type: 'object', properties: { a: { $ref: '#' } }, required: ['a'] }, /admits no value/],
       [false, /admits no value/],
     ];
     for (const [schema, message] of cases) {

@@ -6,8 +6,8 @@
  */
 import { advanceBytes, startState } from '../../lib/constrain/automaton';
 import { compileJsonSchema, type JsonSchema } from '../../lib/constrain/json-schema';
-import { ConstraintError } from '../../lib/errors';
-import { loadModel, type Model } from '../../lib/model';
+import { ConstraintError } from '../../lib/base/errors';
+import { loadModel, type Model } from '../../lib/models/model';
 import { fixture } from '../helpers/fixtures';
 
 let model: Model;

@@ -5,7 +5,7 @@
  * (judged by JSON.stringify and ajv), and is compiled in slices that let the event loop turn.
  */
 import Ajv from 'ajv';
-import { ConstraintError } from '../../lib/errors';
+import { ConstraintError } from '../../lib/base/errors';
 import { advanceBytes, isComplete, MAX_DEPTH, startState } from '../../lib/constrain/automaton';
 import { compiledJsonSchema, prepareJsonSchema } from '../../lib/constrain/compiled-schema';
 import { compileJsonSchema, type JsonSchema } from '../../lib/constrain/json-schema';

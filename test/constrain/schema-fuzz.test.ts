@@ -11,7 +11,7 @@ import Ajv from 'ajv';
 import { advance, isComplete, MAX_DEPTH, startState, type GrammarNode } from '../../lib/constrain/automaton';
 import { compileJsonSchemaSteps, type JsonSchema } from '../../lib/constrain/json-schema';
 import { SCHEMA_LIMITS } from '../../lib/constrain/limits';
-import { ConstraintError, UnsupportedError } from '../../lib/errors';
+import { ConstraintError, UnsupportedError } from '../../lib/base/errors';
 import { mulberry32 } from '../helpers/rng';
 
 const ajv = new Ajv({ strict: false, allowUnionTypes: true });

@@ -7,8 +7,8 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { convert } from '../../lib/convert';
-import { AbortError, OutputIsInputError } from '../../lib/errors';
+import { convert } from '../../lib/formats/convert';
+import { AbortError, OutputIsInputError } from '../../lib/base/errors';
 import { runCli } from '../helpers/cli';
 import { fixture } from '../helpers/fixtures';
 import { testWorkspace } from '../helpers/workspace';

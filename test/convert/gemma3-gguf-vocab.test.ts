@@ -10,11 +10,11 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { Tokenizer as HfTokenizer } from '@anush008/tokenizers';
-import { UnsupportedError, WeightFormatError } from '../../lib/errors';
+import { UnsupportedError, WeightFormatError } from '../../lib/base/errors';
 import { ggufSentencePieceSteps } from '../../lib/formats/gguf-spm-vocab';
-import { loadModel } from '../../lib/model';
+import { loadModel } from '../../lib/models/model';
 import { readF32 } from '../../lib/formats/tensor-data';
-import { runNow } from '../../lib/steps';
+import { runNow } from '../../lib/base/steps';
 import { loadTokenizer } from '../../lib/tokenizer-loading';
 import { tokenizerFromJson, type Tokenizer } from '../../lib/tokenizers';
 import type { ByteFallbackBpeTokenizer } from '../../lib/tokenizers/byte-fallback-bpe';

@@ -8,16 +8,16 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { convert } from '../../lib/convert';
-import { dequantize } from '../../lib/dequantize';
+import { convert } from '../../lib/formats/convert';
+import { dequantize } from '../../lib/formats/dequantize';
 import { readWeights } from '../../lib/formats';
 import { f16ToF32, f32ToBf16, f32ToF16 } from '../../lib/formats/dtype-convert';
 import { readF32 } from '../../lib/formats/tensor-data';
 import { quantizeGgmlQ8_0 } from '../../lib/formats/ggml-q8';
-import { mapFile, type MappedSource } from '../../lib/mapping';
-import { loadModel } from '../../lib/model';
-import { native } from '../../lib/native';
-import { closeWeights, type FormatName } from '../../lib/weights';
+import { mapFile, type MappedSource } from '../../lib/base/mapping';
+import { loadModel } from '../../lib/models/model';
+import { native } from '../../lib/base/native';
+import { closeWeights, type FormatName } from '../../lib/base/weights';
 import { runCli } from '../helpers/cli';
 import { watchEventLoop } from '../helpers/event-loop';
 import { mulberry32 } from '../helpers/rng';

@@ -8,8 +8,8 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { convert } from '../../lib/convert';
-import { crc32 } from '../../lib/checksums';
+import { convert } from '../../lib/formats/convert';
+import { crc32 } from '../../lib/base/checksums';
 import { modelConfigFromHf } from '../../lib/formats/hf-config';
 import { MOONDREAM2_CONFIG } from '../../lib/architectures/moondream';
 import { fixture, readJson } from '../helpers/fixtures';

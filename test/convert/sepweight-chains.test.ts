@@ -5,11 +5,11 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { convert } from '../../lib/convert';
+import { convert } from '../../lib/formats/convert';
 import { readWeights } from '../../lib/formats';
 import { viewBytes } from '../../lib/formats/tensor-data';
-import type { TokenizerData } from '../../lib/weights';
-import { UnsupportedError } from '../../lib/errors';
+import type { TokenizerData } from '../../lib/base/weights';
+import { UnsupportedError } from '../../lib/base/errors';
 import { fixture } from '../helpers/fixtures';
 import { listFiles, sameBytes } from './helpers';
 import { testWorkspace } from '../helpers/workspace';

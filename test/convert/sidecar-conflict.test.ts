@@ -9,10 +9,10 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { convert } from '../../lib/convert';
-import { SidecarConflictError } from '../../lib/errors';
+import { convert } from '../../lib/formats/convert';
+import { SidecarConflictError } from '../../lib/base/errors';
 import { readWeights } from '../../lib/formats';
-import { closeWeights } from '../../lib/weights';
+import { closeWeights } from '../../lib/base/weights';
 import { runCli } from '../helpers/cli';
 import { fixture } from '../helpers/fixtures';
 import { testWorkspace } from '../helpers/workspace';

@@ -7,7 +7,7 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { loadModel } from '../../lib/model';
+import { loadModel } from '../../lib/models/model';
 import { runCli } from '../helpers/cli';
 import { testWorkspace } from '../helpers/workspace';
 import { tinyDecoder, writeHfFolder } from '../engines/tiny-decoder';

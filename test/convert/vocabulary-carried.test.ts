@@ -6,11 +6,11 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { convert } from '../../lib/convert';
-import { WeightFormatError } from '../../lib/errors';
+import { convert } from '../../lib/formats/convert';
+import { WeightFormatError } from '../../lib/base/errors';
 import { readWeights } from '../../lib/formats';
-import { loadModel } from '../../lib/model';
-import { closeWeights, type FormatName } from '../../lib/weights';
+import { loadModel } from '../../lib/models/model';
+import { closeWeights, type FormatName } from '../../lib/base/weights';
 import { runCli } from '../helpers/cli';
 import { fixture } from '../helpers/fixtures';
 import { testWorkspace } from '../helpers/workspace';

@@ -3,10 +3,10 @@
  * ids, embeddings against the fixture's float64 reference, batch invariance, the int8 path,
  * pooling modes against an independent float64 forward pass, abort, dispose and concurrency.
  */
-import { AbortError, DisposedError, UnsupportedError } from '../../lib/errors';
-import { loadEmbedder, similarity, type Embedder } from '../../lib/embedder';
+import { AbortError, DisposedError, UnsupportedError } from '../../lib/base/errors';
+import { loadEmbedder, similarity, type Embedder } from '../../lib/models/embedder';
 import { readWeights } from '../../lib/formats';
-import { closeWeights, type ModelWeights } from '../../lib/weights';
+import { closeWeights, type ModelWeights } from '../../lib/base/weights';
 import type { BertConfig } from '../../lib/architectures/bert';
 import { fixture, readF32, readJson } from '../helpers/fixtures';
 import { ReferenceBert } from './reference';

@@ -6,7 +6,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import sharp from 'sharp';
-import { loadMoondream, questionIds } from '../../lib/moondream';
+import { loadMoondream, questionIds } from '../../lib/models/moondream';
 import { BYTE_TO_CHAR } from '../../lib/tokenizers/byte-level';
 import { loadTokenizer } from '../../lib/tokenizer-loading';
 import { runCli } from '../helpers/cli';

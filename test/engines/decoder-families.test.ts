@@ -10,7 +10,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { convert } from '../../lib/convert';
+import { convert } from '../../lib/formats/convert';
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { decoderConfigFromHf } from '../../lib/formats/hf-config';
 import { testWorkspace } from '../helpers/workspace';

@@ -6,7 +6,7 @@
  * (4096 × 256) reach 2^20, q/k/v (3 × 256 × 256) and down (256 × 2048) do not; a prefill's
  * attention does, a decode step's at these positions does not.
  */
-import { loadModel, type Model } from '../../lib/model';
+import { loadModel, type Model } from '../../lib/models/model';
 import { testWorkspace } from '../helpers/workspace';
 import { tinyDecoder, writeHfFolder } from './tiny-decoder';
 

@@ -6,7 +6,7 @@
  * from the rendered prompt, stopping at `<end_of_turn>` like the template says.
  */
 import * as path from 'node:path';
-import { loadModel } from '../../lib/model';
+import { loadModel } from '../../lib/models/model';
 import { testWorkspace } from '../helpers/workspace';
 import { referenceGreedy, tinyDecoder, writeHfFolder } from './tiny-decoder';
 

@@ -9,11 +9,11 @@ import * as path from 'node:path';
 import sharp from 'sharp';
 import { moonFormat } from '../../lib/formats/moon';
 import { MoondreamEngine } from '../../lib/engines/moondream';
-import { AbortError, UnsupportedError } from '../../lib/errors';
-import { answer, encodeImage, loadMoondream, MoondreamModel, questionIds } from '../../lib/moondream';
-import { loadModel } from '../../lib/model';
+import { AbortError, UnsupportedError } from '../../lib/base/errors';
+import { answer, encodeImage, loadMoondream, MoondreamModel, questionIds } from '../../lib/models/moondream';
+import { loadModel } from '../../lib/models/model';
 import type { StreamDecoder, Tokenizer } from '../../lib/tokenizers';
-import { closeWeights, type ModelWeights } from '../../lib/weights';
+import { closeWeights, type ModelWeights } from '../../lib/base/weights';
 import { fixture, readF32, readJson, tempDir } from '../helpers/fixtures';
 
 const expected = readJson('moon-tiny', 'expected.json');

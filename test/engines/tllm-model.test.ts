@@ -4,7 +4,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { loadModel } from '../../lib/model';
+import { loadModel } from '../../lib/models/model';
 import { fixture, readF32, readJson, tempDir } from '../helpers/fixtures';
 
 const expected = readJson('tllm-tiny', 'expected.json');

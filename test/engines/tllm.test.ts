@@ -5,9 +5,9 @@
  */
 import { tllmFormat } from '../../lib/formats/tllm';
 import { GptEngine } from '../../lib/engines/gpt';
-import { AbortError, DisposedError, UnsupportedError } from '../../lib/errors';
-import { native } from '../../lib/native';
-import { closeWeights, type ModelWeights } from '../../lib/weights';
+import { AbortError, DisposedError, UnsupportedError } from '../../lib/base/errors';
+import { native } from '../../lib/base/native';
+import { closeWeights, type ModelWeights } from '../../lib/base/weights';
 import { fixture, readF32, readJson } from '../helpers/fixtures';
 
 const expected = readJson('tllm-tiny', 'expected.json');

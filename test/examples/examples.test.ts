@@ -8,7 +8,10 @@ import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
+import { Tokenizer as HfTokenizer } from '@anush008/tokenizers';
+import { crossEncoderLogit } from '../embeddings/cross-encoder-reference';
 import { fixture, readF32, readJson, tempDir } from '../helpers/fixtures';
+import { writeTinyCrossEncoder } from '../helpers/tiny-cross-encoder';
 
 const root = path.join(__dirname, '..', '..');
 const golden = fs.readFileSync(fixture('llama-stories260k', 'expected_greedy_200steps.txt'), 'utf8');
@@ -38,6 +41,35 @@ function cosine(a: Float32Array, b: Float32Array): number {
 }
 
 const ajc1Reply = (readJson('ajc1-qwen3-tiny', 'expected.json').cases[0].greedy.text as string).replace('<|im_end|>', '');
+
+/** rerank.mjs's query and documents, as the example has them. */
+const RERANK_QUERY = 'What is the capital of Germany?';
+const RERANK_DOCS = ['Berlin is the capital of Germany.', 'Bananas are yellow.', 'Germany has 84 million people.'];
+
+/** Runs rerank.mjs on a random-weight cross-encoder made here: its two lines are the best two pairs of the float64 reference. */
+async function checkRerank(): Promise<void> {
+  const out = tempDir('weightmap-example-');
+  try {
+    const model = writeTinyCrossEncoder(path.join(out.dir, 'ce'), { seed: 5 });
+    const hf = HfTokenizer.fromFile(fixture('tokenizers', 'minilm', 'tokenizer.json'));
+    hf.disablePadding();
+    const scores: number[] = [];
+    for (const d of RERANK_DOCS) {
+      const e = await hf.encode(RERANK_QUERY, d);
+      scores.push(crossEncoderLogit(model, e.getIds(), e.getTypeIds()));
+    }
+    const best = scores.map((_, i) => i).sort((a, b) => scores[b] - scores[a]).slice(0, 2);
+    const lines = await runExample('rerank.mjs', [model.dir]);
+    expect(lines).toHaveLength(2);
+    lines.forEach((line, i) => {
+      const [, index, score, document] = /^(\d+) (-?[\d.]+) (.*)$/.exec(line)!;
+      expect([Number(index), document]).toEqual([best[i], RERANK_DOCS[best[i]]]);
+      expect(Math.abs(Number(score) - scores[best[i]])).toBeLessThanOrEqual(5e-5 + 1e-5);
+    });
+  } finally {
+    out.cleanup();
+  }
+}
 
 const CHECKS: Record<string, (lines: string[]) => void> = {
   'generate.mjs': ([greedy, summary, sampled]) => {
@@ -87,6 +119,7 @@ const CHECKS: Record<string, (lines: string[]) => void> = {
   'pipeline.mjs': ([text]) => {
     expect(continuesGolden(text)).toBe(true);
   },
+  'rerank.mjs': () => {}, // checkRerank runs it on a model made for it
 };
 
 describe('examples/', () => {
@@ -99,6 +132,7 @@ describe('examples/', () => {
   });
 
   test.each(Object.keys(CHECKS))('%s runs and prints what the fixtures say', async (name) => {
+    if (name === 'rerank.mjs') return checkRerank();
     if (name !== 'convert.mjs') return CHECKS[name](await runExample(name));
     // Its output goes to a folder of the test's own, removed afterwards (by default: a new temp folder).
     const out = tempDir('weightmap-example-');

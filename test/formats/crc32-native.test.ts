@@ -1,9 +1,9 @@
 import * as crypto from 'node:crypto';
 import * as zlib from 'node:zlib';
 import * as fs from 'node:fs';
-import { crc32Combine, crc32Native, type NativeCrc32Options } from '../../lib/checksums';
-import { mapFile } from '../../lib/mapping';
-import { native } from '../../lib/native';
+import { crc32Combine, crc32Native, type NativeCrc32Options } from '../../lib/base/checksums';
+import { mapFile } from '../../lib/base/mapping';
+import { native } from '../../lib/base/native';
 import { watchEventLoop } from '../helpers/event-loop';
 import { tempDir } from '../helpers/fixtures';
 

@@ -1,12 +1,12 @@
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { WeightFormatError } from '../../lib/errors';
-import { crc32, crc32Combine, crc32Native, fnv1a32 } from '../../lib/checksums';
+import { WeightFormatError } from '../../lib/base/errors';
+import { crc32, crc32Combine, crc32Native, fnv1a32 } from '../../lib/base/checksums';
 import { embdFormat } from '../../lib/formats/embd';
 import { f16ToF32, f32ToF16 } from '../../lib/formats/dtype-convert';
 import { readF32 } from '../../lib/formats/tensor-data';
-import { closeWeights, numel, type ModelWeights } from '../../lib/weights';
+import { closeWeights, numel, type ModelWeights } from '../../lib/base/weights';
 import type { BertConfig } from '../../lib/architectures/bert';
 import { watchEventLoop } from '../helpers/event-loop';
 import { fixture, readJson, tempDir } from '../helpers/fixtures';

@@ -14,9 +14,9 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { WeightFormatError } from '../../lib/errors';
+import { WeightFormatError } from '../../lib/base/errors';
 import { readWeights, writeWeights } from '../../lib/formats';
-import { closeWeights, type FormatName } from '../../lib/weights';
+import { closeWeights, type FormatName } from '../../lib/base/weights';
 import { fixture, tempDir } from '../helpers/fixtures';
 import { mulberry32 } from '../helpers/rng';
 import { randomCorpus, structuredCorpus } from './fuzz/corpus';

@@ -7,12 +7,12 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { dequantize } from '../../lib/dequantize';
+import { dequantize } from '../../lib/formats/dequantize';
 import { GGML_TYPES } from '../../lib/formats/gguf';
 import { ggufFormat } from '../../lib/formats/gguf-format';
 import { readLlama2cTokenizer } from '../../lib/formats/llama2c-tokenizer';
 import { readF32 } from '../../lib/formats/tensor-data';
-import { closeWeights, findTensor, type ModelWeights, type TokenizerData } from '../../lib/weights';
+import { closeWeights, findTensor, type ModelWeights, type TokenizerData } from '../../lib/base/weights';
 import type { DecoderConfig } from '../../lib/architectures/decoder';
 import { fixture, readJson, tempDir } from '../helpers/fixtures';
 import { bytesOf, expectFormatError, STORIES_GGUF, TOK512, writeEdited } from './userfmt-helpers';

@@ -5,8 +5,8 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { WeightFormatError, type WeightFormatErrorCode } from '../../lib/errors';
-import type { TensorView } from '../../lib/weights';
+import { WeightFormatError, type WeightFormatErrorCode } from '../../lib/base/errors';
+import type { TensorView } from '../../lib/base/weights';
 import { fixture } from '../helpers/fixtures';
 
 export const STORIES = fixture('llama-stories260k');

@@ -4,8 +4,8 @@
  * whole rendered text does (HF's apply_chat_template + encode), with the real Qwen3 tokenizer and
  * its Jinja template, and with the TS Qwen3 template.
  */
-import { jinjaChatTemplate, qwen3ChatTemplate, type ChatMessage } from '../../lib/chat';
-import { encodeChatPrompt } from '../../lib/chat-prompt';
+import { jinjaChatTemplate, qwen3ChatTemplate, type ChatMessage } from '../../lib/generation/chat';
+import { encodeChatPrompt } from '../../lib/models/chat-prompt';
 import { ChatTemplateError } from '../../lib/chat-template/budget';
 import { loadTokenizer } from '../../lib/tokenizer-loading';
 import type { Tokenizer } from '../../lib/tokenizers';

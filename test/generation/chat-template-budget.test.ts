@@ -5,7 +5,7 @@
  * renders exactly as @huggingface/jinja's own Template does, on this thread and in the worker.
  */
 import { Template } from '@huggingface/jinja';
-import { jinjaChatTemplate, type ChatMessage } from '../../lib/chat';
+import { jinjaChatTemplate, type ChatMessage } from '../../lib/generation/chat';
 import { ChatTemplateError, TEMPLATE_BUDGET } from '../../lib/chat-template/budget';
 import { parseTemplate, renderBounded } from '../../lib/chat-template/bounded-render';
 import { renderInWorker } from '../../lib/chat-template/render-client';

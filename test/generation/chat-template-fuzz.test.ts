@@ -7,7 +7,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { jinjaChatTemplate, type ChatMessage } from '../../lib/chat';
+import { jinjaChatTemplate, type ChatMessage } from '../../lib/generation/chat';
 import { ChatTemplateError, TEMPLATE_BUDGET } from '../../lib/chat-template/budget';
 import { renderInWorker } from '../../lib/chat-template/render-client';
 import { ajc1TemplatesFromHf } from '../../lib/formats/ajc1-sidecars';

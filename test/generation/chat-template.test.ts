@@ -11,7 +11,7 @@ import {
   qwen3ChatTemplate,
   splitThinking,
   type ChatMessage,
-} from '../../lib/chat';
+} from '../../lib/generation/chat';
 import { fixture, readJson } from '../helpers/fixtures';
 
 const user = (content: string): ChatMessage => ({ role: 'user', content });

@@ -3,7 +3,7 @@
  * (llama2.c's golden output) from the .bin, the GGUF and the sepweight tree; the ajc1 Qwen3 chat.
  */
 import * as fs from 'node:fs';
-import { loadModel } from '../../lib/model';
+import { loadModel } from '../../lib/models/model';
 import { runCli } from '../helpers/cli';
 import { fixture, readJson } from '../helpers/fixtures';
 

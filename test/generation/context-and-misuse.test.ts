@@ -9,9 +9,9 @@ import * as path from 'node:path';
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { GptEngine } from '../../lib/engines/gpt';
 import { MoondreamEngine } from '../../lib/engines/moondream';
-import { NoTokenizerError } from '../../lib/errors';
+import { NoTokenizerError } from '../../lib/base/errors';
 import { formatModule } from '../../lib/formats';
-import { loadModel } from '../../lib/model';
+import { loadModel } from '../../lib/models/model';
 import { runCli } from '../helpers/cli';
 import { fixture, readF32, readJson } from '../helpers/fixtures';
 
@@ -150,7 +150,7 @@ describe('misuse is refused early', () => {
       for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
         const p = path.join(dir, e.name);
         if (e.isDirectory()) walk(p);
-        else if (p.endsWith('.ts') && !p.endsWith(path.join('lib', 'errors.ts')) && /new RangeError\(/.test(fs.readFileSync(p, 'utf8'))) offenders.push(p);
+        else if (p.endsWith('.ts') && !p.endsWith(path.join('lib', 'base', 'errors.ts')) && /new RangeError\(/.test(fs.readFileSync(p, 'utf8'))) offenders.push(p);
       }
     };
     walk(path.resolve(__dirname, '..', '..', 'lib'));

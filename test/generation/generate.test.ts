@@ -3,9 +3,9 @@
  * token): stop tokens, max tokens, a full context, stop strings held back and cut, UTF-8 split
  * across tokens, abort, early break, KV-prefix reuse and the engine's step() fast path.
  */
-import type { NativeSamplingParams, Sampler } from '../../binding';
-import { AbortError } from '../../lib/errors';
-import { StopStringFilter, startGeneration, type GenerationHost, type LanguageSession, type SessionLease } from '../../lib/generate';
+import type { NativeSamplingParams, Sampler } from '../../lib/base/binding';
+import { AbortError } from '../../lib/base/errors';
+import { StopStringFilter, startGeneration, type GenerationHost, type LanguageSession, type SessionLease } from '../../lib/generation/generate';
 import type { DecodeOptions, StreamDecoder, Tokenizer } from '../../lib/tokenizers';
 
 const VOCAB = 64;

@@ -6,9 +6,9 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { convert } from '../../lib/convert';
-import { AbortError, DisposedError, NoTokenizerError, UnsupportedError } from '../../lib/errors';
-import { loadModel, type Model } from '../../lib/model';
+import { convert } from '../../lib/formats/convert';
+import { AbortError, DisposedError, NoTokenizerError, UnsupportedError } from '../../lib/base/errors';
+import { loadModel, type Model } from '../../lib/models/model';
 import type { DecodeOptions, StreamDecoder, Tokenizer } from '../../lib/tokenizers';
 import { loadTokenizer } from '../../lib/tokenizer-loading';
 import { fixture, readF32, readJson, tempDir } from '../helpers/fixtures';

@@ -1,5 +1,5 @@
-/** lib/sampling.ts: defaults, validation (RangeError / TypeError), logit bias forms, seeds. */
-import { resolveSampling, SAMPLING_DEFAULTS, type SamplingOptions } from '../../lib/sampling';
+/** lib/generation/sampling.ts: defaults, validation (RangeError / TypeError), logit bias forms, seeds. */
+import { resolveSampling, SAMPLING_DEFAULTS, type SamplingOptions } from '../../lib/generation/sampling';
 
 function rangeError(options: SamplingOptions, pattern: RegExp, vocab?: number): void {
   let caught: unknown;

@@ -6,8 +6,8 @@
  * the built-in Qwen3 template (no tools in it) gets the generic fallback.
  */
 import Ajv from 'ajv';
-import type { Model } from '../../lib/model';
-import { AbortError } from '../../lib/errors';
+import type { Model } from '../../lib/models/model';
+import { AbortError } from '../../lib/base/errors';
 import { parseToolCalls } from '../../lib/tools/parse';
 import type { ToolDefinition } from '../../lib/tools/types';
 import { BOUNDED_TOOLS, COLOR_TOOL, loadToolModel, TOOLS, WEATHER_TOOL } from '../helpers/tool-model';

@@ -7,7 +7,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { loadModel, type Model } from '../../lib/model';
+import { loadModel, type Model } from '../../lib/models/model';
 import { fixture, tempDir } from './fixtures';
 
 export const CONTEXT = 1024;

@@ -9,9 +9,9 @@ import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { readWeights } from '../../lib/formats';
-import { mapFile, type MappedSource } from '../../lib/mapping';
-import { native } from '../../lib/native';
-import { closeWeights } from '../../lib/weights';
+import { mapFile, type MappedSource } from '../../lib/base/mapping';
+import { native } from '../../lib/base/native';
+import { closeWeights } from '../../lib/base/weights';
 import { fixture, tempDir } from '../helpers/fixtures';
 
 const PAGE = 4096;
@@ -193,7 +193,7 @@ describe('loadModel', () => {
     [AJC1, 'prefaultWeightSpans' as const, {}, 1],
     [AJC1, 'prefaultWeightSpans' as const, { quant: 'q8_0' as const }, 0],
   ])('starts the early prefault where the engine reads the weights in place (%s, %s, %j)', async (file, method, options, calls) => {
-    const { loadModel } = await import('../../lib/model');
+    const { loadModel } = await import('../../lib/models/model');
     const spy = jest.spyOn(native(), method);
     const savedCache = process.env.WEIGHTMAP_CACHE;
     process.env.WEIGHTMAP_CACHE = 'off';

@@ -4,14 +4,14 @@
  * scope ends, also when it ends by throwing.
  */
 import * as fs from 'node:fs';
-import { loadEmbedder, type Embedder } from '../../lib/embedder';
+import { loadEmbedder, type Embedder } from '../../lib/models/embedder';
 import { DecoderEngine, type DecoderEngineSession } from '../../lib/engines/decoder';
 import { GptEngine, type GptEngineSession } from '../../lib/engines/gpt';
-import { DisposedError } from '../../lib/errors';
+import { DisposedError } from '../../lib/base/errors';
 import { readWeights } from '../../lib/formats';
-import { mapFile, type MappedSource } from '../../lib/mapping';
-import { loadModel, type Model } from '../../lib/model';
-import { closeWeights } from '../../lib/weights';
+import { mapFile, type MappedSource } from '../../lib/base/mapping';
+import { loadModel, type Model } from '../../lib/models/model';
+import { closeWeights } from '../../lib/base/weights';
 import { fixture } from '../helpers/fixtures';
 
 const stories = fixture('llama-stories260k', 'stories260K.bin');

@@ -1,7 +1,7 @@
 /**
  * require('weightmap') loads no gRPC, no ajv, no prom-client and no Jinja: the pipeline's and the server's
  * dependencies, and the Jinja engine of HF / GGUF chat templates, load when first used
- * (lib/lazy.ts), so a process that does not use them does not pay for them.
+ * (lib/base/lazy.ts), so a process that does not use them does not pay for them.
  * Checked in a fresh process on the built package (`npm run build:ts`), by the modules in require.cache.
  */
 import { execFileSync } from 'node:child_process';
@@ -27,14 +27,14 @@ describe('dependencies loaded on first use', () => {
   test("require('weightmap') loads none of the modules a first token does not need; reading such an export loads it", () => {
     const script = "const w = require('weightmap'); const loaded = () => Object.keys(require.cache).filter((f) => f.includes('/dist/cjs/')).map((f) => f.split('/dist/cjs/')[1]);"
       + "const before = loaded(); const same = [w.createServer === require('./dist/cjs/server').createServer, w.StageServer === require('./dist/cjs/pipeline/stage-server').StageServer,"
-      + "w.Embedder === require('./dist/cjs/embedder').Embedder, w.MoondreamModel === require('./dist/cjs/moondream').MoondreamModel, w.convert === require('./dist/cjs/convert').convert,"
-      + "w.compileJsonSchema === require('./dist/cjs/constrain').compileJsonSchema, w.ChatSession === require('./dist/cjs/chat-session').ChatSession];"
+      + "w.Embedder === require('./dist/cjs/models/embedder').Embedder, w.MoondreamModel === require('./dist/cjs/models/moondream').MoondreamModel, w.convert === require('./dist/cjs/formats/convert').convert,"
+      + "w.compileJsonSchema === require('./dist/cjs/constrain').compileJsonSchema, w.ChatSession === require('./dist/cjs/models/chat-session').ChatSession];"
       + "console.log(JSON.stringify({ before, same }))";
     const { before, same } = JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: root, encoding: 'utf8' }).trim()) as { before: string[]; same: boolean[] };
-    for (const lazyModule of ['server/index.js', 'pipeline/stage-server.js', 'embedder.js', 'engines/bert.js', 'moondream.js', 'moondream-model.js', 'engines/moondream.js', 'engines/gpt.js', 'constrain/index.js', 'convert.js', 'dequantize.js', 'chat-session.js']) {
+    for (const lazyModule of ['server/index.js', 'pipeline/stage-server.js', 'models/embedder.js', 'engines/bert.js', 'models/moondream.js', 'models/moondream-model.js', 'engines/moondream.js', 'engines/gpt.js', 'constrain/index.js', 'formats/convert.js', 'formats/dequantize.js', 'models/chat-session.js']) {
       expect(before).not.toContain(lazyModule);
     }
-    expect(before).toContain('model.js');
+    expect(before).toContain('models/model.js');
     expect(same).toEqual([true, true, true, true, true, true, true]);
   });
 

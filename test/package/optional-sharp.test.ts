@@ -3,16 +3,16 @@
  * sharp an image that needs decoding is an UnsupportedError that names the package.
  */
 describe('images without sharp installed', () => {
-  let imageToRgb: typeof import('../../lib/image').imageToRgb;
-  let UnsupportedError: typeof import('../../lib/errors').UnsupportedError;
+  let imageToRgb: typeof import('../../lib/models/image').imageToRgb;
+  let UnsupportedError: typeof import('../../lib/base/errors').UnsupportedError;
 
   beforeAll(() => {
     jest.isolateModules(() => {
       jest.doMock('sharp', () => {
         throw new Error("Cannot find module 'sharp'");
       });
-      ({ imageToRgb } = require('../../lib/image'));
-      ({ UnsupportedError } = require('../../lib/errors'));
+      ({ imageToRgb } = require('../../lib/models/image'));
+      ({ UnsupportedError } = require('../../lib/base/errors'));
     });
   });
 

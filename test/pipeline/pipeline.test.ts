@@ -7,9 +7,9 @@
  */
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { convert } from '../../lib/convert';
-import { PipelineError } from '../../lib/errors';
-import { loadModel, type Model } from '../../lib/model';
+import { convert } from '../../lib/formats/convert';
+import { PipelineError } from '../../lib/base/errors';
+import { loadModel, type Model } from '../../lib/models/model';
 import type { PipelineSpec } from '../../lib/pipeline/coordinator';
 import { stageClientConstructor, type TensorMessage } from '../../lib/pipeline/schema';
 import { tensorMessage } from '../../lib/pipeline/tensor';

@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
-import { loadModel } from '../../lib/model';
+import { loadModel } from '../../lib/models/model';
 import { stageClientConstructor, type TensorMessage } from '../../lib/pipeline/schema';
 import { StageServer } from '../../lib/pipeline/stage-server';
 import { tensorMessage } from '../../lib/pipeline/tensor';

@@ -3,7 +3,7 @@
  * bound, before any allocation in proportion to a received number), addresses and the listen
  * policy, the token comparison, and the replay buffer.
  */
-import { PipelineError } from '../../lib/errors';
+import { PipelineError } from '../../lib/base/errors';
 import { isLoopback, listenRefusal, parseAddress, tokensEqual } from '../../lib/pipeline/auth';
 import { checkCoverage, modelHash, parseLayerRange, sepweightParts } from '../../lib/pipeline/layers';
 import { RowBuffer } from '../../lib/pipeline/row-buffer';

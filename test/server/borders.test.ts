@@ -6,7 +6,7 @@
  */
 import * as http from 'node:http';
 import * as net from 'node:net';
-import { loadModel, type Model } from '../../lib/model';
+import { loadModel, type Model } from '../../lib/models/model';
 import { CONNECTION_DEFAULTS } from '../../lib/server/connections';
 import { fixture } from '../helpers/fixtures';
 import { startServer, until, type Running } from './server-helpers';

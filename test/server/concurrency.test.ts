@@ -5,7 +5,7 @@
  * (RSS is the allocator's business, not a leak signal: its figure lives in scripts/bench/serve.js.)
  */
 import OpenAI from 'openai';
-import { loadModel, type Model } from '../../lib/model';
+import { loadModel, type Model } from '../../lib/models/model';
 import { fixture } from '../helpers/fixtures';
 import { startServer, type Running } from './server-helpers';
 

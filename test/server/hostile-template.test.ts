@@ -6,7 +6,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { loadModel, type Model } from '../../lib/model';
+import { loadModel, type Model } from '../../lib/models/model';
 import { fixture, readJson, tempDir } from '../helpers/fixtures';
 import { rawRequest, startServer, type Running } from './server-helpers';
 

@@ -6,7 +6,7 @@
  * at temperature 1 is the greedy reply.
  */
 import type OpenAI from 'openai';
-import { loadModel, type Model } from '../../lib/model';
+import { loadModel, type Model } from '../../lib/models/model';
 import { fixture, readF32, readJson } from '../helpers/fixtures';
 import { rawRequest, startServer, type Running } from './server-helpers';
 

@@ -7,7 +7,7 @@
  * a drain timeout that aborts what is still running; the access log.
  */
 import OpenAI from 'openai';
-import { loadModel, type Model } from '../../lib/model';
+import { loadModel, type Model } from '../../lib/models/model';
 import type { AccessLogEntry } from '../../lib/server';
 import { fixture } from '../helpers/fixtures';
 import { rawRequest, startServer, until, type Running } from './server-helpers';

@@ -4,7 +4,7 @@
  * status, and the server keeps serving.
  */
 import * as net from 'node:net';
-import { loadModel, type Model } from '../../lib/model';
+import { loadModel, type Model } from '../../lib/models/model';
 import { fixture } from '../helpers/fixtures';
 import { mulberry32 } from '../helpers/rng';
 import { rawRequest, startServer, type Running } from './server-helpers';

@@ -11,8 +11,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Ollama } from 'ollama';
 import OpenAI from 'openai';
-import type { Embedder } from '../../lib/embedder';
-import type { Model } from '../../lib/model';
+import type { Embedder } from '../../lib/models/embedder';
+import type { Model } from '../../lib/models/model';
+import type { Reranker } from '../../lib/models/reranker';
 import { ApiError } from '../../lib/server/api-error';
 import { ModelPool, type PoolHooks, type ServedModelSpec } from '../../lib/server/model-pool';
 import { listModelsFolder } from '../../lib/server/models-folder';
@@ -39,6 +40,7 @@ function fakeHooks() {
   const hooks: PoolHooks = {
     text: (id, model) => ({ id, model, scheduler: { close() {} } as never }),
     embedding: (id, embedder) => ({ id, embedder, queue: {} as never }),
+    rerank: (id, reranker) => ({ id, reranker, queue: {} as never }),
     unloaded: (id, reason) => unloaded.push(`${id}:${reason}`),
     loadModel: async (p) => {
       loads.push(path.basename(p));
@@ -48,6 +50,10 @@ function fakeHooks() {
     loadEmbedder: async (p) => {
       loads.push(path.basename(p));
       return fake(p) as unknown as Embedder;
+    },
+    loadReranker: async (p) => {
+      loads.push(path.basename(p));
+      return fake(p) as unknown as Reranker;
     },
   };
   return { hooks, loads, disposed, unloaded };

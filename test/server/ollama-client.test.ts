@@ -7,9 +7,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Ollama } from 'ollama';
-import { splitThinking } from '../../lib/chat';
-import { loadEmbedder, type Embedder } from '../../lib/embedder';
-import { loadModel, type Model } from '../../lib/model';
+import { splitThinking } from '../../lib/generation/chat';
+import { loadEmbedder, type Embedder } from '../../lib/models/embedder';
+import { loadModel, type Model } from '../../lib/models/model';
 import { fixture, readJson } from '../helpers/fixtures';
 import { rawRequest, startServer, type Running } from './server-helpers';
 

@@ -5,8 +5,8 @@
  */
 import * as fs from 'node:fs';
 import OpenAI from 'openai';
-import { loadEmbedder, type Embedder } from '../../lib/embedder';
-import { loadModel, type Model } from '../../lib/model';
+import { loadEmbedder, type Embedder } from '../../lib/models/embedder';
+import { loadModel, type Model } from '../../lib/models/model';
 import { fixture, readJson } from '../helpers/fixtures';
 import { rawRequest, startServer, until, type Running } from './server-helpers';
 

@@ -7,7 +7,7 @@
 import * as v8 from 'node:v8';
 import * as vm from 'node:vm';
 import { GRAMMAR_CACHE_BYTES, SCHEMA_CACHE_BYTES } from '../../lib/constrain/limits';
-import { loadModel, type Model } from '../../lib/model';
+import { loadModel, type Model } from '../../lib/models/model';
 import { fixture } from '../helpers/fixtures';
 import { rawRequest, startServer, type Running } from './server-helpers';
 
@@ -88,9 +88,10 @@ describe('a storm of hostile schemas', () => {
         'no_allowed_token',
         /bans every token/,
       ],
-      ['an unsupported keyword past a big enum', withSchema({ type: 'object', properties: { a: { enum: members }, b: { type: 'string', pattern: 'x' } } }), 400, null, /pattern/],
+      ['an unsupported keyword past a big enum', withSchema({ type: 'object', properties: { a: { enum: members }, b: { type: 'number', multipleOf: 2 } } }), 400, null, /multipleOf/],
       ['15,000 enum strings (fits)', withSchema({ enum: members }), 200, null, null],
       ['31 levels of objects (fits)', withSchema(nested(31)), 200, null, null],
+      ['a pattern whose automaton explodes', withSchema({ type: 'string', pattern: '^(a|b)*a(a|b){40}$' }), 400, 'schema_too_large', /maxPatternStates/],
     ];
     const health = rawRequest(running.origin, '/health');
     const answers = await Promise.all(hostile.map(([, response]) => response));

@@ -64,7 +64,7 @@ describe('weightmap serve', () => {
   });
 
   it('--models DIR: refused in one line, exit 2, when there is nothing to serve; --keep-alive takes durations', async () => {
-    expect((await runCli(['serve', '--port', '0'])).stderr).toBe('weightmap: nothing to serve: name a MODEL, --embedder MODEL or --models DIR\n');
+    expect((await runCli(['serve', '--port', '0'])).stderr).toBe('weightmap: nothing to serve: name a MODEL, --embedder MODEL, --reranker MODEL or --models DIR\n');
     const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'weightmap-empty-models-'));
     try {
       fs.writeFileSync(path.join(empty, 'README.txt'), 'no model here');

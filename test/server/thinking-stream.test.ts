@@ -1,5 +1,5 @@
-/** The streamed thinking splitter against lib/chat.ts splitThinking on whole replies, cut into pieces at every place. */
-import { splitThinking } from '../../lib/chat';
+/** The streamed thinking splitter against lib/generation/chat.ts splitThinking on whole replies, cut into pieces at every place. */
+import { splitThinking } from '../../lib/generation/chat';
 import { ThinkingSplitter } from '../../lib/server/thinking-stream';
 import { mulberry32 } from '../helpers/rng';
 

@@ -8,7 +8,7 @@
  */
 import Ajv from 'ajv';
 import type OpenAI from 'openai';
-import type { Model } from '../../lib/model';
+import type { Model } from '../../lib/models/model';
 import { ALARM_TOOL, BOUNDED_TOOLS, COLOR_TOOL, loadToolModel } from '../helpers/tool-model';
 import { rawRequest, startServer, type Running } from './server-helpers';
 

@@ -8,7 +8,7 @@
 import * as nodePath from 'node:path';
 import { Tokenizer as HfTokenizer } from '@anush008/tokenizers';
 import * as fs from 'node:fs';
-import { UnsupportedError } from '../../lib/errors';
+import { UnsupportedError } from '../../lib/base/errors';
 import { LLAMA3_PATTERN, tokenizerFromJson, type Tokenizer } from '../../lib/tokenizers';
 import { loadTokenizer } from '../../lib/tokenizer-loading';
 import { preTokenizerFromJson } from '../../lib/tokenizers/pretokenizers';

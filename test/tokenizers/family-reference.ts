@@ -7,7 +7,7 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { jinjaChatTemplate, type ChatTemplate } from '../../lib/chat';
+import { jinjaChatTemplate, type ChatTemplate } from '../../lib/generation/chat';
 import { mulberry32 } from '../helpers/rng';
 import { makeCorpus } from './corpus';
 

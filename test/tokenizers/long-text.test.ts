@@ -3,9 +3,9 @@
  * the ones encode() gives, and this thread's tokenizer never sees the long text (how long the loop
  * waits is measured by scripts/bench/load.js, not here).
  */
-import { deferredGeneration } from '../../lib/deferred-generation';
-import { loadEmbedder, type Embedder } from '../../lib/embedder';
-import { loadModel, type Model } from '../../lib/model';
+import { deferredGeneration } from '../../lib/generation/deferred-generation';
+import { loadEmbedder, type Embedder } from '../../lib/models/embedder';
+import { loadModel, type Model } from '../../lib/models/model';
 import { fixture } from '../helpers/fixtures';
 import { makeCorpus } from './corpus';
 
@@ -57,7 +57,7 @@ test('generate() and chat() with a long text tokenize it in the worker; its leng
   expect([generateHere, chatHere]).toEqual([0, 0]);
   const tokens = model.encode(LONG).length;
   expect(generateError).toMatchObject({ name: 'RangeError', code: 'ERR_OUT_OF_RANGE', message: expect.stringContaining(`has ${tokens} tokens`) });
-  // The corpus holds special-token text: chat encodes it as text (lib/chat-prompt.ts), so the
+  // The corpus holds special-token text: chat encodes it as text (lib/models/chat-prompt.ts), so the
   // prompt decodes as the rendered text does and its only special tokens are the template's own.
   const prompt = await model.chatPrompt(messages);
   expect(model.tokenizer.decode(prompt.ids)).toBe(model.tokenizer.decode(model.tokenizer.encode(rendered, { addSpecialTokens: false })));

@@ -1,7 +1,7 @@
 /** The TLLM tokenizer's quirks (FORMATS.md §1.6) and typed errors for bad tokenizer files. */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { UnsupportedError, WeightFormatError } from '../../lib/errors';
+import { UnsupportedError, WeightFormatError } from '../../lib/base/errors';
 import { fixture, tempDir } from '../helpers/fixtures';
 import { tokenizerFromJson } from '../../lib/tokenizers';
 import { loadTokenizerSync } from '../../lib/tokenizer-loading';
@@ -96,7 +96,8 @@ describe('bad tokenizer files are typed errors', () => {
   it('tokenizer.json: merges over missing tokens, unknown model types, no model', () => {
     const bl = { type: 'ByteLevel' };
     expect(code(() => tokenizerFromJson({ model: { type: 'BPE', vocab: { a: 0 }, merges: ['a b'] }, pre_tokenizer: bl }, 'x'))).toBe('BAD_HEADER');
-    expect(code(() => tokenizerFromJson({ model: { type: 'Unigram', vocab: [] } }, 'x'))).toBe('UnsupportedError');
+    expect(code(() => tokenizerFromJson({ model: { type: 'WordLevel', vocab: { a: 0 }, unk_token: 'a' } }, 'x'))).toBe('UnsupportedError');
+    expect(code(() => tokenizerFromJson({ model: { type: 'Unigram', vocab: [] } }, 'x'))).toBe('BAD_HEADER');
     expect(code(() => tokenizerFromJson({}, 'x'))).toBe('BAD_HEADER');
     expect(code(() => loadTokenizerSync(write('broken.json', '{"model": ')))).toBe('BAD_HEADER');
   });

@@ -50,9 +50,10 @@ function describedModels(served: Served): Described[] {
       return { ...base, format: model.info.format, architecture: model.info.architecture, contextLength: model.contextLength, capabilities: model.chatTemplate ? ['completion', 'chat'] : ['completion'] };
     }
     if (s && 'embedder' in s) return { ...base, format: s.embedder.info.format, architecture: 'bert', contextLength: s.embedder.maxSeqLength, capabilities: ['embedding'] };
+    if (s && 'reranker' in s) return { ...base, format: s.reranker.info.format, architecture: s.reranker.config.architecture, contextLength: s.reranker.maxSeqLength, capabilities: ['rerank'] };
     // Not loaded: what the listing of the models folder read from its header.
     const info = entry.info;
-    return { ...base, format: info?.format ?? '', architecture: info?.architecture ?? '', contextLength: info?.contextLength ?? 0, capabilities: entry.kind === 'embedding' ? ['embedding'] : ['completion'] };
+    return { ...base, format: info?.format ?? '', architecture: info?.architecture ?? '', contextLength: info?.contextLength ?? 0, capabilities: entry.kind === 'text' ? ['completion'] : [entry.kind] };
   });
 }
 

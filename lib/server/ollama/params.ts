@@ -5,7 +5,7 @@
  * format ('json' or a JSON schema) as constrained output.
  */
 import { prepareJsonSchema, type CompiledJsonSchema, type JsonSchema } from '../../constrain';
-import type { GenerateOptions } from '../../generate';
+import type { GenerateOptions } from '../../generation/generate';
 import { invalidRequest, toApiError } from '../api-error';
 import { maxTokens } from '../openai-params';
 import type { OllamaOptions } from './schemas';

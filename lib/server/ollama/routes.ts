@@ -5,11 +5,11 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import type { ChatMessage } from '../../chat';
-import { splitThinking } from '../../chat';
-import { packageRoot } from '../../native';
-import { lazy } from '../../lazy';
-import type { ChatOptions, ChatPrompt } from '../../model';
+import type { ChatMessage } from '../../generation/chat';
+import { splitThinking } from '../../generation/chat';
+import { packageRoot } from '../../base/native';
+import { lazy } from '../../base/lazy';
+import type { ChatOptions, ChatPrompt } from '../../models/model';
 import { ApiError, invalidRequest, toApiError } from '../api-error';
 import { sendJson, type RouteContext, type Route } from '../context';
 import type { ScheduledGeneration } from '../scheduler';

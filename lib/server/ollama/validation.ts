@@ -1,5 +1,5 @@
 /** Ollama request bodies checked against ./schemas.ts (compiled on the first Ollama request); the first problem is a 400 naming its field. */
-import { lazy } from '../../lazy';
+import { lazy } from '../../base/lazy';
 import { invalidRequest } from '../api-error';
 import { check } from '../validation';
 import { ollamaChatRequest, ollamaEmbedRequest, ollamaGenerateRequest, ollamaShowRequest, type OllamaChatBody, type OllamaEmbedBody, type OllamaGenerateBody, type OllamaShowBody } from './schemas';

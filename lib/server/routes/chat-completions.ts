@@ -4,9 +4,9 @@
  * (the thinking comes back apart from the answer, as `reasoning_content`), and tools (lib/tools/):
  * calls come back as `tool_calls` with finish_reason 'tool_calls', streamed as tool_calls deltas.
  */
-import type { ChatMessage } from '../../chat';
-import { splitThinking } from '../../chat';
-import type { ChatOptions, ChatPrompt } from '../../model';
+import type { ChatMessage } from '../../generation/chat';
+import { splitThinking } from '../../generation/chat';
+import type { ChatOptions, ChatPrompt } from '../../models/model';
 import { parseToolCalls } from '../../tools/parse';
 import type { ToolChoice, ToolDefinition } from '../../tools/types';
 import { invalidRequest, toApiError } from '../api-error';

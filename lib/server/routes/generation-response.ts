@@ -1,6 +1,6 @@
 /** What chat and text completions share: finish reasons, usage, and the two ways of answering. */
 import { randomUUID } from 'node:crypto';
-import type { GeneratedPiece, StopReason, TokenLogprob } from '../../generate';
+import type { GeneratedPiece, StopReason, TokenLogprob } from '../../generation/generate';
 import { sendJson, type RouteContext } from '../context';
 import type { ScheduledGeneration } from '../scheduler';
 import { SseStream } from '../sse';

@@ -6,11 +6,11 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { UnsupportedError, WeightFormatError } from '../../../lib/errors';
+import { UnsupportedError, WeightFormatError } from '../../../lib/base/errors';
 import { detectFormat, readWeights } from '../../../lib/formats';
-import { loadModel } from '../../../lib/model';
+import { loadModel } from '../../../lib/models/model';
 import { loadTokenizer } from '../../../lib/tokenizer-loading';
-import { closeWeights, type FormatName, type ModelWeights } from '../../../lib/weights';
+import { closeWeights, type FormatName, type ModelWeights } from '../../../lib/base/weights';
 import { CaseFolder, type FuzzCase } from './edits';
 
 export interface CaseResult {
