@@ -8,7 +8,7 @@
  * three. A prompt longer than the context is cut as llama-server cuts one, and generates what a
  * fresh run after the cut prompt generates.
  */
-import { loadModel, type Model } from '../../lib/model';
+import { loadModel, type Model } from '../../lib/models/model';
 import { fixture } from '../helpers/fixtures';
 
 const CONTEXT = 64;

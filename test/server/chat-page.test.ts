@@ -16,8 +16,8 @@
 import * as fs from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import type { Browser, Page } from 'playwright-core';
-import { loadEmbedder, type Embedder } from '../../lib/embedder';
-import { loadModel, type Model } from '../../lib/model';
+import { loadEmbedder, type Embedder } from '../../lib/models/embedder';
+import { loadModel, type Model } from '../../lib/models/model';
 import type { AccessLogEntry } from '../../lib/server';
 import { fixture } from '../helpers/fixtures';
 import { rawRequest, startServer, until, type Running } from './server-helpers';

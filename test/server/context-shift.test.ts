@@ -8,7 +8,7 @@
  * checks that one against fresh runs). A chat grown past the context (Qwen3-tiny, no BOS: nothing
  * kept) answers as after its cut prompt. Without the option the same requests are refused or capped.
  */
-import { loadModel, type Model } from '../../lib/model';
+import { loadModel, type Model } from '../../lib/models/model';
 import { fixture, readJson } from '../helpers/fixtures';
 import { rawRequest, startServer, type Running } from './server-helpers';
 
