@@ -71,6 +71,7 @@ export function registerServe(program: Command): void {
     .option('--allowed-host <name>', 'a name the Host header may carry besides IP addresses and localhost (repeatable; * for any)', collect)
     .option('--cors <origin>', 'a web origin whose pages may call the API: preflights answered, CORS headers sent (repeatable; * for any)', collect)
     .option('--max-active <n>', `generations running at once (default ${SERVE_DEFAULTS.maxActive})`, intOption(1))
+    .option('--max-kv-bytes <n>', 'KV cache bytes the running generations of a model may take together, each at prompt + max_tokens positions: past it a request waits, one that never fits is a 400 (default: no bound but --max-active)', intOption(1))
     .option('--max-queued <n>', `requests waiting before 429 (default ${SERVE_DEFAULTS.maxQueued})`, intOption(0))
     .option('--max-body-bytes <n>', `largest request body; past it 413 (default ${SERVE_DEFAULTS.maxBodyBytes})`, intOption(1))
     .option('--max-connections <n>', `connections open at once (default ${CONNECTION_DEFAULTS.maxConnections})`, intOption(1))
@@ -117,6 +118,7 @@ export function registerServe(program: Command): void {
         corsOrigins: opts.cors as string[] | undefined,
         maxActive: opts.maxActive as number | undefined,
         maxQueued: opts.maxQueued as number | undefined,
+        maxKvBytes: opts.maxKvBytes as number | undefined,
         maxBodyBytes: opts.maxBodyBytes as number | undefined,
         maxConnections: opts.maxConnections as number | undefined,
         maxConnectionsPerPeer: opts.maxConnectionsPerPeer as number | undefined,

@@ -60,6 +60,12 @@ export interface ServeOptions extends BrowserPolicy {
   maxActive?: number;
   /** Requests waiting for a slot before 429. Default 64. */
   maxQueued?: number;
+  /**
+   * KV cache bytes the running generations of a text model may take together, each counted at
+   * prompt + max_tokens positions (at most the context): one that could never fit is a 400
+   * `kv_budget_exceeded`, one that cannot fit now waits in the queue. Default: no bound but maxActive.
+   */
+  maxKvBytes?: number;
   /** Largest request body. Default 1 MiB. */
   maxBodyBytes?: number;
   /** Serve GET /metrics (Prometheus text format; loads prom-client). Default true. */
@@ -146,6 +152,7 @@ function checkOptions(options: ServeOptions): Required<Pick<ServeOptions, 'maxAc
     if (!Number.isInteger(value) || value < (key === 'maxQueued' ? 0 : 1)) throw rangeError(`${key} must be an integer >= ${key === 'maxQueued' ? 0 : 1}, got ${value}`);
     limits[key] = value;
   }
+  if (options.maxKvBytes !== undefined && !(Number.isInteger(options.maxKvBytes) && options.maxKvBytes >= 1)) throw rangeError(`maxKvBytes must be an integer >= 1, got ${options.maxKvBytes}`);
   return limits;
 }
 
@@ -165,10 +172,10 @@ export function createHandler(options: ServeOptions): ServeHandler {
       waiting: () => scheduler!.queued,
       kvCache: () => {
         const kv = model.kvCache;
-        return { usedBytes: kv.busyBytes, idleBytes: kv.idleBytes, budgetBytes: kv.sessionBytes * limits.maxActive };
+        return { usedBytes: kv.busyBytes, idleBytes: kv.idleBytes, budgetBytes: options.maxKvBytes ?? kv.sessionBytes * limits.maxActive };
       },
     });
-    scheduler = new ModelScheduler(model, limits, observer);
+    scheduler = new ModelScheduler(model, { ...limits, ...(options.maxKvBytes !== undefined ? { maxKvBytes: options.maxKvBytes } : {}) }, observer);
     // The vocabulary index of constrained output takes a few hundred ms of work once: start it now
     // (in slices, in the background), not in the first request that asks for JSON.
     try {
