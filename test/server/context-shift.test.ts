@@ -6,7 +6,7 @@
  * generation's after it. A max_tokens past the room is honoured (finish_reason 'length' at
  * max_tokens), its text the library's shifting generation (test/generation/context-shift.test.ts
  * checks that one against fresh runs). A chat grown past the context (Qwen3-tiny, no BOS: nothing
- * kept) answers as after its cut prompt. Without the option the same requests are refused or capped.
+ * kept) answers as after its cut prompt, through /v1 and /api/chat. Without the option the same requests are refused or capped.
  */
 import { loadModel, type Model } from '../../lib/models/model';
 import { fixture, readJson } from '../helpers/fixtures';
@@ -114,5 +114,25 @@ describe('a chat grown past the context, with context shift', () => {
     expect(response.body.choices[0].message.content).toBe(expected);
     const refused = await post(plain, '/v1/chat/completions', { model: 'qwen3-tiny', messages, max_tokens: n });
     expect([refused.status, refused.body.error.code, refused.body.error.param]).toEqual([400, 'context_length_exceeded', 'messages']);
+  });
+
+  it('the same through the Ollama API (/api/chat)', async () => {
+    const question: string = readJson('ajc1-qwen3-tiny', 'expected.json').cases[0].prompt.user_text;
+    const messages = [
+      { role: 'user', content: question },
+      { role: 'assistant', content: 'It is 19. Cafés in Paris are small, busy and open late.' },
+      { role: 'user', content: `${question} And tell me more, please.` },
+    ];
+    const ids = (await model.chatPrompt(messages as never)).ids as number[];
+    const cut = cutByHand(ids, 0);
+    const n = Math.min(5, CONTEXT - cut.length);
+    const body = { model: 'qwen3-tiny', messages, stream: false, options: { temperature: 0, num_predict: n } };
+    const response = await post(shifting, '/api/chat', body);
+    expect(response.status).toBe(200);
+    expect(response.body.prompt_eval_count).toBe(cut.length);
+    // Ollama's sampling defaults but greedy: top_k 40 and top_p 0.9 change nothing at temperature 0; its repeat penalty is 1.1 over 64 tokens.
+    const expected = await model.chat({ ids: cut }, { temperature: 0, maxTokens: n, repeatPenalty: 1.1, penaltyLastN: 64 }).text();
+    expect(response.body.message.content).toBe(expected);
+    expect((await post(plain, '/api/chat', body)).status).toBe(400);
   });
 });
