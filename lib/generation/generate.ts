@@ -5,11 +5,11 @@
  *
  *   for await (const piece of model.generate('Once upon a time', { maxTokens: 64 })) process.stdout.write(piece.text);
  */
-import type { NativeSamplingParams, Sampler } from '../base/binding';
+import type { NativeSamplingParams, Sampler } from '../addon/binding';
 import type { CompiledJsonSchema, JsonSchema, TokenConstraint } from '../constrain';
 import { AbortError, ConstraintError, rangeError } from '../base/errors';
 import { lazy } from '../base/lazy';
-import { native } from '../base/native';
+import { native } from '../addon/native';
 import { keptPrefix, shiftedSequence, truncatedPrompt, type ContextShiftOptions } from './context-shift';
 import { anyTokenLeft, bannedTokens, resolveSampling, type ResolvedParams, type SamplingOptions } from './sampling';
 import type { StreamDecoder, Tokenizer } from '../tokenizers';

@@ -7,7 +7,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { packageRoot } from '../base/native';
+import { packageRoot } from '../addon/native';
 import { ApiError } from './api-error';
 import type { RouteContext } from './context';
 

@@ -12,7 +12,7 @@
  *   [16, 16+H) header JSON (PackedHeader), then zero padding to a multiple of 8
  *   arrays in ARRAYS order, each at a multiple of 8, with the lengths the header gives
  */
-import { crc32 } from '../base/checksums';
+import { crc32 } from '../addon/checksums';
 import { rangeError, WeightFormatError } from '../base/errors';
 import type { AddedToken } from './added-tokens';
 import { ByteFallbackBpeTokenizer } from './byte-fallback-bpe';
@@ -25,7 +25,7 @@ import { bertNormalizerFromJson } from './bert-basic';
 import { normalizerFromJson } from './normalizers';
 import { pieceDecoderFromJson } from './piece-decoder';
 import type { SpecialWrapping } from './post-process';
-import { native } from '../base/native';
+import { native } from '../addon/native';
 import { runNow, type Steps } from '../base/steps';
 import type { SpecialTokenIds, Tokenizer } from './types';
 import { WordPieceTokenizer } from './wordpiece';

@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import type { ChatMessage } from '../../generation/chat';
 import { splitThinking } from '../../generation/chat';
-import { packageRoot } from '../../base/native';
+import { packageRoot } from '../../addon/native';
 import { lazy } from '../../base/lazy';
 import type { ChatOptions, ChatPrompt } from '../../models/model';
 import { ApiError, invalidRequest, toApiError } from '../api-error';
