@@ -46,6 +46,7 @@ export type { ChatModel, ChatSessionOptions, PromptOptions } from './models/chat
 export { startGeneration, StopStringFilter } from './generation/generate';
 export type { TokenLogprob, ToolCallConstraint } from './generation/generate';
 export type { GenerateOptions, GeneratedPiece, Generation, GenerationHost, LanguageSession, SessionLease, StepOptions, StopReason } from './generation/generate';
+export type { ContextShiftOptions } from './generation/context-shift';
 export { resolveSampling, SAMPLING_DEFAULTS } from './generation/sampling';
 export type { ResolvedParams, ResolvedSampling, SamplingOptions } from './generation/sampling';
 export { ajc1ChatTemplate, jinjaChatTemplate, qwen3ChatTemplate, splitThinking } from './generation/chat';
