@@ -9,12 +9,13 @@ const tools = [
   {
     name: 'get_weather',
     description: 'The current weather in a city',
-    parameters: { type: 'object', properties: { city: { enum: ['Paris', 'London', 'Tokyo'] } }, required: ['city'], additionalProperties: false },
+    parameters: { type: 'object', properties: { city: { type: 'string', pattern: '^[A-Z][a-z]+$', maxLength: 12 } }, required: ['city'] },
     handler: async ({ city }) => ({ city, celsius: 21 }),
   },
 ];
 // 'required' forces one call (the fixture's random weights would not choose one); its arguments
-// are generated under the JSON-schema mask of `parameters`, so they always parse and validate.
+// are generated under the JSON-schema mask of `parameters` (the pattern and the length included),
+// so they always parse and validate.
 const result = await model.chatWithTools([{ role: 'user', content: 'Weather in Paris?' }], {
   tools,
   toolChoice: 'required',

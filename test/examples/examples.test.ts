@@ -9,6 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { Tokenizer as HfTokenizer } from '@anush008/tokenizers';
+import Ajv from 'ajv';
 import { crossEncoderLogit } from '../embeddings/cross-encoder-reference';
 import { fixture, readF32, readJson, tempDir } from '../helpers/fixtures';
 import { writeTinyCrossEncoder } from '../helpers/tiny-cross-encoder';
@@ -84,11 +85,12 @@ const CHECKS: Record<string, (lines: string[]) => void> = {
     expect(count).toBe('[5 messages]'); // system, then two user turns and two replies
   },
   'agent.mjs': ([called, said, rounds]) => {
-    // The forced call's arguments parse and hold one of the schema's cities; the handler's result is what went back.
+    // The forced call's arguments parse and validate against the tool's schema (ajv, not the mask); the handler's result is what went back.
     const [, name, args] = /^called (\w+)\((.*)\)$/.exec(called)!;
-    const { city } = JSON.parse(args) as { city: string };
-    expect({ name, keys: Object.keys(JSON.parse(args)), known: ['Paris', 'London', 'Tokyo'].includes(city) }).toEqual({ name: 'get_weather', keys: ['city'], known: true });
-    expect(said).toBe(`tool said ${JSON.stringify({ city, celsius: 21 })}`);
+    const value = JSON.parse(args) as { city: string };
+    const schema = { type: 'object', properties: { city: { type: 'string', pattern: '^[A-Z][a-z]+$', maxLength: 12 } }, required: ['city'] };
+    expect({ name, valid: new Ajv().validate(schema, value) }).toEqual({ name: 'get_weather', valid: true });
+    expect(said).toBe(`tool said ${JSON.stringify({ city: value.city, celsius: 21 })}`);
     expect(rounds).toMatch(/^\[1 round, then (stop-token|max-tokens)\]$/);
   },
   'embed.mjs': ([f32, int8]) => {

@@ -6,6 +6,7 @@
  * the built-in Qwen3 template (no tools in it) gets the generic fallback.
  */
 import Ajv from 'ajv';
+import addFormats from 'ajv-formats';
 import type { Model } from '../../lib/models/model';
 import { AbortError } from '../../lib/base/errors';
 import { parseToolCalls } from '../../lib/tools/parse';
@@ -80,6 +81,37 @@ describe('forced calls always parse and validate', () => {
       const reply = parseToolCalls(text, prompt.tools!.format, true);
       expect(reply.calls).toHaveLength(1);
       expectValidCall(reply.calls[0], allowed);
+    }
+  });
+
+  it('with patterns, formats, lengths, ranges, a $ref and nullable in the parameters: every forced call validates (ajv + ajv-formats)', async () => {
+    const booking: ToolDefinition = {
+      name: 'book_table',
+      description: 'Book a table',
+      parameters: {
+        type: 'object',
+        $defs: { guest: { type: 'string', pattern: '^[A-Z][a-z]{1,7}$' } },
+        properties: {
+          day: { type: 'string', format: 'date' },
+          people: { type: 'integer', minimum: 1, maximum: 12 },
+          code: { type: 'string', pattern: '^[A-Z]{2}-\\d{3}$' },
+          host: { $ref: '#/$defs/guest' },
+          note: { type: ['string', 'null'], maxLength: 6 },
+          budget: { type: 'number', exclusiveMinimum: 0, maximum: 500 },
+        },
+        required: ['day', 'people', 'code', 'host', 'note', 'budget'],
+        additionalProperties: false,
+      },
+    };
+    const validate = addFormats(new Ajv({ strict: false, allowUnionTypes: true })).compile(booking.parameters!);
+    for (const [seed, temperature] of [[1, 0], [2, 0.8], [3, 1.2], [4, 1.5]] as const) {
+      const prompt = await model.chatPrompt(MESSAGES, { tools: [booking], toolChoice: 'required' });
+      const generation = model.chat(prompt, { maxTokens: 300, temperature, seed });
+      const text = await generation.text();
+      expect(generation.stopReason).toBe('tool-call');
+      const [call] = parseToolCalls(text, prompt.tools!.format, true).calls;
+      const args = JSON.parse(call.arguments);
+      if (!validate(args)) throw new Error(`${call.arguments}: ${ajv.errorsText(validate.errors)}`);
     }
   });
 
