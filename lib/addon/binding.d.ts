@@ -46,9 +46,9 @@ export interface EngineWeightsSpec {
   tensors: Record<string, EngineTensorDesc>;
   /**
    * The tensor name of each role the engine asks for (the decoder's: DECODER_TENSOR_ROLES of
-   * lib/architectures/decoder; the gpt engine's: TLLM_TENSOR_ROLES), `{layer}` standing for the
-   * layer index in per-layer roles. The engines that still spell their own names (phi, vit, bert)
-   * ignore it.
+   * lib/architectures/decoder; the gpt engine's: TLLM_TENSOR_ROLES; phi's and vit's:
+   * MOONDREAM_TENSOR_ROLES), `{layer}` standing for the layer index in per-layer roles. The bert
+   * engine still spells its own names and ignores it.
    */
   names?: Record<string, string>;
 }

@@ -8,7 +8,7 @@ import { DisposedError, rangeError, UnsupportedError } from '../base/errors';
 import { native } from '../addon/native';
 import type { ModelWeights } from '../addon/weights';
 import type { EngineOptions } from './gpt';
-import { moondreamTensorSpecs, type MoondreamConfig } from '../architectures/moondream';
+import { MOONDREAM_TENSOR_ROLES, moondreamTensorSpecs, type MoondreamConfig } from '../architectures/moondream';
 import { fromNativeError, withAbort } from './native-errors';
 import { nativeWeightsSpec } from './native-spec';
 import { KvSession } from './kv-session';
@@ -65,9 +65,9 @@ export class MoondreamEngine {
     const threads = { threads: options.threads ?? 0 };
     let text: PhiModel | undefined;
     try {
-      text = await native().PhiModel.load(nativeWeightsSpec(weights, (n) => n.startsWith('model.text.')), config.text, threads);
+      text = await native().PhiModel.load({ ...nativeWeightsSpec(weights, (n) => n.startsWith('model.text.')), names: { ...MOONDREAM_TENSOR_ROLES } }, config.text, threads);
       const vision = await native().VitModel.load(
-        nativeWeightsSpec(weights, (n) => n.startsWith('model.vision.')),
+        { ...nativeWeightsSpec(weights, (n) => n.startsWith('model.vision.')), names: { ...MOONDREAM_TENSOR_ROLES } },
         { ...config.vision, textHiddenSize: config.text.hiddenSize },
         threads,
       );

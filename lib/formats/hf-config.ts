@@ -10,38 +10,33 @@
  * `rope_pairing` ('half' | 'interleaved'; HF checkpoints are 'half') and, in sepweight trees,
  * `sepweight_key_scheme`.
  *
- * Without sentence-transformers files a BERT reads as mean pooling, no normalization and
- * max_seq_length = max_position_embeddings (a decision: what embedding users most often want).
- *
- * Two more architectures, so that their weights survive a trip through an HF folder:
- * Moondream2 (model_type "moondream1" / HfMoondream, as vikhyatk/moondream2 publishes it; its
- * config.json names no sizes, so absent keys are Moondream2's, and present ones use the MOON
- * config.json keys) and the TLLM GPT model (model_type "tllm", our own: hidden_size,
- * num_hidden_layers, num_attention_heads, intermediate_size, max_position_embeddings, vocab_size,
- * dropout, layer_norm_eps).
+ * The keys every decoder family shares are read and written here; a family's own through its
+ * row's hooks (lib/architectures/<family>/). BERT's mapping (with the sentence-transformers files),
+ * TLLM's and Moondream2's (model_type "moondream1" / HfMoondream, as vikhyatk/moondream2 publishes
+ * it; absent keys are Moondream2's) live in their folders' config-json.ts; this file picks by
+ * family.
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { ARCHITECTURES, architectureOf, architectureOfHf, isFamily, type KnownArchitecture } from '../architectures';
-import { DECODER_VARIANTS, decoderTitles, isDecoderArchitecture, isRopeLayer, variantScalars, isDecoderConfig, llama3RopeFactors, normWeightOffsetOf, variantFields, type ConfigKeys, type DecoderActivation, type DecoderArchitecture, type Llama3RopeScaling, type DecoderConfig, type DecoderVariant } from '../architectures/decoder';
+import { DECODER_VARIANTS, decoderTitles, isDecoderArchitecture, isRopeLayer, variantScalars, isDecoderConfig, llama3RopeFactors, normWeightOffsetOf, variantFields, type DecoderActivation, type DecoderArchitecture, type Llama3RopeScaling, type DecoderConfig, type DecoderVariant } from '../architectures/decoder';
 import type { BertClassifierConfig, BertConfig } from '../architectures/bert';
 import type { ModelConfig } from '../architectures/model-config';
 import type { MoondreamConfig } from '../architectures/moondream';
 import type { TllmConfig } from '../architectures/tllm';
+import { bertClassifierConfigFromHfJson, bertConfigFromHfJson, hfConfigFromBertClassifier, hfFilesFromBert, type SentenceTransformersFiles } from '../architectures/bert/config-json';
+import { Fields, isObject, type HfJson } from '../architectures/config-fields';
+import { moondreamConfigFromJson, moondreamConfigToJson } from '../architectures/moondream/config-json';
+import { hfConfigFromTllm, tllmConfigFromHf } from '../architectures/tllm/config-json';
 import { fail } from './bytes';
-import { moondreamConfigFromJson, moondreamConfigToJson } from './moon';
-import { validateTllmConfig } from './tllm';
 
-export type HfJson = Record<string, unknown>;
+export { bertClassifierConfigFromHfJson as bertClassifierConfigFromHf, hfConfigFromBertClassifier, hfConfigFromTllm, hfFilesFromBert, tllmConfigFromHf, type HfJson, type SentenceTransformersFiles };
 
 /** config.json files above this are not configs. */
 const MAX_JSON_BYTES = 16 << 20;
 
 export type HfArchitecture = KnownArchitecture | 'unknown';
 
-function isObject(v: unknown): v is HfJson {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /** Which of our architectures an HF config describes. */
 export function hfArchitecture(hf: HfJson): HfArchitecture {
@@ -50,84 +45,6 @@ export function hfArchitecture(hf: HfJson): HfArchitecture {
   return architectureOfHf(modelType || undefined, classes)?.name ?? 'unknown';
 }
 
-/** Typed field access with WeightFormatErrors that name the file and the key. */
-class Fields implements ConfigKeys {
-  constructor(
-    readonly json: HfJson,
-    readonly path: string | undefined,
-  ) {}
-
-  private wrongType(key: string, expected: string): never {
-    return fail('BAD_HEADER', `config key '${key}' has the wrong type`, { path: this.path, expected, found: this.json[key] });
-  }
-
-  has(key: string): boolean {
-    return this.json[key] !== undefined && this.json[key] !== null;
-  }
-
-  name(key: string): string {
-    return key;
-  }
-
-  raw(key: string): unknown {
-    return this.json[key];
-  }
-
-  nested(key: string): Fields | undefined {
-    const v = this.json[key];
-    return isObject(v) ? new Fields(v, this.path) : undefined;
-  }
-
-  fail(code: 'UNSUPPORTED' | 'CONFIG_MISMATCH', message: string, details: { expected?: unknown; found?: unknown } = {}): never {
-    return fail(code, message, { path: this.path, ...details });
-  }
-
-  /** A positive integer (or ≥ min); required unless a default is given. */
-  int(key: string, fallback?: number, min = 1): number {
-    if (!this.has(key)) {
-      if (fallback === undefined) return fail('CONFIG_MISMATCH', `config.json lacks '${key}'`, { path: this.path, expected: key, found: 'absent' });
-      return fallback;
-    }
-    const v = this.json[key];
-    if (typeof v !== 'number' || !Number.isSafeInteger(v)) this.wrongType(key, 'an integer');
-    if ((v as number) < min || (v as number) > 0x7fffffff) {
-      fail('CONFIG_MISMATCH', `config key '${key}' is out of range`, { path: this.path, expected: `${min}..2^31-1`, found: v });
-    }
-    return v as number;
-  }
-
-  /** A finite positive number. */
-  num(key: string, fallback: number): number {
-    if (!this.has(key)) return fallback;
-    const v = this.json[key];
-    if (typeof v !== 'number' || !Number.isFinite(v)) this.wrongType(key, 'a number');
-    if ((v as number) <= 0) fail('CONFIG_MISMATCH', `config key '${key}' must be positive`, { path: this.path, expected: '> 0', found: v });
-    return v as number;
-  }
-
-  bool(key: string, fallback: boolean): boolean {
-    if (!this.has(key)) return fallback;
-    const v = this.json[key];
-    if (typeof v !== 'boolean') this.wrongType(key, 'true or false');
-    return v as boolean;
-  }
-
-  str(key: string): string | undefined {
-    if (!this.has(key)) return undefined;
-    const v = this.json[key];
-    if (typeof v !== 'string') this.wrongType(key, 'a string');
-    return v as string;
-  }
-
-  /** A token id, or a list of them (eos_token_id). */
-  ids(key: string): number[] | undefined {
-    if (!this.has(key)) return undefined;
-    const v = this.json[key];
-    const list = Array.isArray(v) ? v : [v];
-    if (!list.every((x) => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0)) this.wrongType(key, 'a token id or a list of token ids');
-    return list as number[];
-  }
-}
 
 /** How config.json names each decoder activation, and how messages describe it. */
 const HF_ACTIVATIONS: Record<DecoderActivation, { name: string; title: string }> = {
@@ -298,208 +215,19 @@ export function hfConfigFromDecoder(c: DecoderConfig, extra: HfJson = {}): HfJso
   return { ...out, ...extra };
 }
 
-/** The sentence-transformers files beside a BERT config.json, as parsed JSON. */
-export interface SentenceTransformersFiles {
-  /** modules.json: the pipeline (Transformer, Pooling, Normalize, ...). */
-  modules?: unknown;
-  /** sentence_bert_config.json: max_seq_length, do_lower_case. */
-  sentenceBert?: HfJson;
-  /** <pooling path>/config.json (1_Pooling/config.json). */
-  pooling?: HfJson;
-}
 
-function poolingMode(pooling: HfJson | undefined, path: string | undefined): BertConfig['pooling'] {
-  if (!pooling) return 'mean';
-  const f = new Fields(pooling, path);
-  const modes: BertConfig['pooling'][] = [];
-  if (f.bool('pooling_mode_mean_tokens', false)) modes.push('mean');
-  if (f.bool('pooling_mode_cls_token', false)) modes.push('cls');
-  if (f.bool('pooling_mode_max_tokens', false)) modes.push('max');
-  for (const other of ['pooling_mode_mean_sqrt_len_tokens', 'pooling_mode_weightedmean_tokens', 'pooling_mode_lasttoken']) {
-    if (f.bool(other, false)) unsupported(path, `sentence-transformers pooling '${other}'`, true);
-  }
-  if (modes.length !== 1) {
-    return fail('CONFIG_MISMATCH', 'exactly one pooling mode must be set', { path, expected: 'one of mean, cls, max', found: modes });
-  }
-  return modes[0];
-}
 
-function moduleTypes(modules: unknown): string[] {
-  if (!Array.isArray(modules)) return [];
-  return modules.filter(isObject).map((m) => (typeof m.type === 'string' ? m.type : ''));
-}
+
+
+
+
 
 /** BertConfig from a config.json plus the sentence-transformers files. */
 export function bertConfigFromHf(hf: HfJson, st: SentenceTransformersFiles = {}, path?: string): BertConfig {
   if (ARCHITECTURES.get(hfArchitecture(hf))?.family !== 'bert') {
     return fail('CONFIG_MISMATCH', 'config.json does not describe a BERT model', { path, expected: 'bert', found: hf.model_type ?? hf.architectures });
   }
-  const encoder = bertEncoderFromHf(hf, path);
-  const sb = st.sentenceBert ? new Fields(st.sentenceBert, path) : undefined;
-  const maxSeqLength = sb?.int('max_seq_length', encoder.maxPositionEmbeddings) ?? encoder.maxPositionEmbeddings;
-  if (maxSeqLength > encoder.maxPositionEmbeddings) {
-    fail('CONFIG_MISMATCH', 'max_seq_length exceeds max_position_embeddings', { path, expected: `<= ${encoder.maxPositionEmbeddings}`, found: maxSeqLength });
-  }
-  return {
-    architecture: 'bert',
-    ...encoder,
-    maxSeqLength,
-    pooling: poolingMode(st.pooling, path),
-    normalize: moduleTypes(st.modules).some((t) => t.endsWith('models.Normalize')),
-  };
-}
-
-type BertEncoderFields = Omit<BertConfig, 'architecture' | 'maxSeqLength' | 'pooling' | 'normalize'>;
-
-/** The encoder's sizes of a BERT config.json (embedder or cross-encoder). */
-function bertEncoderFromHf(hf: HfJson, path: string | undefined): BertEncoderFields {
-  const f = new Fields(hf, path);
-  const act = f.str('hidden_act') ?? 'gelu';
-  let hiddenAct: BertConfig['hiddenAct'];
-  if (act === 'gelu') hiddenAct = 'gelu';
-  else if (act === 'gelu_new' || act === 'gelu_pytorch_tanh') hiddenAct = 'gelu_tanh';
-  else return unsupported(path, `BERT activation '${act}'`, act);
-  const posType = f.str('position_embedding_type') ?? 'absolute';
-  if (posType !== 'absolute') unsupported(path, `position_embedding_type '${posType}'`, posType);
-  const hiddenSize = f.int('hidden_size');
-  const numHeads = f.int('num_attention_heads');
-  if (hiddenSize % numHeads !== 0) fail('CONFIG_MISMATCH', 'hidden_size is not a multiple of num_attention_heads', { path, expected: `multiple of ${numHeads}`, found: hiddenSize });
-  return {
-    hiddenSize,
-    numLayers: f.int('num_hidden_layers'),
-    numHeads,
-    intermediateSize: f.int('intermediate_size'),
-    vocabSize: f.int('vocab_size'),
-    maxPositionEmbeddings: f.int('max_position_embeddings', 512),
-    typeVocabSize: f.int('type_vocab_size', 2),
-    layerNormEps: f.num('layer_norm_eps', 1e-12),
-    hiddenAct,
-  };
-}
-
-/** sentence-transformers' names of the activations a cross-encoder's score may take. */
-const SCORE_ACTIVATIONS: Record<string, NonNullable<BertClassifierConfig['scoreActivation']>> = {
-  'torch.nn.modules.activation.Sigmoid': 'sigmoid',
-  'torch.nn.modules.linear.Identity': 'none',
-};
-
-/**
- * BertClassifierConfig from a BertForSequenceClassification config.json: the labels from
- * id2label (else num_labels, else transformers' default of 2), the score activation from
- * `sentence_transformers.activation_fn` (else the older `sbert_ce_default_activation_function`).
- */
-export function bertClassifierConfigFromHf(hf: HfJson, path?: string): BertClassifierConfig {
-  const encoder = bertEncoderFromHf(hf, path);
-  const f = new Fields(hf, path);
-  let labels: string[];
-  if (isObject(hf.id2label)) {
-    const entries = Object.entries(hf.id2label);
-    labels = entries.map((_, i) => {
-      const name = (hf.id2label as HfJson)[String(i)];
-      if (typeof name !== 'string') fail('CONFIG_MISMATCH', `id2label has no label ${i}`, { path, expected: `ids 0..${entries.length - 1}`, found: Object.keys(hf.id2label as HfJson) });
-      return name as string;
-    });
-  } else {
-    labels = Array.from({ length: f.int('num_labels', 2) }, (_, i) => `LABEL_${i}`);
-  }
-  if (labels.length < 1) fail('CONFIG_MISMATCH', 'the classifier has no labels', { path, expected: '>= 1 label', found: 0 });
-  const st = isObject(hf.sentence_transformers) ? hf.sentence_transformers.activation_fn : undefined;
-  const activationName = st ?? hf.sbert_ce_default_activation_function;
-  let scoreActivation: BertClassifierConfig['scoreActivation'];
-  if (activationName !== undefined && activationName !== null) {
-    scoreActivation = typeof activationName === 'string' ? SCORE_ACTIVATIONS[activationName] : undefined;
-    if (!scoreActivation) unsupported(path, `cross-encoder activation ${JSON.stringify(activationName)}`, activationName);
-  }
-  return {
-    architecture: 'bert-classifier',
-    ...encoder,
-    maxSeqLength: encoder.maxPositionEmbeddings,
-    numLabels: labels.length,
-    labels,
-    pooler: true,
-    ...(scoreActivation ? { scoreActivation } : {}),
-  };
-}
-
-/** config.json of a BertClassifierConfig (BertForSequenceClassification). */
-export function hfConfigFromBertClassifier(c: BertClassifierConfig): HfJson {
-  const { config } = hfFilesFromBert({ ...c, architecture: 'bert', pooling: 'cls', normalize: false });
-  return {
-    ...config,
-    architectures: ['BertForSequenceClassification'],
-    id2label: Object.fromEntries(c.labels.map((l, i) => [String(i), l])),
-    label2id: Object.fromEntries(c.labels.map((l, i) => [l, i])),
-    ...(c.scoreActivation ? { sentence_transformers: { activation_fn: c.scoreActivation === 'sigmoid' ? 'torch.nn.modules.activation.Sigmoid' : 'torch.nn.modules.linear.Identity' } } : {}),
-  };
-}
-
-/** config.json and the sentence-transformers files for a BertConfig. */
-export function hfFilesFromBert(c: BertConfig): { config: HfJson; modules: HfJson[]; sentenceBert: HfJson; pooling: HfJson } {
-  const modules: HfJson[] = [
-    { idx: 0, name: '0', path: '', type: 'sentence_transformers.models.Transformer' },
-    { idx: 1, name: '1', path: '1_Pooling', type: 'sentence_transformers.models.Pooling' },
-  ];
-  if (c.normalize) modules.push({ idx: 2, name: '2', path: '2_Normalize', type: 'sentence_transformers.models.Normalize' });
-  return {
-    config: {
-      architectures: ['BertModel'],
-      model_type: 'bert',
-      hidden_size: c.hiddenSize,
-      num_hidden_layers: c.numLayers,
-      num_attention_heads: c.numHeads,
-      intermediate_size: c.intermediateSize,
-      vocab_size: c.vocabSize,
-      max_position_embeddings: c.maxPositionEmbeddings,
-      type_vocab_size: c.typeVocabSize,
-      layer_norm_eps: c.layerNormEps,
-      hidden_act: c.hiddenAct === 'gelu' ? 'gelu' : 'gelu_new',
-      position_embedding_type: 'absolute',
-    },
-    modules,
-    sentenceBert: { max_seq_length: c.maxSeqLength, do_lower_case: false },
-    pooling: {
-      word_embedding_dimension: c.hiddenSize,
-      pooling_mode_cls_token: c.pooling === 'cls',
-      pooling_mode_mean_tokens: c.pooling === 'mean',
-      pooling_mode_max_tokens: c.pooling === 'max',
-      pooling_mode_mean_sqrt_len_tokens: false,
-    },
-  };
-}
-
-/** TllmConfig from our model_type "tllm" config.json. */
-export function tllmConfigFromHf(hf: HfJson, path?: string): TllmConfig {
-  const f = new Fields(hf, path);
-  const dropout = hf.dropout ?? 0;
-  if (typeof dropout !== 'number') return fail('BAD_HEADER', "config key 'dropout' has the wrong type", { path, expected: 'a number', found: dropout });
-  const config: TllmConfig = {
-    architecture: 'tllm',
-    hiddenSize: f.int('hidden_size'),
-    numLayers: f.int('num_hidden_layers'),
-    numHeads: f.int('num_attention_heads'),
-    intermediateSize: f.int('intermediate_size'),
-    maxSeqLen: f.int('max_position_embeddings'),
-    vocabSize: f.int('vocab_size'),
-    dropout,
-    layerNormEps: f.num('layer_norm_eps', 1e-5),
-  };
-  validateTllmConfig(config, path);
-  return config;
-}
-
-export function hfConfigFromTllm(c: TllmConfig): HfJson {
-  return {
-    architectures: ['TllmForCausalLM'],
-    model_type: 'tllm',
-    hidden_size: c.hiddenSize,
-    num_hidden_layers: c.numLayers,
-    num_attention_heads: c.numHeads,
-    intermediate_size: c.intermediateSize,
-    max_position_embeddings: c.maxSeqLen,
-    vocab_size: c.vocabSize,
-    dropout: c.dropout,
-    layer_norm_eps: c.layerNormEps,
-  };
+  return bertConfigFromHfJson(hf, st, path);
 }
 
 /** config.json for Moondream2 weights: HF's identification plus the MOON config keys. */
@@ -515,7 +243,7 @@ export function modelConfigFromHf(hf: HfJson, st: SentenceTransformersFiles = {}
     case 'decoder':
       return decoderConfigFromHf(hf, path);
     case 'bert':
-      return entry!.modelClass === 'Reranker' ? bertClassifierConfigFromHf(hf, path) : bertConfigFromHf(hf, st, path);
+      return entry!.modelClass === 'Reranker' ? bertClassifierConfigFromHfJson(hf, path) : bertConfigFromHf(hf, st, path);
     case 'gpt':
       return tllmConfigFromHf(hf, path);
     case 'moondream':

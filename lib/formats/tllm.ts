@@ -9,6 +9,9 @@ import { isFamily } from '../architectures';
 import { mapFile, type MappedSource } from '../addon/mapping';
 import type { ModelWeights, TensorView } from '../addon/weights';
 import { tllmTensorSpecs, tllmTensorSpecsInOrder, type TllmConfig } from '../architectures/tllm';
+import { validateTllmConfig } from '../architectures/tllm/config-json';
+
+export { validateTllmConfig };
 import { ByteCursor, fail } from './bytes';
 import { TLLM_MAGIC, detectTllm } from './magic';
 import type { FormatModule, ReadOptions, WriteOptions } from './types';
@@ -25,29 +28,6 @@ export const TLLM_VERSION = 1;
 export const TLLM_HEADER_BYTES = 36;
 const TLLM_LAYER_NORM_EPS = 1e-5;
 
-/** Throws CONFIG_MISMATCH unless the configuration can be stored and run. */
-export function validateTllmConfig(c: TllmConfig, path?: string): void {
-  const ints: [string, number][] = [
-    ['model_dim', c.hiddenSize],
-    ['num_layers', c.numLayers],
-    ['num_heads', c.numHeads],
-    ['ffn_hidden_dim', c.intermediateSize],
-    ['max_sequence_length', c.maxSeqLen],
-    ['vocab_size', c.vocabSize],
-  ];
-  for (const [name, value] of ints) {
-    if (!Number.isInteger(value) || value <= 0 || value > 0x7fffffff) {
-      fail('CONFIG_MISMATCH', `${name} must be a positive 32-bit integer`, { path, expected: '1..2^31-1', found: value });
-    }
-  }
-  if (c.hiddenSize % c.numHeads !== 0) {
-    fail('CONFIG_MISMATCH', 'model_dim is not a multiple of num_heads', { path, expected: `multiple of ${c.numHeads}`, found: c.hiddenSize });
-  }
-  // Stored only, never used; a value outside [0, 1] still means the header is not what it claims.
-  if (!(c.dropout >= 0 && c.dropout <= 1)) {
-    fail('CONFIG_MISMATCH', 'dropout_rate must lie in [0, 1]', { path, expected: '[0, 1]', found: c.dropout });
-  }
-}
 
 function readHeader(cur: ByteCursor): TllmConfig {
   const path = cur.path;

@@ -24,33 +24,32 @@ std::vector<float> ToFloat(const uint16_t* x, int64_t n) {
 }  // namespace
 
 std::shared_ptr<PhiModel> PhiModel::Load(const PhiConfig& c, std::shared_ptr<const WeightsSpec> spec, int threads) {
-  const WeightsSpec& s = *spec;
+  const WeightsSpec& s = *spec;  // tensor names by role: lib/architectures/moondream MOONDREAM_TENSOR_ROLES
   // Every text matrix is read in place and streamed whole per token: on 2 MB pages where the file
   // is read from disk after this; the token embedding, looked up a row at a time, stays in small
   // pages.
-  AdviseStreamedHugePages(s, {"model.text.wte"});
+  AdviseStreamedHugePages(s, {s.Name("wte")});
   const int64_t d = c.dim, f = c.ffn, V = c.vocab;
   PhiWeightsHalf w;
-  w.wte = s.RequireF16("model.text.wte", {V, d});
+  w.wte = s.RequireF16(s.Name("wte"), {V, d});
   for (int64_t l = 0; l < c.n_layers; l++) {
-    const std::string p = "model.text.blocks." + std::to_string(l) + ".";
     PhiLayerHalf L;
-    L.ln_w = s.RequireF16(p + "ln.weight", {d});
-    L.ln_b = s.RequireF16(p + "ln.bias", {d});
-    L.qkv_w = s.RequireF16(p + "attn.qkv.weight", {3 * d, d});
-    L.qkv_b = s.RequireF16(p + "attn.qkv.bias", {3 * d});
-    L.proj_w = s.RequireF16(p + "attn.proj.weight", {d, d});
-    L.proj_b = s.RequireF16(p + "attn.proj.bias", {d});
-    L.fc1_w = s.RequireF16(p + "mlp.fc1.weight", {f, d});
-    L.fc1_b = s.RequireF16(p + "mlp.fc1.bias", {f});
-    L.fc2_w = s.RequireF16(p + "mlp.fc2.weight", {d, f});
-    L.fc2_b = s.RequireF16(p + "mlp.fc2.bias", {d});
+    L.ln_w = s.RequireF16(s.Name("textLn.weight", l), {d});
+    L.ln_b = s.RequireF16(s.Name("textLn.bias", l), {d});
+    L.qkv_w = s.RequireF16(s.Name("textQkv.weight", l), {3 * d, d});
+    L.qkv_b = s.RequireF16(s.Name("textQkv.bias", l), {3 * d});
+    L.proj_w = s.RequireF16(s.Name("textProj.weight", l), {d, d});
+    L.proj_b = s.RequireF16(s.Name("textProj.bias", l), {d});
+    L.fc1_w = s.RequireF16(s.Name("textFc1.weight", l), {f, d});
+    L.fc1_b = s.RequireF16(s.Name("textFc1.bias", l), {f});
+    L.fc2_w = s.RequireF16(s.Name("textFc2.weight", l), {d, f});
+    L.fc2_b = s.RequireF16(s.Name("textFc2.bias", l), {d});
     w.layers.push_back(L);
   }
-  w.post_ln_w = s.RequireF16("model.text.post_ln.weight", {d});
-  w.post_ln_b = s.RequireF16("model.text.post_ln.bias", {d});
-  w.lm_w = s.RequireF16("model.text.lm_head.weight", {V, d});
-  w.lm_b = s.RequireF16("model.text.lm_head.bias", {V});
+  w.post_ln_w = s.RequireF16(s.Name("postLn.weight"), {d});
+  w.post_ln_b = s.RequireF16(s.Name("postLn.bias"), {d});
+  w.lm_w = s.RequireF16(s.Name("lmHead.weight"), {V, d});
+  w.lm_b = s.RequireF16(s.Name("lmHead.bias"), {V});
   auto model = std::make_shared<PhiModel>(c, w);
   model->spec_ = std::move(spec);
   model->pool_ = std::make_unique<ThreadPool>(threads);

@@ -38,35 +38,34 @@ void AddRows(ThreadPool& pool, float* x, const float* y, int64_t m, int64_t n) {
 }  // namespace
 
 std::shared_ptr<VitModel> VitModel::Load(const VitConfig& c, std::shared_ptr<const WeightsSpec> spec, int threads) {
-  const WeightsSpec& s = *spec;
+  const WeightsSpec& s = *spec;  // tensor names by role: lib/architectures/moondream MOONDREAM_TENSOR_ROLES
   const int64_t D = c.dim, f = c.ffn, P = c.proj_hidden, pin = 3 * c.patch * c.patch;
   VitWeightsHalf w;
-  w.patch_w = s.RequireF16("model.vision.patch_emb.weight", {pin, D});
-  w.patch_b = s.RequireF16("model.vision.patch_emb.bias", {D});
-  w.pos = s.RequireF16("model.vision.pos_emb", {1, c.n_patches, D});
+  w.patch_w = s.RequireF16(s.Name("patchEmb.weight"), {pin, D});
+  w.patch_b = s.RequireF16(s.Name("patchEmb.bias"), {D});
+  w.pos = s.RequireF16(s.Name("posEmb"), {1, c.n_patches, D});
   for (int64_t l = 0; l < c.n_layers; l++) {
-    const std::string p = "model.vision.blocks." + std::to_string(l) + ".";
     VitLayerHalf L;
-    L.ln1_w = s.RequireF16(p + "ln1.weight", {D});
-    L.ln1_b = s.RequireF16(p + "ln1.bias", {D});
-    L.qkv_w = s.RequireF16(p + "attn.qkv.weight", {D, 3 * D});
-    L.qkv_b = s.RequireF16(p + "attn.qkv.bias", {3 * D});
-    L.proj_w = s.RequireF16(p + "attn.proj.weight", {D, D});
-    L.proj_b = s.RequireF16(p + "attn.proj.bias", {D});
-    L.ln2_w = s.RequireF16(p + "ln2.weight", {D});
-    L.ln2_b = s.RequireF16(p + "ln2.bias", {D});
-    L.fc1_w = s.RequireF16(p + "mlp.fc1.weight", {D, f});
-    L.fc1_b = s.RequireF16(p + "mlp.fc1.bias", {f});
-    L.fc2_w = s.RequireF16(p + "mlp.fc2.weight", {f, D});
-    L.fc2_b = s.RequireF16(p + "mlp.fc2.bias", {D});
+    L.ln1_w = s.RequireF16(s.Name("visLn1.weight", l), {D});
+    L.ln1_b = s.RequireF16(s.Name("visLn1.bias", l), {D});
+    L.qkv_w = s.RequireF16(s.Name("visQkv.weight", l), {D, 3 * D});
+    L.qkv_b = s.RequireF16(s.Name("visQkv.bias", l), {3 * D});
+    L.proj_w = s.RequireF16(s.Name("visProj.weight", l), {D, D});
+    L.proj_b = s.RequireF16(s.Name("visProj.bias", l), {D});
+    L.ln2_w = s.RequireF16(s.Name("visLn2.weight", l), {D});
+    L.ln2_b = s.RequireF16(s.Name("visLn2.bias", l), {D});
+    L.fc1_w = s.RequireF16(s.Name("visFc1.weight", l), {D, f});
+    L.fc1_b = s.RequireF16(s.Name("visFc1.bias", l), {f});
+    L.fc2_w = s.RequireF16(s.Name("visFc2.weight", l), {f, D});
+    L.fc2_b = s.RequireF16(s.Name("visFc2.bias", l), {D});
     w.layers.push_back(L);
   }
-  w.post_ln_w = s.RequireF16("model.vision.post_ln.weight", {D});
-  w.post_ln_b = s.RequireF16("model.vision.post_ln.bias", {D});
-  w.proj1_w = s.RequireF16("model.vision.proj_mlp.fc1.weight", {2 * D, P});
-  w.proj1_b = s.RequireF16("model.vision.proj_mlp.fc1.bias", {P});
-  w.proj2_w = s.RequireF16("model.vision.proj_mlp.fc2.weight", {P, c.text_dim});
-  w.proj2_b = s.RequireF16("model.vision.proj_mlp.fc2.bias", {c.text_dim});
+  w.post_ln_w = s.RequireF16(s.Name("visPostLn.weight"), {D});
+  w.post_ln_b = s.RequireF16(s.Name("visPostLn.bias"), {D});
+  w.proj1_w = s.RequireF16(s.Name("projFc1.weight"), {2 * D, P});
+  w.proj1_b = s.RequireF16(s.Name("projFc1.bias"), {P});
+  w.proj2_w = s.RequireF16(s.Name("projFc2.weight"), {P, c.text_dim});
+  w.proj2_b = s.RequireF16(s.Name("projFc2.bias"), {c.text_dim});
   auto model = std::make_shared<VitModel>(c, w);
   model->spec_ = std::move(spec);
   model->pool_ = std::make_unique<ThreadPool>(threads);

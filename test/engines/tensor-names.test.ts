@@ -1,16 +1,19 @@
 /**
- * The native decoder and gpt engines ask the weights spec for their tensors' names by role
- * (spec.names: DECODER_TENSOR_ROLES of lib/architectures/decoder, TLLM_TENSOR_ROLES of
- * lib/architectures/tllm) and spell none themselves: a spec whose tensors carry other names, with
+ * The native decoder, gpt, phi and vit engines ask the weights spec for their tensors' names by
+ * role (spec.names: DECODER_TENSOR_ROLES of lib/architectures/decoder, TLLM_TENSOR_ROLES of
+ * lib/architectures/tllm, MOONDREAM_TENSOR_ROLES of lib/architectures/moondream) and spell none
+ * themselves: a spec whose tensors carry other names, with
  * a table that says so, runs the same model (against the fixtures' reference logits); a spec
  * without the table, or with a per-layer name that has no layer in it, is a typed error.
  */
 import type { EngineWeightsSpec } from '../../lib/addon/binding';
 import { DECODER_TENSOR_ROLES } from '../../lib/architectures/decoder';
+import { MOONDREAM_TENSOR_ROLES, type MoondreamConfig } from '../../lib/architectures/moondream';
 import { TLLM_TENSOR_ROLES, type TllmConfig } from '../../lib/architectures/tllm';
 import { decoderWeightsSpec } from '../../lib/engines/decoder';
 import { nativeWeightsSpec } from '../../lib/engines/native-spec';
 import { llama2cFormat } from '../../lib/formats/llama2c';
+import { moonFormat } from '../../lib/formats/moon';
 import { tllmFormat } from '../../lib/formats/tllm';
 import { native } from '../../lib/addon/native';
 import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
@@ -97,5 +100,36 @@ describe('the gpt engine (tllm-tiny)', () => {
   test('a spec without the table is CONFIG_MISMATCH', async () => {
     const spec = nativeWeightsSpec(tw);
     await expect(native().GptModel.load(spec, tw.config as TllmConfig)).rejects.toMatchObject({ code: 'CONFIG_MISMATCH', message: expect.stringMatching(/names no tensor for the role embed/) });
+  });
+});
+
+describe('the Moondream engines (moon-tiny)', () => {
+  const moon = readJson('moon-tiny', 'expected.json');
+  let mw: ModelWeights;
+  beforeAll(async () => {
+    mw = await moonFormat.read(fixture('moon-tiny', 'model.moon'));
+  });
+  afterAll(() => closeWeights(mw));
+
+  test('the text model on renamed tensors, with a table naming them, gives the reference logits', async () => {
+    const config = mw.config as MoondreamConfig;
+    const spec = nativeWeightsSpec(mw, (n) => n.startsWith('model.text.'));
+    const model = await native().PhiModel.load(renamed(spec, MOONDREAM_TENSOR_ROLES), config.text, { threads: 2 });
+    try {
+      const session = model.createSession();
+      const logits = await session.eval(Int32Array.from(moon.cases[0].prompt.ids as number[]), 'all');
+      const reference = readF32('moon-tiny', 'text0.logits.f32');
+      expect(logits.length).toBe(reference.length);
+      expect(maxAbsDiff(logits, reference)).toBeLessThanOrEqual(moon.tolerances.logits_abs_fp32_engine);
+      session.dispose();
+    } finally {
+      model.dispose();
+    }
+  });
+
+  test('the vision model on a spec without the table is CONFIG_MISMATCH', async () => {
+    const config = mw.config as MoondreamConfig;
+    const spec = nativeWeightsSpec(mw, (n) => n.startsWith('model.vision.'));
+    await expect(native().VitModel.load(spec, { ...config.vision, textHiddenSize: config.text.hiddenSize }, { threads: 2 })).rejects.toMatchObject({ code: 'CONFIG_MISMATCH', message: expect.stringMatching(/names no tensor for the role patchEmb.weight/) });
   });
 });

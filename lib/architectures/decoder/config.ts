@@ -56,7 +56,7 @@ export interface DecoderVariant {
   hfDefaults?: { headDim?: number; ropeTheta?: number; tieWordEmbeddings?: boolean };
   /** The config.json key of the activation, read first and written (default `hidden_act`). */
   hfActivationKey?: string;
-  /** The chat template used when the model brings none (lib/chat.ts). */
+  /** The chat template used when the model brings none (lib/generation/chat.ts). */
   defaultChatTemplate?: 'qwen3';
   /**
    * RMSNorms after attention and after the FFN as well (post_attention_layernorm,

@@ -35,26 +35,72 @@ export interface MoondreamConfig {
   };
 }
 
-export const MOONDREAM_NAMES = {
+/**
+ * The tensors by role, as canonical names (`{layer}`: the layer index); the phi and vit engines ask
+ * the weights spec for each role's name (MoondreamEngine passes this table as spec.names).
+ */
+export const MOONDREAM_TENSOR_ROLES: Readonly<Record<string, string>> = {
   wte: 'model.text.wte',
-  textLn: (l: number, p: 'weight' | 'bias') => `model.text.blocks.${l}.ln.${p}`,
-  textQkv: (l: number, p: 'weight' | 'bias') => `model.text.blocks.${l}.attn.qkv.${p}`,
-  textProj: (l: number, p: 'weight' | 'bias') => `model.text.blocks.${l}.attn.proj.${p}`,
-  textFc1: (l: number, p: 'weight' | 'bias') => `model.text.blocks.${l}.mlp.fc1.${p}`,
-  textFc2: (l: number, p: 'weight' | 'bias') => `model.text.blocks.${l}.mlp.fc2.${p}`,
-  postLn: (p: 'weight' | 'bias') => `model.text.post_ln.${p}`,
-  lmHead: (p: 'weight' | 'bias') => `model.text.lm_head.${p}`,
-  patchEmb: (p: 'weight' | 'bias') => `model.vision.patch_emb.${p}`,
+  'textLn.weight': 'model.text.blocks.{layer}.ln.weight',
+  'textLn.bias': 'model.text.blocks.{layer}.ln.bias',
+  'textQkv.weight': 'model.text.blocks.{layer}.attn.qkv.weight',
+  'textQkv.bias': 'model.text.blocks.{layer}.attn.qkv.bias',
+  'textProj.weight': 'model.text.blocks.{layer}.attn.proj.weight',
+  'textProj.bias': 'model.text.blocks.{layer}.attn.proj.bias',
+  'textFc1.weight': 'model.text.blocks.{layer}.mlp.fc1.weight',
+  'textFc1.bias': 'model.text.blocks.{layer}.mlp.fc1.bias',
+  'textFc2.weight': 'model.text.blocks.{layer}.mlp.fc2.weight',
+  'textFc2.bias': 'model.text.blocks.{layer}.mlp.fc2.bias',
+  'postLn.weight': 'model.text.post_ln.weight',
+  'postLn.bias': 'model.text.post_ln.bias',
+  'lmHead.weight': 'model.text.lm_head.weight',
+  'lmHead.bias': 'model.text.lm_head.bias',
+  'patchEmb.weight': 'model.vision.patch_emb.weight',
+  'patchEmb.bias': 'model.vision.patch_emb.bias',
   posEmb: 'model.vision.pos_emb',
-  visLn1: (l: number, p: 'weight' | 'bias') => `model.vision.blocks.${l}.ln1.${p}`,
-  visQkv: (l: number, p: 'weight' | 'bias') => `model.vision.blocks.${l}.attn.qkv.${p}`,
-  visProj: (l: number, p: 'weight' | 'bias') => `model.vision.blocks.${l}.attn.proj.${p}`,
-  visLn2: (l: number, p: 'weight' | 'bias') => `model.vision.blocks.${l}.ln2.${p}`,
-  visFc1: (l: number, p: 'weight' | 'bias') => `model.vision.blocks.${l}.mlp.fc1.${p}`,
-  visFc2: (l: number, p: 'weight' | 'bias') => `model.vision.blocks.${l}.mlp.fc2.${p}`,
-  visPostLn: (p: 'weight' | 'bias') => `model.vision.post_ln.${p}`,
-  projFc1: (p: 'weight' | 'bias') => `model.vision.proj_mlp.fc1.${p}`,
-  projFc2: (p: 'weight' | 'bias') => `model.vision.proj_mlp.fc2.${p}`,
+  'visLn1.weight': 'model.vision.blocks.{layer}.ln1.weight',
+  'visLn1.bias': 'model.vision.blocks.{layer}.ln1.bias',
+  'visQkv.weight': 'model.vision.blocks.{layer}.attn.qkv.weight',
+  'visQkv.bias': 'model.vision.blocks.{layer}.attn.qkv.bias',
+  'visProj.weight': 'model.vision.blocks.{layer}.attn.proj.weight',
+  'visProj.bias': 'model.vision.blocks.{layer}.attn.proj.bias',
+  'visLn2.weight': 'model.vision.blocks.{layer}.ln2.weight',
+  'visLn2.bias': 'model.vision.blocks.{layer}.ln2.bias',
+  'visFc1.weight': 'model.vision.blocks.{layer}.mlp.fc1.weight',
+  'visFc1.bias': 'model.vision.blocks.{layer}.mlp.fc1.bias',
+  'visFc2.weight': 'model.vision.blocks.{layer}.mlp.fc2.weight',
+  'visFc2.bias': 'model.vision.blocks.{layer}.mlp.fc2.bias',
+  'visPostLn.weight': 'model.vision.post_ln.weight',
+  'visPostLn.bias': 'model.vision.post_ln.bias',
+  'projFc1.weight': 'model.vision.proj_mlp.fc1.weight',
+  'projFc1.bias': 'model.vision.proj_mlp.fc1.bias',
+  'projFc2.weight': 'model.vision.proj_mlp.fc2.weight',
+  'projFc2.bias': 'model.vision.proj_mlp.fc2.bias',
+};
+
+type Part = 'weight' | 'bias';
+const named = (role: string, l?: number) => (l === undefined ? MOONDREAM_TENSOR_ROLES[role] : MOONDREAM_TENSOR_ROLES[role].replace('{layer}', String(l)));
+
+export const MOONDREAM_NAMES = {
+  wte: MOONDREAM_TENSOR_ROLES.wte,
+  textLn: (l: number, p: Part) => named(`textLn.${p}`, l),
+  textQkv: (l: number, p: Part) => named(`textQkv.${p}`, l),
+  textProj: (l: number, p: Part) => named(`textProj.${p}`, l),
+  textFc1: (l: number, p: Part) => named(`textFc1.${p}`, l),
+  textFc2: (l: number, p: Part) => named(`textFc2.${p}`, l),
+  postLn: (p: Part) => named(`postLn.${p}`),
+  lmHead: (p: Part) => named(`lmHead.${p}`),
+  patchEmb: (p: Part) => named(`patchEmb.${p}`),
+  posEmb: MOONDREAM_TENSOR_ROLES.posEmb,
+  visLn1: (l: number, p: Part) => named(`visLn1.${p}`, l),
+  visQkv: (l: number, p: Part) => named(`visQkv.${p}`, l),
+  visProj: (l: number, p: Part) => named(`visProj.${p}`, l),
+  visLn2: (l: number, p: Part) => named(`visLn2.${p}`, l),
+  visFc1: (l: number, p: Part) => named(`visFc1.${p}`, l),
+  visFc2: (l: number, p: Part) => named(`visFc2.${p}`, l),
+  visPostLn: (p: Part) => named(`visPostLn.${p}`),
+  projFc1: (p: Part) => named(`projFc1.${p}`),
+  projFc2: (p: Part) => named(`projFc2.${p}`),
 } as const;
 
 /** Moondream2's published hyperparameters (FORMATS.md §2.3), used when no config.json is given. */
