@@ -23,13 +23,13 @@ import type * as StageServerModule from './pipeline/stage-server';
 
 export { AbortError, ConstraintError, DisposedError, UnsupportedError, WeightFormatError } from './base/errors';
 export type { ConstraintErrorCode, WeightFormatErrorCode, WeightFormatErrorDetails } from './base/errors';
-export { MappedSource, mapFile } from './base/mapping';
+export { MappedSource, mapFile } from './addon/mapping';
 export { detectFormat, formatModule, readWeights, writeWeights, FORMATS } from './formats';
 export type { FormatModule, ReadOptions, WriteOptions, WriteProgress } from './formats';
 export type { Probe } from './formats/types';
 export type { ConvertOptions, ConvertResult } from './formats/convert';
-export { closeWeights, findTensor, numel, DTYPE_BYTES } from './base/weights';
-export type { DType, GgmlBlockDType, FormatName, ModelWeights, PlainDType, TensorView, TokenizerData } from './base/weights';
+export { closeWeights, findTensor, numel, DTYPE_BYTES } from './addon/weights';
+export type { DType, GgmlBlockDType, FormatName, ModelWeights, PlainDType, TensorView, TokenizerData } from './addon/weights';
 export type { Architecture, ModelConfig, UnknownConfig } from './architectures/model-config';
 export type { DecoderConfig } from './architectures/decoder';
 export type { TllmConfig } from './architectures/tllm';
@@ -46,6 +46,7 @@ export type { ChatModel, ChatSessionOptions, PromptOptions } from './models/chat
 export { startGeneration, StopStringFilter } from './generation/generate';
 export type { TokenLogprob, ToolCallConstraint } from './generation/generate';
 export type { GenerateOptions, GeneratedPiece, Generation, GenerationHost, LanguageSession, SessionLease, StepOptions, StopReason } from './generation/generate';
+export type { ContextShiftOptions } from './generation/context-shift';
 export { resolveSampling, SAMPLING_DEFAULTS } from './generation/sampling';
 export type { ResolvedParams, ResolvedSampling, SamplingOptions } from './generation/sampling';
 export { ajc1ChatTemplate, jinjaChatTemplate, qwen3ChatTemplate, splitThinking } from './generation/chat';

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Writes dist/cjs/base/binding.d.ts, the native addon's types, for the published declarations: tsc
-// emits no .d.ts it was given, and lib/ imports lib/base/binding.d.ts as '../base/binding' (from a
+// Writes dist/cjs/addon/binding.d.ts, the native addon's types, for the published declarations: tsc
+// emits no .d.ts it was given, and lib/ imports lib/addon/binding.d.ts as '../addon/binding' (from a
 // subfolder), which the emitted declarations under dist/cjs/ keep; its own relative imports stay
 // valid there because dist/cjs/ mirrors lib/.
 'use strict';
@@ -9,6 +9,6 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const root = path.join(__dirname, '..');
-const target = path.join(root, 'dist', 'cjs', 'base', 'binding.d.ts');
+const target = path.join(root, 'dist', 'cjs', 'addon', 'binding.d.ts');
 fs.mkdirSync(path.dirname(target), { recursive: true });
-fs.copyFileSync(path.join(root, 'lib', 'base', 'binding.d.ts'), target);
+fs.copyFileSync(path.join(root, 'lib', 'addon', 'binding.d.ts'), target);

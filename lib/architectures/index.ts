@@ -11,14 +11,15 @@
  *     (lib/models/model.ts and lib/models/embedder.ts map these names to code),
  *   - the positions one sequence may hold.
  *
- * A decoder variant is one entry of DECODER_VARIANTS (./decoder.ts): the entries here are made
- * from it, and formats and loaders ask this registry, never the name, what to do with a config.
+ * A decoder variant is one row of DECODER_VARIANTS (its family's folder, gathered by
+ * ./decoder/variants.ts): the entries here are made from it, and formats and loaders ask this
+ * registry, never the name, what to do with a config.
  */
 import type { Architecture, ModelConfig } from './model-config';
-import { bertCheckpointName, bertClassifierTensorSpecs, bertTensorSpecs } from './bert';
+import { bertCheckpointName, bertClassifierTensorSpecs, bertTensorSpecs, type BertConfig } from './bert';
 import { DECODER_VARIANTS, decoderCheckpointNames, decoderFusedParts, decoderTensorShapes, type DecoderArchitecture, type DecoderConfig, type FusedPart } from './decoder';
-import { moondreamCheckpointName, moondreamTensorSpecs } from './moondream';
-import { tllmTensorSpecs } from './tllm';
+import { moondreamCheckpointName, moondreamTensorSpecs, type MoondreamConfig } from './moondream';
+import { tllmTensorSpecs, type TllmConfig } from './tllm';
 
 export type Family = 'decoder' | 'gpt' | 'moondream' | 'bert';
 /** The engine (lib/engines/<engine>.ts over native/engines) that runs an architecture. */
@@ -47,6 +48,34 @@ export interface ArchitectureEntry<C extends ModelConfig = ModelConfig> {
   fusedParts?(config: C): (name: string) => FusedPart[] | undefined;
   /** Positions one sequence may hold (Infinity: no text-generation engine runs it). */
   maxSeqLen(config: C): number;
+  /** The layer counts of a config, by the config.json key that sets each (readers check them against the tensor count). */
+  layerCounts(config: C): [string, number][];
+  /**
+   * Where an HF folder of it keeps its vocabulary: 'wordpiece' (vocab.txt / tokenizer.json, which
+   * the reader hands to writers that embed one, as EMBD, and which the writer writes from the
+   * vocabulary); absent: tokenizer files copied or made as a decoder's.
+   */
+  hfVocabulary?: 'wordpiece';
+  /** Its own formats (TLLM, MOON) keep the tokenizer files beside the weights file. */
+  tokenizerBesideWeights?: boolean;
+}
+
+/** The config type of each family (and of the engine of the same name). */
+export interface FamilyConfigs {
+  decoder: DecoderConfig;
+  gpt: TllmConfig;
+  moondream: MoondreamConfig;
+  bert: BertConfig;
+}
+
+/** Whether the registry runs `config` on `engine` (and so which config type it is). */
+export function runsOn<E extends EngineName>(config: ModelConfig, engine: E): config is FamilyConfigs[E] {
+  return ARCHITECTURES.get(config.architecture)?.engine === engine;
+}
+
+/** Whether the registry puts `config` in `family` (and so which config type it is). */
+export function isFamily<F extends Family>(config: ModelConfig, family: F): config is FamilyConfigs[F] {
+  return ARCHITECTURES.get(config.architecture)?.family === family;
 }
 
 function decoderEntry(name: DecoderArchitecture): ArchitectureEntry {
@@ -64,6 +93,7 @@ function decoderEntry(name: DecoderArchitecture): ArchitectureEntry {
       return decoderTensorShapes({ ...c, tieWordEmbeddings: false }).map((s) => ({ ...s, optional: !required.has(s.name) }));
     },
     maxSeqLen: (c) => c.maxSeqLen,
+    layerCounts: (c) => [['num_hidden_layers', c.numLayers]],
   });
 }
 
@@ -82,6 +112,8 @@ const ENTRIES: readonly ArchitectureEntry[] = [
     checkpointNames: () => (key) => key,
     tensors: (c) => tllmTensorSpecs(c).map((s) => ({ name: s.name, shape: s.shape, optional: false })),
     maxSeqLen: (c) => c.maxSeqLen,
+    layerCounts: (c) => [['num_hidden_layers', c.numLayers]],
+    tokenizerBesideWeights: true,
   }),
   entry<Extract<ModelConfig, { architecture: 'moondream' }>>({
     name: 'moondream',
@@ -92,6 +124,8 @@ const ENTRIES: readonly ArchitectureEntry[] = [
     checkpointNames: () => moondreamCheckpointName,
     tensors: (c) => moondreamTensorSpecs(c).map((s) => ({ name: s.name, shape: s.shape, optional: false })),
     maxSeqLen: (c) => c.text.maxSeqLen,
+    layerCounts: (c) => [['text_layers', c.text.numLayers], ['vision_layers', c.vision.numLayers]],
+    tokenizerBesideWeights: true,
   }),
   entry<Extract<ModelConfig, { architecture: 'bert' }>>({
     name: 'bert',
@@ -102,6 +136,8 @@ const ENTRIES: readonly ArchitectureEntry[] = [
     checkpointNames: () => bertCheckpointName,
     tensors: (c) => bertTensorSpecs(c),
     maxSeqLen: () => Infinity,
+    layerCounts: (c) => [['num_hidden_layers', c.numLayers]],
+    hfVocabulary: 'wordpiece',
   }),
   entry<Extract<ModelConfig, { architecture: 'bert-classifier' }>>({
     name: 'bert-classifier',
@@ -112,6 +148,8 @@ const ENTRIES: readonly ArchitectureEntry[] = [
     checkpointNames: () => bertCheckpointName,
     tensors: (c) => bertClassifierTensorSpecs(c),
     maxSeqLen: () => Infinity,
+    layerCounts: (c) => [['num_hidden_layers', c.numLayers]],
+    hfVocabulary: 'wordpiece',
   }),
 ];
 

@@ -1,5 +1,5 @@
 /**
- * ModelConfig: the config of any architecture, as ModelWeights carries it (lib/base/weights.ts). Each
+ * ModelConfig: the config of any architecture, as ModelWeights carries it (lib/addon/weights.ts). Each
  * architecture's module defines its own; a new family adds its config to this union.
  */
 import type { BertClassifierConfig, BertConfig } from './bert';

@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import { convert } from '../formats/convert';
 import { FORMATS } from '../formats';
 import type { WriteProgress } from '../formats/types';
-import type { FormatName } from '../base/weights';
+import type { FormatName } from '../addon/weights';
 import { choiceOption, existingPath, interruptible, intOption } from './run-command';
 
 const READABLE: FormatName[] = FORMATS.map((f) => f.name);

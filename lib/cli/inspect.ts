@@ -1,7 +1,7 @@
 /** `weightmap inspect PATH [--json]`: format, architecture, config, tensors, checksum status. */
 import type { Command } from 'commander';
 import { readWeights } from '../formats';
-import { closeWeights, type ModelWeights } from '../base/weights';
+import { closeWeights, type ModelWeights } from '../addon/weights';
 import { action, existingPath } from './run-command';
 
 export interface InspectReport {

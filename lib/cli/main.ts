@@ -3,7 +3,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Command, CommanderError } from 'commander';
-import { packageRoot } from '../base/native';
+import { packageRoot } from '../addon/native';
 import { registerAnswer } from './answer';
 import { registerBench } from './bench';
 import { registerChat } from './chat';

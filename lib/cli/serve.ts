@@ -71,6 +71,7 @@ export function registerServe(program: Command): void {
     .option('--allowed-host <name>', 'a name the Host header may carry besides IP addresses and localhost (repeatable; * for any)', collect)
     .option('--cors <origin>', 'a web origin whose pages may call the API: preflights answered, CORS headers sent (repeatable; * for any)', collect)
     .option('--max-active <n>', `generations running at once (default ${SERVE_DEFAULTS.maxActive})`, intOption(1))
+    .option('--max-kv-bytes <n>', 'KV cache bytes the running generations of a model may take together, each at prompt + max_tokens positions: past it a request waits, one that never fits is a 400 (default: no bound but --max-active)', intOption(1))
     .option('--max-queued <n>', `requests waiting before 429 (default ${SERVE_DEFAULTS.maxQueued})`, intOption(0))
     .option('--max-body-bytes <n>', `largest request body; past it 413 (default ${SERVE_DEFAULTS.maxBodyBytes})`, intOption(1))
     .option('--max-connections <n>', `connections open at once (default ${CONNECTION_DEFAULTS.maxConnections})`, intOption(1))
@@ -78,6 +79,8 @@ export function registerServe(program: Command): void {
     .option('--max-connections-per-peer <n>', `connections open at once from one address (default ${CONNECTION_DEFAULTS.maxConnectionsPerPeer})`, intOption(1))
     .option('--no-metrics', 'serve no GET /metrics (Prometheus text format)')
     .option('--metrics-public', 'GET /metrics needs no API key (like /health)')
+    .option('--no-ui', 'serve no chat page at GET / (the page needs no key; what it calls does)')
+    .option('--context-shift', 'a prompt or generation past the context drops its oldest tokens (after the BOS) and goes on, instead of a 400 / finish_reason length')
     .option('--drain-timeout <s>', `on SIGTERM / SIGINT, seconds to let requests in flight finish before aborting them (default ${DRAIN_TIMEOUT_S})`, numberOption(0))
     .option('--log-format <format>', `an access log line per request on stderr: ${LOG_FORMATS.join(', ')} (default none)`, choiceOption(LOG_FORMATS), 'none');
   addModelOptions(command).action(
@@ -115,11 +118,14 @@ export function registerServe(program: Command): void {
         corsOrigins: opts.cors as string[] | undefined,
         maxActive: opts.maxActive as number | undefined,
         maxQueued: opts.maxQueued as number | undefined,
+        maxKvBytes: opts.maxKvBytes as number | undefined,
         maxBodyBytes: opts.maxBodyBytes as number | undefined,
         maxConnections: opts.maxConnections as number | undefined,
         maxConnectionsPerPeer: opts.maxConnectionsPerPeer as number | undefined,
         metrics: opts.metrics as boolean,
         metricsPublic: opts.metricsPublic === true,
+        ui: opts.ui as boolean,
+        contextShift: opts.contextShift === true,
         accessLog: accessLogger(opts.logFormat as (typeof LOG_FORMATS)[number]),
         strict: opts.strict === true,
       });

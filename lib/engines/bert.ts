@@ -4,11 +4,11 @@
  * one), runs packed batches with AbortSignal support and turns native failures into weightmap's
  * error classes.
  */
-import type { BertEncoder as NativeBertEncoder, BertEncoderInfo } from '../base/binding';
+import type { BertEncoder as NativeBertEncoder, BertEncoderInfo } from '../addon/binding';
+import { architectureOf, runsOn } from '../architectures';
 import { DisposedError, rangeError, UnsupportedError } from '../base/errors';
-import { native } from '../base/native';
-import type { ModelWeights } from '../base/weights';
-import { architectureOf } from '../architectures';
+import { native } from '../addon/native';
+import type { ModelWeights } from '../addon/weights';
 import type { BertClassifierConfig, BertConfig } from '../architectures/bert';
 import { fromNativeError, withAbort } from './native-errors';
 import { nativeWeightsSpec } from './native-spec';
@@ -48,7 +48,7 @@ export class BertEngine {
   ) {}
 
   static async load(weights: ModelWeights, options: BertEngineOptions = {}): Promise<BertEngine> {
-    if (architectureOf(weights.config)?.engine !== 'bert') {
+    if (!runsOn(weights.config, 'bert')) {
       throw new UnsupportedError(`${weights.path} holds a ${weights.architecture} model, not a BERT encoder`);
     }
     const config = weights.config as BertEngineConfig;

@@ -7,7 +7,7 @@
  *   const loop = new DecodeLoop(engine);
  *   const next = await loop.step(session, token, sampler, params, signal);
  */
-import type { NativeSamplingParams, Sampler } from '../base/binding';
+import type { NativeSamplingParams, Sampler } from '../addon/binding';
 import { AbortError, DisposedError, rangeError } from '../base/errors';
 
 /** What the loop reads of a session to fail a row that cannot run alone, and how it stops one. */

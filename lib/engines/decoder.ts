@@ -8,9 +8,10 @@
  *   const session = engine.createSession({ contextLength: 2048 });
  *   const logits = await session.eval(promptIds);        // Float32Array [vocab], last position
  */
-import type { DecoderLoadInfo, DecoderModel as NativeDecoderModel, DecoderSession as NativeDecoderSession, NativeSamplingParams, Sampler } from '../base/binding';
+import type { DecoderLoadInfo, DecoderModel as NativeDecoderModel, DecoderSession as NativeDecoderSession, NativeSamplingParams, Sampler } from '../addon/binding';
 import {
   DECODER_NAMES,
+  DECODER_TENSOR_ROLES,
   DECODER_VARIANTS,
   decoderTensorShapes,
   isDecoderConfig,
@@ -19,15 +20,15 @@ import {
   type KvCacheType,
 } from '../architectures/decoder';
 import { AbortError, DisposedError, UnsupportedError, WeightFormatError } from '../base/errors';
-import { native } from '../base/native';
-import type { ModelWeights } from '../base/weights';
+import { native } from '../addon/native';
+import type { ModelWeights } from '../addon/weights';
 import { DecodeLoop, type BatchStepRow } from './decode-loop';
 import type { StepOptions } from '../generation/generate';
 import { defaultContextLength, KvSession } from './kv-session';
 import { fromNativeError } from './native-errors';
 import { nativeWeightsSpec } from './native-spec';
 
-export type { DecoderLoadInfo } from '../base/binding';
+export type { DecoderLoadInfo } from '../addon/binding';
 
 export interface DecoderLoadOptions {
   /** Worker threads of the model (the calling thread counts as one). Default: physical cores. */
@@ -84,7 +85,8 @@ export function decoderWeightsSpec(weights: ModelWeights) {
   // Matrices stored transposed (Fortran-order .npy) are transposed once at load (loadInfo.converted).
   // The config crosses as it is (native/napi/decoder_config.cc reads its fields by these names), as
   // a copy the caller may edit.
-  return { spec: nativeWeightsSpec(weights, (name) => needed.has(name), true), config: { ...c } };
+  // The native engine asks the spec for each tensor by role (DECODER_TENSOR_ROLES): it spells no name.
+  return { spec: { ...nativeWeightsSpec(weights, (name) => needed.has(name), true), names: { ...DECODER_TENSOR_ROLES } }, config: { ...c } };
 }
 
 export class DecoderEngine {

@@ -2,11 +2,12 @@
  * The TLLM engine (native/engines/gpt.h) behind a promise API: a GptEngine holds the mapped
  * weights and a thread pool, each GptEngineSession one sequence with its KV cache.
  */
-import type { GptModel, GptSession } from '../base/binding';
+import type { GptModel, GptSession } from '../addon/binding';
+import { runsOn } from '../architectures';
 import { DisposedError, UnsupportedError } from '../base/errors';
-import { native } from '../base/native';
-import type { ModelWeights } from '../base/weights';
-import { tllmTensorSpecs, type TllmConfig } from '../architectures/tllm';
+import { native } from '../addon/native';
+import type { ModelWeights } from '../addon/weights';
+import { TLLM_TENSOR_ROLES, tllmTensorSpecs, type TllmConfig } from '../architectures/tllm';
 import { fromNativeError } from './native-errors';
 import { nativeWeightsSpec } from './native-spec';
 import { KvSession } from './kv-session';
@@ -34,14 +35,14 @@ export class GptEngine {
 
   /** Checks every tensor of `weights` against the config (WeightFormatError) and binds them. */
   static async load(weights: ModelWeights, options: EngineOptions = {}): Promise<GptEngine> {
-    if (weights.config.architecture !== 'tllm') {
+    if (!runsOn(weights.config, 'gpt')) {
       throw new UnsupportedError(`the gpt engine runs TLLM weights, not ${weights.config.architecture}`);
     }
     const config = weights.config;
     const linears = tllmTensorSpecs(config).filter((t) => t.linear).map((t) => t.name);
     requireOrientation(weights, linears, true, 'the gpt engine');
     try {
-      const model = await native().GptModel.load(nativeWeightsSpec(weights), config, { threads: options.threads ?? 0 });
+      const model = await native().GptModel.load({ ...nativeWeightsSpec(weights), names: { ...TLLM_TENSOR_ROLES } }, config, { threads: options.threads ?? 0 });
       return new GptEngine(config, model, weights.path);
     } catch (error) {
       throw fromNativeError(error, 'GptEngine', weights.path);

@@ -4,7 +4,7 @@
  * after another in call order, sampling steps in one native call, truncate / abort / dispose with
  * typed errors. Different sessions run concurrently.
  */
-import type { NativeSamplingParams, NativeSession, Sampler } from '../base/binding';
+import type { NativeSamplingParams, NativeSession, Sampler } from '../addon/binding';
 import { AbortError, DisposedError, rangeError } from '../base/errors';
 import type { StepOptions } from '../generation/generate';
 import { fromNativeError } from './native-errors';

@@ -2,10 +2,11 @@
  * Moondream's engines (native/engines/phi.h, vit.h) behind a promise API: the text model with
  * its sessions, and the vision encoder + projection. Both bind the same mapped MOON weights.
  */
-import type { PhiModel, PhiSession, VitModel } from '../base/binding';
+import type { PhiModel, PhiSession, VitModel } from '../addon/binding';
+import { runsOn } from '../architectures';
 import { DisposedError, rangeError, UnsupportedError } from '../base/errors';
-import { native } from '../base/native';
-import type { ModelWeights } from '../base/weights';
+import { native } from '../addon/native';
+import type { ModelWeights } from '../addon/weights';
 import type { EngineOptions } from './gpt';
 import { moondreamTensorSpecs, type MoondreamConfig } from '../architectures/moondream';
 import { fromNativeError, withAbort } from './native-errors';
@@ -53,7 +54,7 @@ export class MoondreamEngine {
   }
 
   static async load(weights: ModelWeights, options: EngineOptions = {}): Promise<MoondreamEngine> {
-    if (weights.config.architecture !== 'moondream') {
+    if (!runsOn(weights.config, 'moondream')) {
       throw new UnsupportedError(`the Moondream engines run Moondream weights, not ${weights.config.architecture}`);
     }
     const config = weights.config;

@@ -3,8 +3,8 @@
  * of a ModelWeights and, by canonical name, each view's dtype, stored shape and byte range. The
  * native side checks every range against its mapping again before using it.
  */
-import type { EngineTensorDesc, EngineWeightsSpec, MappedFile } from '../base/binding';
-import type { ModelWeights } from '../base/weights';
+import type { EngineTensorDesc, EngineWeightsSpec, MappedFile } from '../addon/binding';
+import type { ModelWeights } from '../addon/weights';
 
 /**
  * The spec of every tensor of `weights` (or only those `include` accepts). With `anyOrder`, a view

@@ -5,7 +5,7 @@
  * shape is square, so loading refuses it with a clear error instead.
  */
 import { UnsupportedError } from '../base/errors';
-import { findTensor, type ModelWeights } from '../base/weights';
+import { findTensor, type ModelWeights } from '../addon/weights';
 
 /** Throws UnsupportedError unless each named view's `transposed` flag is `storedInOut`. */
 export function requireOrientation(weights: ModelWeights, names: readonly string[], storedInOut: boolean, engine: string): void {

@@ -20,7 +20,7 @@ import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { jinjaChatTemplate, type ChatMessage } from '../generation/chat';
 import { CHAR_TO_BYTE } from '../tokenizers/byte-level';
-import type { ModelWeights, TokenizerData } from '../base/weights';
+import type { ModelWeights, TokenizerData } from '../addon/weights';
 import type { DecoderConfig } from '../architectures/decoder';
 import { fail } from './bytes';
 import { readJsonFile, type HfJson } from './hf-config';

@@ -11,9 +11,9 @@
  */
 import * as fs from 'node:fs/promises';
 import { rangeError, UnsupportedError } from '../base/errors';
-import { mapFile, type MappedSource } from '../base/mapping';
-import { native } from '../base/native';
-import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../base/weights';
+import { mapFile, type MappedSource } from '../addon/mapping';
+import { native } from '../addon/native';
+import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../addon/weights';
 import { DECODER_NAMES as N, isDecoderConfig, unheldFields, type DecoderConfig } from '../architectures/decoder';
 import { ByteCursor, fail, sizeForLayers } from './bytes';
 import { AJC1_MAGIC, detectAjc1 } from './magic';

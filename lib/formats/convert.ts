@@ -2,7 +2,7 @@
 import { formatModule, outputPathOf, readWeights, writeWeights } from './';
 import type { ReadOptions, WriteOptions } from './types';
 import { hasVocabulary } from './vocab-convert';
-import { closeWeights, type FormatName } from '../base/weights';
+import { closeWeights, type FormatName } from '../addon/weights';
 
 /** Options of `convert()`: the output format, the writer's options and the reader's. */
 export interface ConvertOptions extends WriteOptions {

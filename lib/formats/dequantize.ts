@@ -10,8 +10,8 @@
  */
 import { rangeError, UnsupportedError } from '../base/errors';
 import { readF32 } from './tensor-data';
-import { native } from '../base/native';
-import { findTensor, isGgmlBlockDType, numel, type ModelWeights, type TensorView } from '../base/weights';
+import { native } from '../addon/native';
+import { findTensor, isGgmlBlockDType, numel, type ModelWeights, type TensorView } from '../addon/weights';
 
 /** Elements per JS chunk (q8_0, f64): ~1 ms of work between yields. */
 const JS_CHUNK = 1 << 18;

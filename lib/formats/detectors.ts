@@ -5,7 +5,7 @@
  * detects inputs with it; output-files.ts asks whether a file beside an output is a model.
  */
 import * as fs from 'node:fs';
-import type { FormatName } from '../base/weights';
+import type { FormatName } from '../addon/weights';
 import { detectAjc1, detectEmbd, detectGguf, detectMoon, detectNpy, detectSafetensors, detectSepweight, detectTllm } from './magic';
 import { detectLlama2c } from './llama2c-header';
 import type { Probe } from './types';

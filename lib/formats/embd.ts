@@ -6,13 +6,14 @@
  * Every layout choice the seed left open is a DECISION of §3, implemented here as written.
  */
 import * as nodePath from 'node:path';
+import { isFamily } from '../architectures';
 import { rangeError, UnsupportedError } from '../base/errors';
-import { mapFile, type MappedSource } from '../base/mapping';
-import { numel, type DType, type ModelWeights, type TensorView, type TokenizerData } from '../base/weights';
+import { mapFile, type MappedSource } from '../addon/mapping';
+import { numel, type DType, type ModelWeights, type TensorView, type TokenizerData } from '../addon/weights';
 import { bertTensorSpecs, BERT_NAMES, type BertConfig } from '../architectures/bert';
 import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from './bytes';
 import { EMBD_MAGIC, detectEmbd } from './magic';
-import { crc32, crc32Combine, crc32Native, fnv1a32 } from '../base/checksums';
+import { crc32, crc32Combine, crc32Native, fnv1a32 } from '../addon/checksums';
 import type { FloatDType } from './dtype-convert';
 import type { FormatModule, ReadOptions, WriteOptions } from './types';
 import { runYielding, type Steps } from '../base/steps';
@@ -589,7 +590,7 @@ function vocabSection(tok: Extract<TokenizerData, { kind: 'wordpiece' }>, offset
 
 async function write(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
   const { requireTensor, runWriteJob, tensorsByName, writeOutputs } = writing();
-  if (weights.config.architecture !== 'bert') throw new UnsupportedError(`EMBD holds BERT encoders, not a ${weights.config.architecture} model`);
+  if (!isFamily(weights.config, 'bert')) throw new UnsupportedError(`EMBD holds BERT encoders, not a ${weights.config.architecture} model`);
   const config = weights.config;
   validateBertConfig(config, weights.path);
   const byName = tensorsByName(weights);

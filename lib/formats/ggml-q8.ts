@@ -11,8 +11,8 @@
  * ajc1/llama2.c q8_0 views in canonical orientation straight from the mapping, anything else
  * (permuted rows, a stored transpose, f64) decoded to float32 chunks first.
  */
-import { native } from '../base/native';
-import { numel, type TensorView } from '../base/weights';
+import { native } from '../addon/native';
+import { numel, type TensorView } from '../addon/weights';
 import { rangeError } from '../base/errors';
 import { f32ToF16 } from './dtype-convert';
 import { GGML_TYPES } from './gguf';

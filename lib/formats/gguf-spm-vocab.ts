@@ -30,7 +30,7 @@ import type { ByteFallbackBpeTokenizer } from '../tokenizers/byte-fallback-bpe';
 import { TOKEN_BYTE, TOKEN_CONTROL, TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_UNUSED, TOKEN_USER_DEFINED } from '../tokenizers/from-data';
 import { bytePieceValue, SPACE_MARK } from '../tokenizers/sentencepiece-bpe';
 import type { Steps } from '../base/steps';
-import type { TokenizerData } from '../base/weights';
+import type { TokenizerData } from '../addon/weights';
 import { fail } from './bytes';
 
 type Gguf = Extract<TokenizerData, { kind: 'gguf' }>;

@@ -5,8 +5,8 @@
  */
 import { fail } from './bytes';
 import { parseGguf } from './gguf';
-import { mapFile } from '../base/mapping';
-import type { TokenizerData } from '../base/weights';
+import { mapFile } from '../addon/mapping';
+import type { TokenizerData } from '../addon/weights';
 
 type Gguf = Extract<TokenizerData, { kind: 'gguf' }>;
 

@@ -4,8 +4,8 @@
  * Weights read from a GGUF file are written back with their own key/values (in order, with the
  * value types recorded in metadata['gguf.types']) and every tensor, including those of types
  * weightmap cannot use (copied as raw blocks): reading a GGUF file and writing it again gives the
- * same bytes when nothing was converted. Weights from other formats must be a Llama, Qwen3, Mistral
- * or Gemma 3 decoder: the `llama.*` / `qwen3.*` / `gemma3.*` keys are derived from the config
+ * same bytes when nothing was converted. Weights from other formats must be a BERT embedder or
+ * cross-encoder (llama.cpp's layout, gguf-bert.ts) or a Llama, Qwen3, Mistral or Gemma 3 decoder: the `llama.*` / `qwen3.*` / `gemma3.*` keys are derived from the config
  * (Mistral as llama.cpp converts it: `llama`, plus `llama.attention.sliding_window`), q/k rows are
  * put in the order llama.cpp expects (Meta 'interleaved' for llama, 'half' for qwen3 and gemma3),
  * Gemma's norm weights w are stored as 1 + w as llama.cpp's converter does, and the source's
@@ -27,10 +27,14 @@
  * zeros; the file ends with the last tensor.
  */
 import { rangeError, UnsupportedError } from '../base/errors';
-import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../base/weights';
+import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../addon/weights';
 import type { FloatDType } from './dtype-convert';
 import { DECODER_VARIANTS, decoderFusedTensors, isDecoderConfig, SCALAR_FIELDS, unheldFields, variantNames, variantScalars, type DecoderConfig, type DecoderVariant } from '../architectures/decoder';
 import { decodeVocabularySteps } from '../tokenizers/deferred-vocabulary';
+import { architectureOf } from '../architectures';
+import type { BertClassifierConfig, BertConfig } from '../architectures/bert';
+import { bertGgufKvs, bertGgufName, bertGgufVocabulary } from './gguf-bert';
+import * as nodePath from 'node:path';
 import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggmlBlockTypeId, ggufTensorName } from './gguf';
 import { GGML_Q8_0_TYPE, GGML_Q8_BLOCK, GGML_Q8_BLOCK_BYTES, ggmlQ8Chunks, llamaCppQuantizes } from './ggml-q8';
 import { permutedRowChunks, qkRowSources } from './rope-order';
@@ -201,7 +205,10 @@ function vocabularyKvs(t: Extract<TokenizerData, { kind: 'gguf' }> | EncodedGguf
   if (t.scores) out.push(['tokenizer.ggml.scores', 'array<f32>', t.scores]);
   if (t.tokenTypes) out.push(['tokenizer.ggml.token_type', 'array<i32>', t.tokenTypes]);
   if (t.merges) out.push(['tokenizer.ggml.merges', 'array<string>', t.merges]);
-  const ids: [string, number | undefined][] = [['bos_token_id', t.bosId], ['eos_token_id', t.eosId], ['unknown_token_id', t.unkId], ['padding_token_id', t.padId]];
+  const ids: [string, number | undefined][] = [
+    ['bos_token_id', t.bosId], ['eos_token_id', t.eosId], ['unknown_token_id', t.unkId], ['padding_token_id', t.padId],
+    ['cls_token_id', t.clsId], ['seperator_token_id', t.sepId], ['mask_token_id', t.maskId], // llama.cpp's spelling
+  ];
   for (const [k, v] of ids) if (v !== undefined) out.push([`tokenizer.ggml.${k}`, 'u32', v]);
   out.push(...stopKvs(t, stops));
   if (t.addBos !== undefined) out.push(['tokenizer.ggml.add_bos_token', 'bool', t.addBos]);
@@ -217,16 +224,9 @@ const GGUF_WRITER_HOLDS = [
   'queryPreAttnScalar', 'normWeightOffset', 'noRopeLayerInterval', 'ropeDim', ...SCALAR_FIELDS,
 ];
 
-/** Sliding-window keys: Mistral's window (llama.cpp ignores it), Gemma 3's window, pattern and local RoPE base. */
+/** The sliding window (Mistral's, which llama.cpp ignores; Gemma 3's, whose pattern and local RoPE base are its family's keys). */
 function slidingWindowKvs(c: DecoderConfig, a: string): KvEntry[] {
-  if (c.slidingWindow === undefined) return [];
-  const out: KvEntry[] = [[`${a}.attention.sliding_window`, 'u32', c.slidingWindow]];
-  if (c.architecture === 'gemma3') {
-    // llama.cpp's pattern 0 is "every layer slides", as our absent pattern.
-    out.push([`${a}.attention.sliding_window_pattern`, 'u32', c.slidingWindowPattern ?? 0]);
-    out.push([`${a}.rope.freq_base_swa`, 'f32', c.ropeLocalTheta ?? c.ropeTheta]);
-  }
-  return out;
+  return c.slidingWindow === undefined ? [] : [[`${a}.attention.sliding_window`, 'u32', c.slidingWindow]];
 }
 
 /** The source's vocabulary for GGUF: converted and encoded in the worker where one is registered, else here. */
@@ -235,18 +235,23 @@ async function vocabularyOf(weights: ModelWeights, vocabSize: number): Promise<E
   return encoded === 'here' ? ggufVocabulary(weights, vocabSize) : encoded;
 }
 
+/** A BERT embedder's or cross-encoder's keys (gguf-bert.ts) and its WordPiece vocabulary in llama.cpp's form. */
+function bertKvs(weights: ModelWeights): KvEntry[] {
+  const c = weights.config as BertConfig | BertClassifierConfig;
+  const t = weights.tokenizer;
+  const vocabulary = t?.kind === 'wordpiece' ? bertGgufVocabulary(t) : t?.kind === 'gguf' && t.model === 'bert' ? t : undefined;
+  if (t && !vocabulary) throw new UnsupportedError(`GGUF BERT holds a WordPiece vocabulary, not a ${t.kind} one`);
+  return [...bertGgufKvs(c, nodePath.basename(weights.path).replace(/\.[^.]*$/, '') || 'bert'), ...vocabularyKvs(vocabulary, undefined, undefined)];
+}
+
 async function decoderKvs(weights: ModelWeights): Promise<KvEntry[]> {
   const c = weights.config as DecoderConfig;
-  const a = DECODER_VARIANTS[c.architecture].ggufArchitecture;
-  // llama.cpp derives Gemma 3's attention scale from the head size (src/models/gemma3.cpp).
-  const llamaCppScalar = c.numLayers === 62 ? c.hiddenSize / c.numHeads : c.headDim;
-  const noRope: DecoderVariant = DECODER_VARIANTS[c.architecture];
-  if (c.noRopeLayerInterval !== noRope.noRopeLayerInterval) {
-    throw new UnsupportedError(`GGUF ${a} cannot store layers without RoPE every ${c.noRopeLayerInterval ?? 'no'} layers (llama.cpp fixes ${noRope.noRopeLayerInterval ?? 'none'})`);
+  const variant = DECODER_VARIANTS[c.architecture];
+  const a = variant.ggufArchitecture;
+  if (c.noRopeLayerInterval !== variant.noRopeLayerInterval) {
+    throw new UnsupportedError(`GGUF ${a} cannot store layers without RoPE every ${c.noRopeLayerInterval ?? 'no'} layers (llama.cpp fixes ${variant.noRopeLayerInterval ?? 'none'})`);
   }
-  if (c.architecture === 'gemma3' && (c.queryPreAttnScalar ?? c.headDim) !== llamaCppScalar) {
-    throw new UnsupportedError(`GGUF cannot store Gemma 3's query_pre_attn_scalar ${c.queryPreAttnScalar} (llama.cpp uses ${llamaCppScalar})`);
-  }
+  const familyKvs = (variant.hooks?.toGguf?.(c) ?? []).map(([key, type, value]): KvEntry => [`${a}.${key}`, type, value]);
   return [
     ['general.architecture', 'string', a],
     [`${a}.context_length`, 'u32', c.maxSeqLen],
@@ -261,6 +266,7 @@ async function decoderKvs(weights: ModelWeights): Promise<KvEntry[]> {
     [`${a}.rope.freq_base`, 'f32', c.ropeTheta],
     [`${a}.attention.layer_norm_rms_epsilon`, 'f32', c.rmsNormEps],
     ...slidingWindowKvs(c, a),
+    ...familyKvs,
     ...variantScalars(c.architecture).filter((s) => c[s.field] !== undefined).map((s): KvEntry => [`${a}.${s.gguf}`, 'f32', c[s.field]]),
     ...vocabularyKvs(await vocabularyOf(weights, c.vocabSize), jinjaChatTemplateOf(weights), c.eosTokenIds),
   ];
@@ -297,7 +303,8 @@ function planTensorBytes(weights: ModelWeights, view: TensorView, options: Write
   const shape = canonicalShape(view);
   const dims = [...shape].reverse();
   const decoder = isDecoderConfig(c);
-  const name = decoder ? ggufTensorName(view.name, c.sandwichNorms) : view.name;
+  const bert = architectureOf(c)?.family === 'bert';
+  const name = decoder ? ggufTensorName(view.name, c.sandwichNorms) : bert ? bertGgufName(view.name) ?? view.name : view.name;
   const normShift = decoder ? c.normWeightOffset ?? 0 : 0;
   if (normShift !== 0 && view.name.endsWith('norm.weight')) {
     // GGUF stores Gemma's norms with the offset applied (see gguf.ts).
@@ -365,7 +372,7 @@ function withFusedTensors(weights: ModelWeights, planned: Planned[]): Planned[] 
     const rows = parts.reduce((n, q) => n + q.dims[1], 0);
     const dims = [p.dims[0], rows];
     const sameType = parts.every((q) => q.ggmlType === p.ggmlType && !q.quantized && q.view!.dtype === p.view!.dtype && !q.view!.transposed && q.byteLength === q.view!.byteLength);
-    const joined = ggufTensorName(g[0]);
+    const joined = ggufTensorName(g[0], false, isDecoderConfig(c) ? DECODER_VARIANTS[c.architecture].fused : []);
     if (sameType) {
       out.push({ name: joined, view: p.view, dims, ggmlType: p.ggmlType, byteLength: parts.reduce((n, q) => n + q.byteLength, 0), emit: () => views.flatMap((v) => [...rawChunks(v)]) });
     } else {
@@ -433,16 +440,17 @@ export async function writeGguf(weights: ModelWeights, path: string, options: Wr
   }
   const fromGguf = weights.format === 'gguf' && weights.metadata['gguf.types'] !== undefined;
   const c = weights.config;
-  if (!fromGguf && !isDecoderConfig(c)) {
-    throw new UnsupportedError(`GGUF output is written for ${variantNames(GGUF_WRITER_HOLDS)} decoders (or GGUF sources), not ${c.architecture}`);
+  const bert = architectureOf(c)?.family === 'bert';
+  if (!fromGguf && !isDecoderConfig(c) && !bert) {
+    throw new UnsupportedError(`GGUF output is written for ${variantNames(GGUF_WRITER_HOLDS)} decoders, BERT encoders (or GGUF sources), not ${c.architecture}`);
   }
-  const unheld = fromGguf ? [] : unheldFields(c as DecoderConfig, GGUF_WRITER_HOLDS);
+  const unheld = fromGguf || bert ? [] : unheldFields(c as DecoderConfig, GGUF_WRITER_HOLDS);
   if (unheld.length > 0) throw new UnsupportedError(`GGUF output from ${weights.format} holds no ${unheld.join(', ')} (this ${c.architecture} model has them)`);
   if (fromGguf && weights.tokenizer) await runYielding(decodeVocabularySteps(weights.tokenizer));
   const alignment = fromGguf && typeof weights.metadata['general.alignment'] === 'number' ? (weights.metadata['general.alignment'] as number) : GGUF_DEFAULT_ALIGNMENT;
   const tensors = fromGguf ? ggufSourceTensors(weights, options) : withFusedTensors(weights, weights.tensors.map((v) => planTensor(weights, v, options)));
   if (new Set(tensors.map((t) => t.name)).size !== tensors.length) throw rangeError('duplicate tensor names');
-  const kvs0 = fromGguf ? sourceKvs(weights) : await decoderKvs(weights);
+  const kvs0 = fromGguf ? sourceKvs(weights) : bert ? bertKvs(weights) : await decoderKvs(weights);
   const kvs = tensors.some((t) => t.quantized) ? withQ8FileType(kvs0) : kvs0;
 
   const head = Buffer.concat([u32(GGUF_MAGIC), u32(3), u64(tensors.length), u64(kvs.length)]);

@@ -25,11 +25,14 @@
  * metadata holds every key/value, plus 'gguf.version', 'gguf.alignment', 'gguf.types' (the value
  * type of each key) and 'gguf.tensors' (every tensor info, supported or not). Writer: gguf-writer.ts.
  */
-import { DECODER_NAMES, DECODER_VARIANTS, decoderArchitectureOfGguf, decoderFusedParts, decoderTensorShapes, normalizedSlidingPattern, variantScalars, type DecoderVariant, slidingPatternOf, variantFields, type DecoderArchitecture, type DecoderConfig } from '../architectures/decoder';
-import { mapFile, type MappedSource } from '../base/mapping';
-import { native } from '../base/native';
-import { GGML_BLOCK_LAYOUT, rowBlockView, type DType, type GgmlBlockDType, type ModelWeights, type TensorView, type TokenizerData } from '../base/weights';
+import { DECODER_VARIANTS, canonicalDecoderName, decoderArchitectureOfGguf, decoderFusedParts, decoderTensorShapes, normWeightOffsetOf, variantScalars, variantFields, type ConfigKeys, type DecoderArchitecture, type DecoderConfig } from '../architectures/decoder';
+import { mapFile, type MappedSource } from '../addon/mapping';
+import { native } from '../addon/native';
+import { GGML_BLOCK_LAYOUT, rowBlockView, type DType, type GgmlBlockDType, type ModelWeights, type TensorView, type TokenizerData } from '../addon/weights';
 import type { ModelConfig } from '../architectures/model-config';
+import { architectureOf } from '../architectures';
+import { isBertGguf } from '../architectures/bert';
+import { bertCanonicalName, bertConfigFromGguf } from './gguf-bert';
 import { isUtf8 } from 'node:buffer';
 import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from './bytes';
 import { GGUF_MAGIC } from './magic';
@@ -456,86 +459,7 @@ export function* parseGgufSteps(bytes: Buffer, path: string, mapped?: MappedSour
 // ---------------------------------------------------------------------------------------------
 // Architectures
 
-/**
- * The per-layer norms whose llama.cpp names differ with Gemma's sandwich norms: there `ffn_norm`
- * is the FFN's pre-norm and `post_attention_norm` the attention output's, which HF calls
- * post_attention_layernorm (Llama's name for its FFN norm).
- */
-const SANDWICH_NORMS: Record<string, (l: number) => string> = {
-  ffn_norm: DECODER_NAMES.preFfnNorm,
-  post_attention_norm: DECODER_NAMES.postAttnNorm,
-  post_ffw_norm: DECODER_NAMES.postFfnNorm,
-};
-
-/**
- * llama.cpp tensor name -> canonical decoder name (`sandwich`: Gemma 3's norm names; `fused`:
- * Phi-3's attn_qkv and its ffn_up, which holds gate and up, as the fused names).
- */
-export function canonicalDecoderName(ggufName: string, sandwich = false, fused = false): string | undefined {
-  switch (ggufName) {
-    case 'token_embd.weight': return DECODER_NAMES.embed;
-    case 'output_norm.weight': return DECODER_NAMES.norm;
-    case 'output.weight': return DECODER_NAMES.lmHead;
-  }
-  const m = /^blk\.(0|[1-9][0-9]*)\.([a-z_]+)\.(weight|bias)$/.exec(ggufName);
-  if (!m) return undefined;
-  const l = Number(m[1]);
-  if (m[3] === 'bias') {
-    const biases: Record<string, (l: number) => string> = { attn_q: DECODER_NAMES.qBias, attn_k: DECODER_NAMES.kBias, attn_v: DECODER_NAMES.vBias };
-    return biases[m[2]]?.(l);
-  }
-  if (sandwich && SANDWICH_NORMS[m[2]]) return SANDWICH_NORMS[m[2]](l);
-  if (fused && m[2] === 'attn_qkv') return DECODER_NAMES.qkv(l);
-  if (fused && m[2] === 'ffn_up') return DECODER_NAMES.gateUp(l);
-  const perLayer: Record<string, (l: number) => string> = {
-    attn_norm: DECODER_NAMES.attnNorm,
-    attn_q: DECODER_NAMES.q,
-    attn_k: DECODER_NAMES.k,
-    attn_v: DECODER_NAMES.v,
-    attn_output: DECODER_NAMES.o,
-    attn_q_norm: DECODER_NAMES.qNorm,
-    attn_k_norm: DECODER_NAMES.kNorm,
-    ffn_norm: DECODER_NAMES.ffnNorm,
-    ffn_gate: DECODER_NAMES.gate,
-    ffn_up: DECODER_NAMES.up,
-    ffn_down: DECODER_NAMES.down,
-  };
-  return perLayer[m[2]]?.(l);
-}
-
-/** Canonical decoder name -> llama.cpp tensor name (the inverse of canonicalDecoderName); other names unchanged. */
-export function ggufTensorName(canonical: string, sandwich = false): string {
-  const fused = /^model\.layers\.(0|[1-9][0-9]*)\.(self_attn\.qkv_proj|mlp\.gate_up_proj)\.weight$/.exec(canonical);
-  if (fused) return `blk.${fused[1]}.${fused[2] === 'mlp.gate_up_proj' ? 'ffn_up' : 'attn_qkv'}.weight`;
-  switch (canonical) {
-    case DECODER_NAMES.embed: return 'token_embd.weight';
-    case DECODER_NAMES.norm: return 'output_norm.weight';
-    case DECODER_NAMES.lmHead: return 'output.weight';
-  }
-  const m = /^model\.layers\.(0|[1-9][0-9]*)\.(.+)$/.exec(canonical);
-  const perLayer: Record<string, string> = {
-    'input_layernorm.weight': 'attn_norm',
-    'self_attn.q_proj.weight': 'attn_q',
-    'self_attn.k_proj.weight': 'attn_k',
-    'self_attn.v_proj.weight': 'attn_v',
-    'self_attn.o_proj.weight': 'attn_output',
-    'self_attn.q_norm.weight': 'attn_q_norm',
-    'self_attn.k_norm.weight': 'attn_k_norm',
-    'post_attention_layernorm.weight': 'ffn_norm',
-    'mlp.gate_proj.weight': 'ffn_gate',
-    'mlp.up_proj.weight': 'ffn_up',
-    'mlp.down_proj.weight': 'ffn_down',
-    'self_attn.q_proj.bias': 'attn_q',
-    'self_attn.k_proj.bias': 'attn_k',
-    'self_attn.v_proj.bias': 'attn_v',
-  };
-  if (sandwich) {
-    const norm = Object.keys(SANDWICH_NORMS).find((k) => m && SANDWICH_NORMS[k](Number(m[1])) === canonical);
-    if (norm) return `blk.${m![1]}.${norm}.weight`;
-  }
-  const short = m ? perLayer[m[2]] : undefined;
-  return m && short ? `blk.${m[1]}.${short}.${m[2].endsWith('.bias') ? 'bias' : 'weight'}` : canonical;
-}
+export { canonicalDecoderName, ggufTensorName } from '../architectures/decoder/gguf-names';
 
 /** The float32 `x` as the shortest decimal that reads back to the same float32 (1e-5, not 9.99999974e-6). */
 export function shortestF32(x: number): number {
@@ -589,6 +513,11 @@ class Kv {
     return v as string;
   }
 
+  /** A key's value as read (undefined when absent). */
+  value(key: string): unknown {
+    return this.has(key) ? this.file.metadata[key] : undefined;
+  }
+
   bool(key: string): boolean | undefined {
     if (!this.has(key)) return undefined;
     const v = this.file.metadata[key];
@@ -612,21 +541,19 @@ function ropeFreqFactors(bytes: Buffer, path: string, info: GgufTensorInfo | und
   return factors;
 }
 
-/**
- * Gemma 3's layer kinds as llama.cpp reads them (src/models/gemma3.cpp, load_swa_pattern): sliding
- * only when `attention.sliding_window` is set; `attention.sliding_window_pattern` is a u32 N or a
- * bool per layer (true: sliding), default 6.
- */
-function ggufSlidingPattern(kv: Kv, arch: string, numLayers: number): number | undefined {
-  const key = `${arch}.attention.sliding_window_pattern`;
-  const value = kv.file.metadata[key];
-  if (!Array.isArray(value)) return normalizedSlidingPattern(kv.int(key, 6, 0), numLayers);
-  if (value.length !== numLayers || !value.every((v) => typeof v === 'boolean')) {
-    fail('CONFIG_MISMATCH', `metadata '${key}' must hold one bool per layer`, { path: kv.path, expected: `${numLayers} bools`, found: value.length });
-  }
-  const pattern = slidingPatternOf(value as boolean[]);
-  if (pattern === undefined) fail('UNSUPPORTED', `metadata '${key}' is not "every Nth layer global"`, { path: kv.path, found: value });
-  return pattern;
+/** A GGUF file's `<prefix>.` keys as a family's hooks read them (ConfigKeys). */
+function prefixedKeys(kv: Kv, prefix: string): ConfigKeys {
+  const key = (k: string) => `${prefix}.${k}`;
+  return {
+    path: kv.path,
+    name: key,
+    has: (k) => kv.has(key(k)),
+    int: (k, fallback, min) => kv.int(key(k), fallback, min),
+    num: (k, fallback) => kv.float(key(k), fallback),
+    raw: (k) => kv.file.metadata[key(k)],
+    nested: () => undefined,
+    fail: (code, message, details = {}) => fail(code, message, { path: kv.path, ...details }),
+  };
 }
 
 function decoderConfig(kv: Kv, bytes: Buffer, architecture: DecoderArchitecture, byName: Map<string, GgufTensorInfo>, tokenizer: TokenizerData | undefined): DecoderConfig {
@@ -675,26 +602,11 @@ function decoderConfig(kv: Kv, bytes: Buffer, architecture: DecoderArchitecture,
     tieWordEmbeddings: !byName.has('output.weight'),
     ...variantFields(architecture, hiddenSize),
   };
-  const window = kv.int(`${arch}.attention.sliding_window`, 0, 0);
-  if (arch === 'llama' && window > 0) {
-    // Written by weightmap for Mistral (llama.cpp converts Mistral as llama and keeps no window).
-    config.architecture = 'mistral';
-    config.slidingWindow = window;
-  }
-  if (arch === 'gemma3') {
-    // llama.cpp's converter stores Gemma 3's norm weights as 1 + w (conversion/gemma.py,
-    // Gemma3Model.norm_shift: 1.0 for every tensor whose name ends in "norm.weight").
-    config.normWeightOffset = 0;
-    // src/models/gemma3.cpp: attention scale 1/√n_embd_head_k, except 1/√(n_embd / n_head) for the 27B (62 layers).
-    config.queryPreAttnScalar = config.numLayers === 62 ? hiddenSize / numHeads : headDim;
-    if (kv.has(`${arch}.final_logit_softcapping`)) fail('UNSUPPORTED', 'final logit soft-capping', { path, found: kv.file.metadata[`${arch}.final_logit_softcapping`] });
-    const pattern = window > 0 ? ggufSlidingPattern(kv, arch, config.numLayers) : 1;
-    if (pattern !== 1) {
-      config.slidingWindow = window;
-      if (pattern) config.slidingWindowPattern = pattern;
-      config.ropeLocalTheta = kv.float(`${arch}.rope.freq_base_swa`, 10000);
-    }
-  }
+  // llama.cpp's converter stores norm weights that scale by (1 + w) as 1 + w (conversion/gemma.py,
+  // Gemma3Model.norm_shift: 1.0 for every tensor whose name ends in "norm.weight").
+  const normWeightOffset = normWeightOffsetOf(architecture, 'gguf');
+  if (normWeightOffset !== undefined) config.normWeightOffset = normWeightOffset;
+  variant.hooks?.fromGguf?.(prefixedKeys(kv, arch), config);
   if (ropeDim !== headDim) config.ropeDim = ropeDim;
   for (const s of variantScalars(architecture)) if (kv.has(`${arch}.${s.gguf}`)) config[s.field] = kv.float(`${arch}.${s.gguf}`, 1);
   const factors = ropeFreqFactors(bytes, path, byName.get('rope_freqs.weight'), headDim);
@@ -765,7 +677,10 @@ function tokenizerOf(kv: Kv): TokenizerData | undefined {
     Object.defineProperty(out, 'merges', { get: merges.get, enumerable: true, configurable: true });
   }
   // Ids outside the vocabulary (llama.cpp writes 0xFFFFFFFF, some writers -1, for "none") mean absent.
-  const ids: [keyof typeof out, string][] = [['bosId', 'bos_token_id'], ['eosId', 'eos_token_id'], ['unkId', 'unknown_token_id'], ['padId', 'padding_token_id']];
+  const ids: [keyof typeof out, string][] = [
+    ['bosId', 'bos_token_id'], ['eosId', 'eos_token_id'], ['unkId', 'unknown_token_id'], ['padId', 'padding_token_id'],
+    ['clsId', 'cls_token_id'], ['sepId', 'seperator_token_id'], ['maskId', 'mask_token_id'], // llama.cpp's spelling
+  ];
   for (const [field, key] of ids) {
     if (!kv.has(`tokenizer.ggml.${key}`)) continue;
     const raw = meta[`tokenizer.ggml.${key}`];
@@ -809,12 +724,12 @@ function build(src: MappedSource, file: GgufFile): Omit<ModelWeights, 'path' | '
   Object.defineProperties(metadata, Object.getOwnPropertyDescriptors(file.metadata));
   const common = { format: 'gguf' as const, metadata, ...(tokenizer ? { tokenizer } : {}) };
 
-  const architecture = decoderArchitectureOfGguf(arch);
+  const architecture = decoderArchitectureOfGguf(arch, typeof arch === 'string' ? prefixedKeys(kv, arch) : undefined);
   if (architecture && file.tensors.length > 0) {
     const byName = new Map(file.tensors.map((t) => [t.name, t]));
     const config = decoderConfig(kv, src.bytes, architecture, byName, tokenizer);
     const sandwich = config.sandwichNorms === true;
-    const fused = (DECODER_VARIANTS[config.architecture] as DecoderVariant).fusedProjections === true;
+    const fused = DECODER_VARIANTS[config.architecture].fused;
     const partsOf = decoderFusedParts(config);
     checkLayerCount(`metadata '${arch}.block_count'`, config.numLayers, file.tensors.length, { path });
     // Each tensor as its canonical views: a fused one as views of its row blocks.
@@ -853,8 +768,40 @@ function build(src: MappedSource, file: GgufFile): Omit<ModelWeights, 'path' | '
     }
     return { ...common, architecture: config.architecture, config, tensors };
   }
+  if (isBertGguf(arch) && file.tensors.length > 0) return { ...common, ...bertWeights(src, file, kv) };
   const config: ModelConfig = { architecture: 'unknown' };
   return { ...common, architecture: 'unknown', config, tensors: file.tensors.filter((t) => t.supported).map((t) => viewOf(src, t, t.name)) };
+}
+
+/** A llama.cpp BERT (embedder or cross-encoder, gguf-bert.ts): its config and its tensors under their canonical names. */
+function bertWeights(src: MappedSource, file: GgufFile, kv: Kv): Pick<ModelWeights, 'architecture' | 'config' | 'tensors'> {
+  const path = src.path;
+  const byName = new Map(file.tensors.map((t) => [t.name, t]));
+  const config = bertConfigFromGguf(kv, (name) => byName.get(name)?.shape, path);
+  checkLayerCount("metadata 'bert.block_count'", config.numLayers, file.tensors.length, { path });
+  const canonical = new Map<string, GgufTensorInfo>();
+  const tensors: TensorView[] = [];
+  for (const t of file.tensors) {
+    const name = bertCanonicalName(t.name);
+    const layer = /^blk\.(\d+)\./.exec(t.name);
+    if (name !== undefined && layer && Number(layer[1]) >= config.numLayers) {
+      fail('CONFIG_MISMATCH', `tensor '${t.name}' belongs to a layer past block_count`, { path, offset: t.byteOffset, expected: `< ${config.numLayers}`, found: Number(layer[1]) });
+    }
+    if (name !== undefined) canonical.set(name, t);
+    if (t.supported) tensors.push(viewOf(src, t, name ?? t.name));
+  }
+  for (const spec of architectureOf(config)!.tensors(config)) {
+    const t = canonical.get(spec.name);
+    if (!t) {
+      if (spec.optional) continue;
+      fail('MISSING_TENSOR', `the BERT model has no tensor for '${spec.name}'`, { path, expected: spec.name, found: 'absent' });
+    }
+    if (t.shape.length !== spec.shape.length || t.shape.some((v, i) => v !== spec.shape[i])) {
+      fail('SHAPE_MISMATCH', `tensor '${t.name}' disagrees with the metadata`, { path, offset: t.byteOffset, expected: spec.shape, found: t.shape });
+    }
+    if (!t.supported) fail('UNSUPPORTED', `tensor '${t.name}' has ggml type ${t.typeName}, which weightmap does not read`, { path, offset: t.byteOffset, expected: supportedTypeNames(), found: t.typeName });
+  }
+  return { architecture: config.architecture, config, tensors };
 }
 
 /** Starts native prefaultGgufWeights over `src`; it only saves time, so nothing it does fails the read. */

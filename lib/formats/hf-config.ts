@@ -22,8 +22,8 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { ARCHITECTURES, architectureOfHf, type KnownArchitecture } from '../architectures';
-import { DECODER_VARIANTS, isDecoderArchitecture, isRopeLayer, variantScalars, isDecoderConfig, isSlidingLayer, llama3RopeFactors, normalizedSlidingPattern, slidingPatternOf, variantFields, type DecoderArchitecture, type Llama3RopeScaling, type DecoderConfig, type DecoderVariant } from '../architectures/decoder';
+import { ARCHITECTURES, architectureOf, architectureOfHf, isFamily, type KnownArchitecture } from '../architectures';
+import { DECODER_VARIANTS, decoderTitles, isDecoderArchitecture, isRopeLayer, variantScalars, isDecoderConfig, llama3RopeFactors, normWeightOffsetOf, variantFields, type ConfigKeys, type DecoderActivation, type DecoderArchitecture, type Llama3RopeScaling, type DecoderConfig, type DecoderVariant } from '../architectures/decoder';
 import type { BertClassifierConfig, BertConfig } from '../architectures/bert';
 import type { ModelConfig } from '../architectures/model-config';
 import type { MoondreamConfig } from '../architectures/moondream';
@@ -51,7 +51,7 @@ export function hfArchitecture(hf: HfJson): HfArchitecture {
 }
 
 /** Typed field access with WeightFormatErrors that name the file and the key. */
-class Fields {
+class Fields implements ConfigKeys {
   constructor(
     readonly json: HfJson,
     readonly path: string | undefined,
@@ -63,6 +63,23 @@ class Fields {
 
   has(key: string): boolean {
     return this.json[key] !== undefined && this.json[key] !== null;
+  }
+
+  name(key: string): string {
+    return key;
+  }
+
+  raw(key: string): unknown {
+    return this.json[key];
+  }
+
+  nested(key: string): Fields | undefined {
+    const v = this.json[key];
+    return isObject(v) ? new Fields(v, this.path) : undefined;
+  }
+
+  fail(code: 'UNSUPPORTED' | 'CONFIG_MISMATCH', message: string, details: { expected?: unknown; found?: unknown } = {}): never {
+    return fail(code, message, { path: this.path, ...details });
   }
 
   /** A positive integer (or ≥ min); required unless a default is given. */
@@ -112,6 +129,12 @@ class Fields {
   }
 }
 
+/** How config.json names each decoder activation, and how messages describe it. */
+const HF_ACTIVATIONS: Record<DecoderActivation, { name: string; title: string }> = {
+  silu: { name: 'silu', title: 'SwiGLU with silu' },
+  gelu_tanh: { name: 'gelu_pytorch_tanh', title: 'GeGLU with tanh GELU' },
+};
+
 function unsupported(path: string | undefined, what: string, found: unknown): never {
   return fail('UNSUPPORTED', what, { path, found });
 }
@@ -130,30 +153,14 @@ function llama3Scaling(hf: HfJson, path: string | undefined): Llama3RopeScaling 
 }
 
 /**
- * Sliding-window attention of an HF config: Mistral's `sliding_window` (null: full attention;
- * absent: MistralConfig's 4096) for every layer; Gemma 3's window (Gemma3TextConfig's 4096 when
- * absent) for the layers `layer_types` or `sliding_window_pattern` (default 6) mark as sliding.
+ * Sliding-window attention of an HF config, as the variant's family reads it (Mistral's, Gemma 3's);
+ * a variant without sliding-window keys refuses `use_sliding_window: true`.
  */
-function hfSlidingWindow(hf: HfJson, architecture: DecoderArchitecture, numLayers: number, path: string | undefined): Pick<DecoderConfig, 'slidingWindow' | 'slidingWindowPattern'> {
-  const f = new Fields(hf, path);
-  if (architecture !== 'mistral' && architecture !== 'gemma3') {
-    if (architecture !== 'llama' && f.bool('use_sliding_window', false)) unsupported(path, 'sliding-window attention', true);
-    return {};
-  }
-  if (hf.sliding_window === null) return {};
-  const slidingWindow = f.int('sliding_window', 4096);
-  if (architecture === 'mistral') return { slidingWindow };
-  let pattern: number | undefined;
-  if (Array.isArray(hf.layer_types)) {
-    const types = hf.layer_types;
-    if (types.length !== numLayers || !types.every((t) => t === 'sliding_attention' || t === 'full_attention')) {
-      fail('CONFIG_MISMATCH', "layer_types must name 'sliding_attention' or 'full_attention' for each layer", { path, expected: `${numLayers} entries`, found: types });
-    }
-    pattern = slidingPatternOf(types.map((t) => t === 'sliding_attention'));
-    if (pattern === undefined) unsupported(path, 'layer_types that are not every Nth layer global', types);
-  } else pattern = normalizedSlidingPattern(f.int('sliding_window_pattern', 6), numLayers);
-  // Pattern 1: no layer slides.
-  return pattern === 1 ? {} : { slidingWindow, ...(pattern ? { slidingWindowPattern: pattern } : {}) };
+function hfSlidingWindow(f: Fields, variant: DecoderVariant, numLayers: number): Pick<DecoderConfig, 'slidingWindow' | 'slidingWindowPattern'> {
+  const read = variant.hooks?.hfSlidingWindow;
+  if (read) return read(f, numLayers);
+  if (f.bool('use_sliding_window', false)) unsupported(f.path, 'sliding-window attention', true);
+  return {};
 }
 
 /**
@@ -161,7 +168,7 @@ function hfSlidingWindow(hf: HfJson, architecture: DecoderArchitecture, numLayer
  * given, which must be "every Nth layer" for N = no_rope_layer_interval (default: the variant's).
  */
 function hfNoRopeInterval(f: Fields, architecture: DecoderArchitecture, numLayers: number): number | undefined {
-  const fixed = (DECODER_VARIANTS[architecture] as DecoderVariant).noRopeLayerInterval;
+  const fixed = DECODER_VARIANTS[architecture].noRopeLayerInterval;
   if (fixed === undefined) return undefined;
   const interval = f.int('no_rope_layer_interval', fixed);
   const list = f.json.no_rope_layers;
@@ -173,19 +180,19 @@ function hfNoRopeInterval(f: Fields, architecture: DecoderArchitecture, numLayer
   return interval;
 }
 
-/** DecoderConfig from an HF Llama, Qwen2, Qwen3, Mistral or Gemma 3 config.json. */
+/** DecoderConfig from the config.json of a decoder variant (DECODER_VARIANTS). */
 export function decoderConfigFromHf(hf: HfJson, path?: string): DecoderConfig {
   const architecture = hfArchitecture(hf);
   if (!isDecoderArchitecture(architecture)) {
-    return fail('CONFIG_MISMATCH', 'config.json does not describe a Llama, Qwen2, Qwen3, Mistral, Gemma 3, Granite, SmolLM3 or Phi-3 model', { path, expected: Object.keys(DECODER_VARIANTS).join(' | '), found: hf.model_type ?? hf.architectures });
+    return fail('CONFIG_MISMATCH', `config.json does not describe a ${decoderTitles()} model`, { path, expected: Object.keys(DECODER_VARIANTS).join(' | '), found: hf.model_type ?? hf.architectures });
   }
   const variant = DECODER_VARIANTS[architecture];
   const f = new Fields(hf, path);
-  const gemma = variant.gemma;
-  // Gemma3TextConfig names it hidden_activation (default gelu_pytorch_tanh).
-  const act = (gemma ? f.str('hidden_activation') ?? f.str('hidden_act') : f.str('hidden_act') ?? f.str('hidden_activation')) ?? (gemma ? 'gelu_pytorch_tanh' : 'silu');
-  const wanted = gemma ? 'gelu_pytorch_tanh' : 'silu';
-  if (act !== wanted) unsupported(path, `activation '${act}' (the ${architecture} decoder runs ${gemma ? 'GeGLU with tanh GELU' : 'SwiGLU with silu'})`, act);
+  const actKey = variant.hfActivationKey ?? 'hidden_act';
+  const otherKey = actKey === 'hidden_act' ? 'hidden_activation' : 'hidden_act';
+  const wanted = HF_ACTIVATIONS[variant.activation ?? 'silu'];
+  const act = f.str(actKey) ?? f.str(otherKey) ?? wanted.name;
+  if (act !== wanted.name) unsupported(path, `activation '${act}' (the ${architecture} decoder runs ${wanted.title})`, act);
   const scaling = llama3Scaling(hf, path);
   // Qwen2's q/k/v biases are part of the architecture (its config has no attention_bias key).
   if (f.bool('attention_bias', false)) unsupported(path, 'attention biases', true);
@@ -197,7 +204,7 @@ export function decoderConfigFromHf(hf: HfJson, path?: string): DecoderConfig {
   const numKvHeads = f.int('num_key_value_heads', numHeads);
   let headDim: number;
   if (f.has('head_dim')) headDim = f.int('head_dim');
-  else if (gemma) headDim = 256;  // Gemma3TextConfig's default
+  else if (variant.hfDefaults?.headDim !== undefined) headDim = variant.hfDefaults.headDim;
   else {
     if (hiddenSize % numHeads !== 0) fail('CONFIG_MISMATCH', 'hidden_size is not a multiple of num_attention_heads and head_dim is absent', { path, expected: `multiple of ${numHeads}`, found: hiddenSize });
     headDim = hiddenSize / numHeads;
@@ -208,7 +215,7 @@ export function decoderConfigFromHf(hf: HfJson, path?: string): DecoderConfig {
   // transformers ≥ 4.56 may nest theta under rope_parameters (Gemma 3: per attention kind).
   const nested = (kind: string) => (isObject(hf.rope_parameters) && isObject(hf.rope_parameters[kind]) ? new Fields(hf.rope_parameters[kind] as HfJson, path) : undefined);
   const ropeParams = nested('full_attention') ?? (isObject(hf.rope_parameters) ? new Fields(hf.rope_parameters, path) : undefined);
-  const defaultTheta = gemma ? 1e6 : 10000;
+  const defaultTheta = variant.hfDefaults?.ropeTheta ?? 10000;
   const ropeTheta = f.has('rope_theta') ? f.num('rope_theta', defaultTheta) : ropeParams?.num('rope_theta', defaultTheta) ?? defaultTheta;
   const numLayers = f.int('num_hidden_layers');
   const pairing = f.str('rope_pairing') ?? 'half';
@@ -227,19 +234,13 @@ export function decoderConfigFromHf(hf: HfJson, path?: string): DecoderConfig {
     rmsNormEps: f.num('rms_norm_eps', 1e-6),
     ropeTheta,
     ropePairing: pairing,
-    // Gemma3ForCausalLM ties its head unless told otherwise.
-    tieWordEmbeddings: f.bool('tie_word_embeddings', gemma),
+    tieWordEmbeddings: f.bool('tie_word_embeddings', variant.hfDefaults?.tieWordEmbeddings ?? false),
     ...variantFields(architecture, hiddenSize),
-    ...hfSlidingWindow(hf, architecture, numLayers, path),
+    ...hfSlidingWindow(f, variant, numLayers),
   };
-  if (gemma) {
-    // HF's Gemma3RMSNorm scales by (1 + w).
-    config.normWeightOffset = 1;
-    config.queryPreAttnScalar = f.num('query_pre_attn_scalar', 256);
-    if (config.slidingWindow !== undefined) {
-      config.ropeLocalTheta = f.has('rope_local_base_freq') ? f.num('rope_local_base_freq', 10000) : nested('sliding_attention')?.num('rope_theta', 10000) ?? 10000;
-    }
-  }
+  const normWeightOffset = normWeightOffsetOf(architecture, 'hf');
+  if (normWeightOffset !== undefined) config.normWeightOffset = normWeightOffset;
+  variant.hooks?.fromHf?.(f, config);
   // transformers' Phi3 (and others) rotate int(head_dim · partial_rotary_factor) dims.
   const ropeDim = Math.floor(headDim * (f.has('partial_rotary_factor') ? f.num('partial_rotary_factor', 1) : 1));
   if (ropeDim > headDim || ropeDim % 2 !== 0) fail('CONFIG_MISMATCH', 'partial_rotary_factor must leave an even number of rotated dims, at most head_dim', { path, expected: `even, <= ${headDim}`, found: hf.partial_rotary_factor });
@@ -262,12 +263,13 @@ export function decoderConfigFromHf(hf: HfJson, path?: string): DecoderConfig {
 export function hfConfigFromDecoder(c: DecoderConfig, extra: HfJson = {}): HfJson {
   // The factors alone do not give back rope_scaling's four numbers.
   if (c.ropeFreqFactors) fail('UNSUPPORTED', 'RoPE frequency factors (Llama 3 scaling) cannot be written to config.json', { found: 'ropeFreqFactors' });
-  const gemma = DECODER_VARIANTS[c.architecture].gemma;
-  if (gemma && c.normWeightOffset !== 1) fail('UNSUPPORTED', 'Gemma norm weights stored as 1 + w (GGUF) cannot be written to an HF folder, which stores w', { expected: 1, found: c.normWeightOffset ?? 0 });
-  if (!gemma && c.architecture !== 'mistral' && c.slidingWindow !== undefined) fail('UNSUPPORTED', `sliding-window attention cannot be written to a ${c.architecture} config.json`, { found: c.slidingWindow });
+  const variant = DECODER_VARIANTS[c.architecture];
+  const hooks = variant.hooks ?? {};
+  if (variant.normWeightsPlusOne && c.normWeightOffset !== 1) fail('UNSUPPORTED', 'Gemma norm weights stored as 1 + w (GGUF) cannot be written to an HF folder, which stores w', { expected: 1, found: c.normWeightOffset ?? 0 });
+  if (!hooks.toHfSlidingWindow && c.slidingWindow !== undefined) fail('UNSUPPORTED', `sliding-window attention cannot be written to a ${c.architecture} config.json`, { found: c.slidingWindow });
   const out: HfJson = {
-    architectures: [DECODER_VARIANTS[c.architecture].hfClass],
-    model_type: DECODER_VARIANTS[c.architecture].hfModelTypes[0],
+    architectures: [variant.hfClass],
+    model_type: variant.hfModelTypes[0],
     hidden_size: c.hiddenSize,
     intermediate_size: c.intermediateSize,
     num_hidden_layers: c.numLayers,
@@ -278,24 +280,16 @@ export function hfConfigFromDecoder(c: DecoderConfig, extra: HfJson = {}): HfJso
     max_position_embeddings: c.maxSeqLen,
     rms_norm_eps: c.rmsNormEps,
     rope_theta: c.ropeTheta,
-    ...(gemma ? { hidden_activation: 'gelu_pytorch_tanh', query_pre_attn_scalar: c.queryPreAttnScalar ?? c.headDim } : { hidden_act: 'silu' }),
-    attention_bias: false,
-    tie_word_embeddings: c.tieWordEmbeddings,
+    [variant.hfActivationKey ?? 'hidden_act']: HF_ACTIVATIONS[variant.activation ?? 'silu'].name,
   };
-  if (c.architecture === 'mistral') out.sliding_window = c.slidingWindow ?? null;
-  if (gemma) {
-    out.sliding_window = c.slidingWindow ?? null;
-    if (c.slidingWindow !== undefined) {
-      out.layer_types = Array.from({ length: c.numLayers }, (_, l) => (isSlidingLayer(c, l) ? 'sliding_attention' : 'full_attention'));
-      // transformers' older key; without a pattern every layer slides, which only layer_types says.
-      if (c.slidingWindowPattern) out.sliding_window_pattern = c.slidingWindowPattern;
-      out.rope_local_base_freq = c.ropeLocalTheta ?? c.ropeTheta;
-    }
-  }
+  hooks.toHf?.(c, out);
+  out.attention_bias = false;
+  out.tie_word_embeddings = c.tieWordEmbeddings;
+  hooks.toHfSlidingWindow?.(c, out);
   for (const s of variantScalars(c.architecture)) if (c[s.field] !== undefined) out[s.hf] = c[s.field];
   if (c.ropeDim !== undefined) out.partial_rotary_factor = c.ropeDim / c.headDim;
   if (c.noRopeLayerInterval !== undefined) {
-    if ((DECODER_VARIANTS[c.architecture] as DecoderVariant).noRopeLayerInterval === undefined) fail('UNSUPPORTED', `layers without RoPE cannot be written to a ${c.architecture} config.json`, { found: c.noRopeLayerInterval });
+    if (variant.noRopeLayerInterval === undefined) fail('UNSUPPORTED', `layers without RoPE cannot be written to a ${c.architecture} config.json`, { found: c.noRopeLayerInterval });
     out.no_rope_layer_interval = c.noRopeLayerInterval;
     out.no_rope_layers = Array.from({ length: c.numLayers }, (_, l) => (isRopeLayer(c, l) ? 1 : 0));
   }
@@ -337,7 +331,7 @@ function moduleTypes(modules: unknown): string[] {
 
 /** BertConfig from a config.json plus the sentence-transformers files. */
 export function bertConfigFromHf(hf: HfJson, st: SentenceTransformersFiles = {}, path?: string): BertConfig {
-  if (hfArchitecture(hf) !== 'bert') {
+  if (ARCHITECTURES.get(hfArchitecture(hf))?.family !== 'bert') {
     return fail('CONFIG_MISMATCH', 'config.json does not describe a BERT model', { path, expected: 'bert', found: hf.model_type ?? hf.architectures });
   }
   const encoder = bertEncoderFromHf(hf, path);
@@ -516,11 +510,12 @@ export function hfConfigFromMoondream(c: MoondreamConfig): HfJson {
 
 /** Our config for any HF config.json: decoder, BERT, TLLM, Moondream or 'unknown'. */
 export function modelConfigFromHf(hf: HfJson, st: SentenceTransformersFiles = {}, path?: string): ModelConfig {
-  switch (ARCHITECTURES.get(hfArchitecture(hf))?.family) {
+  const entry = ARCHITECTURES.get(hfArchitecture(hf));
+  switch (entry?.family) {
     case 'decoder':
       return decoderConfigFromHf(hf, path);
     case 'bert':
-      return hfArchitecture(hf) === 'bert-classifier' ? bertClassifierConfigFromHf(hf, path) : bertConfigFromHf(hf, st, path);
+      return entry!.modelClass === 'Reranker' ? bertClassifierConfigFromHf(hf, path) : bertConfigFromHf(hf, st, path);
     case 'gpt':
       return tllmConfigFromHf(hf, path);
     case 'moondream':
@@ -579,7 +574,7 @@ export function readHfFolderConfig(dir: string): { config: ModelConfig; hf: HfJs
   const file = nodePath.join(dir, 'config.json');
   if (!fs.existsSync(file)) return undefined;
   const hf = readJsonFile(file) as HfJson;
-  const st = hfArchitecture(hf) === 'bert' ? readSentenceTransformersFiles(dir) : {};
+  const st = ARCHITECTURES.get(hfArchitecture(hf))?.family === 'bert' ? readSentenceTransformersFiles(dir) : {};
   const config = modelConfigFromHf(hf, st, file);
   if (isDecoderConfig(config)) addGenerationStops(config, dir);
   return { config, hf };
@@ -608,8 +603,12 @@ export function jsonText(value: unknown): string {
 
 /** The configuration files of an HF folder for `config` ([path relative to the folder, text]); none for an unknown architecture. */
 export function hfFolderConfigFiles(config: ModelConfig, extra: HfJson = {}): [string, string][] {
-  if (isDecoderConfig(config)) return [['config.json', jsonText(hfConfigFromDecoder(config, extra))]];
-  if (config.architecture === 'bert') {
+  if (isFamily(config, 'decoder')) return [['config.json', jsonText(hfConfigFromDecoder(config, extra))]];
+  // A cross-encoder is a BERT whose head scores pairs: its config.json alone (no sentence-transformers modules).
+  if (isFamily(config, 'bert') && architectureOf(config)?.modelClass === 'Reranker') {
+    return [['config.json', jsonText({ ...hfConfigFromBertClassifier(config as unknown as BertClassifierConfig), ...extra })]];
+  }
+  if (isFamily(config, 'bert')) {
     const files = hfFilesFromBert(config);
     return [
       ['config.json', jsonText({ ...files.config, ...extra })],
@@ -618,10 +617,6 @@ export function hfFolderConfigFiles(config: ModelConfig, extra: HfJson = {}): [s
       [nodePath.join('1_Pooling', 'config.json'), jsonText(files.pooling)],
     ];
   }
-  if (config.architecture === 'bert-classifier') return [['config.json', jsonText({ ...hfConfigFromBertClassifier(config), ...extra })]];
-  if (config.architecture === 'tllm' || config.architecture === 'moondream') {
-    const hf = config.architecture === 'tllm' ? hfConfigFromTllm(config) : hfConfigFromMoondream(config);
-    return [['config.json', jsonText({ ...hf, ...extra })]];
-  }
-  return [];
+  const hf = isFamily(config, 'gpt') ? hfConfigFromTllm(config) : isFamily(config, 'moondream') ? hfConfigFromMoondream(config) : undefined;
+  return hf ? [['config.json', jsonText({ ...hf, ...extra })]] : [];
 }

@@ -11,7 +11,7 @@ import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { runNow, type Steps } from '../base/steps';
 import { validateTokenizerJsonSteps, validateVocabSteps } from '../tokenizers/validate-json';
-import type { TokenizerData } from '../base/weights';
+import type { TokenizerData } from '../addon/weights';
 import { fail } from './bytes';
 import type { HfJson } from './hf-config';
 import { rangeError } from '../base/errors';

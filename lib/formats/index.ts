@@ -5,7 +5,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { rangeError, UnsupportedError, WeightFormatError } from '../base/errors';
-import type { FormatName, ModelWeights } from '../base/weights';
+import type { FormatName, ModelWeights } from '../addon/weights';
 import { lazy } from '../base/lazy';
 import { runYielding, type Steps } from '../base/steps';
 import { DETECTORS, detectedFormat, probe } from './detectors';

@@ -1,6 +1,6 @@
 /** llama2.c's tokenizer.bin, read and written (the checkpoint reader and writer are in llama2c.ts). */
 import * as fs from 'node:fs';
-import type { TokenizerData } from '../base/weights';
+import type { TokenizerData } from '../addon/weights';
 import { ByteCursor, fail } from './bytes';
 
 /** llama2.c's fixed special ids. */

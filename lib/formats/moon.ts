@@ -6,10 +6,11 @@
  * hyperparameters: they come from a `config.json` beside it, else Moondream2's.
  */
 import * as fs from 'node:fs/promises';
+import { isFamily } from '../architectures';
 import * as nodePath from 'node:path';
 import { UnsupportedError } from '../base/errors';
-import { mapFile, type MappedSource } from '../base/mapping';
-import { numel, type ModelWeights, type TensorView } from '../base/weights';
+import { mapFile, type MappedSource } from '../addon/mapping';
+import { numel, type ModelWeights, type TensorView } from '../addon/weights';
 import { MOONDREAM2_CONFIG, MOONDREAM_NAMES as N, moondreamTensorSpecs, type MoondreamConfig } from '../architectures/moondream';
 import { ByteCursor, fail } from './bytes';
 import { MOON_MAGIC, detectMoon } from './magic';
@@ -342,7 +343,7 @@ async function planConfigBeside(file: string, config: MoondreamConfig): Promise<
 
 async function write(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
   const { requireTensor, runWriteJob, tensorsByName, writeOutputs } = writing();
-  if (weights.config.architecture !== 'moondream') {
+  if (!isFamily(weights.config, 'moondream')) {
     throw new UnsupportedError(`MOON holds only Moondream models, not a ${weights.config.architecture} model`);
   }
   const config = weights.config;

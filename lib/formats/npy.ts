@@ -10,8 +10,8 @@
  */
 import * as nodePath from 'node:path';
 import { rangeError, UnsupportedError } from '../base/errors';
-import { mapFile, type MappedSource } from '../base/mapping';
-import { DTYPE_BYTES, numel, type ModelWeights, type PlainDType, type TensorView } from '../base/weights';
+import { mapFile, type MappedSource } from '../addon/mapping';
+import { DTYPE_BYTES, numel, type ModelWeights, type PlainDType, type TensorView } from '../addon/weights';
 import { fail } from './bytes';
 import { NPY_MAGIC, detectNpy } from './magic';
 import type { FloatDType } from './dtype-convert';

@@ -16,7 +16,7 @@ import * as nodePath from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { AbortError, OutputIsInputError, rangeError, SidecarConflictError } from '../base/errors';
 import { detectedFormat, probe } from './detectors';
-import type { ModelWeights } from '../base/weights';
+import type { ModelWeights } from '../addon/weights';
 import type { WriteOptions } from './types';
 
 /** Files a reader may take from beside a weight file (config, tokenizer, chat template). */

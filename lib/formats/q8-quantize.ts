@@ -10,8 +10,8 @@
  * the current one, and each chunk's source pages are released once the caller is done with it;
  * anything else (f64, Q8_0 of another group size, stored transposed) is decoded to float32 here.
  */
-import { native } from '../base/native';
-import { numel, type TensorView } from '../base/weights';
+import { native } from '../addon/native';
+import { numel, type TensorView } from '../addon/weights';
 import { roundHalfEven } from './dtype-convert';
 import { orientedF32Chunks, releasePages } from './tensor-data';
 import { rangeError } from '../base/errors';

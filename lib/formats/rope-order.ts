@@ -9,7 +9,7 @@
  */
 import { rangeError, UnsupportedError } from '../base/errors';
 import { DECODER_NAMES, type DecoderConfig } from '../architectures/decoder';
-import type { TensorView } from '../base/weights';
+import type { TensorView } from '../addon/weights';
 import { canonicalShape, readF32, transposedF32Chunks } from './tensor-data';
 
 export type RopePairing = DecoderConfig['ropePairing'];

@@ -24,14 +24,15 @@ import * as nodePath from 'node:path';
 import { rangeError, UnsupportedError } from '../base/errors';
 import { architectureOf } from '../architectures';
 import { DECODER_VARIANTS, decoderFusedTensors, isDecoderConfig, type FusedPart } from '../architectures/decoder';
-import { mapFile, type MappedSource } from '../base/mapping';
-import { DTYPE_BYTES, numel, rowBlockView, type DType, type PlainDType, type ModelWeights, type TensorView, type TokenizerData } from '../base/weights';
+import { mapFile, type MappedSource } from '../addon/mapping';
+import { DTYPE_BYTES, numel, rowBlockView, type DType, type PlainDType, type ModelWeights, type TensorView, type TokenizerData } from '../addon/weights';
 import type { ModelConfig } from '../architectures/model-config';
 import { ByteCursor, checkLayerCount, fail } from './bytes';
 import { SAFETENSORS_INDEX, SAFETENSORS_MAX_HEADER_BYTES, SAFETENSORS_SINGLE, detectSafetensors } from './magic';
 import type { FloatDType } from './dtype-convert';
 import { hfFolderConfigFiles, jsonText, readHfFolderConfig, readJsonFile, type HfJson } from './hf-config';
 import { readHfVocabularySteps, wordPieceData } from './hf-vocab';
+import { wordPieceFromGguf } from './gguf-bert';
 import { runYielding } from '../base/steps';
 import { canonicalShape, f32Chunks, isFloatReadable, releasePages } from './tensor-data';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
@@ -204,9 +205,7 @@ function architectureTensors(config: ModelConfig, views: TensorView[]): { specs:
 
 /** The layer counts of a configuration, by the config.json key that sets each. */
 function layerCounts(config: ModelConfig): [string, number][] {
-  if (config.architecture === 'unknown') return [];
-  if (config.architecture === 'moondream') return [['text_layers', config.text.numLayers], ['vision_layers', config.vision.numLayers]];
-  return [['num_hidden_layers', config.numLayers]];
+  return architectureOf(config)?.layerCounts(config) ?? [];
 }
 
 function canonicalize(config: ModelConfig, views: TensorView[], path: string): TensorView[] {
@@ -279,7 +278,7 @@ async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeig
     const hf = readHfFolderConfig(where.configDir);
     const config: ModelConfig = hf?.config ?? { architecture: 'unknown' };
     const tensors = canonicalize(config, views, path);
-    const tokenizer = architectureOf(config)?.family === 'bert' ? await bertVocabulary(where.configDir) : undefined;
+    const tokenizer = architectureOf(config)?.hfVocabulary === 'wordpiece' ? await bertVocabulary(where.configDir) : undefined;
     return { format: 'safetensors', path, architecture: config.architecture, config, tensors, metadata, ...(tokenizer ? { tokenizer } : {}), sources };
   } catch (error) {
     for (const s of sources) s.close();
@@ -309,7 +308,7 @@ interface Planned {
  * 1 + w, while a GGUF's weights (normWeightOffset 0) are 1 + w already.
  */
 function hfNormShift(c: ModelConfig): number {
-  return isDecoderConfig(c) && DECODER_VARIANTS[c.architecture].gemma ? (c.normWeightOffset ?? 0) - 1 : 0;
+  return isDecoderConfig(c) && DECODER_VARIANTS[c.architecture].normWeightsPlusOne ? (c.normWeightOffset ?? 0) - 1 : 0;
 }
 
 function plan(weights: ModelWeights, options: WriteOptions): Planned[] {
@@ -400,7 +399,11 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   const torchDtype = dtypes.has('f32') ? 'float32' : dtypes.has('bf16') ? 'bfloat16' : dtypes.has('f16') ? 'float16' : undefined;
   const config = isDecoderConfig(c) ? { ...c, ropePairing: 'half' as const, ...(hfNormShift(c) !== 0 ? { normWeightOffset: 1 } : {}) } : c;
   const files: [string, string | Uint8Array][] = hfFolderConfigFiles(config, torchDtype ? { torch_dtype: torchDtype } : {});
-  if (architectureOf(c)?.family === 'bert' && weights.tokenizer?.kind === 'wordpiece') files.push(...bertVocabularyFiles(weights.tokenizer));
+  if (architectureOf(c)?.hfVocabulary === 'wordpiece') {
+    const t = weights.tokenizer;
+    const wordPiece = t?.kind === 'wordpiece' ? t : t?.kind === 'gguf' && t.model === 'bert' ? wordPieceFromGguf(t) : undefined;
+    if (wordPiece) files.push(...bertVocabularyFiles(wordPiece));
+  }
   files.push(...(await hfTokenizerFiles(weights)));
   const dir = nodePath.dirname(nodePath.resolve(path));
   await writeOutputs(weights, options, async (out) => {

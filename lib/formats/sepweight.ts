@@ -31,7 +31,7 @@ import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { rangeError, UnsupportedError } from '../base/errors';
 import { DECODER_NAMES, decoderTensorShapes, isDecoderArchitecture, isDecoderConfig, unheldFields, variantFields, variantNames, type DecoderConfig } from '../architectures/decoder';
-import type { ModelWeights, TensorView, TokenizerData } from '../base/weights';
+import type { ModelWeights, TensorView, TokenizerData } from '../addon/weights';
 import type { ModelConfig } from '../architectures/model-config';
 import { fail } from './bytes';
 import { detectSepweight } from './magic';

@@ -4,7 +4,7 @@
  * and never blocks the event loop on a write.
  */
 import * as fs from 'node:fs/promises';
-import { crc32 } from '../base/checksums';
+import { crc32 } from '../addon/checksums';
 
 const CHUNK = 4 << 20;
 

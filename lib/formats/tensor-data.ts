@@ -3,8 +3,8 @@
  * dtypes or orientation on the fly. Nothing here holds more than one chunk of a tensor.
  */
 import { rangeError, UnsupportedError } from '../base/errors';
-import { native } from '../base/native';
-import { GGML_BLOCK_LAYOUT, isGgmlBlockDType, numel, type GgmlBlockDType, type TensorView } from '../base/weights';
+import { native } from '../addon/native';
+import { GGML_BLOCK_LAYOUT, isGgmlBlockDType, numel, type GgmlBlockDType, type TensorView } from '../addon/weights';
 import { decodeFloats, f16ToF32, halfTable } from './dtype-convert';
 
 /** Default chunk: 1 Mi elements (4 MiB of float32). */

@@ -5,8 +5,9 @@
  * may follow the output projection.
  */
 import { UnsupportedError } from '../base/errors';
-import { mapFile, type MappedSource } from '../base/mapping';
-import type { ModelWeights, TensorView } from '../base/weights';
+import { isFamily } from '../architectures';
+import { mapFile, type MappedSource } from '../addon/mapping';
+import type { ModelWeights, TensorView } from '../addon/weights';
 import { tllmTensorSpecs, tllmTensorSpecsInOrder, type TllmConfig } from '../architectures/tllm';
 import { ByteCursor, fail } from './bytes';
 import { TLLM_MAGIC, detectTllm } from './magic';
@@ -119,7 +120,7 @@ export function tllmFileSize(c: TllmConfig): number {
 
 async function write(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
   const { requireTensor, runWriteJob, tensorsByName, writeOutputs } = writing();
-  if (weights.config.architecture !== 'tllm') {
+  if (!isFamily(weights.config, 'gpt')) {
     throw new UnsupportedError(`TLLM holds only the TLLM GPT model, not a ${weights.config.architecture} model`);
   }
   const config = weights.config;

@@ -1,5 +1,5 @@
 /** The contract of a format module (lib/formats/<format>.ts): one reader and, where the format can hold the model, one writer. */
-import type { FormatName, ModelWeights } from '../base/weights';
+import type { FormatName, ModelWeights } from '../addon/weights';
 
 /** Options of `readWeights()` and of each format's reader. */
 export interface ReadOptions {

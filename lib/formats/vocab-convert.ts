@@ -15,6 +15,7 @@
  *    ranks (gguf-spm-vocab.ts).
  */
 import * as fs from 'node:fs';
+import { architectureOf } from '../architectures';
 import * as nodePath from 'node:path';
 import { isDecoderConfig, type DecoderConfig } from '../architectures/decoder';
 import { bytesToByteLevel, byteLevelToBytes } from '../tokenizers/byte-level';
@@ -26,7 +27,7 @@ import { UnsupportedError } from '../base/errors';
 import { ByteFallbackBpeTokenizer } from '../tokenizers/byte-fallback-bpe';
 import { tokenizerFromJsonSteps } from '../tokenizers/hf-json';
 import { SPACE_MARK } from '../tokenizers/sentencepiece-bpe';
-import type { ModelWeights, TokenizerData } from '../base/weights';
+import type { ModelWeights, TokenizerData } from '../addon/weights';
 import { AJC1_UNMERGED_SCORE, ajc1TokenizerFromHf, chatTemplateSource, hfSideFolder } from './ajc1-sidecars';
 import { jsonText, readJsonFile, type HfJson } from './hf-config';
 import { decodeVocabularySteps } from '../tokenizers/deferred-vocabulary';
@@ -390,9 +391,9 @@ export async function hfSentencePieceFilesHere(weights: ModelWeights, maxSeqLen:
  * tokenizer.bin for a SentencePiece one with it.
  */
 export async function hfTokenizerFiles(weights: ModelWeights): Promise<[string, string | Uint8Array][]> {
-  const arch = weights.config.architecture;
-  if (arch === 'bert' || arch === 'bert-classifier' || arch === 'unknown') return [];
-  const dir = hfSideFolder(weights) ?? (arch === 'tllm' || arch === 'moondream' ? nodePath.dirname(weights.path) : undefined);
+  const arch = architectureOf(weights.config);
+  if (!arch || arch.hfVocabulary === 'wordpiece') return [];
+  const dir = hfSideFolder(weights) ?? (arch.tokenizerBesideWeights ? nodePath.dirname(weights.path) : undefined);
   if (dir) {
     const own = HF_TOKENIZER_FILES.filter((name) => fs.existsSync(nodePath.join(dir, name)));
     if (own.length > 0) return own.map((name) => [name, fs.readFileSync(nodePath.join(dir, name))]);

@@ -9,7 +9,7 @@
  * on this thread as before. The bytes are the same either way.
  */
 import * as fs from 'node:fs';
-import type { ModelWeights, TokenizerData } from '../base/weights';
+import type { ModelWeights, TokenizerData } from '../addon/weights';
 
 /** A GGUF array of strings already encoded: `payload` is what follows the ARRAY type code (element type, count, strings). */
 export interface EncodedStrings {

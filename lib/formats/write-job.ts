@@ -7,7 +7,7 @@ import { AbortError } from '../base/errors';
 import type { WriteOptions } from './types';
 import { FileSink } from './sink';
 import { encodeFloats, type FloatDType } from './dtype-convert';
-import type { ModelWeights, TensorView } from '../base/weights';
+import type { ModelWeights, TensorView } from '../addon/weights';
 import { fail } from './bytes';
 import { canonicalShape, f32Chunks, orientedF32Chunks, rawChunks, releasePages } from './tensor-data';
 

@@ -5,11 +5,12 @@
  *
  *   for await (const piece of model.generate('Once upon a time', { maxTokens: 64 })) process.stdout.write(piece.text);
  */
-import type { NativeSamplingParams, Sampler } from '../base/binding';
+import type { NativeSamplingParams, Sampler } from '../addon/binding';
 import type { CompiledJsonSchema, JsonSchema, TokenConstraint } from '../constrain';
 import { AbortError, ConstraintError, rangeError } from '../base/errors';
 import { lazy } from '../base/lazy';
-import { native } from '../base/native';
+import { native } from '../addon/native';
+import { keptPrefix, shiftedSequence, truncatedPrompt, type ContextShiftOptions } from './context-shift';
 import { anyTokenLeft, bannedTokens, resolveSampling, type ResolvedParams, type SamplingOptions } from './sampling';
 import type { StreamDecoder, Tokenizer } from '../tokenizers';
 
@@ -70,6 +71,13 @@ export interface GenerateOptions extends SamplingOptions {
   logprobs?: number;
   /** Tool calls (lib/tools/): the spans of output that open with `open` are calls under `grammar`. */
   toolCalls?: ToolCallConstraint;
+  /**
+   * Continue past a full context (lib/generation/context-shift.ts, llama.cpp's context shift): keep the first
+   * `keep` tokens, drop the oldest half of the rest, feed the kept ones again and go on; a prompt
+   * that does not fit is cut the same way first. Needs a finite `maxTokens`. Default: off (a full
+   * context ends generation, stop reason 'context-full'; a prompt longer than it is a RangeError).
+   */
+  contextShift?: ContextShiftOptions;
 }
 
 /** How a generation constrains the tool calls it writes (lib/tools/call-grammar.ts makes the grammar). */
@@ -256,6 +264,12 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
   const { maxTokens, stops } = checkGenerateOptions(options);
   const sampling = resolveSampling(options, host.vocabSize);
   if (ids.length === 0) throw rangeError('generate: the prompt has no tokens (encode it with its BOS, or pass ids)');
+  const shift = options.contextShift;
+  const keep = shift ? keptPrefix(shift, ids, host.tokenizer.specialIds?.bos, host.contextLength) : 0;
+  if (shift) {
+    if (maxTokens === Infinity) throw rangeError('generate: contextShift needs a maxTokens (a generation that shifts never fills the context)');
+    ids = truncatedPrompt(ids, host.contextLength, keep);
+  }
   if (ids.length > host.contextLength) {
     throw rangeError(`generate: the prompt has ${ids.length} tokens, more than the context length ${host.contextLength}`);
   }
@@ -384,6 +398,14 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
         }
         // The cache + this token = the whole sequence; one more token would not fit.
         const full = session.position + 1 >= contextLength;
+        if (full && shift && generated.length < maxTokens) {
+          // The kept tokens past `keep` are fed again with the next step (no key rotation).
+          const kept = shiftedSequence([...Array.from(session.tokens), token], keep);
+          session.truncate(keep);
+          feed = kept.slice(keep);
+          yield withLogprob({ token, text: piece.text }, stepLogprob);
+          continue;
+        }
         if (full || generated.length >= maxTokens) {
           // The last token: release the held-back text and any incomplete character.
           const tail = filter.push(decoder.flush());

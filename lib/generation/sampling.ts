@@ -5,7 +5,7 @@
  * over the last `penaltyLastN` tokens → greedy if temperature is 0, else top-k → top-p → min-p →
  * temperature → softmax → one draw from the seeded xorshift64* generator.
  */
-import type { NativeSamplingParams } from '../base/binding';
+import type { NativeSamplingParams } from '../addon/binding';
 import { rangeError } from '../base/errors';
 
 /** How the next token is chosen; every field has its default in SAMPLING_DEFAULTS. */

@@ -11,15 +11,20 @@
  * so a text's vector does not depend on the batch it lands in. The activations of the largest
  * batch stay allocated for the next call (one set per call running at once) until dispose().
  */
-import { architectureOf } from '../architectures';
 import { BertEngine, type EmbedderQuant, type Pooling } from '../engines/bert';
 import { AbortError, DisposedError, rangeError, UnsupportedError } from '../base/errors';
 import { readWeights } from '../formats';
 import type { Tokenizer } from '../tokenizers';
 import { encodeAsync } from '../tokenizer-loading';
 import { modelFolder, resolveTokenizer } from '../tokenizer-loading/resolve';
-import { closeWeights, type FormatName, type ModelWeights } from '../base/weights';
+import { closeWeights, type FormatName, type ModelWeights } from '../addon/weights';
 import type { BertConfig } from '../architectures/bert';
+import { architectureOf, runsOn, type EngineName } from '../architectures';
+
+/** The engines of loadEmbedder by registry name (the entry's engine, for an entry whose model class is Embedder). */
+const EMBEDDER_ENGINES: Partial<Record<EngineName, (weights: ModelWeights, options: LoadEmbedderOptions) => Promise<BertEngine>>> = {
+  bert: (weights, options) => BertEngine.load(weights, { threads: options.threads, quant: options.quant }),
+};
 
 export type { EmbedderQuant, Pooling } from '../engines/bert';
 
@@ -202,8 +207,11 @@ export class Embedder {
 export async function loadEmbedder(path: string, options: LoadEmbedderOptions = {}): Promise<Embedder> {
   const weights = await readWeights(path, { format: options.format, verifyChecksums: options.verifyChecksums });
   try {
-    if (weights.config.architecture !== 'bert') {
-      const hint = architectureOf(weights.config)?.modelClass === 'Reranker' ? ' (a cross-encoder: loadReranker)' : '';
+    const arch = architectureOf(weights.config);
+    const load = arch?.modelClass === 'Embedder' ? EMBEDDER_ENGINES[arch.engine] : undefined;
+    // The Embedder's engines take BERT configs.
+    if (!load || !runsOn(weights.config, 'bert')) {
+      const hint = arch?.modelClass === 'Reranker' ? ' (a cross-encoder: loadReranker)' : '';
       throw new UnsupportedError(`${path} holds a ${weights.architecture} model${hint}; loadEmbedder takes BERT encoders`);
     }
     const config = weights.config as BertConfig;
@@ -213,7 +221,7 @@ export async function loadEmbedder(path: string, options: LoadEmbedderOptions = 
     }
     const tokenizer = await resolveTokenizer(weights, options.tokenizer);
     if (!tokenizer) throw new UnsupportedError(`${path} has no embedded vocabulary and no tokenizer files are in ${modelFolder(path)}; pass options.tokenizer`);
-    const engine = await BertEngine.load(weights, { threads: options.threads, quant: options.quant });
+    const engine = await load(weights, options);
     return new Embedder(engine, weights, tokenizer, config, maxSeqLength);
   } catch (error) {
     closeWeights(weights);

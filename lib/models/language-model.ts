@@ -20,7 +20,7 @@ import { checkTokenIds, startGeneration, type Generation, type GenerateOptions, 
 import { SessionPool } from '../generation/session-pool';
 import type { EncodeOptions, Tokenizer } from '../tokenizers';
 import { encodeAsync, WORKER_MIN_CHARS } from '../tokenizer-loading';
-import { closeWeights, type FormatName, type ModelWeights } from '../base/weights';
+import { closeWeights, type FormatName, type ModelWeights } from '../addon/weights';
 import type { ModelConfig } from '../architectures/model-config';
 
 export type { ChatOptions } from './chat-session';

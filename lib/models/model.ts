@@ -23,12 +23,12 @@ import { readWeights } from '../formats';
 import { idsOnlyTokenizer } from './ids-tokenizer';
 import { Model, type LanguageEngine, type ModelInfo } from './language-model';
 import { lazy } from '../base/lazy';
-import { native } from '../base/native';
+import { native } from '../addon/native';
 import type { PipelineSpec } from '../pipeline/coordinator';
 import type { Tokenizer } from '../tokenizers';
 import { modelFolder, resolveTokenizer } from '../tokenizer-loading/resolve';
 import { prefetchWeightsTokenizer } from '../tokenizer-loading/prefetch';
-import { closeWeights, type FormatName, type ModelWeights } from '../base/weights';
+import { closeWeights, type FormatName, type ModelWeights } from '../addon/weights';
 
 export { Model } from './language-model';
 export type { ChatOptions, ChatPrompt, KvCacheUsage, ModelInfo } from './language-model';

@@ -22,7 +22,7 @@ import type { Tokenizer } from '../tokenizers';
 import { encodePair, PAIR_TRUNCATIONS, type PairTruncation } from '../tokenizers/pair';
 import { encodeAsync } from '../tokenizer-loading';
 import { modelFolder, resolveTokenizer } from '../tokenizer-loading/resolve';
-import { closeWeights, type FormatName, type ModelWeights } from '../base/weights';
+import { closeWeights, type FormatName, type ModelWeights } from '../addon/weights';
 
 export type { PairTruncation } from '../tokenizers/pair';
 

@@ -4,7 +4,7 @@
  * and tensor shapes), and makes PipelineSessions, which Model runs like any engine's sessions.
  */
 import { PipelineError, UnsupportedError } from '../base/errors';
-import type { ModelWeights } from '../base/weights';
+import type { ModelWeights } from '../addon/weights';
 import { isDecoderConfig, unheldFields, variantNames, type DecoderConfig } from '../architectures/decoder';
 import { isLoopback, parseAddress, TOKEN_ENV, type ClientSecurity } from './auth';
 import { checkCoverage, modelHash, parseLayerRange } from './layers';

@@ -5,7 +5,7 @@
 import * as path from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
 import { grpcModule, protoLoaderModule } from './grpc-modules';
-import { packageRoot } from '../base/native';
+import { packageRoot } from '../addon/native';
 
 export const SCHEMA_VERSION = 1;
 

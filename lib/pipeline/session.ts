@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { AbortError, DisposedError, PipelineError, rangeError } from '../base/errors';
-import type { NativeSamplingParams, Sampler } from '../base/binding';
+import type { NativeSamplingParams, Sampler } from '../addon/binding';
 import type { LanguageSession, StepOptions } from '../generation/generate';
 import { RowBuffer } from './row-buffer';
 import { StageCallError, type StageReplica, type StepStream } from './stage-client';

@@ -1,6 +1,6 @@
 /** The parts of a sepweight tree a pipeline stage or coordinator maps. */
 import { readWeights } from '../formats';
-import { closeWeights, type ModelWeights } from '../base/weights';
+import { closeWeights, type ModelWeights } from '../addon/weights';
 import { sepweightParts, type LayerRange } from './layers';
 
 /**

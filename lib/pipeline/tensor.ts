@@ -3,7 +3,7 @@
  * against the receiver's bounds (session id, dtype, rank, each dimension, position, byte count)
  * so that nothing is allocated or run in proportion to an unchecked number.
  */
-import { native } from '../base/native';
+import { native } from '../addon/native';
 import { DTYPE_BYTES, type TensorMessage, type WireDType } from './schema';
 
 /** A message that breaks the schema or the receiver's bounds. */

@@ -12,6 +12,8 @@ export interface Served {
   created: number;
   /** Unknown request fields are 400s (ServeOptions.strict); else ignored and logged once. */
   strict?: boolean;
+  /** Prompts and generations past the context shift (ServeOptions.contextShift). */
+  contextShift?: boolean;
 }
 
 export interface RouteContext {

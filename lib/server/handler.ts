@@ -14,6 +14,7 @@ import { ApiError, toApiError } from './api-error';
 import { apiKeyChecker } from './auth';
 import { readJsonBody } from './body';
 import { browserGuard, type BrowserPolicy } from './browser-guard';
+import { CHAT_PAGE_FILES, sendChatPage } from './chat-page';
 import { sendJson, type Route, type RouteContext, type Served } from './context';
 import { chatCompletions } from './routes/chat-completions';
 import { completions } from './routes/completions';
@@ -59,6 +60,12 @@ export interface ServeOptions extends BrowserPolicy {
   maxActive?: number;
   /** Requests waiting for a slot before 429. Default 64. */
   maxQueued?: number;
+  /**
+   * KV cache bytes the running generations of a text model may take together, each counted at
+   * prompt + max_tokens positions (at most the context): one that could never fit is a 400
+   * `kv_budget_exceeded`, one that cannot fit now waits in the queue. Default: no bound but maxActive.
+   */
+  maxKvBytes?: number;
   /** Largest request body. Default 1 MiB. */
   maxBodyBytes?: number;
   /** Serve GET /metrics (Prometheus text format; loads prom-client). Default true. */
@@ -69,6 +76,15 @@ export interface ServeOptions extends BrowserPolicy {
   accessLog?: (entry: AccessLogEntry) => void;
   /** Refuse unknown request fields (400). Default false: they are ignored and logged once, as llama-server does. */
   strict?: boolean;
+  /** Serve the built-in chat page at GET / when a text model is served (the page needs no key; its API calls do). Default true. */
+  ui?: boolean;
+  /**
+   * Context shift (llama-server's --context-shift) for /v1 chat and text completions: a prompt past
+   * the context is cut (its BOS and the newest tokens kept), a generation that fills the context
+   * drops the oldest half after the BOS and goes on, so `max_tokens` is honoured past the context.
+   * Default false: a prompt that fills the context is a 400, `max_tokens` is capped by the room after it.
+   */
+  contextShift?: boolean;
 }
 
 /** One request as the access log tells it. */
@@ -136,6 +152,7 @@ function checkOptions(options: ServeOptions): Required<Pick<ServeOptions, 'maxAc
     if (!Number.isInteger(value) || value < (key === 'maxQueued' ? 0 : 1)) throw rangeError(`${key} must be an integer >= ${key === 'maxQueued' ? 0 : 1}, got ${value}`);
     limits[key] = value;
   }
+  if (options.maxKvBytes !== undefined && !(Number.isInteger(options.maxKvBytes) && options.maxKvBytes >= 1)) throw rangeError(`maxKvBytes must be an integer >= 1, got ${options.maxKvBytes}`);
   return limits;
 }
 
@@ -155,10 +172,10 @@ export function createHandler(options: ServeOptions): ServeHandler {
       waiting: () => scheduler!.queued,
       kvCache: () => {
         const kv = model.kvCache;
-        return { usedBytes: kv.busyBytes, idleBytes: kv.idleBytes, budgetBytes: kv.sessionBytes * limits.maxActive };
+        return { usedBytes: kv.busyBytes, idleBytes: kv.idleBytes, budgetBytes: options.maxKvBytes ?? kv.sessionBytes * limits.maxActive };
       },
     });
-    scheduler = new ModelScheduler(model, limits, observer);
+    scheduler = new ModelScheduler(model, { ...limits, ...(options.maxKvBytes !== undefined ? { maxKvBytes: options.maxKvBytes } : {}) }, observer);
     // The vocabulary index of constrained output takes a few hundred ms of work once: start it now
     // (in slices, in the background), not in the first request that asks for JSON.
     try {
@@ -202,7 +219,7 @@ export function createHandler(options: ServeOptions): ServeHandler {
       loadReranker,
     },
   );
-  const served: Served = { created: Math.floor(Date.now() / 1000), strict: options.strict === true, pool };
+  const served: Served = { created: Math.floor(Date.now() / 1000), strict: options.strict === true, contextShift: options.contextShift === true, pool };
   const pinnedText = options.model ? pool.loaded('text')[0] : undefined;
 
   const inFlight = new Set<AbortController>();
@@ -238,6 +255,7 @@ export function createHandler(options: ServeOptions): ServeHandler {
       return sendMetrics(ctx, method);
     }
     if (draining) throw new ApiError(503, 'the server is shutting down', 'server_error', null, 'server_shutting_down', { Connection: 'close' });
+    if (options.ui !== false && Object.hasOwn(CHAT_PAGE_FILES, path) && pool.list('text').length > 0) return sendChatPage(ctx, method, path);
     checkKey(ctx.req);
     if (path === '/v1/models' || path.startsWith('/v1/models/')) {
       if (method !== 'GET' && method !== 'HEAD') throw new ApiError(405, `use GET ${path}`, 'invalid_request_error');

@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { architectureOf } from '../architectures';
 import { detectFormat, readWeights } from '../formats';
-import { closeWeights } from '../base/weights';
+import { closeWeights } from '../addon/weights';
 import type { LoadEmbedderOptions } from '../models/embedder';
 import type { LoadModelOptions } from '../models/model';
 import type { LoadRerankerOptions } from '../models/reranker';

@@ -5,6 +5,8 @@
  * penalties over the whole sequence, logit_bias -100 bans a token.
  */
 import { prepareJsonSchema, type CompiledJsonSchema, type JsonSchema } from '../constrain';
+import { keptPrefix, truncatedPrompt, type ContextShiftOptions } from '../generation/context-shift';
+import type { Tokenizer } from '../tokenizers';
 import type { GenerateOptions } from '../generation/generate';
 import { ApiError, invalidRequest, toApiError } from './api-error';
 import type { ChatCompletionBody, GenerationBody } from './validation';
@@ -40,13 +42,26 @@ export function samplingOptions(body: GenerationBody, vocabSize: number): Genera
 /**
  * The most tokens to generate: the request's (max_completion_tokens, else max_tokens, else
  * `fallback`), capped by what the context holds after the prompt; 400 when the prompt fills it.
+ * With `shifts` (context shift on) a requested count is kept as it is: the generation shifts.
  */
-export function maxTokens(requested: number | null | undefined, fallback: number, promptTokens: number, contextLength: number, promptField: string): number {
+export function maxTokens(requested: number | null | undefined, fallback: number, promptTokens: number, contextLength: number, promptField: string, shifts = false): number {
   const room = contextLength - promptTokens;
   if (room <= 0) {
     throw new ApiError(400, `the prompt has ${promptTokens} tokens; the context holds ${contextLength}`, 'invalid_request_error', promptField, 'context_length_exceeded');
   }
+  if (shifts && requested != null) return requested;
   return Math.min(requested ?? fallback, room);
+}
+
+/**
+ * With context shift on (ServeOptions.contextShift): the prompt cut to fit as llama-server cuts one
+ * (its first token kept when it is the BOS), and the option that lets the generation shift; off:
+ * the prompt as it is.
+ */
+export function shiftedPrompt(on: boolean | undefined, ids: readonly number[], model: { contextLength: number; tokenizer: Tokenizer }): { ids: readonly number[]; contextShift?: ContextShiftOptions } {
+  if (!on) return { ids };
+  const keep = keptPrefix({}, ids, model.tokenizer.specialIds?.bos, model.contextLength);
+  return { ids: truncatedPrompt(ids, model.contextLength, keep), contextShift: {} };
 }
 
 /**

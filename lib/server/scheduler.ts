@@ -14,6 +14,7 @@
 import type { GenerateOptions, GeneratedPiece, Generation, StopReason } from '../generation/generate';
 import type { ChatOptions, ChatPrompt, Model } from '../models/model';
 import { AdmissionQueue } from './admission';
+import { ApiError } from './api-error';
 import type { ModelMetrics } from './metrics';
 
 /** What the server asks a model to generate: a chat or a text completion. */
@@ -34,6 +35,12 @@ export interface SchedulerLimits {
   maxActive: number;
   /** Generations waiting for a slot; past it, submit() answers 429. */
   maxQueued: number;
+  /**
+   * KV cache bytes the running generations may take together, each counted at what it may hold:
+   * prompt + max tokens positions, at most the context (a shifting one: the context). One that
+   * could never fit is a 400; one that cannot fit now waits. Default: no bound but maxActive.
+   */
+  maxKvBytes?: number;
 }
 
 /** Admits a model's generations: at most `maxActive` run at once (decoding together), `maxQueued` wait, the rest are refused (429 in the server). */
@@ -41,6 +48,8 @@ export class ModelScheduler {
   private readonly queue: AdmissionQueue;
   private readonly metrics: ModelMetrics | undefined;
   private readonly unsubscribe: (() => void) | undefined;
+  private readonly maxKvBytes: number | undefined;
+  private probe: Promise<number> | undefined;
 
   /** `metrics`: where the generations report (time to first token, tokens, batch sizes, rejections). */
   constructor(
@@ -49,7 +58,8 @@ export class ModelScheduler {
     metrics?: ModelMetrics,
   ) {
     this.metrics = metrics;
-    this.queue = new AdmissionQueue(limits.maxActive, limits.maxQueued, metrics ? () => metrics.rejected() : undefined);
+    this.maxKvBytes = limits.maxKvBytes;
+    this.queue = new AdmissionQueue(limits.maxActive, limits.maxQueued, metrics ? () => metrics.rejected() : undefined, limits.maxKvBytes ?? Infinity);
     this.unsubscribe = metrics ? model.onBatchStep((rows) => metrics.batchStep(rows)) : undefined;
   }
 
@@ -66,12 +76,40 @@ export class ModelScheduler {
     return this.queue.queued;
   }
 
+  /** KV cache bytes the running generations are counted at (SchedulerLimits.maxKvBytes; 0 without it). */
+  get kvBytesAdmitted(): number {
+    return this.queue.used;
+  }
+
+  /** KV bytes per position: known once a session was made; the first time, a one-token eval makes one. */
+  private bytesPerPosition(): Promise<number> {
+    const perPosition = () => this.model.kvCache.sessionBytes / this.model.contextLength;
+    if (this.model.kvCache.sessionBytes > 0) return Promise.resolve(perPosition());
+    return (this.probe ??= this.model.logits([0]).then(perPosition));
+  }
+
+  /** Takes a slot, and with maxKvBytes the bytes `request` may hold (400 when it can never fit). */
+  private async enterWithin(request: GenerationRequest, signal: AbortSignal, budget: number): Promise<() => void> {
+    const perPosition = await this.bytesPerPosition();
+    const promptTokens = request.kind === 'text' ? request.prompt.length : request.prompt.ids.length;
+    const context = this.model.contextLength;
+    const generated = request.options.contextShift ? context : (request.options.maxTokens ?? Infinity);
+    const positions = Math.min(promptTokens + generated, context);
+    const bytes = Math.ceil(positions * perPosition);
+    if (bytes > budget) {
+      const promptField = request.kind === 'text' ? 'prompt' : 'messages';
+      const field = Math.ceil(promptTokens * perPosition) > budget ? promptField : 'max_tokens';
+      throw new ApiError(400, `this request may hold ${positions} positions of KV cache (the prompt's ${promptTokens} + the tokens it may generate, at most the context of ${context}): ${bytes} bytes, more than the server's KV budget of ${budget} bytes (--max-kv-bytes)${field === 'max_tokens' ? '; lower max_tokens' : ''}`, 'invalid_request_error', field, 'kv_budget_exceeded');
+    }
+    return this.queue.enter(signal, bytes);
+  }
+
   /**
    * Admits `request` (ApiError 429 at once when the queue is full). The caller must iterate the
    * result to its end or break out of it: the slot is held from its turn until then.
    */
   submit(request: GenerationRequest, signal: AbortSignal): ScheduledGeneration {
-    const entered = this.queue.enter(signal);
+    const entered = this.maxKvBytes === undefined ? this.queue.enter(signal) : this.enterWithin(request, signal, this.maxKvBytes);
     entered.catch(() => {}); // a waiter aborted before iteration began: nothing to report
     const { model, metrics } = this;
     const submitted = performance.now();

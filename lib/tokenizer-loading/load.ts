@@ -12,7 +12,7 @@ import { fail } from '../formats/bytes';
 import { readCachedTokenizer, tokenizerCacheDir, tokenizerSource } from '../tokenizers/cache';
 import { unpackTokenizer } from '../tokenizers/packed';
 import { runNow, runYielding, type Steps } from '../base/steps';
-import type { ModelWeights, TokenizerData } from '../base/weights';
+import type { ModelWeights, TokenizerData } from '../addon/weights';
 import type { Tokenizer } from '../tokenizers/types';
 import { withRecipe } from '../tokenizers/recipes';
 import { loadInWorker } from './worker-client';

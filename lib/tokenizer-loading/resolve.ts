@@ -13,7 +13,7 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import type { ModelWeights } from '../base/weights';
+import type { ModelWeights } from '../addon/weights';
 import { hasTokenizerFiles, loadTokenizer, loadWeightsTokenizer } from './load';
 import type { Tokenizer } from '../tokenizers/types';
 import type { TokenizerPrefetch } from './prefetch';

@@ -12,7 +12,7 @@ export type VocabularyReply = { id: number; vocabulary: VocabularyResult };
 export async function runVocabularyJob(job: VocabularyJob): Promise<{ result: VocabularyResult; transfer: ArrayBuffer[] }> {
   /* eslint-disable @typescript-eslint/no-require-imports */
   const { readWeights } = require('../formats') as typeof import('../formats');
-  const { closeWeights } = require('../base/weights') as typeof import('../base/weights');
+  const { closeWeights } = require('../addon/weights') as typeof import('../addon/weights');
   /* eslint-enable @typescript-eslint/no-require-imports */
   const weights = await readWeights(job.path, { format: job.format });
   try {

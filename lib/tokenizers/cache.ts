@@ -12,12 +12,12 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as nodePath from 'node:path';
-import { crc32Native } from '../base/checksums';
-import { mapFile, type MappedSource } from '../base/mapping';
+import { crc32Native } from '../addon/checksums';
+import { mapFile, type MappedSource } from '../addon/mapping';
 import { checkPackedOffThread, packedCrcRange, packedSource } from './packed';
 
 /** Bumped whenever the packed layout or the tokenizer builders change what they produce. */
-const CACHE_VERSION = 3;
+const CACHE_VERSION = 4;
 
 /** The cache folder the environment names (read on the calling thread), or undefined when off. */
 export function tokenizerCacheDir(): string | undefined {

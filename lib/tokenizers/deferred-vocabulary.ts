@@ -4,7 +4,7 @@
  * at once on first use; a Promise API that needs the whole vocabulary runs it first in slices
  * (runYielding), so that the first use finds it done.
  */
-import type { TokenizerData } from '../base/weights';
+import type { TokenizerData } from '../addon/weights';
 import type { Steps } from '../base/steps';
 
 const deferred = new WeakMap<TokenizerData, () => Steps<unknown>>();

@@ -1,6 +1,6 @@
 /** TokenizerData (a vocabulary found inside or beside weights) -> Tokenizer. */
 import { UnsupportedError, WeightFormatError } from '../base/errors';
-import type { TokenizerData } from '../base/weights';
+import type { TokenizerData } from '../addon/weights';
 import type { AddedToken } from './added-tokens';
 import { ByteLevelBpeTokenizer } from './byte-level-bpe';
 import { mergeTableFromPairs, parseMergeEntry } from './bpe-model';

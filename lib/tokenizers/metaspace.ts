@@ -22,12 +22,10 @@ export function metaspaceFromJson(json: any): MetaspaceSpec {
   if (typeof replacement !== 'string' || [...replacement].length !== 1) {
     throw new UnsupportedError(`Metaspace replacement ${JSON.stringify(replacement)} is not one character`);
   }
-  let prependScheme: PrependScheme = json.prepend_scheme ?? 'always';
+  const prependScheme: PrependScheme = json.prepend_scheme ?? 'always';
   if (!['always', 'first', 'never'].includes(prependScheme)) throw new UnsupportedError(`Metaspace prepend_scheme ${JSON.stringify(json.prepend_scheme)} is not supported`);
-  if (json.add_prefix_space === false) {
-    if (prependScheme !== 'never' && json.prepend_scheme !== undefined) throw new UnsupportedError('Metaspace add_prefix_space does not match declared prepend_scheme');
-    prependScheme = 'never';
-  }
+  // HF refuses add_prefix_space false with any scheme but never (absent: always).
+  if (json.add_prefix_space === false && prependScheme !== 'never') throw new UnsupportedError('Metaspace add_prefix_space does not match declared prepend_scheme');
   if (json.split !== undefined && typeof json.split !== 'boolean') throw new UnsupportedError('Metaspace split is not a boolean');
   return { replacement, prependScheme, split: json.split ?? true };
 }

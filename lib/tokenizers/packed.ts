@@ -1,9 +1,10 @@
 /**
- * A BPE tokenizer (byte-level, or over characters with byte fallback) or a WordPiece one packed
- * into one buffer: what the tokenizer worker sends to the main thread (shared memory, no copy) and
+ * A BPE tokenizer (byte-level, or over characters with byte fallback), a WordPiece or a Unigram
+ * one packed into one buffer: what the tokenizer worker sends to the main thread (shared memory, no copy) and
  * what the cache stores. Turning it back into a tokenizer is a handful of typed-array views, so no
  * 151k-entry (Qwen) or 262k-entry (Gemma 3) table is rebuilt on the JS thread, and no
- * tokenizer.json is parsed there (MiniLM's: 466 KB). A WordPiece buffer holds an empty merge table.
+ * tokenizer.json is parsed there (MiniLM's: 466 KB). A WordPiece or Unigram buffer holds an empty
+ * merge table; a Unigram one its scores and its trie (unigram-model.ts), the others those empty.
  *
  * Layout (little-endian):
  *   [0, 8)    magic "WMTOKPK1"
@@ -12,7 +13,7 @@
  *   [16, 16+H) header JSON (PackedHeader), then zero padding to a multiple of 8
  *   arrays in ARRAYS order, each at a multiple of 8, with the lengths the header gives
  */
-import { crc32 } from '../base/checksums';
+import { crc32 } from '../addon/checksums';
 import { rangeError, WeightFormatError } from '../base/errors';
 import type { AddedToken } from './added-tokens';
 import { ByteFallbackBpeTokenizer } from './byte-fallback-bpe';
@@ -25,10 +26,12 @@ import { bertNormalizerFromJson } from './bert-basic';
 import { normalizerFromJson } from './normalizers';
 import { pieceDecoderFromJson } from './piece-decoder';
 import type { SpecialWrapping } from './post-process';
-import { native } from '../base/native';
+import { native } from '../addon/native';
 import { runNow, type Steps } from '../base/steps';
 import type { SpecialTokenIds, Tokenizer } from './types';
 import { WordPieceTokenizer } from './wordpiece';
+import { UnigramTokenizer, unigramPreTokenizer } from './unigram';
+import type { UnigramTrieArrays } from './unigram-model';
 
 const MAGIC = 'WMTOKPK1';
 const PREFIX = 16;
@@ -37,7 +40,8 @@ const PREFIX = 16;
 type PackedKind =
   | { kind: 'byte-level-bpe'; model: BpeModelOptions; text: BpeTextSpec }
   | { kind: 'byte-fallback-bpe'; decoder: unknown; byteFallback: boolean; unkId: number | null; fuseUnk: boolean; text: BpeTextSpec }
-  | { kind: 'wordpiece'; unkToken: string; prefix: string; maxChars: number; normalizer: unknown; cleanup: boolean };
+  | { kind: 'wordpiece'; unkToken: string; prefix: string; maxChars: number; normalizer: unknown; cleanup: boolean }
+  | { kind: 'unigram'; unkId: number | null; byteFallback: boolean; normalizer: unknown; preTokenizer: unknown; decoder: unknown };
 
 /** An added token as the header stores it: id, content, and its flags (ADDED_FLAGS) as bits. */
 type PackedAddedToken = [id: number, content: string, flags: number];
@@ -76,9 +80,16 @@ const ARRAYS = [
   ['keys', Int32Array],
   ['ranks', Int32Array],
   ['merged', Int32Array],
+  ['scores', Float64Array],
+  ['trieFirst', Int32Array],
+  ['trieTerm', Int32Array],
+  ['edgeLabel', Uint16Array],
+  ['edgeNext', Int32Array],
 ] as const;
 type ArrayName = (typeof ARRAYS)[number][0];
-type Arrays = PackedVocabArrays & MergeTableArrays;
+type Arrays = PackedVocabArrays & MergeTableArrays & UnigramTrieArrays & { scores: Float64Array };
+
+const NO_UNIGRAM = { scores: new Float64Array(0), trieFirst: new Int32Array(0), trieTerm: new Int32Array(0), edgeLabel: new Uint16Array(0), edgeNext: new Int32Array(0) };
 
 const align8 = (n: number) => (n + 7) & ~7;
 
@@ -93,13 +104,23 @@ function packedKind(tokenizer: unknown): PackedKind | undefined {
     const c = tokenizer.config;
     return { kind: 'wordpiece', unkToken: c.unkToken, prefix: c.continuingSubwordPrefix ?? '##', maxChars: c.maxInputCharsPerWord ?? 100, normalizer: c.normalizer ?? null, cleanup: c.cleanup !== false };
   }
+  if (tokenizer instanceof UnigramTokenizer) {
+    const c = tokenizer.config;
+    return { kind: 'unigram', unkId: c.unkId ?? null, byteFallback: c.byteFallback, normalizer: c.normalizer ?? null, preTokenizer: c.preTokenizer ?? null, decoder: c.decoder ?? null };
+  }
   return undefined;
 }
 
-/** The vocabulary and merges of a tokenizer that packs (WordPiece has no merges: an empty table). */
-function packedTables(tokenizer: ByteLevelBpeTokenizer | ByteFallbackBpeTokenizer | WordPieceTokenizer): { vocab: BpeVocab; merges: MergeTable } {
-  if (tokenizer instanceof WordPieceTokenizer) return { vocab: tokenizer.config.vocab, merges: new MergeTable(0) };
-  return { vocab: tokenizer.config.vocab, merges: tokenizer.config.merges };
+type Packable = ByteLevelBpeTokenizer | ByteFallbackBpeTokenizer | WordPieceTokenizer | UnigramTokenizer;
+
+/** The vocabulary and merges of a tokenizer that packs (WordPiece and Unigram have no merges: an empty table), and a Unigram's scores and trie. */
+function packedTables(tokenizer: Packable): { vocab: BpeVocab; merges: MergeTable; unigram: UnigramTrieArrays & { scores: Float64Array } } {
+  if (tokenizer instanceof WordPieceTokenizer) return { vocab: tokenizer.config.vocab, merges: new MergeTable(0), unigram: NO_UNIGRAM };
+  if (tokenizer instanceof UnigramTokenizer) {
+    const c = tokenizer.config;
+    return { vocab: c.vocab, merges: new MergeTable(0), unigram: { scores: c.scores, ...c.trie } };
+  }
+  return { vocab: tokenizer.config.vocab, merges: tokenizer.config.merges, unigram: NO_UNIGRAM };
 }
 
 /**
@@ -110,11 +131,11 @@ function packedTables(tokenizer: ByteLevelBpeTokenizer | ByteFallbackBpeTokenize
 export function packTokenizer(tokenizer: unknown, source: unknown): SharedArrayBuffer | undefined {
   const kind = packedKind(tokenizer);
   if (!kind) return undefined;
-  const c = (tokenizer as ByteLevelBpeTokenizer | ByteFallbackBpeTokenizer | WordPieceTokenizer).config;
-  const tables = packedTables(tokenizer as ByteLevelBpeTokenizer | ByteFallbackBpeTokenizer | WordPieceTokenizer);
+  const c = (tokenizer as Packable).config;
+  const tables = packedTables(tokenizer as Packable);
   const vocab = tables.vocab instanceof PackedVocab ? tables.vocab : PackedVocab.pack(tables.vocab.entries(), tables.vocab.size);
   if (!vocab) return undefined;
-  const arrays: Arrays = { ...vocab.arrays, ...tables.merges.arrays() };
+  const arrays: Arrays = { ...vocab.arrays, ...tables.merges.arrays(), ...tables.unigram };
   const header: PackedHeader = {
     ...kind,
     addedTokens: c.addedTokens.map(packAddedToken),
@@ -265,6 +286,15 @@ function checkPackedShape(buffer: Uint8Array, where: string, crc: number): { hea
     } catch {
       bad('bad decoder');
     }
+  } else if (header?.kind === 'unigram') {
+    if (typeof header.byteFallback !== 'boolean' || !(header.unkId === null || isId(header.unkId))) bad('bad model options');
+    try {
+      normalizerFromJson(header.normalizer, bertNormalizerFromJson, where);
+      unigramPreTokenizer(header.preTokenizer);
+      if (header.decoder !== null) pieceDecoderFromJson(header.decoder);
+    } catch {
+      bad('bad normalizer, pre-tokenizer or decoder');
+    }
   } else if (header?.kind === 'wordpiece') {
     const okStrings = typeof header.unkToken === 'string' && typeof header.prefix === 'string';
     if (!okStrings || !isId(header.maxChars) || typeof header.cleanup !== 'boolean') bad('bad model options');
@@ -281,7 +311,7 @@ function checkPackedShape(buffer: Uint8Array, where: string, crc: number): { hea
   if (!header.wrapping || ![header.wrapping.prefix, header.wrapping.suffix].every((l) => Array.isArray(l) && l.every(isId))) bad('bad wrapping');
   if (!header.specialIds || !Object.values(header.specialIds).every(isId)) bad('bad special ids');
   if (!(header.truncation === null || isId(header.truncation))) bad('bad truncation', header.truncation);
-  if (header.kind !== 'wordpiece') {
+  if (header.kind !== 'wordpiece' && header.kind !== 'unigram') {
     const t = header.text;
     const okNormalizer = t?.normalizer === 'NFC' || t?.normalizer === 'none' || (typeof t?.normalizer === 'object' && 'json' in t.normalizer);
     const p = t?.preTokenizer as any;
@@ -291,7 +321,30 @@ function checkPackedShape(buffer: Uint8Array, where: string, crc: number): { hea
   const arrays = viewArrays(bytes, header, where);
   const entries = arrays.ids.length;
   if (arrays.offsets.length !== entries + 1 || arrays.offsets[0] !== 0 || arrays.offsets[entries] !== arrays.bytes.length) bad('token offsets do not cover the token bytes');
+  if (header.kind === 'unigram') checkUnigram(header.unkId, arrays, bad);
+  else if (arrays.scores.length + arrays.trieTerm.length + arrays.trieFirst.length + arrays.edgeLabel.length + arrays.edgeNext.length > 0) bad('a BPE or WordPiece buffer holds Unigram arrays');
   return { header, arrays, bad };
+}
+
+/**
+ * A Unigram's scores (one finite score per id) and trie: edge ranges that start at 0, never
+ * decrease and end at the edge count, edges that lead to a node other than the root, and piece
+ * ids within the vocabulary; so that a lookup never leaves the arrays (it walks one edge per
+ * character of the text, so it always ends).
+ */
+function checkUnigram(unkId: number | null, { byId, scores, trieFirst, trieTerm, edgeLabel, edgeNext }: Arrays, bad: Bad): void {
+  const size = byId.length;
+  if (size === 0 || scores.length !== size) bad('the scores do not match the vocabulary', scores.length);
+  if (unkId !== null && unkId >= size) bad('the unknown id lies outside the vocabulary', unkId);
+  for (let i = 0; i < size; i++) if (!Number.isFinite(scores[i])) bad(`score ${i} is not finite`);
+  const nodes = trieTerm.length;
+  const edges = edgeLabel.length;
+  if (nodes === 0 || trieFirst.length !== nodes + 1 || edgeNext.length !== edges || trieFirst[0] !== 0 || trieFirst[nodes] !== edges) bad('the trie arrays differ in length');
+  for (let n = 0; n < nodes; n++) {
+    if (trieFirst[n + 1] < trieFirst[n]) bad(`trie node ${n}'s edges run backwards`);
+    if (trieTerm[n] < -1 || trieTerm[n] >= size) bad(`trie node ${n} names piece ${trieTerm[n]}`);
+  }
+  for (let e = 0; e < edges; e++) if (!(edgeNext[e] >= 1 && edgeNext[e] < nodes)) bad(`trie edge ${e} leads to node ${edgeNext[e]}`);
 }
 
 function checkFilled(filled: number, entries: number, bad: Bad): void {
@@ -362,7 +415,7 @@ function checkCapacity(capacity: number, used: number, bad: (what: string, found
 function viewArrays(bytes: Buffer, header: PackedHeader, where: string): Arrays {
   if (bytes.byteOffset % 8 !== 0) throw rangeError('a packed tokenizer must start at a multiple of 8 bytes');
   let at = align8(PREFIX + bytes.readUInt32LE(8));
-  const out: Record<string, Int32Array | Uint32Array | Uint8Array> = {};
+  const out: Record<string, Int32Array | Uint32Array | Uint8Array | Uint16Array | Float64Array> = {};
   for (const [name, Kind] of ARRAYS) {
     const n = header.lengths?.[name];
     if (!Number.isInteger(n) || n < 0 || at + n * Kind.BYTES_PER_ELEMENT > bytes.length) {
@@ -385,6 +438,21 @@ export function unpackTokenizer(buffer: Uint8Array | SharedArrayBuffer, where = 
     wrapping: header.wrapping,
     truncation: header.truncation ?? undefined,
   };
+  if (header.kind === 'unigram') {
+    const { scores, trieFirst, trieTerm, edgeLabel, edgeNext } = a;
+    return new UnigramTokenizer({
+      ...common,
+      vocab: new PackedVocab(a),
+      scores,
+      trie: { trieFirst, trieTerm, edgeLabel, edgeNext },
+      unkId: header.unkId ?? undefined,
+      byteFallback: header.byteFallback,
+      normalizer: header.normalizer,
+      preTokenizer: header.preTokenizer,
+      decoder: header.decoder,
+      where,
+    });
+  }
   if (header.kind === 'wordpiece') {
     return new WordPieceTokenizer({
       ...common,

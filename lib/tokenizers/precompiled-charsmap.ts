@@ -10,9 +10,9 @@
  * character has a rule of its own (`Ａ` + U+0301 becomes `A` in HF, `Á` in sentencepiece).
  *
  * The blob is input like any other: every unit a lookup can reach is checked against the array's
- * length when the blob is parsed (a walk over the trie's reachable states), and every value
- * against the normalized strings' length and UTF-8 boundaries, so that a malformed blob is a
- * WeightFormatError there, never an out-of-range read later.
+ * length when the blob is parsed (one pass over the labelled units, checkTrieSteps), and every
+ * value against the normalized strings' length and UTF-8 boundaries, so that a malformed blob is
+ * a WeightFormatError there, never an out-of-range read later.
  */
 import { WeightFormatError } from '../base/errors';
 import type { Steps } from '../base/steps';
@@ -36,7 +36,8 @@ export class PrecompiledCharsmap {
   private readonly byValue = new Map<number, string>();
   /** ASCII code -> its one-character rule (null: none). */
   private readonly ascii: (string | null)[] = [];
-  private readonly segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+  /** Made on first use (the first Segmenter of a process loads ICU's break rules). */
+  private segmenter: Intl.Segmenter | undefined;
 
   private constructor(
     private readonly units: Uint32Array,
@@ -112,34 +113,39 @@ export class PrecompiledCharsmap {
     return out;
   }
 
-  /** The text normalized (see the module comment). */
+  /**
+   * The text normalized (see the module comment), in pieces cut before each space: a grapheme
+   * never spans the point before an ASCII space unless a Prepend character stands before it.
+   */
   normalize(text: string): string {
-    let ascii = true;
-    for (let i = 0; i < text.length; i++) {
-      if (text.charCodeAt(i) >= 0x80) {
-        ascii = false;
-        break;
-      }
-    }
     let out = '';
-    if (ascii) {
+    let start = 0;
+    for (let at = text.indexOf(' ', 1); at >= 0; at = text.indexOf(' ', at + 1)) {
+      if (PREPEND.test(text[at - 1]) || (at >= 2 && PREPEND.test(text.slice(at - 2, at)))) continue;
+      out += this.normalizePiece(text.slice(start, at));
+      start = at;
+    }
+    return out + this.normalizePiece(start === 0 ? text : text.slice(start));
+  }
+
+  private normalizePiece(text: string): string {
+    let out = '';
+    if (!MAY_JOIN.test(text)) {
+      // Every code point is a grapheme of its own.
       for (let i = 0; i < text.length; i++) {
         const c = text.charCodeAt(i);
-        if (c === 13 && text.charCodeAt(i + 1) === 10) {
-          // "\r\n" is one grapheme
-          const whole = this.rule('\r\n');
-          if (whole !== null) {
-            out += whole;
-            i++;
-            continue;
-          }
+        if (c < 0x80) {
+          out += this.ascii[c] ?? text[i];
+          continue;
         }
-        out += this.ascii[c] ?? text[i];
+        const ch = c >= 0xd800 && c <= 0xdbff && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00 ? text.slice(i, ++i + 1) : text[i];
+        out += this.rule(ch) ?? ch;
       }
       return out;
     }
+    this.segmenter ??= new Intl.Segmenter(undefined, { granularity: 'grapheme' });
     for (const { segment } of this.segmenter.segment(text)) {
-      if (Buffer.byteLength(segment, 'utf8') < 6) {
+      if (segment.length > 1 && Buffer.byteLength(segment, 'utf8') < 6) {
         const whole = this.rule(segment);
         if (whole !== null) {
           out += whole;
@@ -152,39 +158,46 @@ export class PrecompiledCharsmap {
   }
 }
 
-/** States (trie positions) checked between two checkpoints. */
-const CHECK_SLICE = 256;
+/**
+ * A superset of the characters that can join a grapheme cluster to the character before or after
+ * them (Grapheme_Cluster_Break Extend, ZWJ, SpacingMark, Prepend, Regional_Indicator, CR, Hangul
+ * jamo): a text without any is one grapheme per code point, and needs no segmenter.
+ */
+const PREPEND = /^[\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u0d4e\u{110bd}\u{110cd}\u{111c2}\u{111c3}\u{1193f}\u{11941}\u{11a3a}\u{11a84}-\u{11a89}\u{11d46}\u{11f02}\u{113d1}]$/u;
+
+const MAY_JOIN =
+  /[\p{M}\r\u200c\u200d\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u0d4e\u0e33\u0eb3\u1100-\u11ff\ua960-\ua97f\ud7b0-\ud7ff\uff9e\uff9f\u{1f1e6}-\u{1f1ff}\u{1f3fb}-\u{1f3ff}\u{e0000}-\u{e0fff}\u{110bd}\u{110cd}\u{111c2}\u{111c3}\u{1193f}\u{11941}\u{11a3a}\u{11a84}-\u{11a89}\u{11d46}\u{11f02}\u{113d1}]/u;
+
+/** Units checked between two checkpoints. */
+const CHECK_SLICE = 1 << 16;
 
 /**
- * Walks every state a lookup can reach from the root: each needs its whole block of 256 children
- * slots inside the array (a lookup reads `p ^ byte` for any byte), each child it has a position
- * inside the array, and each value an offset within the normalized strings on a UTF-8 boundary.
+ * Every state a lookup can reach is the root's or the one a labelled unit (a byte 1..255, leaf
+ * bit clear) leads to; so checking every labelled unit, reachable or not, covers them all in one
+ * pass: the state it leads to needs its whole block of 256 children slots inside the array (a
+ * lookup reads `state ^ byte` for any byte), and its value (when it has one) an offset within the
+ * normalized strings on a UTF-8 boundary.
  */
 function* checkTrieSteps(units: Uint32Array, normalized: Uint8Array, bad: (what: string, details?: { found?: unknown }) => never): Steps<void> {
+  if ((offsetOf(units[0]) | 0xff) >= units.length) bad('the trie root\'s children lie outside the array', { found: offsetOf(units[0]) });
+  // A plain function per slice: V8 compiles its loop, never one in a generator.
+  for (let from = 0; from < units.length; from += CHECK_SLICE) {
+    checkUnits(units, normalized, from, Math.min(units.length, from + CHECK_SLICE), bad);
+    yield;
+  }
+}
+
+function checkUnits(units: Uint32Array, normalized: Uint8Array, from: number, to: number, bad: (what: string, details?: { found?: unknown }) => never): void {
   const n = units.length;
-  const seen = new Uint8Array(n);
-  const stack = [offsetOf(units[0])];
-  let done = 0;
-  while (stack.length > 0) {
-    const p = stack.pop()!;
-    if ((p | 0xff) >= n) bad('a trie state lies outside the array', { found: p });
-    if (seen[p]) continue;
-    seen[p] = 1;
-    for (let c = 1; c < 256; c++) {
-      const q = p ^ c;
-      const u = units[q];
-      if (labelOf(u) !== c) continue;
-      const next = q ^ offsetOf(u);
-      if (next >= n) bad('a trie edge points outside the array', { found: next });
-      if (hasLeaf(u)) {
-        const v = valueOf(units[next]);
-        if (v > normalized.length || (v < normalized.length && (normalized[v] & 0xc0) === 0x80)) {
-          bad('a rule points outside the normalized strings or into a character', { found: v });
-        }
-      }
-      if (!seen[next]) stack.push(next);
+  for (let q = from; q < to; q++) {
+    const u = units[q];
+    if (u >>> 31 !== 0 || (u & 0xff) === 0) continue;
+    const next = q ^ offsetOf(u);
+    if ((next | 0xff) >= n) bad('a trie state lies outside the array', { found: next });
+    if (((u >>> 8) & 1) === 1) {
+      const v = units[next] & 0x7fffffff;
+      if (v > normalized.length || (v < normalized.length && (normalized[v] & 0xc0) === 0x80)) bad('a rule points outside the normalized strings or into a character', { found: v });
     }
-    if (++done % CHECK_SLICE === 0) yield;
   }
 }
 

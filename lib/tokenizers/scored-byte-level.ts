@@ -15,7 +15,7 @@ import { MergeTable } from './merge-table';
 import { MapVocab } from './bpe-vocab';
 import { QWEN2_PATTERN } from './pretokenizers';
 import { runNow, type Steps } from '../base/steps';
-import type { TokenizerData } from '../base/weights';
+import type { TokenizerData } from '../addon/weights';
 
 /** Scores at or below this mark tokens that are no merge result (bytes, added tokens, absent ids). */
 const NOT_A_MERGE = -1e5;

@@ -34,7 +34,7 @@ export interface SentencePiece {
 export interface SentencePieceModel {
   pieces: SentencePiece[];
   /** TrainerSpec.model_type: 1 unigram, 2 BPE, 3 word, 4 char. */
-  modelType: number;
+  algorithm: number;
   byteFallback: boolean;
   unkId: number;
   bosId: number;
@@ -137,7 +137,7 @@ class Reader {
 export function readSentencePieceModel(bytes: Uint8Array, where: string): SentencePieceModel {
   const model: SentencePieceModel = {
     pieces: [],
-    modelType: 1,
+    algorithm: 1,
     byteFallback: false,
     unkId: 0,
     bosId: 1,
@@ -173,7 +173,7 @@ export function readSentencePieceModel(bytes: Uint8Array, where: string): Senten
       const r = top.sub();
       r.fields((m, w) => {
         const flag = (set: (v: number) => void) => (r.expect(w, 0, `trainer_spec field ${m}`), set(r.varint()), true);
-        if (m === 3) return flag((v) => (model.modelType = v));
+        if (m === 3) return flag((v) => (model.algorithm = v));
         if (m === 35) return flag((v) => (model.byteFallback = v !== 0));
         if (m === 40) return flag((v) => (model.unkId = v));
         if (m === 41) return flag((v) => (model.bosId = v));
@@ -211,7 +211,7 @@ export function readSentencePieceModel(bytes: Uint8Array, where: string): Senten
 
 /** The tokenizer.json (as an object) of a Unigram `.model`. */
 export function sentencePieceModelToTokenizerJson(model: SentencePieceModel, where: string): any {
-  if (model.modelType !== 1) throw new UnsupportedError(`SentencePiece model type ${model.modelType} is not Unigram (1); only Unigram models convert`);
+  if (model.algorithm !== 1) throw new UnsupportedError(`SentencePiece model type ${model.algorithm} is not Unigram (1); only Unigram models convert`);
   if (model.treatWhitespaceAsSuffix) throw new UnsupportedError('SentencePiece models with treat_whitespace_as_suffix are not supported');
   if (!model.escapeWhitespaces) throw new UnsupportedError('SentencePiece models without escape_whitespaces are not supported');
   const unk = model.pieces.findIndex((p) => p.type === SPM_UNKNOWN);

@@ -1,6 +1,6 @@
 /** Messages between the JS thread (worker-client.ts) and the tokenizer worker (worker.ts). */
 import { rangeError, UnsupportedError, WeightFormatError, type WeightFormatErrorCode } from '../base/errors';
-import type { TokenizerData } from '../base/weights';
+import type { TokenizerData } from '../addon/weights';
 import type { EncodeOptions } from './types';
 
 /** How the worker can make a tokenizer of its own that encodes like the caller's. */

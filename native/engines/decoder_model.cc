@@ -15,8 +15,6 @@ namespace decoder {
 
 namespace {
 
-std::string LayerName(int64_t l, const char* rest) { return "model.layers." + std::to_string(l) + "." + rest; }
-
 // dst [rows, cols] = the transpose of src [cols, rows] (elements of type T), across the pool, in
 // 32x32 tiles: a tile's 32 source rows stay in cache while its 32 output rows are written.
 template <typename T>
@@ -116,7 +114,7 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
   };
   // A pipeline stage maps only its own tensors: the embedding when it embeds (or is the tied head).
   if (m.embeds() || (m.has_head() && c.tied)) {
-    const TensorRef& embed = m.RowMajor(s.RequireAnyOrder("model.embed_tokens.weight", {c.vocab, c.dim}));
+    const TensorRef& embed = m.RowMajor(s.RequireAnyOrder(s.Name("embed"), {c.vocab, c.dim}));
     if ((embed.dtype == DType::Q8_0 || embed.dtype == DType::GgmlQ8_0) && c.dim % embed.group != 0)
       throw SpecError("SHAPE_MISMATCH", "embedding rows of " + std::to_string(c.dim) + " are not whole groups of " +
                                             std::to_string(embed.group));
@@ -129,7 +127,7 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
   bool huge = false;
   std::set<std::string> partial;
   if (options.quant == WeightQuant::Keep) {
-    if (!c.tied) partial.insert("model.embed_tokens.weight");
+    if (!c.tied) partial.insert(s.Name("embed"));
     huge = AdviseStreamedHugePages(s, partial) > 0;
   }
 
@@ -142,35 +140,35 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
   m.layers_.resize(c.n_layers);
   for (int64_t l = m.first_layer_; l < m.end_layer_; l++) {
     DecoderLayer& L = m.layers_[l];
-    L.attn_norm = norm(LayerName(l, "input_layernorm.weight"), c.dim);
+    L.attn_norm = norm(s.Name("attnNorm", l), c.dim);
     // With sandwich norms (Gemma 3) post_attention_layernorm norms the attention output.
     if (c.sandwich_norms) {
-      L.ffn_norm = norm(LayerName(l, "pre_feedforward_layernorm.weight"), c.dim);
-      L.post_attn_norm = norm(LayerName(l, "post_attention_layernorm.weight"), c.dim);
-      L.post_ffn_norm = norm(LayerName(l, "post_feedforward_layernorm.weight"), c.dim);
+      L.ffn_norm = norm(s.Name("preFfnNorm", l), c.dim);
+      L.post_attn_norm = norm(s.Name("postAttnNorm", l), c.dim);
+      L.post_ffn_norm = norm(s.Name("postFfnNorm", l), c.dim);
     } else {
-      L.ffn_norm = norm(LayerName(l, "post_attention_layernorm.weight"), c.dim);
+      L.ffn_norm = norm(s.Name("ffnNorm", l), c.dim);
     }
     if (c.qk_norm) {
-      L.q_norm = norm(LayerName(l, "self_attn.q_norm.weight"), c.head_dim);
-      L.k_norm = norm(LayerName(l, "self_attn.k_norm.weight"), c.head_dim);
+      L.q_norm = norm(s.Name("qNorm", l), c.head_dim);
+      L.k_norm = norm(s.Name("kNorm", l), c.head_dim);
     }
     if (c.qkv_bias) {
-      L.bq = LoadVector(s, LayerName(l, "self_attn.q_proj.bias"), c.q_dim(), &m.cost_);
-      L.bk = LoadVector(s, LayerName(l, "self_attn.k_proj.bias"), c.kv_dim(), &m.cost_);
-      L.bv = LoadVector(s, LayerName(l, "self_attn.v_proj.bias"), c.kv_dim(), &m.cost_);
+      L.bq = LoadVector(s, s.Name("qBias", l), c.q_dim(), &m.cost_);
+      L.bk = LoadVector(s, s.Name("kBias", l), c.kv_dim(), &m.cost_);
+      L.bv = LoadVector(s, s.Name("vBias", l), c.kv_dim(), &m.cost_);
     }
-    L.wq = matrix(LayerName(l, "self_attn.q_proj.weight"), c.q_dim(), c.dim);
-    L.wk = matrix(LayerName(l, "self_attn.k_proj.weight"), c.kv_dim(), c.dim);
-    L.wv = matrix(LayerName(l, "self_attn.v_proj.weight"), c.kv_dim(), c.dim);
-    L.wo = matrix(LayerName(l, "self_attn.o_proj.weight"), c.dim, c.q_dim());
-    L.w_gate = matrix(LayerName(l, "mlp.gate_proj.weight"), c.intermediate, c.dim);
-    L.w_up = matrix(LayerName(l, "mlp.up_proj.weight"), c.intermediate, c.dim);
-    L.w_down = matrix(LayerName(l, "mlp.down_proj.weight"), c.dim, c.intermediate);
+    L.wq = matrix(s.Name("q", l), c.q_dim(), c.dim);
+    L.wk = matrix(s.Name("k", l), c.kv_dim(), c.dim);
+    L.wv = matrix(s.Name("v", l), c.kv_dim(), c.dim);
+    L.wo = matrix(s.Name("o", l), c.dim, c.q_dim());
+    L.w_gate = matrix(s.Name("gate", l), c.intermediate, c.dim);
+    L.w_up = matrix(s.Name("up", l), c.intermediate, c.dim);
+    L.w_down = matrix(s.Name("down", l), c.dim, c.intermediate);
   }
   if (m.has_head()) {
-    m.final_norm_ = norm("model.norm.weight", c.dim);
-    const TensorRef& head = c.tied ? *m.embed_ : m.RowMajor(s.RequireAnyOrder("lm_head.weight", {c.vocab, c.dim}));
+    m.final_norm_ = norm(s.Name("norm"), c.dim);
+    const TensorRef& head = c.tied ? *m.embed_ : m.RowMajor(s.RequireAnyOrder(s.Name("lmHead"), {c.vocab, c.dim}));
     m.classifier_ = Matrix::Prepare(head, options.quant, options.group_size, &m.cost_, *m.pool_);
   }
 

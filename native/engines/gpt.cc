@@ -16,26 +16,26 @@ std::shared_ptr<GptModel> GptModel::Load(const GptConfig& c, std::shared_ptr<con
   const WeightsSpec& s = *spec;
   GptWeights& w = model->weights_;
   const int64_t d = c.dim, f = c.ffn;
-  w.tok_emb = s.RequireF32("model.embed_tokens.weight", {c.vocab, d});
-  w.pos_emb = s.RequireF32("model.embed_positions.weight", {c.max_seq, d});
+  // The tensor names are the spec's (lib/architectures/tllm TLLM_TENSOR_ROLES), asked by role.
+  w.tok_emb = s.RequireF32(s.Name("embed"), {c.vocab, d});
+  w.pos_emb = s.RequireF32(s.Name("positions"), {c.max_seq, d});
   for (int64_t l = 0; l < c.n_layers; l++) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
     GptLayer L;
-    L.wq = s.RequireF32(p + "self_attn.q_proj.weight", {d, d});
-    L.wk = s.RequireF32(p + "self_attn.k_proj.weight", {d, d});
-    L.wv = s.RequireF32(p + "self_attn.v_proj.weight", {d, d});
-    L.wo = s.RequireF32(p + "self_attn.o_proj.weight", {d, d});
-    L.w1 = s.RequireF32(p + "mlp.fc1.weight", {d, f});
-    L.b1 = s.RequireF32(p + "mlp.fc1.bias", {f});
-    L.w2 = s.RequireF32(p + "mlp.fc2.weight", {f, d});
-    L.b2 = s.RequireF32(p + "mlp.fc2.bias", {d});
-    L.ln1_g = s.RequireF32(p + "input_layernorm.weight", {d});
-    L.ln1_b = s.RequireF32(p + "input_layernorm.bias", {d});
-    L.ln2_g = s.RequireF32(p + "post_attention_layernorm.weight", {d});
-    L.ln2_b = s.RequireF32(p + "post_attention_layernorm.bias", {d});
+    L.wq = s.RequireF32(s.Name("q", l), {d, d});
+    L.wk = s.RequireF32(s.Name("k", l), {d, d});
+    L.wv = s.RequireF32(s.Name("v", l), {d, d});
+    L.wo = s.RequireF32(s.Name("o", l), {d, d});
+    L.w1 = s.RequireF32(s.Name("fc1", l), {d, f});
+    L.b1 = s.RequireF32(s.Name("fc1Bias", l), {f});
+    L.w2 = s.RequireF32(s.Name("fc2", l), {f, d});
+    L.b2 = s.RequireF32(s.Name("fc2Bias", l), {d});
+    L.ln1_g = s.RequireF32(s.Name("ln1", l), {d});
+    L.ln1_b = s.RequireF32(s.Name("ln1Bias", l), {d});
+    L.ln2_g = s.RequireF32(s.Name("ln2", l), {d});
+    L.ln2_b = s.RequireF32(s.Name("ln2Bias", l), {d});
     w.layers.push_back(L);
   }
-  w.w_out = s.RequireF32("lm_head.weight", {d, c.vocab});
+  w.w_out = s.RequireF32(s.Name("lmHead"), {d, c.vocab});
   model->config_ = c;
   model->spec_ = std::move(spec);
   model->pool_ = std::make_unique<ThreadPool>(threads);

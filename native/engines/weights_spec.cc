@@ -63,9 +63,11 @@ std::string TensorRef::Describe() const {
   return name + " " + ShapeString(shape) + " " + type;
 }
 
-std::shared_ptr<WeightsSpec> WeightsSpec::Make(std::vector<std::shared_ptr<Mapping>> files, const std::vector<TensorView>& views) {
+std::shared_ptr<WeightsSpec> WeightsSpec::Make(std::vector<std::shared_ptr<Mapping>> files, const std::vector<TensorView>& views,
+                                               std::map<std::string, std::string> names) {
   auto out = std::make_shared<WeightsSpec>();
   out->mappings_ = std::move(files);
+  out->names_ = std::move(names);
   for (const TensorView& view : views) {
     const std::string& name = view.name;
     TensorRef t;
@@ -133,6 +135,21 @@ std::shared_ptr<WeightsSpec> WeightsSpec::Make(std::vector<std::shared_ptr<Mappi
     out->tensors_.emplace(name, std::move(t));
   }
   return out;
+}
+
+std::string WeightsSpec::Name(const std::string& role) const {
+  auto it = names_.find(role);
+  if (it == names_.end()) throw SpecError("CONFIG_MISMATCH", "the weights spec names no tensor for the role " + role);
+  return it->second;
+}
+
+std::string WeightsSpec::Name(const std::string& role, int64_t layer) const {
+  static const std::string kLayer = "{layer}";
+  std::string name = Name(role);
+  const size_t at = name.find(kLayer);
+  if (at == std::string::npos)
+    throw SpecError("CONFIG_MISMATCH", "the weights spec's name for the per-layer role " + role + " has no " + kLayer);
+  return name.replace(at, kLayer.size(), std::to_string(layer));
 }
 
 const TensorRef* WeightsSpec::Find(const std::string& name) const {

@@ -61,8 +61,16 @@ struct TensorView {
 
 class WeightsSpec {
  public:
-  // Checks every view against its mapping and dtype; throws SpecError.
-  static std::shared_ptr<WeightsSpec> Make(std::vector<std::shared_ptr<Mapping>> files, const std::vector<TensorView>& views);
+  // Checks every view against its mapping and dtype; throws SpecError. `names`: the tensor name of
+  // each role the engine asks for (the caller's family table, lib/architectures), "{layer}" standing
+  // for the layer index in per-layer ones.
+  static std::shared_ptr<WeightsSpec> Make(std::vector<std::shared_ptr<Mapping>> files, const std::vector<TensorView>& views,
+                                           std::map<std::string, std::string> names = {});
+
+  // The tensor name of `role` (of layer `layer` for a per-layer role); SpecError CONFIG_MISMATCH
+  // when the spec names no tensor for it.
+  std::string Name(const std::string& role) const;
+  std::string Name(const std::string& role, int64_t layer) const;
 
   const TensorRef* Find(const std::string& name) const;
   // The tensor `name` with exactly `shape`, or SpecError MISSING_TENSOR / SHAPE_MISMATCH
@@ -84,6 +92,7 @@ class WeightsSpec {
   std::vector<std::shared_ptr<Mapping>> mappings_;
   std::map<std::string, TensorRef> tensors_;
   std::map<std::string, size_t> file_of_;
+  std::map<std::string, std::string> names_;
 };
 
 std::string ShapeString(const std::vector<int64_t>& shape);

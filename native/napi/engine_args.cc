@@ -1,6 +1,7 @@
 #include "napi/engine_args.h"
 
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -79,7 +80,21 @@ std::shared_ptr<WeightsSpec> WeightsSpecFromValue(Napi::Value value) {
       t.scales_length = ReadCount(env, s.Get("byteLength"), name + ".scales.byteLength");
     }
   }
-  return WeightsSpec::Make(std::move(mappings), views);
+  // The tensor name of each role the engine asks for (optional: engines that spell their own).
+  std::map<std::string, std::string> role_names;
+  Napi::Value roles = spec.Get("names");
+  if (!roles.IsUndefined()) {
+    if (!roles.IsObject()) ThrowTypeError(env, "spec.names must be an object of strings");
+    Napi::Object role_map = roles.As<Napi::Object>();
+    Napi::Array keys = role_map.GetPropertyNames();
+    for (uint32_t i = 0; i < keys.Length(); i++) {
+      const std::string role = keys.Get(i).As<Napi::String>().Utf8Value();
+      Napi::Value name = role_map.Get(role);
+      if (!name.IsString()) ThrowTypeError(env, "spec.names['" + role + "'] must be a string");
+      role_names[role] = name.As<Napi::String>().Utf8Value();
+    }
+  }
+  return WeightsSpec::Make(std::move(mappings), views, std::move(role_names));
 }
 
 int64_t ReadInt(const Napi::Object& o, const char* key, int64_t lo, int64_t hi) {

@@ -21,7 +21,7 @@ const { spawnSync } = require('node:child_process');
 const { performance } = require('node:perf_hooks');
 const { readWeights } = require('../../dist/cjs/formats');
 const { DecoderEngine } = require('../../dist/cjs/engines/decoder');
-const { native } = require('../../dist/cjs/base/native');
+const { native } = require('../../dist/cjs/addon/native');
 
 const args = process.argv.slice(2);
 const opt = (name, def) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : def);

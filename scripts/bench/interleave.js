@@ -2,7 +2,7 @@
 // Runs one benchmark command against several builds of the addon, alternating build by build
 // round after round (so that a change in the machine's load hits every build alike), and prints
 // each run's output under its build's name with the load average. Each run is its own process with
-// WEIGHTMAP_ADDON set (lib/base/native.ts), so the builds never share a process.
+// WEIGHTMAP_ADDON set (lib/addon/native.ts), so the builds never share a process.
 //   node scripts/bench/interleave.js --addons before.node,build/Release/weightmap.node [--rounds 3] -- CMD ARGS...
 // e.g. -- scripts/bench/batch.js --model TREE --quant q8_0 --streams 1,8 --rounds 1
 'use strict';

@@ -28,7 +28,7 @@ const { readWeights } = require('../../dist/cjs/formats');
 const { DecoderEngine } = require('../../dist/cjs/engines/decoder');
 const { PipelineEngine } = require('../../dist/cjs/pipeline/coordinator');
 const { COORDINATOR_READ } = require('../../dist/cjs/pipeline/stage-files');
-const { closeWeights } = require('../../dist/cjs/base/weights');
+const { closeWeights } = require('../../dist/cjs/addon/weights');
 
 const args = process.argv.slice(2);
 const opt = (name, def) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : def);

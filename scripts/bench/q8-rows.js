@@ -7,7 +7,7 @@
 'use strict';
 require('../args').scriptArgs('q8-rows.js [--cols 1024] [--group 32] [--m 8] [--reps 200]', { options: { cols: 'string', group: 'string', m: 'string', reps: 'string' } });
 const { performance } = require('node:perf_hooks');
-const { native } = require('../../dist/cjs/base/native');
+const { native } = require('../../dist/cjs/addon/native');
 
 const args = process.argv.slice(2);
 const opt = (name, def) => Number(args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : def);

@@ -6,7 +6,7 @@
 'use strict';
 require('../args').scriptArgs('sampler.js [--reps 200]', { options: { reps: 'string' } });
 const os = require('node:os');
-const { native } = require('../../dist/cjs/base/native');
+const { native } = require('../../dist/cjs/addon/native');
 
 const args = process.argv.slice(2);
 const reps = Number(args.includes('--reps') ? args[args.indexOf('--reps') + 1] : 200);

@@ -2,24 +2,29 @@
 // Load benchmark of `weightmap serve`: starts the server (the CLI, in a child process, on a
 // loopback port) and runs rounds of N concurrent streaming clients (POST /v1/completions with
 // stream: true, greedy, a fixed number of tokens each). Per N: time to first token p50/p99 (from
-// sending the request to the first event with text) and aggregate tok/s (all completion tokens of
-// the round ÷ the round's wall time) and the server's RSS after the round. Needs `npm run build:ts` (dist/) and the addon.
-//   node scripts/bench/serve.js [--model PATH] [--tokenizer PATH] [--clients 1,2,4,8,16,32,64]
+// sending the request to the first event with text), inter-token latency p50/p99 (between one
+// stream's successive text events), aggregate tok/s (all completion tokens of the round ÷ the
+// round's wall time), the server's RSS after the round and the 1-minute load average at its end.
+// First line: the machine (CPU name, family / model, logical CPUs, load), threads and settings.
+// Needs `npm run build:ts` (dist/) and the addon.
+//   node scripts/bench/serve.js [--model PATH] [--tokenizer PATH] [--clients 1,4,16]
 //                               [--tokens 64] [--max-active 8] [--context 512] [--threads N]
 'use strict';
-require('../args').scriptArgs('serve.js [--model PATH] [--tokenizer PATH] [--clients 1,2,4,8,16,32,64] [--tokens 64] [--max-active 8] [--context 512] [--threads N]', { options: { model: 'string', tokenizer: 'string', clients: 'string', tokens: 'string', 'max-active': 'string', context: 'string', threads: 'string' } });
+require('../args').scriptArgs('serve.js [--model PATH] [--tokenizer PATH] [--clients 1,4,16] [--tokens 64] [--max-active 8] [--context 512] [--threads N]', { options: { model: 'string', tokenizer: 'string', clients: 'string', tokens: 'string', 'max-active': 'string', context: 'string', threads: 'string' } });
 const fs = require('node:fs');
+const os = require('node:os');
 const http = require('node:http');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { performance } = require('node:perf_hooks');
+const { machine } = require('./machine');
 
 const args = process.argv.slice(2);
 const opt = (name, def) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : def);
 const FIXTURE = path.join(__dirname, '..', '..', '..', 'shared', 'fixtures', 'llama-stories260k');
 const model = opt('model', path.join(FIXTURE, 'stories260K.bin'));
 const tokenizer = opt('tokenizer', opt('model') === undefined ? path.join(FIXTURE, 'tok512.bin') : undefined);
-const clientCounts = opt('clients', '1,2,4,8,16,32,64').split(',').map(Number);
+const clientCounts = opt('clients', '1,4,16').split(',').map(Number);
 const tokens = Number(opt('tokens', '64'));
 const maxActive = opt('max-active', '8');
 const context = opt('context', '512');
@@ -42,12 +47,14 @@ function startServer() {
   });
 }
 
-/** One streaming completion: resolves to { ttft (ms), tokens }. */
+/** One streaming completion: resolves to { ttft (ms), gaps (ms between its text events), tokens }. */
 function streamOnce(server, agent, modelId) {
   const body = JSON.stringify({ model: modelId, prompt: 'Once upon a time', max_tokens: tokens, temperature: 0, stream: true, stream_options: { include_usage: true } });
   return new Promise((resolve, reject) => {
     const start = performance.now();
     let ttft;
+    let last;
+    const gaps = [];
     let usage;
     let buffer = '';
     const req = http.request({ host: server.host, port: server.port, path: '/v1/completions', method: 'POST', agent, headers: { 'Content-Type': 'application/json' } }, (res) => {
@@ -61,11 +68,16 @@ function streamOnce(server, agent, modelId) {
           buffer = buffer.slice(end + 2);
           if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
           const event = JSON.parse(line.slice(6));
-          if (ttft === undefined && event.choices[0]?.text) ttft = performance.now() - start;
+          if (event.choices[0]?.text) {
+            const now = performance.now();
+            if (ttft === undefined) ttft = now - start;
+            else gaps.push(now - last);
+            last = now;
+          }
           if (event.usage) usage = event.usage;
         }
       });
-      res.on('end', () => resolve({ ttft, tokens: usage.completion_tokens }));
+      res.on('end', () => resolve({ ttft, gaps, tokens: usage.completion_tokens }));
     });
     req.on('error', reject);
     req.end(body);
@@ -98,16 +110,20 @@ async function main() {
     }).on('error', reject);
   });
   await streamOnce(server, agent, modelId); // warm-up
-  console.log(`model ${modelId}, ${tokens} tokens per request, greedy, --max-active ${maxActive}, --context ${context}`);
-  console.log('| clients | TTFT p50 (ms) | TTFT p99 (ms) | aggregate tok/s | server RSS (MiB) |');
-  console.log('|---:|---:|---:|---:|---:|');
+  const here = machine();
+  console.log(`${here.date}, ${here.cpu} (family ${here.cpuFamily}, model ${here.cpuModel}), ${here.logicalCpus} logical CPUs, load ${here.load} at the start; ` +
+    `threads ${threads ?? `the default (physical cores)`}; model ${modelId}, ${tokens} tokens per request, greedy, --max-active ${maxActive}, --context ${context}`);
+  console.log('| clients | TTFT p50 (ms) | TTFT p99 (ms) | ITL p50 (ms) | ITL p99 (ms) | aggregate tok/s | server RSS (MiB) | load (1 min) |');
+  console.log('|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const n of clientCounts) {
     const start = performance.now();
     const results = await Promise.all(Array.from({ length: n }, () => streamOnce(server, agent, modelId)));
     const seconds = (performance.now() - start) / 1000;
     const ttfts = results.map((r) => r.ttft);
+    const gaps = results.flatMap((r) => r.gaps);
+    const itl = (p) => (gaps.length ? percentile(gaps, p).toFixed(1) : '-');
     const total = results.reduce((sum, r) => sum + r.tokens, 0);
-    console.log(`| ${n} | ${percentile(ttfts, 50).toFixed(1)} | ${percentile(ttfts, 99).toFixed(1)} | ${(total / seconds).toFixed(0)} | ${serverRssMiB(server.child.pid)} |`);
+    console.log(`| ${n} | ${percentile(ttfts, 50).toFixed(1)} | ${percentile(ttfts, 99).toFixed(1)} | ${itl(50)} | ${itl(99)} | ${(total / seconds).toFixed(0)} | ${serverRssMiB(server.child.pid)} | ${os.loadavg()[0].toFixed(2)} |`);
   }
   agent.destroy();
   server.child.kill('SIGTERM');

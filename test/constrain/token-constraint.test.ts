@@ -5,7 +5,7 @@
  * a jsonSchema on a real model, judged by ajv.
  */
 import Ajv from 'ajv';
-import { native } from '../../lib/base/native';
+import { native } from '../../lib/addon/native';
 import { loadModel, type Model } from '../../lib/models/model';
 import type { Tokenizer } from '../../lib/tokenizers';
 import { loadTokenizer } from '../../lib/tokenizer-loading';

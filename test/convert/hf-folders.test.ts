@@ -9,7 +9,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { convert } from '../../lib/formats/convert';
-import { crc32 } from '../../lib/base/checksums';
+import { crc32 } from '../../lib/addon/checksums';
 import { modelConfigFromHf } from '../../lib/formats/hf-config';
 import { MOONDREAM2_CONFIG } from '../../lib/architectures/moondream';
 import { fixture, readJson } from '../helpers/fixtures';

@@ -11,7 +11,7 @@ import { convert } from '../../lib/formats/convert';
 import { ajc1TokenizerFromVocabulary, internalStringBytes } from '../../lib/formats/ajc1-sidecars';
 import { readWeights } from '../../lib/formats';
 import { readF32 } from '../../lib/formats/tensor-data';
-import { closeWeights, type ModelWeights } from '../../lib/base/weights';
+import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { fixture, tempDir } from '../helpers/fixtures';
 import { sameBytes, writeJson } from './helpers';
 

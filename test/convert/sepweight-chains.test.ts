@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { convert } from '../../lib/formats/convert';
 import { readWeights } from '../../lib/formats';
 import { viewBytes } from '../../lib/formats/tensor-data';
-import type { TokenizerData } from '../../lib/base/weights';
+import type { TokenizerData } from '../../lib/addon/weights';
 import { UnsupportedError } from '../../lib/base/errors';
 import { fixture } from '../helpers/fixtures';
 import { listFiles, sameBytes } from './helpers';

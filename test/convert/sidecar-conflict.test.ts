@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import { convert } from '../../lib/formats/convert';
 import { SidecarConflictError } from '../../lib/base/errors';
 import { readWeights } from '../../lib/formats';
-import { closeWeights } from '../../lib/base/weights';
+import { closeWeights } from '../../lib/addon/weights';
 import { runCli } from '../helpers/cli';
 import { fixture } from '../helpers/fixtures';
 import { testWorkspace } from '../helpers/workspace';

@@ -10,7 +10,7 @@ import { convert } from '../../lib/formats/convert';
 import { WeightFormatError } from '../../lib/base/errors';
 import { readWeights } from '../../lib/formats';
 import { loadModel } from '../../lib/models/model';
-import { closeWeights, type FormatName } from '../../lib/base/weights';
+import { closeWeights, type FormatName } from '../../lib/addon/weights';
 import { runCli } from '../helpers/cli';
 import { fixture } from '../helpers/fixtures';
 import { testWorkspace } from '../helpers/workspace';

@@ -6,7 +6,7 @@
 import { AbortError, DisposedError, UnsupportedError } from '../../lib/base/errors';
 import { loadEmbedder, similarity, type Embedder } from '../../lib/models/embedder';
 import { readWeights } from '../../lib/formats';
-import { closeWeights, type ModelWeights } from '../../lib/base/weights';
+import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import type { BertConfig } from '../../lib/architectures/bert';
 import { fixture, readF32, readJson } from '../helpers/fixtures';
 import { ReferenceBert } from './reference';

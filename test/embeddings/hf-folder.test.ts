@@ -9,7 +9,7 @@ import { loadEmbedder, similarity } from '../../lib/models/embedder';
 import { readWeights } from '../../lib/formats';
 import { f32ToF16 } from '../../lib/formats/dtype-convert';
 import { readF32 as tensorF32 } from '../../lib/formats/tensor-data';
-import { closeWeights, numel, type ModelWeights, type TokenizerData } from '../../lib/base/weights';
+import { closeWeights, numel, type ModelWeights, type TokenizerData } from '../../lib/addon/weights';
 import type { BertConfig } from '../../lib/architectures/bert';
 import { fixture, readJson, tempDir } from '../helpers/fixtures';
 import { ReferenceBert } from './reference';

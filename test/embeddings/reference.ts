@@ -4,7 +4,7 @@
  * not cover. Small models only (it is O(T·H²) per layer in JS).
  */
 import { readF32 } from '../../lib/formats/tensor-data';
-import { numel, type ModelWeights } from '../../lib/base/weights';
+import { numel, type ModelWeights } from '../../lib/addon/weights';
 import type { BertConfig } from '../../lib/architectures/bert';
 
 type Pooling = 'mean' | 'cls' | 'max';

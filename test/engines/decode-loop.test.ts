@@ -6,8 +6,8 @@ import { DecodeLoop } from '../../lib/engines/decode-loop';
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { AbortError } from '../../lib/base/errors';
 import { llama2cFormat } from '../../lib/formats/llama2c';
-import { native } from '../../lib/base/native';
-import { closeWeights, type ModelWeights } from '../../lib/base/weights';
+import { native } from '../../lib/addon/native';
+import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { fixture } from '../helpers/fixtures';
 import { storiesExpected } from './decoder-helpers';
 

@@ -3,14 +3,14 @@
  * with different prompts, joining and leaving a batch, must produce the tokens each produces
  * decoded alone (greedy), and keep the state a single step would leave.
  */
-import type { Sampler } from '../../lib/base/binding';
+import type { Sampler } from '../../lib/addon/binding';
 import { DecoderEngine, type DecoderEngineSession } from '../../lib/engines/decoder';
 import { AbortError } from '../../lib/base/errors';
 import { readWeights } from '../../lib/formats';
 import { ajc1Format } from '../../lib/formats/ajc1';
 import { llama2cFormat } from '../../lib/formats/llama2c';
-import { native } from '../../lib/base/native';
-import { closeWeights, type ModelWeights } from '../../lib/base/weights';
+import { native } from '../../lib/addon/native';
+import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { fixture, readJson } from '../helpers/fixtures';
 import { testWorkspace } from '../helpers/workspace';
 import { greedy, storiesExpected } from './decoder-helpers';

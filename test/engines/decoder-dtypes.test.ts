@@ -12,7 +12,7 @@ import { ajc1Format } from '../../lib/formats/ajc1';
 import { encodeFloats, f16ToF32, f32ToF16 } from '../../lib/formats/dtype-convert';
 import { llama2cFormat } from '../../lib/formats/llama2c';
 import { readF32 as readTensor } from '../../lib/formats/tensor-data';
-import { closeWeights, numel, type ModelWeights, type TensorView } from '../../lib/base/weights';
+import { closeWeights, numel, type ModelWeights, type TensorView } from '../../lib/addon/weights';
 import { blobWeights, type BlobTensor } from '../formats/synthetic';
 import { fixture, readF32, readJson, tempDir } from '../helpers/fixtures';
 import { maxAbsDiff, storiesExpected } from './decoder-helpers';

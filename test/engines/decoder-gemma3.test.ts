@@ -6,12 +6,12 @@
  * to exceed 1e-2), batched decode equal to decoding alone, and HF and GGUF logits equal to 1e-5
  * (the GGUF stores norms as 1 + w, as llama.cpp's converter does, and the engine adds nothing).
  */
-import { native } from '../../lib/base/native';
+import { native } from '../../lib/addon/native';
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { writeGguf } from '../../lib/formats/gguf-writer';
 import { decoderConfigFromHf, hfConfigFromDecoder } from '../../lib/formats/hf-config';
 import { readF32 } from '../../lib/formats/tensor-data';
-import { findTensor, type ModelWeights } from '../../lib/base/weights';
+import { findTensor, type ModelWeights } from '../../lib/addon/weights';
 import type { DecoderConfig } from '../../lib/architectures/decoder';
 import { testWorkspace } from '../helpers/workspace';
 import { argmax, maxAbsDiff } from './decoder-helpers';

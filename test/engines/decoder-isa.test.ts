@@ -6,8 +6,8 @@
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { ajc1Format } from '../../lib/formats/ajc1';
 import { llama2cFormat } from '../../lib/formats/llama2c';
-import { native } from '../../lib/base/native';
-import { closeWeights, type ModelWeights } from '../../lib/base/weights';
+import { native } from '../../lib/addon/native';
+import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { fixture, readF32, readJson } from '../helpers/fixtures';
 import { maxAbsDiff, storiesExpected } from './decoder-helpers';
 

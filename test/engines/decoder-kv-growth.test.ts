@@ -6,7 +6,7 @@
  */
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { llama2cFormat } from '../../lib/formats/llama2c';
-import { closeWeights, type ModelWeights } from '../../lib/base/weights';
+import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { fixture } from '../helpers/fixtures';
 import { storiesExpected } from './decoder-helpers';
 

@@ -2,13 +2,13 @@
  * Abort, dispose, misuse and hostile specs: every failure is a typed error, never a crash, and
  * a session stays usable (and correct) after an aborted call.
  */
-import type { EngineWeightsSpec } from '../../lib/base/binding';
+import type { EngineWeightsSpec } from '../../lib/addon/binding';
 import type { DecoderConfig } from '../../lib/architectures/decoder';
 import { DecoderEngine, decoderWeightsSpec } from '../../lib/engines/decoder';
 import { AbortError, DisposedError, UnsupportedError, WeightFormatError } from '../../lib/base/errors';
 import { llama2cFormat } from '../../lib/formats/llama2c';
-import { native } from '../../lib/base/native';
-import { closeWeights, type ModelWeights } from '../../lib/base/weights';
+import { native } from '../../lib/addon/native';
+import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { fixture } from '../helpers/fixtures';
 import { maxAbsDiff, storiesExpected } from './decoder-helpers';
 

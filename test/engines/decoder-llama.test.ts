@@ -8,8 +8,8 @@ import { ggufFormat } from '../../lib/formats/gguf-format';
 import { llama2cFormat } from '../../lib/formats/llama2c';
 import { sepweightFormat } from '../../lib/formats/sepweight';
 import type { FormatModule } from '../../lib/formats/types';
-import { native } from '../../lib/base/native';
-import { closeWeights, type ModelWeights } from '../../lib/base/weights';
+import { native } from '../../lib/addon/native';
+import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { fixture } from '../helpers/fixtures';
 import { argmax, greedy, maxAbsDiff, storiesExpected } from './decoder-helpers';
 

@@ -4,12 +4,12 @@
  * config readers produce, every enum list equals lib/architectures/decoder.ts's, and a value outside
  * a list is refused naming the list.
  */
-import { native } from '../../lib/base/native';
+import { native } from '../../lib/addon/native';
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { DECODER_ACTIVATIONS, DECODER_QUANTS, KV_CACHE_TYPES, ROPE_PAIRINGS } from '../../lib/architectures/decoder';
 import { decoderConfigFromHf } from '../../lib/formats/hf-config';
 import { readWeights } from '../../lib/formats';
-import { closeWeights, type ModelWeights } from '../../lib/base/weights';
+import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { fixture } from '../helpers/fixtures';
 
 const names = () => native().decoderNames;

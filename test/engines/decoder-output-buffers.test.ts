@@ -5,7 +5,7 @@
  */
 import type { DecoderConfig } from '../../lib/architectures/decoder';
 import { DecoderEngine } from '../../lib/engines/decoder';
-import { closeWeights } from '../../lib/base/weights';
+import { closeWeights } from '../../lib/addon/weights';
 import { blobWeights, type BlobTensor } from '../formats/synthetic';
 import { tempDir } from '../helpers/fixtures';
 

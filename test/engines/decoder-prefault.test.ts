@@ -8,7 +8,7 @@
 import * as fs from 'node:fs';
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { readWeights } from '../../lib/formats';
-import { closeWeights } from '../../lib/base/weights';
+import { closeWeights } from '../../lib/addon/weights';
 import { fixture } from '../helpers/fixtures';
 
 const FILE = fixture('ajc1-qwen3-tiny', 'model.bin');

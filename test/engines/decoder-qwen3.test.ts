@@ -6,7 +6,7 @@
  */
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { ajc1Format } from '../../lib/formats/ajc1';
-import { closeWeights, type ModelWeights } from '../../lib/base/weights';
+import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { fixture, readF32, readJson } from '../helpers/fixtures';
 import { argmax, greedy, maxAbsDiff } from './decoder-helpers';
 

@@ -22,7 +22,7 @@ import { readWeights } from '../../lib/formats';
 import { canonicalDecoderName } from '../../lib/formats/gguf';
 import { ggufFormat } from '../../lib/formats/gguf-format';
 import { readF32 as readF32View } from '../../lib/formats/tensor-data';
-import { closeWeights, findTensor, type ModelWeights } from '../../lib/base/weights';
+import { closeWeights, findTensor, type ModelWeights } from '../../lib/addon/weights';
 import { fixture, readF32, readJson, tempDir } from '../helpers/fixtures';
 import { argmax, greedy, maxAbsDiff } from './decoder-helpers';
 

@@ -13,7 +13,7 @@ import { AbortError, UnsupportedError } from '../../lib/base/errors';
 import { answer, encodeImage, loadMoondream, MoondreamModel, questionIds } from '../../lib/models/moondream';
 import { loadModel } from '../../lib/models/model';
 import type { StreamDecoder, Tokenizer } from '../../lib/tokenizers';
-import { closeWeights, type ModelWeights } from '../../lib/base/weights';
+import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { fixture, readF32, readJson, tempDir } from '../helpers/fixtures';
 
 const expected = readJson('moon-tiny', 'expected.json');

@@ -5,7 +5,7 @@
  */
 import { MOONDREAM2_CONFIG, moondreamTensorSpecs, type MoondreamConfig } from '../../lib/architectures/moondream';
 import { MoondreamEngine } from '../../lib/engines/moondream';
-import { closeWeights } from '../../lib/base/weights';
+import { closeWeights } from '../../lib/addon/weights';
 import { blobWeights, type BlobTensor } from '../formats/synthetic';
 import { tempDir } from '../helpers/fixtures';
 import { evict, fileMappings, thpUsable } from '../helpers/page-cache';

@@ -9,7 +9,7 @@ import { moonFormat } from '../../lib/formats/moon';
 import { readF32 as readTensor } from '../../lib/formats/tensor-data';
 import { MoondreamEngine } from '../../lib/engines/moondream';
 import { MOONDREAM_NAMES as N, type MoondreamConfig } from '../../lib/architectures/moondream';
-import { closeWeights, findTensor, numel, type ModelWeights } from '../../lib/base/weights';
+import { closeWeights, findTensor, numel, type ModelWeights } from '../../lib/addon/weights';
 import { fixture, readF32, readJson } from '../helpers/fixtures';
 
 const expected = readJson('moon-tiny', 'expected.json');

@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import { moonFormat } from '../../lib/formats/moon';
 import { MoondreamEngine, type MoondreamSession } from '../../lib/engines/moondream';
 import { AbortError, DisposedError, UnsupportedError } from '../../lib/base/errors';
-import { closeWeights, type ModelWeights } from '../../lib/base/weights';
+import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { fixture, readF32, readJson } from '../helpers/fixtures';
 
 const expected = readJson('moon-tiny', 'expected.json');

@@ -5,10 +5,10 @@
  * Expectations: the fixture's greedy tokens (llama-stories260k) and the closed form of a mask that
  * allows one token.
  */
-import { native } from '../../lib/base/native';
+import { native } from '../../lib/addon/native';
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { readWeights } from '../../lib/formats';
-import { closeWeights, type ModelWeights } from '../../lib/base/weights';
+import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { fixture } from '../helpers/fixtures';
 import { storiesExpected } from './decoder-helpers';
 

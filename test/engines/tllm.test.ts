@@ -6,8 +6,8 @@
 import { tllmFormat } from '../../lib/formats/tllm';
 import { GptEngine } from '../../lib/engines/gpt';
 import { AbortError, DisposedError, UnsupportedError } from '../../lib/base/errors';
-import { native } from '../../lib/base/native';
-import { closeWeights, type ModelWeights } from '../../lib/base/weights';
+import { native } from '../../lib/addon/native';
+import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { fixture, readF32, readJson } from '../helpers/fixtures';
 
 const expected = readJson('tllm-tiny', 'expected.json');

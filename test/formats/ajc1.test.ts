@@ -5,7 +5,7 @@ import { WeightFormatError } from '../../lib/base/errors';
 import { ajc1Format, chooseGroupSize, MISSING_TOKEN_SCORE } from '../../lib/formats/ajc1';
 import { decodeVocabularySteps } from '../../lib/tokenizers/deferred-vocabulary';
 import { readF32 } from '../../lib/formats/tensor-data';
-import { closeWeights, numel, type ModelWeights } from '../../lib/base/weights';
+import { closeWeights, numel, type ModelWeights } from '../../lib/addon/weights';
 import type { DecoderConfig } from '../../lib/architectures/decoder';
 import { fixture, readJson, tempDir } from '../helpers/fixtures';
 import { blobWeights, corruptCopy, f32Bytes } from './synthetic';

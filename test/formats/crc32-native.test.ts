@@ -1,9 +1,9 @@
 import * as crypto from 'node:crypto';
 import * as zlib from 'node:zlib';
 import * as fs from 'node:fs';
-import { crc32Combine, crc32Native, type NativeCrc32Options } from '../../lib/base/checksums';
-import { mapFile } from '../../lib/base/mapping';
-import { native } from '../../lib/base/native';
+import { crc32Combine, crc32Native, type NativeCrc32Options } from '../../lib/addon/checksums';
+import { mapFile } from '../../lib/addon/mapping';
+import { native } from '../../lib/addon/native';
 import { watchEventLoop } from '../helpers/event-loop';
 import { tempDir } from '../helpers/fixtures';
 

@@ -16,7 +16,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { WeightFormatError } from '../../lib/base/errors';
 import { readWeights, writeWeights } from '../../lib/formats';
-import { closeWeights, type FormatName } from '../../lib/base/weights';
+import { closeWeights, type FormatName } from '../../lib/addon/weights';
 import { fixture, tempDir } from '../helpers/fixtures';
 import { mulberry32 } from '../helpers/rng';
 import { randomCorpus, structuredCorpus } from './fuzz/corpus';

@@ -12,7 +12,7 @@ import { GGML_TYPES } from '../../lib/formats/gguf';
 import { ggufFormat } from '../../lib/formats/gguf-format';
 import { readLlama2cTokenizer } from '../../lib/formats/llama2c-tokenizer';
 import { readF32 } from '../../lib/formats/tensor-data';
-import { closeWeights, findTensor, type ModelWeights, type TokenizerData } from '../../lib/base/weights';
+import { closeWeights, findTensor, type ModelWeights, type TokenizerData } from '../../lib/addon/weights';
 import type { DecoderConfig } from '../../lib/architectures/decoder';
 import { fixture, readJson, tempDir } from '../helpers/fixtures';
 import { bytesOf, expectFormatError, STORIES_GGUF, TOK512, writeEdited } from './userfmt-helpers';

@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { WeightFormatError } from '../../lib/base/errors';
 import { readWeights, writeWeights } from '../../lib/formats';
 import { loadTokenizer } from '../../lib/tokenizer-loading';
-import { closeWeights } from '../../lib/base/weights';
+import { closeWeights } from '../../lib/addon/weights';
 import { runCli } from '../helpers/cli';
 import { fixture, tempDir } from '../helpers/fixtures';
 import { applyEdit, editJsonText, type Edit, type FuzzCase } from './fuzz/edits';

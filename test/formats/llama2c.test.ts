@@ -12,7 +12,7 @@ import { llama2cFormat } from '../../lib/formats/llama2c';
 import { encodeLlama2cTokenizer, readLlama2cTokenizer } from '../../lib/formats/llama2c-tokenizer';
 import { sepweightFormat } from '../../lib/formats/sepweight';
 import { readF32 } from '../../lib/formats/tensor-data';
-import { closeWeights, findTensor, type ModelWeights, type TokenizerData } from '../../lib/base/weights';
+import { closeWeights, findTensor, type ModelWeights, type TokenizerData } from '../../lib/addon/weights';
 import type { DecoderConfig } from '../../lib/architectures/decoder';
 import { fixture, tempDir } from '../helpers/fixtures';
 import {
@@ -351,7 +351,7 @@ describe('llama2.c v0 writer', () => {
     for (let r = 0; r < 512; r++) bytesOf(head).copy(reversed, (511 - r) * 256, r * 256, (r + 1) * 256);
     const file = tmpFile('head.bin');
     fs.writeFileSync(file, reversed);
-    const { mapFile } = await import('../../lib/base/mapping');
+    const { mapFile } = await import('../../lib/addon/mapping');
     const src = mapFile(file);
     const untied: ModelWeights = {
       ...gguf,

@@ -6,7 +6,7 @@ import { moonFormat } from '../../lib/formats/moon';
 import { f16ToF32, f32ToF16 } from '../../lib/formats/dtype-convert';
 import { readF32 } from '../../lib/formats/tensor-data';
 import { MOONDREAM2_CONFIG, type MoondreamConfig } from '../../lib/architectures/moondream';
-import { closeWeights, numel, type ModelWeights } from '../../lib/base/weights';
+import { closeWeights, numel, type ModelWeights } from '../../lib/addon/weights';
 import { fixture, readJson, tempDir } from '../helpers/fixtures';
 import { blobWeights, corruptCopy, f32Bytes, transpose } from './synthetic';
 

@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { encodeNpyHeader, npyFormat, parseNpyHeader } from '../../lib/formats/npy';
 import { readF32, transposedF32Chunks } from '../../lib/formats/tensor-data';
-import { closeWeights, type ModelWeights } from '../../lib/base/weights';
+import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { tempDir } from '../helpers/fixtures';
 import { bytesOf, expectFormatError, listFiles, STORIES_TREE, storiesBinTensor } from './userfmt-helpers';
 

@@ -11,7 +11,7 @@ import { npyFormat } from '../../lib/formats/npy';
 import { safetensorsFormat } from '../../lib/formats/safetensors';
 import { sepweightFormat } from '../../lib/formats/sepweight';
 import { readF32 } from '../../lib/formats/tensor-data';
-import { closeWeights, findTensor, type ModelWeights } from '../../lib/base/weights';
+import { closeWeights, findTensor, type ModelWeights } from '../../lib/addon/weights';
 import type { BertConfig } from '../../lib/architectures/bert';
 import type { DecoderConfig } from '../../lib/architectures/decoder';
 import { tempDir } from '../helpers/fixtures';

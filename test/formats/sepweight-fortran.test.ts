@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { readWeights, writeWeights } from '../../lib/formats';
-import { closeWeights, type ModelWeights } from '../../lib/base/weights';
+import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { greedy } from '../engines/decoder-helpers';
 import { fixture, tempDir } from '../helpers/fixtures';
 

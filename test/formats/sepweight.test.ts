@@ -11,7 +11,7 @@ import { llama2cFormat } from '../../lib/formats/llama2c';
 import { encodeNpyHeader, parseNpyHeader } from '../../lib/formats/npy';
 import { parsePartSpec, sepweightFormat, specLayers } from '../../lib/formats/sepweight';
 import { readF32 } from '../../lib/formats/tensor-data';
-import { closeWeights, findTensor, type ModelWeights, type TokenizerData } from '../../lib/base/weights';
+import { closeWeights, findTensor, type ModelWeights, type TokenizerData } from '../../lib/addon/weights';
 import type { DecoderConfig } from '../../lib/architectures/decoder';
 import { tempDir } from '../helpers/fixtures';
 import { bytesOf, expectFormatError, listFiles, STORIES_BIN, STORIES_GGUF, STORIES_TREE, TOK512 } from './userfmt-helpers';
@@ -133,7 +133,7 @@ describe('the stories260K tree', () => {
     }
     /* eslint-disable @typescript-eslint/no-require-imports */
     const fsModule = require('node:fs') as typeof fs;
-    const mapping = require('../../lib/base/mapping') as typeof import('../../lib/base/mapping');
+    const mapping = require('../../lib/addon/mapping') as typeof import('../../lib/addon/mapping');
     /* eslint-enable @typescript-eslint/no-require-imports */
     const spies = [
       jest.spyOn(fsModule, 'readdirSync'),
@@ -394,7 +394,7 @@ describe('sepweight writer', () => {
     fs.mkdirSync(dir);
     fs.writeFileSync(path.join(dir, 'q8.bin'), q8);
     fs.writeFileSync(path.join(dir, 'ggml.bin'), ggml);
-    const { mapFile } = await import('../../lib/base/mapping');
+    const { mapFile } = await import('../../lib/addon/mapping');
     const q8src = mapFile(path.join(dir, 'q8.bin'));
     const ggmlSrc = mapFile(path.join(dir, 'ggml.bin'));
     const up = 'model.layers.0.mlp.up_proj.weight';

@@ -3,7 +3,7 @@
  * vocabulary before they trust it: where it stops, how many records it passed and the longest
  * payload, for records built here with known lengths, and each way a record can fail to fit.
  */
-import { native } from '../../lib/base/native';
+import { native } from '../../lib/addon/native';
 
 /** GGUF strings: u64 length (little-endian), then the bytes. */
 function u64Records(lengths: number[]): Buffer {

@@ -5,8 +5,8 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { mapFile } from '../../lib/base/mapping';
-import type { DType, FormatName, ModelWeights, TensorView, TokenizerData } from '../../lib/base/weights';
+import { mapFile } from '../../lib/addon/mapping';
+import type { DType, FormatName, ModelWeights, TensorView, TokenizerData } from '../../lib/addon/weights';
 import type { ModelConfig } from '../../lib/architectures/model-config';
 
 export interface BlobTensor {

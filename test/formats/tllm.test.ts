@@ -5,7 +5,7 @@ import { WeightFormatError } from '../../lib/base/errors';
 import { tllmFormat } from '../../lib/formats/tllm';
 import { f16ToF32, f32ToF16 } from '../../lib/formats/dtype-convert';
 import { readF32 } from '../../lib/formats/tensor-data';
-import { closeWeights, numel, type ModelWeights } from '../../lib/base/weights';
+import { closeWeights, numel, type ModelWeights } from '../../lib/addon/weights';
 import type { TllmConfig } from '../../lib/architectures/tllm';
 import { fixture, readJson, tempDir } from '../helpers/fixtures';
 import { blobWeights, corruptCopy, f32Bytes, transpose } from './synthetic';

@@ -6,7 +6,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { WeightFormatError, type WeightFormatErrorCode } from '../../lib/base/errors';
-import type { TensorView } from '../../lib/base/weights';
+import type { TensorView } from '../../lib/addon/weights';
 import { fixture } from '../helpers/fixtures';
 
 export const STORIES = fixture('llama-stories260k');

@@ -3,7 +3,7 @@
  * token): stop tokens, max tokens, a full context, stop strings held back and cut, UTF-8 split
  * across tokens, abort, early break, KV-prefix reuse and the engine's step() fast path.
  */
-import type { NativeSamplingParams, Sampler } from '../../lib/base/binding';
+import type { NativeSamplingParams, Sampler } from '../../lib/addon/binding';
 import { AbortError } from '../../lib/base/errors';
 import { StopStringFilter, startGeneration, type GenerationHost, type LanguageSession, type SessionLease } from '../../lib/generation/generate';
 import type { DecodeOptions, StreamDecoder, Tokenizer } from '../../lib/tokenizers';

@@ -3,8 +3,8 @@
  * of FORMATS.md §5.7 computed with BigInt, greedy/top-k/top-p/min-p/penalty/bias semantics, exact
  * first draws, a brute-force reference of the whole pipeline, and empirical frequencies.
  */
-import { native } from '../../lib/base/native';
-import type { NativeSamplingParams } from '../../lib/base/binding';
+import { native } from '../../lib/addon/native';
+import type { NativeSamplingParams } from '../../lib/addon/binding';
 import { mulberry32 } from '../helpers/rng';
 
 const { Sampler, rngDraws } = native();

@@ -4,7 +4,7 @@
  * pages dropped from the cache so that a load reads it as a cold file.
  */
 import * as fs from 'node:fs';
-import type { ModelWeights } from '../../lib/base/weights';
+import type { ModelWeights } from '../../lib/addon/weights';
 
 const THP = '/sys/kernel/mm/transparent_hugepage/enabled';
 

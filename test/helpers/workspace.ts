@@ -1,7 +1,7 @@
 /** A temporary folder for one test file: fresh paths in it, and reads whose mappings close when the file's tests end. */
 import * as path from 'node:path';
 import { readWeights } from '../../lib/formats';
-import { closeWeights, type ModelWeights } from '../../lib/base/weights';
+import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { tempDir } from './fixtures';
 
 export interface Workspace {

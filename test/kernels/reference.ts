@@ -3,8 +3,8 @@
  * written from the format's definition (not from the native code), and double-precision dots.
  */
 import * as path from 'node:path';
-import { native, packageRoot } from '../../lib/base/native';
-import type { KernelsBinding } from '../../lib/base/binding';
+import { native, packageRoot } from '../../lib/addon/native';
+import type { KernelsBinding } from '../../lib/addon/binding';
 
 export const kernels: KernelsBinding = native().kernels;
 

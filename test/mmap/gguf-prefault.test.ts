@@ -9,9 +9,9 @@ import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { readWeights } from '../../lib/formats';
-import { mapFile, type MappedSource } from '../../lib/base/mapping';
-import { native } from '../../lib/base/native';
-import { closeWeights } from '../../lib/base/weights';
+import { mapFile, type MappedSource } from '../../lib/addon/mapping';
+import { native } from '../../lib/addon/native';
+import { closeWeights } from '../../lib/addon/weights';
 import { fixture, tempDir } from '../helpers/fixtures';
 
 const PAGE = 4096;

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { mapFile } from '../../lib/base/mapping';
+import { mapFile } from '../../lib/addon/mapping';
 import { tempDir } from '../helpers/fixtures';
 
 describe('mapFile', () => {

@@ -9,9 +9,9 @@ import { DecoderEngine, type DecoderEngineSession } from '../../lib/engines/deco
 import { GptEngine, type GptEngineSession } from '../../lib/engines/gpt';
 import { DisposedError } from '../../lib/base/errors';
 import { readWeights } from '../../lib/formats';
-import { mapFile, type MappedSource } from '../../lib/base/mapping';
+import { mapFile, type MappedSource } from '../../lib/addon/mapping';
 import { loadModel, type Model } from '../../lib/models/model';
-import { closeWeights } from '../../lib/base/weights';
+import { closeWeights } from '../../lib/addon/weights';
 import { fixture } from '../helpers/fixtures';
 
 const stories = fixture('llama-stories260k', 'stories260K.bin');

@@ -5,7 +5,7 @@
  */
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { readStageWeights } from '../../lib/pipeline/stage-files';
-import { closeWeights, type ModelWeights } from '../../lib/base/weights';
+import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { readWeights } from '../../lib/formats';
 import { fixture, readJson } from '../helpers/fixtures';
 

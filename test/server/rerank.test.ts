@@ -6,10 +6,12 @@
 import { Tokenizer as HfTokenizer } from '@anush008/tokenizers';
 import * as path from 'node:path';
 import { loadReranker, type Reranker } from '../../lib/models/reranker';
+import { listModelsFolder } from '../../lib/server/models-folder';
+import { main } from '../../lib/cli/main';
 import { crossEncoderLogit } from '../embeddings/cross-encoder-reference';
 import { fixture, tempDir } from '../helpers/fixtures';
 import { writeTinyCrossEncoder, type TinyCrossEncoder } from '../helpers/tiny-cross-encoder';
-import { rawRequest, startServer, type Running } from './server-helpers';
+import { rawRequest, startServer, until, type Running } from './server-helpers';
 
 const QUERY = 'What is the capital of Germany?';
 const DOCS = ['Berlin is the capital of Germany.', 'Paris is in France.', 'Bananas are yellow fruit.', 'The German capital is Berlin, a large city.'];
@@ -104,4 +106,39 @@ test('metrics count rerank pairs as prompt tokens and the route by name', async 
   const after = await rawRequest(running.origin, '/metrics');
   expect(count(after.body, 'weightmap_prompt_tokens_total\\{model="ce"\\}') - tokensBefore).toBe(totalTokens());
   expect(after.body).toMatch(/weightmap_http_requests_total\{method="POST",route="\/v1\/rerank",status="200"\} \d+/);
+});
+
+test('a cross-encoder in a --models folder is listed as a reranker and loads on its first request', async () => {
+  const folder = await listModelsFolder(tmp.dir, { rerank: { threads: 1 } });
+  expect(folder.models.map((m) => [m.id, m.kind, m.info?.architecture])).toEqual([['ce', 'rerank', 'bert-classifier']]);
+  const pool = await startServer({ models: folder.models, metrics: false });
+  try {
+    const { status, body } = await post(pool.origin, '/v1/rerank', { model: 'ce', query: QUERY, documents: DOCS, top_n: 1 });
+    expect([status, body.results[0].index]).toEqual([200, bestFirst()[0]]);
+    expect(Math.abs(body.results[0].relevance_score - expected[bestFirst()[0]].score)).toBeLessThan(1e-5);
+    const listed = await rawRequest(pool.origin, '/api/tags');
+    expect(listed.body.models.map((m: { name: string; capabilities?: string[] }) => m.name)).toEqual(['ce:latest']); // Ollama's naming
+  } finally {
+    await pool.stop();
+  }
+});
+
+test('weightmap serve --reranker MODEL answers /v1/rerank under the folder name, and drains on SIGTERM', async () => {
+  const printed: string[] = [];
+  const write = process.stdout.write.bind(process.stdout);
+  process.stdout.write = ((chunk: string | Uint8Array) => (printed.push(chunk.toString()), true)) as typeof process.stdout.write;
+  const before = new Set(process.listeners('SIGTERM'));
+  const serving = main(['node', 'weightmap', 'serve', '--reranker', model.dir, '--port', '0', '--threads', '1', '--no-metrics']);
+  try {
+    await until(() => printed.join('').includes('listening on'));
+    const origin = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(printed.join(''))![1];
+    const { status, body } = await post(origin, '/v1/rerank', { query: QUERY, documents: DOCS });
+    expect([status, body.model, body.results.map((r: { index: number }) => r.index)]).toEqual([200, 'ce', bestFirst()]);
+    const added = process.listeners('SIGTERM').filter((listener) => !before.has(listener));
+    expect(added).toHaveLength(1);
+    (added[0] as () => void)();
+    await serving;
+  } finally {
+    process.stdout.write = write;
+  }
 });

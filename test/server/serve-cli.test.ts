@@ -28,6 +28,9 @@ describe('weightmap serve', () => {
       expect(match).not.toBeNull();
       const client = new OpenAI({ apiKey: 'k', baseURL: `${match![1]}/v1`, maxRetries: 0 });
       expect((await client.models.list()).data[0].id).toBe('stories260K.bin');
+      // The chat page is on by default (no key needed for the page itself).
+      const page = await fetch(`${match![1]}/`);
+      expect([page.status, page.headers.get('content-type')]).toEqual([200, 'text/html; charset=utf-8']);
       // --allowed-host reaches the Host check.
       const statusFor = (host: string) =>
         new Promise<number>((resolve, reject) => {
@@ -99,7 +102,7 @@ describe('weightmap serve', () => {
     }
   });
 
-  it('--log-format json: one JSON line per request on stderr; --metrics-public: /metrics without the key; SIGTERM returns with exit 0', async () => {
+  it('--log-format json: one JSON line per request on stderr; --metrics-public: /metrics without the key; --no-ui: no page; SIGTERM returns with exit 0', async () => {
     const printed: string[] = [];
     const logged: string[] = [];
     const write = process.stdout.write.bind(process.stdout);
@@ -109,7 +112,7 @@ describe('weightmap serve', () => {
     const before = new Set(process.listeners('SIGTERM'));
     const exitCode = process.exitCode;
     const serving = main(['node', 'weightmap', 'serve', fixture('llama-stories260k', 'stories260K.bin'), '--tokenizer', fixture('llama-stories260k', 'tok512.bin'), '--port', '0', '--api-key', 'k',
-      '--log-format', 'json', '--metrics-public', '--drain-timeout', '5']);
+      '--log-format', 'json', '--metrics-public', '--drain-timeout', '5', '--no-ui']);
     try {
       await until(() => printed.join('').includes('listening on'));
       const origin = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(printed.join(''))![1];
@@ -119,11 +122,13 @@ describe('weightmap serve', () => {
       expect(metrics.status).toBe(200);
       expect(await metrics.text()).toMatch(/^weightmap_generation_tokens_total\{model="stories260K.bin"\} 6$/m);
       expect((await fetch(`${origin}/v1/models`)).status).toBe(401);
-      await until(() => logged.join('').split('\n').filter((line) => line.startsWith('{')).length >= 3);
+      expect((await fetch(`${origin}/`, { headers: { Authorization: 'Bearer k' } })).status).toBe(404); // --no-ui: a path like any other
+      await until(() => logged.join('').split('\n').filter((line) => line.startsWith('{')).length >= 4);
       const entries = logged.join('').split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line));
       expect(entries[0]).toMatchObject({ method: 'POST', path: '/v1/completions', model: 'stories260K.bin', status: 200, promptTokens: completion.usage!.prompt_tokens, completionTokens: 6 });
       expect(entries[1]).toMatchObject({ method: 'GET', path: '/metrics', status: 200 });
       expect(entries[2]).toMatchObject({ method: 'GET', path: '/v1/models', status: 401 });
+      expect(entries[3]).toMatchObject({ method: 'GET', path: '/', status: 404 });
       for (const entry of entries) expect(typeof entry.ms).toBe('number');
       const added = process.listeners('SIGTERM').filter((listener) => !before.has(listener));
       expect(added).toHaveLength(1);

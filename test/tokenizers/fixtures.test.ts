@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import { fixture, readJson } from '../helpers/fixtures';
 import { tokenizerFromData, type Tokenizer } from '../../lib/tokenizers';
 import { loadTokenizerSync } from '../../lib/tokenizer-loading';
-import type { TokenizerData } from '../../lib/base/weights';
+import type { TokenizerData } from '../../lib/addon/weights';
 
 /** Loads once per file: the Qwen3 vocabulary takes a second or two to build. */
 function memo<T>(make: () => T): () => T {

@@ -1,6 +1,6 @@
 /**
  * Packed tokenizers (lib/tokenizers/packed.ts): a round trip keeps every id, of a byte-level BPE,
- * of a byte-fallback BPE (Gemma 3) and of WordPiece (MiniLM), and a packed file is input like any other: damage, truncation and out-of-range ids or offsets are typed errors, even
+ * of a byte-fallback BPE (Gemma 3), of WordPiece (MiniLM) and of Unigram (a seeded XLM-R-style tokenizer.json), and a packed file is input like any other: damage, truncation and out-of-range ids or offsets are typed errors, even
  * when the checksum has been made to match; checkPackedOffThread (the element loops in C++) finds the same errors.
  */
 import * as fs from 'node:fs';
@@ -11,6 +11,8 @@ import { checkPacked, checkPackedOffThread, packTokenizer, unpackTokenizer } fro
 import { fixture } from '../helpers/fixtures';
 import { makeCorpus } from './corpus';
 import { familyJson } from './family-reference';
+import { multilingualLines } from './multilingual';
+import { unigramTokenizerJson } from './unigram-generator';
 
 const GGUF = fixture('gguf-quants', 'qwen2-bias', 'qwen2-bias.Q4_1.gguf');
 const source = loadTokenizerSync(GGUF);
@@ -21,7 +23,7 @@ function layout(bytes: Uint8Array) {
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const headerLength = buf.readUInt32LE(8);
   const header = JSON.parse(buf.toString('utf8', 16, 16 + headerLength));
-  const sizes: Record<string, number> = { bytes: 1, offsets: 4, ids: 4, byId: 4, index: 4, keys: 4, ranks: 4, merged: 4 };
+  const sizes: Record<string, number> = { bytes: 1, offsets: 4, ids: 4, byId: 4, index: 4, keys: 4, ranks: 4, merged: 4, scores: 8, trieFirst: 4, trieTerm: 4, edgeLabel: 2, edgeNext: 4 };
   let at = (16 + headerLength + 7) & ~7;
   const arrays: Record<string, number> = {};
   for (const name of Object.keys(sizes)) {
@@ -262,3 +264,55 @@ function vocabTxtData(path: string) {
   const at = (t: string) => tokens.indexOf(t);
   return { kind: 'wordpiece' as const, tokens, specialIds: { pad: at('[PAD]'), unk: at('[UNK]'), cls: at('[CLS]'), sep: at('[SEP]'), mask: at('[MASK]') }, doLowerCase: true };
 }
+
+describe('Unigram (seeded XLM-R-style tokenizer.json: Precompiled charsmap, Metaspace, byte fallback)', () => {
+  const source = tokenizerFromJson(unigramTokenizerJson({ byteFallback: true, decoder: 'sequence' }), 'unigram');
+  const bytes = packed8(source);
+
+  test('packs, passes the checks, and unpacks to the same ids, tokens and decoding', async () => {
+    expect(layout(bytes).end).toBe(bytes.length);
+    expect(layout(bytes).header.kind).toBe('unigram');
+    expect(() => checkPacked(bytes, 'packed')).not.toThrow();
+    await expect(checkPackedOffThread(bytes, 'packed', zlib.crc32(bytes.subarray(16)))).resolves.toBeUndefined();
+    const back = unpackTokenizer(bytes);
+    expect([back.kind, back.vocabSize, back.specialIds]).toEqual([source.kind, source.vocabSize, source.specialIds]);
+    for (const text of [...makeCorpus(80, 5), ...multilingualLines(80, 3)]) {
+      const ids = source.encode(text);
+      expect(back.encode(text)).toEqual(ids);
+      expect(back.decode(ids)).toBe(source.decode(ids));
+      expect(back.decode(ids, { skipSpecialTokens: true })).toBe(source.decode(ids, { skipSpecialTokens: true }));
+    }
+    for (let id = 0; id <= source.vocabSize; id++) {
+      const token = source.idToToken(id);
+      expect(back.idToToken(id)).toBe(token);
+      if (token !== undefined) expect(back.tokenToId(token)).toBe(source.tokenToId(token));
+    }
+  });
+
+  test.each([
+    ['a score that is not finite', (buf: Buffer) => buf.writeDoubleLE(NaN, layout(buf).arrays.scores + 8 * 7)],
+    ['a trie edge to a node past the trie', (buf: Buffer) => buf.writeInt32LE(1 << 29, layout(buf).arrays.edgeNext + 4 * 3)],
+    ['a trie edge back to the root', (buf: Buffer) => buf.writeInt32LE(0, layout(buf).arrays.edgeNext)],
+    ['a trie node naming a piece past the vocabulary', (buf: Buffer) => buf.writeInt32LE(1 << 28, layout(buf).arrays.trieTerm + 4 * 5)],
+    ['trie edge ranges that run backwards', (buf: Buffer) => buf.writeInt32LE(1 << 20, layout(buf).arrays.trieFirst + 4 * 2)],
+  ])('%s is a typed error, checksum notwithstanding', async (_what, edit) => {
+    const bad = tampered(edit, bytes);
+    const thrown = errorOf(() => checkPacked(bad, 'f'));
+    expect(thrown).toEqual(expect.objectContaining({ name: 'WeightFormatError', code: 'BAD_HEADER', path: 'f' }));
+    await expect(checkPackedOffThread(bad, 'f', zlib.crc32(bad.subarray(16)))).rejects.toEqual(expect.objectContaining({ name: thrown.name, code: thrown.code, message: thrown.message }));
+  });
+
+  test.each([
+    ['an unknown id past the vocabulary', (h: any) => (h.unkId = 1 << 20)],
+    ['byte_fallback that is no boolean', (h: any) => (h.byteFallback = 1)],
+    ['a charsmap cut short', (h: any) => (h.normalizer.normalizers[0].precompiled_charsmap = h.normalizer.normalizers[0].precompiled_charsmap.slice(0, 400))],
+    ['a pre-tokenizer Unigram does not take', (h: any) => (h.preTokenizer = { type: 'ByteLevel' })],
+    ['Unigram arrays in a BPE buffer', (h: any) => (h.kind = 'byte-fallback-bpe')],
+  ])('a header with %s is a typed error', async (_what, change) => {
+    expect(() => checkPacked(withHeader(() => undefined, bytes), 'f')).not.toThrow();
+    const bad = withHeader(change, bytes);
+    const thrown = errorOf(() => checkPacked(bad, 'f'));
+    expect(thrown).toEqual(expect.objectContaining({ name: 'WeightFormatError', path: 'f' }));
+    await expect(checkPackedOffThread(bad, 'f', zlib.crc32(bad.subarray(16)))).rejects.toEqual(expect.objectContaining({ name: thrown.name, code: thrown.code, message: thrown.message }));
+  });
+});

@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { loadTokenizer, loadTokenizerSync, loadWeightsTokenizer } from '../../lib/tokenizer-loading';
 import { prefetchWeightsTokenizer } from '../../lib/tokenizer-loading/prefetch';
-import type { TokenizerData } from '../../lib/base/weights';
+import type { TokenizerData } from '../../lib/addon/weights';
 import { fixture, tempDir } from '../helpers/fixtures';
 
 const GGUF = fixture('gguf-quants', 'qwen2-bias', 'qwen2-bias.Q4_1.gguf');

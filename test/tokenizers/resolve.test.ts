@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { readWeights } from '../../lib/formats';
 import { resolveTokenizer } from '../../lib/tokenizer-loading/resolve';
-import { closeWeights } from '../../lib/base/weights';
+import { closeWeights } from '../../lib/addon/weights';
 import { fixture, tempDir } from '../helpers/fixtures';
 
 const tmp = tempDir('weightmap-resolve-');

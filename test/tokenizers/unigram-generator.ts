@@ -83,6 +83,8 @@ export interface UnigramJsonOptions {
   /** 'metaspace' or the byte-fallback Sequence (Replace ▁, ByteFallback, Fuse, Strip). */
   decoder?: 'metaspace' | 'sequence';
   postProcessor?: 'template' | 'roberta' | 'none';
+  /** Metaspace as older tokenizer.json files (XLM-R's, bge-m3's) write it: add_prefix_space and str_rep, no prepend_scheme. */
+  legacyMetaspace?: boolean;
   /** Leave out unk_id (then a character outside the pieces is an error). */
   noUnk?: boolean;
 }
@@ -162,7 +164,9 @@ export function unigramTokenizerJson(options: UnigramJsonOptions = {}): any {
     normalized: false,
     special: true,
   }));
-  const metaspace = { type: 'Metaspace', replacement: '▁', prepend_scheme: prependScheme, split };
+  const metaspace = options.legacyMetaspace
+    ? { type: 'Metaspace', replacement: '▁', str_rep: '▁', add_prefix_space: prependScheme !== 'never', ...(prependScheme === 'never' ? { prepend_scheme: 'never' } : {}) }
+    : { type: 'Metaspace', replacement: '▁', prepend_scheme: prependScheme, split };
   return {
     version: '1.0',
     truncation: null,
@@ -173,7 +177,7 @@ export function unigramTokenizerJson(options: UnigramJsonOptions = {}): any {
     post_processor: postProcessor === 'template' ? template() : postProcessor === 'roberta' ? { type: 'RobertaProcessing', sep: ['</s>', 2], cls: ['<s>', 0], trim_offsets: true, add_prefix_space: true } : null,
     decoder:
       decoder === 'metaspace'
-        ? { type: 'Metaspace', replacement: '▁', prepend_scheme: prependScheme, split }
+        ? metaspace
         : {
             type: 'Sequence',
             decoders: [

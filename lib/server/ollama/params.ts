@@ -12,7 +12,8 @@ import type { OllamaOptions } from './schemas';
 
 export const OLLAMA_DEFAULTS = { temperature: 0.8, topK: 40, topP: 0.9, minP: 0, repeatPenalty: 1.1, penaltyLastN: 64 };
 
-export function ollamaOptions(given: OllamaOptions = {}, promptTokens: number, contextLength: number, promptField: string): GenerateOptions {
+/** `shifts`: context shift is on (a given num_predict is honoured past the context). */
+export function ollamaOptions(given: OllamaOptions = {}, promptTokens: number, contextLength: number, promptField: string, shifts = false): GenerateOptions {
   if (given.num_ctx !== undefined && given.num_ctx > contextLength) {
     throw invalidRequest(`options.num_ctx ${given.num_ctx} is more than this model's context of ${contextLength} tokens (the server's --context sets it)`, 'options.num_ctx');
   }
@@ -26,7 +27,7 @@ export function ollamaOptions(given: OllamaOptions = {}, promptTokens: number, c
     penaltyLastN: given.repeat_last_n ?? OLLAMA_DEFAULTS.penaltyLastN,
     presencePenalty: given.presence_penalty ?? 0,
     frequencyPenalty: given.frequency_penalty ?? 0,
-    maxTokens: maxTokens(predict === undefined || predict < 0 ? undefined : predict, Infinity, promptTokens, contextLength, promptField),
+    maxTokens: maxTokens(predict === undefined || predict < 0 ? undefined : predict, Infinity, promptTokens, contextLength, promptField, shifts),
   };
   if (given.seed !== undefined) options.seed = given.seed;
   if (given.stop !== undefined && given.stop.length > 0) options.stop = given.stop;

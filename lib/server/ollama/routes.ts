@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import type { ChatMessage } from '../../generation/chat';
 import { splitThinking } from '../../generation/chat';
-import { packageRoot } from '../../base/native';
+import { packageRoot } from '../../addon/native';
 import { lazy } from '../../base/lazy';
 import type { ChatOptions, ChatPrompt } from '../../models/model';
 import { ApiError, invalidRequest, toApiError } from '../api-error';
@@ -17,6 +17,7 @@ import { ThinkingSplitter } from '../thinking-stream';
 import { NdjsonStream } from './ndjson';
 import { ollamaEmbedder, ollamaTextModel, running, show, tags } from './models';
 import { formatSchema, ollamaOptions } from './params';
+import { shiftedPrompt } from '../openai-params';
 import { validateOllamaChat, validateOllamaEmbed, validateOllamaGenerate, validateOllamaShow } from './validation';
 
 const version = lazy(() => (JSON.parse(fs.readFileSync(nodePath.join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version);
@@ -90,14 +91,21 @@ export const ollamaChat: Route = async (ctx) => {
     return;
   }
   const thinking = body.think === true;
-  let prompt: ChatPrompt;
+  let rendered: ChatPrompt;
   try {
-    prompt = await model.chatPrompt(messages, { enableThinking: thinking });
+    rendered = await model.chatPrompt(messages, { enableThinking: thinking });
   } catch (error) {
     throw toApiError(error, 'messages');
   }
+  // A conversation past the context is cut (context shift on), the way the generation shifts.
+  const { ids, contextShift } = shiftedPrompt(ctx.served.contextShift, rendered.ids, model);
+  const prompt: ChatPrompt = ids === rendered.ids ? rendered : { ...rendered, ids };
   const promptTokens = prompt.ids.length;
-  const options: ChatOptions = { ...ollamaOptions(body.options, promptTokens, model.contextLength, 'messages'), enableThinking: thinking };
+  const options: ChatOptions = {
+    ...ollamaOptions(body.options, promptTokens, model.contextLength, 'messages', contextShift !== undefined),
+    enableThinking: thinking,
+    ...(contextShift ? { contextShift } : {}),
+  };
   const schema = await formatSchema(body.format);
   if (schema !== undefined) options.jsonSchema = schema;
   const run = scheduler.submit({ kind: 'chat', prompt, options }, ctx.signal);

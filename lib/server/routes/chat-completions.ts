@@ -11,7 +11,7 @@ import { parseToolCalls } from '../../tools/parse';
 import type { ToolChoice, ToolDefinition } from '../../tools/types';
 import { invalidRequest, toApiError } from '../api-error';
 import { textModel, type RouteContext } from '../context';
-import { choiceOptions, maxTokens, responseSchema, samplingOptions } from '../openai-params';
+import { choiceOptions, maxTokens, responseSchema, samplingOptions, shiftedPrompt } from '../openai-params';
 import { ThinkingSplitter } from '../thinking-stream';
 import { ToolCallStreamer, toolCallDeltas } from '../tool-stream';
 import { validateChatCompletion, type ChatCompletionBody, type ChatMessageBody } from '../validation';
@@ -66,18 +66,22 @@ export async function chatCompletions(ctx: RouteContext): Promise<void> {
   const messages = body.messages.map(toChatMessage);
   const thinking = body.chat_template_kwargs?.enable_thinking === true;
   const tools = toolOptions(body);
-  let prompt: ChatPrompt;
+  let rendered: ChatPrompt;
   try {
     // Rendered and encoded once (off the JS thread): its length is the usage, its ids are fed.
-    prompt = await model.chatPrompt(messages, { enableThinking: thinking, templateKwargs: templateKwargs(body), ...tools });
+    rendered = await model.chatPrompt(messages, { enableThinking: thinking, templateKwargs: templateKwargs(body), ...tools });
   } catch (error) {
     throw toApiError(error, promptField(error));
   }
+  // A conversation past the context is cut (context shift on), the way the generation shifts.
+  const { ids, contextShift } = shiftedPrompt(ctx.served.contextShift, rendered.ids, model);
+  const prompt: ChatPrompt = ids === rendered.ids ? rendered : { ...rendered, ids };
   const promptTokens = prompt.ids.length;
   const options: ChatOptions = {
     ...samplingOptions(body, model.vocabSize),
     enableThinking: thinking,
-    maxTokens: maxTokens(body.max_completion_tokens ?? body.max_tokens, Infinity, promptTokens, model.contextLength, 'messages'),
+    maxTokens: maxTokens(body.max_completion_tokens ?? body.max_tokens, Infinity, promptTokens, model.contextLength, 'messages', contextShift !== undefined),
+    ...(contextShift ? { contextShift } : {}),
   };
   if (body.top_logprobs != null && body.logprobs !== true) throw invalidRequest('top_logprobs needs logprobs: true', 'top_logprobs');
   const wantLogprobs = body.logprobs === true;

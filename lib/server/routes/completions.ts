@@ -1,5 +1,5 @@
 /** POST /v1/completions: text after a prompt (a string, or token ids), with per-token logprobs when asked. */
-import { choiceOptions, maxTokens, samplingOptions } from '../openai-params';
+import { choiceOptions, maxTokens, samplingOptions, shiftedPrompt } from '../openai-params';
 import { textModel, type RouteContext } from '../context';
 import { invalidRequest } from '../api-error';
 import { validateCompletion } from '../validation';
@@ -14,12 +14,16 @@ export async function completions(ctx: RouteContext): Promise<void> {
   const { id, model, scheduler } = await textModel(ctx, body.model);
   const given = body.prompt;
   // Text is encoded with the tokenizer's BOS where the model expects one; ids are fed as they are.
-  const prompt = typeof given === 'string' ? model.encode(given) : typeof given[0] === 'string' ? model.encode(given[0]) : (given as number[]).slice();
-  if (prompt.length === 0) throw invalidRequest('the prompt has no tokens', 'prompt');
-  for (const t of prompt) if (t >= model.vocabSize) throw invalidRequest(`prompt: ${t} is not a token id of this vocabulary (size ${model.vocabSize})`, 'prompt');
+  const encoded = typeof given === 'string' ? model.encode(given) : typeof given[0] === 'string' ? model.encode(given[0]) : (given as number[]).slice();
+  if (encoded.length === 0) throw invalidRequest('the prompt has no tokens', 'prompt');
+  for (const t of encoded) if (t >= model.vocabSize) throw invalidRequest(`prompt: ${t} is not a token id of this vocabulary (size ${model.vocabSize})`, 'prompt');
+  // A prompt past the context is cut (context shift on), the way the generation shifts.
+  const { ids, contextShift } = shiftedPrompt(ctx.served.contextShift, encoded, model);
+  const prompt = [...ids];
   const options = {
     ...samplingOptions(body, model.vocabSize),
-    maxTokens: maxTokens(body.max_tokens, DEFAULT_MAX_TOKENS, prompt.length, model.contextLength, 'prompt'),
+    maxTokens: maxTokens(body.max_tokens, DEFAULT_MAX_TOKENS, prompt.length, model.contextLength, 'prompt', contextShift !== undefined),
+    ...(contextShift ? { contextShift } : {}),
   };
   const top = body.logprobs ?? undefined;
   const withLogprobs = top === undefined ? options : { ...options, logprobs: top };

@@ -10,7 +10,7 @@ import { UnsupportedError, WeightFormatError } from '../../../lib/base/errors';
 import { detectFormat, readWeights } from '../../../lib/formats';
 import { loadModel } from '../../../lib/models/model';
 import { loadTokenizer } from '../../../lib/tokenizer-loading';
-import { closeWeights, type FormatName, type ModelWeights } from '../../../lib/base/weights';
+import { closeWeights, type FormatName, type ModelWeights } from '../../../lib/addon/weights';
 import { CaseFolder, type FuzzCase } from './edits';
 
 export interface CaseResult {

@@ -46,6 +46,14 @@ export interface BertClassifierConfig extends Omit<BertConfig, 'architecture' | 
   scoreActivation?: 'none' | 'sigmoid';
 }
 
+/** general.architecture of the GGUFs llama.cpp writes for BERT encoders and cross-encoders. */
+export const BERT_GGUF_ARCHITECTURE = 'bert';
+
+/** Whether a GGUF's general.architecture is llama.cpp's BERT. */
+export function isBertGguf(generalArchitecture: string | undefined): boolean {
+  return generalArchitecture === BERT_GGUF_ARCHITECTURE;
+}
+
 export const BERT_NAMES = {
   wordEmbeddings: 'embeddings.word_embeddings.weight',
   positionEmbeddings: 'embeddings.position_embeddings.weight',

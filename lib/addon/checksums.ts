@@ -1,6 +1,6 @@
 /** CRC-32 (IEEE, zlib's) and FNV-1a 32-bit, as EMBD uses them (FORMATS.md §3.2, §3.5). */
 import type { MappedFile } from './binding';
-import { lazy } from './lazy';
+import { lazy } from '../base/lazy';
 import { native } from './native';
 
 // Loaded on the first crc32() (node:zlib costs a fresh process ~1.3 ms of require).

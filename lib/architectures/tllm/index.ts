@@ -17,22 +17,48 @@ export interface TllmConfig {
   layerNormEps: number;
 }
 
-export const TLLM_NAMES = {
+/**
+ * The model's tensors by role, as canonical names (`{layer}`: the layer index); the gpt engine asks
+ * the weights spec for each role's name (GptEngine passes this table as spec.names).
+ */
+export const TLLM_TENSOR_ROLES = {
   embed: 'model.embed_tokens.weight',
   positions: 'model.embed_positions.weight',
-  q: (l: number) => `model.layers.${l}.self_attn.q_proj.weight`,
-  k: (l: number) => `model.layers.${l}.self_attn.k_proj.weight`,
-  v: (l: number) => `model.layers.${l}.self_attn.v_proj.weight`,
-  o: (l: number) => `model.layers.${l}.self_attn.o_proj.weight`,
-  fc1: (l: number) => `model.layers.${l}.mlp.fc1.weight`,
-  fc1Bias: (l: number) => `model.layers.${l}.mlp.fc1.bias`,
-  fc2: (l: number) => `model.layers.${l}.mlp.fc2.weight`,
-  fc2Bias: (l: number) => `model.layers.${l}.mlp.fc2.bias`,
-  ln1: (l: number) => `model.layers.${l}.input_layernorm.weight`,
-  ln1Bias: (l: number) => `model.layers.${l}.input_layernorm.bias`,
-  ln2: (l: number) => `model.layers.${l}.post_attention_layernorm.weight`,
-  ln2Bias: (l: number) => `model.layers.${l}.post_attention_layernorm.bias`,
+  q: 'model.layers.{layer}.self_attn.q_proj.weight',
+  k: 'model.layers.{layer}.self_attn.k_proj.weight',
+  v: 'model.layers.{layer}.self_attn.v_proj.weight',
+  o: 'model.layers.{layer}.self_attn.o_proj.weight',
+  fc1: 'model.layers.{layer}.mlp.fc1.weight',
+  fc1Bias: 'model.layers.{layer}.mlp.fc1.bias',
+  fc2: 'model.layers.{layer}.mlp.fc2.weight',
+  fc2Bias: 'model.layers.{layer}.mlp.fc2.bias',
+  ln1: 'model.layers.{layer}.input_layernorm.weight',
+  ln1Bias: 'model.layers.{layer}.input_layernorm.bias',
+  ln2: 'model.layers.{layer}.post_attention_layernorm.weight',
+  ln2Bias: 'model.layers.{layer}.post_attention_layernorm.bias',
   lmHead: 'lm_head.weight',
+} as const;
+
+function layerName(role: keyof typeof TLLM_TENSOR_ROLES): (l: number) => string {
+  return (l) => TLLM_TENSOR_ROLES[role].replace('{layer}', String(l));
+}
+
+export const TLLM_NAMES = {
+  embed: TLLM_TENSOR_ROLES.embed,
+  positions: TLLM_TENSOR_ROLES.positions,
+  q: layerName('q'),
+  k: layerName('k'),
+  v: layerName('v'),
+  o: layerName('o'),
+  fc1: layerName('fc1'),
+  fc1Bias: layerName('fc1Bias'),
+  fc2: layerName('fc2'),
+  fc2Bias: layerName('fc2Bias'),
+  ln1: layerName('ln1'),
+  ln1Bias: layerName('ln1Bias'),
+  ln2: layerName('ln2'),
+  ln2Bias: layerName('ln2Bias'),
+  lmHead: TLLM_TENSOR_ROLES.lmHead,
 } as const;
 
 export interface TllmTensorSpec {

@@ -1,5 +1,5 @@
 /**
- * The exact surface of the native addon (native/napi/*.cc). lib/base/native.ts loads it and every
+ * The exact surface of the native addon (native/napi/*.cc). lib/addon/native.ts loads it and every
  * facade module is type-checked against these declarations.
  */
 
@@ -44,6 +44,13 @@ export interface EngineTensorDesc {
 export interface EngineWeightsSpec {
   files: MappedFile[];
   tensors: Record<string, EngineTensorDesc>;
+  /**
+   * The tensor name of each role the engine asks for (the decoder's: DECODER_TENSOR_ROLES of
+   * lib/architectures/decoder; the gpt engine's: TLLM_TENSOR_ROLES), `{layer}` standing for the
+   * layer index in per-layer roles. The engines that still spell their own names (phi, vit, bert)
+   * ignore it.
+   */
+  names?: Record<string, string>;
 }
 
 /** Engine threads: 0 or absent = physical cores. */
