@@ -19,6 +19,11 @@ const OCTET = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
 /** A DNS label: letters, digits and inner hyphens, at most 63. */
 const LABEL = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
 
+/** A port, 0-65535 (URL parsers refuse more). */
+const PORT = '(?:6553[0-5]|655[0-2]\\d|65[0-4]\\d\\d|6[0-4]\\d{3}|[1-5]\\d{4}|[1-9]\\d{0,3}|0)';
+const PCHAR = "(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})";
+const QCHAR = "(?:[A-Za-z0-9._~!$&'()*+,;=:@/?-]|%[0-9A-Fa-f]{2})";
+
 /** Each supported format's pattern (anchored at both ends). */
 export const FORMAT_PATTERNS: Readonly<Record<string, string>> = Object.freeze({
   date: `^${DATE}$`,
@@ -28,4 +33,6 @@ export const FORMAT_PATTERNS: Readonly<Record<string, string>> = Object.freeze({
   /** A dot-atom local part of letters, digits and . _ % + - (no leading, trailing or double dot), then labels with a letter-only top level. */
   email: `^[A-Za-z0-9_%+-]+(?:\\.[A-Za-z0-9_%+-]+)*@(?:${LABEL}\\.)+[A-Za-z]{2,63}$`,
   ipv4: `^${OCTET}(?:\\.${OCTET}){3}$`,
+  /** An http(s) URL (the scheme in lower case): DNS labels, an optional port up to 65535, path segments, a query and a fragment of RFC 3986's characters (percent escapes whole). */
+  uri: `^https?://${LABEL}(?:\\.${LABEL})*(?::${PORT})?(?:/${PCHAR}*)*(?:\\?${QCHAR}*)?(?:#${QCHAR}*)?$`,
 });

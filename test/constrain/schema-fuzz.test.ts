@@ -198,7 +198,7 @@ function randomSchema(rand: () => number, depth: number): unknown {
     case 'pattern':
       return { type: 'string', pattern: randomPattern(rand), ...(rand() < 0.3 ? { maxLength: Math.floor(rand() * 12) } : {}), ...(rand() < 0.2 ? { minLength: Math.floor(rand() * 4) } : {}) };
     case 'format':
-      return { type: 'string', format: pick(['date', 'time', 'date-time', 'uuid', 'email', 'ipv4']), ...(rand() < 0.2 ? { maxLength: 20 + Math.floor(rand() * 30) } : {}) };
+      return { type: 'string', format: pick(['date', 'time', 'date-time', 'uuid', 'email', 'ipv4', 'uri']), ...(rand() < 0.2 ? { maxLength: 20 + Math.floor(rand() * 30) } : {}) };
     case 'lengths': {
       const min = Math.floor(rand() * 6);
       return { type: 'string', minLength: min, ...(rand() < 0.7 ? { maxLength: min + Math.floor(rand() * 6) - (rand() < 0.1 ? 3 : 0) } : {}) };

@@ -193,7 +193,7 @@ describe('strings: pattern, format, lengths', () => {
     walksValidate({ type: 'string', format: 'date-time' }, 40, 8);
   });
 
-  it('uuid, email, ipv4: generated and hand-written values accepted, every IPv4 octet judged as ajv-formats does, walks validate', () => {
+  it('uuid, email, ipv4, uri: generated and hand-written values accepted, every IPv4 octet judged as ajv-formats does, walks validate', () => {
     const uuid = compileJsonSchema({ type: 'string', format: 'uuid' });
     for (let i = 0; i < 200; i++) {
       const u = randomUUID();
@@ -208,7 +208,12 @@ describe('strings: pattern, format, lengths', () => {
     for (let octet = 0; octet <= 300; octet++) {
       for (const text of [`${octet}.0.10.255`, `1.2.3.${octet}`, `0${octet}.1.1.1`]) expect([text, accepts(ipv4, JSON.stringify(text))]).toEqual([text, validate(text)]);
     }
-    for (const format of ['uuid', 'email', 'ipv4']) walksValidate({ type: 'string', format }, 40, format.length);
+    const uri = compileJsonSchema({ type: 'string', format: 'uri' });
+    for (const u of ['https://example.com', 'http://a.b-c.org:8080/p/a%20th?q=1&r=%C3%A9#frag', 'https://x.io/', 'https://EXAMPLE.COM/A']) expect([u, accepts(uri, JSON.stringify(u))]).toEqual([u, true]);
+    for (const u of ['example.com', 'ftp://x.org', 'https://a b.com', 'https://x.org/%zz', 'https://-x.org']) expect([u, accepts(uri, JSON.stringify(u))]).toEqual([u, false]);
+    for (const format of ['uuid', 'email', 'ipv4', 'uri']) walksValidate({ type: 'string', format }, 40, format.length);
+    const url = z.url();
+    walksValidate(z.toJSONSchema(z.object({ url })) as JsonSchema, 20, 99, (v) => z.object({ url }).safeParse(v).success);
   });
 
   it("Zod's string schemas (format and pattern together): walks pass ajv and Zod's own parser", () => {

@@ -7,6 +7,7 @@
  * saw, checked here against the schemas (ajv) and the flow each client documents.
  */
 import Ajv from 'ajv';
+import addFormats from 'ajv-formats';
 import { execFile } from 'node:child_process';
 import * as path from 'node:path';
 import { loadToolModel } from '../helpers/tool-model';
@@ -17,6 +18,13 @@ const COLOR = { type: 'object', properties: { color: { enum: ['red', 'green', 'b
 const ajv = new Ajv({ strict: false });
 const validAlarm = ajv.compile(ALARM);
 const validColor = ajv.compile(COLOR);
+const BOOKING = {
+  type: 'object',
+  properties: { code: { type: 'string', pattern: '^[A-Z]{3}$' }, day: { type: 'string', format: 'date' }, people: { type: 'integer', minimum: 1, maximum: 9 }, contact: { type: 'string', format: 'email', maxLength: 24 } },
+  required: ['code', 'day', 'people'],
+  additionalProperties: false,
+};
+const validBooking = addFormats(new Ajv({ strict: false })).compile(BOOKING);
 
 let cleanup: () => void;
 let running: Running;
@@ -59,6 +67,8 @@ describe("Vercel's AI SDK", () => {
     expect(out.streamPlain.outputTokens).toBeGreaterThan(0);
     expect(out.streamPlain.finishReason).toMatch(/^(stop|length)$/);
     expect(validColor(out.generateObject)).toBe(true);
+    // The SDK parsed it with zod already; judged again by ajv + ajv-formats against the schema written out here.
+    expect(validBooking(out.generateObjectFormats)).toBe(true);
   }, 300_000);
 });
 

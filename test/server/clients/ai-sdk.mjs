@@ -43,5 +43,14 @@ out.streamPlain = { chunks, finishReason: await plain.finishReason, outputTokens
 // generateObject with a zod schema: response_format json_schema, the object validated by the SDK against the schema.
 const object = await generateObject({ model, schema: z.object({ color: z.enum(['red', 'green', 'blue']), dark: z.boolean() }), prompt: 'A color?', maxOutputTokens: 100, temperature: 0 });
 out.generateObject = object.object;
+// generateObject with zod's string formats, a pattern and a range (z.toJSONSchema sends format and pattern together).
+const booking = await generateObject({
+  model,
+  schema: z.object({ code: z.string().regex(/^[A-Z]{3}$/), day: z.iso.date(), people: z.number().int().min(1).max(9), contact: z.email().max(24).optional() }),
+  prompt: 'Book a table.',
+  maxOutputTokens: 120,
+  temperature: 0,
+});
+out.generateObjectFormats = booking.object;
 
 console.log(JSON.stringify(out));
