@@ -2,8 +2,10 @@
  * loadTokenizer(path): finds and reads a tokenizer from
  *  - a tokenizer.json (with tokenizer_config.json beside it, if any),
  *  - a folder holding tokenizer.json, vocab.json + merges.txt, vocab.txt + merges.txt (TLLM),
- *    vocab.txt (BERT), tokenizer.bin, or a single *.tokenizer,
- *  - an ajc1 `.tokenizer`, a llama2.c tokenizer.bin, a GGUF file (its tokenizer.ggml.* metadata).
+ *    vocab.txt (BERT), tokenizer.bin, a single *.tokenizer, or a SentencePiece Unigram model
+ *    (sentencepiece.bpe.model, spiece.model: converted as tokenizers/sentencepiece-model.ts says),
+ *  - an ajc1 `.tokenizer`, a llama2.c tokenizer.bin, a GGUF file (its tokenizer.ggml.* metadata),
+ *    a SentencePiece `.model`.
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
@@ -26,6 +28,10 @@ const llama2cTokenizerModule = lazy(() => require('../formats/llama2c-tokenizer'
 const fromDataModule = lazy(() => require('../tokenizers/from-data') as typeof import('../tokenizers/from-data'));
 const ggufVocabModule = lazy(() => require('../formats/gguf-vocab') as typeof import('../formats/gguf-vocab'));
 const hfJsonModule = lazy(() => require('../tokenizers/hf-json') as typeof import('../tokenizers/hf-json'));
+const spmModelModule = lazy(() => require('../tokenizers/sentencepiece-model') as typeof import('../tokenizers/sentencepiece-model'));
+
+/** The names XLM-R- and T5-style folders give their SentencePiece Unigram model (read when no tokenizer.json is there). */
+export const SENTENCEPIECE_MODEL_NAMES = ['sentencepiece.bpe.model', 'spiece.model'];
 const tllmModule = lazy(() => require('../tokenizers/tllm') as typeof import('../tokenizers/tllm'));
 const tokenizerFromData: typeof import('../tokenizers/from-data').tokenizerFromData = (...args) => fromDataModule().tokenizerFromData(...args);
 const tokenizerFromDataSteps: typeof import('../tokenizers/from-data').tokenizerFromDataSteps = (...args) => fromDataModule().tokenizerFromDataSteps(...args);
@@ -113,7 +119,9 @@ function* fromFolder(dir: string): Steps<Tokenizer> {
   if (has('tokenizer.bin')) return tokenizerFromData(llama2cTokenizerModule().readLlama2cTokenizer(at('tokenizer.bin')), at('tokenizer.bin'));
   const ajc1 = fs.readdirSync(dir).filter((f) => f.endsWith('.tokenizer'));
   if (ajc1.length === 1) return yield* tokenizerFromDataSteps(readAjc1TokenizerData(at(ajc1[0])), at(ajc1[0]));
-  throw new WeightFormatError('BAD_HEADER', 'no tokenizer files found (tokenizer.json, vocab.json + merges.txt, vocab.txt, tokenizer.bin, *.tokenizer)', { path: dir });
+  const spm = SENTENCEPIECE_MODEL_NAMES.find(has);
+  if (spm !== undefined) return yield* spmModelModule().tokenizerFromSentencePieceModelSteps(fs.readFileSync(at(spm)), at(spm), config);
+  throw new WeightFormatError('BAD_HEADER', 'no tokenizer files found (tokenizer.json, vocab.json + merges.txt, vocab.txt, tokenizer.bin, *.tokenizer, a SentencePiece Unigram .model)', { path: dir });
 }
 
 function startsWithGguf(path: string): boolean {
@@ -193,5 +201,8 @@ function* load(path: string): Steps<Tokenizer> {
   if (base.endsWith('.tokenizer')) return yield* tokenizerFromDataSteps(readAjc1TokenizerData(path), path);
   if (base.endsWith('.txt')) return yield* fromFolder(nodePath.dirname(path));
   if (base.endsWith('.bin')) return tokenizerFromData(llama2cTokenizerModule().readLlama2cTokenizer(path), path);
+  if (base.endsWith('.model')) {
+    return yield* spmModelModule().tokenizerFromSentencePieceModelSteps(fs.readFileSync(path), path, optionalJson(nodePath.join(nodePath.dirname(path), 'tokenizer_config.json')));
+  }
   throw new WeightFormatError('BAD_HEADER', 'not a tokenizer file this library reads', { path });
 }

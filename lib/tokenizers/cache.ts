@@ -30,7 +30,7 @@ export function tokenizerCacheDir(): string | undefined {
 export function tokenizerSource(path: string): { version: number; path: string; files: [string, number, number][] } {
   const real = fs.realpathSync(path);
   const dir = fs.statSync(real).isDirectory() ? real : nodePath.dirname(real);
-  const names = new Set(['tokenizer.json', 'tokenizer_config.json', 'vocab.json', 'merges.txt', 'vocab.txt', 'tokenizer.bin']);
+  const names = new Set(['tokenizer.json', 'tokenizer_config.json', 'vocab.json', 'merges.txt', 'vocab.txt', 'tokenizer.bin', 'sentencepiece.bpe.model', 'spiece.model']);
   for (const name of fs.readdirSync(dir)) if (name.endsWith('.tokenizer')) names.add(name);
   if (dir !== real) names.add(nodePath.basename(real));
   const files: [string, number, number][] = [];

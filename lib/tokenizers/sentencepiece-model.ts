@@ -15,6 +15,9 @@
  */
 import { UnsupportedError, WeightFormatError } from '../base/errors';
 import { MAX_TOKEN_ID } from './validate-json';
+import { tokenizerFromJsonSteps } from './hf-json';
+import type { Steps } from '../base/steps';
+import type { Tokenizer } from './types';
 
 /** SentencePiece's piece types (ModelProto.SentencePiece.Type). */
 export const SPM_NORMAL = 1;
@@ -254,4 +257,11 @@ export function sentencePieceModelToTokenizerJson(model: SentencePieceModel, whe
       : { type: 'Metaspace', replacement: '▁', prepend_scheme: prepend, split: true },
     model: { type: 'Unigram', unk_id: unk, vocab: model.pieces.map((p) => [p.piece, p.score]), byte_fallback: model.byteFallback },
   };
+}
+
+/** The tokenizer of a Unigram `.model` file's bytes (converted as above; `config`: a tokenizer_config.json beside it). */
+export function* tokenizerFromSentencePieceModelSteps(bytes: Uint8Array, where: string, config?: unknown): Steps<Tokenizer> {
+  const json = sentencePieceModelToTokenizerJson(readSentencePieceModel(bytes, where), where);
+  yield;
+  return yield* tokenizerFromJsonSteps(json, where, config);
 }

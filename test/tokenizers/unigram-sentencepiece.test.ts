@@ -14,13 +14,16 @@ import * as os from 'node:os';
 import * as nodePath from 'node:path';
 import { Tokenizer as HfTokenizer } from '@anush008/tokenizers';
 import { tokenizerFromJson, type Tokenizer } from '../../lib/tokenizers';
+import { loadTokenizer, loadTokenizerSync } from '../../lib/tokenizer-loading';
 import { readSentencePieceModel, sentencePieceModelToTokenizerJson } from '../../lib/tokenizers/sentencepiece-model';
 import { makeCorpus } from './corpus';
-import { compareDecode, compareEncode } from './family-compare';
+import { compareDecode, compareEncode, useTempTokenizerCache } from './family-compare';
 import { multilingualLines } from './multilingual';
 
 const HAVE_SPM = spawnSync('spm_train', ['--help'], { stdio: 'ignore' }).error === undefined;
 if (!HAVE_SPM) console.warn('unigram-sentencepiece.test.ts: spm_train not found (apt-get install sentencepiece): the sentencepiece comparison is skipped');
+
+const cacheDir = useTempTokenizerCache();
 
 /** One line per case (spm_encode reads lines): the corpus split at newlines. */
 const lines = [...makeCorpus(2000), ...multilingualLines(1000, 77)].flatMap((s) => s.split('\n'));
@@ -88,5 +91,20 @@ const lines = [...makeCorpus(2000), ...multilingualLines(1000, 77)].flatMap((s) 
     console.log(`byte_fallback=${byteFallback}: ${lines.length} lines: ${JSON.stringify(counts)}\n${shown.join('\n')}`);
     expect(counts.unexplained).toBe(0);
     expect(counts.same).toBeGreaterThan(lines.length * 0.9);
+  });
+  it('loadTokenizer reads the .model itself (a folder with sentencepiece.bpe.model, or the file), in the worker and from the cache, as the converted tokenizer.json encodes', async () => {
+    const folder = nodePath.join(dir, 'xlmr-like');
+    fs.mkdirSync(folder);
+    fs.copyFileSync(nodePath.join(dir, 'u.model'), nodePath.join(folder, 'sentencepiece.bpe.model'));
+    const sample = lines.slice(0, 800);
+    const expected = sample.map((l) => ours.encode(l));
+    for (let round = 0; round < 2; round++) {
+      const loaded = await loadTokenizer(folder);
+      expect(loaded.kind).toBe('unigram');
+      expect(sample.map((l) => loaded.encode(l))).toEqual(expected);
+    }
+    expect(fs.readdirSync(nodePath.join(cacheDir(), 'tokenizers')).some((f) => f.endsWith('.wmtok'))).toBe(true);
+    const direct = loadTokenizerSync(nodePath.join(dir, 'u.model'));
+    expect(sample.map((l) => direct.encode(l))).toEqual(expected);
   });
 });
