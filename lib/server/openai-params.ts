@@ -55,13 +55,19 @@ export function maxTokens(requested: number | null | undefined, fallback: number
 
 /**
  * With context shift on (ServeOptions.contextShift): the prompt cut to fit as llama-server cuts one
- * (its first token kept when it is the BOS), and the option that lets the generation shift; off:
- * the prompt as it is.
+ * (its first `nKeep` tokens kept, by default its BOS), and the option that lets the generation
+ * shift; off: the prompt as it is.
  */
-export function shiftedPrompt(on: boolean | undefined, ids: readonly number[], model: { contextLength: number; tokenizer: Tokenizer }): { ids: readonly number[]; contextShift?: ContextShiftOptions } {
+export function shiftedPrompt(
+  on: boolean | undefined,
+  ids: readonly number[],
+  model: { contextLength: number; tokenizer: Tokenizer },
+  nKeep?: number | null,
+): { ids: readonly number[]; contextShift?: ContextShiftOptions } {
   if (!on) return { ids };
-  const keep = keptPrefix({}, ids, model.tokenizer.specialIds?.bos, model.contextLength);
-  return { ids: truncatedPrompt(ids, model.contextLength, keep), contextShift: {} };
+  const contextShift: ContextShiftOptions = nKeep != null ? { keep: nKeep } : {};
+  const keep = keptPrefix(contextShift, ids, model.tokenizer.specialIds?.bos, model.contextLength);
+  return { ids: truncatedPrompt(ids, model.contextLength, keep), contextShift };
 }
 
 /**

@@ -21,6 +21,8 @@ const generationFields = {
   min_p: nullable({ type: 'number', minimum: 0, maximum: 1 }),
   repetition_penalty: nullable({ type: 'number', exclusiveMinimum: 0, maximum: 10 }),
   max_tokens: nullable({ type: 'integer', minimum: 1 }),
+  /** llama-server's: tokens at the start that context shift never drops (with --context-shift). */
+  n_keep: nullable({ type: 'integer', minimum: 0 }),
   stop: nullable({ anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' }, maxItems: 4 }] }),
   seed: nullable({ type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
   presence_penalty: nullable({ type: 'number', minimum: -2, maximum: 2 }),

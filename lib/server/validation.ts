@@ -22,6 +22,7 @@ export interface GenerationBody {
   min_p?: number | null;
   repetition_penalty?: number | null;
   max_tokens?: number | null;
+  n_keep?: number | null;
   stop?: string | string[] | null;
   seed?: number | null;
   presence_penalty?: number | null;

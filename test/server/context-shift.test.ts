@@ -58,6 +58,20 @@ describe('text completions with context shift', () => {
     expect([refused.status, refused.body.error.code, refused.body.error.param]).toEqual([400, 'context_length_exceeded', 'prompt']);
   });
 
+  it('n_keep: the first n_keep tokens of a cut prompt stay', async () => {
+    const long = model.encode(`Once upon a time${' the cat sat on a mat and looked at the sun'.repeat(9)}`);
+    expect(long.length).toBeGreaterThan(CONTEXT);
+    const cut = cutByHand(long, 5);
+    expect(cut.slice(0, 5)).toEqual(long.slice(0, 5));
+    const n = Math.min(4, CONTEXT - cut.length);
+    const response = await post(shifting, '/v1/completions', { model: 'stories', prompt: long, max_tokens: n, n_keep: 5, temperature: 0, logit_bias: BAN_STOPS });
+    expect(response.status).toBe(200);
+    expect(response.body.usage.prompt_tokens).toBe(cut.length);
+    expect(response.body.choices[0].text).toBe(await model.generate(cut, { temperature: 0, maxTokens: n, logitBias: { 1: -Infinity, 2: -Infinity } }).text());
+    const bad = await post(shifting, '/v1/completions', { model: 'stories', prompt: long, n_keep: -1 });
+    expect([bad.status, bad.body.error.param]).toEqual([400, 'n_keep']);
+  });
+
   it('honours max_tokens past the context (the generation shifts); without the option it is capped at the room', async () => {
     // The BOS alone: every run feeds it alone first, whatever the idle caches hold, so the runs are bitwise alike.
     const prompt = [model.tokenizer.specialIds.bos!];

@@ -74,7 +74,7 @@ export async function chatCompletions(ctx: RouteContext): Promise<void> {
     throw toApiError(error, promptField(error));
   }
   // A conversation past the context is cut (context shift on), the way the generation shifts.
-  const { ids, contextShift } = shiftedPrompt(ctx.served.contextShift, rendered.ids, model);
+  const { ids, contextShift } = shiftedPrompt(ctx.served.contextShift, rendered.ids, model, body.n_keep);
   const prompt: ChatPrompt = ids === rendered.ids ? rendered : { ...rendered, ids };
   const promptTokens = prompt.ids.length;
   const options: ChatOptions = {

@@ -18,7 +18,7 @@ export async function completions(ctx: RouteContext): Promise<void> {
   if (encoded.length === 0) throw invalidRequest('the prompt has no tokens', 'prompt');
   for (const t of encoded) if (t >= model.vocabSize) throw invalidRequest(`prompt: ${t} is not a token id of this vocabulary (size ${model.vocabSize})`, 'prompt');
   // A prompt past the context is cut (context shift on), the way the generation shifts.
-  const { ids, contextShift } = shiftedPrompt(ctx.served.contextShift, encoded, model);
+  const { ids, contextShift } = shiftedPrompt(ctx.served.contextShift, encoded, model, body.n_keep);
   const prompt = [...ids];
   const options = {
     ...samplingOptions(body, model.vocabSize),
