@@ -6,6 +6,8 @@
  * one entry of DECODER_VARIANTS.
  */
 
+import { QWEN3_MOE_VARIANT, moeLayerShapes, moeStackedParts, type MoeFields } from './qwen3-moe';
+
 /**
  * The value sets of the decoder's enum-valued options, one list each: RoPE pair orders and FFN
  * activations (DecoderConfig), KV cache element types (SessionOptions.kvCache) and what the loader
@@ -59,6 +61,8 @@ export interface DecoderVariant {
    * separate tensors (decoderFusedParts), writers join them back.
    */
   fusedProjections?: boolean;
+  /** Qwen3-MoE: every layer's FFN is a mixture of experts (./qwen3-moe.ts; the config's MoeFields). */
+  experts?: boolean;
   /** Numbers the variant's configs carry as they are under the same names in HF config.json and GGUF (Granite's multipliers). */
   scalars?: readonly VariantScalar[];
 }
@@ -125,6 +129,7 @@ export const DECODER_VARIANTS = {
     hfModelTypes: ['phi3'], hfClass: 'Phi3ForCausalLM', hfClassPattern: /^Phi3ForCausalLM$/, hfDefaultMaxPositions: 4096, gemma: false,
     fusedProjections: true,
   },
+  qwen3moe: QWEN3_MOE_VARIANT,
 } as const satisfies Record<string, DecoderVariant>;
 
 /** The variant's scalars (none for most). */
@@ -139,7 +144,7 @@ export const SCALAR_FIELDS: readonly ScalarField[] = [...new Set(Object.keys(DEC
 export type DecoderArchitecture = keyof typeof DECODER_VARIANTS;
 
 /** Llama, Qwen2, Qwen3, Mistral and Gemma 3 (the decoder engine; its variants above). Matrices [out,in]. */
-export interface DecoderConfig {
+export interface DecoderConfig extends MoeFields {
   architecture: DecoderArchitecture;
   hiddenSize: number;
   intermediateSize: number;
@@ -245,6 +250,10 @@ const EXTRA_TITLES: Readonly<Record<string, string>> = {
   logitsScaling: 'a logits scaling',
   noRopeLayerInterval: 'layers without RoPE',
   ropeDim: 'partial rotary embeddings',
+  numExperts: 'a mixture of experts',
+  numExpertsPerToken: 'a mixture of experts',
+  expertIntermediateSize: 'a mixture of experts',
+  normTopkProb: 'a mixture of experts',
 };
 
 /** Whether layer l rotates q and k (see DecoderConfig.noRopeLayerInterval). */
@@ -260,7 +269,8 @@ export function isRopeLayer(c: Pick<DecoderConfig, 'noRopeLayerInterval'>, l: nu
 export function unheldFields(c: Partial<DecoderConfig>, holds: readonly string[]): string[] {
   return Object.entries(c)
     .filter(([key, value]) => !LLAMA_FIELDS.has(key) && !holds.includes(key) && value !== undefined && value !== false)
-    .map(([key]) => EXTRA_TITLES[key] ?? key);
+    .map(([key]) => EXTRA_TITLES[key] ?? key)
+    .filter((title, i, all) => all.indexOf(title) === i);
 }
 
 /** "Llama/Qwen3": the variants whose fixed fields a format holding `holds` can store, for messages. */
@@ -377,6 +387,8 @@ export function decoderFusedParts(c: DecoderConfig): (name: string) => FusedPart
   const v: DecoderVariant = DECODER_VARIANTS[c.architecture];
   const qDim = c.numHeads * c.headDim, kvDim = c.numKvHeads * c.headDim, ff = c.intermediateSize;
   return (name) => {
+    const experts = moeStackedParts(c, name);
+    if (experts) return experts;
     const m = v.fusedProjections ? /^model\.layers\.(0|[1-9][0-9]*)\.(self_attn\.qkv_proj|mlp\.gate_up_proj)\.weight$/.exec(name) : null;
     if (!m) return undefined;
     const l = Number(m[1]);
@@ -421,6 +433,10 @@ export function decoderTensorShapes(c: DecoderConfig): { name: string; shape: nu
     }
     out.push({ name: DECODER_NAMES.ffnNorm(l), shape: [d] });
     if (c.sandwichNorms) out.push({ name: DECODER_NAMES.preFfnNorm(l), shape: [d] }, { name: DECODER_NAMES.postFfnNorm(l), shape: [d] });
+    if (c.numExperts) {
+      out.push(...moeLayerShapes(c, l));
+      continue;
+    }
     out.push(
       { name: DECODER_NAMES.gate(l), shape: [c.intermediateSize, d] },
       { name: DECODER_NAMES.up(l), shape: [c.intermediateSize, d] },

@@ -29,6 +29,7 @@
 import { rangeError, UnsupportedError } from '../errors';
 import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../weights';
 import type { FloatDType } from './dtype-convert';
+import { MOE_FIELDS, moeStackedShape, moeStackedTensors } from '../architectures/qwen3-moe';
 import { DECODER_VARIANTS, decoderFusedTensors, isDecoderConfig, SCALAR_FIELDS, unheldFields, variantNames, variantScalars, type DecoderConfig, type DecoderVariant } from '../architectures/decoder';
 import { decodeVocabularySteps } from '../tokenizers/deferred-vocabulary';
 import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggmlBlockTypeId, ggufTensorName } from './gguf';
@@ -214,8 +215,19 @@ function vocabularyKvs(t: Extract<TokenizerData, { kind: 'gguf' }> | EncodedGguf
 /** The decoder fields beyond Llama's written from other formats (the keys below; no biases, no rope_freqs). */
 const GGUF_WRITER_HOLDS = [
   'qkNorm', 'slidingWindow', 'slidingWindowPattern', 'ropeLocalTheta', 'sandwichNorms', 'activation', 'embeddingScale',
-  'queryPreAttnScalar', 'normWeightOffset', 'noRopeLayerInterval', 'ropeDim', ...SCALAR_FIELDS,
+  'queryPreAttnScalar', 'normWeightOffset', 'noRopeLayerInterval', 'ropeDim', ...SCALAR_FIELDS, ...MOE_FIELDS,
 ];
+
+/** Qwen3-MoE's expert keys (llama.cpp's qwen3moe renormalizes the k weights, always). */
+function moeKvs(c: DecoderConfig, a: string): KvEntry[] {
+  if (c.numExperts === undefined) return [];
+  if (c.normTopkProb !== true) throw new UnsupportedError(`GGUF ${a} cannot store routing weights that are not renormalized (norm_topk_prob false): llama.cpp always renormalizes`);
+  return [
+    [`${a}.expert_count`, 'u32', c.numExperts],
+    [`${a}.expert_used_count`, 'u32', c.numExpertsPerToken],
+    [`${a}.expert_feed_forward_length`, 'u32', c.expertIntermediateSize],
+  ];
+}
 
 /** Sliding-window keys: Mistral's window (llama.cpp ignores it), Gemma 3's window, pattern and local RoPE base. */
 function slidingWindowKvs(c: DecoderConfig, a: string): KvEntry[] {
@@ -261,6 +273,7 @@ async function decoderKvs(weights: ModelWeights): Promise<KvEntry[]> {
     [`${a}.rope.freq_base`, 'f32', c.ropeTheta],
     [`${a}.attention.layer_norm_rms_epsilon`, 'f32', c.rmsNormEps],
     ...slidingWindowKvs(c, a),
+    ...moeKvs(c, a),
     ...variantScalars(c.architecture).filter((s) => c[s.field] !== undefined).map((s): KvEntry => [`${a}.${s.gguf}`, 'f32', c[s.field]]),
     ...vocabularyKvs(await vocabularyOf(weights, c.vocabSize), jinjaChatTemplateOf(weights), c.eosTokenIds),
   ];
@@ -341,7 +354,7 @@ function planTensorBytes(weights: ModelWeights, view: TensorView, options: Write
  */
 function withFusedTensors(weights: ModelWeights, planned: Planned[]): Planned[] {
   const c = weights.config;
-  const groups = isDecoderConfig(c) ? decoderFusedTensors(c) : [];
+  const groups = isDecoderConfig(c) ? [...decoderFusedTensors(c), ...moeStackedTensors(c)] : [];
   if (groups.length === 0) return planned;
   const byView = new Map(planned.filter((p) => p.view).map((p) => [p.view!.name, p]));
   const first = new Map<string, [string, string[]]>();
@@ -363,9 +376,20 @@ function withFusedTensors(weights: ModelWeights, planned: Planned[]): Planned[] 
     if (!parts.every((q): q is Planned => q?.view !== undefined)) throw new UnsupportedError(`cannot join the parts of '${g[0]}'`);
     const views = parts.map((q) => q.view!);
     const rows = parts.reduce((n, q) => n + q.dims[1], 0);
-    const dims = [p.dims[0], rows];
-    const sameType = parts.every((q) => q.ggmlType === p.ggmlType && !q.quantized && q.view!.dtype === p.view!.dtype && !q.view!.transposed && q.byteLength === q.view!.byteLength);
+    // Stacked experts are 3-D [cols, rows, experts] (innermost first), fused projections 2-D.
+    const dims = isDecoderConfig(c) && moeStackedShape(c, g[0]) ? [p.dims[0], p.dims[1], parts.length] : [p.dims[0], rows];
     const joined = ggufTensorName(g[0]);
+    if (parts.every((q) => q.quantized && q.ggmlType === p.ggmlType)) {
+      const blocks = async function* () {
+        for (const q of parts) {
+          const emitted = q.emit();
+          if ('blocks' in emitted) yield* emitted.blocks;
+        }
+      };
+      out.push({ name: joined, view: p.view, dims, ggmlType: p.ggmlType, byteLength: parts.reduce((n, q) => n + q.byteLength, 0), quantized: true, emit: () => ({ blocks: blocks() }) });
+      continue;
+    }
+    const sameType = parts.every((q) => q.ggmlType === p.ggmlType && !q.quantized && q.view!.dtype === p.view!.dtype && !q.view!.transposed && q.byteLength === q.view!.byteLength);
     if (sameType) {
       out.push({ name: joined, view: p.view, dims, ggmlType: p.ggmlType, byteLength: parts.reduce((n, q) => n + q.byteLength, 0), emit: () => views.flatMap((v) => [...rawChunks(v)]) });
     } else {

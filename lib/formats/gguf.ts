@@ -25,6 +25,7 @@
  * metadata holds every key/value, plus 'gguf.version', 'gguf.alignment', 'gguf.types' (the value
  * type of each key) and 'gguf.tensors' (every tensor info, supported or not). Writer: gguf-writer.ts.
  */
+import { moeCanonicalOfGguf, moeCountsProblem, moeGgufName, moeStackedShape, type MoeFields } from '../architectures/qwen3-moe';
 import { DECODER_NAMES, DECODER_VARIANTS, decoderArchitectureOfGguf, decoderFusedParts, decoderTensorShapes, normalizedSlidingPattern, variantScalars, type DecoderVariant, slidingPatternOf, variantFields, type DecoderArchitecture, type DecoderConfig } from '../architectures/decoder';
 import { mapFile, type MappedSource } from '../mapping';
 import { native } from '../native';
@@ -487,6 +488,8 @@ export function canonicalDecoderName(ggufName: string, sandwich = false, fused =
   if (sandwich && SANDWICH_NORMS[m[2]]) return SANDWICH_NORMS[m[2]](l);
   if (fused && m[2] === 'attn_qkv') return DECODER_NAMES.qkv(l);
   if (fused && m[2] === 'ffn_up') return DECODER_NAMES.gateUp(l);
+  const moe = moeCanonicalOfGguf(m[2], l);
+  if (moe) return moe;
   const perLayer: Record<string, (l: number) => string> = {
     attn_norm: DECODER_NAMES.attnNorm,
     attn_q: DECODER_NAMES.q,
@@ -505,6 +508,8 @@ export function canonicalDecoderName(ggufName: string, sandwich = false, fused =
 
 /** Canonical decoder name -> llama.cpp tensor name (the inverse of canonicalDecoderName); other names unchanged. */
 export function ggufTensorName(canonical: string, sandwich = false): string {
+  const moe = moeGgufName(canonical);
+  if (moe) return moe;
   const fused = /^model\.layers\.(0|[1-9][0-9]*)\.(self_attn\.qkv_proj|mlp\.gate_up_proj)\.weight$/.exec(canonical);
   if (fused) return `blk.${fused[1]}.${fused[2] === 'mlp.gate_up_proj' ? 'ffn_up' : 'attn_qkv'}.weight`;
   switch (canonical) {
@@ -629,6 +634,21 @@ function ggufSlidingPattern(kv: Kv, arch: string, numLayers: number): number | u
   return pattern;
 }
 
+/**
+ * Qwen3-MoE's expert keys as llama.cpp reads them (src/models/qwen3moe.cpp): expert_count,
+ * expert_used_count, expert_feed_forward_length (absent: feed_forward_length / expert_used_count);
+ * its graph always renormalizes the k weights.
+ */
+function ggufMoeFields(kv: Kv, arch: string, intermediateSize: number): MoeFields {
+  const numExperts = kv.int(`${arch}.expert_count`, undefined, 0);
+  const numExpertsPerToken = kv.int(`${arch}.expert_used_count`, undefined, 0);
+  const m: MoeFields = { numExperts, numExpertsPerToken, normTopkProb: true };
+  const problem = moeCountsProblem({ ...m, expertIntermediateSize: 1 });
+  if (problem) fail('CONFIG_MISMATCH', `metadata: ${problem}`, { path: kv.path, expected: 'expert_count in 1..1024, expert_used_count <= expert_count', found: { expert_count: numExperts, expert_used_count: numExpertsPerToken } });
+  m.expertIntermediateSize = kv.int(`${arch}.expert_feed_forward_length`, Math.floor(intermediateSize / numExpertsPerToken));
+  return m;
+}
+
 function decoderConfig(kv: Kv, bytes: Buffer, architecture: DecoderArchitecture, byName: Map<string, GgufTensorInfo>, tokenizer: TokenizerData | undefined): DecoderConfig {
   const path = kv.path;
   const variant = DECODER_VARIANTS[architecture];
@@ -696,6 +716,7 @@ function decoderConfig(kv: Kv, bytes: Buffer, architecture: DecoderArchitecture,
     }
   }
   if (ropeDim !== headDim) config.ropeDim = ropeDim;
+  if ((variant as DecoderVariant).experts) Object.assign(config, ggufMoeFields(kv, arch, config.intermediateSize));
   for (const s of variantScalars(architecture)) if (kv.has(`${arch}.${s.gguf}`)) config[s.field] = kv.float(`${arch}.${s.gguf}`, 1);
   const factors = ropeFreqFactors(bytes, path, byName.get('rope_freqs.weight'), headDim);
   if (factors) config.ropeFreqFactors = factors;
@@ -834,9 +855,13 @@ function build(src: MappedSource, file: GgufFile): Omit<ModelWeights, 'path' | '
         continue;
       }
       const rows = parts.reduce((n, p) => n + p.rows, 0);
-      if (t.shape.length !== 2 || t.shape[0] !== rows) fail('SHAPE_MISMATCH', `tensor '${t.name}' disagrees with the metadata`, { path, offset: t.byteOffset, expected: `[${rows}, ...]`, found: t.shape });
+      // Stacked experts [numExperts, rows, cols], viewed as [numExperts · rows, cols].
+      const stacked = moeStackedShape(config, name!);
+      if (stacked && (t.shape.length !== 3 || t.shape.some((v, i) => v !== stacked[i]))) fail('SHAPE_MISMATCH', `tensor '${t.name}' disagrees with the metadata`, { path, offset: t.byteOffset, expected: stacked, found: t.shape });
+      if (!stacked && (t.shape.length !== 2 || t.shape[0] !== rows)) fail('SHAPE_MISMATCH', `tensor '${t.name}' disagrees with the metadata`, { path, offset: t.byteOffset, expected: `[${rows}, ...]`, found: t.shape });
+      const whole = view && stacked ? { ...view, shape: [stacked[0] * stacked[1], stacked[2]] } : view;
       for (const p of parts) {
-        const partView = view && rowBlockView(view, p.name, p.row0, p.rows);
+        const partView = whole && rowBlockView(whole, p.name, p.row0, p.rows);
         canonical.set(p.name, { t, view: partView });
         if (partView) tensors.push(partView);
       }

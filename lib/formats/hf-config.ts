@@ -23,6 +23,7 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { ARCHITECTURES, architectureOfHf, type KnownArchitecture } from '../architectures';
+import { moeCountsProblem, QWEN3_MOE_HF_DEFAULTS, type MoeFields } from '../architectures/qwen3-moe';
 import { DECODER_VARIANTS, isDecoderArchitecture, isRopeLayer, variantScalars, isDecoderConfig, isSlidingLayer, llama3RopeFactors, normalizedSlidingPattern, slidingPatternOf, variantFields, type DecoderArchitecture, type Llama3RopeScaling, type DecoderConfig, type DecoderVariant } from '../architectures/decoder';
 import type { BertConfig } from '../architectures/bert';
 import type { ModelConfig } from '../architectures/model-config';
@@ -173,11 +174,34 @@ function hfNoRopeInterval(f: Fields, architecture: DecoderArchitecture, numLayer
   return interval;
 }
 
+/**
+ * Qwen3-MoE's expert sizes (transformers' Qwen3MoeConfig defaults where absent). A layer is
+ * sparse unless listed in mlp_only_layers or off the decoder_sparse_step grid; dense layers
+ * are refused (every released Qwen3-MoE has none, and llama.cpp's qwen3moe has no such layers).
+ */
+function hfMoeFields(f: Fields, numLayers: number): MoeFields {
+  const d = QWEN3_MOE_HF_DEFAULTS;
+  const m: MoeFields = {
+    numExperts: f.int('num_experts', d.num_experts),
+    numExpertsPerToken: f.int('num_experts_per_tok', d.num_experts_per_tok),
+    expertIntermediateSize: f.int('moe_intermediate_size', d.moe_intermediate_size),
+    normTopkProb: f.bool('norm_topk_prob', d.norm_topk_prob),
+  };
+  const problem = moeCountsProblem(m);
+  if (problem) fail('CONFIG_MISMATCH', `config.json: ${problem}`, { path: f.path, expected: 'num_experts in 1..1024, num_experts_per_tok <= num_experts', found: { num_experts: m.numExperts, num_experts_per_tok: m.numExpertsPerToken } });
+  const step = f.int('decoder_sparse_step', d.decoder_sparse_step);
+  const only = f.json.mlp_only_layers ?? [];
+  if (!Array.isArray(only) || !only.every((l) => Number.isSafeInteger(l))) fail('BAD_HEADER', "config key 'mlp_only_layers' has the wrong type", { path: f.path, expected: 'a list of layer indices', found: only });
+  const dense = Array.from({ length: numLayers }, (_, l) => l).filter((l) => (only as number[]).includes(l) || (l + 1) % step !== 0);
+  if (dense.length > 0) unsupported(f.path, `dense FFN layers in a mixture-of-experts model (mlp_only_layers / decoder_sparse_step: layers ${dense.join(', ')})`, dense);
+  return m;
+}
+
 /** DecoderConfig from an HF Llama, Qwen2, Qwen3, Mistral or Gemma 3 config.json. */
 export function decoderConfigFromHf(hf: HfJson, path?: string): DecoderConfig {
   const architecture = hfArchitecture(hf);
   if (!isDecoderArchitecture(architecture)) {
-    return fail('CONFIG_MISMATCH', 'config.json does not describe a Llama, Qwen2, Qwen3, Mistral, Gemma 3, Granite, SmolLM3 or Phi-3 model', { path, expected: Object.keys(DECODER_VARIANTS).join(' | '), found: hf.model_type ?? hf.architectures });
+    return fail('CONFIG_MISMATCH', 'config.json does not describe a Llama, Qwen2, Qwen3, Mistral, Gemma 3, Granite, SmolLM3, Phi-3 or Qwen3-MoE model', { path, expected: Object.keys(DECODER_VARIANTS).join(' | '), found: hf.model_type ?? hf.architectures });
   }
   const variant = DECODER_VARIANTS[architecture];
   const f = new Fields(hf, path);
@@ -251,6 +275,7 @@ export function decoderConfigFromHf(hf: HfJson, path?: string): DecoderConfig {
     if (value !== undefined) config[s.field] = value;
   }
   if (scaling) config.ropeFreqFactors = llama3RopeFactors(headDim, ropeTheta, scaling);
+  if ((variant as DecoderVariant).experts) Object.assign(config, hfMoeFields(f, numLayers));
   const bos = f.ids('bos_token_id');
   if (bos && bos.length === 1) config.bosTokenId = bos[0];
   const eos = f.ids('eos_token_id');
@@ -298,6 +323,12 @@ export function hfConfigFromDecoder(c: DecoderConfig, extra: HfJson = {}): HfJso
     if ((DECODER_VARIANTS[c.architecture] as DecoderVariant).noRopeLayerInterval === undefined) fail('UNSUPPORTED', `layers without RoPE cannot be written to a ${c.architecture} config.json`, { found: c.noRopeLayerInterval });
     out.no_rope_layer_interval = c.noRopeLayerInterval;
     out.no_rope_layers = Array.from({ length: c.numLayers }, (_, l) => (isRopeLayer(c, l) ? 1 : 0));
+  }
+  if (c.numExperts !== undefined) {
+    Object.assign(out, {
+      num_experts: c.numExperts, num_experts_per_tok: c.numExpertsPerToken, moe_intermediate_size: c.expertIntermediateSize,
+      norm_topk_prob: c.normTopkProb ?? false, decoder_sparse_step: 1, mlp_only_layers: [],
+    });
   }
   if (c.bosTokenId !== undefined) out.bos_token_id = c.bosTokenId;
   if (c.eosTokenIds !== undefined) out.eos_token_id = c.eosTokenIds.length === 1 ? c.eosTokenIds[0] : [...c.eosTokenIds];

@@ -16,6 +16,15 @@ namespace decoder {
 namespace {
 
 std::string LayerName(int64_t l, const char* rest) { return "model.layers." + std::to_string(l) + "." + rest; }
+std::string ExpertName(int64_t l, int64_t e, const char* proj) {
+  return LayerName(l, "mlp.experts.") + std::to_string(e) + "." + proj + ".weight";
+}
+// The expert matrices (Qwen3-MoE): read only for the tokens routed to them, so neither faulted in
+// at load nor given huge pages (the experts a model never routes to stay on disk).
+bool IsExpert(const std::string& name) { return name.find(".mlp.experts.") != std::string::npos; }
+
+// llama.cpp's LLAMA_MAX_EXPERTS.
+constexpr int64_t kMaxExperts = 1024;
 
 // dst [rows, cols] = the transpose of src [cols, rows] (elements of type T), across the pool, in
 // 32x32 tiles: a tile's 32 source rows stay in cache while its 32 output rows are written.
@@ -86,6 +95,11 @@ void DecoderConfig::Validate() const {
   for (float f : rope_freqs)
     if (!(f > 0) || !std::isfinite(f)) fail("ropeFreqFactors must be positive and finite");
   if (sliding_window < 0 || swa_pattern < 0) fail("slidingWindow and slidingWindowPattern must not be negative");
+  if (n_experts < 0 || n_experts > kMaxExperts || (n_experts == 0) != (n_experts_used == 0) || n_experts_used < 0 ||
+      n_experts_used > n_experts || (n_experts > 0 && expert_intermediate <= 0))
+    fail("numExperts must be in [0, " + std::to_string(kMaxExperts) + "], numExpertsPerToken in [1, numExperts] with " +
+         "experts (found " + std::to_string(n_experts) + " and " + std::to_string(n_experts_used) +
+         "), expertIntermediateSize positive");
   if (!(theta_local >= 0) || !std::isfinite(norm_offset) || !(embed_scale > 0) || !std::isfinite(embed_scale) ||
       !(attn_scalar >= 0) || !std::isfinite(attn_scalar))
     fail("ropeLocalTheta, normWeightOffset, embeddingScale and queryPreAttnScalar must be finite (the scales positive)");
@@ -130,6 +144,8 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
   std::set<std::string> partial;
   if (options.quant == WeightQuant::Keep) {
     if (!c.tied) partial.insert("model.embed_tokens.weight");
+    for (const auto& [name, t] : s.tensors())
+      if (IsExpert(name)) partial.insert(name);
     huge = AdviseStreamedHugePages(s, partial) > 0;
   }
 
@@ -164,9 +180,22 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
     L.wk = matrix(LayerName(l, "self_attn.k_proj.weight"), c.kv_dim(), c.dim);
     L.wv = matrix(LayerName(l, "self_attn.v_proj.weight"), c.kv_dim(), c.dim);
     L.wo = matrix(LayerName(l, "self_attn.o_proj.weight"), c.dim, c.q_dim());
-    L.w_gate = matrix(LayerName(l, "mlp.gate_proj.weight"), c.intermediate, c.dim);
-    L.w_up = matrix(LayerName(l, "mlp.up_proj.weight"), c.intermediate, c.dim);
-    L.w_down = matrix(LayerName(l, "mlp.down_proj.weight"), c.dim, c.intermediate);
+    if (c.moe()) {
+      // The router as stored (f16, f32; bf16 as f32), also under a Q8 load: its logits pick the experts.
+      const WeightQuant router_quant = options.quant == WeightQuant::Q8 ? WeightQuant::Keep : options.quant;
+      L.moe.router = Matrix::Prepare(m.RowMajor(s.RequireAnyOrder(LayerName(l, "mlp.gate.weight"), {c.n_experts, c.dim})),
+                                     router_quant, options.group_size, &m.cost_, *m.pool_);
+      const int64_t ffn = c.expert_intermediate;
+      for (int64_t e = 0; e < c.n_experts; e++) {
+        L.moe.gate.push_back(matrix(ExpertName(l, e, "gate_proj"), ffn, c.dim));
+        L.moe.up.push_back(matrix(ExpertName(l, e, "up_proj"), ffn, c.dim));
+        L.moe.down.push_back(matrix(ExpertName(l, e, "down_proj"), c.dim, ffn));
+      }
+    } else {
+      L.w_gate = matrix(LayerName(l, "mlp.gate_proj.weight"), c.intermediate, c.dim);
+      L.w_up = matrix(LayerName(l, "mlp.up_proj.weight"), c.intermediate, c.dim);
+      L.w_down = matrix(LayerName(l, "mlp.down_proj.weight"), c.dim, c.intermediate);
+    }
   }
   if (m.has_head()) {
     m.final_norm_ = norm("model.norm.weight", c.dim);
@@ -190,7 +219,7 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
       for (uint64_t at = 0; at < n; at += kPiece) pieces.push_back({p + at, std::min(kPiece, n - at), fault_in});
     };
     for (const auto& [name, t] : s.tensors()) {
-      if (t.dtype == DType::BF16) continue;
+      if (t.dtype == DType::BF16 || IsExpert(name)) continue;
       const bool fault_in = huge && !partial.count(name);
       add(t.data, t.byte_length, fault_in);
       if (t.scales) add(t.scales, uint64_t(t.numel / t.group) * sizeof(float), fault_in);
