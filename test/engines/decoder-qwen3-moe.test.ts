@@ -186,6 +186,23 @@ describe('GGUF', () => {
     }
   });
 
+  test('GGUF -> HF folder: one tensor per expert, transformers\' keys, the same logits as llama.cpp\'s', async () => {
+    const back = ws.fresh('back');
+    fs.mkdirSync(back);
+    await convert(files['qwen3moe-f32']!, path.join(back, 'model.safetensors'), { to: 'safetensors' });
+    const config = JSON.parse(fs.readFileSync(path.join(back, 'config.json'), 'utf8'));
+    for (const key of ['architectures', 'model_type', 'num_experts', 'num_experts_per_tok', 'moe_intermediate_size', 'norm_topk_prob']) expect([key, config[key]]).toEqual([key, MOE_HF[key as keyof typeof MOE_HF]]);
+    const w = await ws.read(back);
+    expect(w.tensors.filter((t) => /^model\.layers\.0\.mlp\.experts\.\d+\.up_proj\.weight$/.test(t.name))).toHaveLength(8);
+    const got = await logitsOf(back);
+    REFERENCE['qwen3moe-f32'].positions.forEach((p, t) => {
+      const row = got.subarray(t * VOCAB, (t + 1) * VOCAB);
+      const tol = TOLERANCE['qwen3moe-f32'](Math.max(...row.map(Math.abs)));
+      expect(argmax(row)).toBe(p.argmax);
+      p.first.forEach((v, i) => expect(Math.abs(row[i] - v)).toBeLessThanOrEqual(tol));
+    });
+  });
+
   test('prefill (rows grouped by expert, a product per expert) agrees with one token at a time', async () => {
     const engine = await load(files['qwen3moe-f32']!);
     const session = engine.createSession({ contextLength: 64, kvCache: 'f32' });
