@@ -13,7 +13,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Sampler } from '../../binding';
-import { inspectReport } from '../../lib/cli/inspect';
+import { inspectReport, renderReport } from '../../lib/cli/inspect';
 import { convert } from '../../lib/convert';
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { WeightFormatError } from '../../lib/errors';
@@ -162,6 +162,7 @@ describe('GGUF', () => {
     // Every other tensor, one embedding row and 2/8 of the experts.
     const embed = 32000 * 256 * 4;
     expect(report.experts!.bytesPerToken).toBe(report.totalBytes - expertBytes - embed + 256 * 4 + expertBytes / 4);
+    expect(renderReport(report)).toContain(`experts:      2 of 8 per token (18.0 MiB of experts)\nread/token:   `);
   });
 
   test.each(Object.keys(FORMS) as (keyof typeof FORMS)[])('%s: logits of every prompt position as llama.cpp computes them; greedy tokens equal', async (name) => {
