@@ -11,7 +11,7 @@ import { bpeTextSteps, type BpeTextSpec } from './bpe-text';
 import type { BpeVocab } from './bpe-vocab';
 import { byteStreamDecoder } from './byte-stream';
 import type { MergeTable } from './merge-table';
-import { pieceDecoderFromJson, streamPieceDecoderFromJson, type PieceDecoder } from './piece-decoder';
+import { leadingStripper, pieceDecoderFromJson, streamPieceDecoderFromJson, type PieceDecoder } from './piece-decoder';
 import { finishEncoding, NO_WRAPPING, type SpecialWrapping } from './post-process';
 import type { PreTokenizer } from './pretokenizers';
 import type { DecodeOptions, EncodeOptions, SpecialTokenIds, StreamDecoder, Tokenizer } from './types';
@@ -152,8 +152,7 @@ export class ByteFallbackBpeTokenizer implements Tokenizer {
   createStreamDecoder(options?: DecodeOptions): StreamDecoder {
     const skip = options?.skipSpecialTokens === true;
     const { piece, stripChar, stripStart } = streamPieceDecoderFromJson(this.config.decoder);
-    const strip = Buffer.from(stripChar, 'utf8');
-    let toStrip = stripStart;
+    const stripLeading = leadingStripper(stripChar, stripStart);
     return byteStreamDecoder((id) => {
       if (skip && this.special.has(id)) return undefined;
       const byte = this.byteOf.get(id);
@@ -164,14 +163,7 @@ export class ByteFallbackBpeTokenizer implements Tokenizer {
         if (t === undefined) return undefined;
         bytes = Buffer.from(piece([t]), 'utf8');
       }
-      while (toStrip > 0 && bytes.length > 0) {
-        if (!Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).subarray(0, strip.length).equals(strip)) toStrip = 0;
-        else {
-          bytes = bytes.subarray(strip.length);
-          toStrip--;
-        }
-      }
-      return bytes;
+      return stripLeading(bytes);
     });
   }
 

@@ -130,3 +130,23 @@ export function streamPieceDecoderFromJson(json: any): StreamPieceDecoder {
   });
   return { piece: chain(kept.map(stepFromJson)), stripChar, stripStart };
 }
+
+/**
+ * The Strip after a Fuse of a stream decoder (StreamPieceDecoder's stripChar, stripStart): cuts up to
+ * `count` leading `char`s off the stream's first bytes, one piece after another, and stops at the
+ * first piece that does not start with it.
+ */
+export function leadingStripper(char: string, count: number): (bytes: Uint8Array) => Uint8Array {
+  const strip = Buffer.from(char, 'utf8');
+  let left = count;
+  return (bytes) => {
+    while (left > 0 && bytes.length > 0) {
+      if (!Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).subarray(0, strip.length).equals(strip)) left = 0;
+      else {
+        bytes = bytes.subarray(strip.length);
+        left--;
+      }
+    }
+    return bytes;
+  };
+}

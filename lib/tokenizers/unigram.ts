@@ -13,7 +13,7 @@ import type { BpeVocab } from './bpe-vocab';
 import { byteStreamDecoder } from './byte-stream';
 import { metaspaceDecodeToken, metaspaceFromJson, metaspaceSplit, type MetaspaceSpec } from './metaspace';
 import { normalizerFromJson } from './normalizers';
-import { pieceDecoderFromJson, streamPieceDecoderFromJson, type PieceDecoder } from './piece-decoder';
+import { leadingStripper, pieceDecoderFromJson, streamPieceDecoderFromJson, type PieceDecoder } from './piece-decoder';
 import { finishEncoding, NO_WRAPPING, type SpecialWrapping } from './post-process';
 import type { DecodeOptions, EncodeOptions, SpecialTokenIds, StreamDecoder, Tokenizer } from './types';
 import { UnigramModel, type UnigramTrieArrays } from './unigram-model';
@@ -141,21 +141,13 @@ export class UnigramTokenizer implements Tokenizer {
     }
     const { piece, stripChar, stripStart } = streamPieceDecoderFromJson(json);
     const bytesDecoded = JSON.stringify(json).includes('"ByteFallback"');
-    const strip = Buffer.from(stripChar, 'utf8');
-    let toStrip = stripStart;
+    const stripLeading = leadingStripper(stripChar, stripStart);
     return byteStreamDecoder((id) => {
       const t = tokenOf(id);
       if (t === undefined) return undefined;
       const byte = bytesDecoded && !this.addedContent.has(id) ? /^<0x([0-9A-Fa-f]{2})>$/.exec(t) : null;
-      let bytes: Uint8Array = byte ? Uint8Array.of(parseInt(byte[1], 16)) : Buffer.from(piece([t]), 'utf8');
-      while (toStrip > 0 && bytes.length > 0) {
-        if (!Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).subarray(0, strip.length).equals(strip)) toStrip = 0;
-        else {
-          bytes = bytes.subarray(strip.length);
-          toStrip--;
-        }
-      }
-      return bytes;
+      const bytes: Uint8Array = byte ? Uint8Array.of(parseInt(byte[1], 16)) : Buffer.from(piece([t]), 'utf8');
+      return stripLeading(bytes);
     });
   }
 

@@ -35,9 +35,7 @@ interface Replica {
 interface Stream {
   id: string;
   upstream?: number; // the replica's port (the last one nginx tried)
-  answeredAt?: number; // when the reply's headers arrived (ms since the run began)
   status?: number; // the reply's HTTP status
-  startedAt?: number; // when the first token arrived
   tokens: number; // text chunks received
   usage?: number; // completion_tokens of the final usage chunk
   finish?: string;
@@ -92,7 +90,7 @@ function nginxConfig(ports: number[], port: number): string {
   return source.replace(/^worker_processes auto;$/m, 'worker_processes 1;\ndaemon off;');
 }
 
-function stream(port: number, id: string, t0: number, conversation?: string): { result: Promise<Stream>; state: Stream } {
+function stream(port: number, id: string, conversation?: string): { result: Promise<Stream>; state: Stream } {
   const state: Stream = { id, tokens: 0 };
   const body = JSON.stringify({ model: 'stories260K.bin', prompt: 'Once upon a time', max_tokens: MAX_TOKENS, temperature: 0.8, seed: 7, stream: true, stream_options: { include_usage: true } });
   const headers: http.OutgoingHttpHeaders = { 'content-type': 'application/json', authorization: `Bearer ${KEY}`, 'x-request-id': id };
@@ -101,7 +99,6 @@ function stream(port: number, id: string, t0: number, conversation?: string): { 
     const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/completions', headers, agent: false }, (res) => {
       const upstream = String(res.headers['x-upstream'] ?? '').split(',').pop()!.trim();
       state.upstream = Number(upstream.split(':').pop());
-      state.answeredAt = Date.now() - t0;
       state.status = res.statusCode;
       if (res.statusCode !== 200) state.error = `status ${res.statusCode}`;
       let buffer = '';
@@ -115,10 +112,7 @@ function stream(port: number, id: string, t0: number, conversation?: string): { 
           const message = JSON.parse(data);
           if (message.usage) state.usage = message.usage.completion_tokens;
           const choice = message.choices?.[0];
-          if (choice?.text) {
-            state.tokens++;
-            state.startedAt ??= Date.now() - t0;
-          }
+          if (choice?.text) state.tokens++;
           if (choice?.finish_reason) state.finish = choice.finish_reason;
         }
       });
@@ -192,47 +186,44 @@ if (!nginx) console.warn('nginx-replicas.test.ts skipped: no nginx here (Debian:
   });
 
   test('streams survive a killed and a drained replica; logs and metrics add up', async () => {
-    const t0 = Date.now();
     const [killed, drained, survivor] = replicas;
     const byPort = new Map(replicas.map((r) => [r.port, r]));
 
     // Warm-up: every replica serves (least_conn spreads 6 concurrent streams), conversation ids stick.
-    const warm = Array.from({ length: 6 }, (_, i) => stream(lbPort, `warm-${i}`, t0));
-    const sticky = Array.from({ length: 3 }, (_, i) => stream(lbPort, `sticky-${i}`, t0, 'conversation-a'));
+    const warm = Array.from({ length: 6 }, (_, i) => stream(lbPort, `warm-${i}`));
+    const sticky = Array.from({ length: 3 }, (_, i) => stream(lbPort, `sticky-${i}`, 'conversation-a'));
     const warmed = await Promise.all([...warm, ...sticky].map((s) => s.result));
     expect(warmed.filter((s) => s.error !== undefined || s.finish === undefined)).toEqual([]);
     expect(new Set(warmed.slice(0, 6).map((s) => s.upstream)).size).toBeGreaterThan(1);
     expect(new Set(warmed.slice(6).map((s) => s.upstream)).size).toBe(1);
 
     // The storm: 24 streams; once two run on `killed` it is killed, once two run on `drained` it drains.
-    const storm = Array.from({ length: 24 }, (_, i) => stream(lbPort, `storm-${i}`, t0));
+    const storm = Array.from({ length: 24 }, (_, i) => stream(lbPort, `storm-${i}`));
     const runningOn = (r: Replica) => storm.filter((s) => s.state.upstream === r.port && s.state.tokens > 0 && s.state.finish === undefined);
     await until(() => runningOn(killed).length >= 2 && runningOn(drained).length >= 2, 60_000);
     const inFlightOnKilled = new Set(runningOn(killed).map((s) => s.state.id));
     killed.child.kill('SIGKILL');
-    const killedAt = Date.now() - t0;
     const startedOnDrained = new Set(runningOn(drained).map((s) => s.state.id));
     drained.child.kill('SIGTERM');
-    const drainedAt = Date.now() - t0;
 
     // After both: new streams go to the survivor (nginx skips a replica that refuses connections).
-    const after = Array.from({ length: 6 }, (_, i) => stream(lbPort, `after-${i}`, t0));
+    const after = Array.from({ length: 6 }, (_, i) => stream(lbPort, `after-${i}`));
     const done = await Promise.all([...storm, ...after].map((s) => s.result));
     expect(await drained.exited).toBe(0);
 
     const failed = done.filter((s) => s.error !== undefined || s.finish === undefined);
     // Only streams on the killed replica failed, and only those whose replies it had begun (a
     // stream's headers go out before its first token, and nginx retries only what no reply has begun
-    // for): each got its 200 headers through nginx (a 502 would mean nginx did not retry). When the client saw them is not compared with
-    // killedAt: headers that reached nginx before the kill can reach this thread after it.
+    // for): each got its 200 headers through nginx (a 502 would mean nginx did not retry). No clock
+    // is compared: headers that reached nginx before the kill can reach this thread after it.
     for (const s of failed) expect({ id: s.id, upstream: s.upstream, status: s.status }).toEqual({ id: s.id, upstream: killed.port, status: 200 });
+    // At least one of the (two or more) streams seen running there when it was killed failed; not
+    // necessarily each: one whose last bytes were already on the wire finishes.
     expect(failed.length).toBeGreaterThanOrEqual(inFlightOnKilled.size > 0 ? 1 : 0);
-    for (const id of inFlightOnKilled) expect(failed.map((s) => s.id)).toContain(id);
     // The drained replica finished what it had started.
     for (const s of done.filter((d) => startedOnDrained.has(d.id))) expect({ id: s.id, error: s.error, finished: s.finish !== undefined && s.usage! > 0 }).toEqual({ id: s.id, error: undefined, finished: true });
     // Streams that began after the kill and the drain all completed on the survivor.
     for (const s of done.slice(storm.length)) expect({ upstream: s.upstream, error: s.error, finished: s.finish !== undefined }).toEqual({ upstream: survivor.port, error: undefined, finished: true });
-    expect(drainedAt).toBeGreaterThanOrEqual(killedAt);
     console.log(`nginx replicas: ${done.length} streams, ${failed.length} failed (${inFlightOnKilled.size} were streaming on the killed replica), ${startedOnDrained.size} streaming on the drained one finished, ${after.length} after on the survivor`);
 
     // Each replica's access log counts the completions its clients received, token for token.
