@@ -9,11 +9,15 @@ import type { BertConfig } from '../../lib/architectures/bert';
 
 type Pooling = 'mean' | 'cls' | 'max';
 
-export class ReferenceBert {
-  private readonly t = new Map<string, Float64Array>();
+/** The sizes the forward pass reads. */
+export type ReferenceSizes = Pick<BertConfig, 'hiddenSize' | 'intermediateSize' | 'numHeads' | 'numLayers' | 'layerNormEps'>;
 
-  constructor(weights: ModelWeights, readonly config: BertConfig) {
-    for (const v of weights.tensors) this.t.set(v.name, Float64Array.from(readF32(v, 0, numel(v.shape))));
+export class ReferenceBert {
+  private readonly t: Map<string, Float64Array>;
+
+  /** From a model's weights, or (tensors) from float64 values by canonical name. */
+  constructor(weights: ModelWeights | Map<string, Float64Array>, readonly config: ReferenceSizes) {
+    this.t = weights instanceof Map ? weights : new Map(weights.tensors.map((v) => [v.name, Float64Array.from(readF32(v, 0, numel(v.shape)))]));
   }
 
   private w(name: string): Float64Array {
@@ -23,7 +27,7 @@ export class ReferenceBert {
   }
 
   /** y[T, out] = x[T, in]·Wᵀ + b with W [out, in]. */
-  private linear(x: Float64Array, T: number, name: string, nIn: number, nOut: number): Float64Array {
+  linear(x: Float64Array, T: number, name: string, nIn: number, nOut: number): Float64Array {
     const W = this.w(`${name}.weight`);
     const b = this.w(`${name}.bias`);
     const y = new Float64Array(T * nOut);
@@ -53,8 +57,8 @@ export class ReferenceBert {
     return y;
   }
 
-  /** The last hidden states [T, H] of one sequence. */
-  hidden(ids: readonly number[]): Float64Array {
+  /** The last hidden states [T, H] of one sequence; token types 0 unless given. */
+  hidden(ids: readonly number[], types?: readonly number[]): Float64Array {
     const c = this.config;
     const H = c.hiddenSize;
     const I = c.intermediateSize;
@@ -66,7 +70,7 @@ export class ReferenceBert {
     const type = this.w('embeddings.token_type_embeddings.weight');
     let x: Float64Array = new Float64Array(T * H);
     for (let t = 0; t < T; t++)
-      for (let j = 0; j < H; j++) x[t * H + j] = word[ids[t] * H + j] + type[j] + pos[t * H + j];
+      for (let j = 0; j < H; j++) x[t * H + j] = word[ids[t] * H + j] + type[(types?.[t] ?? 0) * H + j] + pos[t * H + j];
     x = this.layerNorm(x, T, 'embeddings.LayerNorm');
     for (let l = 0; l < c.numLayers; l++) {
       const p = `encoder.layer.${l}.`;
