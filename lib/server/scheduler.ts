@@ -17,10 +17,18 @@ import { AdmissionQueue } from './admission';
 import { ApiError } from './api-error';
 import type { ModelMetrics } from './metrics';
 
+/** The request body's names for the prompt and the token limit, for the 400s that name a field. */
+export interface RequestFields {
+  /** Default: `messages` for a chat, `prompt` for a text completion. */
+  prompt: string;
+  /** Default: `max_tokens` (OpenAI's); Ollama's is `options.num_predict`. */
+  maxTokens: string;
+}
+
 /** What the server asks a model to generate: a chat or a text completion. */
 export type GenerationRequest =
-  | { kind: 'chat'; prompt: ChatPrompt; options: ChatOptions }
-  | { kind: 'text'; prompt: number[]; options: GenerateOptions };
+  | { kind: 'chat'; prompt: ChatPrompt; options: ChatOptions; fields?: RequestFields }
+  | { kind: 'text'; prompt: number[]; options: GenerateOptions; fields?: RequestFields };
 
 /** A submitted generation: iterate it (once) to wait for its turn and receive its pieces. */
 export interface ScheduledGeneration extends AsyncIterable<GeneratedPiece> {
@@ -97,9 +105,10 @@ export class ModelScheduler {
     const positions = Math.min(promptTokens + generated, context);
     const bytes = Math.ceil(positions * perPosition);
     if (bytes > budget) {
-      const promptField = request.kind === 'text' ? 'prompt' : 'messages';
-      const field = Math.ceil(promptTokens * perPosition) > budget ? promptField : 'max_tokens';
-      throw new ApiError(400, `this request may hold ${positions} positions of KV cache (the prompt's ${promptTokens} + the tokens it may generate, at most the context of ${context}): ${bytes} bytes, more than the server's KV budget of ${budget} bytes (--max-kv-bytes)${field === 'max_tokens' ? '; lower max_tokens' : ''}`, 'invalid_request_error', field, 'kv_budget_exceeded');
+      const fields = request.fields ?? { prompt: request.kind === 'text' ? 'prompt' : 'messages', maxTokens: 'max_tokens' };
+      const promptTooLong = Math.ceil(promptTokens * perPosition) > budget;
+      const field = promptTooLong ? fields.prompt : fields.maxTokens;
+      throw new ApiError(400, `this request may hold ${positions} positions of KV cache (the prompt's ${promptTokens} + the tokens it may generate, at most the context of ${context}): ${bytes} bytes, more than the server's KV budget of ${budget} bytes (--max-kv-bytes)${promptTooLong ? '' : `; lower ${fields.maxTokens}`}`, 'invalid_request_error', field, 'kv_budget_exceeded');
     }
     return this.queue.enter(signal, bytes);
   }

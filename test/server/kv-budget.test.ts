@@ -4,7 +4,7 @@
  * small one, an aborted head letting the next in, a cost past the budget refused), then the server
  * on stories260K with a 64-token context and a budget of 40 positions' bytes (the bytes of one
  * position from the model's own full-context cache size): a request that could never fit is a 400
- * `kv_budget_exceeded` naming max_tokens (or the prompt), one that fits runs, and one that fits
+ * `kv_budget_exceeded` naming max_tokens (Ollama's options.num_predict; or the prompt), one that fits runs, and one that fits
  * the budget but not beside a running one waits in the queue (with slots free) until it ends.
  */
 import { AdmissionQueue } from '../../lib/server/admission';
@@ -80,6 +80,17 @@ describe('the server with --max-kv-bytes', () => {
     expect([bigPrompt.status, bigPrompt.body.error.param]).toEqual([400, 'prompt']);
     const fits = await complete({ prompt: [1], max_tokens: BUDGET_POSITIONS - 1 });
     expect([fits.status, fits.body.usage.completion_tokens]).toEqual([200, BUDGET_POSITIONS - 1]);
+  });
+
+  it("Ollama's /api/generate names options.num_predict, its own name for the limit", async () => {
+    const generate = (options: Record<string, unknown>) =>
+      rawRequest(running.origin, '/api/generate', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'stories', prompt: 'Once', raw: true, stream: false, options }) });
+    const tooLong = await generate({ num_predict: BUDGET_POSITIONS });
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.body.error).toContain('lower options.num_predict');
+    expect(tooLong.body.error).not.toContain('max_tokens');
+    const fits = await generate({ num_predict: 4, temperature: 0 });
+    expect([fits.status, fits.body.done]).toEqual([200, true]);
   });
 
   it('one that cannot fit beside a running generation waits (slots free) until it ends', async () => {

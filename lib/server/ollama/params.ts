@@ -12,6 +12,9 @@ import type { OllamaOptions } from './schemas';
 
 export const OLLAMA_DEFAULTS = { temperature: 0.8, topK: 40, topP: 0.9, minP: 0, repeatPenalty: 1.1, penaltyLastN: 64 };
 
+/** The token limit's name in an Ollama request, for the 400s that name a field. */
+export const NUM_PREDICT_FIELD = 'options.num_predict';
+
 /** `shifts`: context shift is on (a given num_predict is honoured past the context). */
 export function ollamaOptions(given: OllamaOptions = {}, promptTokens: number, contextLength: number, promptField: string, shifts = false): GenerateOptions {
   if (given.num_ctx !== undefined && given.num_ctx > contextLength) {

@@ -16,7 +16,7 @@ import type { ScheduledGeneration } from '../scheduler';
 import { ThinkingSplitter } from '../thinking-stream';
 import { NdjsonStream } from './ndjson';
 import { ollamaEmbedder, ollamaTextModel, running, show, tags } from './models';
-import { formatSchema, ollamaOptions } from './params';
+import { formatSchema, NUM_PREDICT_FIELD, ollamaOptions } from './params';
 import { shiftedPrompt } from '../openai-params';
 import { validateOllamaChat, validateOllamaEmbed, validateOllamaGenerate, validateOllamaShow } from './validation';
 
@@ -108,7 +108,7 @@ export const ollamaChat: Route = async (ctx) => {
   };
   const schema = await formatSchema(body.format);
   if (schema !== undefined) options.jsonSchema = schema;
-  const run = scheduler.submit({ kind: 'chat', prompt, options }, ctx.signal);
+  const run = scheduler.submit({ kind: 'chat', prompt, options, fields: { prompt: 'messages', maxTokens: NUM_PREDICT_FIELD } }, ctx.signal);
   await answer(ctx, run, body.stream !== false, { model: body.model, shape: chatShape, thinking, promptTokens });
 };
 
@@ -139,13 +139,13 @@ export const ollamaGenerate: Route = async (ctx) => {
     promptTokens = chatPrompt.ids.length;
     const options: ChatOptions = { ...ollamaOptions(body.options, promptTokens, model.contextLength, 'prompt'), enableThinking: thinking };
     if (schema !== undefined) options.jsonSchema = schema;
-    run = scheduler.submit({ kind: 'chat', prompt: chatPrompt, options }, ctx.signal);
+    run = scheduler.submit({ kind: 'chat', prompt: chatPrompt, options, fields: { prompt: 'prompt', maxTokens: NUM_PREDICT_FIELD } }, ctx.signal);
   } else {
     const prompt = model.encode(body.prompt);
     promptTokens = prompt.length;
     const options = ollamaOptions(body.options, promptTokens, model.contextLength, 'prompt');
     if (schema !== undefined) options.jsonSchema = schema;
-    run = scheduler.submit({ kind: 'text', prompt, options }, ctx.signal);
+    run = scheduler.submit({ kind: 'text', prompt, options, fields: { prompt: 'prompt', maxTokens: NUM_PREDICT_FIELD } }, ctx.signal);
   }
   await answer(ctx, run, body.stream !== false, { model: body.model, shape, thinking, promptTokens });
 };
