@@ -6,7 +6,7 @@
  * generation's after it. A max_tokens past the room is honoured (finish_reason 'length' at
  * max_tokens), its text the library's shifting generation (test/generation/context-shift.test.ts
  * checks that one against fresh runs). A chat grown past the context (Qwen3-tiny, no BOS: nothing
- * kept) answers as after its cut prompt, through /v1 and /api/chat. Without the option the same requests are refused or capped.
+ * kept) answers as after its cut prompt, through /v1, /api/generate and /api/chat. Without the option the same requests are refused or capped.
  */
 import { loadModel, type Model } from '../../lib/models/model';
 import { fixture, readJson } from '../helpers/fixtures';
@@ -56,6 +56,17 @@ describe('text completions with context shift', () => {
     expect(response.body.choices[0].text).toBe(expected);
     const refused = await post(plain, '/v1/completions', { model: 'stories', prompt: long, max_tokens: n });
     expect([refused.status, refused.body.error.code, refused.body.error.param]).toEqual([400, 'context_length_exceeded', 'prompt']);
+  });
+
+  it('the same through the Ollama API (/api/generate, raw): cut as /v1 cuts; without the option a 400', async () => {
+    const text = `Once upon a time${' there was a little dog who liked to play with a red ball'.repeat(8)}`;
+    const cut = cutByHand(model.encode(text), 1);
+    const n = Math.min(6, CONTEXT - cut.length);
+    const body = { model: 'stories', prompt: text, raw: true, stream: false, options: { num_predict: n, temperature: 0 } };
+    const response = await post(shifting, '/api/generate', body);
+    expect([response.status, response.body.prompt_eval_count]).toEqual([200, cut.length]);
+    expect(response.body.response).toBe(await model.generate(cut, { temperature: 0, maxTokens: n }).text());
+    expect((await post(plain, '/api/generate', body)).status).toBe(400);
   });
 
   it('n_keep: the first n_keep tokens of a cut prompt stay', async () => {

@@ -136,16 +136,19 @@ export const ollamaGenerate: Route = async (ctx) => {
     } catch (error) {
       throw toApiError(error, 'prompt');
     }
-    promptTokens = chatPrompt.ids.length;
-    const options: ChatOptions = { ...ollamaOptions(body.options, promptTokens, model.contextLength, 'prompt'), enableThinking: thinking };
+    // A prompt past the context is cut (context shift on), as /api/chat cuts a conversation.
+    const { ids, contextShift } = shiftedPrompt(ctx.served.contextShift, chatPrompt.ids, model);
+    const prompt: ChatPrompt = ids === chatPrompt.ids ? chatPrompt : { ...chatPrompt, ids };
+    promptTokens = ids.length;
+    const options: ChatOptions = { ...ollamaOptions(body.options, promptTokens, model.contextLength, 'prompt', contextShift !== undefined), enableThinking: thinking, ...(contextShift ? { contextShift } : {}) };
     if (schema !== undefined) options.jsonSchema = schema;
-    run = scheduler.submit({ kind: 'chat', prompt: chatPrompt, options, fields: { prompt: 'prompt', maxTokens: NUM_PREDICT_FIELD } }, ctx.signal);
+    run = scheduler.submit({ kind: 'chat', prompt, options, fields: { prompt: 'prompt', maxTokens: NUM_PREDICT_FIELD } }, ctx.signal);
   } else {
-    const prompt = model.encode(body.prompt);
-    promptTokens = prompt.length;
-    const options = ollamaOptions(body.options, promptTokens, model.contextLength, 'prompt');
+    const { ids, contextShift } = shiftedPrompt(ctx.served.contextShift, model.encode(body.prompt), model);
+    promptTokens = ids.length;
+    const options = { ...ollamaOptions(body.options, promptTokens, model.contextLength, 'prompt', contextShift !== undefined), ...(contextShift ? { contextShift } : {}) };
     if (schema !== undefined) options.jsonSchema = schema;
-    run = scheduler.submit({ kind: 'text', prompt, options, fields: { prompt: 'prompt', maxTokens: NUM_PREDICT_FIELD } }, ctx.signal);
+    run = scheduler.submit({ kind: 'text', prompt: [...ids], options, fields: { prompt: 'prompt', maxTokens: NUM_PREDICT_FIELD } }, ctx.signal);
   }
   await answer(ctx, run, body.stream !== false, { model: body.model, shape, thinking, promptTokens });
 };
