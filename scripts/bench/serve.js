@@ -7,7 +7,8 @@
 // round's wall time), the server's RSS after the round and the 1-minute load average at its end.
 // First line: the machine (CPU name, family / model, logical CPUs, load), threads and settings.
 // --gguf TYPE serves a Qwen3-0.6B-shaped GGUF with random blocks of that type (make-gguf.js, in the
-// temp folder if absent; the prompt is then 16 token ids). --replicas N starts N servers and Debian's
+// temp folder if absent, with its placeholder vocabulary so that every token is text; the prompt is
+// then 16 token ids). --replicas N starts N servers and Debian's
 // nginx in front of them with deploy/nginx.conf (its least-connections upstream, its upstream lines
 // replaced by the replicas, its listen by a loopback port); the clients go through nginx and the RSS
 // column sums the replicas'. All processes share this machine's cores.
@@ -28,7 +29,7 @@ const args = process.argv.slice(2);
 const opt = (name, def) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : def);
 const FIXTURE = path.join(__dirname, '..', '..', '..', 'shared', 'fixtures', 'llama-stories260k');
 const gguf = opt('gguf');
-const model = opt('model', gguf ? path.join(os.tmpdir(), `weightmap-bench-qwen3-0.6b.${gguf}.gguf`) : path.join(FIXTURE, 'stories260K.bin'));
+const model = opt('model', gguf ? path.join(os.tmpdir(), `weightmap-bench-qwen3-0.6b.${gguf}.vocab.gguf`) : path.join(FIXTURE, 'stories260K.bin'));
 const tokenizer = opt('tokenizer', opt('model') === undefined && !gguf ? path.join(FIXTURE, 'tok512.bin') : undefined);
 // A random-block GGUF has no vocabulary worth encoding text with: its prompt is token ids.
 const prompt = gguf ? Array.from({ length: 16 }, (_, i) => 1000 + i * 37) : 'Once upon a time';
@@ -42,7 +43,7 @@ const threads = opt('threads');
 
 function makeModel() {
   if (!gguf || fs.existsSync(model)) return;
-  const made = spawnSync(process.execPath, [path.join(__dirname, 'make-gguf.js'), model, '--type', gguf], { stdio: 'inherit' });
+  const made = spawnSync(process.execPath, [path.join(__dirname, 'make-gguf.js'), model, '--type', gguf, '--vocab'], { stdio: 'inherit' });
   if (made.status !== 0) process.exit(1);
 }
 
