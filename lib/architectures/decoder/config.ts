@@ -84,6 +84,11 @@ export interface DecoderVariant {
   fused?: readonly FusedTensor[];
   /** Numbers the variant's configs carry as they are under the same names in HF config.json and GGUF (Granite's multipliers). */
   scalars?: readonly VariantScalar[];
+  /**
+   * Every layer's FFN is a mixture of experts (Qwen3-MoE): its configs carry the numExperts fields
+   * (read and written by its hooks), which a format must hold to store the variant.
+   */
+  experts?: boolean;
   /** What the formats cannot say as data: the family's own config.json and GGUF keys. */
   hooks?: DecoderFormatHooks;
 }

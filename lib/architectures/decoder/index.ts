@@ -105,10 +105,10 @@ export function unheldFields(c: Partial<DecoderConfig>, holds: readonly string[]
     .filter((title, i, all) => all.indexOf(title) === i);
 }
 
-/** "Llama/Qwen3": the variants whose fixed fields a format holding `holds` can store, for messages. */
+/** "Llama/Qwen3": the variants whose fixed fields (and experts, for a mixture-of-experts variant) a format holding `holds` can store, for messages. */
 export function variantNames(holds: readonly string[]): string {
   return (Object.keys(DECODER_VARIANTS) as DecoderArchitecture[])
-    .filter((a) => unheldFields(variantFields(a, 1), holds).length === 0)
+    .filter((a) => unheldFields({ ...variantFields(a, 1), ...(DECODER_VARIANTS[a].experts ? { numExperts: 1 } : {}) }, holds).length === 0)
     .map((a) => a[0].toUpperCase() + a.slice(1))
     .join('/');
 }

@@ -80,5 +80,6 @@ export const qwen3moe: DecoderVariant = {
   title: 'Qwen3-MoE',
   qkNorm: true, qkvBias: false, ggufRopePairing: 'half', ggufDefaultEps: 1e-6, ggufArchitecture: 'qwen3moe',
   hfModelTypes: ['qwen3_moe'], hfClass: 'Qwen3MoeForCausalLM', hfClassPattern: /^Qwen3MoeForCausalLM$/, hfDefaultMaxPositions: 32768, defaultChatTemplate: 'qwen3',
+  experts: true,
   hooks: { fromHf, toHf, fromGguf, toGguf },
 };
