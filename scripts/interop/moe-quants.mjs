@@ -6,8 +6,10 @@
  * from node-llama-cpp's source bundle: scripts/bench/peers/cache.js) into each type, and runs
  * every file in llama.cpp (node-llama-cpp's prebuilt CPU build, f32 KV cache, no flash
  * attention) and in weightmap (dist/, build it first): per type the largest |Δ logit| over the
- * prompt's positions (at the argmax, the runner-up and ids 0..3, as the test compares), the
- * positions whose argmax differs with llama.cpp's margin there, and whether the greedy tokens agree.
+ * prompt's positions (at the argmax, the runner-up and ids 0..3, as the test compares), each
+ * engine's largest distance from the exact path on the same quantized weights (weightmap with
+ * quant 'f32': dequantized once, no activation quantization), the positions whose argmax differs
+ * with llama.cpp's and the exact run's margins there, and whether the greedy tokens agree.
  *
  *   npm run build:ts && node scripts/interop/moe-quants.mjs [--types Q4_K_M,Q6_K,Q8_0] [--greedy 6]
  */
@@ -46,9 +48,9 @@ async function llamaCpp(llama, file) {
   return { rows, greedy };
 }
 
-async function ours(file) {
+async function ours(file, quant) {
   const weights = await weightmap.readWeights(file);
-  const engine = await weightmap.DecoderEngine.load(weights, { threads: 2 });
+  const engine = await weightmap.DecoderEngine.load(weights, { threads: 2, ...(quant ? { quant } : {}) });
   const session = engine.createSession({ contextLength: 64, kvCache: 'f32' });
   const all = await session.eval(PROMPT, { allLogits: true });
   session.dispose();
@@ -85,19 +87,32 @@ try {
     execFileSync(quantize.path, [f32, file, type], { stdio: 'ignore' });
     const ref = await llamaCpp(llama, file);
     const got = await ours(file);
-    let worst = 0, maxLogit = 0;
+    // The same quantized weights dequantized to f32 and run without activation quantization: what
+    // each engine's 8-bit activations (llama.cpp: Q8_K / Q8_0 blocks; weightmap: its own) add.
+    const exact = await ours(file, 'f32');
+    let worst = 0, maxLogit = 0, oursVsExact = 0, llamaVsExact = 0;
     const flips = [];
+    const argmax = (row) => {
+      let b = 0;
+      for (let i = 1; i < row.length; i++) if (row[i] > row[b]) b = i;
+      return b;
+    };
     ref.rows.forEach((want, t) => {
       const row = got.all.subarray(t * got.vocab, (t + 1) * got.vocab);
+      const ex = exact.all.subarray(t * got.vocab, (t + 1) * got.vocab);
       const sorted = [...want.entries()].sort((a, b) => b[1] - a[1]);
       const [best, second] = sorted;
-      let ourBest = 0;
-      for (let i = 1; i < row.length; i++) if (row[i] > row[ourBest]) ourBest = i;
-      for (const id of [best[0], second[0], 0, 1, 2, 3]) worst = Math.max(worst, Math.abs(row[id] - want.get(id)));
+      const ourBest = argmax(row), exactBest = argmax(ex);
+      for (const id of [best[0], second[0], 0, 1, 2, 3]) {
+        worst = Math.max(worst, Math.abs(row[id] - want.get(id)));
+        oursVsExact = Math.max(oursVsExact, Math.abs(row[id] - ex[id]));
+        llamaVsExact = Math.max(llamaVsExact, Math.abs(want.get(id) - ex[id]));
+      }
       maxLogit = Math.max(maxLogit, Math.abs(best[1]));
-      if (ourBest !== best[0]) flips.push(`position ${t} (llama.cpp margin ${(best[1] - second[1]).toFixed(4)})`);
+      const exSorted = [...ex].sort((a, b) => b - a);
+      if (ourBest !== best[0]) flips.push(`position ${t} (llama.cpp margin ${(best[1] - second[1]).toFixed(4)}, exact-f32 margin ${(exSorted[0] - exSorted[1]).toFixed(4)}; argmax llama.cpp ${best[0]}, weightmap ${ourBest}, exact ${exactBest})`);
     });
-    console.log(`${type}: max |Δ logit| ${worst.toExponential(2)} (|logit| up to ${maxLogit.toFixed(1)}); argmax differs at ${flips.length ? flips.join(', ') : 'no position'}; greedy ${JSON.stringify(got.greedy) === JSON.stringify(ref.greedy) ? 'equal' : `differs: ${got.greedy} vs ${ref.greedy}`}`);
+    console.log(`${type}: max |Δ logit| ${worst.toExponential(2)} (|logit| up to ${maxLogit.toFixed(1)}); from the exact f32 run on the same weights: weightmap ${oursVsExact.toExponential(2)}, llama.cpp ${llamaVsExact.toExponential(2)}; argmax differs at ${flips.length ? flips.join(', ') : 'no position'}; greedy ${JSON.stringify(got.greedy) === JSON.stringify(ref.greedy) ? 'equal' : `differs: ${got.greedy} vs ${ref.greedy}`}`);
   }
 } finally {
   fs.rmSync(dir, { recursive: true, force: true });
