@@ -1,5 +1,6 @@
 /** `weightmap inspect PATH [--json]`: format, architecture, config, tensors, checksum status. */
 import type { Command } from 'commander';
+import { DECODER_NAMES, expertBytes, isDecoderConfig } from '../architectures/decoder';
 import { readWeights } from '../formats';
 import { closeWeights, type ModelWeights } from '../addon/weights';
 import { action, existingPath } from './run-command';
@@ -17,6 +18,33 @@ export interface InspectReport {
   tensors: { name: string; dtype: string; shape: number[]; file: string; offset: number; bytes: number; transposed?: boolean }[];
   metadata: Record<string, unknown>;
   tokenizer?: { kind: string; tokens: number };
+  /** A mixture of experts: experts per layer, those a token uses, and what one token reads. */
+  experts?: ExpertsReport;
+}
+
+/** What one token of a mixture-of-experts model reads of its weights. */
+export interface ExpertsReport {
+  experts: number;
+  activeExperts: number;
+  /** Bytes of every expert of every layer. */
+  expertBytes: number;
+  /**
+   * Bytes a token reads: every tensor but the experts (and but the embedding table, of which it
+   * reads one row, unless the table is also the head) plus activeExperts / experts of the experts' bytes.
+   */
+  bytesPerToken: number;
+}
+
+function expertsReport(weights: ModelWeights, tensors: { name: string; bytes: number }[]): ExpertsReport | undefined {
+  const c = weights.config;
+  if (!isDecoderConfig(c)) return undefined;
+  const bytes = new Map(tensors.map((t) => [t.name, t.bytes]));
+  const moe = expertBytes(c, (name) => bytes.get(name));
+  if (!moe) return undefined;
+  const total = tensors.reduce((a, t) => a + t.bytes, 0);
+  const embed = c.tieWordEmbeddings ? 0 : bytes.get(DECODER_NAMES.embed) ?? 0;
+  const bytesPerToken = total - moe.expertBytes - embed + embed / c.vocabSize + moe.activeExpertBytes;
+  return { experts: moe.experts, activeExperts: moe.activeExperts, expertBytes: moe.expertBytes, bytesPerToken: Math.round(bytesPerToken) };
 }
 
 export function inspectReport(weights: ModelWeights): InspectReport {
@@ -37,6 +65,7 @@ export function inspectReport(weights: ModelWeights): InspectReport {
     mix.set(t.dtype, entry);
   }
   const checksums = weights.checksums ?? 'none in this format';
+  const experts = expertsReport(weights, tensors);
   const metadata = Object.fromEntries(
     Object.entries(weights.metadata).filter(([, v]) => !(Array.isArray(v) && v.length > 64) && !ArrayBuffer.isView(v)),
   );
@@ -52,6 +81,7 @@ export function inspectReport(weights: ModelWeights): InspectReport {
     tensors,
     metadata,
     ...(weights.tokenizer ? { tokenizer: { kind: weights.tokenizer.kind, tokens: weights.tokenizer.tokens.length } } : {}),
+    ...(experts ? { experts } : {}),
   };
 }
 
@@ -77,6 +107,10 @@ export function renderReport(r: InspectReport): string {
     `dtypes:       ${r.dtypes.map((d) => `${d.dtype} ×${d.tensors} (${formatBytes(d.bytes)})`).join(', ')}`,
   ];
   if (r.tokenizer) lines.push(`tokenizer:    ${r.tokenizer.kind}, ${r.tokenizer.tokens} tokens`);
+  if (r.experts) {
+    const e = r.experts;
+    lines.push(`experts:      ${e.activeExperts} of ${e.experts} per token (${formatBytes(e.expertBytes)} of experts)`, `read/token:   ${formatBytes(e.bytesPerToken)} (${e.bytesPerToken} bytes)`);
+  }
   lines.push('config:');
   for (const [k, v] of Object.entries(r.config as Record<string, unknown>)) lines.push(`  ${k}: ${JSON.stringify(v)}`);
   const rows = r.tensors.map((t) => [t.name, t.dtype, `[${t.shape.join(', ')}]${t.transposed ? ' T' : ''}`, String(t.offset), String(t.bytes)]);

@@ -14,7 +14,9 @@ import {
   DECODER_TENSOR_ROLES,
   DECODER_VARIANTS,
   decoderTensorShapes,
+  expertCountsProblem,
   isDecoderConfig,
+  MAX_EXPERTS,
   type DecoderConfig,
   type DecoderQuant,
   type KvCacheType,
@@ -80,6 +82,9 @@ export function decoderWeightsSpec(weights: ModelWeights) {
   if (!isDecoderConfig(c)) {
     throw new UnsupportedError(`the decoder engine runs ${Object.keys(DECODER_VARIANTS).join(', ')} models, not '${c.architecture}'`);
   }
+  // Counts a reader would have refused, before the expert table is listed for them.
+  const problem = c.numExperts === undefined ? undefined : expertCountsProblem(c);
+  if (problem) throw new WeightFormatError('CONFIG_MISMATCH', `numExperts must be in 1..${MAX_EXPERTS}, numExpertsPerToken in 1..numExperts: ${problem}`, { path: weights.path, found: { numExperts: c.numExperts, numExpertsPerToken: c.numExpertsPerToken } });
   const needed = new Set(decoderTensorShapes(c).map((t) => t.name));
   if (c.tieWordEmbeddings) needed.delete(DECODER_NAMES.lmHead);
   // Matrices stored transposed (Fortran-order .npy) are transposed once at load (loadInfo.converted).

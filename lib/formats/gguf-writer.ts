@@ -29,7 +29,7 @@
 import { rangeError, UnsupportedError } from '../base/errors';
 import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../addon/weights';
 import type { FloatDType } from './dtype-convert';
-import { DECODER_VARIANTS, decoderFusedTensors, isDecoderConfig, SCALAR_FIELDS, unheldFields, variantNames, variantScalars, type DecoderConfig, type DecoderVariant } from '../architectures/decoder';
+import { DECODER_VARIANTS, decoderFusedTensors, EXPERT_FIELDS, expertStacks, expertStackShape, isDecoderConfig, SCALAR_FIELDS, unheldFields, variantNames, variantScalars, type DecoderConfig, type DecoderVariant } from '../architectures/decoder';
 import { decodeVocabularySteps } from '../tokenizers/deferred-vocabulary';
 import { architectureOf } from '../architectures';
 import type { BertClassifierConfig, BertConfig } from '../architectures/bert';
@@ -221,7 +221,7 @@ function vocabularyKvs(t: Extract<TokenizerData, { kind: 'gguf' }> | EncodedGguf
 /** The decoder fields beyond Llama's written from other formats (the keys below; no biases, no rope_freqs). */
 const GGUF_WRITER_HOLDS = [
   'qkNorm', 'slidingWindow', 'slidingWindowPattern', 'ropeLocalTheta', 'sandwichNorms', 'activation', 'embeddingScale',
-  'queryPreAttnScalar', 'normWeightOffset', 'noRopeLayerInterval', 'ropeDim', ...SCALAR_FIELDS,
+  'queryPreAttnScalar', 'normWeightOffset', 'noRopeLayerInterval', 'ropeDim', ...SCALAR_FIELDS, ...EXPERT_FIELDS,
 ];
 
 /** The sliding window (Mistral's, which llama.cpp ignores; Gemma 3's, whose pattern and local RoPE base are its family's keys). */
@@ -348,7 +348,7 @@ function planTensorBytes(weights: ModelWeights, view: TensorView, options: Write
  */
 function withFusedTensors(weights: ModelWeights, planned: Planned[]): Planned[] {
   const c = weights.config;
-  const groups = isDecoderConfig(c) ? decoderFusedTensors(c) : [];
+  const groups = isDecoderConfig(c) ? [...decoderFusedTensors(c), ...expertStacks(c)] : [];
   if (groups.length === 0) return planned;
   const byView = new Map(planned.filter((p) => p.view).map((p) => [p.view!.name, p]));
   const first = new Map<string, [string, string[]]>();
@@ -370,9 +370,22 @@ function withFusedTensors(weights: ModelWeights, planned: Planned[]): Planned[] 
     if (!parts.every((q): q is Planned => q?.view !== undefined)) throw new UnsupportedError(`cannot join the parts of '${g[0]}'`);
     const views = parts.map((q) => q.view!);
     const rows = parts.reduce((n, q) => n + q.dims[1], 0);
-    const dims = [p.dims[0], rows];
+    // Stacked experts are 3-D [cols, rows, experts] (innermost first), fused projections 2-D.
+    const dims = isDecoderConfig(c) && expertStackShape(c, g[0]) ? [p.dims[0], p.dims[1], parts.length] : [p.dims[0], rows];
     const sameType = parts.every((q) => q.ggmlType === p.ggmlType && !q.quantized && q.view!.dtype === p.view!.dtype && !q.view!.transposed && q.byteLength === q.view!.byteLength);
     const joined = ggufTensorName(g[0], false, isDecoderConfig(c) ? DECODER_VARIANTS[c.architecture].fused : []);
+    if (parts.every((q) => q.quantized && q.ggmlType === p.ggmlType)) {
+      // Parts quantized here (options.quant): their blocks one part after the other.
+      const blocks = async function* () {
+        for (const q of parts) {
+          const emitted = q.emit();
+          if ('blocks' in emitted) yield* emitted.blocks;
+          else throw new UnsupportedError(`cannot join the parts of '${g[0]}'`);
+        }
+      };
+      out.push({ name: joined, view: p.view, dims, ggmlType: p.ggmlType, byteLength: parts.reduce((n, q) => n + q.byteLength, 0), quantized: true, emit: () => ({ blocks: blocks() }) });
+      continue;
+    }
     if (sameType) {
       out.push({ name: joined, view: p.view, dims, ggmlType: p.ggmlType, byteLength: parts.reduce((n, q) => n + q.byteLength, 0), emit: () => views.flatMap((v) => [...rawChunks(v)]) });
     } else {

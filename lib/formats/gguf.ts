@@ -25,7 +25,7 @@
  * metadata holds every key/value, plus 'gguf.version', 'gguf.alignment', 'gguf.types' (the value
  * type of each key) and 'gguf.tensors' (every tensor info, supported or not). Writer: gguf-writer.ts.
  */
-import { DECODER_VARIANTS, canonicalDecoderName, decoderArchitectureOfGguf, decoderFusedParts, decoderTensorShapes, normWeightOffsetOf, variantScalars, variantFields, type ConfigKeys, type DecoderArchitecture, type DecoderConfig } from '../architectures/decoder';
+import { DECODER_VARIANTS, canonicalDecoderName, decoderArchitectureOfGguf, decoderFusedParts, expertStackShape, decoderTensorShapes, normWeightOffsetOf, variantScalars, variantFields, type ConfigKeys, type DecoderArchitecture, type DecoderConfig } from '../architectures/decoder';
 import { mapFile, type MappedSource } from '../addon/mapping';
 import { native } from '../addon/native';
 import { GGML_BLOCK_LAYOUT, rowBlockView, type DType, type GgmlBlockDType, type ModelWeights, type TensorView, type TokenizerData } from '../addon/weights';
@@ -749,9 +749,13 @@ function build(src: MappedSource, file: GgufFile): Omit<ModelWeights, 'path' | '
         continue;
       }
       const rows = parts.reduce((n, p) => n + p.rows, 0);
-      if (t.shape.length !== 2 || t.shape[0] !== rows) fail('SHAPE_MISMATCH', `tensor '${t.name}' disagrees with the metadata`, { path, offset: t.byteOffset, expected: `[${rows}, ...]`, found: t.shape });
+      // Stacked experts [numExperts, rows, cols], viewed as [numExperts · rows, cols].
+      const stacked = expertStackShape(config, name!);
+      if (stacked && (t.shape.length !== 3 || t.shape.some((v, i) => v !== stacked[i]))) fail('SHAPE_MISMATCH', `tensor '${t.name}' disagrees with the metadata`, { path, offset: t.byteOffset, expected: stacked, found: t.shape });
+      if (!stacked && (t.shape.length !== 2 || t.shape[0] !== rows)) fail('SHAPE_MISMATCH', `tensor '${t.name}' disagrees with the metadata`, { path, offset: t.byteOffset, expected: `[${rows}, ...]`, found: t.shape });
+      const whole = view && stacked ? { ...view, shape: [stacked[0] * stacked[1], stacked[2]] } : view;
       for (const p of parts) {
-        const partView = view && rowBlockView(view, p.name, p.row0, p.rows);
+        const partView = whole && rowBlockView(whole, p.name, p.row0, p.rows);
         canonical.set(p.name, { t, view: partView });
         if (partView) tensors.push(partView);
       }

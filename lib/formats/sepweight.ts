@@ -30,7 +30,7 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { rangeError, UnsupportedError } from '../base/errors';
-import { DECODER_NAMES, decoderTensorShapes, isDecoderArchitecture, isDecoderConfig, unheldFields, variantFields, variantNames, type DecoderConfig } from '../architectures/decoder';
+import { DECODER_NAMES, decoderTensorShapes, EXPERT_FIELDS, isDecoderArchitecture, isDecoderConfig, unheldFields, variantFields, variantNames, type DecoderConfig } from '../architectures/decoder';
 import type { ModelWeights, TensorView, TokenizerData } from '../addon/weights';
 import type { ModelConfig } from '../architectures/model-config';
 import { fail } from './bytes';
@@ -112,8 +112,11 @@ export function specLayers(spec: PartSpec, numLayers: number): number[] {
 // ---------------------------------------------------------------------------------------------
 // Key schemes
 
-/** The decoder fields beyond Llama's that the key schemes hold (no bias stems, no RoPE factors). */
-const SEPWEIGHT_HOLDS = ['qkNorm'];
+/** The decoder fields beyond Llama's that the key schemes hold (no bias stems, no RoPE factors; the hf scheme's experts). */
+export const SEPWEIGHT_HOLDS: readonly string[] = ['qkNorm', ...EXPERT_FIELDS];
+
+/** A mixture of experts' hf-scheme stems (the same rule: the key after the layer index): its router and each expert's matrices. */
+const HF_EXPERT_STEM = /^mlp\.(gate\.weight|experts\.(0|[1-9][0-9]*)\.(gate|up|down)_proj\.weight)$/;
 
 export type KeyScheme = 'hf' | 'meta';
 type Part = 'start' | 'mid' | 'end';
@@ -156,7 +159,7 @@ function canonicalName(scheme: KeyScheme, part: Part, stem: string, layer: numbe
   if (scheme === 'hf') {
     if (part === 'start') return stem === 'embed_tokens.weight' ? DECODER_NAMES.embed : undefined;
     if (part === 'end') return stem === 'norm.weight' ? DECODER_NAMES.norm : stem === 'lm_head.weight' ? DECODER_NAMES.lmHead : undefined;
-    return HF_MID_STEMS.includes(stem) ? `model.layers.${layer}.${stem}` : undefined;
+    return HF_MID_STEMS.includes(stem) || HF_EXPERT_STEM.test(stem) ? `model.layers.${layer}.${stem}` : undefined;
   }
   if (part === 'start') return stem === 'tok_embeddings.weight' ? DECODER_NAMES.embed : undefined;
   if (part === 'end') return stem === 'norm.weight' ? DECODER_NAMES.norm : stem === 'output.weight' ? DECODER_NAMES.lmHead : undefined;

@@ -6,6 +6,7 @@
 import { PipelineError, UnsupportedError } from '../base/errors';
 import type { ModelWeights } from '../addon/weights';
 import { isDecoderConfig, unheldFields, variantNames, type DecoderConfig } from '../architectures/decoder';
+import { SEPWEIGHT_HOLDS } from '../formats/sepweight';
 import { isLoopback, parseAddress, TOKEN_ENV, type ClientSecurity } from './auth';
 import { checkCoverage, modelHash, parseLayerRange } from './layers';
 import { PipelineSession } from './session';
@@ -65,8 +66,8 @@ export class PipelineEngine {
 
   static async connect(weights: ModelWeights, spec: PipelineSpec): Promise<PipelineEngine> {
     const config = weights.config;
-    // Stages read sepweight trees, which hold q/k norms and no other field beyond Llama's.
-    const holds = ['qkNorm'];
+    // Stages read sepweight trees, which hold the fields of SEPWEIGHT_HOLDS alone beyond Llama's.
+    const holds = SEPWEIGHT_HOLDS;
     if (!isDecoderConfig(config) || unheldFields(config, holds).length > 0) throw new UnsupportedError(`pipelines run ${variantNames(holds)} models, not '${config.architecture}'`);
     const options = normalize(spec);
     const stages = options.stages.map((s) => {

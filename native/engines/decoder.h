@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engines/decoder_linear.h"
+#include "engines/decoder_moe.h"
 #include "engines/engine_error.h"
 #include "engines/rope.h"
 #include "engines/weights_spec.h"
@@ -65,6 +66,13 @@ struct DecoderConfig {
   float logits_scaling = 1;  // logits ÷ logits_scaling
   int64_t rope_dim = 0;          // Phi-4-mini: RoPE rotates the first rope_dim dims of each head (0: head_dim)
   int64_t no_rope_interval = 0;  // SmolLM3: layer l applies no RoPE when (l + 1) % no_rope_interval == 0 (0: every layer does)
+  // Qwen3-MoE (decoder_moe.h): n_experts > 0 makes every layer's FFN a mixture of experts.
+  int64_t n_experts = 0;
+  int64_t n_experts_used = 0;       // k experts per token
+  int64_t expert_intermediate = 0;  // each expert's FFN width
+  bool norm_topk = false;           // the k weights renormalized to sum 1
+
+  bool moe() const { return n_experts > 0; }
 
   int64_t q_dim() const { return n_heads * head_dim; }
   float ScoreScale() const {
@@ -113,6 +121,7 @@ struct DecoderLayer {
   Matrix w_gate;  // [intermediate, dim]
   Matrix w_up;    // [intermediate, dim]
   Matrix w_down;  // [dim, intermediate]
+  MoeWeights moe;  // moe() only: the router and experts, in place of w_gate/w_up/w_down
 };
 
 // Element type of a session's KV cache: f32 (exact), f16 (half the memory and the traffic per
@@ -188,6 +197,7 @@ struct Activations {
   std::vector<float> rope;  // [n, head_dim] cos of the pair angles then sin, per row
   std::vector<float> rope_local;  // the same for the sliding layers' base (theta_local set only)
   std::vector<QuantizedInput> qin;
+  MoeScratch moe;  // moe() only (grown by MoeFfn)
 
   void Reserve(const DecoderConfig& c, int64_t n);
 };

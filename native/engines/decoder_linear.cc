@@ -275,6 +275,18 @@ void ForJobRows(const LinearJob* jobs, int n_jobs, int64_t b, int64_t e, const F
   }
 }
 
+// Each job's quantized input (null for float matrices): on the stack for up to 8 jobs (the dense
+// layers' calls), on the heap for more (an MoE layer's experts).
+class JobInputs {
+ public:
+  explicit JobInputs(int n_jobs) : heap_(n_jobs > 8 ? n_jobs : 0, nullptr) {}
+  QuantizedInput** get() { return heap_.empty() ? stack_ : heap_.data(); }
+
+ private:
+  QuantizedInput* stack_[8] = {};
+  std::vector<QuantizedInput*> heap_;
+};
+
 int64_t TotalRows(const LinearJob* jobs, int n_jobs) {
   int64_t total = 0;
   for (int j = 0; j < n_jobs; j++) total += jobs[j].w->rows();
@@ -294,7 +306,8 @@ void RunLinear(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, s
   // One token: the activations prepared once for every row block (matvec_q8 would prepare them
   // again in each block: 16 blocks per call at 2 threads), each row bitwise matvec_q8's.
   if (m == 1) return RunLinearRows(pool, jobs, n_jobs, 1, scratch);
-  QuantizedInput* xin[8] = {};
+  JobInputs inputs(n_jobs);
+  QuantizedInput** xin = inputs.get();
   QuantizeInputs(pool, jobs, n_jobs, m, scratch, xin);
   auto rows_fn = [&](int64_t b, int64_t e) {
     ForJobRows(jobs, n_jobs, b, e, [&](int j, int64_t r0, int64_t r1) { Product(jobs[j], xin[j], 0, m, r0, r1); });
@@ -306,7 +319,8 @@ void RunLinear(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, s
 }
 
 void RunLinearRows(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, std::vector<QuantizedInput>& scratch) {
-  QuantizedInput* xin[8] = {};
+  JobInputs inputs(n_jobs);
+  QuantizedInput** xin = inputs.get();
   QuantizeInputs(pool, jobs, n_jobs, m, scratch, xin);
   const kernels::KernelTable& k = kernels::Active();
   // The Q8 inputs in matvec_q8_prepared's layout, once per distinct input (not once per row block).

@@ -15,6 +15,19 @@ namespace decoder {
 
 namespace {
 
+// llama.cpp's LLAMA_MAX_EXPERTS.
+constexpr int64_t kMaxExperts = 1024;
+
+// The expert matrices' names (Qwen3-MoE): read only for the tokens routed to them, so neither
+// faulted in at load nor given huge pages (the experts a model never routes to stay on disk).
+std::set<std::string> ExpertNames(const DecoderConfig& c, const WeightsSpec& s) {
+  std::set<std::string> out;
+  for (int64_t l = 0; l < c.n_layers && c.moe(); l++)
+    for (int64_t e = 0; e < c.n_experts; e++)
+      for (const char* role : {"expertGate", "expertUp", "expertDown"}) out.insert(s.Name(role, l, e));
+  return out;
+}
+
 // dst [rows, cols] = the transpose of src [cols, rows] (elements of type T), across the pool, in
 // 32x32 tiles: a tile's 32 source rows stay in cache while its 32 output rows are written.
 template <typename T>
@@ -84,6 +97,11 @@ void DecoderConfig::Validate() const {
   for (float f : rope_freqs)
     if (!(f > 0) || !std::isfinite(f)) fail("ropeFreqFactors must be positive and finite");
   if (sliding_window < 0 || swa_pattern < 0) fail("slidingWindow and slidingWindowPattern must not be negative");
+  if (n_experts < 0 || n_experts > kMaxExperts || (n_experts == 0) != (n_experts_used == 0) || n_experts_used < 0 ||
+      n_experts_used > n_experts || (n_experts > 0 && expert_intermediate <= 0))
+    fail("numExperts must be in [0, " + std::to_string(kMaxExperts) + "], numExpertsPerToken in [1, numExperts] with " +
+         "experts (found " + std::to_string(n_experts) + " and " + std::to_string(n_experts_used) +
+         "), expertIntermediateSize positive");
   if (!(theta_local >= 0) || !std::isfinite(norm_offset) || !(embed_scale > 0) || !std::isfinite(embed_scale) ||
       !(attn_scalar >= 0) || !std::isfinite(attn_scalar))
     fail("ropeLocalTheta, normWeightOffset, embeddingScale and queryPreAttnScalar must be finite (the scales positive)");
@@ -124,10 +142,12 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
   // Before any tensor is read: the matrices used in place are streamed whole every token, so 2 MB
   // pages map no byte that a token does not read; an untied embedding is looked up a row at a time
   // and stays in small pages, so that its memory is still the rows touched.
+  const std::set<std::string> experts = ExpertNames(c, s);
   bool huge = false;
   std::set<std::string> partial;
   if (options.quant == WeightQuant::Keep) {
     if (!c.tied) partial.insert(s.Name("embed"));
+    partial.insert(experts.begin(), experts.end());
     huge = AdviseStreamedHugePages(s, partial) > 0;
   }
 
@@ -162,9 +182,22 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
     L.wk = matrix(s.Name("k", l), c.kv_dim(), c.dim);
     L.wv = matrix(s.Name("v", l), c.kv_dim(), c.dim);
     L.wo = matrix(s.Name("o", l), c.dim, c.q_dim());
-    L.w_gate = matrix(s.Name("gate", l), c.intermediate, c.dim);
-    L.w_up = matrix(s.Name("up", l), c.intermediate, c.dim);
-    L.w_down = matrix(s.Name("down", l), c.dim, c.intermediate);
+    if (c.moe()) {
+      // The router as stored (f16, f32; bf16 as f32), also under a Q8 load: its logits pick the experts.
+      const WeightQuant router_quant = options.quant == WeightQuant::Q8 ? WeightQuant::Keep : options.quant;
+      L.moe.router = Matrix::Prepare(m.RowMajor(s.RequireAnyOrder(s.Name("router", l), {c.n_experts, c.dim})), router_quant,
+                                     options.group_size, &m.cost_, *m.pool_);
+      const int64_t ffn = c.expert_intermediate;
+      for (int64_t e = 0; e < c.n_experts; e++) {
+        L.moe.gate.push_back(matrix(s.Name("expertGate", l, e), ffn, c.dim));
+        L.moe.up.push_back(matrix(s.Name("expertUp", l, e), ffn, c.dim));
+        L.moe.down.push_back(matrix(s.Name("expertDown", l, e), c.dim, ffn));
+      }
+    } else {
+      L.w_gate = matrix(s.Name("gate", l), c.intermediate, c.dim);
+      L.w_up = matrix(s.Name("up", l), c.intermediate, c.dim);
+      L.w_down = matrix(s.Name("down", l), c.dim, c.intermediate);
+    }
   }
   if (m.has_head()) {
     m.final_norm_ = norm(s.Name("norm"), c.dim);
@@ -188,7 +221,7 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
       for (uint64_t at = 0; at < n; at += kPiece) pieces.push_back({p + at, std::min(kPiece, n - at), fault_in});
     };
     for (const auto& [name, t] : s.tensors()) {
-      if (t.dtype == DType::BF16) continue;
+      if (t.dtype == DType::BF16 || experts.count(name)) continue;
       const bool fault_in = huge && !partial.count(name);
       add(t.data, t.byte_length, fault_in);
       if (t.scales) add(t.scales, uint64_t(t.numel / t.group) * sizeof(float), fault_in);

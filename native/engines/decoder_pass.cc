@@ -44,8 +44,10 @@ void Activations::Reserve(const DecoderConfig& c, int64_t n) {
   v.resize(n * c.kv_dim());
   att.resize(n * c.q_dim());
   proj.resize(n * c.dim);
-  gate.resize(n * c.intermediate);
-  up.resize(n * c.intermediate);
+  if (!c.moe()) {
+    gate.resize(n * c.intermediate);
+    up.resize(n * c.intermediate);
+  }
   rope.resize(n * c.head_dim);
   if (c.theta_local > 0) rope_local.resize(n * c.head_dim);
   capacity = n;
@@ -189,23 +191,32 @@ void DecoderPass::AttentionOutput(const DecoderLayer& L) {
 }
 
 void DecoderPass::Ffn(const DecoderLayer& L) {
-  const int64_t dim = c_.dim, ffn = c_.intermediate;
+  const int64_t dim = c_.dim;
   float* x = a_.x.data();        // [n, dim]
   float* xb = a_.xb.data();      // [n, dim]
-  float* gate = a_.gate.data();  // [n, intermediate]
-  float* up = a_.up.data();      // [n, intermediate]
   float* proj = a_.proj.data();  // [n, dim]
   ForRows(dim, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; t++) kernels::rmsnorm(x + t * dim, L.ffn_norm.data(), xb + t * dim, dim, c_.eps);
   });
+  if (c_.moe()) {
+    MoeFfn(pool_, n_spans_ > 1 ? RunLinearRows : RunLinear, L.moe, c_.n_experts_used, c_.norm_topk, xb, n_, proj, a_.moe, a_.qin);
+  } else {
+    Dense(L, xb, proj);
+  }
+  ForRows(dim, [&](int64_t t0, int64_t t1) {
+    AddBlockOutput(c_, L.post_ffn_norm, proj + t0 * dim, xb + t0 * dim, x + t0 * dim, t1 - t0);
+  });
+}
+
+void DecoderPass::Dense(const DecoderLayer& L, const float* xb, float* proj) {
+  const int64_t ffn = c_.intermediate;
+  float* gate = a_.gate.data();  // [n, intermediate]
+  float* up = a_.up.data();      // [n, intermediate]
   const LinearJob gate_up[2] = {{&L.w_gate, xb, gate}, {&L.w_up, xb, up}};
   Linear(gate_up, 2, n_);
   ForRows(ffn, [&](int64_t t0, int64_t t1) { GatedActivation(c_, gate + t0 * ffn, up + t0 * ffn, (t1 - t0) * ffn); });
   const LinearJob down[1] = {{&L.w_down, gate, proj}};
   Linear(down, 1, n_);
-  ForRows(dim, [&](int64_t t0, int64_t t1) {
-    AddBlockOutput(c_, L.post_ffn_norm, proj + t0 * dim, xb + t0 * dim, x + t0 * dim, t1 - t0);
-  });
 }
 
 void DecoderPass::Output(int64_t rows, float* out) {

@@ -56,8 +56,10 @@ class DecoderPass {
   void Attend(const DecoderLayer& L, int64_t cached);
   // x += Wo·att (normed first with sandwich norms).
   void AttentionOutput(const DecoderLayer& L);
-  // x += W_down·(act(W_gate·xb) ⊙ W_up·xb) with xb = rmsnorm(x); act silu or tanh GELU.
+  // x += FFN(xb) with xb = rmsnorm(x): the dense FFN, or the mixture of experts (decoder_moe.h).
   void Ffn(const DecoderLayer& L);
+  // proj [n, dim] = W_down·(act(W_gate·xb) ⊙ W_up·xb); act silu or tanh GELU.
+  void Dense(const DecoderLayer& L, const float* xb, float* proj);
 
   void Linear(const LinearJob* jobs, int n_jobs, int64_t m);
   // fn(t0, t1) over rows [0, n): for one span chunked across the pool when the rows are wide

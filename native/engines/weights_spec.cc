@@ -152,6 +152,15 @@ std::string WeightsSpec::Name(const std::string& role, int64_t layer) const {
   return name.replace(at, kLayer.size(), std::to_string(layer));
 }
 
+std::string WeightsSpec::Name(const std::string& role, int64_t layer, int64_t expert) const {
+  static const std::string kExpert = "{expert}";
+  std::string name = Name(role, layer);
+  const size_t at = name.find(kExpert);
+  if (at == std::string::npos)
+    throw SpecError("CONFIG_MISMATCH", "the weights spec's name for the per-expert role " + role + " has no " + kExpert);
+  return name.replace(at, kExpert.size(), std::to_string(expert));
+}
+
 const TensorRef* WeightsSpec::Find(const std::string& name) const {
   auto it = tensors_.find(name);
   return it == tensors_.end() ? nullptr : &it->second;

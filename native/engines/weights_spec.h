@@ -63,14 +63,15 @@ class WeightsSpec {
  public:
   // Checks every view against its mapping and dtype; throws SpecError. `names`: the tensor name of
   // each role the engine asks for (the caller's family table, lib/architectures), "{layer}" standing
-  // for the layer index in per-layer ones.
+  // for the layer index in per-layer ones ("{expert}" for the expert index in per-expert ones).
   static std::shared_ptr<WeightsSpec> Make(std::vector<std::shared_ptr<Mapping>> files, const std::vector<TensorView>& views,
                                            std::map<std::string, std::string> names = {});
 
-  // The tensor name of `role` (of layer `layer` for a per-layer role); SpecError CONFIG_MISMATCH
-  // when the spec names no tensor for it.
+  // The tensor name of `role` (of layer `layer` for a per-layer role, of expert `expert` of it for
+  // a per-expert one); SpecError CONFIG_MISMATCH when the spec names no tensor for it.
   std::string Name(const std::string& role) const;
   std::string Name(const std::string& role, int64_t layer) const;
+  std::string Name(const std::string& role, int64_t layer, int64_t expert) const;
 
   const TensorRef* Find(const std::string& name) const;
   // The tensor `name` with exactly `shape`, or SpecError MISSING_TENSOR / SHAPE_MISMATCH

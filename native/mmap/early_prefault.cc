@@ -32,7 +32,9 @@ uint64_t PrefaultGgufWeights(const Mapping& mapping) {
   std::vector<ByteSpan> streamed, partial;
   for (const auto& t : spans) {
     if (t.type == kGgmlTypeBf16) continue;
-    (untied && t.name == "token_embd.weight" ? partial : streamed).emplace_back(t.begin, t.end);
+    // Stacked experts (ffn_*_exps): a token reads only the experts routed to, as the decoder's load.
+    const bool experts = t.name.size() > 12 && t.name.compare(t.name.size() - 12, 12, "_exps.weight") == 0;
+    (experts || (untied && t.name == "token_embd.weight") ? partial : streamed).emplace_back(t.begin, t.end);
   }
   return PrefaultStreamed(mapping, streamed, partial);
 }

@@ -5,7 +5,8 @@
 // tensors as the decoder's own prefault at load (decoder_model.cc), with the same
 // huge-page advice (in_place_pages.h): every tensor but bf16 ones (converted to a copy) and an
 // untied token embedding (token_embd.weight beside an output.weight: read a row at a time, so only
-// the rows used are mapped). The decoder's prefault then finds these pages mapped.
+// the rows used are mapped) nor stacked MoE experts (ffn_*_exps: only the routed experts are read).
+// The decoder's prefault then finds these pages mapped.
 #pragma once
 
 #include <cstdint>

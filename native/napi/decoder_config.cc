@@ -120,6 +120,11 @@ constexpr Field kFields[] = {
     {"ropeDim", kOptional, Member<&C::rope_dim, 2, 1 << 16>},
     // SmolLM3.
     {"noRopeLayerInterval", kOptional, Member<&C::no_rope_interval, 0, 1 << 16>},
+    // Qwen3-MoE (DecoderConfig::Validate bounds the expert counts).
+    {"numExperts", kOptional, Member<&C::n_experts, 0, kMax>},
+    {"numExpertsPerToken", kOptional, Member<&C::n_experts_used, 0, kMax>},
+    {"expertIntermediateSize", kOptional, Member<&C::expert_intermediate, 1, kMax>},
+    {"normTopkProb", kOptional, Member<&C::norm_topk>},
 };
 
 template <typename E, size_t N>

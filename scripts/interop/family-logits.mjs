@@ -7,7 +7,9 @@
  * for each family the logits at every prompt position (argmax, the two largest, ids 0..3) and the
  * greedy tokens after the prompt, as the test's REFERENCE entries.
  *
- *   node scripts/interop/family-logits.mjs [--only granite,smollm3] [--greedy 6]
+ *   node scripts/interop/family-logits.mjs [--only granite,smollm3] [--greedy 6] [--test test/engines/decoder-qwen3-moe.test.ts]
+ *
+ * --test: another test that leaves GGUF files under WEIGHTMAP_FAMILY_MODELS (the Qwen3-MoE one).
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -30,7 +32,7 @@ const PROMPT = JSON.parse(/export const PROMPT = (\[[^\]]*\])/.exec(source)[1]);
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'weightmap-families-'));
 try {
   try {
-    execFileSync('npx', ['jest', 'test/engines/decoder-families.test.ts'], { cwd: root, env: { ...process.env, WEIGHTMAP_FAMILY_MODELS: dir }, stdio: 'ignore' });
+    execFileSync('npx', ['jest', opt('test', 'test/engines/decoder-families.test.ts')], { cwd: root, env: { ...process.env, WEIGHTMAP_FAMILY_MODELS: dir }, stdio: 'ignore' });
   } catch {
     // The test fails while its tables are stale; the files are written before it compares.
   }

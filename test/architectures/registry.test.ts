@@ -16,7 +16,7 @@ test('every entry is named by its own HF model_type values, and only by them', (
   for (const entry of ARCHITECTURES.values()) {
     for (const modelType of entry.hf.modelTypes) expect([modelType, hfArchitecture({ model_type: modelType })]).toEqual([modelType, entry.name]);
   }
-  expect(hfArchitecture({ model_type: 'qwen3_moe' })).toBe('unknown');
+  expect(hfArchitecture({ model_type: 'gpt_oss' })).toBe('unknown');
   expect(architectureOfHf(undefined, ['MixtralForCausalLM'])).toBeUndefined();
 });
 
@@ -30,7 +30,9 @@ test('without model_type, the HF classes name the decoder variants and BERT', ()
   expect(hfArchitecture({ architectures: ['BertForSequenceClassification'] })).toBe('bert-classifier');
   expect(hfArchitecture({ model_type: 'bert', architectures: ['BertForMaskedLM'] })).toBe('bert');
   expect(hfArchitecture({ architectures: ['HfMoondream'] })).toBe('moondream');
-  expect(hfArchitecture({ architectures: ['Qwen3MoeForCausalLM'] })).toBe('unknown');
+  // Qwen3's class pattern leaves Qwen3-MoE's class to its own row.
+  expect(hfArchitecture({ architectures: ['Qwen3MoeForCausalLM'] })).toBe('qwen3moe');
+  expect(hfArchitecture({ architectures: ['GptOssForCausalLM'] })).toBe('unknown');
 });
 
 test('every decoder variant is found from its GGUF architecture name', () => {

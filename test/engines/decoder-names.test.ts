@@ -49,7 +49,11 @@ test('every config field the native side reads is one the config readers write',
     architectures: ['Phi3ForCausalLM'], model_type: 'phi3', hidden_size: 32, intermediate_size: 48, num_hidden_layers: 2,
     num_attention_heads: 4, vocab_size: 64, partial_rotary_factor: 0.75,
   });
-  const configs = [gemma, granite, smollm3, phi4mini, await read('qwen2-bias', 'qwen2-bias.Q4_1.gguf'), await read('llama-ropefreqs', 'llama-ropefreqs.Q8_0.gguf')];
+  const qwen3moe = decoderConfigFromHf({
+    architectures: ['Qwen3MoeForCausalLM'], model_type: 'qwen3_moe', hidden_size: 32, intermediate_size: 48, num_hidden_layers: 2,
+    num_attention_heads: 4, vocab_size: 64, num_experts: 4, num_experts_per_tok: 2, moe_intermediate_size: 16,
+  });
+  const configs = [gemma, granite, smollm3, phi4mini, qwen3moe, await read('qwen2-bias', 'qwen2-bias.Q4_1.gguf'), await read('llama-ropefreqs', 'llama-ropefreqs.Q8_0.gguf')];
   const written = new Set(configs.flatMap((c) => Object.keys(c)));
   expect(names().configFields.filter((f) => !written.has(f))).toEqual([]);
   expect(names().configFields.length).toBeGreaterThan(20);

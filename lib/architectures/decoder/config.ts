@@ -84,6 +84,11 @@ export interface DecoderVariant {
   fused?: readonly FusedTensor[];
   /** Numbers the variant's configs carry as they are under the same names in HF config.json and GGUF (Granite's multipliers). */
   scalars?: readonly VariantScalar[];
+  /**
+   * Every layer's FFN is a mixture of experts (Qwen3-MoE): its configs carry the numExperts fields
+   * (read and written by its hooks), which a format must hold to store the variant.
+   */
+  experts?: boolean;
   /** What the formats cannot say as data: the family's own config.json and GGUF keys. */
   hooks?: DecoderFormatHooks;
 }
@@ -221,6 +226,17 @@ export interface DecoderConfig {
   noRopeLayerInterval?: number;
   /** RoPE rotates the first ropeDim dims of each head (Phi-4-mini's partial_rotary_factor · headDim). Absent: headDim. */
   ropeDim?: number;
+  /**
+   * Experts per layer: every layer's FFN is a mixture of this many SwiGLU experts (./experts.ts;
+   * HF num_experts, GGUF expert_count). Absent: a dense FFN.
+   */
+  numExperts?: number;
+  /** With numExperts: the experts each token is routed to (HF num_experts_per_tok, GGUF expert_used_count). */
+  numExpertsPerToken?: number;
+  /** With numExperts: each expert's FFN width (HF moe_intermediate_size, GGUF expert_feed_forward_length). */
+  expertIntermediateSize?: number;
+  /** With numExperts: the k routing weights renormalized to sum 1 (HF norm_topk_prob). */
+  normTopkProb?: boolean;
   bosTokenId?: number;
   eosTokenIds?: number[];
   /** Q8_0 group size of the stored weights, when quantized. */
@@ -255,11 +271,21 @@ export const DECODER_TENSOR_ROLES = {
   gate: 'model.layers.{layer}.mlp.gate_proj.weight',
   up: 'model.layers.{layer}.mlp.up_proj.weight',
   down: 'model.layers.{layer}.mlp.down_proj.weight',
+  /** A mixture of experts (numExperts): the router [numExperts, hidden] and each expert's SwiGLU matrices. */
+  router: 'model.layers.{layer}.mlp.gate.weight',
+  expertGate: 'model.layers.{layer}.mlp.experts.{expert}.gate_proj.weight',
+  expertUp: 'model.layers.{layer}.mlp.experts.{expert}.up_proj.weight',
+  expertDown: 'model.layers.{layer}.mlp.experts.{expert}.down_proj.weight',
 } as const;
 
 /** A per-layer role's name in layer l. */
 function layerName(role: keyof typeof DECODER_TENSOR_ROLES): (l: number) => string {
   return (l) => DECODER_TENSOR_ROLES[role].replace('{layer}', String(l));
+}
+
+/** A per-expert role's name for expert e of layer l. */
+function expertName(role: 'expertGate' | 'expertUp' | 'expertDown'): (l: number, e: number) => string {
+  return (l, e) => DECODER_TENSOR_ROLES[role].replace('{layer}', String(l)).replace('{expert}', String(e));
 }
 
 /** The canonical tensor names: the whole-model ones, and a function of the layer for the others. */
@@ -284,6 +310,10 @@ export const DECODER_NAMES = {
   gate: layerName('gate'),
   up: layerName('up'),
   down: layerName('down'),
+  router: layerName('router'),
+  expertGate: expertName('expertGate'),
+  expertUp: expertName('expertUp'),
+  expertDown: expertName('expertDown'),
 } as const;
 
 /** A row block of a fused tensor: the canonical tensor it is, its first row and row count. */

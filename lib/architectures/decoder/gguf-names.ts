@@ -3,6 +3,10 @@
  * ways; a variant's fused tensors (its `fused` rows) by the names its row gives.
  */
 import { DECODER_NAMES, type FusedTensor } from './config';
+import { expertStackName, type ExpertProjection } from './experts';
+
+/** llama.cpp's names of the stacked experts of each projection (ffn_*_exps). */
+const EXPERT_STACKS: Record<string, ExpertProjection> = { ffn_gate_exps: 'gate', ffn_up_exps: 'up', ffn_down_exps: 'down' };
 
 /** The canonical name of a variant's fused tensor in layer l. */
 export function fusedTensorName(f: FusedTensor, l: number): string {
@@ -40,6 +44,7 @@ export function canonicalDecoderName(ggufName: string, sandwich = false, fused: 
   if (sandwich && SANDWICH_NORMS[m[2]]) return SANDWICH_NORMS[m[2]](l);
   const joined = fused.find((f) => f.gguf === m[2]);
   if (joined) return fusedTensorName(joined, l);
+  if (EXPERT_STACKS[m[2]]) return expertStackName(l, EXPERT_STACKS[m[2]]);
   const perLayer: Record<string, (l: number) => string> = {
     attn_norm: DECODER_NAMES.attnNorm,
     attn_q: DECODER_NAMES.q,
@@ -52,6 +57,7 @@ export function canonicalDecoderName(ggufName: string, sandwich = false, fused: 
     ffn_gate: DECODER_NAMES.gate,
     ffn_up: DECODER_NAMES.up,
     ffn_down: DECODER_NAMES.down,
+    ffn_gate_inp: DECODER_NAMES.router,
   };
   return perLayer[m[2]]?.(l);
 }
@@ -61,6 +67,8 @@ export function ggufTensorName(canonical: string, sandwich = false, fused: reado
   const f = /^model\.layers\.(0|[1-9][0-9]*)\.(.+)\.weight$/.exec(canonical);
   const joined = f ? fused.find((t) => t.hf === f[2]) : undefined;
   if (f && joined) return `blk.${f[1]}.${joined.gguf}.weight`;
+  const stack = f && Object.keys(EXPERT_STACKS).find((k) => expertStackName(Number(f[1]), EXPERT_STACKS[k]) === canonical);
+  if (stack) return `blk.${f![1]}.${stack}.weight`;
   switch (canonical) {
     case DECODER_NAMES.embed: return 'token_embd.weight';
     case DECODER_NAMES.norm: return 'output_norm.weight';
@@ -79,6 +87,7 @@ export function ggufTensorName(canonical: string, sandwich = false, fused: reado
     'mlp.gate_proj.weight': 'ffn_gate',
     'mlp.up_proj.weight': 'ffn_up',
     'mlp.down_proj.weight': 'ffn_down',
+    'mlp.gate.weight': 'ffn_gate_inp',
     'self_attn.q_proj.bias': 'attn_q',
     'self_attn.k_proj.bias': 'attn_k',
     'self_attn.v_proj.bias': 'attn_v',

@@ -7,10 +7,12 @@
  * features the engine has (biases, QK-norm, sandwich norms, GeGLU) is its row.
  */
 import { DECODER_NAMES, type ConfigKeys, type DecoderArchitecture, type DecoderConfig, type DecoderVariant, type FusedPart, type FusedRole, type ScalarField, type VariantScalar } from './config';
+import { expertLayerShapes, expertStackParts } from './experts';
 import { fusedTensorName } from './gguf-names';
 import { DECODER_VARIANTS } from './variants';
 
 export * from './config';
+export * from './experts';
 export * from './layers';
 export * from './gguf-names';
 export { DECODER_VARIANTS } from './variants';
@@ -84,6 +86,10 @@ const EXTRA_TITLES: Readonly<Record<string, string>> = {
   logitsScaling: 'a logits scaling',
   noRopeLayerInterval: 'layers without RoPE',
   ropeDim: 'partial rotary embeddings',
+  numExperts: 'a mixture of experts',
+  numExpertsPerToken: 'a mixture of experts',
+  expertIntermediateSize: 'a mixture of experts',
+  normTopkProb: 'a mixture of experts',
 };
 
 
@@ -95,13 +101,14 @@ const EXTRA_TITLES: Readonly<Record<string, string>> = {
 export function unheldFields(c: Partial<DecoderConfig>, holds: readonly string[]): string[] {
   return Object.entries(c)
     .filter(([key, value]) => !LLAMA_FIELDS.has(key) && !holds.includes(key) && value !== undefined && value !== false)
-    .map(([key]) => EXTRA_TITLES[key] ?? key);
+    .map(([key]) => EXTRA_TITLES[key] ?? key)
+    .filter((title, i, all) => all.indexOf(title) === i);
 }
 
-/** "Llama/Qwen3": the variants whose fixed fields a format holding `holds` can store, for messages. */
+/** "Llama/Qwen3": the variants whose fixed fields (and experts, for a mixture-of-experts variant) a format holding `holds` can store, for messages. */
 export function variantNames(holds: readonly string[]): string {
   return (Object.keys(DECODER_VARIANTS) as DecoderArchitecture[])
-    .filter((a) => unheldFields(variantFields(a, 1), holds).length === 0)
+    .filter((a) => unheldFields({ ...variantFields(a, 1), ...(DECODER_VARIANTS[a].experts ? { numExperts: 1 } : {}) }, holds).length === 0)
     .map((a) => a[0].toUpperCase() + a.slice(1))
     .join('/');
 }
@@ -158,11 +165,14 @@ function roleRows(c: DecoderConfig, role: FusedRole): number {
 
 /**
  * The row blocks of a fused checkpoint tensor (a variant's `fused` rows: Phi-3's qkv_proj,
- * gate_up_proj), or undefined for a tensor that is not fused: the one-to-many step of reading a checkpoint.
+ * gate_up_proj; GGUF's stacked experts, one block per expert), or undefined for a tensor that is
+ * not fused: the one-to-many step of reading a checkpoint.
  */
 export function decoderFusedParts(c: DecoderConfig): (name: string) => FusedPart[] | undefined {
   const fused = DECODER_VARIANTS[c.architecture].fused ?? [];
   return (name) => {
+    const experts = expertStackParts(c, name);
+    if (experts) return experts;
     const m = /^model\.layers\.(0|[1-9][0-9]*)\.(.+)\.weight$/.exec(name);
     const f = m ? fused.find((t) => t.hf === m[2]) : undefined;
     if (!m || !f) return undefined;
@@ -205,6 +215,10 @@ export function decoderTensorShapes(c: DecoderConfig): { name: string; shape: nu
     }
     out.push({ name: DECODER_NAMES.ffnNorm(l), shape: [d] });
     if (c.sandwichNorms) out.push({ name: DECODER_NAMES.preFfnNorm(l), shape: [d] }, { name: DECODER_NAMES.postFfnNorm(l), shape: [d] });
+    if (c.numExperts) {
+      out.push(...expertLayerShapes(c, l));
+      continue;
+    }
     out.push(
       { name: DECODER_NAMES.gate(l), shape: [c.intermediateSize, d] },
       { name: DECODER_NAMES.up(l), shape: [c.intermediateSize, d] },

@@ -10,6 +10,7 @@ import { llama } from '../llama';
 import { mistral } from '../mistral';
 import { phi3 } from '../phi3';
 import { qwen2, qwen3 } from '../qwen';
+import { qwen3moe } from '../qwen3moe';
 import { smollm3 } from '../smollm3';
 
 export const DECODER_VARIANTS: Readonly<Record<DecoderArchitecture, DecoderVariant>> = {
@@ -21,4 +22,5 @@ export const DECODER_VARIANTS: Readonly<Record<DecoderArchitecture, DecoderVaria
   granite,
   smollm3,
   phi3,
+  qwen3moe,
 };

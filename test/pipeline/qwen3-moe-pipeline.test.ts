@@ -1,0 +1,74 @@
+/**
+ * The tiny Qwen3-MoE (test/engines/qwen3-moe-models.ts) as a sepweight tree (the hf scheme: one
+ * file per expert, mid/N/mlp.experts.E.{gate,up,down}_proj.weight.npy, and the router
+ * mid/N/mlp.gate.weight.npy) split over 2 stage processes on loopback: the same logits, bit for
+ * bit, and the same greedy tokens as the tree in one process (whose logits
+ * test/engines/decoder-qwen3-moe.test.ts checks against llama.cpp's and the float64 reference).
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { convert } from '../../lib/formats/convert';
+import { loadModel, type Model } from '../../lib/models/model';
+import { readWeights } from '../../lib/formats';
+import { closeWeights } from '../../lib/addon/weights';
+import { tempDir } from '../helpers/fixtures';
+import { PROMPT } from '../engines/family-models';
+import { qwen3MoeFolder, tinyQwen3Moe } from '../engines/qwen3-moe-models';
+import { compileLib, killAll, spawnStage, type StageProcess } from './stages';
+
+jest.setTimeout(180_000);
+
+const tmp = tempDir('weightmap-moe-pipeline-');
+const tree = path.join(tmp.dir, 'moe-tree');
+let lib: ReturnType<typeof compileLib>;
+const stages: StageProcess[] = [];
+const models: Model[] = [];
+
+beforeAll(async () => {
+  lib = compileLib();
+  const folder = qwen3MoeFolder(tinyQwen3Moe(), path.join(tmp.dir, 'hf'));
+  await convert(folder, tree, { to: 'sepweight' });
+  for (const layers of ['0-1', '2-2']) stages.push(await spawnStage(lib.main, tree, layers, ['--context', '64']));
+});
+
+afterAll(async () => {
+  for (const m of models) m.dispose();
+  await killAll(stages);
+  lib?.cleanup();
+  tmp.cleanup();
+});
+
+test('the tree keeps one file per expert and reads back as the Qwen3-MoE config', async () => {
+  expect(fs.readdirSync(path.join(tree, 'mid', '1')).filter((f) => /^mlp\.experts\.\d+\.up_proj\.weight\.npy$/.test(f))).toHaveLength(8);
+  expect(fs.existsSync(path.join(tree, 'mid', '1', 'mlp.gate.weight.npy'))).toBe(true);
+  const w = await readWeights(tree);
+  try {
+    expect(w.config).toMatchObject({ architecture: 'qwen3moe', numExperts: 8, numExpertsPerToken: 2, expertIntermediateSize: 256, normTopkProb: true });
+  } finally {
+    closeWeights(w);
+  }
+});
+
+test('2 stages: the single process\'s logits bit for bit and its greedy tokens', async () => {
+  const ref = await loadModel(tree, { threads: 1, contextLength: 64 });
+  models.push(ref);
+  const model = await loadModel(tree, {
+    threads: 1,
+    contextLength: 64,
+    tokenizer: ref.tokenizer,
+    pipeline: [
+      { layers: '0-1', address: stages[0].address },
+      { layers: '2-2', address: stages[1].address },
+    ],
+  });
+  models.push(model);
+  expect(await model.logits(PROMPT)).toEqual(await ref.logits(PROMPT));
+  const greedy = async (m: Model) => {
+    const gen = m.generate(PROMPT, { maxTokens: 8, temperature: 0 });
+    await gen.text();
+    return [...gen.tokens];
+  };
+  const want = await greedy(ref);
+  expect(want).toHaveLength(8);
+  expect(await greedy(model)).toEqual(want);
+});
