@@ -40,8 +40,8 @@ describe('README.md', () => {
     ]);
   });
 
-  test('stays a user guide: under 450 lines, no issue numbers or commit hashes', () => {
-    expect(readme.split('\n').length).toBeLessThan(450);
+  test('stays a user guide: under 500 lines, no issue numbers or commit hashes', () => {
+    expect(readme.split('\n').length).toBeLessThan(500);
     expect(readme.match(/(^|[\s(])#\d+\b/gm) ?? []).toEqual([]);
     expect(readme.match(/\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b/g) ?? []).toEqual([]);
   });
