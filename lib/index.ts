@@ -13,8 +13,8 @@ import type * as ChatSessionModule from './models/chat-session';
 import type * as FromDataModule from './tokenizers/from-data';
 import type * as ConstrainModule from './constrain';
 import type * as ToolsModule from './tools';
-import type * as ConvertModule from './formats/convert';
-import type * as DequantizeModule from './formats/dequantize';
+import type * as ConvertModule from './formats/writing/convert';
+import type * as DequantizeModule from './formats/quantization/dequantize';
 import type * as EmbedderModule from './models/embedder';
 import type * as RerankerModule from './models/reranker';
 import type * as MoondreamModule from './models/moondream';
@@ -27,7 +27,7 @@ export { MappedSource, mapFile } from './addon/mapping';
 export { detectFormat, formatModule, readWeights, writeWeights, FORMATS } from './formats';
 export type { FormatModule, ReadOptions, WriteOptions, WriteProgress } from './formats';
 export type { Probe } from './formats/types';
-export type { ConvertOptions, ConvertResult } from './formats/convert';
+export type { ConvertOptions, ConvertResult } from './formats/writing/convert';
 export { closeWeights, findTensor, numel, DTYPE_BYTES } from './addon/weights';
 export type { DType, GgmlBlockDType, FormatName, ModelWeights, PlainDType, TensorView, TokenizerData } from './addon/weights';
 export type { Architecture, ModelConfig, UnknownConfig } from './architectures/model-config';
@@ -96,10 +96,10 @@ export declare const StageServer: typeof StageServerModule.StageServer;
 export type StageServer = StageServerModule.StageServer;
 
 defineLazyExports(exports, {
-  convert: () => require('./formats/convert') as typeof ConvertModule,
+  convert: () => require('./formats/writing/convert') as typeof ConvertModule,
   tokenizerFromData: () => require('./tokenizers/from-data') as typeof FromDataModule,
   tokenizerFromDataAsync: () => require('./tokenizers/from-data') as typeof FromDataModule,
-  dequantize: () => require('./formats/dequantize') as typeof DequantizeModule,
+  dequantize: () => require('./formats/quantization/dequantize') as typeof DequantizeModule,
   Embedder: () => require('./models/embedder') as typeof EmbedderModule,
   loadEmbedder: () => require('./models/embedder') as typeof EmbedderModule,
   similarity: () => require('./models/embedder') as typeof EmbedderModule,

@@ -7,9 +7,9 @@
  * @packageDocumentation
  */
 export * from '../lib/index';
-export { convert } from '../lib/formats/convert';
+export { convert } from '../lib/formats/writing/convert';
 export { tokenizerFromData, tokenizerFromDataAsync } from '../lib/tokenizers/from-data';
-export { dequantize } from '../lib/formats/dequantize';
+export { dequantize } from '../lib/formats/quantization/dequantize';
 export { Embedder, loadEmbedder, similarity } from '../lib/models/embedder';
 export { Reranker, loadReranker } from '../lib/models/reranker';
 export { MoondreamModel, loadMoondream } from '../lib/models/moondream';

@@ -14,7 +14,7 @@ export type FormatName = 'tllm' | 'moon' | 'embd' | 'sepweight' | 'ajc1' | 'safe
  * per `groupSize` consecutive elements of the flattened tensor (ajc1, llama2.c v2).
  * `ggml_q8_0`: ggml's interleaved blocks of 32 (f16 scale then 32 int8 = 34 bytes) (GGUF).
  * `ggml_q4_0` ... `ggml_iq4_xs`: ggml's other block-quantized types (GGUF), rows of whole blocks;
- * layouts in native/kernels/ggml_blocks.h, read as float32 with `dequantize` (lib/formats/dequantize.ts).
+ * layouts in native/kernels/ggml_blocks.h, read as float32 with `dequantize` (lib/formats/quantization/dequantize.ts).
  */
 export type DType =
   | 'f64' | 'f32' | 'f16' | 'bf16'

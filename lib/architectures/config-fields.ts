@@ -1,6 +1,6 @@
 /**
  * Typed access to the keys of a config.json object, with WeightFormatErrors that name the file and
- * the key: what the readers of lib/formats/hf-config.ts and each family's config.json mapping read
+ * the key: what the readers of lib/formats/containers/hf-config.ts and each family's config.json mapping read
  * through (ConfigKeys for the decoder families' hooks).
  */
 import { WeightFormatError, type WeightFormatErrorCode } from '../base/errors';

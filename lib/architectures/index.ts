@@ -4,7 +4,7 @@
  *   - its family (the engines' view: decoder variants share one engine, features per variant),
  *   - how HF config.json names it (model_type, or the `architectures` class when model_type is
  *     absent) and, for decoders, GGUF `general.architecture`; the config readers of
- *     lib/formats/hf-config.ts and gguf.ts turn those files into its config, and each seed format
+ *     lib/formats/containers/hf-config.ts and gguf.ts turn those files into its config, and each seed format
  *     (TLLM, MOON, EMBD, sepweight, ajc1, llama2.c) has its own fixed layout in its reader,
  *   - its canonical tensor names and shapes (tensors), and how HF checkpoint keys map to them,
  *   - which engine runs it and which class loadModel / loadEmbedder wraps that engine in

@@ -5,7 +5,7 @@
  */
 import { SingleBar, Presets } from 'cli-progress';
 import type { Command } from 'commander';
-import { convert } from '../formats/convert';
+import { convert } from '../formats/writing/convert';
 import { FORMATS } from '../formats';
 import type { WriteProgress } from '../formats/types';
 import type { FormatName } from '../addon/weights';

@@ -12,7 +12,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { CommanderError, InvalidArgumentError } from 'commander';
 import { AbortError, ConstraintError, NoTokenizerError, OutputIsInputError, SidecarConflictError, UnsupportedError, WeightFormatError } from '../base/errors';
-import { removeTemporariesSync } from '../formats/output-files';
+import { removeTemporariesSync } from '../formats/writing/output-files';
 
 export const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;

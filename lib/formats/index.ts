@@ -1,6 +1,6 @@
 /**
  * The format registry: detection by magic bytes and folder shape, and the generic read/write
- * entry points. Conversion is any reader plus any writer (lib/formats/convert.ts).
+ * entry points. Conversion is any reader plus any writer (lib/formats/writing/convert.ts).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -8,9 +8,9 @@ import { rangeError, UnsupportedError, WeightFormatError } from '../base/errors'
 import type { FormatName, ModelWeights } from '../addon/weights';
 import { lazy } from '../base/lazy';
 import { runYielding, type Steps } from '../base/steps';
-import { DETECTORS, detectedFormat, probe } from './detectors';
+import { DETECTORS, detectedFormat, probe } from './containers/detectors';
 import type { FormatModule, Probe, ReadOptions, WriteOptions } from './types';
-import { rememberAsRead } from './vocab-offload';
+import { rememberAsRead } from './vocabulary/vocab-offload';
 
 export type { FormatModule, ReadOptions, WriteOptions, WriteProgress } from './types';
 
@@ -46,15 +46,15 @@ function detector(name: FormatName): (probe: Probe) => boolean {
 
 /** In detection order (detectors.ts): formats with a magic first, llama2.c v0 (no magic) last. */
 export const FORMATS: readonly FormatModule[] = [
-  formatRow({ name: 'tllm', fileName: 'model.tllm', title: 'TLLM (tiny_llama)', holdsVocabulary: false, detect: detector('tllm') }, () => (require('./tllm') as typeof import('./tllm')).tllmFormat),
-  formatRow({ name: 'moon', fileName: 'model.moon', title: 'MOON v2 (moondream-zig)', holdsVocabulary: false, detect: detector('moon') }, () => (require('./moon') as typeof import('./moon')).moonFormat),
-  formatRow({ name: 'embd', fileName: 'model.weights', title: 'EMBD (cpp_embedder)', detect: detector('embd') }, () => (require('./embd') as typeof import('./embd')).embdFormat),
-  formatRow({ name: 'ajc1', fileName: 'model.bin', title: 'ajc1 (qwen3.c)', quantTypes: ['q8_0'], detect: detector('ajc1') }, () => (require('./ajc1') as typeof import('./ajc1')).ajc1Format),
-  formatRow({ name: 'gguf', fileName: 'model.gguf', title: 'GGUF (llama.cpp)', quantTypes: ['q8_0'], detect: detector('gguf') }, () => (require('./gguf-format') as typeof import('./gguf-format')).ggufFormat),
-  formatRow({ name: 'npy', fileName: 'model.npy', title: 'NumPy .npy', holdsVocabulary: false, detect: detector('npy') }, () => (require('./npy') as typeof import('./npy')).npyFormat),
-  formatRow({ name: 'safetensors', fileName: 'model.safetensors', title: 'safetensors (Hugging Face)', detect: detector('safetensors') }, () => (require('./safetensors') as typeof import('./safetensors')).safetensorsFormat),
-  formatRow({ name: 'sepweight', title: 'sepweight tree (llm_sepweight .npy)', detect: detector('sepweight') }, () => (require('./sepweight') as typeof import('./sepweight')).sepweightFormat),
-  formatRow({ name: 'llama2c', fileName: 'model.bin', title: 'llama2.c checkpoint (.bin v0 fp32, ak42 v1 fp32 / v2 Q8_0)', detect: detector('llama2c') }, () => (require('./llama2c') as typeof import('./llama2c')).llama2cFormat),
+  formatRow({ name: 'tllm', fileName: 'model.tllm', title: 'TLLM (tiny_llama)', holdsVocabulary: false, detect: detector('tllm') }, () => (require('./containers/tllm') as typeof import('./containers/tllm')).tllmFormat),
+  formatRow({ name: 'moon', fileName: 'model.moon', title: 'MOON v2 (moondream-zig)', holdsVocabulary: false, detect: detector('moon') }, () => (require('./containers/moon') as typeof import('./containers/moon')).moonFormat),
+  formatRow({ name: 'embd', fileName: 'model.weights', title: 'EMBD (cpp_embedder)', detect: detector('embd') }, () => (require('./containers/embd') as typeof import('./containers/embd')).embdFormat),
+  formatRow({ name: 'ajc1', fileName: 'model.bin', title: 'ajc1 (qwen3.c)', quantTypes: ['q8_0'], detect: detector('ajc1') }, () => (require('./containers/ajc1') as typeof import('./containers/ajc1')).ajc1Format),
+  formatRow({ name: 'gguf', fileName: 'model.gguf', title: 'GGUF (llama.cpp)', quantTypes: ['q8_0'], detect: detector('gguf') }, () => (require('./containers/gguf-format') as typeof import('./containers/gguf-format')).ggufFormat),
+  formatRow({ name: 'npy', fileName: 'model.npy', title: 'NumPy .npy', holdsVocabulary: false, detect: detector('npy') }, () => (require('./containers/npy') as typeof import('./containers/npy')).npyFormat),
+  formatRow({ name: 'safetensors', fileName: 'model.safetensors', title: 'safetensors (Hugging Face)', detect: detector('safetensors') }, () => (require('./containers/safetensors') as typeof import('./containers/safetensors')).safetensorsFormat),
+  formatRow({ name: 'sepweight', title: 'sepweight tree (llm_sepweight .npy)', detect: detector('sepweight') }, () => (require('./containers/sepweight') as typeof import('./containers/sepweight')).sepweightFormat),
+  formatRow({ name: 'llama2c', fileName: 'model.bin', title: 'llama2.c checkpoint (.bin v0 fp32, ak42 v1 fp32 / v2 Q8_0)', detect: detector('llama2c') }, () => (require('./containers/llama2c') as typeof import('./containers/llama2c')).llama2cFormat),
 ];
 
 /** The reader/writer module of a format by name (RangeError for an unknown name). */

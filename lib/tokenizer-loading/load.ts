@@ -10,7 +10,7 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { WeightFormatError } from '../base/errors';
-import { fail } from '../formats/bytes';
+import { fail } from '../formats/containers/bytes';
 import { readCachedTokenizer, tokenizerCacheDir, tokenizerSource } from '../tokenizers/cache';
 import { unpackTokenizer } from '../tokenizers/packed';
 import { runNow, runYielding, type Steps } from '../base/steps';
@@ -23,10 +23,10 @@ import type { TokenizerPrefetch } from './prefetch';
 
 // The readers and builders of tokenizers on this thread, each loaded by the first load that needs
 // it: a tokenizer read packed from the cache (loadModel's usual case) needs none of them.
-const ajc1Module = lazy(() => require('../formats/ajc1') as typeof import('../formats/ajc1'));
-const llama2cTokenizerModule = lazy(() => require('../formats/llama2c-tokenizer') as typeof import('../formats/llama2c-tokenizer'));
+const ajc1Module = lazy(() => require('../formats/containers/ajc1') as typeof import('../formats/containers/ajc1'));
+const llama2cTokenizerModule = lazy(() => require('../formats/vocabulary/llama2c-tokenizer') as typeof import('../formats/vocabulary/llama2c-tokenizer'));
 const fromDataModule = lazy(() => require('../tokenizers/from-data') as typeof import('../tokenizers/from-data'));
-const ggufVocabModule = lazy(() => require('../formats/gguf-vocab') as typeof import('../formats/gguf-vocab'));
+const ggufVocabModule = lazy(() => require('../formats/vocabulary/gguf-vocab') as typeof import('../formats/vocabulary/gguf-vocab'));
 const hfJsonModule = lazy(() => require('../tokenizers/hf-json') as typeof import('../tokenizers/hf-json'));
 const spmModelModule = lazy(() => require('../tokenizers/sentencepiece-model') as typeof import('../tokenizers/sentencepiece-model'));
 

@@ -8,7 +8,7 @@
  * wrong guess costs a cache lookup that finds nothing.
  */
 import * as fs from 'node:fs';
-import { GGUF_MAGIC } from '../formats/magic';
+import { GGUF_MAGIC } from '../formats/containers/magic';
 import { readCachedTokenizer, tokenizerCacheDir, tokenizerSource } from '../tokenizers/cache';
 
 export interface TokenizerPrefetch {

@@ -1,9 +1,9 @@
 /**
- * The tokenizer worker's vocabulary jobs (lib/formats/vocab-offload.ts): the weights at the job's
+ * The tokenizer worker's vocabulary jobs (lib/formats/vocabulary/vocab-offload.ts): the weights at the job's
  * path read again, their vocabulary converted by the writers' own code, and only bytes sent back,
  * their buffers transferred.
  */
-import type { EncodedGgufVocabulary, VocabularyJob, VocabularyResult } from '../formats/vocab-offload';
+import type { EncodedGgufVocabulary, VocabularyJob, VocabularyResult } from '../formats/vocabulary/vocab-offload';
 
 export type VocabularyRequest = { id: number; op: 'vocabulary'; job: VocabularyJob };
 export type VocabularyReply = { id: number; vocabulary: VocabularyResult };
@@ -17,8 +17,8 @@ export async function runVocabularyJob(job: VocabularyJob): Promise<{ result: Vo
   const weights = await readWeights(job.path, { format: job.format });
   try {
     if (job.target === 'gguf') {
-      const { encodeGgufVocabulary } = require('../formats/gguf-writer') as typeof import('../formats/gguf-writer'); // eslint-disable-line @typescript-eslint/no-require-imports
-      const { ggufVocabulary } = require('../formats/vocab-convert') as typeof import('../formats/vocab-convert'); // eslint-disable-line @typescript-eslint/no-require-imports
+      const { encodeGgufVocabulary } = require('../formats/writing/gguf-writer') as typeof import('../formats/writing/gguf-writer'); // eslint-disable-line @typescript-eslint/no-require-imports
+      const { ggufVocabulary } = require('../formats/vocabulary/vocab-convert') as typeof import('../formats/vocabulary/vocab-convert'); // eslint-disable-line @typescript-eslint/no-require-imports
       const t = await ggufVocabulary(weights, job.vocabSize);
       if (!t) return { result: undefined, transfer: [] };
       // Typed arrays copied: a reader's may view the mapping, which is closed below.
@@ -31,13 +31,13 @@ export async function runVocabularyJob(job: VocabularyJob): Promise<{ result: Vo
       return { result: { gguf }, transfer };
     }
     if (job.target === 'tokenizer.json') {
-      const { hfSentencePieceFilesHere } = require('../formats/vocab-convert') as typeof import('../formats/vocab-convert'); // eslint-disable-line @typescript-eslint/no-require-imports
+      const { hfSentencePieceFilesHere } = require('../formats/vocabulary/vocab-convert') as typeof import('../formats/vocabulary/vocab-convert'); // eslint-disable-line @typescript-eslint/no-require-imports
       const made = await hfSentencePieceFilesHere(weights, job.maxSeqLen);
       if (!made) return { result: undefined, transfer: [] };
       const files = made.map(([name, text]): [string, Uint8Array] => [name, own(Buffer.from(text, 'utf8'))]);
       return { result: { files }, transfer: files.map(([, bytes]) => bytes.buffer as ArrayBuffer) };
     }
-    const { ajc1TokenizerHere } = require('../formats/ajc1') as typeof import('../formats/ajc1'); // eslint-disable-line @typescript-eslint/no-require-imports
+    const { ajc1TokenizerHere } = require('../formats/containers/ajc1') as typeof import('../formats/containers/ajc1'); // eslint-disable-line @typescript-eslint/no-require-imports
     const made = await ajc1TokenizerHere(weights, job.vocabSize, job.bos, job.eos);
     if (!made) return { result: undefined, transfer: [] };
     const bytes = own(made.bytes);

@@ -9,7 +9,7 @@ import { startModuleWorker } from '../base/worker-boot';
 import { MISSING_RECIPE, receiveError, type Recipe, type Reply, type Request } from '../tokenizers/worker-protocol';
 import { recipeOf } from '../tokenizers/recipes';
 import type { EncodeOptions, Tokenizer } from '../tokenizers/types';
-import { setVocabularyRunner, type VocabularyResult } from '../formats/vocab-offload';
+import { setVocabularyRunner, type VocabularyResult } from '../formats/vocabulary/vocab-offload';
 import type { VocabularyReply, VocabularyRequest } from './vocabulary-jobs';
 
 const IDLE_MS = 5000;
@@ -134,7 +134,7 @@ function toArray(ids: Int32Array): number[] {
   return out;
 }
 
-/** Converts a weights file's vocabulary in the worker (lib/formats/vocab-offload.ts). */
+/** Converts a weights file's vocabulary in the worker (lib/formats/vocabulary/vocab-offload.ts). */
 export async function vocabularyInWorker(job: VocabularyRequest['job']): Promise<VocabularyResult> {
   // The worker itself loads this module too: there (and in any other worker thread) the
   // conversions run in place, which vocab-offload does when the runner throws.

@@ -36,7 +36,7 @@ async function main() {
     process.exit(1);
   }
   const next = rng(Number(opt('seed', '1')));
-  // Written 4 MB at a time at 4 MB-aligned offsets (as lib/formats/sink.ts does): the page cache of
+  // Written 4 MB at a time at 4 MB-aligned offsets (as lib/formats/writing/sink.ts does): the page cache of
   // a buffered write gets folios as large as the write allows, so the file is cached in 2 MB folios
   // that the decoder maps by PMD; the stream's 64 KB writes left ~27% of it so.
   const stream = fs.createWriteStream(out, { highWaterMark: 4 << 20 });

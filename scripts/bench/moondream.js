@@ -26,8 +26,8 @@ const opt = (name, def) => {
   return i >= 0 ? args[i + 1] : def;
 };
 const { ROOT, dist } = require('./checkout');
-const { encodeFloats } = require(dist('formats/dtype-convert.js'));
-const { moonFormat } = require(dist('formats/moon.js'));
+const { encodeFloats } = require(dist('formats/quantization/dtype-convert.js'));
+const { moonFormat } = require(dist('formats/containers/moon.js'));
 const { MOONDREAM2_CONFIG } = require(dist('architectures/moondream.js'));
 const { MoondreamEngine } = require(dist('engines/moondream.js'));
 const { native } = require(dist('native.js'));

@@ -5,7 +5,7 @@
  */
 import { ARCHITECTURES, architectureOf, architectureOfHf } from '../../lib/architectures';
 import { DECODER_VARIANTS, decoderArchitectureOfGguf, unheldFields, variantNames, type DecoderArchitecture } from '../../lib/architectures/decoder';
-import { decoderConfigFromHf, hfArchitecture, hfConfigFromDecoder } from '../../lib/formats/hf-config';
+import { decoderConfigFromHf, hfArchitecture, hfConfigFromDecoder } from '../../lib/formats/containers/hf-config';
 
 const hfBase = {
   hidden_size: 64, intermediate_size: 128, num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 2,

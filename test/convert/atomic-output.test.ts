@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { convert } from '../../lib/formats/convert';
+import { convert } from '../../lib/formats/writing/convert';
 import { AbortError, OutputIsInputError } from '../../lib/base/errors';
 import { runCli } from '../helpers/cli';
 import { fixture } from '../helpers/fixtures';

@@ -1,5 +1,5 @@
 /**
- * The GGUF writer's Q8_0 (lib/formats/ggml-q8.ts, native/convert/quantize_q8.cc): the JavaScript
+ * The GGUF writer's Q8_0 (lib/formats/quantization/ggml-q8.ts, native/convert/quantize_q8.cc): the JavaScript
  * reference against closed forms (ties away from zero, the error bound, zero / NaN / Inf blocks),
  * the native quantizer against the reference on odd block counts from f32, f16, bf16 and
  * Float32Array sources, llama.cpp's own Q8_0 file (fixtures/gguf-quants) rebuilt byte for byte from
@@ -8,12 +8,12 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { convert } from '../../lib/formats/convert';
-import { dequantize } from '../../lib/formats/dequantize';
+import { convert } from '../../lib/formats/writing/convert';
+import { dequantize } from '../../lib/formats/quantization/dequantize';
 import { readWeights } from '../../lib/formats';
-import { f16ToF32, f32ToBf16, f32ToF16 } from '../../lib/formats/dtype-convert';
-import { readF32 } from '../../lib/formats/tensor-data';
-import { quantizeGgmlQ8_0 } from '../../lib/formats/ggml-q8';
+import { f16ToF32, f32ToBf16, f32ToF16 } from '../../lib/formats/quantization/dtype-convert';
+import { readF32 } from '../../lib/formats/quantization/tensor-data';
+import { quantizeGgmlQ8_0 } from '../../lib/formats/quantization/ggml-q8';
 import { mapFile, type MappedSource } from '../../lib/addon/mapping';
 import { loadModel } from '../../lib/models/model';
 import { native } from '../../lib/addon/native';

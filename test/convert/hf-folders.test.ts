@@ -8,9 +8,9 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { convert } from '../../lib/formats/convert';
+import { convert } from '../../lib/formats/writing/convert';
 import { crc32 } from '../../lib/addon/checksums';
-import { modelConfigFromHf } from '../../lib/formats/hf-config';
+import { modelConfigFromHf } from '../../lib/formats/containers/hf-config';
 import { MOONDREAM2_CONFIG } from '../../lib/architectures/moondream';
 import { fixture, readJson } from '../helpers/fixtures';
 import { embdTensors, moonRecords, sameBytes, tllmRecords, transpose, writeJson, writeSafetensors, type RawTensor } from './helpers';

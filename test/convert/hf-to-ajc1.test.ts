@@ -7,10 +7,10 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { convert } from '../../lib/formats/convert';
-import { ajc1TokenizerFromVocabulary, internalStringBytes } from '../../lib/formats/ajc1-sidecars';
+import { convert } from '../../lib/formats/writing/convert';
+import { ajc1TokenizerFromVocabulary, internalStringBytes } from '../../lib/formats/vocabulary/ajc1-sidecars';
 import { readWeights } from '../../lib/formats';
-import { readF32 } from '../../lib/formats/tensor-data';
+import { readF32 } from '../../lib/formats/quantization/tensor-data';
 import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { fixture, tempDir } from '../helpers/fixtures';
 import { sameBytes, writeJson } from './helpers';

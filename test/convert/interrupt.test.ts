@@ -8,7 +8,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { convert } from '../../lib/formats/convert';
+import { convert } from '../../lib/formats/writing/convert';
 import { fixture } from '../helpers/fixtures';
 import { testWorkspace } from '../helpers/workspace';
 import { CLI, spawnCli, until } from '../cli/signals';

@@ -11,8 +11,8 @@
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { Tokenizer as HfTokenizer } from '@anush008/tokenizers';
-import { readGgufTokenizerData } from '../../lib/formats/gguf-vocab';
-import { tokenizerJsonFromSentencePieceSteps } from '../../lib/formats/gguf-spm-vocab';
+import { readGgufTokenizerData } from '../../lib/formats/vocabulary/gguf-vocab';
+import { tokenizerJsonFromSentencePieceSteps } from '../../lib/formats/vocabulary/gguf-spm-vocab';
 import { loadModel } from '../../lib/models/model';
 import { runNow } from '../../lib/base/steps';
 import { loadTokenizer } from '../../lib/tokenizer-loading';

@@ -8,9 +8,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { mapFile, type MappedSource } from '../../lib/addon/mapping';
 import { native } from '../../lib/addon/native';
-import { f32ToBf16, f32ToF16 } from '../../lib/formats/dtype-convert';
-import { q8Chunks, quantizeQ8 } from '../../lib/formats/q8-quantize';
-import { readF32 } from '../../lib/formats/tensor-data';
+import { f32ToBf16, f32ToF16 } from '../../lib/formats/quantization/dtype-convert';
+import { q8Chunks, quantizeQ8 } from '../../lib/formats/quantization/q8-quantize';
+import { readF32 } from '../../lib/formats/quantization/tensor-data';
 import type { TensorView } from '../../lib/addon/weights';
 import { tempDir } from '../helpers/fixtures';
 

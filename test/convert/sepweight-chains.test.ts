@@ -5,9 +5,9 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { convert } from '../../lib/formats/convert';
+import { convert } from '../../lib/formats/writing/convert';
 import { readWeights } from '../../lib/formats';
-import { viewBytes } from '../../lib/formats/tensor-data';
+import { viewBytes } from '../../lib/formats/quantization/tensor-data';
 import type { TokenizerData } from '../../lib/addon/weights';
 import { UnsupportedError } from '../../lib/base/errors';
 import { fixture } from '../helpers/fixtures';

@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { convert } from '../../lib/formats/convert';
+import { convert } from '../../lib/formats/writing/convert';
 import { SidecarConflictError } from '../../lib/base/errors';
 import { readWeights } from '../../lib/formats';
 import { closeWeights } from '../../lib/addon/weights';

@@ -6,7 +6,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { convert } from '../../lib/formats/convert';
+import { convert } from '../../lib/formats/writing/convert';
 import { WeightFormatError } from '../../lib/base/errors';
 import { readWeights } from '../../lib/formats';
 import { loadModel } from '../../lib/models/model';

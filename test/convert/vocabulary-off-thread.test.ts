@@ -1,5 +1,5 @@
 /**
- * Writers convert a 151k-token vocabulary in the tokenizer worker (lib/formats/vocab-offload.ts):
+ * Writers convert a 151k-token vocabulary in the tokenizer worker (lib/formats/vocabulary/vocab-offload.ts):
  * ajc1 -> GGUF, GGUF (the Qwen3 vocabulary) -> ajc1 and GGUF (Gemma 3's SentencePiece vocabulary) ->
  * HF folder write the bytes they write when the conversion runs on this thread, and this thread
  * runs none of it. How long the event loop waits
@@ -8,10 +8,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { closeWeights, convert, readWeights, writeWeights } from '../../lib';
-import * as vocabConvert from '../../lib/formats/vocab-convert';
-import { setVocabularyRunner } from '../../lib/formats/vocab-offload';
+import * as vocabConvert from '../../lib/formats/vocabulary/vocab-convert';
+import { setVocabularyRunner } from '../../lib/formats/vocabulary/vocab-offload';
 import { vocabularyInWorker } from '../../lib/tokenizer-loading/worker-client';
-import * as spmVocab from '../../lib/formats/gguf-spm-vocab';
+import * as spmVocab from '../../lib/formats/vocabulary/gguf-spm-vocab';
 import { fixture, tempDir } from '../helpers/fixtures';
 import { tinyDecoder, writeHfFolder } from '../engines/tiny-decoder';
 import { familyDir, familyJson } from '../tokenizers/family-reference';

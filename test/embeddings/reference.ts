@@ -3,7 +3,7 @@
  * at a time with no padding: the oracle for the pooling modes and normalization the fixture does
  * not cover. Small models only (it is O(T·H²) per layer in JS).
  */
-import { readF32 } from '../../lib/formats/tensor-data';
+import { readF32 } from '../../lib/formats/quantization/tensor-data';
 import { numel, type ModelWeights } from '../../lib/addon/weights';
 import type { BertConfig } from '../../lib/architectures/bert';
 

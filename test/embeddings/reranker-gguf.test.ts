@@ -1,5 +1,5 @@
 /**
- * Cross-encoders in GGUF as llama.cpp lays them out (lib/formats/gguf-bert.ts): weightmap's HF
+ * Cross-encoders in GGUF as llama.cpp lays them out (lib/formats/containers/gguf-bert.ts): weightmap's HF
  * folder converted to GGUF ranks as the folder does (the float64 reference, token for token the
  * same vocabulary), with llama.cpp's tensor names and keys; a GGUF without the pooler (what
  * llama.cpp's converter writes) runs the classifier on the [CLS] row, as llama.cpp does; an
@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { loadEmbedder } from '../../lib/models/embedder';
 import { BertEngine } from '../../lib/engines/bert';
-import { convert } from '../../lib/formats/convert';
+import { convert } from '../../lib/formats/writing/convert';
 import { readWeights, writeWeights } from '../../lib/formats';
 import { loadReranker } from '../../lib/models/reranker';
 import { closeWeights } from '../../lib/addon/weights';

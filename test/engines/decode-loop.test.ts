@@ -5,7 +5,7 @@
 import { DecodeLoop } from '../../lib/engines/decode-loop';
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { AbortError } from '../../lib/base/errors';
-import { llama2cFormat } from '../../lib/formats/llama2c';
+import { llama2cFormat } from '../../lib/formats/containers/llama2c';
 import { native } from '../../lib/addon/native';
 import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { fixture } from '../helpers/fixtures';

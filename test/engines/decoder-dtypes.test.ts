@@ -8,10 +8,10 @@
  *   quant 'q8_0' at load           vs  the original Q8_0 file the f32 values came from.
  */
 import { DecoderEngine } from '../../lib/engines/decoder';
-import { ajc1Format } from '../../lib/formats/ajc1';
-import { encodeFloats, f16ToF32, f32ToF16 } from '../../lib/formats/dtype-convert';
-import { llama2cFormat } from '../../lib/formats/llama2c';
-import { readF32 as readTensor } from '../../lib/formats/tensor-data';
+import { ajc1Format } from '../../lib/formats/containers/ajc1';
+import { encodeFloats, f16ToF32, f32ToF16 } from '../../lib/formats/quantization/dtype-convert';
+import { llama2cFormat } from '../../lib/formats/containers/llama2c';
+import { readF32 as readTensor } from '../../lib/formats/quantization/tensor-data';
 import { closeWeights, numel, type ModelWeights, type TensorView } from '../../lib/addon/weights';
 import { blobWeights, type BlobTensor } from '../formats/synthetic';
 import { fixture, readF32, readJson, tempDir } from '../helpers/fixtures';

@@ -10,9 +10,9 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { convert } from '../../lib/formats/convert';
+import { convert } from '../../lib/formats/writing/convert';
 import { DecoderEngine } from '../../lib/engines/decoder';
-import { decoderConfigFromHf } from '../../lib/formats/hf-config';
+import { decoderConfigFromHf } from '../../lib/formats/containers/hf-config';
 import { testWorkspace } from '../helpers/workspace';
 import { argmax } from './decoder-helpers';
 import { FAMILIES, familyFolder, PROMPT, type Family, type FamilyReference } from './family-models';

@@ -8,9 +8,9 @@
  */
 import { native } from '../../lib/addon/native';
 import { DecoderEngine } from '../../lib/engines/decoder';
-import { writeGguf } from '../../lib/formats/gguf-writer';
-import { decoderConfigFromHf, hfConfigFromDecoder } from '../../lib/formats/hf-config';
-import { readF32 } from '../../lib/formats/tensor-data';
+import { writeGguf } from '../../lib/formats/writing/gguf-writer';
+import { decoderConfigFromHf, hfConfigFromDecoder } from '../../lib/formats/containers/hf-config';
+import { readF32 } from '../../lib/formats/quantization/tensor-data';
 import { findTensor, type ModelWeights } from '../../lib/addon/weights';
 import type { DecoderConfig } from '../../lib/architectures/decoder';
 import { testWorkspace } from '../helpers/workspace';

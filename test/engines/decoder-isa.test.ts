@@ -4,8 +4,8 @@
  * one batch (matmul) and token by token (matvec), against the fixtures.
  */
 import { DecoderEngine } from '../../lib/engines/decoder';
-import { ajc1Format } from '../../lib/formats/ajc1';
-import { llama2cFormat } from '../../lib/formats/llama2c';
+import { ajc1Format } from '../../lib/formats/containers/ajc1';
+import { llama2cFormat } from '../../lib/formats/containers/llama2c';
 import { native } from '../../lib/addon/native';
 import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { fixture, readF32, readJson } from '../helpers/fixtures';

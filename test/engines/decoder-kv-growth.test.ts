@@ -5,7 +5,7 @@
  * after a truncate keeps the rows it holds: the logits equal those of a session that did not grow.
  */
 import { DecoderEngine } from '../../lib/engines/decoder';
-import { llama2cFormat } from '../../lib/formats/llama2c';
+import { llama2cFormat } from '../../lib/formats/containers/llama2c';
 import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { fixture } from '../helpers/fixtures';
 import { storiesExpected } from './decoder-helpers';

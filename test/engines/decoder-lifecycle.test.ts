@@ -6,7 +6,7 @@ import type { EngineWeightsSpec } from '../../lib/addon/binding';
 import type { DecoderConfig } from '../../lib/architectures/decoder';
 import { DecoderEngine, decoderWeightsSpec } from '../../lib/engines/decoder';
 import { AbortError, DisposedError, UnsupportedError, WeightFormatError } from '../../lib/base/errors';
-import { llama2cFormat } from '../../lib/formats/llama2c';
+import { llama2cFormat } from '../../lib/formats/containers/llama2c';
 import { native } from '../../lib/addon/native';
 import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { fixture } from '../helpers/fixtures';

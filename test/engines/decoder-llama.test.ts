@@ -4,9 +4,9 @@
  * tree (q/k permuted, half RoPE), every step's logits within 0.001 of the float64 reference.
  */
 import { DecoderEngine } from '../../lib/engines/decoder';
-import { ggufFormat } from '../../lib/formats/gguf-format';
-import { llama2cFormat } from '../../lib/formats/llama2c';
-import { sepweightFormat } from '../../lib/formats/sepweight';
+import { ggufFormat } from '../../lib/formats/containers/gguf-format';
+import { llama2cFormat } from '../../lib/formats/containers/llama2c';
+import { sepweightFormat } from '../../lib/formats/containers/sepweight';
 import type { FormatModule } from '../../lib/formats/types';
 import { native } from '../../lib/addon/native';
 import { closeWeights, type ModelWeights } from '../../lib/addon/weights';

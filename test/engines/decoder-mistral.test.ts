@@ -6,8 +6,8 @@
  * (llama.cpp's `llama` architecture, q/k rows in its interleaved order, plus the window key).
  */
 import { DecoderEngine } from '../../lib/engines/decoder';
-import { writeGguf } from '../../lib/formats/gguf-writer';
-import { decoderConfigFromHf, hfConfigFromDecoder } from '../../lib/formats/hf-config';
+import { writeGguf } from '../../lib/formats/writing/gguf-writer';
+import { decoderConfigFromHf, hfConfigFromDecoder } from '../../lib/formats/containers/hf-config';
 import type { DecoderConfig } from '../../lib/architectures/decoder';
 import { testWorkspace } from '../helpers/workspace';
 import { maxAbsDiff } from './decoder-helpers';

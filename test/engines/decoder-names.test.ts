@@ -7,7 +7,7 @@
 import { native } from '../../lib/addon/native';
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { DECODER_ACTIVATIONS, DECODER_QUANTS, KV_CACHE_TYPES, ROPE_PAIRINGS } from '../../lib/architectures/decoder';
-import { decoderConfigFromHf } from '../../lib/formats/hf-config';
+import { decoderConfigFromHf } from '../../lib/formats/containers/hf-config';
 import { readWeights } from '../../lib/formats';
 import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { fixture } from '../helpers/fixtures';

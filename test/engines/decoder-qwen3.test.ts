@@ -5,7 +5,7 @@
  * the exact path (quant 'f32': weights dequantized once, f32 activations) within 0.001.
  */
 import { DecoderEngine } from '../../lib/engines/decoder';
-import { ajc1Format } from '../../lib/formats/ajc1';
+import { ajc1Format } from '../../lib/formats/containers/ajc1';
 import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { fixture, readF32, readJson } from '../helpers/fixtures';
 import { argmax, greedy, maxAbsDiff } from './decoder-helpers';

@@ -4,7 +4,7 @@
  * (float32, so within 1e-6 relative), and HF config.json for Qwen2 and rope_scaling 'llama3'.
  */
 import { DECODER_VARIANTS, decoderTensorShapes, llama3RopeFactors } from '../../lib/architectures/decoder';
-import { decoderConfigFromHf } from '../../lib/formats/hf-config';
+import { decoderConfigFromHf } from '../../lib/formats/containers/hf-config';
 import { readJson } from '../helpers/fixtures';
 
 const llama = readJson('gguf-quants', 'llama-ropefreqs', 'expected.json').config;

@@ -15,13 +15,13 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { inspectReport, renderReport } from '../../lib/cli/inspect';
-import { convert } from '../../lib/formats/convert';
-import { dequantize } from '../../lib/formats/dequantize';
+import { convert } from '../../lib/formats/writing/convert';
+import { dequantize } from '../../lib/formats/quantization/dequantize';
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { readWeights } from '../../lib/formats';
-import { canonicalDecoderName } from '../../lib/formats/gguf';
-import { ggufFormat } from '../../lib/formats/gguf-format';
-import { readF32 as readF32View } from '../../lib/formats/tensor-data';
+import { canonicalDecoderName } from '../../lib/formats/containers/gguf';
+import { ggufFormat } from '../../lib/formats/containers/gguf-format';
+import { readF32 as readF32View } from '../../lib/formats/quantization/tensor-data';
 import { closeWeights, findTensor, type ModelWeights } from '../../lib/addon/weights';
 import { fixture, readF32, readJson, tempDir } from '../helpers/fixtures';
 import { argmax, greedy, maxAbsDiff } from './decoder-helpers';

@@ -7,7 +7,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import sharp from 'sharp';
-import { moonFormat } from '../../lib/formats/moon';
+import { moonFormat } from '../../lib/formats/containers/moon';
 import { MoondreamEngine } from '../../lib/engines/moondream';
 import { AbortError, UnsupportedError } from '../../lib/base/errors';
 import { answer, encodeImage, loadMoondream, MoondreamModel, questionIds } from '../../lib/models/moondream';

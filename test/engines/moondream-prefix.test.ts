@@ -5,8 +5,8 @@
  * when both are < prefix". The same reference with prefix 0 is first checked against the
  * fixture's causal logits, so it is known to compute the model.
  */
-import { moonFormat } from '../../lib/formats/moon';
-import { readF32 as readTensor } from '../../lib/formats/tensor-data';
+import { moonFormat } from '../../lib/formats/containers/moon';
+import { readF32 as readTensor } from '../../lib/formats/quantization/tensor-data';
 import { MoondreamEngine } from '../../lib/engines/moondream';
 import { MOONDREAM_NAMES as N, type MoondreamConfig } from '../../lib/architectures/moondream';
 import { closeWeights, findTensor, numel, type ModelWeights } from '../../lib/addon/weights';

@@ -4,7 +4,7 @@
  * The engines keep activations in f32, so the fp32 tolerances apply.
  */
 import * as fs from 'node:fs';
-import { moonFormat } from '../../lib/formats/moon';
+import { moonFormat } from '../../lib/formats/containers/moon';
 import { MoondreamEngine, type MoondreamSession } from '../../lib/engines/moondream';
 import { AbortError, DisposedError, UnsupportedError } from '../../lib/base/errors';
 import { closeWeights, type ModelWeights } from '../../lib/addon/weights';

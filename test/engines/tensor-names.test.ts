@@ -12,9 +12,9 @@ import { MOONDREAM_TENSOR_ROLES, type MoondreamConfig } from '../../lib/architec
 import { TLLM_TENSOR_ROLES, type TllmConfig } from '../../lib/architectures/tllm';
 import { decoderWeightsSpec } from '../../lib/engines/decoder';
 import { nativeWeightsSpec } from '../../lib/engines/native-spec';
-import { llama2cFormat } from '../../lib/formats/llama2c';
-import { moonFormat } from '../../lib/formats/moon';
-import { tllmFormat } from '../../lib/formats/tllm';
+import { llama2cFormat } from '../../lib/formats/containers/llama2c';
+import { moonFormat } from '../../lib/formats/containers/moon';
+import { tllmFormat } from '../../lib/formats/containers/tllm';
 import { native } from '../../lib/addon/native';
 import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { fixture, readF32, readJson } from '../helpers/fixtures';

@@ -3,7 +3,7 @@
  * float64 reference, and the greedy continuation with a KV cache (the reference recomputes the
  * whole sequence each step).
  */
-import { tllmFormat } from '../../lib/formats/tllm';
+import { tllmFormat } from '../../lib/formats/containers/tllm';
 import { GptEngine } from '../../lib/engines/gpt';
 import { AbortError, DisposedError, UnsupportedError } from '../../lib/base/errors';
 import { native } from '../../lib/addon/native';

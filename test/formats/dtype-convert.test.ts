@@ -1,6 +1,6 @@
 import * as path from 'node:path';
-import { bf16ToF32, decodeFloats, encodeFloats, f16ToF32, f32ToBf16, f32ToF16, roundHalfEven } from '../../lib/formats/dtype-convert';
-import { f32Chunks, readF32, transposedF32Chunks } from '../../lib/formats/tensor-data';
+import { bf16ToF32, decodeFloats, encodeFloats, f16ToF32, f32ToBf16, f32ToF16, roundHalfEven } from '../../lib/formats/quantization/dtype-convert';
+import { f32Chunks, readF32, transposedF32Chunks } from '../../lib/formats/quantization/tensor-data';
 import { closeWeights } from '../../lib/addon/weights';
 import { tempDir } from '../helpers/fixtures';
 import { blobWeights, f32Bytes, transpose } from './synthetic';

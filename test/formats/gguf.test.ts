@@ -7,11 +7,11 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { dequantize } from '../../lib/formats/dequantize';
-import { GGML_TYPES } from '../../lib/formats/gguf';
-import { ggufFormat } from '../../lib/formats/gguf-format';
-import { readLlama2cTokenizer } from '../../lib/formats/llama2c-tokenizer';
-import { readF32 } from '../../lib/formats/tensor-data';
+import { dequantize } from '../../lib/formats/quantization/dequantize';
+import { GGML_TYPES } from '../../lib/formats/containers/gguf';
+import { ggufFormat } from '../../lib/formats/containers/gguf-format';
+import { readLlama2cTokenizer } from '../../lib/formats/vocabulary/llama2c-tokenizer';
+import { readF32 } from '../../lib/formats/quantization/tensor-data';
 import { closeWeights, findTensor, type ModelWeights, type TokenizerData } from '../../lib/addon/weights';
 import type { DecoderConfig } from '../../lib/architectures/decoder';
 import { fixture, readJson, tempDir } from '../helpers/fixtures';
@@ -548,7 +548,7 @@ describe('GGUF writer', () => {
   });
 
   test('from stories260K.bin + tok512.bin: the tensors of the .bin and the vocabulary llama.cpp wrote for it', async () => {
-    const { llama2cFormat } = await import('../../lib/formats/llama2c');
+    const { llama2cFormat } = await import('../../lib/formats/containers/llama2c');
     const bin = await llama2cFormat.read(fixture('llama-stories260k', 'stories260K.bin'));
     opened.push(bin);
     const dst = out();
@@ -566,7 +566,7 @@ describe('GGUF writer', () => {
   });
 
   test('from the sepweight tree (HF order): q/k go back to llama.cpp order, equal to stories260K.gguf; f16 matrices, f32 vectors', async () => {
-    const { sepweightFormat } = await import('../../lib/formats/sepweight');
+    const { sepweightFormat } = await import('../../lib/formats/containers/sepweight');
     const tree = await sepweightFormat.read(fixture('llama-stories260k', 'sepweight'));
     opened.push(tree);
     const dst = out();

@@ -7,11 +7,11 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { WeightFormatErrorCode } from '../../lib/base/errors';
-import { ggufFormat } from '../../lib/formats/gguf-format';
-import { llama2cFormat } from '../../lib/formats/llama2c';
-import { encodeLlama2cTokenizer, readLlama2cTokenizer } from '../../lib/formats/llama2c-tokenizer';
-import { sepweightFormat } from '../../lib/formats/sepweight';
-import { readF32 } from '../../lib/formats/tensor-data';
+import { ggufFormat } from '../../lib/formats/containers/gguf-format';
+import { llama2cFormat } from '../../lib/formats/containers/llama2c';
+import { encodeLlama2cTokenizer, readLlama2cTokenizer } from '../../lib/formats/vocabulary/llama2c-tokenizer';
+import { sepweightFormat } from '../../lib/formats/containers/sepweight';
+import { readF32 } from '../../lib/formats/quantization/tensor-data';
 import { closeWeights, findTensor, type ModelWeights, type TokenizerData } from '../../lib/addon/weights';
 import type { DecoderConfig } from '../../lib/architectures/decoder';
 import { fixture, tempDir } from '../helpers/fixtures';

@@ -5,8 +5,8 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { encodeNpyHeader, npyFormat, parseNpyHeader } from '../../lib/formats/npy';
-import { readF32, transposedF32Chunks } from '../../lib/formats/tensor-data';
+import { encodeNpyHeader, npyFormat, parseNpyHeader } from '../../lib/formats/containers/npy';
+import { readF32, transposedF32Chunks } from '../../lib/formats/quantization/tensor-data';
 import { closeWeights, type ModelWeights } from '../../lib/addon/weights';
 import { tempDir } from '../helpers/fixtures';
 import { bytesOf, expectFormatError, listFiles, STORIES_TREE, storiesBinTensor } from './userfmt-helpers';

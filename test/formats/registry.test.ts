@@ -9,15 +9,15 @@ import * as path from 'node:path';
 import { FORMATS } from '../../lib/formats';
 import type { FormatModule, Probe } from '../../lib/formats/types';
 import { fixture } from '../helpers/fixtures';
-import { ajc1Format } from '../../lib/formats/ajc1';
-import { embdFormat } from '../../lib/formats/embd';
-import { ggufFormat } from '../../lib/formats/gguf-format';
-import { llama2cFormat } from '../../lib/formats/llama2c';
-import { moonFormat } from '../../lib/formats/moon';
-import { npyFormat } from '../../lib/formats/npy';
-import { safetensorsFormat } from '../../lib/formats/safetensors';
-import { sepweightFormat } from '../../lib/formats/sepweight';
-import { tllmFormat } from '../../lib/formats/tllm';
+import { ajc1Format } from '../../lib/formats/containers/ajc1';
+import { embdFormat } from '../../lib/formats/containers/embd';
+import { ggufFormat } from '../../lib/formats/containers/gguf-format';
+import { llama2cFormat } from '../../lib/formats/containers/llama2c';
+import { moonFormat } from '../../lib/formats/containers/moon';
+import { npyFormat } from '../../lib/formats/containers/npy';
+import { safetensorsFormat } from '../../lib/formats/containers/safetensors';
+import { sepweightFormat } from '../../lib/formats/containers/sepweight';
+import { tllmFormat } from '../../lib/formats/containers/tllm';
 
 const MODULES: FormatModule[] = [tllmFormat, moonFormat, embdFormat, ajc1Format, ggufFormat, npyFormat, safetensorsFormat, sepweightFormat, llama2cFormat];
 
@@ -47,7 +47,7 @@ test('detecting a GGUF or an ajc1 file loads no other format module', () => {
   const script = (magic: string) =>
     `const f = require('./dist/cjs/formats'); const fs = require('fs'); const p = require('path').join(require('os').tmpdir(), 'wm-registry-' + process.pid);` +
     `fs.writeFileSync(p, Buffer.concat([Buffer.from('${magic}', 'latin1'), Buffer.alloc(60)])); try { f.detectFormat(p) } catch {} fs.rmSync(p);` +
-    `console.log(JSON.stringify(Object.keys(require.cache).filter((k) => k.includes('/dist/cjs/formats/')).map((k) => k.split('/formats/')[1])))`;
+    `console.log(JSON.stringify(Object.keys(require.cache).filter((k) => k.includes('/dist/cjs/formats/')).map((k) => k.split('/').pop())))`;
   for (const magic of ['GGUF', '1cja']) {
     const loaded = JSON.parse(execFileSync(process.execPath, ['-e', script(magic)], { cwd: root, encoding: 'utf8' }).trim()) as string[];
     for (const other of ['tllm.js', 'moon.js', 'embd.js', 'ajc1.js', 'gguf.js', 'npy.js', 'safetensors.js', 'sepweight.js', 'llama2c.js', 'gguf-writer.js', 'hf-config.js', 'vocab-convert.js', 'output-files.js']) {
@@ -59,7 +59,7 @@ test('detecting a GGUF or an ajc1 file loads no other format module', () => {
 test('detecting a llama2.c checkpoint (no magic: detected last) loads its header reader and no format module', () => {
   const root = path.join(__dirname, '..', '..');
   const script = `require('./dist/cjs/formats').detectFormat(${JSON.stringify(fixture('llama-stories260k', 'stories260K.bin'))});` +
-    `console.log(JSON.stringify(Object.keys(require.cache).filter((k) => k.includes('/dist/cjs/formats/')).map((k) => k.split('/formats/')[1])))`;
+    `console.log(JSON.stringify(Object.keys(require.cache).filter((k) => k.includes('/dist/cjs/formats/')).map((k) => k.split('/').pop())))`;
   const loaded = JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: root, encoding: 'utf8' }).trim()) as string[];
   expect(loaded).toContain('llama2c-header.js');
   for (const other of ['tllm.js', 'moon.js', 'embd.js', 'ajc1.js', 'gguf.js', 'npy.js', 'safetensors.js', 'sepweight.js', 'llama2c.js', 'hf-config.js', 'vocab-convert.js', 'output-files.js']) {

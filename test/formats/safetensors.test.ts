@@ -6,11 +6,11 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { llama2cFormat } from '../../lib/formats/llama2c';
-import { npyFormat } from '../../lib/formats/npy';
-import { safetensorsFormat } from '../../lib/formats/safetensors';
-import { sepweightFormat } from '../../lib/formats/sepweight';
-import { readF32 } from '../../lib/formats/tensor-data';
+import { llama2cFormat } from '../../lib/formats/containers/llama2c';
+import { npyFormat } from '../../lib/formats/containers/npy';
+import { safetensorsFormat } from '../../lib/formats/containers/safetensors';
+import { sepweightFormat } from '../../lib/formats/containers/sepweight';
+import { readF32 } from '../../lib/formats/quantization/tensor-data';
 import { closeWeights, findTensor, type ModelWeights } from '../../lib/addon/weights';
 import type { BertConfig } from '../../lib/architectures/bert';
 import type { DecoderConfig } from '../../lib/architectures/decoder';

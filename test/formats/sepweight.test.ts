@@ -6,11 +6,11 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ggufFormat } from '../../lib/formats/gguf-format';
-import { llama2cFormat } from '../../lib/formats/llama2c';
-import { encodeNpyHeader, parseNpyHeader } from '../../lib/formats/npy';
-import { parsePartSpec, sepweightFormat, specLayers } from '../../lib/formats/sepweight';
-import { readF32 } from '../../lib/formats/tensor-data';
+import { ggufFormat } from '../../lib/formats/containers/gguf-format';
+import { llama2cFormat } from '../../lib/formats/containers/llama2c';
+import { encodeNpyHeader, parseNpyHeader } from '../../lib/formats/containers/npy';
+import { parsePartSpec, sepweightFormat, specLayers } from '../../lib/formats/containers/sepweight';
+import { readF32 } from '../../lib/formats/quantization/tensor-data';
 import { closeWeights, findTensor, type ModelWeights, type TokenizerData } from '../../lib/addon/weights';
 import type { DecoderConfig } from '../../lib/architectures/decoder';
 import { tempDir } from '../helpers/fixtures';

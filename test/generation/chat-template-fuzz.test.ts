@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { jinjaChatTemplate, type ChatMessage } from '../../lib/generation/chat';
 import { ChatTemplateError, TEMPLATE_BUDGET } from '../../lib/chat-template/budget';
 import { renderInWorker } from '../../lib/chat-template/render-client';
-import { ajc1TemplatesFromHf } from '../../lib/formats/ajc1-sidecars';
+import { ajc1TemplatesFromHf } from '../../lib/formats/vocabulary/ajc1-sidecars';
 import { tempDir } from '../helpers/fixtures';
 import { mulberry32 } from '../helpers/rng';
 

@@ -6,7 +6,7 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { convert } from '../../lib/formats/convert';
+import { convert } from '../../lib/formats/writing/convert';
 import { AbortError, DisposedError, NoTokenizerError, UnsupportedError } from '../../lib/base/errors';
 import { loadModel, type Model } from '../../lib/models/model';
 import type { DecodeOptions, StreamDecoder, Tokenizer } from '../../lib/tokenizers';

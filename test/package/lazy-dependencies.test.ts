@@ -27,11 +27,11 @@ describe('dependencies loaded on first use', () => {
   test("require('weightmap') loads none of the modules a first token does not need; reading such an export loads it", () => {
     const script = "const w = require('weightmap'); const loaded = () => Object.keys(require.cache).filter((f) => f.includes('/dist/cjs/')).map((f) => f.split('/dist/cjs/')[1]);"
       + "const before = loaded(); const same = [w.createServer === require('./dist/cjs/server').createServer, w.StageServer === require('./dist/cjs/pipeline/stage-server').StageServer,"
-      + "w.Embedder === require('./dist/cjs/models/embedder').Embedder, w.MoondreamModel === require('./dist/cjs/models/moondream').MoondreamModel, w.convert === require('./dist/cjs/formats/convert').convert,"
+      + "w.Embedder === require('./dist/cjs/models/embedder').Embedder, w.MoondreamModel === require('./dist/cjs/models/moondream').MoondreamModel, w.convert === require('./dist/cjs/formats/writing/convert').convert,"
       + "w.compileJsonSchema === require('./dist/cjs/constrain').compileJsonSchema, w.ChatSession === require('./dist/cjs/models/chat-session').ChatSession];"
       + "console.log(JSON.stringify({ before, same }))";
     const { before, same } = JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: root, encoding: 'utf8' }).trim()) as { before: string[]; same: boolean[] };
-    for (const lazyModule of ['server/index.js', 'pipeline/stage-server.js', 'models/embedder.js', 'engines/bert.js', 'models/moondream.js', 'models/moondream-model.js', 'engines/moondream.js', 'engines/gpt.js', 'constrain/index.js', 'formats/convert.js', 'formats/dequantize.js', 'models/chat-session.js']) {
+    for (const lazyModule of ['server/index.js', 'pipeline/stage-server.js', 'models/embedder.js', 'engines/bert.js', 'models/moondream.js', 'models/moondream-model.js', 'engines/moondream.js', 'engines/gpt.js', 'constrain/index.js', 'formats/writing/convert.js', 'formats/quantization/dequantize.js', 'models/chat-session.js']) {
       expect(before).not.toContain(lazyModule);
     }
     expect(before).toContain('models/model.js');

@@ -7,7 +7,7 @@
  */
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { convert } from '../../lib/formats/convert';
+import { convert } from '../../lib/formats/writing/convert';
 import { PipelineError } from '../../lib/base/errors';
 import { loadModel, type Model } from '../../lib/models/model';
 import type { PipelineSpec } from '../../lib/pipeline/coordinator';

@@ -10,7 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ChatTemplateError } from '../../lib/chat-template/budget';
-import { convert } from '../../lib/formats/convert';
+import { convert } from '../../lib/formats/writing/convert';
 import { fixture, readJson, tempDir } from '../helpers/fixtures';
 import { rawRequest } from './server-helpers';
 
