@@ -15,7 +15,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "engines/decoder.h"
+#include "engines/decoder/decoder.h"
 
 namespace weightmap {
 namespace decoder {
