@@ -17,7 +17,7 @@
  */
 import type { Architecture, ModelConfig } from './model-config';
 import { bertCheckpointName, bertClassifierTensorSpecs, bertTensorSpecs, type BertConfig } from './bert';
-import { DECODER_VARIANTS, decoderCheckpointNames, decoderFusedParts, decoderTensorShapes, type DecoderArchitecture, type DecoderConfig, type FusedPart } from './decoder';
+import { DECODER_VARIANTS, decoderCheckpointNames, decoderFusedParts, decoderTensorShapes, type BuiltinChatTemplate, type DecoderArchitecture, type DecoderConfig, type FusedPart } from './decoder';
 import { moondreamCheckpointName, moondreamTensorSpecs, type MoondreamConfig } from './moondream';
 import { tllmTensorSpecs, type TllmConfig } from './tllm';
 
@@ -58,6 +58,14 @@ export interface ArchitectureEntry<C extends ModelConfig = ModelConfig> {
   hfVocabulary?: 'wordpiece';
   /** Its own formats (TLLM, MOON) keep the tokenizer files beside the weights file. */
   tokenizerBesideWeights?: boolean;
+  /** Its HF folder's sentence-transformers files (modules.json, sentence_bert_config.json, the pooling config) are part of its config. */
+  sentenceTransformers?: boolean;
+  /** Written to GGUF in llama.cpp's encoder layout (formats/containers/gguf-bert.ts: its tensor names, `bert.*` keys, WPM vocabulary). */
+  ggufEncoder?: boolean;
+  /** Its engine quantizes the weights at load (loadModel's `quant` option). */
+  quantizesOnLoad?: boolean;
+  /** The chat template used when the model brings none (a template of lib/generation/chat.ts, by name: the registry imports no generation code). */
+  defaultChatTemplate?: BuiltinChatTemplate;
 }
 
 /** The config type of each family (and of the engine of the same name). */
@@ -94,6 +102,8 @@ function decoderEntry(name: DecoderArchitecture): ArchitectureEntry {
     },
     maxSeqLen: (c) => c.maxSeqLen,
     layerCounts: (c) => [['num_hidden_layers', c.numLayers]],
+    quantizesOnLoad: true,
+    ...(v.defaultChatTemplate ? { defaultChatTemplate: v.defaultChatTemplate } : {}),
   });
 }
 
@@ -138,6 +148,8 @@ const ENTRIES: readonly ArchitectureEntry[] = [
     maxSeqLen: () => Infinity,
     layerCounts: (c) => [['num_hidden_layers', c.numLayers]],
     hfVocabulary: 'wordpiece',
+    sentenceTransformers: true,
+    ggufEncoder: true,
   }),
   entry<Extract<ModelConfig, { architecture: 'bert-classifier' }>>({
     name: 'bert-classifier',
@@ -150,6 +162,7 @@ const ENTRIES: readonly ArchitectureEntry[] = [
     maxSeqLen: () => Infinity,
     layerCounts: (c) => [['num_hidden_layers', c.numLayers]],
     hfVocabulary: 'wordpiece',
+    ggufEncoder: true,
   }),
 ];
 

@@ -12,8 +12,8 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { architectureOf, type EngineName } from '../architectures';
-import { DECODER_QUANTS, DECODER_VARIANTS, isDecoderConfig, KV_CACHE_TYPES, type DecoderQuant, type DecoderVariant, type KvCacheType } from '../architectures/decoder';
+import { architectureOf, type EngineName, type ModelClassName } from '../architectures';
+import { DECODER_QUANTS, KV_CACHE_TYPES, type BuiltinChatTemplate, type DecoderQuant, type KvCacheType } from '../architectures/decoder';
 import { ajc1ChatTemplate, jinjaChatTemplate, qwen3ChatTemplate, type Ajc1TemplateTexts, type ChatTemplate } from '../generation/chat';
 import { DecoderEngine } from '../engines/decoder';
 import { defaultContextLength } from '../engines/kv-session';
@@ -95,17 +95,24 @@ const MODEL_CLASSES = {
   MoondreamModel: (engine: LanguageEngine, ...rest: ModelRest) => new (moondreamModel())(engine as MoondreamEngine, ...rest),
 };
 
+/** The TS chat templates a registry entry names as its default. */
+const BUILTIN_CHAT_TEMPLATES: Record<BuiltinChatTemplate, ChatTemplate> = { qwen3: qwen3ChatTemplate };
+
+/** What to load instead, for the registry's model classes that loadModel does not make. */
+const OTHER_LOADERS: Record<Exclude<ModelClassName, keyof typeof MODEL_CLASSES>, string> = {
+  Embedder: 'is a BERT embedding model: load it with loadEmbedder() (command line: weightmap embed)',
+  Reranker: 'is a cross-encoder: load it with loadReranker()',
+};
+
 type ModelRest = ConstructorParameters<typeof Model> extends [unknown, ...infer R] ? R : never;
 
 async function loadEngine(weights: ModelWeights, options: LoadModelOptions): Promise<LanguageEngine> {
   if (options.pipeline) return (await import('../pipeline/coordinator')).PipelineEngine.connect(weights, options.pipeline);
   const arch = architectureOf(weights.config);
   if (!arch) throw new UnsupportedError(`${weights.path}: no text-generation engine for architecture '${weights.config.architecture}'`);
-  if (arch.engine === 'bert') {
-    throw new UnsupportedError(`${weights.path} is a BERT embedding model: load it with loadEmbedder() (command line: weightmap embed)`);
-  }
-  if (arch.engine !== 'decoder' && options.quant !== undefined && options.quant !== 'none') throw new UnsupportedError(`the ${arch.name} engine has no quant option`);
-  return LANGUAGE_ENGINES[arch.engine](weights, options);
+  if (!(arch.modelClass in MODEL_CLASSES)) throw new UnsupportedError(`${weights.path} ${OTHER_LOADERS[arch.modelClass as keyof typeof OTHER_LOADERS]}`);
+  if (!arch.quantizesOnLoad && options.quant !== undefined && options.quant !== 'none') throw new UnsupportedError(`the ${arch.name} engine has no quant option`);
+  return LANGUAGE_ENGINES[arch.engine as LanguageEngineName](weights, options);
 }
 
 function readJsonIfPresent(path: string): any {
@@ -146,10 +153,8 @@ function resolveChatTemplate(weights: ModelWeights, folders: string[], tokenizer
   if (typeof source === 'string' && source.length > 0) return jinjaChatTemplate(source, tokens);
   const templates = weights.metadata.templates as Ajc1TemplateTexts | undefined;
   if (templates && typeof templates === 'object' && templates.default !== undefined) return ajc1ChatTemplate(templates);
-  const c = weights.config;
-  const variant: DecoderVariant | undefined = isDecoderConfig(c) ? DECODER_VARIANTS[c.architecture] : undefined;
-  if (variant?.defaultChatTemplate === 'qwen3') return qwen3ChatTemplate;
-  return undefined;
+  const builtin = architectureOf(weights.config)?.defaultChatTemplate;
+  return builtin === undefined ? undefined : BUILTIN_CHAT_TEMPLATES[builtin];
 }
 
 function checkLoadOptions(options: LoadModelOptions): void {

@@ -6,7 +6,7 @@
 import { PipelineError, UnsupportedError } from '../base/errors';
 import type { ModelWeights } from '../addon/weights';
 import { isDecoderConfig, unheldFields, variantNames, type DecoderConfig } from '../architectures/decoder';
-import { SEPWEIGHT_HOLDS } from '../formats/sepweight';
+import { SEPWEIGHT_HOLDS } from '../formats/containers/sepweight';
 import { isLoopback, parseAddress, TOKEN_ENV, type ClientSecurity } from './auth';
 import { checkCoverage, modelHash, parseLayerRange } from './layers';
 import { PipelineSession } from './session';

@@ -2,7 +2,7 @@
 // mapped (an ajc1's as soon as its fixed layout is read), on a thread of its own, while the JS
 // reader parses the header (or an ajc1's vocabulary): a fresh process spends ~10 ms there with
 // one core idle, and mapping 640 MB of small page-cache folios takes ~20-35 ms of CPU. The same
-// tensors as the decoder's own prefault at load (decoder_model.cc), with the same
+// tensors as the decoder's own prefault at load (decoder/model.cc), with the same
 // huge-page advice (in_place_pages.h): every tensor but bf16 ones (converted to a copy) and an
 // untied token embedding (token_embd.weight beside an output.weight: read a row at a time, so only
 // the rows used are mapped) nor stacked MoE experts (ffn_*_exps: only the routed experts are read).

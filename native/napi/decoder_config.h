@@ -5,7 +5,7 @@
 
 #include <napi.h>
 
-#include "engines/decoder.h"
+#include "engines/decoder/decoder.h"
 
 namespace weightmap {
 namespace decoder {

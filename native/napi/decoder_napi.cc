@@ -1,4 +1,4 @@
-// JS classes DecoderModel and DecoderSession (binding.d.ts) over native/engines/decoder.h: the
+// JS classes DecoderModel and DecoderSession (binding.d.ts) over native/engines/decoder/decoder.h: the
 // session is session_wrap.h's; the model adds stepBatch (several sessions' steps in one pass) and
 // what loading cost.
 #include <atomic>
@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engines/decoder.h"
-#include "engines/decoder_batch.h"
+#include "engines/decoder/decoder.h"
+#include "engines/decoder/batch.h"
 #include "kernels/kernels.h"
 #include "napi/decoder_config.h"
 #include "napi/engine_args.h"

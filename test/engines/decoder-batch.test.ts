@@ -1,5 +1,5 @@
 /**
- * DecoderEngine.stepBatch (native/engines/decoder_batch.cc): sessions at different positions,
+ * DecoderEngine.stepBatch (native/engines/decoder/batch.cc): sessions at different positions,
  * with different prompts, joining and leaving a batch, must produce the tokens each produces
  * decoded alone (greedy), and keep the state a single step would leave.
  */

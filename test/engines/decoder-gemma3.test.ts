@@ -128,7 +128,7 @@ test('greedy tokens equal the reference, decoding alone and in a batched step', 
     expect(tokens).toEqual(want.tokens);
     alone.dispose();
 
-    // Two sessions at different positions step together (decoder_batch.cc).
+    // Two sessions at different positions step together (decoder/batch.cc).
     const sessions = [engine.createSession({ contextLength: 32 }), engine.createSession({ contextLength: 32 })];
     const samplers = [new (native().Sampler)(1), new (native().Sampler)(2)];
     const greedyParams = { temperature: 0 };

@@ -1,5 +1,5 @@
 /**
- * Qwen3-MoE (lib/architectures/qwen3moe, lib/architectures/decoder/experts.ts, native/engines/decoder_moe.cc) on a tiny random-weight
+ * Qwen3-MoE (lib/architectures/qwen3moe, lib/architectures/decoder/experts.ts, native/engines/decoder/moe.cc) on a tiny random-weight
  * model (qwen3-moe-models.ts): as an HF folder (one tensor per expert) against the float64 forward
  * pass of transformers' Qwen3MoeForCausalLM, and as the GGUF weightmap converts it to (stacked
  * ffn_*_exps tensors; f32, f16, Q8_0) against the logits and greedy tokens llama.cpp computed on
@@ -14,12 +14,12 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Sampler } from '../../lib/addon/binding';
 import { inspectReport, renderReport } from '../../lib/cli/inspect';
-import { convert } from '../../lib/formats/convert';
+import { convert } from '../../lib/formats/writing/convert';
 import { DecoderEngine, decoderWeightsSpec } from '../../lib/engines/decoder';
 import { DECODER_TENSOR_ROLES } from '../../lib/architectures/decoder';
 import type { EngineWeightsSpec } from '../../lib/addon/binding';
 import { WeightFormatError } from '../../lib/base/errors';
-import { decoderConfigFromHf } from '../../lib/formats/hf-config';
+import { decoderConfigFromHf } from '../../lib/formats/containers/hf-config';
 import { native } from '../../lib/addon/native';
 import { testWorkspace } from '../helpers/workspace';
 import { argmax, greedy, maxAbsDiff } from './decoder-helpers';

@@ -7,7 +7,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { convert } from '../../lib/formats/convert';
+import { convert } from '../../lib/formats/writing/convert';
 import { loadModel, type Model } from '../../lib/models/model';
 import { readWeights } from '../../lib/formats';
 import { closeWeights } from '../../lib/addon/weights';

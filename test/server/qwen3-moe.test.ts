@@ -6,7 +6,7 @@
  * the text of a single run).
  */
 import OpenAI from 'openai';
-import { convert } from '../../lib/formats/convert';
+import { convert } from '../../lib/formats/writing/convert';
 import { loadModel, type Model } from '../../lib/models/model';
 import { testWorkspace } from '../helpers/workspace';
 import { qwen3MoeFolder, tinyQwen3Moe } from '../engines/qwen3-moe-models';

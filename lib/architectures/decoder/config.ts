@@ -5,6 +5,9 @@
  * family's folder can import it and ./variants.ts can gather the families.
  */
 
+/** The chat templates written in TS (lib/generation/chat.ts): a variant names one as its default. */
+export type BuiltinChatTemplate = 'qwen3';
+
 /**
  * The value sets of the decoder's enum-valued options, one list each: RoPE pair orders and FFN
  * activations (DecoderConfig), KV cache element types (SessionOptions.kvCache) and what the loader
@@ -56,8 +59,8 @@ export interface DecoderVariant {
   hfDefaults?: { headDim?: number; ropeTheta?: number; tieWordEmbeddings?: boolean };
   /** The config.json key of the activation, read first and written (default `hidden_act`). */
   hfActivationKey?: string;
-  /** The chat template used when the model brings none (lib/generation/chat.ts). */
-  defaultChatTemplate?: 'qwen3';
+  /** The chat template used when the model brings none, by name (lib/models/model.ts maps each to lib/generation/chat.ts). */
+  defaultChatTemplate?: BuiltinChatTemplate;
   /**
    * RMSNorms after attention and after the FFN as well (post_attention_layernorm,
    * post_feedforward_layernorm), the FFN's own before it (pre_feedforward_layernorm): Gemma.

@@ -18,7 +18,7 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { ARCHITECTURES, architectureOf, architectureOfHf, isFamily, type KnownArchitecture } from '../../architectures';
+import { ARCHITECTURES, architectureOf, architectureOfHf, isFamily, type ArchitectureEntry, type Family, type KnownArchitecture } from '../../architectures';
 import { DECODER_VARIANTS, decoderTitles, isDecoderArchitecture, isRopeLayer, variantScalars, isDecoderConfig, llama3RopeFactors, normWeightOffsetOf, variantFields, type DecoderActivation, type DecoderArchitecture, type Llama3RopeScaling, type DecoderConfig, type DecoderVariant } from '../../architectures/decoder';
 import type { BertClassifierConfig, BertConfig } from '../../architectures/bert';
 import type { ModelConfig } from '../../architectures/model-config';
@@ -222,35 +222,24 @@ export function hfConfigFromDecoder(c: DecoderConfig, extra: HfJson = {}): HfJso
 
 
 
-/** BertConfig from a config.json plus the sentence-transformers files. */
-export function bertConfigFromHf(hf: HfJson, st: SentenceTransformersFiles = {}, path?: string): BertConfig {
-  if (ARCHITECTURES.get(hfArchitecture(hf))?.family !== 'bert') {
-    return fail('CONFIG_MISMATCH', 'config.json does not describe a BERT model', { path, expected: 'bert', found: hf.model_type ?? hf.architectures });
-  }
-  return bertConfigFromHfJson(hf, st, path);
-}
-
 /** config.json for Moondream2 weights: HF's identification plus the MOON config keys. */
 export function hfConfigFromMoondream(c: MoondreamConfig): HfJson {
   const { format: _format, ...sizes } = moondreamConfigToJson(c);
   return { architectures: ['HfMoondream'], model_type: 'moondream1', ...sizes };
 }
 
+/** The config reader of each family, for an HF config.json its registry entry claims. */
+const CONFIG_FROM_HF: Record<Family, (hf: HfJson, st: SentenceTransformersFiles, path: string | undefined, entry: ArchitectureEntry) => ModelConfig> = {
+  decoder: (hf, _st, path) => decoderConfigFromHf(hf, path),
+  bert: (hf, st, path, entry) => (entry.modelClass === 'Reranker' ? bertClassifierConfigFromHfJson(hf, path) : bertConfigFromHfJson(hf, st, path)),
+  gpt: (hf, _st, path) => tllmConfigFromHf(hf, path),
+  moondream: (hf, _st, path) => moondreamConfigFromJson(hf, path),
+};
+
 /** Our config for any HF config.json: decoder, BERT, TLLM, Moondream or 'unknown'. */
 export function modelConfigFromHf(hf: HfJson, st: SentenceTransformersFiles = {}, path?: string): ModelConfig {
   const entry = ARCHITECTURES.get(hfArchitecture(hf));
-  switch (entry?.family) {
-    case 'decoder':
-      return decoderConfigFromHf(hf, path);
-    case 'bert':
-      return entry!.modelClass === 'Reranker' ? bertClassifierConfigFromHfJson(hf, path) : bertConfigFromHf(hf, st, path);
-    case 'gpt':
-      return tllmConfigFromHf(hf, path);
-    case 'moondream':
-      return moondreamConfigFromJson(hf, path);
-    default:
-      return { architecture: 'unknown' };
-  }
+  return entry ? CONFIG_FROM_HF[entry.family](hf, st, path, entry) : { architecture: 'unknown' };
 }
 
 /** Reads and parses a small JSON file; BAD_HEADER when it is not JSON (or not an object, when `object`). */
@@ -302,7 +291,7 @@ export function readHfFolderConfig(dir: string): { config: ModelConfig; hf: HfJs
   const file = nodePath.join(dir, 'config.json');
   if (!fs.existsSync(file)) return undefined;
   const hf = readJsonFile(file) as HfJson;
-  const st = ARCHITECTURES.get(hfArchitecture(hf))?.family === 'bert' ? readSentenceTransformersFiles(dir) : {};
+  const st = ARCHITECTURES.get(hfArchitecture(hf))?.sentenceTransformers === true ? readSentenceTransformersFiles(dir) : {};
   const config = modelConfigFromHf(hf, st, file);
   if (isDecoderConfig(config)) addGenerationStops(config, dir);
   return { config, hf };

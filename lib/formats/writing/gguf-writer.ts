@@ -303,7 +303,7 @@ function planTensorBytes(weights: ModelWeights, view: TensorView, options: Write
   const shape = canonicalShape(view);
   const dims = [...shape].reverse();
   const decoder = isDecoderConfig(c);
-  const bert = architectureOf(c)?.family === 'bert';
+  const bert = architectureOf(c)?.ggufEncoder === true;
   const name = decoder ? ggufTensorName(view.name, c.sandwichNorms) : bert ? bertGgufName(view.name) ?? view.name : view.name;
   const normShift = decoder ? c.normWeightOffset ?? 0 : 0;
   if (normShift !== 0 && view.name.endsWith('norm.weight')) {
@@ -453,7 +453,7 @@ export async function writeGguf(weights: ModelWeights, path: string, options: Wr
   }
   const fromGguf = weights.format === 'gguf' && weights.metadata['gguf.types'] !== undefined;
   const c = weights.config;
-  const bert = architectureOf(c)?.family === 'bert';
+  const bert = architectureOf(c)?.ggufEncoder === true;
   if (!fromGguf && !isDecoderConfig(c) && !bert) {
     throw new UnsupportedError(`GGUF output is written for ${variantNames(GGUF_WRITER_HOLDS)} decoders, BERT encoders (or GGUF sources), not ${c.architecture}`);
   }

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "engines/decoder.h"
+#include "engines/decoder/decoder.h"
 #include "engines/in_place_pages.h"
 
 namespace weightmap {

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engines/decoder_linear.h"
+#include "engines/decoder/linear.h"
 
 namespace weightmap {
 

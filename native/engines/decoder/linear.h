@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "engines/weight_buffer.h"
+#include "engines/decoder/weight_buffer.h"
 #include "engines/weights_spec.h"
 
 namespace weightmap {
@@ -78,7 +78,7 @@ class Matrix {
   kernels::BlockType block_ = kernels::BlockType::Q4_0;
   const uint8_t* blocks_ = nullptr;
   // Converted copies, when the mapping's bytes cannot be used as they are (huge pages where the
-  // system gives them: decode streams them whole at every token, see weight_buffer.h).
+  // system gives them: decode streams them whole at every token, see decoder/weight_buffer.h).
   WeightBuffer q_own_;
   WeightBuffer s_own_;
   WeightBuffer f_own_;

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <string>
 
-#include "engines/decoder.h"
-#include "engines/decoder_pass.h"
+#include "engines/decoder/decoder.h"
+#include "engines/decoder/pass.h"
 
 namespace weightmap {
 namespace decoder {

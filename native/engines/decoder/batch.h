@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engines/decoder.h"
+#include "engines/decoder/decoder.h"
 
 namespace weightmap {
 namespace decoder {

@@ -2,8 +2,8 @@
 // biases (Qwen2), optional per-head QK-norm before RoPE (Qwen3), RoPE with 'half' or
 // 'interleaved' pairs and optional per-frequency factors (Llama 3's rope_freqs), SwiGLU, tied or
 // separate head; Mistral's sliding-window attention and Gemma 3's features (DecoderConfig's last
-// fields). The layers run in decoder_pass.h, once for every way rows are fed.
-// Weights stay in the mapping (see decoder_linear.h for the layouts); every session owns its KV
+// fields). The layers run in decoder/pass.h, once for every way rows are fed.
+// Weights stay in the mapping (see decoder/linear.h for the layouts); every session owns its KV
 // cache. Pure C++: the N-API glue is native/napi/decoder_napi.cc.
 #pragma once
 
@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "engines/decoder_linear.h"
-#include "engines/decoder_moe.h"
+#include "engines/decoder/linear.h"
+#include "engines/decoder/moe.h"
 #include "engines/engine_error.h"
 #include "engines/rope.h"
 #include "engines/weights_spec.h"
@@ -66,7 +66,7 @@ struct DecoderConfig {
   float logits_scaling = 1;  // logits ÷ logits_scaling
   int64_t rope_dim = 0;          // Phi-4-mini: RoPE rotates the first rope_dim dims of each head (0: head_dim)
   int64_t no_rope_interval = 0;  // SmolLM3: layer l applies no RoPE when (l + 1) % no_rope_interval == 0 (0: every layer does)
-  // Qwen3-MoE (decoder_moe.h): n_experts > 0 makes every layer's FFN a mixture of experts.
+  // Qwen3-MoE (decoder/moe.h): n_experts > 0 makes every layer's FFN a mixture of experts.
   int64_t n_experts = 0;
   int64_t n_experts_used = 0;       // k experts per token
   int64_t expert_intermediate = 0;  // each expert's FFN width
@@ -181,7 +181,7 @@ class DecoderModel {
   const TensorRef& RowMajor(const TensorRef& t);
 };
 
-// The buffers of a pass over n rows (decoder_pass.h; a session keeps its own, grown to its largest
+// The buffers of a pass over n rows (decoder/pass.h; a session keeps its own, grown to its largest
 // batch).
 struct Activations {
   int64_t capacity = 0;
@@ -240,8 +240,8 @@ class DecoderSession {
   static constexpr int64_t kMaxBatch = 512;
 
  private:
-  friend class BatchStep;    // decoder_batch.cc: one step over the rows of several sessions
-  friend class DecoderPass;  // decoder_pass.cc: the layers over rows that carry their session
+  friend class BatchStep;    // decoder/batch.cc: one step over the rows of several sessions
+  friend class DecoderPass;  // decoder/pass.cc: the layers over rows that carry their session
 
   // Eval of ids[n] (embedding models) or hidden[n, dim] (the others).
   void Run(const int32_t* ids, const float* hidden, int64_t n, bool all_logits, float* out, const std::atomic<bool>& abort);
@@ -307,7 +307,7 @@ class DecoderSession {
   std::unique_ptr<float[]> v_scales_;
 
   Activations acts_;  // of Forward's batches (allocated for the largest batch seen)
-  // Attention scratch per worker slot (see decoder_attention.cc).
+  // Attention scratch per worker slot (see decoder/attention.cc).
   std::vector<std::vector<float>> attn_scratch_;
   static constexpr int64_t kAttnTile = 32;  // tokens per work item
   static constexpr int64_t kKvGroup = 32;   // q8_0 values per scale

@@ -1,5 +1,5 @@
-// MoeFfn (decoder_moe.h): route, group the rows by expert, the experts' products, combine.
-#include "engines/decoder_moe.h"
+// MoeFfn (moe.h): route, group the rows by expert, the experts' products, combine.
+#include "engines/decoder/moe.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,11 +1,11 @@
 // BatchStep: the checks of a batched step, its rows through DecoderPass (one span per session),
 // and the commit of every row not aborted.
-#include "engines/decoder_batch.h"
+#include "engines/decoder/batch.h"
 
 #include <set>
 #include <string>
 
-#include "engines/decoder_pass.h"
+#include "engines/decoder/pass.h"
 
 namespace weightmap {
 namespace decoder {

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "engines/decoder.h"
+#include "engines/decoder/decoder.h"
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
 

@@ -1,6 +1,6 @@
-// DecoderPass (decoder_pass.h) in llama2.c's style: every buffer's shape beside it; a layer's steps
+// DecoderPass (decoder/pass.h) in llama2.c's style: every buffer's shape beside it; a layer's steps
 // in the order they run.
-#include "engines/decoder_pass.h"
+#include "engines/decoder/pass.h"
 
 #include <cstring>
 

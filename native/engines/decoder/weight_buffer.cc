@@ -1,4 +1,4 @@
-#include "engines/weight_buffer.h"
+#include "engines/decoder/weight_buffer.h"
 
 #include <new>
 

@@ -15,7 +15,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "engines/decoder.h"
+#include "engines/decoder/decoder.h"
 
 namespace weightmap {
 namespace decoder {
@@ -56,7 +56,7 @@ class DecoderPass {
   void Attend(const DecoderLayer& L, int64_t cached);
   // x += Wo·att (normed first with sandwich norms).
   void AttentionOutput(const DecoderLayer& L);
-  // x += FFN(xb) with xb = rmsnorm(x): the dense FFN, or the mixture of experts (decoder_moe.h).
+  // x += FFN(xb) with xb = rmsnorm(x): the dense FFN, or the mixture of experts (moe.h).
   void Ffn(const DecoderLayer& L);
   // proj [n, dim] = W_down·(act(W_gate·xb) ⊙ W_up·xb); act silu or tanh GELU.
   void Dense(const DecoderLayer& L, const float* xb, float* proj);

@@ -1,4 +1,4 @@
-#include "engines/decoder_linear.h"
+#include "engines/decoder/linear.h"
 
 #include <algorithm>
 #include <cmath>
