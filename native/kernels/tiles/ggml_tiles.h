@@ -78,7 +78,6 @@ struct GgmlGroup {
   typename T::FV s[2], mn[2];  // sub-blocks 0..7 and 8..15 (16-value sub-blocks) or 0..7 (32)
 };
 
-inline uint8_t GgmlU8(const uint8_t* p) { return *p; }
 inline uint16_t GgmlU16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
 inline uint32_t GgmlU32(const uint8_t* p) {
   uint32_t v;
@@ -193,7 +192,9 @@ struct GgmlMxfp4 {
     for (int c = 0; c < count; c++) {
       const P b = p + c * kBlockBytes;
       g->u[c] = T::lut(T::nib(b + 1), kMxfp4U8);
-      e |= W(GgmlU8(b)) << (8 * c);
+      // the exponent as the low byte of a u16 (with qs[0]): GgmlTwo pairs of bytes went through
+      // the stack (16-bit stores, then a wider load: a third of two-row decode's speed)
+      e |= (W(GgmlU16(b)) & 0xff) << (8 * c);
     }
     g->s[0] = T::e8m0x8(e);
   }

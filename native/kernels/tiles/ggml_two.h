@@ -38,7 +38,6 @@ struct GgmlTwoPtr {
   int64_t step;
 };
 inline GgmlTwoPtr operator+(GgmlTwoPtr v, int64_t k) { return {v.p + k, v.step}; }
-inline GgmlTwo<uint8_t> GgmlU8(GgmlTwoPtr v) { return {GgmlU8(v.p), GgmlU8(v.p + v.step)}; }
 inline GgmlTwo<uint16_t> GgmlU16(GgmlTwoPtr v) { return {GgmlU16(v.p), GgmlU16(v.p + v.step)}; }
 inline GgmlTwo<uint32_t> GgmlU32(GgmlTwoPtr v) { return {GgmlU32(v.p), GgmlU32(v.p + v.step)}; }
 inline GgmlTwo<uint64_t> GgmlU64(GgmlTwoPtr v) { return {GgmlU64(v.p), GgmlU64(v.p + v.step)}; }
