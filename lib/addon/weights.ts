@@ -13,7 +13,7 @@ export type FormatName = 'tllm' | 'moon' | 'embd' | 'sepweight' | 'ajc1' | 'safe
  * Element types. `q8_0`: int8 values at byteOffset with f32 scales elsewhere (`scales`), one
  * per `groupSize` consecutive elements of the flattened tensor (ajc1, llama2.c v2).
  * `ggml_q8_0`: ggml's interleaved blocks of 32 (f16 scale then 32 int8 = 34 bytes) (GGUF).
- * `ggml_q4_0` ... `ggml_iq4_xs`: ggml's other block-quantized types (GGUF), rows of whole blocks;
+ * `ggml_q4_0` ... `ggml_iq4_xs`, `ggml_mxfp4`: ggml's other block-quantized types (GGUF), rows of whole blocks;
  * layouts in native/kernels/ggml_blocks.h, read as float32 with `dequantize` (lib/formats/quantization/dequantize.ts).
  */
 export type DType =
@@ -35,6 +35,7 @@ export const GGML_BLOCK_LAYOUT = {
   ggml_q6_k: { values: 256, bytes: 210 },
   ggml_iq4_nl: { values: 32, bytes: 18 },
   ggml_iq4_xs: { values: 256, bytes: 136 },
+  ggml_mxfp4: { values: 32, bytes: 17 },
 } as const;
 /** ggml's block-quantized element types beyond Q8_0 (GGUF). */
 export type GgmlBlockDType = keyof typeof GGML_BLOCK_LAYOUT;

@@ -10,6 +10,7 @@ namespace weightmap {
 namespace kernels {
 
 const int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+const int8_t kMxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 namespace {
 
@@ -17,6 +18,7 @@ const BlockInfo kInfo[static_cast<int>(BlockType::kCount)] = {
     {"q4_0", 2, 32, 18},    {"q4_1", 3, 32, 20},    {"q5_0", 6, 32, 22},   {"q5_1", 7, 32, 24},
     {"q8_0", 8, 32, 34},    {"q2_k", 10, 256, 84},  {"q3_k", 11, 256, 110}, {"q4_k", 12, 256, 144},
     {"q5_k", 13, 256, 176}, {"q6_k", 14, 256, 210}, {"iq4_nl", 20, 32, 18}, {"iq4_xs", 23, 256, 136},
+    {"mxfp4", 39, 32, 17},
 };
 
 template <class Block>
@@ -188,6 +190,12 @@ void UnpackBlock(BlockType type, const uint8_t* p, UnpackedBlock* u) {
         u->scale[j] = d * float(ScaleIq4Xs(j, b));
       }
       u->values = 256, u->sub = 32;
+      return;
+    }
+    case BlockType::MXFP4: {
+      const auto b = Load<BlockMxfp4>(p);
+      Nibbles(b.qs, q, [](int v, int) { return kMxfp4[v]; });
+      Single(u, E8m0Half(b.e));
       return;
     }
     case BlockType::kCount:

@@ -19,11 +19,14 @@
 //   Q5_K   {f16 d, dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]}
 //   Q6_K   {u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d}     16 sub-blocks of 16: int8 scale
 //   IQ4_XS {f16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128]} 8 sub-blocks of 32: 6-bit scale - 32
+//   MXFP4  {u8 e; u8 qs[16]}                    x[j] = E8m0Half(e)·kMxfp4[lo(qs[j])], x[j+16] from hi
+//          (e2m1 values, doubled as integers; e the e8m0 exponent, halved to match: 2^(e - 128))
 // (lo/hi: the low/high nibble.) The bit positions inside the K-quant blocks are spelled out where
 // ggml_blocks.cc unpacks them (SubBlockScale* and the per-type Dequantize functions).
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/kernels.h"
 
@@ -43,17 +46,29 @@ struct BlockQ4K { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[128]; };
 struct BlockQ5K { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t qs[128]; };
 struct BlockQ6K { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; };
 struct BlockIq4Xs { uint16_t d; uint16_t scales_h; uint8_t scales_l[4]; uint8_t qs[128]; };
+struct BlockMxfp4 { uint8_t e; uint8_t qs[16]; };
 #pragma pack(pop)
 
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22 && sizeof(BlockQ5_1) == 24,
               "legacy block sizes");
-static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockIq4Nl) == 18, "32-value block sizes");
+static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockIq4Nl) == 18 && sizeof(BlockMxfp4) == 17, "32-value block sizes");
 static_assert(sizeof(BlockQ2K) == 84 && sizeof(BlockQ3K) == 110 && sizeof(BlockQ4K) == 144 && sizeof(BlockQ5K) == 176 &&
                   sizeof(BlockQ6K) == 210 && sizeof(BlockIq4Xs) == 136,
               "super-block sizes");
 
 // The 16 values of IQ4_NL / IQ4_XS's non-linear 4-bit grid.
 extern const int8_t kIq4nl[16];
+// The 16 e2m1 values of MXFP4 times 2 (ggml's kvalues_mxfp4): sign bit 3, then 0, 0.5, ..., 6.
+extern const int8_t kMxfp4[16];
+
+// ggml's GGML_E8M0_TO_FP32_HALF: the e8m0 exponent e as 2^(e - 128), exact (e < 2: the
+// subnormals 0x00200000 << e; e = 255, NaN in the OCP spec, is 2^127 as in ggml).
+inline float E8m0Half(uint8_t e) {
+  const uint32_t bits = e < 2 ? uint32_t(0x00200000) << e : uint32_t(e - 1) << 23;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
 
 struct BlockInfo {
   const char* name;     // "q4_k" (the dtype is "ggml_" + name)

@@ -49,7 +49,7 @@ struct F32Panels {
 
 // ggml's quantized block types (GGUF), dense ids for the tables; layouts, names and the exact
 // dequantization are in kernels/ggml_blocks.h.
-enum class BlockType : int { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, kCount };
+enum class BlockType : int { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, kCount };
 constexpr int kBlockTypes = static_cast<int>(BlockType::kCount);
 
 // Activations X [m, n] quantized for the ggml dot products (n % 32 == 0): per row, blocks of 32

@@ -247,11 +247,12 @@ if (only.includes('gemmi8')) {
 }
 
 if (only.includes('ggml')) {
-  // Bytes per block, values per block, byte offsets of the f16 scale (and min) of each type.
+  // Bytes per block, values per block, byte offsets of the f16 scale (and min) of each type (MXFP4:
+  // none; its e8m0 exponent, byte 0, set below).
   const TYPES = {
     q4_0: [18, 32, [0]], q4_1: [20, 32, [0, 2]], q5_0: [22, 32, [0]], q5_1: [24, 32, [0, 2]], q8_0: [34, 32, [0]],
     q2_k: [84, 256, [80, 82]], q3_k: [110, 256, [108]], q4_k: [144, 256, [0, 2]], q5_k: [176, 256, [0, 2]],
-    q6_k: [210, 256, [208]], iq4_nl: [18, 32, [0]], iq4_xs: [136, 256, [0]],
+    q6_k: [210, 256, [208]], iq4_nl: [18, 32, [0]], iq4_xs: [136, 256, [0]], mxfp4: [17, 32, []],
   };
   const types = opt('types', Object.keys(TYPES).join(',')).split(',');
   const ggmlIsas = opt('isa', ['scalar', ...kernels.availableIsas().filter((i) => i !== 'scalar')].join(',')).split(',');
@@ -261,6 +262,7 @@ if (only.includes('ggml')) {
     const w = new Uint8Array(count * bytes);
     crypto.randomFillSync(w);
     for (let b = 0; b < count; b++) for (const o of f16s) w[b * bytes + o + 1] = 0x20 | (w[b * bytes + o + 1] & 3);
+    if (type === 'mxfp4') for (let b = 0; b < count; b++) w[b * bytes] = 120 + (w[b * bytes] & 3);  // 2^-8 .. 2^-5
     return w;
   };
   const acts = (m, n) => {

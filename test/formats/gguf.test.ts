@@ -457,6 +457,8 @@ describe('synthetic GGUF files', () => {
     ['a required tensor of an unsupported type (Q8_1)', () => withTensors((t) => void (named(t, 'blk.0.ffn_up.weight').type = 9)), 'UNSUPPORTED'],
     ['a tensor whose dims disagree with the metadata', () => withTensors((t) => void (named(t, 'blk.0.attn_q.weight').dims = [32, 16])), 'SHAPE_MISMATCH'],
     ['a Q4_K row that is not a multiple of 256', () => withTensors((t) => void (named(t, 'extra.q4k').dims = [100, 1])), 'SHAPE_MISMATCH'],
+    ['an MXFP4 row that is not a multiple of 32', () => withTensors((t) => t.push({ name: 'extra.mxfp4', dims: [48, 2], type: 39, data: Buffer.alloc(51) })), 'SHAPE_MISMATCH'],
+    ['MXFP4 blocks past the end of the file', () => withTensors((t) => t.push({ name: 'extra.mxfp4', dims: [64, 1 << 20], type: 39, data: Buffer.alloc(34) })), 'OUT_OF_BOUNDS'],
     ['an unknown (removed) ggml type', () => withTensors((t) => void (named(t, 'extra.q4k').type = 4)), 'BAD_DTYPE'],
     ['a misaligned offset', () => withTensors((t) => void (named(t, 'extra.q4k').offset = 100000 + 8)), 'BAD_HEADER'],
     ['an offset past the end', () => withTensors((t) => t.push({ name: 'far', dims: [4], type: 0, offset: 1 << 20, data: Buffer.alloc(0) })), 'OUT_OF_BOUNDS'],

@@ -19,6 +19,8 @@ interface TypeCase {
   bytes: number;
   /** Byte offsets of the f16 scale d and (types with minimums) of the f16 min. */
   d: number;
+  /** d is one e8m0 byte (MXFP4: 2^(e - 128)), not an f16. */
+  e8m0?: boolean;
   m?: number;
   /** Largest |sub-block scale| / |d|, |sub-block min| / |m|, |level|. */
   maxScale: number;
@@ -39,15 +41,20 @@ const TYPES: Record<string, TypeCase> = {
   q5_k: { values: 256, bytes: 176, d: 0, m: 2, maxScale: 63, maxMin: 63, maxLevel: 31 },
   q6_k: { values: 256, bytes: 210, d: 208, maxScale: 128, maxMin: 0, maxLevel: 32 },
   iq4_xs: { values: 256, bytes: 136, d: 0, maxScale: 32, maxMin: 0, maxLevel: 127 },
+  mxfp4: { values: 32, bytes: 17, d: 0, e8m0: true, maxScale: 1, maxMin: 0, maxLevel: 12 },
 };
 const TYPE_NAMES = Object.keys(TYPES);
 
-/** Random blocks: random bytes, then f16 scales of moderate size (d of either sign, min > 0). */
+/** Random blocks: random bytes, then f16 scales of moderate size (d of either sign, min > 0; e8m0: 2^-10 .. 2^-3). */
 function randomBlocks(t: TypeCase, blocks: number, rand: () => number): Uint8Array {
   const out = new Uint8Array(blocks * t.bytes);
   for (let i = 0; i < out.length; i++) out[i] = Math.floor(rand() * 256);
   const dv = new DataView(out.buffer);
   for (let b = 0; b < blocks; b++) {
+    if (t.e8m0) {
+      out[b * t.bytes + t.d] = 118 + Math.floor(rand() * 8);
+      continue;
+    }
     const d = (rand() < 0.5 ? -1 : 1) * (0.002 + 0.02 * rand());
     dv.setUint16(b * t.bytes + t.d, f32ToF16Bits(Math.fround(d)), true);
     if (t.m !== undefined) dv.setUint16(b * t.bytes + t.m, f32ToF16Bits(Math.fround(0.001 + 0.01 * rand())), true);
@@ -63,13 +70,21 @@ function f16At(bytes: Uint8Array, offset: number): number {
   return e === 0 ? s * m * 2 ** -24 : s * (1 + m / 1024) * 2 ** (e - 15);
 }
 
+/** ggml's GGML_E8M0_TO_FP32_HALF, written out: 2^(e - 128). */
+const e8m0Half = (e: number) => 2 ** (e - 128);
+
+/** The block's d: its f16, or its e8m0 byte as a power of two. */
+function scaleAt(t: TypeCase, bytes: Uint8Array, offset: number): number {
+  return t.e8m0 ? e8m0Half(bytes[offset]) : f16At(bytes, offset);
+}
+
 /** Per value: the bound B on |S|·(|q| + 128) + |M| of its block. */
 function levelBounds(type: string, w: Uint8Array): Float64Array {
   const t = TYPES[type];
   const blocks = w.length / t.bytes;
   const out = new Float64Array(blocks * t.values);
   for (let b = 0; b < blocks; b++) {
-    const d = Math.abs(f16At(w, b * t.bytes + t.d));
+    const d = Math.abs(scaleAt(t, w, b * t.bytes + t.d));
     const m = t.m === undefined ? 0 : Math.abs(f16At(w, b * t.bytes + t.m));
     out.fill(d * t.maxScale * (t.maxLevel + 128) + m * t.maxMin, b * t.values, (b + 1) * t.values);
   }
@@ -150,6 +165,8 @@ describe('dequantizeBlocks: the 32-value layouts written out', () => {
   const rand = rng(11);
   const nib = (b: Uint8Array, j: number) => (j < 16 ? b[j] & 15 : b[j - 16] >> 4);
   const grid = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
+  // the e2m1 values 0, 0.5, 1, 1.5, 2, 3, 4, 6 (sign in bit 3), doubled as ggml stores them; -0 is 0
+  const e2m1x2 = (v: number) => (v & 8 ? -1 : 1) * [0, 1, 2, 3, 4, 6, 8, 12][v & 7] + 0;
   // value j of one block, in f32 (Math.fround per operation, as ggml rounds)
   const f = Math.fround;
   const refs: Record<string, (blk: Uint8Array, j: number) => number> = {
@@ -159,6 +176,7 @@ describe('dequantizeBlocks: the 32-value layouts written out', () => {
     q5_1: (b, j) => f(f(f16At(b, 0) * (nib(b.subarray(8), j) | (((b[4 + (j >> 3)] >> (j & 7)) & 1) << 4))) + f16At(b, 2)),
     q8_0: (b, j) => f(f16At(b, 0) * ((b[2 + j] << 24) >> 24)),
     iq4_nl: (b, j) => f(f16At(b, 0) * grid[nib(b.subarray(2), j)]),
+    mxfp4: (b, j) => f(e8m0Half(b[0]) * e2m1x2(nib(b.subarray(1), j))),
   };
   test.each(Object.keys(refs))('%s', (type) => {
     const t = TYPES[type];
@@ -167,6 +185,17 @@ describe('dequantizeBlocks: the 32-value layouts written out', () => {
     const want = new Float32Array(got.length);
     for (let b = 0; b < 9; b++) for (let j = 0; j < 32; j++) want[b * 32 + j] = refs[type](w.subarray(b * t.bytes, (b + 1) * t.bytes), j);
     expect(Array.from(got)).toEqual(Array.from(want));
+  });
+
+  test('mxfp4 at every e8m0 exponent (the subnormal 2^-128, 2^-127 and 2^127 included)', () => {
+    const w = new Uint8Array(256 * 17);
+    for (let b = 0; b < 256; b++) {
+      w[b * 17] = b;
+      for (let j = 1; j < 17; j++) w[b * 17 + j] = (b * 7 + j * 29) & 255;
+    }
+    const got = dequantize('mxfp4', w);
+    for (let b = 0; b < 256; b++)
+      for (let j = 0; j < 32; j++) expect(got[b * 32 + j]).toBe(f(e8m0Half(b) * e2m1x2(nib(w.subarray(b * 17 + 1), j))));
   });
 
   test('a partial block or an unknown type is refused', () => {
@@ -225,11 +254,12 @@ describe.each(ISAS)('ggml dot products (%s)', (isa) => {
     const [n, rows] = [t.values * 4, 3];
     const w = randomBlocks(t, (rows * n) / t.values, rand);
     const dv = new DataView(w.buffer);
-    const f16Fields = t.m === undefined ? [t.d] : [t.d, t.m];
+    const f16Fields = t.e8m0 ? [] : t.m === undefined ? [t.d] : [t.d, t.m];
     for (let b = 0; b < w.length / t.bytes; b++) {
       const keep = f16Fields.map((o) => dv.getUint16(b * t.bytes + o, true));
       for (let j = 0; j < t.bytes; j++) w[b * t.bytes + j] = [0x00, 0x80, 0xff][Math.floor(rand() * 3)];
       f16Fields.forEach((o, i) => dv.setUint16(b * t.bytes + o, keep[i], true));
+      if (t.e8m0) w[b * t.bytes + t.d] = 118 + Math.floor(rand() * 8);
     }
     const a = quantizeAct(isa, new Float32Array(m * n).map(() => (rand() < 0.5 ? -1 : 1)));
     expect(Array.from(a.q).every((q) => Math.abs(q) === 127)).toBe(true);

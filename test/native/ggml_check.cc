@@ -21,9 +21,9 @@ namespace {
 
 std::mt19937 rng(1234);
 
-// Byte offsets of each type's f16 scale and (-1 if none) f16 min, by BlockType.
-const int kD[kBlockTypes] = {0, 0, 0, 0, 0, 80, 108, 0, 0, 208, 0, 0};
-const int kM[kBlockTypes] = {-1, 2, -1, 2, -1, 82, -1, 2, 2, -1, -1, -1};
+// Byte offsets of each type's f16 scale (-1: MXFP4's e8m0 byte 0) and (-1 if none) f16 min, by BlockType.
+const int kD[kBlockTypes] = {0, 0, 0, 0, 0, 80, 108, 0, 0, 208, 0, 0, -1};
+const int kM[kBlockTypes] = {-1, 2, -1, 2, -1, 82, -1, 2, 2, -1, -1, -1, -1};
 
 std::vector<uint8_t> RandomBlocks(BlockType type, int64_t blocks) {
   const BlockInfo& info = InfoOf(type);
@@ -32,6 +32,10 @@ std::vector<uint8_t> RandomBlocks(BlockType type, int64_t blocks) {
   const int t = static_cast<int>(type);
   for (int64_t b = 0; b < blocks; b++) {
     uint8_t* p = w.data() + b * info.bytes;
+    if (kD[t] < 0) {
+      p[0] = uint8_t(118 + rng() % 8);  // 2^-10 .. 2^-3
+      continue;
+    }
     // f16 in [2^-9, 2^-7): moderate scales of either sign (mins positive)
     const uint16_t d = uint16_t(0x1800 | (rng() & 0x7ff) | (rng() & 1 ? 0x8000 : 0));
     std::memcpy(p + kD[t], &d, 2);

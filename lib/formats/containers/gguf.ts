@@ -10,7 +10,7 @@
  * left before anything is allocated.
  *
  * Tensors of type F32, F16, BF16, Q8_0 (dtype 'ggml_q8_0') and the block types Q4_0, Q4_1,
- * Q5_0, Q5_1, Q2_K..Q6_K, IQ4_NL, IQ4_XS (dtype 'ggml_' + the lower-case name) become views; each
+ * Q5_0, Q5_1, Q2_K..Q6_K, IQ4_NL, IQ4_XS, MXFP4 (dtype 'ggml_' + the lower-case name) become views; each
  * tensor's byte size follows from its block size and bytes per block and is checked against the
  * file. Every other known ggml type is validated the same way, listed in metadata['gguf.tensors']
  * with supported: false and left out of `tensors`; it is an UNSUPPORTED error only when the
@@ -116,7 +116,7 @@ export const GGML_TYPES: Readonly<Record<number, GgmlType>> = {
   30: { name: 'BF16', blockSize: 1, typeSize: 2, dtype: 'bf16' },
   34: { name: 'TQ1_0', blockSize: 256, typeSize: 54 },
   35: { name: 'TQ2_0', blockSize: 256, typeSize: 66 },
-  39: { name: 'MXFP4', blockSize: 32, typeSize: 17 },
+  39: block('MXFP4', 'ggml_mxfp4'),
 };
 
 /** The ggml_type id that stores a tensor of `dtype` as ggml blocks (ggml_q8_0, ggml_q4_k, ...), if any. */

@@ -70,6 +70,7 @@ const GgmlKernels& ggml() {
     k.matmul[int(BlockType::Q6_K)] = Matmul<BlockType::Q6_K>;
     k.matmul[int(BlockType::IQ4_NL)] = Matmul<BlockType::IQ4_NL>;
     k.matmul[int(BlockType::IQ4_XS)] = Matmul<BlockType::IQ4_XS>;
+    k.matmul[int(BlockType::MXFP4)] = Matmul<BlockType::MXFP4>;
     return k;
   }();
   return kernels;

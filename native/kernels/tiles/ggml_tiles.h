@@ -33,6 +33,7 @@
 //     static float reduce(FV v);
 //     static FV f16x8(uint64_t lo, uint64_t hi); static float f16(uint16_t h);  // f16 values 0..3, 4..7
 //     static FV cvt_u8(uint64_t v); static FV cvt_s8(uint64_t v);  // the 8 bytes of v (little-endian) to f32
+//     static FV e8m0x8(uint64_t v);                     // E8m0Half (ggml_blocks.h) of the 8 bytes of v
 //   };
 // (Scales assembled in general registers go to the vector side as whole u64s, not through small
 // stores to memory and a wider load, which the CPU cannot forward: 20-cycle stalls per block.)
@@ -68,6 +69,8 @@ constexpr int64_t kGgmlPrepBlockBytes = 512 << 10;  // prepared activation rows 
 // The IQ4 grid + 128 (kIq4nl of ggml_blocks.cc as u8 levels with offset 128; a constant here so
 // that the lookup vector is one load).
 alignas(16) constexpr uint8_t kIq4nlU8[16] = {1, 24, 45, 63, 79, 93, 106, 118, 129, 141, 153, 166, 181, 197, 217, 241};
+// kMxfp4 + 128 likewise.
+alignas(16) constexpr uint8_t kMxfp4U8[16] = {128, 129, 130, 131, 132, 134, 136, 140, 128, 127, 126, 125, 124, 122, 120, 116};
 
 template <class T>
 struct GgmlGroup {
@@ -173,6 +176,28 @@ struct GgmlIq4Nl {
   static typename T::C Levels(P b) { return T::lut(T::nib(b + 2), kIq4nlU8); }
   template <class P>
   GGML_INLINE static void Unpack(P p, int count, GgmlGroup<T>* g) { Unpack32<T, GgmlIq4Nl>(p, count, g); }
+};
+
+// MXFP4 {u8 e; qs[16]}: the e2m1 grid at the nibbles; the scales from the e8m0 bytes, not f16.
+template <class T>
+struct GgmlMxfp4 {
+  static constexpr BlockType kType = BlockType::MXFP4;
+  static constexpr int kValues = 32, kBlockBytes = 17, kOff = 128, kSub = 32;
+  static constexpr bool kMin = false;
+  template <class P>
+  GGML_INLINE static void Unpack(P p, int count, GgmlGroup<T>* g) {
+    using W = decltype(GgmlU64(p));
+    W e = W(0);
+    for (int c = count; c < 8; c++) g->u[c] = T::czero();  // meets zero activations
+    for (int c = 0; c < count; c++) {
+      const P b = p + c * kBlockBytes;
+      g->u[c] = T::lut(T::nib(b + 1), kMxfp4U8);
+      // the exponent as the low byte of a u16 (with qs[0]): GgmlTwo pairs of bytes went through
+      // the stack (16-bit stores, then a wider load: a third of two-row decode's speed)
+      e |= (W(GgmlU16(b)) & 0xff) << (8 * c);
+    }
+    g->s[0] = T::e8m0x8(e);
+  }
 };
 
 // ---------------------------------------------------------------- super-blocks
@@ -474,5 +499,6 @@ GgmlKernels GgmlTable(void (*quantize_act)(const float*, int64_t, int8_t*, float
   k.matmul[int(BlockType::Q6_K)] = GgmlKernel<T, GgmlQ6K<T>>::Matmul;
   k.matmul[int(BlockType::IQ4_NL)] = GgmlKernel<T, GgmlIq4Nl<T>>::Matmul;
   k.matmul[int(BlockType::IQ4_XS)] = GgmlKernel<T, GgmlIq4Xs<T>>::Matmul;
+  k.matmul[int(BlockType::MXFP4)] = GgmlKernel<T, GgmlMxfp4<T>>::Matmul;
   return k;
 }

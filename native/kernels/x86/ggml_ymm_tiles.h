@@ -68,4 +68,11 @@ struct GgmlYmm {
   static float f16(uint16_t h) { return _cvtsh_ss(h); }
   static FV cvt_u8(uint64_t v) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(int64_t(v)))); }
   static FV cvt_s8(uint64_t v) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(int64_t(v)))); }
+  static FV e8m0x8(uint64_t v) {
+    // bits (e - 1) << 23, or 0x00200000 << e where e < 2 (E8m0Half)
+    const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(int64_t(v)));
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
+  }
 };

@@ -122,6 +122,16 @@ struct GgmlNeon {
     const uint16x8_t w = vmovl_u8(vcreate_u8(v));
     return {vcvtq_f32_u32(vmovl_u16(vget_low_u16(w))), vcvtq_f32_u32(vmovl_high_u16(w))};
   }
+  static FV e8m0x8(uint64_t v) {
+    // bits (e - 1) << 23, or 0x00200000 << e where e < 2 (E8m0Half)
+    const uint16x8_t w = vmovl_u8(vcreate_u8(v));
+    return {E8m0x4(vmovl_u16(vget_low_u16(w))), E8m0x4(vmovl_high_u16(w))};
+  }
+  static float32x4_t E8m0x4(uint32x4_t e) {
+    const uint32x4_t normal = vshlq_n_u32(vsubq_u32(e, vdupq_n_u32(1)), 23);
+    const uint32x4_t sub = vshlq_u32(vdupq_n_u32(0x00200000), vreinterpretq_s32_u32(e));
+    return vreinterpretq_f32_u32(vbslq_u32(vcltq_u32(e, vdupq_n_u32(2)), sub, normal));
+  }
   static FV cvt_s8(uint64_t v) {
     const int16x8_t w = vmovl_s8(vcreate_s8(v));
     return {vcvtq_f32_s32(vmovl_s16(vget_low_s16(w))), vcvtq_f32_s32(vmovl_high_s16(w))};

@@ -129,6 +129,12 @@ struct GgmlVnniTwo {
   static F2 f16(GgmlTwo<uint16_t> h) { return {_mm_cvtph_ps(_mm_cvtsi32_si128(int(h.a | uint32_t(h.b) << 16)))}; }
   static FV cvt_u8(U64 v) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_set_epi64x(int64_t(v.b), int64_t(v.a)))); }
   static FV cvt_s8(U64 v) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_set_epi64x(int64_t(v.b), int64_t(v.a)))); }
+  static FV e8m0x8(U64 v) {
+    const __m512i e = _mm512_cvtepu8_epi32(_mm_set_epi64x(int64_t(v.b), int64_t(v.a)));
+    const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+    const __m512i sub = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+    return _mm512_castsi512_ps(_mm512_mask_mov_epi32(normal, _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), sub));
+  }
 };
 
 #include "kernels/x86/avx512/ggml_gemm_tiles.h"
@@ -164,6 +170,7 @@ const GgmlKernels& Avx512VnniGgml() {
     k.matmul[int(BlockType::Q6_K)] = Matmul<GgmlQ6K>;
     k.matmul[int(BlockType::IQ4_NL)] = Matmul<GgmlIq4Nl>;
     k.matmul[int(BlockType::IQ4_XS)] = Matmul<GgmlIq4Xs>;
+    k.matmul[int(BlockType::MXFP4)] = Matmul<GgmlMxfp4>;
     return k;
   }();
   return kernels;
