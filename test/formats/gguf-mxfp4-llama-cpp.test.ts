@@ -17,9 +17,9 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
-import { dequantize } from '../../lib/formats/dequantize';
+import { dequantize } from '../../lib/formats/quantization/dequantize';
 import { readWeights } from '../../lib/formats';
-import { canonicalDecoderName } from '../../lib/formats/gguf';
+import { canonicalDecoderName } from '../../lib/formats/containers/gguf';
 import { closeWeights, findTensor, type ModelWeights } from '../../lib/addon/weights';
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { tempDir } from '../helpers/fixtures';

@@ -11,6 +11,7 @@ import { convert } from '../../lib/formats/writing/convert';
 import { loadModel, type Model } from '../../lib/models/model';
 import { readWeights } from '../../lib/formats';
 import { closeWeights } from '../../lib/addon/weights';
+import { WeightFormatError } from '../../lib/base/errors';
 import { tempDir } from '../helpers/fixtures';
 import { PROMPT } from '../engines/family-models';
 import { qwen3MoeFolder, tinyQwen3Moe } from '../engines/qwen3-moe-models';
@@ -71,4 +72,18 @@ test('2 stages: the single process\'s logits bit for bit and its greedy tokens',
   const want = await greedy(ref);
   expect(want).toHaveLength(8);
   expect(await greedy(model)).toEqual(want);
+});
+
+test('a tree with an expert past the count, or an expert of the wrong shape, is a typed WeightFormatError', async () => {
+  const copy = path.join(tmp.dir, 'moe-tree-bad');
+  fs.cpSync(tree, copy, { recursive: true });
+  const mid = path.join(copy, 'mid', '0');
+  fs.copyFileSync(path.join(mid, 'mlp.experts.0.up_proj.weight.npy'), path.join(mid, 'mlp.experts.8.up_proj.weight.npy'));
+  await expect(readWeights(copy)).rejects.toMatchObject({ name: 'WeightFormatError', code: 'BAD_NAME', message: expect.stringContaining('mlp.experts.8.up_proj.weight') });
+  fs.rmSync(path.join(mid, 'mlp.experts.8.up_proj.weight.npy'));
+  // Expert 3's down_proj [256, 256] replaced by a matrix of another shape (the router's, [8, 256]).
+  fs.copyFileSync(path.join(mid, 'mlp.gate.weight.npy'), path.join(mid, 'mlp.experts.3.down_proj.weight.npy'));
+  const error = await readWeights(copy).catch((e: unknown) => e);
+  expect(error).toBeInstanceOf(WeightFormatError);
+  expect(error).toMatchObject({ code: 'SHAPE_MISMATCH', message: expect.stringContaining('mlp.experts.3.down_proj.weight') });
 });
