@@ -54,7 +54,7 @@ export type { Ajc1TemplateTexts, ChatMessage, ChatRenderOptions, ChatRole, ChatT
 export type { JsonSchema } from './constrain';
 export type { ParsedReply, ToolCall, ToolCallFormat, ToolChatOptions, ToolChoice, ToolDefinition, ToolFamily } from './tools';
 export type { ToolChatLoopOptions, ToolChatResult, ToolHandlerContext, ToolWithHandler } from './models/tool-agent';
-export type { GenerationRequest, ScheduledGeneration, SchedulerLimits, AccessLogEntry, BrowserPolicy, ConnectionLimits, DrainOptions, ServeHandler, ServeOptions, ServerOptions, ServerMetrics, ModelMetrics, MetricsSource, WeightmapServer, ModelPool, ServedModelSpec, ServedKind, PoolListing, Lease, UnloadReason, Served, ServedByKind, ServedTextModel, ServedEmbedder, ServedReranker, AdmissionQueue } from './server';
+export type { GenerationRequest, RequestFields, ScheduledGeneration, SchedulerLimits, AccessLogEntry, BrowserPolicy, ConnectionLimits, DrainOptions, ServeHandler, ServeOptions, ServerOptions, ServerMetrics, ModelMetrics, MetricsSource, WeightmapServer, ModelPool, ServedModelSpec, ServedKind, PoolListing, Lease, UnloadReason, Served, ServedByKind, ServedTextModel, ServedEmbedder, ServedReranker, AdmissionQueue } from './server';
 export type { StageMetrics, StageObserver, StageRefusal } from './pipeline/stage-metrics';
 export { PipelineError } from './base/errors';
 export type { PipelineErrorCode } from './base/errors';

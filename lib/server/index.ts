@@ -20,7 +20,7 @@ export type { BrowserPolicy } from './browser-guard';
 
 export interface ServerOptions extends ServeOptions, ConnectionLimits {}
 export { ModelScheduler } from './scheduler';
-export type { GenerationRequest, ScheduledGeneration, SchedulerLimits } from './scheduler';
+export type { GenerationRequest, RequestFields, ScheduledGeneration, SchedulerLimits } from './scheduler';
 
 /** The `node:http` server `createServer()` returns, with its handler and a graceful `drain()`. */
 export interface WeightmapServer extends http.Server {
