@@ -14,7 +14,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { familyDir, familyJson } from '../tokenizers/family-reference';
 import { mulberry32 } from '../helpers/rng';
-import { writeHfFolder, type TinyDecoder } from './tiny-decoder';
+import { referenceLogits, writeHfFolder, type TinyDecoder } from './tiny-decoder';
 
 export const MOE_HF = {
   architectures: ['Qwen3MoeForCausalLM'],
@@ -145,71 +145,15 @@ function matvec(m: Float32Array, x: Float64Array, rows: number): Float64Array {
 
 /**
  * The float64 logits [tokens.length][vocab] of a causal pass over `tokens` from position 0
- * (transformers' Qwen3MoeForCausalLM: RMSNorm·w, per-head RMSNorm of q and k before RoPE in HF's
- * half pairs, GQA, the MoE FFN), and the routing of every layer at every position.
+ * (transformers' Qwen3MoeForCausalLM: tiny-decoder.ts's reference with QK-norm and the MoE FFN in
+ * place of the dense one), and the routing of every layer at every position.
  */
 export function qwen3MoeReference(model: TinyDecoder, tokens: number[]): { logits: Float64Array[]; routing: Routing[][] } {
-  const { hf } = model;
-  const n = (k: string) => hf[k] as number;
-  const d = n('hidden_size'), hd = n('head_dim'), heads = n('num_attention_heads'), kvHeads = n('num_key_value_heads');
-  const eps = n('rms_norm_eps'), theta = n('rope_theta');
-  const rmsnorm = (x: Float64Array, w: Float32Array): Float64Array => {
-    let ss = 0;
-    for (const v of x) ss += v * v;
-    const inv = 1 / Math.sqrt(ss / x.length + eps);
-    return x.map((v, i) => v * inv * w[i]);
-  };
-  const rope = (h: Float64Array, pos: number): Float64Array => {
-    const half = hd / 2;
-    const out = new Float64Array(hd);
-    for (let i = 0; i < half; i++) {
-      const angle = pos * theta ** ((-2 * i) / hd);
-      const c = Math.cos(angle), s = Math.sin(angle);
-      out[i] = h[i] * c - h[i + half] * s;
-      out[i + half] = h[i] * s + h[i + half] * c;
-    }
-    return out;
-  };
-  const embed = weight(model, 'model.embed_tokens.weight');
-  let xs = tokens.map((t) => Float64Array.from(embed.subarray(t * d, (t + 1) * d)));
   const routing: Routing[][] = [];
-  for (let l = 0; l < n('num_hidden_layers'); l++) {
-    const p = `model.layers.${l}.`;
-    const qs: Float64Array[][] = [], ks: Float64Array[][] = [], vs: Float64Array[][] = [];
-    xs.forEach((x, t) => {
-      const h = rmsnorm(x, weight(model, `${p}input_layernorm.weight`));
-      const q = matvec(weight(model, `${p}self_attn.q_proj.weight`), h, heads * hd);
-      const k = matvec(weight(model, `${p}self_attn.k_proj.weight`), h, kvHeads * hd);
-      const v = matvec(weight(model, `${p}self_attn.v_proj.weight`), h, kvHeads * hd);
-      const head = (a: Float64Array, i: number, norm: string) => rope(rmsnorm(a.slice(i * hd, (i + 1) * hd), weight(model, `${p}self_attn.${norm}.weight`)), t);
-      qs.push(Array.from({ length: heads }, (_, i) => head(q, i, 'q_norm')));
-      ks.push(Array.from({ length: kvHeads }, (_, i) => head(k, i, 'k_norm')));
-      vs.push(Array.from({ length: kvHeads }, (_, i) => v.slice(i * hd, (i + 1) * hd)));
-    });
-    const layerRouting: Routing[] = [];
-    xs = xs.map((x, t) => {
-      const att = new Float64Array(heads * hd);
-      for (let h = 0; h < heads; h++) {
-        const g = Math.floor(h / (heads / kvHeads));
-        const scores: number[] = [];
-        for (let j = 0; j <= t; j++) {
-          let dot = 0;
-          for (let i = 0; i < hd; i++) dot += qs[t][h][i] * ks[j][g][i];
-          scores.push(dot / Math.sqrt(hd));
-        }
-        const max = Math.max(...scores);
-        const e = scores.map((v) => Math.exp(v - max));
-        const sum = e.reduce((a, b) => a + b, 0);
-        for (let j = 0; j <= t; j++) for (let i = 0; i < hd; i++) att[h * hd + i] += (e[j] / sum) * vs[j][g][i];
-      }
-      const o = matvec(weight(model, `${p}self_attn.o_proj.weight`), att, d);
-      const x1 = x.map((v, i) => v + o[i]);
-      const { out, routing: r } = moeFfn(model, l, rmsnorm(x1, weight(model, `${p}post_attention_layernorm.weight`)));
-      layerRouting.push(r);
-      return x1.map((v, i) => v + out[i]);
-    });
-    routing.push(layerRouting);
-  }
-  const head = weight(model, 'lm_head.weight');
-  return { logits: xs.map((x) => matvec(head, rmsnorm(x, weight(model, 'model.norm.weight')), n('vocab_size'))), routing };
+  const logits = referenceLogits(model, tokens, false, (l, h) => {
+    const { out, routing: r } = moeFfn(model, l, h);
+    (routing[l] ??= []).push(r);
+    return out;
+  });
+  return { logits, routing };
 }

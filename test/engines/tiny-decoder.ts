@@ -111,12 +111,15 @@ function windowOf(hf: Record<string, unknown>, l: number): number {
  * HF's Mistral (RMSNorm·w, SwiGLU) or Gemma 3 (embeddings ×√hidden, RMSNorm·(1 + w), QK-norm,
  * post-attention / pre- and post-FFN norms, GeGLU with tanh GELU, scores / √query_pre_attn_scalar,
  * local layers with rope_local_base_freq). RoPE rotates pairs (i, i + headDim/2) (HF's order).
- * A sliding layer's query at p attends to keys (p - window, p].
+ * A sliding layer's query at p attends to keys (p - window, p]. Per-head QK-norm wherever the
+ * weights have it (Gemma 3, Qwen3). `ffn` replaces the dense FFN of layer l on its normed input
+ * (Qwen3-MoE's sparse block: qwen3-moe-models.ts).
  */
-export function referenceLogits(model: TinyDecoder, tokens: number[], lastOnly = false): Float64Array[] {
+export function referenceLogits(model: TinyDecoder, tokens: number[], lastOnly = false, ffn?: (layer: number, h: Float64Array) => Float64Array): Float64Array[] {
   const { hf, weights } = model;
   const s = sizesOf(hf);
   const gemma = hf.model_type === 'gemma3_text';
+  const qkNorm = weights.has('model.layers.0.self_attn.q_norm.weight');
   const eps = hf.rms_norm_eps as number;
   const w = (name: string) => {
     const v = weights.get(name);
@@ -169,7 +172,7 @@ export function referenceLogits(model: TinyDecoder, tokens: number[], lastOnly =
       const v = matvec(w(`${p}self_attn.v_proj.weight`), h, s.kvHeads * s.headDim);
       const head = (a: Float64Array, i: number, norm: string) => {
         const part = a.slice(i * s.headDim, (i + 1) * s.headDim);
-        return rope(gemma ? rmsnorm(part, w(`${p}self_attn.${norm}.weight`)) : part, t, theta);
+        return rope(qkNorm ? rmsnorm(part, w(`${p}self_attn.${norm}.weight`)) : part, t, theta);
       };
       queries.push(Array.from({ length: s.heads }, (_, i) => head(q, i, 'q_norm')));
       keys.push(Array.from({ length: s.kvHeads }, (_, i) => head(k, i, 'k_norm')));
@@ -195,6 +198,10 @@ export function referenceLogits(model: TinyDecoder, tokens: number[], lastOnly =
       if (gemma) o = rmsnorm(o, w(`${p}post_attention_layernorm.weight`));
       const x1 = x.map((v, i) => v + o[i]);
       const h2 = rmsnorm(x1, w(gemma ? `${p}pre_feedforward_layernorm.weight` : `${p}post_attention_layernorm.weight`));
+      if (ffn) {
+        const out = ffn(l, h2);
+        return x1.map((v, i) => v + out[i]);
+      }
       const gate = matvec(w(`${p}mlp.gate_proj.weight`), h2, s.intermediate);
       const up = matvec(w(`${p}mlp.up_proj.weight`), h2, s.intermediate);
       const act = gate.map((g, i) => (gemma ? gelu(g) : silu(g)) * up[i]);
