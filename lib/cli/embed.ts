@@ -40,6 +40,7 @@ export function registerEmbed(program: Command): void {
     .option('--quant <type>', `linear layers: ${EMBEDDER_QUANTS.join(', ')} (default f32; int8 is the fastest)`, choiceOption(EMBEDDER_QUANTS))
     .option('--pooling <mode>', 'mean, cls or max (default: the model\'s)', choiceOption(['mean', 'cls', 'max'] as const))
     .option('--no-normalize', 'skip the L2 normalization')
+    .option('--dimensions <n>', 'keep the first n components of each vector (Matryoshka), normalized again', intOption(1))
     .option('--max-seq-length <n>', 'truncate texts to n tokens', intOption(2))
     .action(
       interruptible(async (signal, model: string, texts: string[], opts: Record<string, unknown>) => {
@@ -57,6 +58,7 @@ export function registerEmbed(program: Command): void {
             pooling: opts.pooling as EmbedOptions['pooling'],
             // commander sets normalize=false for --no-normalize, true otherwise: keep the model's default then.
             normalize: opts.normalize === false ? false : undefined,
+            dimensions: opts.dimensions as number | undefined,
             signal,
           };
           if (texts.length > 0) {

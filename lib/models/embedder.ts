@@ -52,6 +52,11 @@ export interface EmbedOptions {
   normalize?: boolean;
   /** 'mean' over the tokens ([CLS] and [SEP] included), 'cls' (first token) or 'max'; default: the model's. */
   pooling?: Pooling;
+  /**
+   * Matryoshka truncation: keep the first `dimensions` components of each vector (1 to
+   * `embedder.dimension`), L2-normalized again when `normalize` is on; default: all of them.
+   */
+  dimensions?: number;
   signal?: AbortSignal;
 }
 
@@ -77,6 +82,15 @@ const MAX_BATCH_TOKENS = 16384;
 
 function abortError(signal: AbortSignal): AbortError {
   return new AbortError(undefined, { cause: signal.reason });
+}
+
+/** `vector` scaled in place to unit L2 norm (the norm clamped at 1e-12, as the engine's normalization). */
+function l2Normalized(vector: Float32Array): Float32Array {
+  let sum = 0;
+  for (const x of vector) sum += x * x;
+  const scale = 1 / Math.max(Math.sqrt(sum), 1e-12);
+  for (let i = 0; i < vector.length; i++) vector[i] *= scale;
+  return vector;
 }
 
 /** A loaded BERT sentence embedder (`loadEmbedder()`): `embed(texts)` gives one Float32Array per text. */
@@ -138,6 +152,10 @@ export class Embedder {
       throw rangeError(`pooling must be 'mean', 'cls' or 'max', got ${String(pooling)}`);
     }
     const normalize = options.normalize ?? this.config.normalize;
+    const dimensions = options.dimensions ?? this.dimension;
+    if (!Number.isInteger(dimensions) || dimensions < 1 || dimensions > this.dimension) {
+      throw rangeError(`dimensions must be an integer from 1 to ${this.dimension}, got ${String(dimensions)}`);
+    }
     const { signal } = options;
     if (signal?.aborted) throw abortError(signal);
     sequences.forEach((s, i) => {
@@ -171,7 +189,8 @@ export class Embedder {
       const vectors = await this.engine.encode(ids, lengths, { pooling, normalize, signal });
       // Copies in this realm: each vector owns its buffer.
       batch.forEach((i, j) => {
-        out[i] = new Float32Array(vectors.subarray(j * H, (j + 1) * H));
+        const vector = new Float32Array(vectors.subarray(j * H, j * H + dimensions));
+        out[i] = dimensions < H && normalize ? l2Normalized(vector) : vector;
       });
     }
     return out;

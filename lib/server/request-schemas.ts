@@ -177,8 +177,18 @@ export const embeddingRequest = {
   required: ['model', 'input'],
   properties: {
     model: { type: 'string' },
-    input: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 2048 }] },
+    /** Texts, or token ids (one sequence or several), as OpenAI takes them. */
+    input: {
+      anyOf: [
+        { type: 'string' },
+        { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 2048 },
+        { type: 'array', items: { type: 'integer', minimum: 0 }, minItems: 1 },
+        { type: 'array', items: { type: 'array', items: { type: 'integer', minimum: 0 }, minItems: 1 }, minItems: 1, maxItems: 2048 },
+      ],
+    },
     encoding_format: { enum: ['float', 'base64'] },
+    /** Matryoshka truncation of every vector (at most the model's dimension). */
+    dimensions: { type: 'integer', minimum: 1 },
     user: { type: 'string' },
   },
   additionalProperties: false,

@@ -66,8 +66,9 @@ export interface DetokenizeBody {
 
 export interface EmbeddingBody {
   model: string;
-  input: string | string[];
+  input: string | string[] | number[] | number[][];
   encoding_format?: 'float' | 'base64';
+  dimensions?: number;
   user?: string;
 }
 

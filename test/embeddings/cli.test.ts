@@ -55,6 +55,20 @@ describe('weightmap embed', () => {
     expect(badPooling.exitCode).toBe(2);
   });
 
+  test('--dimensions n: the fixture vector\'s first n components, normalized again', async () => {
+    const r = await runCli(['embed', MODEL, sentences[0].text, '--dimensions', '8']);
+    expect(r.exitCode).toBe(0);
+    const [v] = parseLines(r.stdout);
+    const head = sentences[0].embedding.slice(0, 8);
+    const norm = Math.hypot(...head);
+    expect(v).toHaveLength(8);
+    expect(maxAbsDiff(v, head.map((x) => x / norm))).toBeLessThanOrEqual(1e-4);
+    expect((await runCli(['embed', MODEL, 'x', '--dimensions', '0'])).exitCode).toBe(2);
+    const tooMany = await runCli(['embed', MODEL, 'x', '--dimensions', '33']);
+    expect(tooMany.exitCode).not.toBe(0);
+    expect(tooMany.stderr).toMatch(/dimensions must be an integer from 1 to 32/);
+  });
+
   test('--quant int8: within cosine 0.999 of the fixture; an unknown quant fails with exit code 2', async () => {
     const r = await runCli(['embed', MODEL, sentences[0].text, '--quant', 'int8']);
     expect(r.exitCode).toBe(0);

@@ -130,6 +130,16 @@ describe('embed, listings, keys and errors', () => {
     expect((await ollama.embed({ model: 'minilm', input: long })).embeddings).toHaveLength(1);
   });
 
+  it('embed with dimensions: the first components of the unnormalized vector, normalized again', async () => {
+    const [full] = await embedder.embed(['The cat sat on the mat.'], { normalize: false });
+    const head = Array.from(full.subarray(0, 5));
+    const norm = Math.sqrt(head.reduce((s, x) => s + x * x, 0));
+    const { embeddings } = await ollama.embed({ model: 'minilm', input: 'The cat sat on the mat.', dimensions: 5 });
+    expect(embeddings[0]).toHaveLength(5);
+    embeddings[0].forEach((x, j) => expect(Math.abs(x - head[j] / norm)).toBeLessThan(1e-6));
+    await expect(ollama.embed({ model: 'minilm', input: 'x', dimensions: embedder.dimension + 1 })).rejects.toMatchObject({ status_code: 400 });
+  });
+
   it('version, list, show, ps', async () => {
     const { version } = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string };
     expect(await ollama.version()).toEqual({ version });

@@ -86,6 +86,35 @@ describe('embeddings', () => {
     const single = await client.embeddings.create({ model: 'minilm', input: texts[0], encoding_format: 'float' });
     expect(Float32Array.from(single.data[0].embedding)).toEqual(expected[0]);
   });
+
+  it('dimensions: the first components of the unnormalized vector, normalized again (Matryoshka)', async () => {
+    const full = await embedder.embed(texts.slice(0, 2), { normalize: false });
+    for (const dimensions of [1, 7, embedder.dimension - 1]) {
+      const response = await client.embeddings.create({ model: 'minilm', input: texts.slice(0, 2), dimensions });
+      response.data.forEach((d, i) => {
+        const head = Array.from(full[i].subarray(0, dimensions));
+        const norm = Math.sqrt(head.reduce((s, x) => s + x * x, 0));
+        expect(d.embedding).toHaveLength(dimensions);
+        d.embedding.forEach((x, j) => expect(Math.abs(x - head[j] / norm)).toBeLessThan(1e-6));
+      });
+    }
+    await expect(client.embeddings.create({ model: 'minilm', input: 'x', dimensions: embedder.dimension + 1 })).rejects.toMatchObject({ status: 400, param: 'dimensions' });
+    await expect(client.embeddings.create({ model: 'minilm', input: 'x', dimensions: 0 })).rejects.toMatchObject({ status: 400 });
+  });
+
+  it('token-id inputs, one sequence or several, embed as the texts they encode', async () => {
+    const ids = texts.slice(0, 2).map((t) => Array.from(embedder.tokenizer.encode(t)));
+    const expected = await embedder.embed(texts.slice(0, 2));
+    const several = await client.embeddings.create({ model: 'minilm', input: ids, encoding_format: 'float' });
+    several.data.forEach((d, i) => expect(Float32Array.from(d.embedding)).toEqual(expected[i]));
+    const one = await client.embeddings.create({ model: 'minilm', input: ids[0], encoding_format: 'float' });
+    expect(Float32Array.from(one.data[0].embedding)).toEqual(expected[0]);
+    expect(one.usage.prompt_tokens).toBe(ids[0].length);
+    const vocab = embedder.config.vocabSize;
+    await expect(client.embeddings.create({ model: 'minilm', input: [[1, vocab]] })).rejects.toMatchObject({ status: 400, param: 'input[0]' });
+    const long = Array.from({ length: embedder.maxSeqLength + 1 }, () => 1);
+    await expect(client.embeddings.create({ model: 'minilm', input: long })).rejects.toMatchObject({ status: 400, param: 'input' });
+  });
 });
 
 describe('models and health', () => {
@@ -138,7 +167,7 @@ describe('errors', () => {
       const request = { model: 'stories', prompt: 'x', max_tokens: 2, ...extra };
       await expect(client.completions.create(request as never)).rejects.toMatchObject({ status: 400, param });
     }
-    await expect(client.embeddings.create({ model: 'minilm', input: [3 as never] })).rejects.toMatchObject({ status: 400, param: 'input' });
+    await expect(client.embeddings.create({ model: 'minilm', input: [-1 as never] })).rejects.toMatchObject({ status: 400, param: 'input' });
     await expect(client.completions.create({ prompt: 'x' } as never)).rejects.toMatchObject({ status: 400, param: 'model' });
   });
 

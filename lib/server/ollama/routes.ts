@@ -11,6 +11,7 @@ import { packageRoot } from '../../addon/native';
 import { lazy } from '../../base/lazy';
 import type { ChatOptions, ChatPrompt } from '../../models/model';
 import { ApiError, invalidRequest, toApiError } from '../api-error';
+import { embeddingDimensions } from '../embedding-input';
 import { sendJson, type RouteContext, type Route } from '../context';
 import type { ScheduledGeneration } from '../scheduler';
 import { ThinkingSplitter } from '../thinking-stream';
@@ -158,6 +159,7 @@ export const ollamaEmbed: Route = async (ctx) => {
   const started = performance.now();
   const body = validateOllamaEmbed(await ctx.body());
   const { embedder, queue, metrics } = await ollamaEmbedder(ctx, body.model, body.keep_alive);
+  const dimensions = embeddingDimensions(embedder, body.dimensions);
   const texts = typeof body.input === 'string' ? [body.input] : body.input;
   const ids = texts.map((text, i) => {
     const full = embedder.tokenizer.encode(text);
@@ -169,7 +171,7 @@ export const ollamaEmbed: Route = async (ctx) => {
   const release = await queue.enter(ctx.signal);
   let vectors: Float32Array[];
   try {
-    vectors = await embedder.embedTokens(ids, { signal: ctx.signal });
+    vectors = await embedder.embedTokens(ids, { dimensions, signal: ctx.signal });
   } finally {
     release();
   }

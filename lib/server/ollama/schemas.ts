@@ -86,6 +86,8 @@ export const ollamaEmbedRequest = {
     model: { type: 'string', minLength: 1 },
     input: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 2048 }] },
     truncate: { type: 'boolean' },
+    /** Matryoshka truncation of every vector (Ollama's `dimensions`). */
+    dimensions: { type: 'integer', minimum: 1 },
     options: { type: 'object', additionalProperties: false, properties: { num_thread: { type: 'integer', minimum: 1 } } },
     keep_alive: keepAlive,
   },
@@ -142,6 +144,7 @@ export interface OllamaEmbedBody {
   keep_alive?: string | number;
   input: string | string[];
   truncate?: boolean;
+  dimensions?: number;
 }
 
 export interface OllamaShowBody {
