@@ -140,7 +140,7 @@ const ENTRIES: readonly ArchitectureEntry[] = [
   entry<Extract<ModelConfig, { architecture: 'bert' }>>({
     name: 'bert',
     family: 'bert',
-    hf: { modelTypes: ['bert'], classPattern: /^Bert/ },
+    hf: { modelTypes: ['bert', 'xlm-roberta'], classPattern: /^(Bert|XLMRoberta)/ },
     engine: 'bert',
     modelClass: 'Embedder',
     checkpointNames: () => bertCheckpointName,

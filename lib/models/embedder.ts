@@ -18,7 +18,7 @@ import type { Tokenizer } from '../tokenizers';
 import { encodeAsync } from '../tokenizer-loading';
 import { modelFolder, resolveTokenizer } from '../tokenizer-loading/resolve';
 import { closeWeights, type FormatName, type ModelWeights } from '../addon/weights';
-import type { BertConfig } from '../architectures/bert';
+import { bertMaxSequence, type BertConfig } from '../architectures/bert';
 import { architectureOf, runsOn, type EngineName } from '../architectures';
 
 /** The engines of loadEmbedder by registry name (the entry's engine, for an entry whose model class is Embedder). */
@@ -159,8 +159,8 @@ export class Embedder {
     const { signal } = options;
     if (signal?.aborted) throw abortError(signal);
     sequences.forEach((s, i) => {
-      if (s.length < 1 || s.length > this.config.maxPositionEmbeddings) {
-        throw rangeError(`sequence ${i} has ${s.length} tokens; the model takes 1 to ${this.config.maxPositionEmbeddings}`);
+      if (s.length < 1 || s.length > bertMaxSequence(this.config)) {
+        throw rangeError(`sequence ${i} has ${s.length} tokens; the model takes 1 to ${bertMaxSequence(this.config)}`);
       }
     });
 
@@ -235,8 +235,8 @@ export async function loadEmbedder(path: string, options: LoadEmbedderOptions = 
     }
     const config = weights.config as BertConfig;
     const maxSeqLength = options.maxSeqLength ?? config.maxSeqLength;
-    if (!Number.isInteger(maxSeqLength) || maxSeqLength < 2 || maxSeqLength > config.maxPositionEmbeddings) {
-      throw rangeError(`maxSeqLength must be an integer in [2, ${config.maxPositionEmbeddings}], got ${maxSeqLength}`);
+    if (!Number.isInteger(maxSeqLength) || maxSeqLength < 2 || maxSeqLength > bertMaxSequence(config)) {
+      throw rangeError(`maxSeqLength must be an integer in [2, ${bertMaxSequence(config)}], got ${maxSeqLength}`);
     }
     const tokenizer = await resolveTokenizer(weights, options.tokenizer);
     if (!tokenizer) throw new UnsupportedError(`${path} has no embedded vocabulary and no tokenizer files are in ${modelFolder(path)}; pass options.tokenizer`);

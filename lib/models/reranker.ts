@@ -14,7 +14,7 @@
  * asks.
  */
 import { architectureOf, type EngineName } from '../architectures';
-import type { BertClassifierConfig } from '../architectures/bert';
+import { bertMaxSequence, type BertClassifierConfig } from '../architectures/bert';
 import { BertEngine, type EmbedderQuant } from '../engines/bert';
 import { AbortError, DisposedError, rangeError, UnsupportedError } from '../base/errors';
 import { readWeights } from '../formats';
@@ -250,8 +250,8 @@ export async function loadReranker(path: string, options: LoadRerankerOptions = 
       throw new UnsupportedError(`${path} is a classifier with ${config.numLabels} labels (${config.labels.join(', ')}); a reranker scores with one`);
     }
     const maxSeqLength = options.maxSeqLength ?? config.maxSeqLength;
-    if (!Number.isInteger(maxSeqLength) || maxSeqLength < 3 || maxSeqLength > config.maxPositionEmbeddings) {
-      throw rangeError(`maxSeqLength must be an integer in [3, ${config.maxPositionEmbeddings}], got ${maxSeqLength}`);
+    if (!Number.isInteger(maxSeqLength) || maxSeqLength < 3 || maxSeqLength > bertMaxSequence(config)) {
+      throw rangeError(`maxSeqLength must be an integer in [3, ${bertMaxSequence(config)}], got ${maxSeqLength}`);
     }
     const tokenizer = await resolveTokenizer(weights, options.tokenizer);
     if (!tokenizer) throw new UnsupportedError(`${path} has no embedded vocabulary and no tokenizer files are in ${modelFolder(path)}; pass options.tokenizer`);

@@ -262,6 +262,8 @@ void Config::Validate() const {
   if (hidden % heads != 0)
     fail("hiddenSize (" + std::to_string(hidden) + ") is not a multiple of numHeads (" + std::to_string(heads) + ")");
   if (vocab > INT32_MAX) fail("vocabSize does not fit token ids");
+  if (position_offset < 0 || position_offset >= max_positions)
+    fail("positionOffset (" + std::to_string(position_offset) + ") must be in [0, maxPositionEmbeddings)");
   if (!(eps > 0) || !(eps < 1)) fail("layerNormEps must be in (0, 1)");
   if (labels < 0 || labels > (int64_t{1} << 20)) fail("numLabels must be in [0, 2^20]");
 }
@@ -414,10 +416,10 @@ void Model::Layers(const int32_t* ids, const int32_t* types, const int32_t* leng
   float* proj = s.proj.data();
   float* ff = s.ff.data();
 
-  // x[t] = LN((word[id] + type[types[t]]) + position[p]), in HF's order of additions.
+  // x[t] = LN((word[id] + type[types[t]]) + position[offset + p]), in HF's order of additions.
   std::vector<int32_t> position(N);
   for (int64_t i = 0; i < n_seq; i++)
-    for (int32_t p = 0; p < lengths[i]; p++) position[starts[i] + p] = p;
+    for (int32_t p = 0; p < lengths[i]; p++) position[starts[i] + p] = static_cast<int32_t>(c.position_offset + p);
   ForRows(pool, N, H, [&](int64_t t0, int64_t t1) {
     std::vector<float> sum(H), pos(H);
     for (int64_t t = t0; t < t1; t++) {

@@ -40,7 +40,8 @@ struct Config {
   int64_t heads = 0;          // head_dim = H / heads
   int64_t intermediate = 0;   // I, the FFN width
   int64_t vocab = 0;
-  int64_t max_positions = 0;  // rows of the position table: the longest sequence
+  int64_t max_positions = 0;  // rows of the position table
+  int64_t position_offset = 0;  // the first position row (XLM-RoBERTa: padding_idx + 1); sequences hold up to max_sequence()
   int64_t type_vocab = 0;     // rows of the token-type table (type 0 unless Classify is given types)
   float eps = 1e-12f;         // every LayerNorm
   bool gelu_tanh = false;     // false: erf GELU (HF "gelu")
@@ -48,6 +49,7 @@ struct Config {
   bool pooler = false;        // the head starts with pooler.dense + tanh (labels > 0 only)
 
   int64_t head_dim() const { return hidden / heads; }
+  int64_t max_sequence() const { return max_positions - position_offset; }
   // Throws SpecError CONFIG_MISMATCH for values the engine cannot run.
   void Validate() const;
 };
@@ -108,7 +110,7 @@ class Model {
                                      const Options& options);
 
   // Encodes n_seq sequences whose ids lie one after another in ids[Σ lengths] and writes one
-  // pooled vector per sequence to out[n_seq, H]. Every length must be in [1, max_positions] and
+  // pooled vector per sequence to out[n_seq, H]. Every length must be in [1, max_sequence()] and
   // every id in [0, vocab) (the N-API layer checks). Thread-safe: each call has its own scratch,
   // concurrent calls share the thread pool. Checks `abort` between layers (throws EngineError ABORT_ERR).
   // The activation buffers of a call are kept for the next one (each concurrent call has its

@@ -30,6 +30,7 @@ bert::Config ParseConfig(Napi::Env env, Napi::Value value) {
   c.vocab = ReadInt(o, "vocabSize", 0, kMax);
   c.max_positions = ReadInt(o, "maxPositionEmbeddings", 0, kMax);
   c.type_vocab = ReadInt(o, "typeVocabSize", 0, kMax);
+  if (!o.Get("positionOffset").IsUndefined()) c.position_offset = ReadInt(o, "positionOffset", 0, kMax);
   c.eps = static_cast<float>(ReadNumber(o, "layerNormEps"));
   Napi::Value act = o.Get("hiddenAct");
   const std::string act_name = act.IsString() ? act.As<Napi::String>().Utf8Value() : "";
@@ -187,9 +188,9 @@ class BertEncoder : public ModelWrap<BertEncoder, bert::Model> {
     uint64_t total = 0;
     for (size_t i = 0; i < len_copy->size(); i++) {
       const int32_t n = (*len_copy)[i];
-      if (n < 1 || n > c.max_positions)
+      if (n < 1 || n > c.max_sequence())
         ThrowRange(env, "sequence " + std::to_string(i) + " has " + std::to_string(n) + " tokens; the model takes 1 to " +
-                            std::to_string(c.max_positions));
+                            std::to_string(c.max_sequence()));
       total += static_cast<uint64_t>(n);
     }
     if (total != ids.ElementLength())

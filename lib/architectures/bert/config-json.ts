@@ -5,7 +5,7 @@
  * most often want).
  */
 import { Fields, isObject, type HfJson } from '../config-fields';
-import type { BertClassifierConfig, BertConfig } from './index';
+import { bertMaxSequence, type BertClassifierConfig, type BertConfig, type BertModelType } from './index';
 
 /** The sentence-transformers files beside a BERT config.json, as parsed JSON. */
 export interface SentenceTransformersFiles {
@@ -38,9 +38,18 @@ function moduleTypes(modules: unknown): string[] {
   return modules.filter(isObject).map((m) => (typeof m.type === 'string' ? m.type : ''));
 }
 
+/** 'xlm-roberta' for XLM-RoBERTa's model_type or classes (XLMRobertaModel, ...), else 'bert'. */
+function modelTypeOf(hf: HfJson): BertModelType {
+  const classes = Array.isArray(hf.architectures) ? hf.architectures : [];
+  return hf.model_type === 'xlm-roberta' || classes.some((c) => typeof c === 'string' && c.startsWith('XLMRoberta')) ? 'xlm-roberta' : 'bert';
+}
+
 /** BertConfig from a config.json plus the sentence-transformers files. */
 export function bertConfigFromHfJson(hf: HfJson, st: SentenceTransformersFiles = {}, path?: string): BertConfig {
   const f = new Fields(hf, path);
+  const modelType = modelTypeOf(hf);
+  // XLM-RoBERTa counts positions from padding_idx + 1 (its pad_token_id, 1 in every release).
+  const positionOffset = modelType === 'xlm-roberta' ? f.int('pad_token_id', 1) + 1 : 0;
   const act = f.str('hidden_act') ?? 'gelu';
   let hiddenAct: BertConfig['hiddenAct'];
   if (act === 'gelu') hiddenAct = 'gelu';
@@ -52,13 +61,18 @@ export function bertConfigFromHfJson(hf: HfJson, st: SentenceTransformersFiles =
   const numHeads = f.int('num_attention_heads');
   if (hiddenSize % numHeads !== 0) f.fail('CONFIG_MISMATCH', 'hidden_size is not a multiple of num_attention_heads', { expected: `multiple of ${numHeads}`, found: hiddenSize });
   const maxPositionEmbeddings = f.int('max_position_embeddings', 512);
+  if (positionOffset >= maxPositionEmbeddings) {
+    f.fail('CONFIG_MISMATCH', 'pad_token_id + 1 (the first position) is past max_position_embeddings', { expected: `< ${maxPositionEmbeddings}`, found: positionOffset });
+  }
+  const longest = bertMaxSequence({ maxPositionEmbeddings, positionOffset });
   const sb = st.sentenceBert ? new Fields(st.sentenceBert, path) : undefined;
-  const maxSeqLength = sb?.int('max_seq_length', maxPositionEmbeddings) ?? maxPositionEmbeddings;
-  if (maxSeqLength > maxPositionEmbeddings) {
-    f.fail('CONFIG_MISMATCH', 'max_seq_length exceeds max_position_embeddings', { expected: `<= ${maxPositionEmbeddings}`, found: maxSeqLength });
+  const maxSeqLength = sb?.int('max_seq_length', longest) ?? longest;
+  if (maxSeqLength > longest) {
+    f.fail('CONFIG_MISMATCH', 'max_seq_length exceeds the positions the model has', { expected: `<= ${longest}`, found: maxSeqLength });
   }
   return {
     architecture: 'bert',
+    ...(modelType === 'xlm-roberta' ? { modelType, positionOffset } : {}),
     hiddenSize,
     numLayers: f.int('num_hidden_layers'),
     numHeads,
@@ -83,8 +97,9 @@ export function hfFilesFromBert(c: BertConfig): { config: HfJson; modules: HfJso
   if (c.normalize) modules.push({ idx: 2, name: '2', path: '2_Normalize', type: 'sentence_transformers.models.Normalize' });
   return {
     config: {
-      architectures: ['BertModel'],
-      model_type: 'bert',
+      ...(c.modelType === 'xlm-roberta'
+        ? { architectures: ['XLMRobertaModel'], model_type: 'xlm-roberta', pad_token_id: (c.positionOffset ?? 2) - 1 }
+        : { architectures: ['BertModel'], model_type: 'bert' }),
       hidden_size: c.hiddenSize,
       num_hidden_layers: c.numLayers,
       num_attention_heads: c.numHeads,
@@ -146,7 +161,7 @@ export function bertClassifierConfigFromHfJson(hf: HfJson, path?: string): BertC
   return {
     architecture: 'bert-classifier',
     ...encoder,
-    maxSeqLength: encoder.maxPositionEmbeddings,
+    maxSeqLength: bertMaxSequence(encoder),
     numLabels: labels.length,
     labels,
     pooler: true,

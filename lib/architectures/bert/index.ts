@@ -4,9 +4,20 @@
  * order: 5 embedding tensors, then 16 per layer, then the optional pooler.
  */
 
-/** BERT / MiniLM sentence embedders (FORMATS.md §3). */
+/**
+ * BERT / MiniLM sentence embedders (FORMATS.md §3), and XLM-RoBERTa's (the same encoder, its
+ * positions counted from padding_idx + 1).
+ */
 export interface BertConfig {
   architecture: 'bert';
+  /** The config.json model_type it came from and is written back as; absent: 'bert'. */
+  modelType?: BertModelType;
+  /**
+   * The position-table row of a sequence's first token: XLM-RoBERTa's padding_idx + 1 (HF's
+   * create_position_ids_from_input_ids on unpadded input); absent: 0. A sequence holds up to
+   * maxPositionEmbeddings - positionOffset tokens.
+   */
+  positionOffset?: number;
   hiddenSize: number;
   numLayers: number;
   numHeads: number;
@@ -20,6 +31,14 @@ export interface BertConfig {
   maxSeqLength: number;
   pooling: 'mean' | 'cls' | 'max';
   normalize: boolean;
+}
+
+/** The config.json model_types the BERT encoder runs. */
+export type BertModelType = 'bert' | 'xlm-roberta';
+
+/** The most tokens one sequence of the encoder holds (the position rows past the offset). */
+export function bertMaxSequence(c: Pick<BertConfig, 'maxPositionEmbeddings' | 'positionOffset'>): number {
+  return c.maxPositionEmbeddings - (c.positionOffset ?? 0);
 }
 
 /**
@@ -127,10 +146,10 @@ export function bertClassifierTensorSpecs(c: BertClassifierConfig): BertTensorSp
   ];
 }
 
-/** An HF checkpoint key -> canonical name (`bert.` prefix and TF-era gamma/beta dropped); null: the MLM head and position ids. */
+/** An HF checkpoint key -> canonical name (`bert.` / `roberta.` prefix and TF-era gamma/beta dropped); null: the MLM head and position ids. */
 export function bertCheckpointName(key: string): string | null {
-  let n = key.startsWith('bert.') ? key.slice(5) : key;
-  if (n === 'embeddings.position_ids' || n.startsWith('cls.')) return null;
+  let n = key.startsWith('bert.') ? key.slice(5) : key.startsWith('roberta.') ? key.slice(8) : key;
+  if (n === 'embeddings.position_ids' || n.startsWith('cls.') || n.startsWith('lm_head.')) return null;
   n = n.replace(/\.LayerNorm\.gamma$/, '.LayerNorm.weight').replace(/\.LayerNorm\.beta$/, '.LayerNorm.bias');
   return n;
 }

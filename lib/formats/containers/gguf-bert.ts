@@ -154,6 +154,7 @@ export function wordPieceFromGguf(t: GgufVocabulary): Extract<TokenizerData, { k
 /** The `bert.*` key/values of a config (llama.cpp's names), before the vocabulary's. */
 export function bertGgufKvs(c: BertConfig | BertClassifierConfig, name: string): KvEntry[] {
   if (c.hiddenAct !== 'gelu') throw new UnsupportedError(`GGUF BERT runs erf GELU; this model uses ${c.hiddenAct}`);
+  if (c.positionOffset) throw new UnsupportedError('writing an XLM-RoBERTa encoder to GGUF (position rows from padding_idx + 1, a Unigram vocabulary) is not supported yet');
   let pooling = POOLING_RANK;
   if ('pooling' in c) {
     if (c.pooling === 'max') throw new UnsupportedError('GGUF (llama.cpp) has no max pooling');
