@@ -16,7 +16,7 @@
  * registry, never the name, what to do with a config.
  */
 import type { Architecture, ModelConfig } from './model-config';
-import { bertCheckpointName, bertClassifierTensorSpecs, bertTensorSpecs, type BertConfig } from './bert';
+import { bertCheckpointName, bertClassifierHfName, bertClassifierTensorSpecs, bertTensorSpecs, type BertConfig } from './bert';
 import { DECODER_VARIANTS, decoderCheckpointNames, decoderFusedParts, decoderTensorShapes, type BuiltinChatTemplate, type DecoderArchitecture, type DecoderConfig, type FusedPart } from './decoder';
 import { moondreamCheckpointName, moondreamTensorSpecs, type MoondreamConfig } from './moondream';
 import { tllmTensorSpecs, type TllmConfig } from './tllm';
@@ -44,6 +44,8 @@ export interface ArchitectureEntry<C extends ModelConfig = ModelConfig> {
   tensors(config: C): { name: string; shape: number[]; optional: boolean }[];
   /** The canonical name of each key of an HF checkpoint holding `keys`; null: a key the model does not use. */
   checkpointNames(keys: readonly string[]): (key: string) => string | null;
+  /** The way back: the name an HF checkpoint of it gives a canonical tensor (absent: the canonical name). */
+  hfTensorName?(config: C): (name: string) => string;
   /** The one-to-many step: the row blocks of a fused checkpoint tensor (by its canonical name), undefined for others. */
   fusedParts?(config: C): (name: string) => FusedPart[] | undefined;
   /** Positions one sequence may hold (Infinity: no text-generation engine runs it). */
@@ -154,10 +156,11 @@ const ENTRIES: readonly ArchitectureEntry[] = [
   entry<Extract<ModelConfig, { architecture: 'bert-classifier' }>>({
     name: 'bert-classifier',
     family: 'bert',
-    hf: { modelTypes: [], classes: ['BertForSequenceClassification'] },
+    hf: { modelTypes: [], classes: ['BertForSequenceClassification', 'XLMRobertaForSequenceClassification'] },
     engine: 'bert',
     modelClass: 'Reranker',
     checkpointNames: () => bertCheckpointName,
+    hfTensorName: (c) => bertClassifierHfName(c),
     tensors: (c) => bertClassifierTensorSpecs(c),
     maxSeqLen: () => Infinity,
     layerCounts: (c) => [['num_hidden_layers', c.numLayers]],

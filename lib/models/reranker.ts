@@ -14,12 +14,12 @@
  * asks.
  */
 import { architectureOf, type EngineName } from '../architectures';
-import { bertMaxSequence, type BertClassifierConfig } from '../architectures/bert';
+import { bertMaxSequence, bertPairLayout, type BertClassifierConfig } from '../architectures/bert';
 import { BertEngine, type EmbedderQuant } from '../engines/bert';
 import { AbortError, DisposedError, rangeError, UnsupportedError } from '../base/errors';
 import { readWeights } from '../formats';
 import type { Tokenizer } from '../tokenizers';
-import { encodePair, PAIR_TRUNCATIONS, type PairTruncation } from '../tokenizers/pair';
+import { encodePair, pairSpecialCount, PAIR_TRUNCATIONS, type PairSpecials, type PairTruncation } from '../tokenizers/pair';
 import { encodeAsync } from '../tokenizer-loading';
 import { modelFolder, resolveTokenizer } from '../tokenizer-loading/resolve';
 import { closeWeights, type FormatName, type ModelWeights } from '../addon/weights';
@@ -115,7 +115,7 @@ export class Reranker {
     private readonly weights: ModelWeights,
     readonly tokenizer: Tokenizer,
     readonly config: BertClassifierConfig,
-    private readonly specials: { cls: number; sep: number },
+    private readonly specials: PairSpecials,
     options: { maxSeqLength: number; activation: ScoreActivation; truncation: PairTruncation },
   ) {
     this.maxSeqLength = options.maxSeqLength;
@@ -250,15 +250,16 @@ export async function loadReranker(path: string, options: LoadRerankerOptions = 
       throw new UnsupportedError(`${path} is a classifier with ${config.numLabels} labels (${config.labels.join(', ')}); a reranker scores with one`);
     }
     const maxSeqLength = options.maxSeqLength ?? config.maxSeqLength;
-    if (!Number.isInteger(maxSeqLength) || maxSeqLength < 3 || maxSeqLength > bertMaxSequence(config)) {
-      throw rangeError(`maxSeqLength must be an integer in [3, ${bertMaxSequence(config)}], got ${maxSeqLength}`);
+    const fewest = pairSpecialCount(bertPairLayout(config));
+    if (!Number.isInteger(maxSeqLength) || maxSeqLength < fewest || maxSeqLength > bertMaxSequence(config)) {
+      throw rangeError(`maxSeqLength must be an integer in [${fewest}, ${bertMaxSequence(config)}], got ${maxSeqLength}`);
     }
     const tokenizer = await resolveTokenizer(weights, options.tokenizer);
     if (!tokenizer) throw new UnsupportedError(`${path} has no embedded vocabulary and no tokenizer files are in ${modelFolder(path)}; pass options.tokenizer`);
     const { cls, sep } = tokenizer.specialIds;
-    if (cls === undefined || sep === undefined) throw new UnsupportedError(`the tokenizer of ${path} has no [CLS]/[SEP] tokens to pair texts with`);
+    if (cls === undefined || sep === undefined) throw new UnsupportedError(`the tokenizer of ${path} has no [CLS]/[SEP] (<s>/</s>) tokens to pair texts with`);
     const engine = await loadEngine(weights, options);
-    return new Reranker(engine, weights, tokenizer, config, { cls, sep }, {
+    return new Reranker(engine, weights, tokenizer, config, { cls, sep, layout: bertPairLayout(config) }, {
       maxSeqLength,
       activation: options.activation ?? config.scoreActivation ?? 'none',
       truncation: options.truncation ?? 'longest_first',

@@ -1,7 +1,7 @@
 /**
- * Sentence pairs as BERT cross-encoders take them, as Hugging Face's tokenizer encodes a pair
- * (BertProcessing / the pair template `[CLS] $A [SEP] $B [SEP]`, type ids 0 then 1) with its
- * pair truncation:
+ * Sentence pairs as cross-encoders take them, as Hugging Face's tokenizer encodes a pair — BERT's
+ * (BertProcessing / the pair template `[CLS] $A [SEP] $B [SEP]`, type ids 0 then 1) or RoBERTa's
+ * (RobertaProcessing: `<s> $A </s></s> $B </s>`, type ids all 0) — with its pair truncation:
  *
  *   - 'longest_first' (HF's default for `truncation=True`, which sentence-transformers'
  *     CrossEncoder uses): when the pair is too long, the shorter side keeps min(its length,
@@ -17,10 +17,14 @@ import { rangeError } from '../base/errors';
 export type PairTruncation = 'longest_first' | 'only_second';
 export const PAIR_TRUNCATIONS: readonly PairTruncation[] = ['longest_first', 'only_second'];
 
-/** The special tokens around a pair. */
+/** Where the special tokens go: 'bert' ([CLS] a [SEP] b [SEP]) or 'roberta' (<s> a </s></s> b </s>). */
+export type PairLayout = 'bert' | 'roberta';
+
+/** The special tokens around a pair (RoBERTa's <s> and </s> as cls and sep), and their layout (default 'bert'). */
 export interface PairSpecials {
   cls: number;
   sep: number;
+  layout?: PairLayout;
 }
 
 /** How many tokens of each side fit in `room` under `strategy`. */
@@ -39,14 +43,25 @@ export function truncatedPairLengths(a: number, b: number, room: number, strateg
   return [ka, room - ka];
 }
 
+/** How many special tokens a pair of `layout` adds. */
+export function pairSpecialCount(layout: PairLayout = 'bert'): number {
+  return layout === 'roberta' ? 4 : 3;
+}
+
 /**
- * `[CLS] a [SEP] b [SEP]` cut to `maxLength` ids (the three special tokens included), with the
- * token types (0 through the first [SEP], 1 after it).
+ * `[CLS] a [SEP] b [SEP]` (types 0 through the first [SEP], 1 after it) or `<s> a </s></s> b </s>`
+ * (types all 0), cut to `maxLength` ids (the special tokens included).
  */
 export function encodePair(a: readonly number[], b: readonly number[], specials: PairSpecials, maxLength: number, strategy: PairTruncation): { ids: number[]; types: number[] } {
-  if (!Number.isInteger(maxLength) || maxLength < 3) throw rangeError(`a pair needs a maxLength of at least 3, got ${maxLength}`);
-  const [na, nb] = truncatedPairLengths(a.length, b.length, maxLength - 3, strategy);
-  const ids = [specials.cls, ...a.slice(0, na), specials.sep, ...b.slice(0, nb), specials.sep];
+  const extra = pairSpecialCount(specials.layout);
+  if (!Number.isInteger(maxLength) || maxLength < extra) throw rangeError(`a pair needs a maxLength of at least ${extra}, got ${maxLength}`);
+  const [na, nb] = truncatedPairLengths(a.length, b.length, maxLength - extra, strategy);
+  const { cls, sep } = specials;
+  if (specials.layout === 'roberta') {
+    const ids = [cls, ...a.slice(0, na), sep, sep, ...b.slice(0, nb), sep];
+    return { ids, types: ids.map(() => 0) };
+  }
+  const ids = [cls, ...a.slice(0, na), sep, ...b.slice(0, nb), sep];
   const types = ids.map((_, i) => (i < na + 2 ? 0 : 1));
   return { ids, types };
 }

@@ -22,6 +22,13 @@ export interface TinyCrossEncoderOptions {
   dropPooler?: boolean;
   /** Rows of the classifier (default 1; id2label says as many labels). */
   numLabels?: number;
+  /**
+   * XLMRobertaForSequenceClassification instead (bge-reranker-v2-m3's layout): `roberta.` keys,
+   * the head as classifier.dense / classifier.out_proj, positions from padding_idx + 1 (two
+   * random rows stored in front of the table `tensors` holds), one token type, and the MiniLM
+   * tokenizer.json with RoBERTa's pair post-processor (`[CLS] a [SEP] [SEP] b [SEP]`, types 0).
+   */
+  xlmRoberta?: boolean;
 }
 
 export interface TinyCrossEncoder {
@@ -40,11 +47,12 @@ export function writeTinyCrossEncoder(dir: string, o: TinyCrossEncoderOptions = 
   const heads = o.heads ?? 4;
   const I = o.intermediate ?? 64;
   const P = o.maxPositions ?? 64;
-  const config = { hidden: H, layers: L, heads, intermediate: I, vocab: VOCAB, maxPositions: P, typeVocab: 2, eps: 1e-12 };
+  const xlmr = o.xlmRoberta === true;
+  const config = { hidden: H, layers: L, heads, intermediate: I, vocab: VOCAB, maxPositions: P, typeVocab: xlmr ? 1 : 2, eps: 1e-12 };
   const rand = mulberry32(o.seed ?? 1234);
   const tensors = new Map<string, { shape: number[]; data: Float64Array }>();
   const stored: { key: string; shape: number[]; data: Float32Array }[] = [];
-  const add = (name: string, shape: number[], fill: () => number, key = `bert.${name}`) => {
+  const add = (name: string, shape: number[], fill: () => number, key = `${xlmr ? 'roberta' : 'bert'}.${name}`) => {
     const data = new Float32Array(shape.reduce((a, b) => a * b, 1));
     for (let i = 0; i < data.length; i++) data[i] = fill();
     stored.push({ key, shape, data });
@@ -54,7 +62,14 @@ export function writeTinyCrossEncoder(dir: string, o: TinyCrossEncoderOptions = 
   const gain = () => 1 + (rand() * 2 - 1) * 0.2;
   add('embeddings.word_embeddings.weight', [VOCAB, H], weight(1));
   add('embeddings.position_embeddings.weight', [P, H], weight(0.5));
-  add('embeddings.token_type_embeddings.weight', [2, H], weight(1));
+  if (xlmr) {
+    // Rows 0 and 1 (padding_idx + 1 = 2 is the first position): never read.
+    const table = stored[stored.length - 1];
+    const front = Float32Array.from({ length: 2 * H }, weight(3));
+    table.data = Float32Array.from([...front, ...table.data]);
+    table.shape = [P + 2, H];
+  }
+  add('embeddings.token_type_embeddings.weight', [config.typeVocab, H], weight(1));
   add('embeddings.LayerNorm.weight', [H], gain);
   add('embeddings.LayerNorm.bias', [H], weight(0.1));
   const linear = (name: string, out: number, inn: number) => {
@@ -80,6 +95,11 @@ export function writeTinyCrossEncoder(dir: string, o: TinyCrossEncoderOptions = 
   const labels = o.numLabels ?? 1;
   add('classifier.weight', [labels, H], weight(2 / Math.sqrt(H)), 'classifier.weight');
   add('classifier.bias', [labels], weight(0.5), 'classifier.bias');
+  if (xlmr) {
+    for (const t of stored) {
+      t.key = t.key.replace(/^roberta\.pooler\.dense\./, 'classifier.dense.').replace(/^classifier\.(weight|bias)$/, 'classifier.out_proj.$1');
+    }
+  }
 
   fs.mkdirSync(dir, { recursive: true });
   writeSafetensors(path.join(dir, 'model.safetensors'), stored);
@@ -87,15 +107,16 @@ export function writeTinyCrossEncoder(dir: string, o: TinyCrossEncoderOptions = 
     path.join(dir, 'config.json'),
     JSON.stringify(
       {
-        architectures: ['BertForSequenceClassification'],
-        model_type: 'bert',
+        architectures: [xlmr ? 'XLMRobertaForSequenceClassification' : 'BertForSequenceClassification'],
+        model_type: xlmr ? 'xlm-roberta' : 'bert',
+        ...(xlmr ? { pad_token_id: 1 } : {}),
         hidden_size: H,
         num_hidden_layers: L,
         num_attention_heads: heads,
         intermediate_size: I,
         vocab_size: VOCAB,
-        max_position_embeddings: P,
-        type_vocab_size: 2,
+        max_position_embeddings: xlmr ? P + 2 : P,
+        type_vocab_size: config.typeVocab,
         layer_norm_eps: config.eps,
         hidden_act: 'gelu',
         position_embedding_type: 'absolute',
@@ -107,7 +128,13 @@ export function writeTinyCrossEncoder(dir: string, o: TinyCrossEncoderOptions = 
       2,
     ),
   );
-  for (const name of ['tokenizer.json', 'vocab.txt']) fs.copyFileSync(fixture('tokenizers', 'minilm', name), path.join(dir, name));
+  if (xlmr) {
+    const tokenizer = JSON.parse(fs.readFileSync(fixture('tokenizers', 'minilm', 'tokenizer.json'), 'utf8'));
+    tokenizer.post_processor = { type: 'RobertaProcessing', sep: ['[SEP]', 102], cls: ['[CLS]', 101], trim_offsets: true, add_prefix_space: false };
+    fs.writeFileSync(path.join(dir, 'tokenizer.json'), JSON.stringify(tokenizer));
+  } else {
+    for (const name of ['tokenizer.json', 'vocab.txt']) fs.copyFileSync(fixture('tokenizers', 'minilm', name), path.join(dir, name));
+  }
   return { dir, tensors, config };
 }
 

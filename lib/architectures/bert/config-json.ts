@@ -174,7 +174,7 @@ export function hfConfigFromBertClassifier(c: BertClassifierConfig): HfJson {
   const { config } = hfFilesFromBert({ ...c, architecture: 'bert', pooling: 'cls', normalize: false });
   return {
     ...config,
-    architectures: ['BertForSequenceClassification'],
+    architectures: [c.modelType === 'xlm-roberta' ? 'XLMRobertaForSequenceClassification' : 'BertForSequenceClassification'],
     id2label: Object.fromEntries(c.labels.map((l, i) => [String(i), l])),
     label2id: Object.fromEntries(c.labels.map((l, i) => [l, i])),
     ...(c.scoreActivation ? { sentence_transformers: { activation_fn: c.scoreActivation === 'sigmoid' ? 'torch.nn.modules.activation.Sigmoid' : 'torch.nn.modules.linear.Identity' } } : {}),

@@ -36,6 +36,11 @@ export interface BertConfig {
 /** The config.json model_types the BERT encoder runs. */
 export type BertModelType = 'bert' | 'xlm-roberta';
 
+/** Where a cross-encoder of this config puts a pair's special tokens (lib/tokenizers/pair.ts): RoBERTa's layout for XLM-R. */
+export function bertPairLayout(c: Pick<BertConfig, 'modelType'>): 'bert' | 'roberta' {
+  return c.modelType === 'xlm-roberta' ? 'roberta' : 'bert';
+}
+
 /** The most tokens one sequence of the encoder holds (the position rows past the offset). */
 export function bertMaxSequence(c: Pick<BertConfig, 'maxPositionEmbeddings' | 'positionOffset'>): number {
   return c.maxPositionEmbeddings - (c.positionOffset ?? 0);
@@ -151,5 +156,19 @@ export function bertCheckpointName(key: string): string | null {
   let n = key.startsWith('bert.') ? key.slice(5) : key.startsWith('roberta.') ? key.slice(8) : key;
   if (n === 'embeddings.position_ids' || n.startsWith('cls.') || n.startsWith('lm_head.')) return null;
   n = n.replace(/\.LayerNorm\.gamma$/, '.LayerNorm.weight').replace(/\.LayerNorm\.beta$/, '.LayerNorm.bias');
-  return n;
+  // RoBERTa's classification head is BERT's pooler + classifier under other names.
+  return n.replace(/^classifier\.dense\./, 'pooler.dense.').replace(/^classifier\.out_proj\./, 'classifier.');
+}
+
+/**
+ * The checkpoint name HF's class uses for a canonical name: XLMRobertaForSequenceClassification's
+ * `roberta.` prefix and head names (classifier.dense, classifier.out_proj); others as they are.
+ */
+export function bertClassifierHfName(c: Pick<BertConfig, 'modelType'>): (name: string) => string {
+  if (c.modelType !== 'xlm-roberta') return (name) => name;
+  return (name) => {
+    if (name.startsWith('pooler.dense.')) return name.replace(/^pooler\.dense\./, 'classifier.dense.');
+    if (name.startsWith('classifier.')) return name.replace(/^classifier\./, 'classifier.out_proj.');
+    return `roberta.${name}`;
+  };
 }

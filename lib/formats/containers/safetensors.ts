@@ -366,14 +366,15 @@ function* shiftedChunks(view: TensorView, shift: number): Generator<Float32Array
 }
 
 /** The padded JSON header for planned tensors. */
-function encodeHeader(planned: Planned[], metadata: Record<string, string>): Buffer {
+function encodeHeader(planned: Planned[], metadata: Record<string, string>, hfName: (name: string) => string): Buffer {
   const header: Record<string, unknown> = { __metadata__: metadata };
   let offset = 0;
   for (const p of planned) {
-    if (p.view.name === '__metadata__' || Object.prototype.hasOwnProperty.call(header, p.view.name)) {
-      throw rangeError(`duplicate or reserved tensor name '${p.view.name}'`);
+    const name = hfName(p.view.name);
+    if (name === '__metadata__' || Object.prototype.hasOwnProperty.call(header, name)) {
+      throw rangeError(`duplicate or reserved tensor name '${name}'`);
     }
-    header[p.view.name] = { dtype: DTYPE_NAMES[p.dtype], shape: p.shape, data_offsets: [offset, offset + p.byteLength] };
+    header[name] = { dtype: DTYPE_NAMES[p.dtype], shape: p.shape, data_offsets: [offset, offset + p.byteLength] };
     offset += p.byteLength;
   }
   const json = Buffer.from(JSON.stringify(header), 'utf8');
@@ -392,7 +393,7 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
     // EMBD's metadata entries (model name, created_at, ...) ride along, in order, for the way back.
     for (const [k, v] of Object.entries(weights.metadata)) if (typeof v === 'string') metadata[`${EMBD_METADATA_PREFIX}${k}`] = v;
   }
-  const header = encodeHeader(planned, metadata);
+  const header = encodeHeader(planned, metadata, architectureOf(weights.config)?.hfTensorName?.(weights.config) ?? ((name) => name));
   const total = 8 + header.length + planned.reduce((a, p) => a + p.byteLength, 0);
   const c = weights.config;
   const dtypes = new Set(planned.map((p) => p.dtype));
