@@ -33,12 +33,13 @@ export type { DType, GgmlBlockDType, FormatName, ModelWeights, PlainDType, Tenso
 export type { Architecture, ModelConfig, UnknownConfig } from './architectures/model-config';
 export type { DecoderConfig } from './architectures/decoder';
 export type { TllmConfig } from './architectures/tllm';
-export type { BertClassifierConfig, BertConfig } from './architectures/bert';
+export type { BertClassifierConfig, BertConfig, BertModelType } from './architectures/bert';
 export type { MoondreamConfig } from './architectures/moondream';
 export { loadTokenizer, loadTokenizerSync } from './tokenizer-loading';
 export type { DecodeOptions, EncodeOptions, SpecialTokenIds, StreamDecoder, Tokenizer, TokenizerKind } from './tokenizers';
 export type { EmbedOptions, EmbedderInfo, EmbedderQuant, LoadEmbedderOptions, Pooling } from './models/embedder';
 export type { LoadRerankerOptions, PairScores, PairTruncation, RankOptions, RankedDocument, RerankerInfo, ScoreActivation } from './models/reranker';
+export type { PairLayout, PairSpecials } from './tokenizers/pair';
 export { Model, loadModel } from './models/model';
 export type { ChatOptions, ChatPrompt, KvCacheUsage, LoadModelOptions, ModelInfo } from './models/model';
 export type { AnswerOptions, EncodeImageOptions, ImageInput, RawImage } from './models/moondream';
