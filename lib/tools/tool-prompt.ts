@@ -8,6 +8,8 @@
  */
 import type { ChatMessage, ChatRenderOptions, ChatTemplate } from '../generation/chat';
 import type { ToolCallConstraint } from '../generation/generate';
+import { prepareJsonSchema, type CompiledJsonSchema } from '../constrain';
+import { harmonyCallHeader, HARMONY_MARKERS, parseHarmonyHeader } from '../generation/harmony';
 import { prepareToolCallGrammar } from './call-grammar';
 import { detectToolFormat, type ToolCallFormat } from './formats';
 import { checkTools, TOOL_LIMITS, toolsOfChoice, type ToolChoice, type ToolDefinition } from './types';
@@ -79,6 +81,33 @@ function fallbackMessages(messages: readonly ChatMessage[], tools: readonly Tool
   return out;
 }
 
+/** A tool without parameters takes none: `{}`. */
+const NO_PARAMETERS = { type: 'object', properties: {} } as const;
+
+/**
+ * Harmony's calls (gpt-oss): the arguments are the message after a `to=functions.NAME` header,
+ * generated under that tool's parameters schema. One tool forced: the prompt ends with its whole
+ * header. Several, one of them required: the prompt ends with `<|channel|>commentary to=functions.`
+ * and the model names the tool (the header's special tokens are outside the mask's reach), whose
+ * schema then constrains the arguments; with 'auto' every call the model opens is constrained so.
+ */
+async function harmonyConstraint(callable: readonly ToolDefinition[], forced: boolean, single: boolean): Promise<ToolCallConstraint & { lead: string }> {
+  const grammars = new Map<string, CompiledJsonSchema>();
+  for (const t of callable) grammars.set(t.name, await prepareJsonSchema(t.parameters ?? NO_PARAMETERS));
+  if (forced && callable.length === 1) {
+    const open = harmonyCallHeader(callable[0].name);
+    return { open, grammar: grammars.get(callable[0].name)!, forced: true, single: true, lead: open };
+  }
+  const grammarFor = (header: string) => {
+    // the header of the message the opening ends (after the last marker that closed or opened one)
+    const from = Math.max(header.lastIndexOf(HARMONY_MARKERS.start), header.lastIndexOf(HARMONY_MARKERS.end));
+    const recipient = parseHarmonyHeader(from < 0 ? header : header.slice(from)).recipient;
+    return recipient?.startsWith('functions.') ? grammars.get(recipient.slice('functions.'.length)) : undefined;
+  };
+  const lead = forced ? `${HARMONY_MARKERS.channel}commentary to=functions.` : '';
+  return { open: HARMONY_MARKERS.message, grammar: grammars.get(callable[0].name)!, grammarFor, forced: false, single, lead };
+}
+
 export async function prepareToolPrompt(template: ChatTemplate, messages: readonly ChatMessage[], options: ChatRenderOptions & ToolChatOptions): Promise<ToolPrompt> {
   const tools = options.tools ?? [];
   checkTools(tools);
@@ -90,6 +119,10 @@ export async function prepareToolPrompt(template: ChatTemplate, messages: readon
   const rendered = own ? messages : fallbackMessages(messages, tools);
   const forced = choice !== 'auto' && choice !== 'none';
   let constraint: ToolCallConstraint | undefined;
+  if (format.family === 'harmony') {
+    const harmony = callable.length > 0 ? await harmonyConstraint(callable, forced, forced || options.parallelToolCalls === false) : undefined;
+    return { messages: rendered, render: { ...render, tools }, format, forcedOpen: harmony?.lead ?? '', constraint: harmony };
+  }
   if (callable.length > 0 && (forced || format.open !== '')) {
     const single = forced || options.parallelToolCalls === false;
     const grammar = await prepareToolCallGrammar(callable, format, single ? 1 : TOOL_LIMITS.maxCallsPerReply);
