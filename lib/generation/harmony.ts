@@ -16,6 +16,7 @@
  */
 import type { ToolCall } from './tool-call-types';
 
+/** Harmony's markers, each one special token of o200k_harmony. */
 export const HARMONY_MARKERS = Object.freeze({
   start: '<|start|>',
   channel: '<|channel|>',
@@ -45,6 +46,7 @@ export function harmonyCallHeader(name: string): string {
   return `${M.channel}commentary to=functions.${name} ${M.constrain}json${M.message}`;
 }
 
+/** What a message header says: its channel (analysis, commentary, final) and its recipient. */
 export interface HarmonyHeader {
   channel: string;
   /** `to=…`: `functions.NAME` for a tool call. */
@@ -101,6 +103,7 @@ export class HarmonyStreamer {
 
   constructor(private readonly newId: () => string) {}
 
+  /** Adds text; returns the reasoning and content now safe to send. */
   push(text: string): HarmonyPiece {
     this.held += text;
     const out: HarmonyPiece = { reasoning: '', content: '' };

@@ -28,7 +28,7 @@ export interface ToolCallFormat {
   readonly templateRendersTools: boolean;
 }
 
-/** The tool-call format a chat template writes (hermes, Mistral, Llama 3, or the generic fallback). */
+/** The tool-call format a chat template writes (hermes, Mistral, Llama 3, Harmony, or the generic fallback). */
 export function detectToolFormat(templateSource: string | undefined): ToolCallFormat {
   const source = templateSource ?? '';
   const rendersTools = /\btools\b/.test(source);
