@@ -1,0 +1,91 @@
+/**
+ * Harmony through the server (gpt-oss's format, issue #25 item 1 / #27 item 2): a tiny random Llama
+ * carrying gpt-oss's real tokenizer.json and chat template (harmony-template.ts), served and asked
+ * through the official openai client. A named function is forced: the prompt ends with Harmony's
+ * call header and the arguments are generated under the tool's schema, so even random weights
+ * return a call that validates (ajv), finish_reason 'tool_calls', whole and streamed; the stop
+ * tokens are <|return|> and <|call|>. Skipped without the template.
+ */
+import * as fs from 'node:fs';
+import * as nodePath from 'node:path';
+import Ajv from 'ajv';
+import type OpenAI from 'openai';
+import { loadModel, type Model } from '../../lib/models/model';
+import { tinyDecoder, writeHfFolder } from '../engines/tiny-decoder';
+import { ALARM_TOOL, BOUNDED_TOOLS } from '../helpers/tool-model';
+import { testWorkspace } from '../helpers/workspace';
+import { familyDir, familyJson } from '../tokenizers/family-reference';
+import { useTempTokenizerCache } from '../tokenizers/family-compare';
+import { gptOssTemplateSource } from '../generation/harmony-template';
+import { startServer, type Running } from './server-helpers';
+
+const source = gptOssTemplateSource();
+const suite = source ? describe : describe.skip;
+useTempTokenizerCache();
+const ws = testWorkspace('harmony-serve-');
+
+const LLAMA = {
+  architectures: ['LlamaForCausalLM'], model_type: 'llama', tie_word_embeddings: true, vocab_size: 201088, rope_theta: 150000, bos_token_id: 199998,
+  eos_token_id: 200002, hidden_size: 16, intermediate_size: 32, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1, head_dim: 8,
+  max_position_embeddings: 2048, rms_norm_eps: 1e-5,
+};
+const validate = new Ajv({ strict: false }).compile(ALARM_TOOL.parameters);
+// (the template writes every tool's description: it fails on a tool without one, as it does under Python's Jinja)
+const TOOLS: OpenAI.ChatCompletionTool[] = BOUNDED_TOOLS.map((t) => ({ type: 'function', function: { description: `Calls ${t.name}`, ...t } }));
+const MESSAGES: OpenAI.ChatCompletionMessageParam[] = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Wake me at seven on Monday.' }];
+
+suite('Harmony (gpt-oss template) through weightmap serve', () => {
+  let model: Model;
+  let running: Running;
+  let client: OpenAI;
+  beforeAll(async () => {
+    const folder = writeHfFolder(tinyDecoder(LLAMA, 3), ws.fresh('gptoss-tiny'), { 'tokenizer_config.json': JSON.stringify({ ...familyJson('gptoss', 'tokenizer_config.json'), chat_template: source }) });
+    fs.symlinkSync(nodePath.join(familyDir('gptoss'), 'tokenizer.json'), nodePath.join(folder, 'tokenizer.json'));
+    model = await loadModel(folder, { threads: 1, contextLength: 2048 });
+    running = await startServer({ model, modelId: 'tiny' });
+    client = running.client();
+  }, 120_000);
+  afterAll(async () => {
+    await running?.stop();
+    model?.dispose();
+  });
+
+  it('ends a reply at <|return|> or <|call|>, not at <|end|>', () => {
+    const stops = model.chatTemplate!.stopTokenTexts.map((t) => model.tokenizer.tokenToId(t));
+    expect(stops.sort()).toEqual([200002, 200012]);
+  });
+
+  it('a named function: the call validates against its schema, finish_reason tool_calls, whole and streamed alike', async () => {
+    const request = { model: 'tiny', messages: MESSAGES, tools: TOOLS, tool_choice: { type: 'function' as const, function: { name: 'set_alarm' } }, temperature: 0, max_tokens: 300 };
+    const completion = await client.chat.completions.create(request);
+    const choice = completion.choices[0];
+    expect(choice.finish_reason).toBe('tool_calls');
+    const call = choice.message.tool_calls![0] as OpenAI.ChatCompletionMessageFunctionToolCall;
+    expect(call.function.name).toBe('set_alarm');
+    expect(validate(JSON.parse(call.function.arguments))).toBe(true);
+
+    const stream = await client.chat.completions.create({ ...request, stream: true });
+    let args = '';
+    let name = '';
+    let finish: string | null = null;
+    for await (const chunk of stream) {
+      for (const d of chunk.choices[0]?.delta.tool_calls ?? []) {
+        name += d.function?.name ?? '';
+        args += d.function?.arguments ?? '';
+      }
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    expect([name, finish]).toEqual(['set_alarm', 'tool_calls']);
+    expect(JSON.parse(args)).toEqual(JSON.parse(call.function.arguments));
+  }, 120_000);
+
+  it('a conversation with an earlier call and its result renders and is answered', async () => {
+    const completion = await client.chat.completions.create({
+      model: 'tiny', max_tokens: 8, temperature: 0,
+      messages: [...MESSAGES, { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'set_alarm', arguments: '{"hour": 7, "days": ["mon"], "loud": true}' } }] }, { role: 'tool', tool_call_id: 'c1', content: 'ok' }],
+      reasoning_effort: 'low',
+    });
+    expect(completion.usage!.prompt_tokens).toBeGreaterThan(50);
+    expect(['stop', 'length', 'tool_calls']).toContain(completion.choices[0].finish_reason);
+  }, 60_000);
+});
