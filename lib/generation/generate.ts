@@ -97,6 +97,13 @@ export interface ToolCallConstraint {
   grammarFor?: (header: string) => CompiledJsonSchema | undefined;
   /** The text the prompt ended with, which leads the output text (default: `open` when forced). */
   lead?: string;
+  /**
+   * A forced call whose header names the tool outside JSON and then holds tokens no mask allows
+   * (Harmony's special tokens): the name is written first under `grammar` (one of the names), then
+   * `after` is fed as it is (its special-token text as those tokens) and the arguments follow
+   * `grammarFor(lead + name + after)`.
+   */
+  naming?: { grammar: CompiledJsonSchema; after: string };
 }
 
 /** One step of a generation, as its iterator yields it. */
@@ -301,7 +308,10 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
     const tools = options.toolCalls;
     const toolConstraint = (grammar = tools!.grammar) => constrainModule().jsonSchemaConstraint(tokenizer, host.vocabSize, grammar, []);
     // The call being written (its stop tokens are never allowed: the call ends by its grammar).
-    let call: TokenConstraint | undefined = tools?.forced ? await toolConstraint() : undefined;
+    let call: TokenConstraint | undefined = tools?.forced ? await toolConstraint(tools.naming?.grammar) : undefined;
+    // The name being written (tools.naming) and its text so far.
+    let naming = tools?.forced === true && tools.naming !== undefined;
+    let name = '';
     // Recent output text (special tokens' included), where the opening of a call is looked for.
     let tail = tools && !tools.forced ? (tools.lead ?? '') : '';
     let lead = tools?.lead ?? (tools?.forced ? tools.open : '');
@@ -363,7 +373,19 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
         let callDone = false;
         if (call) {
           call.advance(token);
-          if (call.complete) {
+          if (naming) name += decoded;
+          if (naming && call.complete) {
+            // The header's rest is fed with the next step; the arguments' grammar is the named tool's.
+            naming = false;
+            const after = tools!.naming!.after;
+            const afterIds = tokenizer.encode(after, { addSpecialTokens: false });
+            feed = [token, ...afterIds];
+            generated.push(...afterIds);
+            decoded += after;
+            const grammar = tools!.grammarFor ? tools!.grammarFor((tools!.lead ?? '') + name + after) : tools!.grammar;
+            call = grammar === undefined ? undefined : await toolConstraint(grammar);
+            callDone = call === undefined;
+          } else if (call.complete) {
             call = undefined;
             callDone = tools!.single;
           }

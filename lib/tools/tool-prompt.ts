@@ -10,7 +10,7 @@ import type { ChatMessage, ChatRenderOptions, ChatTemplate } from '../generation
 import type { ToolCallConstraint } from '../generation/generate';
 import { prepareJsonSchema, type CompiledJsonSchema } from '../constrain';
 import { harmonyCallHeader, HARMONY_MARKERS, parseHarmonyHeader } from '../generation/harmony';
-import { prepareToolCallGrammar } from './call-grammar';
+import { prepareToolCallGrammar, prepareWordGrammar } from './call-grammar';
 import { detectToolFormat, type ToolCallFormat } from './formats';
 import { checkTools, TOOL_LIMITS, toolsOfChoice, type ToolChoice, type ToolDefinition } from './types';
 
@@ -87,9 +87,10 @@ const NO_PARAMETERS = { type: 'object', properties: {} } as const;
 /**
  * Harmony's calls (gpt-oss): the arguments are the message after a `to=functions.NAME` header,
  * generated under that tool's parameters schema. One tool forced: the prompt ends with its whole
- * header. Several, one of them required: the prompt ends with `<|channel|>commentary to=functions.`
- * and the model names the tool (the header's special tokens are outside the mask's reach), whose
- * schema then constrains the arguments; with 'auto' every call the model opens is constrained so.
+ * header. Several, one of them required: the prompt ends with `<|channel|>commentary to=functions.`,
+ * the model writes one of the names under the mask, the header's special tokens (which no mask
+ * allows) are fed after it, and that tool's schema constrains the arguments; with 'auto' every call
+ * the model opens is constrained so.
  */
 async function harmonyConstraint(callable: readonly ToolDefinition[], forced: boolean, single: boolean): Promise<ToolCallConstraint & { lead: string }> {
   const grammars = new Map<string, CompiledJsonSchema>();
@@ -104,8 +105,11 @@ async function harmonyConstraint(callable: readonly ToolDefinition[], forced: bo
     const recipient = parseHarmonyHeader(from < 0 ? header : header.slice(from)).recipient;
     return recipient?.startsWith('functions.') ? grammars.get(recipient.slice('functions.'.length)) : undefined;
   };
-  const lead = forced ? `${HARMONY_MARKERS.channel}commentary to=functions.` : '';
-  return { open: HARMONY_MARKERS.message, grammar: grammars.get(callable[0].name)!, grammarFor, forced: false, single, lead };
+  const grammar = grammars.get(callable[0].name)!;
+  if (!forced) return { open: HARMONY_MARKERS.message, grammar, grammarFor, forced: false, single, lead: '' };
+  // One of several: the name (and the space after it) under the mask, then `<|constrain|>json<|message|>` fed, then its arguments.
+  const naming = { grammar: await prepareWordGrammar(callable.map((t) => `${t.name} `)), after: `${HARMONY_MARKERS.constrain}json${HARMONY_MARKERS.message}` };
+  return { open: HARMONY_MARKERS.message, grammar, grammarFor, forced: true, single: true, lead: `${HARMONY_MARKERS.channel}commentary to=functions.`, naming };
 }
 
 export async function prepareToolPrompt(template: ChatTemplate, messages: readonly ChatMessage[], options: ChatRenderOptions & ToolChatOptions): Promise<ToolPrompt> {

@@ -143,7 +143,7 @@ suite('Harmony: gpt-oss\'s template and replies', () => {
     expect(parsed.calls.map((c) => [c.name, JSON.parse(c.arguments)])).toEqual([['get_weather', { city: 'Oslo' }]]);
   });
 
-  it('a forced call: one tool ends the prompt with its whole header and constrains the arguments by its schema; several, the header up to the name', async () => {
+  it('a forced call: one tool ends the prompt with its whole header and constrains the arguments by its schema; several, the header up to the name, the name under the mask, the rest of the header fed', async () => {
     const messages: ChatMessage[] = [{ role: 'user', content: 'Weather?' }];
     const one = await prepareToolPrompt(template, messages, { tools: [WEATHER, TIME], toolChoice: { name: 'get_weather' } });
     expect(one.forcedOpen).toBe('<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>');
@@ -153,7 +153,7 @@ suite('Harmony: gpt-oss\'s template and replies', () => {
     expect(strip(parseHarmonyReply(prompt.slice(prompt.lastIndexOf('<|start|>assistant') + '<|start|>assistant'.length) + '{"city": "Rome"}', true, newId)).calls).toEqual([{ name: 'get_weather', arguments: '{"city": "Rome"}' }]);
     const many = await prepareToolPrompt(template, messages, { tools: [WEATHER, TIME], toolChoice: 'required' });
     expect(many.forcedOpen).toBe('<|channel|>commentary to=functions.');
-    expect(many.constraint).toMatchObject({ open: '<|message|>', forced: false, single: true });
+    expect(many.constraint).toMatchObject({ open: '<|message|>', forced: true, single: true, lead: many.forcedOpen, naming: { after: '<|constrain|>json<|message|>' } });
     const grammarFor = many.constraint!.grammarFor!;
     expect(grammarFor('get_time <|constrain|>json')).toBeUndefined(); // the header read is the whole tail, lead included, below
     expect(grammarFor('<|channel|>commentary to=functions.get_time <|constrain|>json')).toBeDefined();

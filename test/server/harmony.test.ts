@@ -79,6 +79,21 @@ suite('Harmony (gpt-oss template) through weightmap serve', () => {
     expect(JSON.parse(args)).toEqual(JSON.parse(call.function.arguments));
   }, 120_000);
 
+  it("tool_choice 'required' with two tools: the model names one under the mask, the rest of the header is fed, the arguments validate against that tool's schema", async () => {
+    const validators = new Map(BOUNDED_TOOLS.map((t) => [t.name, new Ajv({ strict: false }).compile(t.parameters)]));
+    const names = new Set<string>();
+    for (const seed of [1, 2, 3, 4]) {
+      const completion = await client.chat.completions.create({ model: 'tiny', messages: MESSAGES, tools: TOOLS, tool_choice: 'required', temperature: 1, seed, max_tokens: 300 });
+      const choice = completion.choices[0];
+      expect(choice.finish_reason).toBe('tool_calls');
+      expect(choice.message.tool_calls).toHaveLength(1);
+      const call = (choice.message.tool_calls![0] as OpenAI.ChatCompletionMessageFunctionToolCall).function;
+      expect(validators.get(call.name)?.(JSON.parse(call.arguments))).toBe(true);
+      names.add(call.name);
+    }
+    expect(names.size).toBeGreaterThan(0);
+  }, 120_000);
+
   it('a conversation with an earlier call and its result renders and is answered', async () => {
     const completion = await client.chat.completions.create({
       model: 'tiny', max_tokens: 8, temperature: 0,
