@@ -12,6 +12,8 @@ import { harmonyCallHeader, HarmonyStreamer, isHarmonyTemplate, parseHarmonyRepl
 import { detectToolFormat } from '../../lib/tools/formats';
 import { parseToolCalls } from '../../lib/tools/parse';
 import { prepareToolPrompt } from '../../lib/tools/tool-prompt';
+import type { Generation } from '../../lib/generation/generate';
+import { ChatSession } from '../../lib/models/chat-session';
 import { tokenizerFromJson, type Tokenizer } from '../../lib/tokenizers';
 import { familyJson } from '../tokenizers/family-reference';
 import { mulberry32 } from '../helpers/rng';
@@ -141,6 +143,23 @@ suite('Harmony: gpt-oss\'s template and replies', () => {
     const reply = replyOf(template, [{ role: 'user', content: 'Weather?' }], { role: 'assistant', content: '', toolCalls: [{ id: 'x', name: 'get_weather', arguments: '{"city": "Oslo"}' }] });
     const parsed = parseToolCalls(reply, detectToolFormat(source), true);
     expect(parsed.calls.map((c) => [c.name, JSON.parse(c.arguments)])).toEqual([['get_weather', { city: 'Oslo' }]]);
+  });
+
+  it('a ChatSession keeps the final channel as the reply and the analysis as its reasoning; the next turn renders', async () => {
+    const reply = replyOf(template, [{ role: 'user', content: 'Hi' }], { role: 'assistant', content: 'Hello!', reasoningContent: 'Greet back.' });
+    const [byToken] = splits(reply, tokenizer);
+    const chat = (_messages: readonly ChatMessage[]) => {
+      const generation = (async function* () {
+        for (const text of byToken) yield { token: 0, text };
+      })();
+      return Object.assign(generation, { stopReason: 'stop-token' }) as unknown as Generation;
+    };
+    const session = new ChatSession({ chat, chatTemplate: template });
+    const chunks: string[] = [];
+    expect(await session.prompt('Hi', { onTextChunk: (t) => chunks.push(t) })).toBe('Hello!');
+    expect(chunks.join('')).toBe('Hello!');
+    expect(session.messages[1]).toEqual({ role: 'assistant', content: 'Hello!', reasoningContent: 'Greet back.' });
+    expect(template.render([...session.messages, { role: 'user', content: 'Again' }])).toContain('<|start|>assistant<|channel|>final<|message|>Hello!<|end|><|start|>user<|message|>Again<|end|>');
   });
 
   it('a forced call: one tool ends the prompt with its whole header and constrains the arguments by its schema; several, the header up to the name, the name under the mask, the rest of the header fed', async () => {
