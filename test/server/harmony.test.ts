@@ -17,7 +17,7 @@ import { testWorkspace } from '../helpers/workspace';
 import { familyDir, familyJson } from '../tokenizers/family-reference';
 import { useTempTokenizerCache } from '../tokenizers/family-compare';
 import { gptOssTemplateSource } from '../generation/harmony-template';
-import { startServer, type Running } from './server-helpers';
+import { rawRequest, startServer, type Running } from './server-helpers';
 
 const source = gptOssTemplateSource();
 const suite = source ? describe : describe.skip;
@@ -93,6 +93,27 @@ suite('Harmony (gpt-oss template) through weightmap serve', () => {
     }
     expect(names.size).toBeGreaterThan(0);
   }, 120_000);
+
+  it('a reply without tools: the whole answer and the streamed one agree on content and reasoning (OpenAI and Ollama routes)', async () => {
+    const request = { model: 'tiny', messages: MESSAGES, temperature: 0, max_tokens: 40 };
+    const whole = (await client.chat.completions.create(request)).choices[0].message as { content: string | null; reasoning_content?: string };
+    let content = '';
+    let reasoning = '';
+    for await (const chunk of await client.chat.completions.create({ ...request, stream: true })) {
+      const d = chunk.choices[0]?.delta as { content?: string; reasoning_content?: string } | undefined;
+      content += d?.content ?? '';
+      reasoning += d?.reasoning_content ?? '';
+    }
+    expect({ content, reasoning }).toEqual({ content: whole.content ?? '', reasoning: whole.reasoning_content ?? '' });
+    const ollama = async (stream: boolean) => {
+      const r = await rawRequest(running.origin, '/api/chat', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'tiny', messages: MESSAGES, stream, options: { temperature: 0, num_predict: 40 } }) });
+      expect(r.status).toBe(200);
+      const lines = stream ? String(r.body).trim().split('\n').map((l) => JSON.parse(l)) : [r.body];
+      return { content: lines.map((l) => l.message.content).join(''), reasoning: lines.map((l) => l.message.thinking ?? '').join('') };
+    };
+    // (Ollama's sampling defaults differ from OpenAI's: its reply is compared with itself)
+    expect(await ollama(true)).toEqual(await ollama(false));
+  }, 60_000);
 
   it('a conversation with an earlier call and its result renders and is answered', async () => {
     const completion = await client.chat.completions.create({
