@@ -17,6 +17,7 @@ import { testWorkspace } from '../helpers/workspace';
 import { familyDir, familyJson } from '../tokenizers/family-reference';
 import { useTempTokenizerCache } from '../tokenizers/family-compare';
 import { gptOssTemplateSource } from '../generation/harmony-template';
+import { parseHarmonyReply } from '../../lib/generation/harmony';
 import { rawRequest, startServer, type Running } from './server-helpers';
 
 const source = gptOssTemplateSource();
@@ -113,6 +114,24 @@ suite('Harmony (gpt-oss template) through weightmap serve', () => {
     };
     // (Ollama's sampling defaults differ from OpenAI's: its reply is compared with itself)
     expect(await ollama(true)).toEqual(await ollama(false));
+  }, 60_000);
+
+  it("tool_choice 'auto': a call the model opens (<|message|> after a to=functions.NAME header, here the prompt's end and pushed by logit bias) has its arguments under that tool's schema", async () => {
+    const tools = BOUNDED_TOOLS.map((t) => ({ description: `Calls ${t.name}`, ...t }));
+    const messages = [{ role: 'user' as const, content: 'Wake me at seven.' }];
+    const auto = await model.chatPrompt(messages, { tools, toolChoice: 'auto', parallelToolCalls: false });
+    expect(auto.tools!.constraint).toMatchObject({ open: '<|message|>', forced: false, single: true });
+    // The prompt as if the model had written the header itself (the tail the opening is read after starts with it: `lead`).
+    const header = '<|channel|>commentary to=functions.set_alarm <|constrain|>json';
+    const prompt = { ids: [...auto.ids, ...model.tokenizer.encode(header, { addSpecialTokens: false })], tools: { ...auto.tools!, constraint: { ...auto.tools!.constraint!, lead: header } } };
+    for (const seed of [1, 2]) {
+      const generation = model.chat(prompt, { temperature: 1, seed, maxTokens: 300, logitBias: { [model.tokenizer.tokenToId('<|message|>')!]: 100 } });
+      const text = await generation.text();
+      expect(generation.stopReason).toBe('tool-call');
+      const { calls } = parseHarmonyReply(text, true, () => 'id');
+      expect(calls.map((c) => c.name)).toEqual(['set_alarm']);
+      expect(validate(JSON.parse(calls[0].arguments))).toBe(true);
+    }
   }, 60_000);
 
   it('a conversation with an earlier call and its result renders and is answered', async () => {
