@@ -3,9 +3,14 @@
  * o200k's split and ignore_merges) carried from a tiny random Llama HF folder into GGUF (`weightmap
  * convert --to gguf`) as llama.cpp writes gpt-oss's vocabulary: tokenizer.ggml.model "gpt2" with
  * pre "gpt-4o", the Harmony markers as control tokens; and from that GGUF back to an HF folder:
- * each against Hugging Face's Rust tokenizer on the real file, over the family's corpus.
+ * each against Hugging Face's Rust tokenizer on the real file, over the family's corpus. And the
+ * GGUF vocabulary as llama.cpp's own gguf-py writes it (scripts/interop/gguf-py-vocab.py: its
+ * converter's `_set_vocab_gpt2`, pre "gpt-4o"), read by weightmap: the same ids as HF; skipped
+ * without llama.cpp's source in the peers cache (WEIGHTMAP_PEERS_CACHE, default ~/.cache/weightmap-peers) and python3.
  */
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as nodePath from 'node:path';
 import { Tokenizer as HfTokenizer } from '@anush008/tokenizers';
 import { loadTokenizer } from '../../lib/tokenizer-loading';
@@ -68,4 +73,28 @@ describe('gpt-oss tokenizer: HF folder -> GGUF -> HF folder', () => {
       expect(differ.slice(0, 2).map(([text, x, y]) => `${add} ${JSON.stringify(text)} ${JSON.stringify(x)} ${JSON.stringify(y)}`)).toEqual([]);
     }
   });
+});
+
+const LLAMA_CPP = nodePath.join(process.env.WEIGHTMAP_PEERS_CACHE ?? nodePath.join(os.homedir(), '.cache', 'weightmap-peers'), 'llama.cpp');
+const withGgufPy = fs.existsSync(nodePath.join(LLAMA_CPP, 'gguf-py', 'gguf', 'vocab.py')) && spawnSync('python3', ['-c', 'import numpy'], { stdio: 'ignore' }).status === 0;
+
+(withGgufPy ? describe : describe.skip)('gpt-oss tokenizer: the GGUF vocabulary llama.cpp\'s gguf-py writes', () => {
+  const corpus = familyCorpus('gptoss');
+  const hf = HfTokenizer.fromFile(nodePath.join(familyDir('gptoss'), 'tokenizer.json'));
+  let gguf = '';
+  beforeAll(() => {
+    gguf = ws.fresh('gguf-py-vocab.gguf');
+    const script = nodePath.join(__dirname, '..', '..', 'scripts', 'interop', 'gguf-py-vocab.py');
+    const run = spawnSync('python3', [script, LLAMA_CPP, familyDir('gptoss'), String(LLAMA.vocab_size), 'gpt-4o', gguf], { encoding: 'utf8' });
+    if (run.status !== 0) throw new Error(`gguf-py-vocab.py failed: ${run.stderr}`);
+  }, 120_000);
+
+  it.each([true, false])('weightmap reads it and encodes the corpus as HF does on the real file (addSpecialTokens=%s)', async (add) => {
+    const loaded = await loadTokenizer(gguf);
+    expect(loaded.kind).toBe('byte-level-bpe');
+    const { total, bad } = await compareEncode(loaded, hf, corpus, add);
+    expect(bad).toEqual([]);
+    expect(total).toBe(corpus.length);
+    for (const t of ['<|start|>', '<|channel|>', '<|message|>', '<|return|>', '<|call|>']) expect(loaded.isSpecial(hf.tokenToId(t)!)).toBe(true);
+  }, 120_000);
 });
