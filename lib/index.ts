@@ -51,6 +51,8 @@ export type { ContextShiftOptions } from './generation/context-shift';
 export { resolveSampling, SAMPLING_DEFAULTS } from './generation/sampling';
 export type { ResolvedParams, ResolvedSampling, SamplingOptions } from './generation/sampling';
 export { ajc1ChatTemplate, jinjaChatTemplate, qwen3ChatTemplate, splitThinking } from './generation/chat';
+export { HARMONY_MARKERS, HarmonyStreamer, isHarmonyTemplate, parseHarmonyHeader, parseHarmonyReply } from './generation/harmony';
+export type { HarmonyHeader, HarmonyPiece, HarmonyReply } from './generation/harmony';
 export type { Ajc1TemplateTexts, ChatMessage, ChatRenderOptions, ChatRole, ChatTemplate, JinjaTemplateTokens } from './generation/chat';
 export type { JsonSchema } from './constrain';
 export type { ParsedReply, ToolCall, ToolCallFormat, ToolChatOptions, ToolChoice, ToolDefinition, ToolFamily } from './tools';
@@ -87,7 +89,7 @@ export declare const prepareJsonSchema: typeof ConstrainModule.prepareJsonSchema
 export type { CompiledJsonSchema, SchemaLimits } from './constrain';
 /** Parses a model's reply into text and tool calls, in its template family's format. */
 export declare const parseToolCalls: typeof ToolsModule.parseToolCalls;
-/** The tool-call format a chat template writes (hermes, Mistral, Llama 3, or the generic fallback). */
+/** The tool-call format a chat template writes (hermes, Mistral, Llama 3, Harmony, or the generic fallback). */
 export declare const detectToolFormat: typeof ToolsModule.detectToolFormat;
 export declare const createHandler: typeof ServerModule.createHandler;
 export declare const createServer: typeof ServerModule.createServer;

@@ -9,6 +9,7 @@ import * as readline from 'node:readline';
 import type { Command } from 'commander';
 import type { ChatMessage } from '../generation/chat';
 import { AbortError } from '../base/errors';
+import { HarmonyStreamer, isHarmonyTemplate, type HarmonyPiece } from '../generation/harmony';
 import { loadModel } from '../models/model';
 import { writeOut } from './generate';
 import { addModelOptions, addSamplingOptions, modelOptions, samplingOptions } from './model-options';
@@ -52,6 +53,7 @@ export function registerChat(program: Command): void {
     interruptible(async (signal, modelPath: string, opts: Record<string, unknown>) => {
       const model = await loadModel(modelPath, modelOptions(opts));
       const tty = process.stdin.isTTY === true && process.stdout.isTTY === true;
+      const harmony = 'chatTemplate' in model && isHarmonyTemplate(model.chatTemplate?.source);
       const rl = readline.createInterface({ input: process.stdin, output: tty ? process.stdout : undefined, terminal: tty, prompt: '> ' });
       let running: AbortController | undefined;
       // A terminal's Ctrl-C reaches readline, not the process: it stops the reply, or at the prompt is the SIGINT it would have been.
@@ -86,18 +88,24 @@ export function registerChat(program: Command): void {
             signal: running.signal,
           });
           let reply = '';
+          let reasoning = '';
+          // A Harmony reply (gpt-oss) shows its final channel; the analysis is kept as the turn's reasoning.
+          const channels = harmony ? new HarmonyStreamer(() => '') : undefined;
+          const show = async ({ reasoning: r, content }: HarmonyPiece) => {
+            reasoning += r;
+            reply += content;
+            await writeOut(content);
+          };
           try {
-            for await (const piece of generation) {
-              reply += piece.text;
-              await writeOut(piece.text);
-            }
+            for await (const piece of generation) await show(channels ? channels.push(piece.text) : { reasoning: '', content: piece.text });
           } catch (error) {
             if (!(error instanceof AbortError)) throw error;
           } finally {
             running = undefined;
           }
+          if (channels) await show(channels.finish(generation.stopReason === 'stop-token' || generation.stopReason === 'stop-string'));
           await writeOut('\n');
-          messages.push({ role: 'assistant', content: reply });
+          messages.push({ role: 'assistant', content: reply, ...(reasoning ? { reasoningContent: reasoning } : {}) });
           if (signal.aborted) break;
           if (tty) rl.prompt();
         }

@@ -10,6 +10,7 @@ import { parseTemplate, renderBounded } from '../chat-template/bounded-render';
 import { renderInWorker } from '../chat-template/render-client';
 import { rangeError, UnsupportedError } from '../base/errors';
 import type { ToolCall, ToolDefinition } from './tool-call-types';
+import { HARMONY_STOP_TOKENS, isHarmonyTemplate } from './harmony';
 
 /** Who wrote a chat message. */
 export type ChatRole = 'system' | 'user' | 'assistant' | 'tool';
@@ -172,9 +173,13 @@ export interface JinjaTemplateTokens {
 export function jinjaChatTemplate(source: string, tokens: JinjaTemplateTokens = {}): ChatTemplate {
   if (typeof source !== 'string' || source.length === 0) throw new TypeError('the chat template source must be a non-empty string');
   const template = parseTemplate(source);
-  const stopTokenTexts = [tokens.eosToken, '<|im_end|>', '<|eot_id|>', '<|end|>', '<end_of_turn>'].filter(
-    (t): t is string => typeof t === 'string' && t.length > 0 && (t === tokens.eosToken || source.includes(t)),
+  // Harmony's `<|end|>` ends one message of a reply, not the reply: its replies end at `<|return|>` or `<|call|>`.
+  const harmony = isHarmonyTemplate(source);
+  const stopTokenTexts = [tokens.eosToken, ...(harmony ? HARMONY_STOP_TOKENS : ['<|im_end|>', '<|eot_id|>', '<|end|>', '<end_of_turn>'])].filter(
+    (t, i, all): t is string => typeof t === 'string' && t.length > 0 && (t === tokens.eosToken || source.includes(t)) && all.indexOf(t) === i,
   );
+  // A template that reads an assistant turn's reasoning as `thinking` (gpt-oss's) gets it under that name too.
+  const thinkingKey = /\.thinking\b|"thinking" in message/.test(source);
   const contextOf = (messages: readonly ChatMessage[], options: ChatRenderOptions): Record<string, unknown> => {
     checkMessages(messages);
     return {
@@ -182,7 +187,7 @@ export function jinjaChatTemplate(source: string, tokens: JinjaTemplateTokens = 
       messages: messages.map((m) => ({
         role: m.role,
         content: m.content,
-        ...(m.reasoningContent !== undefined ? { reasoning_content: m.reasoningContent } : {}),
+        ...(m.reasoningContent !== undefined ? { reasoning_content: m.reasoningContent, ...(thinkingKey ? { thinking: m.reasoningContent } : {}) } : {}),
         ...(m.toolCalls?.length ? { tool_calls: m.toolCalls.map(templateToolCall) } : {}),
         ...(m.toolCallId !== undefined ? { tool_call_id: m.toolCallId } : {}),
         ...(m.name !== undefined ? { name: m.name } : {}),

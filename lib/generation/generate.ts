@@ -89,6 +89,21 @@ export interface ToolCallConstraint {
   forced: boolean;
   /** Generation ends as soon as a call is complete (stop reason 'tool-call'). */
   single: boolean;
+  /**
+   * The grammar of the call that the text before `open` heads, read from that text (Harmony: the
+   * `to=functions.NAME` header names the tool); undefined: no call (the text is not a call's
+   * header). Without it every call follows `grammar`.
+   */
+  grammarFor?: (header: string) => CompiledJsonSchema | undefined;
+  /** The text the prompt ended with, which leads the output text (default: `open` when forced). */
+  lead?: string;
+  /**
+   * A forced call whose header names the tool outside JSON and then holds tokens no mask allows
+   * (Harmony's special tokens): the name is written first under `grammar` (one of the names), then
+   * `after` is fed as it is (its special-token text as those tokens) and the arguments follow
+   * `grammarFor(lead + name + after)`.
+   */
+  naming?: { grammar: CompiledJsonSchema; after: string };
 }
 
 /** One step of a generation, as its iterator yields it. */
@@ -291,12 +306,15 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
     if (signal?.aborted) throw new AbortError(undefined, { cause: signal.reason });
     const constraint = schema === undefined ? undefined : await constrainModule().jsonSchemaConstraint(tokenizer, host.vocabSize, schema, [...stopTokens]);
     const tools = options.toolCalls;
-    const toolConstraint = () => constrainModule().jsonSchemaConstraint(tokenizer, host.vocabSize, tools!.grammar, []);
+    const toolConstraint = (grammar = tools!.grammar) => constrainModule().jsonSchemaConstraint(tokenizer, host.vocabSize, grammar, []);
     // The call being written (its stop tokens are never allowed: the call ends by its grammar).
-    let call: TokenConstraint | undefined = tools?.forced ? await toolConstraint() : undefined;
+    let call: TokenConstraint | undefined = tools?.forced ? await toolConstraint(tools.naming?.grammar) : undefined;
+    // The name being written (tools.naming) and its text so far.
+    let naming = tools?.forced === true && tools.naming !== undefined;
+    let name = '';
     // Recent output text (special tokens' included), where the opening of a call is looked for.
-    let tail = '';
-    let lead = tools?.forced ? tools.open : '';
+    let tail = tools && !tools.forced ? (tools.lead ?? '') : '';
+    let lead = tools?.lead ?? (tools?.forced ? tools.open : '');
     const lease = host.acquire(ids);
     const { session } = lease;
     let running = false;
@@ -355,20 +373,34 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
         let callDone = false;
         if (call) {
           call.advance(token);
-          if (call.complete) {
+          if (naming) name += decoded;
+          if (naming && call.complete) {
+            // The header's rest is fed with the next step; the arguments' grammar is the named tool's.
+            naming = false;
+            const after = tools!.naming!.after;
+            const afterIds = tokenizer.encode(after, { addSpecialTokens: false });
+            feed = [token, ...afterIds];
+            generated.push(...afterIds);
+            decoded += after;
+            const grammar = tools!.grammarFor ? tools!.grammarFor((tools!.lead ?? '') + name + after) : tools!.grammar;
+            call = grammar === undefined ? undefined : await toolConstraint(grammar);
+            callDone = call === undefined;
+          } else if (call.complete) {
             call = undefined;
             callDone = tools!.single;
           }
         } else if (tools && tools.open) {
           const special = tokenizer.isSpecial(token) ? (tokenizer.idToToken(token) ?? '') : '';
           // A special opening (Mistral's [TOOL_CALLS]) is kept in the text, which the reply is parsed from.
-          if (special === tools.open) decoded += special;
-          tail = (tail + (special || decoded)).slice(-(tools.open.length + 64));
+          if (special === tools.open && options.special !== true) decoded += special;
+          // (a header before the opening, Harmony's, is up to ~80 bytes and a 64-byte tool name)
+          tail = (tail + (special || decoded)).slice(-(tools.open.length + 192));
           const at = tail.indexOf(tools.open);
           if (at >= 0) {
-            const opened = await toolConstraint();
+            const grammar = tools.grammarFor ? tools.grammarFor(tail.slice(0, at)) : tools.grammar;
+            const opened = grammar === undefined ? undefined : await toolConstraint(grammar);
             // What the token wrote past the opening is the call's first bytes (not a call if the grammar rejects them).
-            call = opened.advanceBytes(Buffer.from(tail.slice(at + tools.open.length), 'utf8')) ? opened : undefined;
+            call = opened?.advanceBytes(Buffer.from(tail.slice(at + tools.open.length), 'utf8')) ? opened : undefined;
             tail = '';
           }
         } else {

@@ -8,7 +8,8 @@
  * Each turn renders the whole conversation; the model's session pool keeps the KV cache, so only
  * the new messages are fed.
  */
-import type { ChatMessage, ChatRenderOptions } from '../generation/chat';
+import type { ChatMessage, ChatRenderOptions, ChatTemplate } from '../generation/chat';
+import { HarmonyStreamer, isHarmonyTemplate } from '../generation/harmony';
 import type { GenerateOptions, Generation, StopReason } from '../generation/generate';
 import type { ToolChatOptions } from '../tools/tool-prompt';
 
@@ -19,6 +20,8 @@ export interface ChatOptions extends GenerateOptions, ChatRenderOptions, ToolCha
 export interface ChatModel {
   /** The reply to `messages` (Model.chat). */
   chat(messages: readonly ChatMessage[], options?: ChatOptions): Generation;
+  /** Its template (a Harmony one's replies are read by their channels). */
+  readonly chatTemplate?: ChatTemplate | undefined;
 }
 
 /** How a ChatSession starts: a system prompt and earlier messages. */
@@ -69,12 +72,28 @@ export class ChatSession {
     this.history.push({ role: 'user', content: text });
     try {
       const generation = this.model.chat(this.history, chatOptions);
+      // A Harmony reply (gpt-oss): the final channel is the reply, the analysis channel its reasoning.
+      const channels = isHarmonyTemplate(this.model.chatTemplate?.source) ? new HarmonyStreamer(() => '') : undefined;
       let reply = '';
+      let reasoning = '';
+      const add = (text: string) => {
+        reply += text;
+        if (text && onTextChunk) onTextChunk(text);
+      };
       for await (const piece of generation) {
-        reply += piece.text;
-        if (piece.text && onTextChunk) onTextChunk(piece.text);
+        if (!channels) add(piece.text);
+        else {
+          const out = channels.push(piece.text);
+          reasoning += out.reasoning;
+          add(out.content);
+        }
       }
-      this.history.push({ role: 'assistant', content: reply });
+      if (channels) {
+        const rest = channels.finish(generation.stopReason !== 'max-tokens' && generation.stopReason !== 'context-full');
+        reasoning += rest.reasoning;
+        add(rest.content);
+      }
+      this.history.push({ role: 'assistant', content: reply, ...(reasoning ? { reasoningContent: reasoning } : {}) });
       this.lastStopReason = generation.stopReason;
       return reply;
     } catch (error) {

@@ -15,6 +15,7 @@ import type { ToolChatLoopOptions, ToolChatResult } from './tool-agent';
 import type { ToolChatOptions } from '../tools/tool-prompt';
 import type { ChatOptions, ChatSession, ChatSessionOptions } from './chat-session';
 import { deferredGeneration } from '../generation/deferred-generation';
+import { isHarmonyTemplate } from '../generation/harmony';
 import { DisposedError, rangeError, UnsupportedError } from '../base/errors';
 import { checkTokenIds, startGeneration, type Generation, type GenerateOptions, type LanguageSession, type ToolCallConstraint } from '../generation/generate';
 import { SessionPool } from '../generation/session-pool';
@@ -208,7 +209,9 @@ export class Model {
     const start = (prompt: ChatPrompt) => {
       const constraint = prompt.tools?.constraint;
       if (constraint && options.jsonSchema !== undefined) throw new TypeError('chat: jsonSchema and tools (with a tool choice other than none) cannot be combined');
-      return startGeneration(this.host(), this.checkIds(prompt.ids), { ...options, stopTokens: [...stops], stop: stopStrings, ...(constraint ? { toolCalls: constraint } : {}) });
+      // A Harmony reply (gpt-oss) is read by its markers (channels, calls): they stay in the text (parseHarmonyReply).
+      const harmony = isHarmonyTemplate(template.source) ? { special: true } : {};
+      return startGeneration(this.host(), this.checkIds(prompt.ids), { ...options, ...harmony, stopTokens: [...stops], stop: stopStrings, ...(constraint ? { toolCalls: constraint } : {}) });
     };
     if (!Array.isArray(messages) && typeof messages === 'object' && messages !== null && Array.isArray((messages as ChatPrompt).ids)) {
       return start(messages as ChatPrompt);

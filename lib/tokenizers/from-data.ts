@@ -5,7 +5,7 @@ import type { AddedToken } from './added-tokens';
 import { ByteLevelBpeTokenizer } from './byte-level-bpe';
 import { mergeTableFromPairs, parseMergeEntry } from './bpe-model';
 import { MapVocab } from './bpe-vocab';
-import { GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN } from './pretokenizers';
+import { GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN } from './pretokenizers';
 import { byteLevelBpeFromScoredSteps } from './scored-byte-level';
 import { bytePieceValue, SentencePieceBpeTokenizer, SPACE_MARK } from './sentencepiece-bpe';
 import { runNow, runYielding, type Steps } from '../base/steps';
@@ -126,6 +126,9 @@ function preTokenizerFor(pre: string | undefined) {
     case 'llama-bpe':
       // llama.cpp's "llama-bpe" takes a word that is a vocabulary entry whole, as HF's ignore_merges.
       return { pattern: LLAMA3_PATTERN, nfc: false, ignoreMerges: true };
+    case 'gpt-4o':
+      // o200k (gpt-oss): tokenizer.json has ignore_merges, as tiktoken takes a whole-word rank first.
+      return { pattern: O200K_PATTERN, nfc: false, ignoreMerges: true };
     case 'default':
     case 'gpt2':
     case 'gpt-2':

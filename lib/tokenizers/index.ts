@@ -9,4 +9,4 @@ export { WordPieceTokenizer } from './wordpiece';
 export { SentencePieceBpeTokenizer } from './sentencepiece-bpe';
 export { UnigramTokenizer } from './unigram';
 export { TllmTokenizer } from './tllm';
-export { QWEN2_PATTERN, LLAMA3_PATTERN, GPT2_PATTERN } from './pretokenizers';
+export { QWEN2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, GPT2_PATTERN } from './pretokenizers';

@@ -7,11 +7,12 @@
  *  - `(?i:...)` inline flags do not exist in Node 20's RegExp; the (literal) group is expanded
  *    into case classes with the simple case folds Oniguruma applies (`s` also matches U+017F,
  *    `k` also matches U+212A).
- *  - `\p{L}` and `\p{N}` follow Node's Unicode, newer than Oniguruma's: the characters assigned
- *    since are left out (onig-unicode.ts).
+ *  - `\p{L}`, `\p{N}`, `\p{Lu}` ... follow Node's Unicode, newer than Oniguruma's: the characters
+ *    assigned since are left out, and the few whose category changed since are put back where
+ *    Oniguruma had them (onig-unicode.ts).
  */
 import { UnsupportedError } from '../base/errors';
-import { NEWER_LETTERS, NEWER_NUMBERS } from './onig-unicode';
+import { ONIG_NEWER, ONIG_OLDER } from './onig-unicode';
 
 /** Qwen2 / Qwen2.5 / Qwen3 (tokenizer.json Split pattern, and GGUF pre `qwen2`). */
 export const QWEN2_PATTERN =
@@ -20,6 +21,14 @@ export const QWEN2_PATTERN =
 /** Llama 3 (GGUF pre `llama-bpe`): Qwen2's with digit runs of up to 3. */
 export const LLAMA3_PATTERN =
   "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+/**
+ * o200k (gpt-oss's o200k_harmony, GPT-4o; GGUF pre `gpt-4o`): words split at case changes (an
+ * uppercase run, then lowercase), contractions kept on the word, digit runs of up to 3, '/' kept
+ * after punctuation.
+ */
+export const O200K_PATTERN =
+  "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 /** GPT-2's, used by HF's ByteLevel pre-tokenizer when `use_regex` is true. */
 export const GPT2_PATTERN = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
@@ -40,8 +49,39 @@ function expandCaseInsensitive(group: string, pattern: string): string {
   return `(?:${out})`;
 }
 
-/** Code points of JS's \p{L} / \p{N} that Oniguruma's older tables leave out, by category letter. */
-const NEWER: Record<string, string> = { L: NEWER_LETTERS, N: NEWER_NUMBERS };
+/** A character-class body of onig-unicode.ts (code points and `a-b` ranges) → its code points. */
+function codePointsOf(body: string): number[] {
+  const chars = Array.from(body, (ch) => ch.codePointAt(0)!);
+  const out: number[] = [];
+  for (let i = 0; i < chars.length; i++) {
+    const a = chars[i];
+    const b = chars[i + 1] === 0x2d && i + 2 < chars.length ? chars[(i += 2)] : a;
+    for (let cp = a; cp <= b; cp++) out.push(cp);
+  }
+  return out;
+}
+
+const classBody = (cps: readonly number[]) => cps.map((cp) => `\\u{${cp.toString(16)}}`).join('');
+
+/** Whether Oniguruma's \p{category} holds `cp`: JS's, less the newer, plus the older (onig-unicode.ts). */
+function onigHolds(category: string, cp: number): boolean {
+  const ch = String.fromCodePoint(cp);
+  const older = ONIG_OLDER[category] ?? '';
+  if (older !== '' && new RegExp(`[${older}]`, 'u').test(ch)) return true;
+  const newer = ONIG_NEWER[category] ?? '';
+  return new RegExp(`^\\p{${category}}$`, 'u').test(ch) && !(newer !== '' && new RegExp(`[${newer}]`, 'u').test(ch));
+}
+
+/**
+ * What a class naming `categories` must leave out of JS's match (code points newer in one member's
+ * category that no member holds in Oniguruma) and add to it (the members' older code points).
+ */
+function classCorrection(categories: readonly string[]): { exclude: string; include: string } {
+  const candidates = new Set<number>();
+  for (const c of categories) for (const cp of codePointsOf(ONIG_NEWER[c] ?? '')) candidates.add(cp);
+  const exclude = [...candidates].sort((a, b) => a - b).filter((cp) => !categories.some((c) => onigHolds(c, cp)));
+  return { exclude: classBody(exclude), include: categories.map((c) => ONIG_OLDER[c] ?? '').join('') };
+}
 
 /** The category of the `\p{L}` / `\pN` style escape at `i`, and the escape's length. */
 function categoryAt(pattern: string, i: number): { category: string; length: number } {
@@ -52,15 +92,16 @@ function categoryAt(pattern: string, i: number): { category: string; length: num
 
 /**
  * Translates an Oniguruma pattern (as HF tokenizer.json stores it) into an equivalent JS RegExp
- * source. \p{L} and \p{N} leave out what Oniguruma does not count (onig-unicode.ts): a bare one
- * becomes `(?:(?![newer])\p{L})`, a class holding them `(?:(?![newer])[...])`, a negated one
- * `(?:[^...]|[newer])` (the class's other members, \s and literals, hold none of those).
+ * source. Unicode categories leave out what Oniguruma does not count and add what it counts that
+ * JS no longer does (onig-unicode.ts): a bare \p{C} becomes `(?:(?![newer])\p{C}|[older])`, a
+ * class holding categories `(?:(?![newer])[... older])`, a negated one `(?:[^... older]|[newer])`
+ * (the class's other members, \s and literals, hold none of those code points).
  */
 export function translateOnigPattern(pattern: string): string {
   let out = '';
   let inClass = false;
   let classStart = 0;
-  let classNewer = '';
+  let classCategories: string[] = [];
   for (let i = 0; i < pattern.length; i++) {
     const c = pattern[i];
     if (!inClass && pattern.startsWith('(?i:', i)) {
@@ -82,14 +123,18 @@ export function translateOnigPattern(pattern: string): string {
       else if (d === 'p' || d === 'P') {
         const { category, length } = categoryAt(pattern, i);
         const escape = `\\${d}{${category}}`;
-        const newer = NEWER[category];
         i += length - 1;
-        if (newer === undefined) out += escape;
-        else if (inClass) {
-          if (d === 'P') throw new UnsupportedError(`regex ${JSON.stringify(pattern)}: \\P{${category}} inside a class is not supported`);
+        const newer = ONIG_NEWER[category] ?? '';
+        const older = ONIG_OLDER[category] ?? '';
+        if (inClass) {
+          if (d === 'P' && (newer !== '' || older !== '')) throw new UnsupportedError(`regex ${JSON.stringify(pattern)}: \\P{${category}} inside a class is not supported`);
           out += escape;
-          classNewer += newer;
-        } else out += d === 'p' ? `(?:(?![${newer}])${escape})` : `(?:${escape}|[${newer}])`;
+          classCategories.push(category);
+        } else if (newer === '' && older === '') out += escape;
+        else {
+          const [less, more] = d === 'p' ? [newer, older] : [older, newer];
+          out += `(?:${less === '' ? '' : `(?![${less}])`}${escape}${more === '' ? '' : `|[${more}]`})`;
+        }
         continue;
       } else out += c + d;
       i++;
@@ -98,12 +143,15 @@ export function translateOnigPattern(pattern: string): string {
     if (c === '[' && !inClass) {
       inClass = true;
       classStart = out.length;
-      classNewer = '';
+      classCategories = [];
     } else if (c === ']' && inClass) {
       inClass = false;
-      if (classNewer !== '') {
-        const body = out.slice(classStart) + ']';
-        out = out.slice(0, classStart) + (body.startsWith('[^') ? `(?:${body}|[${classNewer}])` : `(?:(?![${classNewer}])${body})`);
+      const { exclude, include } = classCorrection(classCategories);
+      if (exclude !== '' || include !== '') {
+        const body = out.slice(classStart) + include + ']';
+        const negated = body.startsWith('[^');
+        const corrected = exclude === '' ? body : negated ? `(?:${body}|[${exclude}])` : `(?:(?![${exclude}])${body})`;
+        out = out.slice(0, classStart) + corrected;
         continue;
       }
     } else if (!inClass && (pattern.startsWith('(?>', i) || /^[*+?}]\+/.test(pattern.slice(i, i + 2)) && i > 0)) {

@@ -5,6 +5,7 @@
  * is all content.
  */
 import { randomBytes } from 'node:crypto';
+import { parseHarmonyReply } from '../generation/harmony';
 import type { ToolCallFormat } from './formats';
 import type { ToolCall } from './types';
 
@@ -41,6 +42,11 @@ const CLOSE_TAG = '</tool_call>';
 
 /** `ended`: false when the output stopped at the token limit (a call still open there was cut short). */
 export function parseToolCalls(text: string, format: ToolCallFormat, ended: boolean): ParsedReply {
+  if (format.family === 'harmony') {
+    // The reasoning (the analysis channel) is not the reply's content; a caller that wants it parses with parseHarmonyReply.
+    const { content, calls, cutShort } = parseHarmonyReply(text, ended, newToolCallId);
+    return { content, calls, cutShort };
+  }
   const whole: ParsedReply = { content: text, calls: [], cutShort: false };
   if (format.open === '') {
     const trimmed = text.trim();

@@ -8,7 +8,9 @@
  */
 import type { ChatMessage, ChatRenderOptions, ChatTemplate } from '../generation/chat';
 import type { ToolCallConstraint } from '../generation/generate';
-import { prepareToolCallGrammar } from './call-grammar';
+import { prepareJsonSchema, type CompiledJsonSchema } from '../constrain';
+import { harmonyCallHeader, HARMONY_MARKERS, parseHarmonyHeader } from '../generation/harmony';
+import { prepareToolCallGrammar, prepareWordGrammar } from './call-grammar';
 import { detectToolFormat, type ToolCallFormat } from './formats';
 import { checkTools, TOOL_LIMITS, toolsOfChoice, type ToolChoice, type ToolDefinition } from './types';
 
@@ -79,6 +81,37 @@ function fallbackMessages(messages: readonly ChatMessage[], tools: readonly Tool
   return out;
 }
 
+/** A tool without parameters takes none: `{}`. */
+const NO_PARAMETERS = { type: 'object', properties: {} } as const;
+
+/**
+ * Harmony's calls (gpt-oss): the arguments are the message after a `to=functions.NAME` header,
+ * generated under that tool's parameters schema. One tool forced: the prompt ends with its whole
+ * header. Several, one of them required: the prompt ends with `<|channel|>commentary to=functions.`,
+ * the model writes one of the names under the mask, the header's special tokens (which no mask
+ * allows) are fed after it, and that tool's schema constrains the arguments; with 'auto' every call
+ * the model opens is constrained so.
+ */
+async function harmonyConstraint(callable: readonly ToolDefinition[], forced: boolean, single: boolean): Promise<ToolCallConstraint & { lead: string }> {
+  const grammars = new Map<string, CompiledJsonSchema>();
+  for (const t of callable) grammars.set(t.name, await prepareJsonSchema(t.parameters ?? NO_PARAMETERS));
+  if (forced && callable.length === 1) {
+    const open = harmonyCallHeader(callable[0].name);
+    return { open, grammar: grammars.get(callable[0].name)!, forced: true, single: true, lead: open };
+  }
+  const grammarFor = (header: string) => {
+    // the header of the message the opening ends (after the last marker that closed or opened one)
+    const from = Math.max(header.lastIndexOf(HARMONY_MARKERS.start), header.lastIndexOf(HARMONY_MARKERS.end));
+    const recipient = parseHarmonyHeader(from < 0 ? header : header.slice(from)).recipient;
+    return recipient?.startsWith('functions.') ? grammars.get(recipient.slice('functions.'.length)) : undefined;
+  };
+  const grammar = grammars.get(callable[0].name)!;
+  if (!forced) return { open: HARMONY_MARKERS.message, grammar, grammarFor, forced: false, single, lead: '' };
+  // One of several: the name (and the space after it) under the mask, then `<|constrain|>json<|message|>` fed, then its arguments.
+  const naming = { grammar: await prepareWordGrammar(callable.map((t) => `${t.name} `)), after: `${HARMONY_MARKERS.constrain}json${HARMONY_MARKERS.message}` };
+  return { open: HARMONY_MARKERS.message, grammar, grammarFor, forced: true, single: true, lead: `${HARMONY_MARKERS.channel}commentary to=functions.`, naming };
+}
+
 export async function prepareToolPrompt(template: ChatTemplate, messages: readonly ChatMessage[], options: ChatRenderOptions & ToolChatOptions): Promise<ToolPrompt> {
   const tools = options.tools ?? [];
   checkTools(tools);
@@ -90,6 +123,10 @@ export async function prepareToolPrompt(template: ChatTemplate, messages: readon
   const rendered = own ? messages : fallbackMessages(messages, tools);
   const forced = choice !== 'auto' && choice !== 'none';
   let constraint: ToolCallConstraint | undefined;
+  if (format.family === 'harmony') {
+    const harmony = callable.length > 0 ? await harmonyConstraint(callable, forced, forced || options.parallelToolCalls === false) : undefined;
+    return { messages: rendered, render: { ...render, tools }, format, forcedOpen: harmony?.lead ?? '', constraint: harmony };
+  }
   if (callable.length > 0 && (forced || format.open !== '')) {
     const single = forced || options.parallelToolCalls === false;
     const grammar = await prepareToolCallGrammar(callable, format, single ? 1 : TOOL_LIMITS.maxCallsPerReply);

@@ -15,7 +15,7 @@ import type { TokenizerData } from '../../addon/weights';
 import { fail } from '../containers/bytes';
 import type { HfJson } from '../containers/hf-config';
 import { rangeError } from '../../base/errors';
-import { LLAMA3_PATTERN, QWEN2_PATTERN } from '../../tokenizers/pretokenizers';
+import { LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN } from '../../tokenizers/pretokenizers';
 
 /** tokenizer.json files above this are not tokenizers (the largest real ones are ~35 MB). */
 const MAX_TOKENIZER_JSON_BYTES = 256 << 20;
@@ -40,7 +40,7 @@ export interface HfVocabulary {
   /** Whether tokenizer.json's post-processor puts a special token before / after the text (Llama 3.1's BOS; Llama 3's none). */
   wraps?: { bos: boolean; eos: boolean };
   /** A byte-level BPE tokenizer.json's text steps as GGUF's `tokenizer.ggml.pre` names them, when they are one it knows. */
-  ggufPre?: 'qwen2' | 'llama-bpe' | 'gpt2';
+  ggufPre?: 'qwen2' | 'llama-bpe' | 'gpt-4o' | 'gpt2';
 }
 
 /** The special tokens a TemplateProcessing (alone or in a Sequence) puts around a single text. */
@@ -55,7 +55,7 @@ function wrapsOf(json: HfJson): HfVocabulary['wraps'] {
 
 /**
  * The GGUF pre-tokenizer that splits and normalizes as tokenizer.json does: Qwen2's split after
- * NFC, Llama 3's split (with ignore_merges, as llama.cpp's "llama-bpe" does), or GPT-2's byte-level
+ * NFC, Llama 3's split (with ignore_merges, as llama.cpp's "llama-bpe" does), o200k's (gpt-oss: "gpt-4o"), or GPT-2's byte-level
  * regex; undefined for any other.
  */
 function ggufPreOf(json: HfJson): HfVocabulary['ggufPre'] {
@@ -71,6 +71,7 @@ function ggufPreOf(json: HfJson): HfVocabulary['ggufPre'] {
   const pattern = (split.pattern as HfJson | undefined)?.Regex;
   if (pattern === QWEN2_PATTERN && normalizer === 'NFC' && !ignoreMerges) return 'qwen2';
   if (pattern === LLAMA3_PATTERN && normalizer === null && ignoreMerges) return 'llama-bpe';
+  if (pattern === O200K_PATTERN && normalizer === null && ignoreMerges) return 'gpt-4o';
   return undefined;
 }
 

@@ -19,7 +19,7 @@ import { architectureOf } from '../../architectures';
 import * as nodePath from 'node:path';
 import { isDecoderConfig, type DecoderConfig } from '../../architectures/decoder';
 import { bytesToByteLevel, byteLevelToBytes } from '../../tokenizers/byte-level';
-import { GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN } from '../../tokenizers/pretokenizers';
+import { GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN } from '../../tokenizers/pretokenizers';
 import { TOKEN_BYTE, TOKEN_CONTROL, TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_UNUSED, TOKEN_USER_DEFINED } from '../../tokenizers/from-data';
 import { scoredMergesSteps } from '../../tokenizers/scored-byte-level';
 import { runNow, runYielding, type Steps } from '../../base/steps';
@@ -316,6 +316,7 @@ const PRE_TOKENIZERS: Readonly<Record<string, { pattern: string; nfc: boolean; i
   qwen2: { pattern: QWEN2_PATTERN, nfc: true, ignoreMerges: false },
   llama3: { pattern: LLAMA3_PATTERN, nfc: false, ignoreMerges: true },
   'llama-bpe': { pattern: LLAMA3_PATTERN, nfc: false, ignoreMerges: true },
+  'gpt-4o': { pattern: O200K_PATTERN, nfc: false, ignoreMerges: true },
   default: { pattern: GPT2_PATTERN, nfc: false, ignoreMerges: false },
   gpt2: { pattern: GPT2_PATTERN, nfc: false, ignoreMerges: false },
 };

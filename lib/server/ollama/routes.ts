@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import type { ChatMessage } from '../../generation/chat';
 import { splitThinking } from '../../generation/chat';
+import { HarmonyStreamer, isHarmonyTemplate, parseHarmonyReply } from '../../generation/harmony';
 import { packageRoot } from '../../addon/native';
 import { lazy } from '../../base/lazy';
 import type { ChatOptions, ChatPrompt } from '../../models/model';
@@ -35,6 +36,8 @@ interface Answer {
   /** The response's text field: Ollama's chat puts it in message.content, generate in response. */
   shape: (text: string, thinking: string) => Record<string, unknown>;
   thinking: boolean;
+  /** The reply is Harmony's (gpt-oss's chat): read by its channels, analysis as the thinking. */
+  harmony?: boolean;
   promptTokens: number;
 }
 
@@ -65,17 +68,20 @@ async function answer(ctx: RouteContext, run: ScheduledGeneration, stream: boole
   if (!stream) {
     let text = '';
     for (; !next.done; next = await iterator.next()) text += next.value.text;
-    const { reasoning, content } = a.thinking ? splitThinking(text) : { reasoning: '', content: text };
+    const ended = run.stopReason !== 'max-tokens' && run.stopReason !== 'context-full';
+    const { reasoning, content } = a.harmony ? parseHarmonyReply(text, ended, () => '') : a.thinking ? splitThinking(text) : { reasoning: '', content: text };
     sendJson(ctx.res, 200, { model: a.model, created_at: created(), ...a.shape(content, reasoning), ...last() });
     return;
   }
   const out = new NdjsonStream(ctx.res);
-  const splitter = a.thinking ? new ThinkingSplitter() : undefined;
+  const channels = a.harmony ? new HarmonyStreamer(() => '') : undefined;
+  const splitter = a.thinking && !channels ? new ThinkingSplitter() : undefined;
   const send = async ({ reasoning, content }: { reasoning: string; content: string }) => {
     if (reasoning || content) await out.send({ model: a.model, created_at: created(), ...a.shape(content, reasoning), done: false });
   };
-  for (; !next.done; next = await iterator.next()) await send(splitter ? splitter.push(next.value.text) : { reasoning: '', content: next.value.text });
+  for (; !next.done; next = await iterator.next()) await send(channels ? channels.push(next.value.text) : splitter ? splitter.push(next.value.text) : { reasoning: '', content: next.value.text });
   if (splitter) await send(splitter.flush());
+  if (channels) await send(channels.finish(run.stopReason !== 'max-tokens' && run.stopReason !== 'context-full'));
   out.end({ model: a.model, created_at: created(), ...a.shape('', ''), ...last() });
 }
 
@@ -110,7 +116,7 @@ export const ollamaChat: Route = async (ctx) => {
   const schema = await formatSchema(body.format);
   if (schema !== undefined) options.jsonSchema = schema;
   const run = scheduler.submit({ kind: 'chat', prompt, options, fields: { prompt: 'messages', maxTokens: NUM_PREDICT_FIELD } }, ctx.signal);
-  await answer(ctx, run, body.stream !== false, { model: body.model, shape: chatShape, thinking, promptTokens });
+  await answer(ctx, run, body.stream !== false, { model: body.model, shape: chatShape, thinking, harmony: isHarmonyTemplate(model.chatTemplate?.source), promptTokens });
 };
 
 /** POST /api/generate: the prompt (and system) in the model's chat template, or as it is with raw: true or a model without one. */

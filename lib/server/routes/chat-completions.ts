@@ -3,12 +3,15 @@
  * as constrained output, Qwen3's thinking through `chat_template_kwargs: { enable_thinking }`
  * (the thinking comes back apart from the answer, as `reasoning_content`), and tools (lib/tools/):
  * calls come back as `tool_calls` with finish_reason 'tool_calls', streamed as tool_calls deltas.
+ * A Harmony template's replies (gpt-oss) are read by their channels: analysis as `reasoning_content`,
+ * final as the content, commentary to functions.* as the calls.
  */
 import type { ChatMessage } from '../../generation/chat';
 import { splitThinking } from '../../generation/chat';
 import type { ChatOptions, ChatPrompt } from '../../models/model';
-import { parseToolCalls } from '../../tools/parse';
-import type { ToolChoice, ToolDefinition } from '../../tools/types';
+import { HarmonyStreamer, isHarmonyTemplate, parseHarmonyReply } from '../../generation/harmony';
+import { newToolCallId, parseToolCalls } from '../../tools/parse';
+import type { ToolCall, ToolChoice, ToolDefinition } from '../../tools/types';
 import { invalidRequest, toApiError } from '../api-error';
 import { textModel, type RouteContext } from '../context';
 import { choiceOptions, maxTokens, responseSchema, samplingOptions, shiftedPrompt } from '../openai-params';
@@ -92,6 +95,9 @@ export async function chatCompletions(ctx: RouteContext): Promise<void> {
   const start = (index: number) => scheduler.submit({ kind: 'chat', prompt, options: choiceOptions(options, index) }, ctx.signal);
   // Replies are parsed for calls when the model may make them.
   const toolFormat = tools.toolChoice !== undefined && tools.toolChoice !== 'none' ? prompt.tools?.format : undefined;
+  // A Harmony reply (gpt-oss) is its channels: analysis is the reasoning, final the content, commentary to=functions.* the calls.
+  const harmony = isHarmonyTemplate(model.chatTemplate?.source);
+  const harmonyCalls = (calls: ToolCall[]) => (toolFormat ? calls : []);
 
   const shape = {
     object: 'chat.completion',
@@ -99,8 +105,9 @@ export async function chatCompletions(ctx: RouteContext): Promise<void> {
     idPrefix: 'chatcmpl',
     model: id,
     choice: (text: string, finish: string, logprobs: PieceLogprob[]): Choice => {
-      const split = thinking ? splitThinking(text) : { reasoning: '', content: text };
-      const reply = toolFormat ? parseToolCalls(split.content, toolFormat, finish !== 'length') : { content: split.content, calls: [] };
+      const whole = harmony ? parseHarmonyReply(text, finish !== 'length', newToolCallId) : undefined;
+      const split = whole ?? (thinking ? splitThinking(text) : { reasoning: '', content: text });
+      const reply = whole ? { content: whole.content, calls: harmonyCalls(whole.calls) } : toolFormat ? parseToolCalls(split.content, toolFormat, finish !== 'length') : { content: split.content, calls: [] };
       const message = {
         role: 'assistant',
         content: reply.calls.length && !reply.content ? null : reply.content,
@@ -116,8 +123,9 @@ export async function chatCompletions(ctx: RouteContext): Promise<void> {
   // Each choice's stream state (the thinking split, the held tool calls) is its own.
   const streamOf = (): ChoiceStream => {
     const delta = (d: Record<string, unknown>, finish: string | null = null): Choice => ({ index: 0, delta: d, logprobs: null, finish_reason: finish });
-    const splitter = thinking ? new ThinkingSplitter() : undefined;
-    const calls = toolFormat ? new ToolCallStreamer(toolFormat) : undefined;
+    const channels = harmony ? new HarmonyStreamer(newToolCallId) : undefined;
+    const splitter = thinking && !channels ? new ThinkingSplitter() : undefined;
+    const calls = toolFormat && !channels ? new ToolCallStreamer(toolFormat) : undefined;
     let madeCalls = false;
     const deltas = ({ reasoning, content }: { reasoning: string; content: string }) => {
       const text = calls ? calls.push(content) : content;
@@ -126,7 +134,7 @@ export async function chatCompletions(ctx: RouteContext): Promise<void> {
     const stream: ChoiceStream = {
       opening: () => [delta({ role: 'assistant', content: '' })],
       push: (text, piece) => {
-        const out = deltas(splitter ? splitter.push(text) : { reasoning: '', content: text });
+        const out = deltas(channels ? channels.push(text) : splitter ? splitter.push(text) : { reasoning: '', content: text });
         if (!wantLogprobs || !piece.logprob) return out;
         // Each token's logprobs go with the delta of its text (an empty one while its text is held).
         const withLogprobs = out.length ? out[0] : delta({ content: '' });
@@ -134,6 +142,12 @@ export async function chatCompletions(ctx: RouteContext): Promise<void> {
         return out.length ? out : [withLogprobs];
       },
       flush: (finished) => {
+        if (channels) {
+          const rest = channels.finish(finished !== 'length');
+          const made = harmonyCalls(rest.calls);
+          madeCalls = made.length > 0;
+          return [...deltas(rest), ...toolCallDeltas(made).map((d) => delta({ tool_calls: [d] }))];
+        }
         const held = splitter ? deltas(splitter.flush()) : [];
         if (!calls) return held;
         const { content, calls: made } = calls.finish(finished !== 'length');
