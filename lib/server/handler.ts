@@ -20,6 +20,7 @@ import { chatCompletions } from './routes/chat-completions';
 import { completions } from './routes/completions';
 import { embeddings } from './routes/embeddings';
 import { rerank } from './routes/rerank';
+import { responses } from './routes/responses';
 import { listModels, retrieveModel } from './routes/models';
 import { ServerMetrics } from './metrics';
 import { OLLAMA_ROUTES, ollamaErrorBody } from './ollama/routes';
@@ -133,6 +134,7 @@ export const SERVE_DEFAULTS = { maxActive: 4, maxQueued: 64, maxBodyBytes: 1 << 
 const POST_ROUTES: Record<string, Route> = {
   '/v1/chat/completions': chatCompletions,
   '/v1/completions': completions,
+  '/v1/responses': responses,
   '/v1/embeddings': embeddings,
   '/v1/rerank': rerank,
   '/rerank': rerank,

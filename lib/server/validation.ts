@@ -2,6 +2,7 @@
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { lazy } from '../base/lazy';
 import { invalidRequest } from './api-error';
+import { responsesRequest, type ResponsesBody } from './responses-schema';
 import { chatCompletionRequest, completionRequest, detokenizeRequest, embeddingRequest, rerankRequest, tokenizeRequest } from './request-schemas';
 
 export interface ChatMessageBody {
@@ -96,6 +97,7 @@ export const compileValidators = lazy(() => {
       rerank: ajv.compile<RerankBody>(rerankRequest),
       tokenize: ajv.compile<TokenizeBody>(tokenizeRequest),
       detokenize: ajv.compile<DetokenizeBody>(detokenizeRequest),
+      responses: ajv.compile<ResponsesBody>(responsesRequest),
     },
     lenient: {
       chat: ajv.compile<ChatCompletionBody>(lenient(chatCompletionRequest)),
@@ -104,6 +106,7 @@ export const compileValidators = lazy(() => {
       rerank: ajv.compile<RerankBody>(lenient(rerankRequest)),
       tokenize: ajv.compile<TokenizeBody>(lenient(tokenizeRequest)),
       detokenize: ajv.compile<DetokenizeBody>(lenient(detokenizeRequest)),
+      responses: ajv.compile<ResponsesBody>(lenient(responsesRequest)),
     },
   };
 });
@@ -172,3 +175,4 @@ export const validateEmbedding = validator('/v1/embeddings', embeddingRequest, (
 export const validateRerank = validator('/v1/rerank', rerankRequest, (v) => v.rerank);
 export const validateTokenize = validator('/tokenize', tokenizeRequest, (v) => v.tokenize);
 export const validateDetokenize = validator('/detokenize', detokenizeRequest, (v) => v.detokenize);
+export const validateResponses = validator('/v1/responses', responsesRequest, (v) => v.responses);

@@ -10,7 +10,9 @@ import type { ChatOptions, ChatPrompt } from '../../models/model';
 import { parseToolCalls } from '../../tools/parse';
 import type { ToolChoice, ToolDefinition } from '../../tools/types';
 import { invalidRequest, toApiError } from '../api-error';
-import { textModel, type RouteContext } from '../context';
+import { textModel, type RouteContext, type ServedTextModel } from '../context';
+import type { ScheduledGeneration } from '../scheduler';
+import type { ToolCallFormat } from '../../tools/formats';
 import { choiceOptions, maxTokens, responseSchema, samplingOptions, shiftedPrompt } from '../openai-params';
 import { ThinkingSplitter } from '../thinking-stream';
 import { ToolCallStreamer, toolCallDeltas } from '../tool-stream';
@@ -60,8 +62,21 @@ function templateKwargs(body: ChatCompletionBody): Record<string, unknown> {
 /** Which field an error from rendering and encoding the prompt came from. */
 const promptField = (error: unknown) => (error instanceof Error && /^tools\b|\(tools\[/.test(error.message) ? 'tools' : 'messages');
 
-export async function chatCompletions(ctx: RouteContext): Promise<void> {
-  const body = validateChatCompletion(await ctx.body(), ctx.served.strict);
+/** A chat request made ready to run: its model, its prompt as fed, and how to start each choice's generation. */
+export interface PreparedChat {
+  id: string;
+  model: ServedTextModel['model'];
+  prompt: ChatPrompt;
+  promptTokens: number;
+  thinking: boolean;
+  wantLogprobs: boolean;
+  /** The format calls are parsed in (undefined: the model may make none). */
+  toolFormat: ToolCallFormat | undefined;
+  start: (index: number) => ScheduledGeneration;
+}
+
+/** The chat path /v1/chat/completions and /v1/responses share: the template, the tools, the sampling, the schema. */
+export async function prepareChat(ctx: RouteContext, body: ChatCompletionBody): Promise<PreparedChat> {
   const { id, model, scheduler } = await textModel(ctx, body.model);
   const messages = body.messages.map(toChatMessage);
   const thinking = body.chat_template_kwargs?.enable_thinking === true;
@@ -88,10 +103,16 @@ export async function chatCompletions(ctx: RouteContext): Promise<void> {
   if (wantLogprobs) options.logprobs = body.top_logprobs ?? 0;
   const schema = await responseSchema(body);
   if (schema !== undefined) options.jsonSchema = schema;
-  const n = body.n ?? 1;
   const start = (index: number) => scheduler.submit({ kind: 'chat', prompt, options: choiceOptions(options, index) }, ctx.signal);
   // Replies are parsed for calls when the model may make them.
   const toolFormat = tools.toolChoice !== undefined && tools.toolChoice !== 'none' ? prompt.tools?.format : undefined;
+  return { id, model, prompt, promptTokens, thinking, wantLogprobs, toolFormat, start };
+}
+
+export async function chatCompletions(ctx: RouteContext): Promise<void> {
+  const body = validateChatCompletion(await ctx.body(), ctx.served.strict);
+  const { id, model, promptTokens, thinking, wantLogprobs, toolFormat, start } = await prepareChat(ctx, body);
+  const n = body.n ?? 1;
 
   const shape = {
     object: 'chat.completion',
