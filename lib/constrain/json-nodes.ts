@@ -353,7 +353,10 @@ export class ObjectNode implements GrammarNode {
   }
 }
 
-/** An object with any keys and any values (`values`, set once the grammar is built). */
+/**
+ * An object with any keys and values of `values` (set once the grammar is built): any JSON, or
+ * additionalProperties' schema; at most `maxMembers` of them (the count is the sub-state's rest).
+ */
 export class FreeObjectNode implements GrammarNode {
   readonly id: number;
   readonly start = O_OPEN;
@@ -362,30 +365,34 @@ export class FreeObjectNode implements GrammarNode {
 
   constructor(
     ids: NodeIds,
-    private readonly keys: StringNode,
+    /** A string node (any string, or propertyNames' schema). */
+    private readonly keys: GrammarNode,
+    private readonly maxMembers = Infinity,
   ) {
     this.id = ids.take();
   }
 
   step(sub: number, b: number): number | Push {
-    const { phase, ws } = unpack(sub, O_PHASES);
-    const at = (p: number, w: number) => pack(p, O_PHASES, w, 0);
+    const { phase, ws, rest } = unpack(sub, O_PHASES);
+    // rest counts the members written, kept only under a bound.
+    const at = (p: number, w: number, count = rest) => pack(p, O_PHASES, w, count);
     if (phase === O_OPEN) return b === 0x7b ? at(O_FIRST, 0) : REJECT;
     if (phase === O_DONE) return REJECT;
     if (isWhitespace(b)) return ws < MAX_WHITESPACE ? at(phase, ws + 1) : REJECT;
     switch (phase) {
       case O_FIRST:
       case O_MEMBER:
-        if (b === 0x7d && phase === O_FIRST) return at(O_DONE, 0);
+        if (b === 0x7d && phase === O_FIRST) return at(O_DONE, 0, 0);
+        if (rest >= this.maxMembers) return REJECT;
         // A key commits the object to a value after it: the key's frame and the value's two (a union and its value) must fit.
         return b === QUOTE ? this.pushes.get(this.keys, at(O_COLON, 0), 2) : REJECT;
       case O_COLON:
         return b === 0x3a ? at(O_VALUE, 0) : REJECT;
       case O_VALUE:
-        return this.pushes.get(this.values, at(O_NEXT, 0));
+        return this.pushes.get(this.values, at(O_NEXT, 0, this.maxMembers === Infinity ? 0 : rest + 1));
       case O_NEXT:
-        if (b === 0x2c) return at(O_MEMBER, 0);
-        return b === 0x7d ? at(O_DONE, 0) : REJECT;
+        if (b === 0x2c) return rest < this.maxMembers ? at(O_MEMBER, 0) : REJECT;
+        return b === 0x7d ? at(O_DONE, 0, 0) : REJECT;
       default:
         return REJECT;
     }

@@ -168,7 +168,7 @@ describe('JSON-schema grammar', () => {
       [{ type: 'string', format: 'hostname' }, /format "hostname" is not supported/],
       [{ type: 'array', items: [{ type: 'string' }] }, /tuple/],
       [{ type: 'object', properties: { a: {} }, required: ['b'] }, /required property "b"/],
-      [{ type: 'object', additionalProperties: { type: 'string' } }, /additionalProperties: a schema for undeclared/],
+      [{ type: 'object', properties: { a: {} }, additionalProperties: { type: 'string' } }, /additionalProperties: a schema for undeclared properties beside/],
       [{ type: 'object', properties: { a: { $ref: '#' } }, required: ['a'] }, /admits no value/],
       [false, /admits no value/],
     ];

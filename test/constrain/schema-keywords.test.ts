@@ -329,6 +329,62 @@ describe('$ref, unions, nullable, enum beside other keywords', () => {
   });
 });
 
+describe('allOf, maps (additionalProperties with a schema), and the keywords refused by name', () => {
+  /** Each text accepted exactly when ajv validates it; walks validate. */
+  const judged = (schema: JsonSchema, texts: string[], walks: number, seed: number) => {
+    const root = compileJsonSchema(schema);
+    const validate = validatorOf(schema);
+    for (const text of texts) expect([text, accepts(root, text)]).toEqual([text, validate(JSON.parse(text))]);
+    walksValidate(schema, walks, seed);
+  };
+
+  it('allOf of objects merges: properties and required joined, a shared property the allOf of both, bounds tightened', () => {
+    const schema: JsonSchema = {
+      allOf: [
+        { type: 'object', properties: { a: { type: 'integer', minimum: 0 } }, required: ['a'] },
+        { type: 'object', properties: { b: { enum: ['x', 'y', 1] }, a: { maximum: 5 } }, required: ['b'] },
+        { properties: { b: { type: 'string' } } },
+      ],
+    };
+    judged(schema, ['{"a":3,"b":"x"}', '{"a":0,"b":"y"}', '{"a":6,"b":"x"}', '{"a":-1,"b":"x"}', '{"b":"x"}', '{"a":1}', '{"a":1,"b":1}'], 40, 31);
+  });
+
+  it('allOf through $ref, of numbers and enums, and a part closed by additionalProperties false', () => {
+    const numbers: JsonSchema = { $defs: { positive: { type: 'integer', minimum: 1 } }, allOf: [{ $ref: '#/$defs/positive' }, { type: 'number', exclusiveMaximum: 4 }] };
+    judged(numbers, Array.from({ length: 12 }, (_, i) => String(i - 4)), 20, 32);
+    judged({ allOf: [{ enum: ['a', 'b', 'c', 1] }, { type: 'string' }, { enum: ['b', 'c', 'd'] }] }, ['"a"', '"b"', '"c"', '"d"', '1'], 10, 33);
+    const closed: JsonSchema = { allOf: [{ type: 'object', properties: { a: { type: 'boolean' }, b: { type: 'boolean' } }, additionalProperties: false }, { properties: { c: { type: 'null' } } }] };
+    judged(closed, ['{}', '{"a":true}', '{"a":true,"b":false}', '{"c":null}'], 20, 34);
+    expect(() => compileJsonSchema({ allOf: [{ type: 'string' }, { type: 'integer' }] })).toThrow(/admits no value/);
+  });
+
+  it('allOf parts that do not merge exactly are refused naming the keyword', () => {
+    expect(() => compileJsonSchema({ allOf: [{ type: 'string', pattern: '^a' }, { type: 'string', pattern: 'b$' }] })).toThrow(/allOf: pattern/);
+    expect(() => compileJsonSchema({ allOf: [{ anyOf: [{ type: 'string' }, { type: 'null' }] }, { type: 'string' }] })).toThrow(UnsupportedError);
+  });
+
+  it('a map: any keys, each value of additionalProperties\' schema, at most maxProperties members', () => {
+    const map: JsonSchema = { type: 'object', additionalProperties: { type: 'integer', minimum: 0, maximum: 9 }, maxProperties: 3 };
+    judged(map, ['{}', '{"k":1}', '{"x":1,"y":2,"z":3}', '{"x":1,"y":2,"z":3,"w":4}', '{"k":10}', '{"k":"1"}'], 40, 35);
+    // What zod's z.record sends.
+    const record = z.record(z.string(), z.object({ n: z.number().int() }));
+    walksValidate(z.toJSONSchema(record) as JsonSchema, 20, 36, (v) => record.safeParse(v).success);
+    // Keys under propertyNames: a pattern, or an enum.
+    judged({ type: 'object', propertyNames: { pattern: '^[a-c]{1,2}$' }, additionalProperties: { type: 'boolean' } }, ['{"ab":true}', '{"abc":true}', '{"d":false}', '{}'], 30, 37);
+    judged({ type: 'object', propertyNames: { enum: ['x', 'y'] }, additionalProperties: { type: 'null' } }, ['{"x":null,"y":null}', '{"z":null}'], 20, 38);
+  });
+
+  it.each([
+    ['a schema for extra keys beside properties', { type: 'object', properties: { a: {} }, additionalProperties: { type: 'string' } }, /additionalProperties: a schema for undeclared properties beside/],
+    ['not', { not: { type: 'string' } }, /\.not: the keyword not is not supported/],
+    ['if', { if: { type: 'string' }, then: { maxLength: 2 } }, /\.if: the keyword if is not supported/],
+    ['dependentSchemas', { type: 'object', dependentSchemas: { a: {} } }, /\.dependentSchemas: the keyword dependentSchemas/],
+  ])('%s: UnsupportedError naming the keyword', (_label, schema, message) => {
+    expect(() => compileJsonSchema(schema as JsonSchema)).toThrow(UnsupportedError);
+    expect(() => compileJsonSchema(schema as JsonSchema)).toThrow(message);
+  });
+});
+
 describe('pattern budgets', () => {
   const bound = (schema: JsonSchema) => {
     try {
