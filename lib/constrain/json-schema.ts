@@ -2,8 +2,8 @@
  * JSON Schema → a grammar (lib/constrain/json-nodes.ts) whose every complete text validates
  * against the schema, and that writes every valid value within the bounds. Supported (the table in
  * docs/server.md): type (one or several), enum / const (of any JSON values, filtered by the
- * keywords beside them), properties + required (written in declared order; undeclared properties
- * never appear), items, minItems / maxItems, minLength / maxLength, pattern (the subset of
+ * keywords beside them), properties + required (in any order up to MAX_ANY_ORDER_PROPERTIES,
+ * each once; undeclared properties never appear beside them), items, minItems / maxItems, minLength / maxLength, pattern (the subset of
  * lib/constrain/regex-parse.ts), format (lib/constrain/formats.ts), minimum / maximum /
  * exclusiveMinimum / exclusiveMaximum (lib/constrain/numeric-range-node.ts), anyOf / oneOf (oneOf
  * as anyOf: alternatives whose first bytes differ, or that merge: literals into one set, strings

@@ -338,6 +338,18 @@ describe('allOf, maps (additionalProperties with a schema), and the keywords ref
     walksValidate(schema, walks, seed);
   };
 
+  it('properties in any order the model chooses: every order of every subset that holds the required ones, each property once', () => {
+    const schema: JsonSchema = { type: 'object', properties: { a: { type: 'null' }, b: { type: 'null' }, c: { type: 'null' }, d: { type: 'null' } }, required: ['c'], additionalProperties: false };
+    const orders = (names: string[]): string[][] => (names.length === 0 ? [[]] : names.flatMap((n) => orders(names.filter((m) => m !== n)).map((rest) => [n, ...rest])));
+    const subsets = (names: string[]): string[][] => names.reduce<string[][]>((all, n) => [...all, ...all.map((s) => [...s, n])], [[]]);
+    const texts = subsets(['a', 'b', 'c', 'd']).flatMap(orders).map((keys) => `{${keys.map((k) => `"${k}":null`).join(',')}}`);
+    expect(texts).toHaveLength(65);
+    judged(schema, [...texts, '{"c":null,"e":null}'], 30, 30);
+    // A key twice (JSON.parse would hide it from ajv): never.
+    for (const twice of ['{"c":null,"c":null}', '{"a":null,"c":null,"a":null}']) expect(accepts(compileJsonSchema(schema), twice)).toBe(false);
+    expect(texts.filter((t) => accepts(compileJsonSchema(schema), t))).toHaveLength(texts.filter((t) => t.includes('"c"')).length);
+  });
+
   it('allOf of objects merges: properties and required joined, a shared property the allOf of both, bounds tightened', () => {
     const schema: JsonSchema = {
       allOf: [
