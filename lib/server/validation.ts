@@ -7,7 +7,7 @@ import { chatCompletionRequest, completionRequest, detokenizeRequest, embeddingR
 
 export interface ChatMessageBody {
   role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
-  content?: string | { type: 'text'; text: string }[] | null;
+  content?: string | ({ type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string; detail?: string } })[] | null;
   tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[] | null;
   name?: string;
   tool_call_id?: string;

@@ -20,8 +20,8 @@ import { validateChatCompletion, type ChatCompletionBody, type ChatMessageBody }
 import { chatLogprobs } from '../logprobs';
 import { respondStream, respondWhole, type Choice, type ChoiceStream, type PieceLogprob } from './generation-response';
 
-function toChatMessage(m: ChatMessageBody): ChatMessage {
-  const content = m.content == null ? '' : typeof m.content === 'string' ? m.content : m.content.map((part) => part.text).join('');
+function toChatMessage(m: ChatMessageBody, i: number): ChatMessage {
+  const content = m.content == null ? '' : typeof m.content === 'string' ? m.content : m.content.map((part, j) => textOf(part, `messages[${i}].content[${j}]`)).join('');
   return {
     role: m.role === 'developer' ? 'system' : m.role,
     content,
@@ -30,6 +30,16 @@ function toChatMessage(m: ChatMessageBody): ChatMessage {
     ...(m.tool_call_id !== undefined ? { toolCallId: m.tool_call_id } : {}),
     ...(m.name !== undefined ? { name: m.name } : {}),
   };
+}
+
+/**
+ * A content part's text. Image parts are refused naming the part: chat goes through the model's
+ * template, which reads text; Moondream answers about an image through the library's
+ * `model.answer(image, question)` and `weightmap answer`.
+ */
+function textOf(part: NonNullable<Exclude<ChatMessageBody['content'], string>>[number], field: string): string {
+  if (part.type === 'text') return part.text;
+  throw invalidRequest(`${field}: image parts are not supported by chat on this server (a Moondream model answers about images through model.answer() or \`weightmap answer\`)`, `${field}.image_url`);
 }
 
 /** The request's tools and tool choice as the library takes them (undefined: no tools). */
