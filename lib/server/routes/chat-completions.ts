@@ -7,7 +7,9 @@
 import type { ChatMessage } from '../../generation/chat';
 import { splitThinking } from '../../generation/chat';
 import type { ChatOptions, ChatPrompt } from '../../models/model';
+import { MoondreamModel, questionIds } from '../../models/moondream-model';
 import { parseToolCalls } from '../../tools/parse';
+import { imageQuestion, type ImageQuestion } from '../image-parts';
 import type { ToolChoice, ToolDefinition } from '../../tools/types';
 import { invalidRequest, toApiError } from '../api-error';
 import { textModel, type RouteContext, type ServedTextModel } from '../context';
@@ -20,8 +22,9 @@ import { validateChatCompletion, type ChatCompletionBody, type ChatMessageBody }
 import { chatLogprobs } from '../logprobs';
 import { respondStream, respondWhole, type Choice, type ChoiceStream, type PieceLogprob } from './generation-response';
 
-function toChatMessage(m: ChatMessageBody, i: number): ChatMessage {
-  const content = m.content == null ? '' : typeof m.content === 'string' ? m.content : m.content.map((part, j) => textOf(part, `messages[${i}].content[${j}]`)).join('');
+function toChatMessage(m: ChatMessageBody): ChatMessage {
+  // Image parts never come here: imageQuestion answers them first (lib/server/image-parts.ts).
+  const content = m.content == null ? '' : typeof m.content === 'string' ? m.content : m.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
   return {
     role: m.role === 'developer' ? 'system' : m.role,
     content,
@@ -30,16 +33,6 @@ function toChatMessage(m: ChatMessageBody, i: number): ChatMessage {
     ...(m.tool_call_id !== undefined ? { toolCallId: m.tool_call_id } : {}),
     ...(m.name !== undefined ? { name: m.name } : {}),
   };
-}
-
-/**
- * A content part's text. Image parts are refused naming the part: chat goes through the model's
- * template, which reads text; Moondream answers about an image through the library's
- * `model.answer(image, question)` and `weightmap answer`.
- */
-function textOf(part: NonNullable<Exclude<ChatMessageBody['content'], string>>[number], field: string): string {
-  if (part.type === 'text') return part.text;
-  throw invalidRequest(`${field}: image parts are not supported by chat on this server (a Moondream model answers about images through model.answer() or \`weightmap answer\`)`, `${field}.image_url`);
 }
 
 /** The request's tools and tool choice as the library takes them (undefined: no tools). */
@@ -76,7 +69,6 @@ const promptField = (error: unknown) => (error instanceof Error && /^tools\b|\(t
 export interface PreparedChat {
   id: string;
   model: ServedTextModel['model'];
-  prompt: ChatPrompt;
   promptTokens: number;
   thinking: boolean;
   wantLogprobs: boolean;
@@ -88,6 +80,8 @@ export interface PreparedChat {
 /** The chat path /v1/chat/completions and /v1/responses share: the template, the tools, the sampling, the schema. */
 export async function prepareChat(ctx: RouteContext, body: ChatCompletionBody): Promise<PreparedChat> {
   const { id, model, scheduler } = await textModel(ctx, body.model);
+  const asked = imageQuestion(body.messages, model instanceof MoondreamModel, ctx.served.imageDirs ?? []);
+  if (asked) return prepareAnswer(ctx, body, { id, model: model as MoondreamModel, scheduler }, asked);
   const messages = body.messages.map(toChatMessage);
   const thinking = body.chat_template_kwargs?.enable_thinking === true;
   const tools = toolOptions(body);
@@ -116,7 +110,24 @@ export async function prepareChat(ctx: RouteContext, body: ChatCompletionBody): 
   const start = (index: number) => scheduler.submit({ kind: 'chat', prompt, options: choiceOptions(options, index) }, ctx.signal);
   // Replies are parsed for calls when the model may make them.
   const toolFormat = tools.toolChoice !== undefined && tools.toolChoice !== 'none' ? prompt.tools?.format : undefined;
-  return { id, model, prompt, promptTokens, thinking, wantLogprobs, toolFormat, start };
+  return { id, model, promptTokens, thinking, wantLogprobs, toolFormat, start };
+}
+
+/** A question about an image for a Moondream model: model.answer(image, question) through the scheduler. */
+function prepareAnswer(ctx: RouteContext, body: ChatCompletionBody, served: { id: string; model: MoondreamModel; scheduler: ServedTextModel['scheduler'] }, asked: ImageQuestion): PreparedChat {
+  const { id, model, scheduler } = served;
+  if (body.tools?.length && body.tool_choice !== 'none') throw invalidRequest('tools: a Moondream answer about an image makes no tool calls', 'tools');
+  if (body.response_format !== undefined && body.response_format.type !== 'text') throw invalidRequest('response_format: a Moondream answer about an image is text', 'response_format');
+  if (body.logprobs === true) throw invalidRequest('logprobs: not returned for an answer about an image', 'logprobs');
+  const vision = model.moondream.config.vision;
+  // BOS, a row per image patch, the question's tokens (as model.answer feeds them).
+  const promptTokens = 1 + (vision.imageSize / vision.patchSize) ** 2 + questionIds(model.tokenizer, asked.question).length;
+  const options = {
+    ...samplingOptions(body, model.vocabSize),
+    maxTokens: maxTokens(body.max_completion_tokens ?? body.max_tokens, Infinity, promptTokens, model.contextLength, 'messages'),
+  };
+  const start = (index: number) => scheduler.submit({ kind: 'answer', image: asked.image, question: asked.question, promptTokens, options: choiceOptions(options, index) }, ctx.signal);
+  return { id, model, promptTokens, thinking: false, wantLogprobs: false, toolFormat: undefined, start };
 }
 
 export async function chatCompletions(ctx: RouteContext): Promise<void> {
