@@ -7,7 +7,8 @@
  * lib/constrain/regex-parse.ts), format (lib/constrain/formats.ts), minimum / maximum /
  * exclusiveMinimum / exclusiveMaximum (lib/constrain/numeric-range-node.ts), anyOf / oneOf (oneOf
  * as anyOf: alternatives whose first bytes differ, or that merge: literals into one set, strings
- * a plain string subsumes, patterns into one alternation, numbers into number), nullable, local
+ * a plain string subsumes, patterns into one alternation, numbers into number; any other overlap
+ * runs side by side: overlap-union-node.ts), nullable, local
  * $ref (recursive ones unrolled until values would nest past maxDepth), allOf (merged: all-of.ts),
  * maps (additionalProperties' schema without properties, propertyNames, maxProperties), and the
  * empty schema (any JSON). Keywords that constrain what this grammar cannot enforce (multipleOf,
@@ -24,7 +25,8 @@ import { ByteTrie } from './byte-trie';
 import { intersectDfa, PatternBudget, regexDfa, type CharDfa } from './char-dfa';
 import { CharConstraint, CharStringNode } from './char-string-node';
 import { FORMAT_PATTERNS } from './formats';
-import { ArrayNode, FreeObjectNode, LiteralNode, NodeIds, NumberNode, ObjectNode, StringNode, UnionNode } from './json-nodes';
+import { ArrayNode, firstBytes, FreeObjectNode, LiteralNode, NodeIds, NumberNode, ObjectNode, StringNode, UnionNode } from './json-nodes';
+import { OverlapUnionNode } from './overlap-union-node';
 import { SCHEMA_LIMITS, type SchemaLimits } from './limits';
 import { NumericRangeNode } from './numeric-range-node';
 import { literalRegex, parseRegex, type Regex } from './regex-parse';
@@ -150,7 +152,7 @@ class SchemaCompiler {
       if (others.length > 0) this.fail(path, `${others[0]} beside ${keyword} is not supported`);
       const nodes: Compiled[] = [];
       for (let i = 0; i < alternatives.length; i++) nodes.push(yield* this.compile(alternatives[i], `${path}.${keyword}[${i}]`, depth + 1));
-      return yield* this.union(nodes, `${path}.${keyword}`);
+      return yield* this.union(nodes, `${path}.${keyword}`, depth);
     }
     const type = s.type ?? this.inferredType(s, path);
     if (type === undefined) return this.anyValue(depth, path);
@@ -158,7 +160,7 @@ class SchemaCompiler {
       if (type.length === 0) this.fail(`${path}.type`, 'type must not be an empty array');
       const nodes: Compiled[] = [];
       for (let i = 0; i < type.length; i++) nodes.push(yield* this.typed(type[i], s, `${path}.type[${i}]`, path, depth + 1));
-      return yield* this.union(nodes, `${path}.type`);
+      return yield* this.union(nodes, `${path}.type`, depth);
     }
     return yield* this.typed(type, s, `${path}.type`, path, depth);
   }
@@ -336,9 +338,9 @@ class SchemaCompiler {
    * One of `alternatives` (those that admit no value left out). Alternatives that start alike merge
    * where the union of their values is one node: literals into one set, strings and numbers into
    * the plain string or number that subsumes them, patterns into one alternation; any other
-   * overlap is an UnsupportedError.
+   * overlap (objects sharing keys, ...) is an OverlapUnionNode, which runs them side by side.
    */
-  private *union(alternatives: readonly Compiled[], path: string): Steps<Compiled> {
+  private *union(alternatives: readonly Compiled[], path: string, depth: number): Steps<Compiled> {
     let nodes = alternatives.filter((n): n is GrammarNode => n !== null);
     if (nodes.length <= 1) return nodes[0] ?? null;
     const isText = (n: GrammarNode) => this.literalTexts.get(n)?.every((t) => t[0] === 0x22) ?? false;
@@ -372,12 +374,24 @@ class SchemaCompiler {
       nodes = [...nodes.filter((n) => !literals.includes(n)), merged];
     }
     if (nodes.length === 1) return nodes[0];
-    const union = new UnionNode(this.ids);
-    const clash = union.setAlternatives(nodes);
-    if (clash !== undefined) {
-      this.fail(path, `two alternatives can start with ${JSON.stringify(String.fromCharCode(clash))} and do not merge; only alternatives that start differently (e.g. a string and null), literals, and strings or numbers that one plain string or number holds are supported`);
+    // Alternatives told apart by their first byte: a UnionNode; others (objects sharing keys, ...) run side by side.
+    if (!this.firstBytesClash(nodes)) {
+      const union = new UnionNode(this.ids);
+      union.setAlternatives(nodes);
+      return union;
     }
-    return union;
+    return new OverlapUnionNode(this.ids, nodes, depth);
+  }
+
+  private firstBytesClash(nodes: readonly GrammarNode[]): boolean {
+    const seen = new Set<number>();
+    for (const node of nodes) {
+      for (const b of firstBytes(node)) {
+        if (seen.has(b)) return true;
+        seen.add(b);
+      }
+    }
+    return false;
   }
 
   private *object(s: Record<string, unknown>, path: string, depth: number): Steps<Compiled> {

@@ -350,6 +350,27 @@ describe('allOf, maps (additionalProperties with a schema), and the keywords ref
     expect(texts.filter((t) => accepts(compileJsonSchema(schema), t))).toHaveLength(texts.filter((t) => t.includes('"c"')).length);
   });
 
+  it('unions whose alternatives start alike run side by side: objects sharing keys, a discriminated union, strings of different lengths', () => {
+    const shape: JsonSchema = {
+      anyOf: [
+        { type: 'object', properties: { kind: { const: 'circle' }, r: { type: 'integer', minimum: 1, maximum: 9 } }, required: ['kind', 'r'], additionalProperties: false },
+        { type: 'object', properties: { kind: { const: 'square' }, side: { type: 'integer', minimum: 1, maximum: 9 }, r: { type: 'boolean' } }, required: ['kind', 'side'], additionalProperties: false },
+      ],
+    };
+    judged(shape, ['{"kind":"circle","r":3}', '{"r":3,"kind":"circle"}', '{"kind":"square","side":2}', '{"kind":"square","side":2,"r":true}', '{"kind":"circle","side":2}', '{"kind":"square","r":3}', '{"kind":"circle","r":true}', '{}'], 40, 40);
+    const sharing: JsonSchema = {
+      oneOf: [
+        { type: 'object', properties: { a: { type: 'string', maxLength: 3 } }, required: ['a'], additionalProperties: false },
+        { type: 'object', properties: { a: { type: 'string', pattern: '^x+$' }, b: { type: 'integer' } }, required: ['a', 'b'], additionalProperties: false },
+      ],
+    };
+    judged(sharing, ['{"a":"abc"}', '{"a":"abcd"}', '{"a":"xxxxx","b":1}', '{"a":"abcd","b":1}', '{"a":"x","b":1}', '{"b":1}'], 40, 41);
+    judged({ anyOf: [{ type: 'string', maxLength: 2 }, { type: 'string', pattern: '^a+$' }] }, ['""', '"zz"', '"zzz"', '"aaaa"', '"aab"'], 20, 42);
+    // Zod's discriminated union, judged by Zod too.
+    const event = z.discriminatedUnion('type', [z.object({ type: z.literal('click'), x: z.number().int(), y: z.number().int() }), z.object({ type: z.literal('key'), key: z.string().max(4) })]);
+    walksValidate(z.toJSONSchema(event) as JsonSchema, 40, 43, (v) => event.safeParse(v).success);
+  });
+
   it('allOf of objects merges: properties and required joined, a shared property the allOf of both, bounds tightened', () => {
     const schema: JsonSchema = {
       allOf: [

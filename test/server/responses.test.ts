@@ -86,11 +86,19 @@ describe('text', () => {
     expect((await helper.finalResponse()).output_text).toBe(whole.output_text);
   });
 
-  it('text.format json_schema: the output parses and validates', async () => {
+  it('text.format json_schema: the output parses and validates (a union of objects sharing keys too)', async () => {
     const schema = { type: 'object', properties: { color: { enum: ['red', 'green'] }, n: { type: 'integer', minimum: 1, maximum: 9 } }, required: ['color', 'n'], additionalProperties: false };
-    for (const seed of [1, 2]) {
-      const response = await client.responses.create({ model: 'tiny', input: QUESTION, text: { format: { type: 'json_schema', name: 'pick', schema, strict: true } }, temperature: 1, ...seeded(seed), max_output_tokens: 60 });
-      expect(ajv.validate(schema, JSON.parse(response.output_text))).toBe(true);
+    // And a union of objects that share keys (run side by side under the mask), properties in any order.
+    const shape = {
+      anyOf: [
+        { type: 'object', properties: { kind: { const: 'circle' }, r: { type: 'integer', minimum: 1, maximum: 9 } }, required: ['kind', 'r'], additionalProperties: false },
+        { type: 'object', properties: { kind: { const: 'square' }, side: { type: 'integer', minimum: 1, maximum: 9 }, dark: { type: 'boolean' } }, required: ['kind', 'side'], additionalProperties: false },
+      ],
+    };
+    for (const [format, seed] of [[schema, 1], [schema, 2], [shape, 3], [shape, 4]] as const) {
+      const response = await client.responses.create({ model: 'tiny', input: QUESTION, text: { format: { type: 'json_schema', name: 'pick', schema: format, strict: true } }, temperature: 1, ...seeded(seed), max_output_tokens: 60 });
+      expect(response.status).toBe('completed');
+      expect(ajv.validate(format, JSON.parse(response.output_text))).toBe(true);
     }
   });
 });
