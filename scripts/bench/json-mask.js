@@ -8,8 +8,8 @@
 // token's cost is the minimum over them (a shared machine's scheduling noise left out); the mean
 // of the first replay is printed too. --schema agents: the schema as agents write it, the largest the
 // tests judge (the same object under allOf with a second part, formats email and date, a pattern,
-// an integer range, a map of integers by propertyNames pattern, properties in any order). Needs
-// `npm run build:ts` (dist/).
+// an integer range, a map of integers by propertyNames pattern, a union of objects sharing keys,
+// properties in any order). Needs `npm run build:ts` (dist/).
 //   node scripts/bench/json-mask.js [--tokenizer PATH] [--vocab 151936] [--docs 20] [--reps 5] [--schema plain|agents]
 'use strict';
 require('../args').scriptArgs('json-mask.js [--tokenizer PATH] [--vocab 151936] [--docs 20] [--reps 5] [--schema plain|agents]', {
@@ -57,6 +57,13 @@ const AGENTS_SCHEMA = {
         day: { type: 'string', format: 'date' },
         code: { type: 'string', pattern: '^[A-Z]{3}-[0-9]{2}$' },
         counts: { type: 'object', propertyNames: { pattern: '^[a-z]{1,8}$' }, additionalProperties: { type: 'integer', minimum: 0 }, maxProperties: 4 },
+        // Objects sharing keys: run side by side.
+        shape: {
+          anyOf: [
+            { type: 'object', properties: { kind: { const: 'circle' }, r: { type: 'integer', minimum: 1, maximum: 9 } }, required: ['kind', 'r'], additionalProperties: false },
+            { type: 'object', properties: { kind: { const: 'square' }, side: { type: 'integer', minimum: 1, maximum: 9 }, dark: { type: 'boolean' } }, required: ['kind', 'side'], additionalProperties: false },
+          ],
+        },
       },
       required: ['day', 'code'],
     },
@@ -82,6 +89,7 @@ function doc(i) {
       day: `20${10 + (i % 20)}-0${1 + (i % 9)}-${10 + (i % 18)}`,
       code: `${String.fromCharCode(65 + (i % 26), 66 + (i % 20), 67 + (i % 11))}-${10 + (i % 90)}`,
       counts: Object.fromEntries(Array.from({ length: i % 5 }, (_, k) => [['apples', 'pears', 'kiwis', 'figs'][k], i * k])),
+      shape: i % 2 ? { kind: 'circle', r: 1 + (i % 9) } : { side: 1 + (i % 9), kind: 'square', dark: i % 3 === 0 },
     });
     // Properties in an order of the document's own (the grammar takes any): the new ones first.
     const { day, code, counts, ...rest } = value;
@@ -143,7 +151,7 @@ async function main() {
   const compileMs = (performance.now() - t0) / compiles;
 
   console.log(`vocabulary ${vocab} tokens (${tokenizerPath}); index built once in ${indexMs.toFixed(0)} ms, the event loop held ${(delay.max / 1e6).toFixed(1)} ms at most; schema compiled in ${ms(compileMs)} ms`);
-  console.log(`${agents ? 'agents schema (allOf, formats, pattern, range, map, any order)' : 'plain schema'}: ${docs} documents, ${cold.min.length} tokens, min of ${reps} replays per token`);
+  console.log(`${agents ? 'agents schema (allOf, formats, pattern, range, map, overlapping union, any order)' : 'plain schema'}: ${docs} documents, ${cold.min.length} tokens, min of ${reps} replays per token`);
   console.log('| per token (mask + advance) | mean ms | p50 ms | p99 ms | max ms | mean ms, one replay |');
   console.log('|---|---:|---:|---:|---:|---:|');
   for (const [name, costs] of [['cold (fresh grammar per document)', cold], ['warm (masks cached per state)', warm]]) {
