@@ -4,7 +4,7 @@
  * tokenizer.json written beside a copy in a temp folder so that the question can be text), is
  * answered as the library's `model.answer(pixels, question)` answers the fixture's raw pixels: the
  * image as a PNG data URL (lossless: sharp decodes the same pixels) and as a local file under an
- * allowed folder; the prompt tokens are BOS + the patches + the question. The rest are one-line
+ * allowed folder, and as the Responses API's input_image; the prompt tokens are BOS + the patches + the question. The rest are one-line
  * 400s naming the part: a URL to fetch, a file outside the allowed folders, a second image, a
  * conversation Moondream does not read.
  */
@@ -98,6 +98,14 @@ describe('image parts for a Moondream model', () => {
     let text = '';
     for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
     expect(text).toBe(expected);
+    // The Responses API's input_image part: the same answer.
+    const response = await client.responses.create({
+      model: 'moon',
+      input: [{ role: 'user', content: [{ type: 'input_text', text: QUESTION }, { type: 'input_image', image_url: dataUrl, detail: 'auto' }] }],
+      max_output_tokens: 8,
+      temperature: 0,
+    });
+    expect(response.output_text).toBe(expected);
   });
 
   const post = (messages: unknown[]) =>

@@ -30,9 +30,9 @@ const outputText = (text: string) => ({ type: 'output_text', text, annotations: 
 const messageItem = (id: string, text: string, status = 'completed'): Item => ({ type: 'message', id, status, role: 'assistant', content: [outputText(text)] });
 const callItem = (call: ToolCall, id: string, args = call.arguments, status = 'completed'): Item => ({ type: 'function_call', id, status, call_id: call.id, name: call.name, arguments: args });
 
-/** Errors of the chat path name the Responses request's fields. */
-function asResponsesError(error: unknown): ApiError {
-  return renamedError(toApiError(error));
+/** Errors of the chat path name the Responses request's fields (`sources`: the input item of each chat message). */
+function asResponsesError(error: unknown, sources: readonly string[] = []): ApiError {
+  return renamedError(toApiError(error), sources);
 }
 
 /** The response object around `output` (the request's settings echoed, as OpenAI does). */
@@ -74,10 +74,13 @@ function responseObject(body: ResponsesBody, id: string, createdAt: number, mode
 export async function responses(ctx: RouteContext): Promise<void> {
   const body = validateResponses(await ctx.body(), ctx.served.strict);
   let prepared: PreparedChat;
+  let sources: string[] = [];
   try {
-    prepared = await prepareChat(ctx, chatBodyOf(body));
+    const converted = chatBodyOf(body);
+    sources = converted.sources;
+    prepared = await prepareChat(ctx, converted.chat);
   } catch (error) {
-    throw asResponsesError(error);
+    throw asResponsesError(error, sources);
   }
   const { id: modelId, promptTokens, thinking, toolFormat } = prepared;
   const run = prepared.start(0);
