@@ -76,6 +76,7 @@ export function registerServe(program: Command): void {
     .option('--max-body-bytes <n>', `largest request body; past it 413 (default ${SERVE_DEFAULTS.maxBodyBytes})`, intOption(1))
     .option('--max-connections <n>', `connections open at once (default ${CONNECTION_DEFAULTS.maxConnections})`, intOption(1))
     .option('--strict', 'refuse unknown request fields (400) instead of ignoring them')
+    .option('--image-dir <dir>', "a folder whose image files chat requests may name (a Moondream model's image_url parts: file URLs or absolute paths; repeatable; default: data URLs only)", collect)
     .option('--max-connections-per-peer <n>', `connections open at once from one address (default ${CONNECTION_DEFAULTS.maxConnectionsPerPeer})`, intOption(1))
     .option('--no-metrics', 'serve no GET /metrics (Prometheus text format)')
     .option('--metrics-public', 'GET /metrics needs no API key (like /health)')
@@ -128,6 +129,7 @@ export function registerServe(program: Command): void {
         contextShift: opts.contextShift === true,
         accessLog: accessLogger(opts.logFormat as (typeof LOG_FORMATS)[number]),
         strict: opts.strict === true,
+        imageDirs: (opts.imageDir as string[] | undefined) ?? [],
       });
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);

@@ -90,6 +90,16 @@ export class ByteTrie {
     return lo < this.belowStart![n + 1] && below[lo] <= to;
   }
 
+  /** True when some string whose bit is not set in `used` has the prefix read so far (needs `withBelow`; strings 0..30). */
+  hasStringOutside(state: number, used: number): boolean {
+    const base = this.bytes.length;
+    if (state < base) return ((used >>> this.stringOf(state)) & 1) === 0;
+    const below = this.below!;
+    const n = state - base;
+    for (let i = this.belowStart![n]; i < this.belowStart![n + 1]; i++) if (((used >>> below[i]) & 1) === 0) return true;
+    return false;
+  }
+
   /** The string whose bytes hold offset `at`. */
   private stringOf(at: number): number {
     let lo = 0;

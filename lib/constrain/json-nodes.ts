@@ -281,10 +281,15 @@ export interface PropertyNode {
   required: boolean;
 }
 
+/** Objects of at most this many declared properties take them in any order (a set of the written ones is the state); larger ones in declared order. */
+export const MAX_ANY_ORDER_PROPERTIES = 16;
+
 /**
- * An object with declared properties, written in their declared order; optional ones may be left
- * out, no others appear. Keys are matched with a trie of their JSON texts after the opening quote
- * (`keys`: string j is property j's, built with its strings below each node).
+ * An object with declared properties; optional ones may be left out, no others appear, none twice.
+ * Up to MAX_ANY_ORDER_PROPERTIES they come in any order the model chooses (the sub-state holds the
+ * set written so far); past that in their declared order. Keys are matched with a trie of their
+ * JSON texts after the opening quote (`keys`: string j is property j's, built with its strings
+ * below each node).
  */
 export class ObjectNode implements GrammarNode {
   readonly id: number;
@@ -295,6 +300,12 @@ export class ObjectNode implements GrammarNode {
   /** mayEnd[p]: no required property from p on, so the object may close when p is the next. */
   private readonly mayEnd: Uint8Array;
   private readonly slots: number;
+  /** Any order: the bit set of the required properties, and of all. */
+  private readonly anyOrder: boolean;
+  private readonly requiredSet: number = 0;
+  private readonly allSet: number = 0;
+  /** Any order: pushes per property (two properties can resume at the same set). */
+  private readonly pushesOf: PushCache[] = [];
 
   constructor(
     ids: NodeIds,
@@ -303,7 +314,9 @@ export class ObjectNode implements GrammarNode {
   ) {
     this.id = ids.take(keys.byteLength + properties.length * 5);
     const count = properties.length;
-    this.slots = count + 1;
+    this.anyOrder = count <= MAX_ANY_ORDER_PROPERTIES;
+    // Any order: rest is the written set (after a value, ','), or key trie state × 2^count + set, or set × count + property (after a key).
+    this.slots = this.anyOrder ? 2 ** count : count + 1;
     this.lastAllowed = new Int32Array(count);
     this.mayEnd = new Uint8Array(count + 1);
     this.mayEnd[count] = 1;
@@ -311,9 +324,22 @@ export class ObjectNode implements GrammarNode {
       this.lastAllowed[p] = properties[p].required || p === count - 1 ? p : this.lastAllowed[p + 1];
       this.mayEnd[p] = properties[p].required ? 0 : this.mayEnd[p + 1];
     }
+    if (this.anyOrder) {
+      let required = 0;
+      properties.forEach((p, i) => {
+        if (p.required) required |= 1 << i;
+      });
+      this.requiredSet = required;
+      this.pushesOf = properties.map(() => new PushCache());
+      this.allSet = 2 ** count - 1;
+    }
   }
 
   step(sub: number, b: number): number | Push {
+    return this.anyOrder ? this.stepAnyOrder(sub, b) : this.stepInOrder(sub, b);
+  }
+
+  private stepInOrder(sub: number, b: number): number | Push {
     const { phase, ws, rest } = unpack(sub, O_PHASES);
     const at = (p: number, w: number, r: number) => pack(p, O_PHASES, w, r);
     const count = this.properties.length;
@@ -348,12 +374,55 @@ export class ObjectNode implements GrammarNode {
     }
   }
 
+  private stepAnyOrder(sub: number, b: number): number | Push {
+    const { phase, ws, rest } = unpack(sub, O_PHASES);
+    const at = (p: number, w: number, r: number) => pack(p, O_PHASES, w, r);
+    const count = this.properties.length;
+    const hasAllRequired = (set: number) => (set & this.requiredSet) === this.requiredSet;
+    switch (phase) {
+      case O_OPEN:
+        return b === 0x7b ? at(O_FIRST, 0, 0) : REJECT;
+      case O_DONE:
+        return REJECT;
+      case O_KEY: {
+        const set = rest % this.slots;
+        const child = this.keys.step((rest - set) / this.slots, b);
+        // Only keys not written yet (a key's text ends with its quote: an accepting state is one key).
+        if (child === REJECT || !this.keys.hasStringOutside(child, set)) return REJECT;
+        return this.keys.accepting(child) ? at(O_COLON, 0, set * count + this.keys.stringAt(child)) : at(O_KEY, 0, child * this.slots + set);
+      }
+    }
+    if (isWhitespace(b)) return ws < MAX_WHITESPACE ? at(phase, ws + 1, rest) : REJECT;
+    switch (phase) {
+      case O_FIRST:
+        if (b === 0x7d) return hasAllRequired(0) ? at(O_DONE, 0, 0) : REJECT;
+        return b === QUOTE && count > 0 ? at(O_KEY, 0, this.keys.start * this.slots) : REJECT;
+      case O_COLON:
+        return b === 0x3a ? at(O_VALUE, 0, rest) : REJECT;
+      case O_VALUE: {
+        const property = rest % count;
+        const set = (rest - property) / count;
+        return this.pushesOf[property].get(this.properties[property].node, at(O_NEXT, 0, set | (1 << property)));
+      }
+      case O_NEXT:
+        if (b === 0x2c) return rest !== this.allSet ? at(O_MEMBER, 0, rest) : REJECT;
+        return b === 0x7d && hasAllRequired(rest) ? at(O_DONE, 0, 0) : REJECT;
+      case O_MEMBER:
+        return b === QUOTE ? at(O_KEY, 0, this.keys.start * this.slots + rest) : REJECT;
+      default:
+        return REJECT;
+    }
+  }
+
   accepting(sub: number): boolean {
     return sub % O_PHASES === O_DONE;
   }
 }
 
-/** An object with any keys and any values (`values`, set once the grammar is built). */
+/**
+ * An object with any keys and values of `values` (set once the grammar is built): any JSON, or
+ * additionalProperties' schema; at most `maxMembers` of them (the count is the sub-state's rest).
+ */
 export class FreeObjectNode implements GrammarNode {
   readonly id: number;
   readonly start = O_OPEN;
@@ -362,30 +431,34 @@ export class FreeObjectNode implements GrammarNode {
 
   constructor(
     ids: NodeIds,
-    private readonly keys: StringNode,
+    /** A string node (any string, or propertyNames' schema). */
+    private readonly keys: GrammarNode,
+    private readonly maxMembers = Infinity,
   ) {
     this.id = ids.take();
   }
 
   step(sub: number, b: number): number | Push {
-    const { phase, ws } = unpack(sub, O_PHASES);
-    const at = (p: number, w: number) => pack(p, O_PHASES, w, 0);
+    const { phase, ws, rest } = unpack(sub, O_PHASES);
+    // rest counts the members written, kept only under a bound.
+    const at = (p: number, w: number, count = rest) => pack(p, O_PHASES, w, count);
     if (phase === O_OPEN) return b === 0x7b ? at(O_FIRST, 0) : REJECT;
     if (phase === O_DONE) return REJECT;
     if (isWhitespace(b)) return ws < MAX_WHITESPACE ? at(phase, ws + 1) : REJECT;
     switch (phase) {
       case O_FIRST:
       case O_MEMBER:
-        if (b === 0x7d && phase === O_FIRST) return at(O_DONE, 0);
+        if (b === 0x7d && phase === O_FIRST) return at(O_DONE, 0, 0);
+        if (rest >= this.maxMembers) return REJECT;
         // A key commits the object to a value after it: the key's frame and the value's two (a union and its value) must fit.
         return b === QUOTE ? this.pushes.get(this.keys, at(O_COLON, 0), 2) : REJECT;
       case O_COLON:
         return b === 0x3a ? at(O_VALUE, 0) : REJECT;
       case O_VALUE:
-        return this.pushes.get(this.values, at(O_NEXT, 0));
+        return this.pushes.get(this.values, at(O_NEXT, 0, this.maxMembers === Infinity ? 0 : rest + 1));
       case O_NEXT:
-        if (b === 0x2c) return at(O_MEMBER, 0);
-        return b === 0x7d ? at(O_DONE, 0) : REJECT;
+        if (b === 0x2c) return rest < this.maxMembers ? at(O_MEMBER, 0) : REJECT;
+        return b === 0x7d ? at(O_DONE, 0, 0) : REJECT;
       default:
         return REJECT;
     }

@@ -2,26 +2,31 @@
  * JSON Schema → a grammar (lib/constrain/json-nodes.ts) whose every complete text validates
  * against the schema, and that writes every valid value within the bounds. Supported (the table in
  * docs/server.md): type (one or several), enum / const (of any JSON values, filtered by the
- * keywords beside them), properties + required (written in declared order; undeclared properties
- * never appear), items, minItems / maxItems, minLength / maxLength, pattern (the subset of
+ * keywords beside them), properties + required (in any order up to MAX_ANY_ORDER_PROPERTIES,
+ * each once; undeclared properties never appear beside them), items, minItems / maxItems, minLength / maxLength, pattern (the subset of
  * lib/constrain/regex-parse.ts), format (lib/constrain/formats.ts), minimum / maximum /
  * exclusiveMinimum / exclusiveMaximum (lib/constrain/numeric-range-node.ts), anyOf / oneOf (oneOf
  * as anyOf: alternatives whose first bytes differ, or that merge: literals into one set, strings
- * a plain string subsumes, patterns into one alternation, numbers into number), nullable, local
- * $ref (recursive ones unrolled until values would nest past maxDepth), and the empty schema (any
- * JSON). Keywords that constrain what this grammar cannot enforce (multipleOf, allOf, uniqueItems,
- * a schema for additionalProperties, ...) raise UnsupportedError instead of being ignored. A schema
+ * a plain string subsumes, patterns into one alternation, numbers into number; any other overlap
+ * runs side by side: overlap-union-node.ts), nullable, local
+ * $ref (recursive ones unrolled until values would nest past maxDepth), allOf (merged: all-of.ts),
+ * maps (additionalProperties' schema without properties, propertyNames, maxProperties), and the
+ * empty schema (any JSON). Keywords that constrain what this grammar cannot enforce (multipleOf,
+ * not, if, uniqueItems, a schema for additionalProperties beside properties, ...) raise
+ * UnsupportedError instead of being ignored. A schema
  * past the bounds of lib/constrain/limits.ts (nodes, literal bytes, depth, automaton states)
  * raises ConstraintError naming the bound. The compiler is a generator that yields between small
  * steps (lib/constrain/slices.ts): compileJsonSchemaSteps runs in slices.
  */
 import { ConstraintError, UnsupportedError } from '../base/errors';
 import { advanceBytes, isComplete, startState, type GrammarNode } from './automaton';
+import { mergeAllOf } from './all-of';
 import { ByteTrie } from './byte-trie';
 import { intersectDfa, PatternBudget, regexDfa, type CharDfa } from './char-dfa';
 import { CharConstraint, CharStringNode } from './char-string-node';
 import { FORMAT_PATTERNS } from './formats';
-import { ArrayNode, FreeObjectNode, LiteralNode, NodeIds, NumberNode, ObjectNode, StringNode, UnionNode } from './json-nodes';
+import { ArrayNode, firstBytes, FreeObjectNode, LiteralNode, NodeIds, NumberNode, ObjectNode, StringNode, UnionNode } from './json-nodes';
+import { OverlapUnionNode } from './overlap-union-node';
 import { SCHEMA_LIMITS, type SchemaLimits } from './limits';
 import { NumericRangeNode } from './numeric-range-node';
 import { literalRegex, parseRegex, type Regex } from './regex-parse';
@@ -36,7 +41,7 @@ const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', '$sc
 const STRING_KEYWORDS = ['minLength', 'maxLength', 'pattern', 'format'] as const;
 const NUMBER_KEYWORDS = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'] as const;
 const HANDLED = new Set([
-  'type', 'enum', 'const', 'properties', 'required', 'additionalProperties', 'items', 'minItems', 'maxItems', 'anyOf', 'oneOf', '$ref', 'nullable',
+  'type', 'enum', 'const', 'properties', 'required', 'additionalProperties', 'items', 'minItems', 'maxItems', 'anyOf', 'oneOf', '$ref', 'nullable', 'allOf', 'maxProperties', 'propertyNames',
   ...STRING_KEYWORDS,
   ...NUMBER_KEYWORDS,
 ]);
@@ -128,6 +133,8 @@ class SchemaCompiler {
       if (!HANDLED.has(keyword) && !ANNOTATIONS.has(keyword)) this.fail(`${path}.${keyword}`, `the keyword ${keyword} is not supported in constrained output`);
     }
     if (s.$ref !== undefined) return yield* this.ref(s, path, depth);
+    // allOf: merged into one schema where that is exact (lib/constrain/all-of.ts), refused by keyword otherwise.
+    if (s.allOf !== undefined) return yield* this.compile(mergeAllOf(s, this.root, path), path, depth);
     if (s.nullable === true) {
       if (s.type === undefined || s.enum !== undefined || s.const !== undefined) this.fail(`${path}.nullable`, 'nullable is supported beside type only');
       const { nullable: _, ...rest } = s;
@@ -145,7 +152,7 @@ class SchemaCompiler {
       if (others.length > 0) this.fail(path, `${others[0]} beside ${keyword} is not supported`);
       const nodes: Compiled[] = [];
       for (let i = 0; i < alternatives.length; i++) nodes.push(yield* this.compile(alternatives[i], `${path}.${keyword}[${i}]`, depth + 1));
-      return yield* this.union(nodes, `${path}.${keyword}`);
+      return yield* this.union(nodes, `${path}.${keyword}`, depth);
     }
     const type = s.type ?? this.inferredType(s, path);
     if (type === undefined) return this.anyValue(depth, path);
@@ -153,7 +160,7 @@ class SchemaCompiler {
       if (type.length === 0) this.fail(`${path}.type`, 'type must not be an empty array');
       const nodes: Compiled[] = [];
       for (let i = 0; i < type.length; i++) nodes.push(yield* this.typed(type[i], s, `${path}.type[${i}]`, path, depth + 1));
-      return yield* this.union(nodes, `${path}.type`);
+      return yield* this.union(nodes, `${path}.type`, depth);
     }
     return yield* this.typed(type, s, `${path}.type`, path, depth);
   }
@@ -161,7 +168,7 @@ class SchemaCompiler {
   /** The type that keywords without `type` imply (JSON Schema lets other types pass: this grammar writes the one they constrain). */
   private inferredType(s: Record<string, unknown>, path: string): string | undefined {
     const kinds = new Set<string>();
-    if (s.properties !== undefined || s.required !== undefined || s.additionalProperties !== undefined) kinds.add('object');
+    if (s.properties !== undefined || s.required !== undefined || s.additionalProperties !== undefined || s.maxProperties !== undefined || s.propertyNames !== undefined) kinds.add('object');
     if (s.items !== undefined || s.minItems !== undefined || s.maxItems !== undefined) kinds.add('array');
     if (STRING_KEYWORDS.some((k) => s[k] !== undefined)) kinds.add('string');
     if (NUMBER_KEYWORDS.some((k) => s[k] !== undefined)) kinds.add('number');
@@ -331,9 +338,9 @@ class SchemaCompiler {
    * One of `alternatives` (those that admit no value left out). Alternatives that start alike merge
    * where the union of their values is one node: literals into one set, strings and numbers into
    * the plain string or number that subsumes them, patterns into one alternation; any other
-   * overlap is an UnsupportedError.
+   * overlap (objects sharing keys, ...) is an OverlapUnionNode, which runs them side by side.
    */
-  private *union(alternatives: readonly Compiled[], path: string): Steps<Compiled> {
+  private *union(alternatives: readonly Compiled[], path: string, depth: number): Steps<Compiled> {
     let nodes = alternatives.filter((n): n is GrammarNode => n !== null);
     if (nodes.length <= 1) return nodes[0] ?? null;
     const isText = (n: GrammarNode) => this.literalTexts.get(n)?.every((t) => t[0] === 0x22) ?? false;
@@ -367,12 +374,24 @@ class SchemaCompiler {
       nodes = [...nodes.filter((n) => !literals.includes(n)), merged];
     }
     if (nodes.length === 1) return nodes[0];
-    const union = new UnionNode(this.ids);
-    const clash = union.setAlternatives(nodes);
-    if (clash !== undefined) {
-      this.fail(path, `two alternatives can start with ${JSON.stringify(String.fromCharCode(clash))} and do not merge; only alternatives that start differently (e.g. a string and null), literals, and strings or numbers that one plain string or number holds are supported`);
+    // Alternatives told apart by their first byte: a UnionNode; others (objects sharing keys, ...) run side by side.
+    if (!this.firstBytesClash(nodes)) {
+      const union = new UnionNode(this.ids);
+      union.setAlternatives(nodes);
+      return union;
     }
-    return union;
+    return new OverlapUnionNode(this.ids, nodes, depth);
+  }
+
+  private firstBytesClash(nodes: readonly GrammarNode[]): boolean {
+    const seen = new Set<number>();
+    for (const node of nodes) {
+      for (const b of firstBytes(node)) {
+        if (seen.has(b)) return true;
+        seen.add(b);
+      }
+    }
+    return false;
   }
 
   private *object(s: Record<string, unknown>, path: string, depth: number): Steps<Compiled> {
@@ -387,11 +406,29 @@ class SchemaCompiler {
     for (const name of requiredNames) {
       if (!names.has(name)) this.fail(`${path}.required`, `the required property ${JSON.stringify(name)} is not declared in properties`);
     }
-    if (additionalProperties !== undefined && typeof additionalProperties !== 'boolean') {
-      const empty = typeof additionalProperties === 'object' && additionalProperties !== null && Object.keys(additionalProperties).every((k) => ANNOTATIONS.has(k));
-      if (!empty) this.fail(`${path}.additionalProperties`, 'a schema for undeclared properties is not supported');
+    const maxProperties = this.count(s, 'maxProperties', path, MAX_ITEMS_BOUND);
+    const extra = additionalProperties !== undefined && typeof additionalProperties !== 'boolean';
+    const anyExtra = additionalProperties === undefined || additionalProperties === true || (extra && Object.keys(additionalProperties as object).every((k) => ANNOTATIONS.has(k)));
+    if (declared.length === 0 && additionalProperties !== false) {
+      // A map (z.record): any keys, each value of additionalProperties' schema; at most maxProperties members.
+      if (anyExtra && maxProperties === undefined && s.propertyNames === undefined) return this.freeObject(depth, path);
+      this.checkDepth(depth, path);
+      const keys = s.propertyNames === undefined ? new StringNode(this.ids) : yield* this.compile(s.propertyNames, `${path}.propertyNames`, depth + 1);
+      if (keys !== null && !(keys instanceof StringNode || keys instanceof CharStringNode || (this.literalTexts.get(keys)?.every((t) => t[0] === 0x22) ?? false))) {
+        this.fail(`${path}.propertyNames`, 'propertyNames must be a schema of strings');
+      }
+      const values = anyExtra ? this.anyValue(depth + 1, `${path}.additionalProperties`) : yield* this.compile(additionalProperties, `${path}.additionalProperties`, depth + 1);
+      const node = new FreeObjectNode(this.ids, keys ?? new StringNode(this.ids), values === null || keys === null ? 0 : (maxProperties ?? Infinity));
+      node.values = values ?? node;
+      return node;
     }
-    if (declared.length === 0 && additionalProperties !== false) return this.freeObject(depth, path);
+    if (extra && !anyExtra) {
+      this.fail(`${path}.additionalProperties`, 'a schema for undeclared properties beside declared properties is not supported (without properties it is: a map whose values follow it)');
+    }
+    if (s.propertyNames !== undefined) this.fail(`${path}.propertyNames`, 'propertyNames beside declared properties is not supported (without properties it is: the keys of a map)');
+    if (maxProperties !== undefined && maxProperties < declared.length) {
+      this.fail(`${path}.maxProperties`, `maxProperties below the count of declared properties (${declared.length}) is not supported`);
+    }
     const keys: Uint8Array[] = [];
     const members = [];
     for (const [name, sub] of declared) {

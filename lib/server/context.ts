@@ -14,6 +14,8 @@ export interface Served {
   strict?: boolean;
   /** Prompts and generations past the context shift (ServeOptions.contextShift). */
   contextShift?: boolean;
+  /** Folders whose image files chat requests may name (ServeOptions.imageDirs). */
+  imageDirs?: readonly string[];
 }
 
 export interface RouteContext {

@@ -20,6 +20,7 @@ import { chatCompletions } from './routes/chat-completions';
 import { completions } from './routes/completions';
 import { embeddings } from './routes/embeddings';
 import { rerank } from './routes/rerank';
+import { responses } from './routes/responses';
 import { listModels, retrieveModel } from './routes/models';
 import { ServerMetrics } from './metrics';
 import { OLLAMA_ROUTES, ollamaErrorBody } from './ollama/routes';
@@ -74,6 +75,11 @@ export interface ServeOptions extends BrowserPolicy {
   metricsPublic?: boolean;
   /** Called once per request answered (or abandoned by its client), after its response ended. */
   accessLog?: (entry: AccessLogEntry) => void;
+  /**
+   * Folders whose image files a chat request's image part may name (`file://` URLs or absolute
+   * paths, links resolved) for a Moondream model. Default none: data URLs only.
+   */
+  imageDirs?: readonly string[];
   /** Refuse unknown request fields (400). Default false: they are ignored and logged once, as llama-server does. */
   strict?: boolean;
   /** Serve the built-in chat page at GET / when a text model is served (the page needs no key; its API calls do). Default true. */
@@ -133,6 +139,7 @@ export const SERVE_DEFAULTS = { maxActive: 4, maxQueued: 64, maxBodyBytes: 1 << 
 const POST_ROUTES: Record<string, Route> = {
   '/v1/chat/completions': chatCompletions,
   '/v1/completions': completions,
+  '/v1/responses': responses,
   '/v1/embeddings': embeddings,
   '/v1/rerank': rerank,
   '/rerank': rerank,
@@ -219,7 +226,7 @@ export function createHandler(options: ServeOptions): ServeHandler {
       loadReranker,
     },
   );
-  const served: Served = { created: Math.floor(Date.now() / 1000), strict: options.strict === true, contextShift: options.contextShift === true, pool };
+  const served: Served = { created: Math.floor(Date.now() / 1000), strict: options.strict === true, contextShift: options.contextShift === true, imageDirs: options.imageDirs ?? [], pool };
   const pinnedText = options.model ? pool.loaded('text')[0] : undefined;
 
   const inFlight = new Set<AbortController>();

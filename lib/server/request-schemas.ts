@@ -39,14 +39,22 @@ const generationFields = {
   user: { type: 'string' },
 } as const;
 
+/** An image part (OpenAI's shape): accepted by the schema so that the route can answer it with a 400 that says why. */
+const imagePart = {
+  type: 'object',
+  required: ['type', 'image_url'],
+  properties: {
+    type: { const: 'image_url' },
+    image_url: { type: 'object', required: ['url'], properties: { url: { type: 'string' }, detail: { enum: ['auto', 'low', 'high'] } }, additionalProperties: false },
+  },
+  additionalProperties: false,
+};
+const textPart = { type: 'object', required: ['type', 'text'], properties: { type: { const: 'text' }, text: { type: 'string' } }, additionalProperties: false };
+
+// A type list, not anyOf: a part's error names its own field.
 const messageContent = {
-  anyOf: [
-    { type: 'string' },
-    {
-      type: 'array',
-      items: { type: 'object', required: ['type', 'text'], properties: { type: { const: 'text' }, text: { type: 'string' } }, additionalProperties: false },
-    },
-  ],
+  type: ['string', 'array', 'null'],
+  items: { type: 'object', required: ['type'], properties: { type: { enum: ['text', 'image_url'] } }, if: { properties: { type: { const: 'image_url' } } }, then: imagePart, else: textPart },
 };
 
 /** A function the model may call (OpenAI's tools[i]); its parameters are checked as a schema when compiled. */
@@ -95,7 +103,7 @@ export const chatCompletionRequest = {
         required: ['role'],
         properties: {
           role: { enum: ['system', 'developer', 'user', 'assistant', 'tool'] },
-          content: nullable(messageContent),
+          content: messageContent,
           name: { type: 'string' },
           tool_call_id: { type: 'string' },
           reasoning_content: { type: 'string' },

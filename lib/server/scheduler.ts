@@ -13,6 +13,7 @@
  */
 import type { GenerateOptions, GeneratedPiece, Generation, StopReason } from '../generation/generate';
 import type { ChatOptions, ChatPrompt, Model } from '../models/model';
+import { MoondreamModel, type ImageInput } from '../models/moondream-model';
 import { AdmissionQueue } from './admission';
 import { ApiError } from './api-error';
 import type { ModelMetrics } from './metrics';
@@ -25,10 +26,22 @@ export interface RequestFields {
   maxTokens: string;
 }
 
-/** What the server asks a model to generate: a chat or a text completion. */
+/** What the server asks a model to generate: a chat, a text completion, or (a Moondream model) an answer about an image. */
 export type GenerationRequest =
   | { kind: 'chat'; prompt: ChatPrompt; options: ChatOptions; fields?: RequestFields }
-  | { kind: 'text'; prompt: number[]; options: GenerateOptions; fields?: RequestFields };
+  | { kind: 'text'; prompt: number[]; options: GenerateOptions; fields?: RequestFields }
+  | { kind: 'answer'; image: ImageInput; question: string; promptTokens: number; options: GenerateOptions; fields?: RequestFields };
+
+/** The positions a request's prompt takes. */
+const promptLength = (request: GenerationRequest) => (request.kind === 'text' ? request.prompt.length : request.kind === 'chat' ? request.prompt.ids.length : request.promptTokens);
+
+/** The generation `request` asks `model` for. */
+function startOn(model: Model, request: GenerationRequest, options: GenerateOptions): Generation {
+  if (request.kind === 'chat') return model.chat(request.prompt, options);
+  if (request.kind === 'text') return model.generate(request.prompt, options);
+  if (!(model instanceof MoondreamModel)) throw new TypeError('an answer about an image needs a Moondream model');
+  return model.answer(request.image, request.question, options);
+}
 
 /** A submitted generation: iterate it (once) to wait for its turn and receive its pieces. */
 export interface ScheduledGeneration extends AsyncIterable<GeneratedPiece> {
@@ -99,7 +112,7 @@ export class ModelScheduler {
   /** Takes a slot, and with maxKvBytes the bytes `request` may hold (400 when it can never fit). */
   private async enterWithin(request: GenerationRequest, signal: AbortSignal, budget: number): Promise<() => void> {
     const perPosition = await this.bytesPerPosition();
-    const promptTokens = request.kind === 'text' ? request.prompt.length : request.prompt.ids.length;
+    const promptTokens = promptLength(request);
     const context = this.model.contextLength;
     const generated = request.options.contextShift ? context : (request.options.maxTokens ?? Infinity);
     const positions = Math.min(promptTokens + generated, context);
@@ -128,11 +141,11 @@ export class ModelScheduler {
       let last: number | undefined;
       try {
         const options = { ...request.options, signal };
-        generation = request.kind === 'chat' ? model.chat(request.prompt, options) : model.generate(request.prompt, options);
+        generation = startOn(model, request, options);
         if (!metrics) return yield* generation;
         for await (const piece of generation) {
           const now = performance.now();
-          if (last === undefined) metrics.firstToken(request.kind === 'text' ? request.prompt.length : request.prompt.ids.length, (now - submitted) / 1000);
+          if (last === undefined) metrics.firstToken(promptLength(request), (now - submitted) / 1000);
           else metrics.nextToken((now - last) / 1000);
           last = now;
           yield piece;

