@@ -379,6 +379,13 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
             naming = false;
             const after = tools!.naming!.after;
             const afterIds = tokenizer.encode(after, { addSpecialTokens: false });
+            if (session.position + 1 + afterIds.length >= contextLength) {
+              // The header's rest does not fit: the context is full, the call cut short (as at the token limit).
+              stopReason = 'context-full';
+              const piece = filter.push(decoded);
+              yield withLogprob({ token, text: piece.text + filter.flush() + decoder.flush() }, stepLogprob);
+              return;
+            }
             feed = [token, ...afterIds];
             generated.push(...afterIds);
             decoded += after;

@@ -127,3 +127,17 @@ export async function prepareWordGrammar(words: readonly string[]): Promise<Comp
     })(),
   );
 }
+
+/**
+ * Each tool's arguments alone (Harmony's calls, whose header is no JSON): its parameters compiled,
+ * UnsupportedError / ConstraintError naming `tools[i].parameters` for one the mask cannot enforce.
+ */
+export async function prepareArgumentGrammars(tools: readonly ToolDefinition[]): Promise<CompiledJsonSchema[]> {
+  const schemas = tools.map((t, i) => ({ schema: t.parameters ?? NO_PARAMETERS, path: `(tools[${i}].parameters)` }));
+  return inSlices(
+    (function* () {
+      const { roots, ids } = yield* compileJsonSchemasSteps(schemas, 1);
+      return roots.map((root, i) => new CompiledJsonSchema(root, `tool-arguments:${JSON.stringify([tools[i].name, schemas[i].schema])}`, ids.bytes));
+    })(),
+  );
+}

@@ -8,9 +8,9 @@
  */
 import type { ChatMessage, ChatRenderOptions, ChatTemplate } from '../generation/chat';
 import type { ToolCallConstraint } from '../generation/generate';
-import { prepareJsonSchema, type CompiledJsonSchema } from '../constrain';
+import type { CompiledJsonSchema } from '../constrain';
 import { harmonyCallHeader, HARMONY_MARKERS, parseHarmonyHeader } from '../generation/harmony';
-import { prepareToolCallGrammar, prepareWordGrammar } from './call-grammar';
+import { prepareArgumentGrammars, prepareToolCallGrammar, prepareWordGrammar } from './call-grammar';
 import { detectToolFormat, type ToolCallFormat } from './formats';
 import { checkTools, TOOL_LIMITS, toolsOfChoice, type ToolChoice, type ToolDefinition } from './types';
 
@@ -81,9 +81,6 @@ function fallbackMessages(messages: readonly ChatMessage[], tools: readonly Tool
   return out;
 }
 
-/** A tool without parameters takes none: `{}`. */
-const NO_PARAMETERS = { type: 'object', properties: {} } as const;
-
 /**
  * Harmony's calls (gpt-oss): the arguments are the message after a `to=functions.NAME` header,
  * generated under that tool's parameters schema. One tool forced: the prompt ends with its whole
@@ -93,8 +90,8 @@ const NO_PARAMETERS = { type: 'object', properties: {} } as const;
  * the model opens is constrained so.
  */
 async function harmonyConstraint(callable: readonly ToolDefinition[], forced: boolean, single: boolean): Promise<ToolCallConstraint & { lead: string }> {
-  const grammars = new Map<string, CompiledJsonSchema>();
-  for (const t of callable) grammars.set(t.name, await prepareJsonSchema(t.parameters ?? NO_PARAMETERS));
+  const compiled = await prepareArgumentGrammars(callable);
+  const grammars = new Map<string, CompiledJsonSchema>(callable.map((t, i) => [t.name, compiled[i]]));
   if (forced && callable.length === 1) {
     const open = harmonyCallHeader(callable[0].name);
     return { open, grammar: grammars.get(callable[0].name)!, forced: true, single: true, lead: open };

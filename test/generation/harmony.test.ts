@@ -178,6 +178,8 @@ suite('Harmony: gpt-oss\'s template and replies', () => {
     expect(grammarFor('<|channel|>commentary to=functions.get_time <|constrain|>json')).toBeDefined();
     expect(grammarFor('<|channel|>commentary to=functions.get_time <|constrain|>json')).not.toBe(grammarFor('<|channel|>analysis<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json'));
     expect(grammarFor('<|channel|>analysis')).toBeUndefined();
+    // a schema the mask cannot enforce is refused naming the tool's parameters, as for the other families
+    await expect(prepareToolPrompt(template, messages, { tools: [WEATHER, { ...TIME, parameters: { type: 'frob' } as never }], toolChoice: 'required' })).rejects.toThrow(/tools\[1\]\.parameters/);
     const auto = await prepareToolPrompt(template, messages, { tools: [WEATHER, TIME] });
     expect(auto.forcedOpen).toBe('');
     expect(auto.constraint).toMatchObject({ open: '<|message|>', forced: false, single: false });
