@@ -80,6 +80,21 @@ suite('Harmony (gpt-oss template) through weightmap serve', () => {
     expect(JSON.parse(args)).toEqual(JSON.parse(call.function.arguments));
   }, 120_000);
 
+  it('the Responses API reads the same channels: a named call is a function_call item that validates, whole and streamed', async () => {
+    const tools = TOOLS.map((t) => ({ type: 'function' as const, name: t.function.name, description: t.function.description ?? null, parameters: t.function.parameters ?? null, strict: false }));
+    const request = { model: 'tiny', input: 'Wake me at seven on Monday.', tools, tool_choice: { type: 'function' as const, name: 'set_alarm' }, temperature: 0, max_output_tokens: 300 };
+    const response = await client.responses.create(request);
+    const calls = response.output.filter((item) => item.type === 'function_call');
+    expect(calls.map((c) => c.name)).toEqual(['set_alarm']);
+    expect(validate(JSON.parse(calls[0].arguments))).toBe(true);
+    expect(JSON.stringify(response.output)).not.toMatch(/<\|(channel|message|call|constrain)\|>/);
+    let streamed = '';
+    for await (const event of await client.responses.create({ ...request, stream: true })) {
+      if (event.type === 'response.function_call_arguments.done') streamed = event.arguments;
+    }
+    expect(JSON.parse(streamed)).toEqual(JSON.parse(calls[0].arguments));
+  }, 120_000);
+
   it("tool_choice 'required' with two tools: the model names one under the mask, the rest of the header is fed, the arguments validate against that tool's schema", async () => {
     const validators = new Map(BOUNDED_TOOLS.map((t) => [t.name, new Ajv({ strict: false }).compile(t.parameters)]));
     const names = new Set<string>();

@@ -7,20 +7,17 @@
  * final as the content, commentary to functions.* as the calls.
  */
 import type { ChatMessage } from '../../generation/chat';
-import { splitThinking } from '../../generation/chat';
 import type { ChatOptions, ChatPrompt } from '../../models/model';
 import { MoondreamModel, questionIds } from '../../models/moondream-model';
-import { HarmonyStreamer, isHarmonyTemplate, parseHarmonyReply } from '../../generation/harmony';
-import { newToolCallId, parseToolCalls } from '../../tools/parse';
+import { isHarmonyTemplate } from '../../generation/harmony';
 import { imageQuestion, type ImageQuestion } from '../image-parts';
-import type { ToolCall, ToolChoice, ToolDefinition } from '../../tools/types';
+import type { ToolChoice, ToolDefinition } from '../../tools/types';
 import { invalidRequest, toApiError } from '../api-error';
 import { textModel, type RouteContext, type ServedTextModel } from '../context';
 import type { ScheduledGeneration } from '../scheduler';
-import type { ToolCallFormat } from '../../tools/formats';
 import { choiceOptions, maxTokens, responseSchema, samplingOptions, shiftedPrompt } from '../openai-params';
-import { ThinkingSplitter } from '../thinking-stream';
-import { ToolCallStreamer, toolCallDeltas } from '../tool-stream';
+import { replyReader, type ReplyReader } from '../reply-reader';
+import { toolCallDeltas } from '../tool-stream';
 import { validateChatCompletion, type ChatCompletionBody, type ChatMessageBody } from '../validation';
 import { chatLogprobs } from '../logprobs';
 import { respondStream, respondWhole, type Choice, type ChoiceStream, type PieceLogprob } from './generation-response';
@@ -73,10 +70,9 @@ export interface PreparedChat {
   id: string;
   model: ServedTextModel['model'];
   promptTokens: number;
-  thinking: boolean;
   wantLogprobs: boolean;
-  /** The format calls are parsed in (undefined: the model may make none). */
-  toolFormat: ToolCallFormat | undefined;
+  /** How its replies become reasoning, content and calls. */
+  reply: ReplyReader;
   start: (index: number) => ScheduledGeneration;
 }
 
@@ -113,7 +109,8 @@ export async function prepareChat(ctx: RouteContext, body: ChatCompletionBody): 
   const start = (index: number) => scheduler.submit({ kind: 'chat', prompt, options: choiceOptions(options, index) }, ctx.signal);
   // Replies are parsed for calls when the model may make them.
   const toolFormat = tools.toolChoice !== undefined && tools.toolChoice !== 'none' ? prompt.tools?.format : undefined;
-  return { id, model, promptTokens, thinking, wantLogprobs, toolFormat, start };
+  const harmony = isHarmonyTemplate(model.chatTemplate?.source);
+  return { id, model, promptTokens, wantLogprobs, reply: replyReader({ harmony, thinking, toolFormat }), start };
 }
 
 /** A question about an image for a Moondream model: model.answer(image, question) through the scheduler. */
@@ -130,16 +127,13 @@ function prepareAnswer(ctx: RouteContext, body: ChatCompletionBody, served: { id
     maxTokens: maxTokens(body.max_completion_tokens ?? body.max_tokens, Infinity, promptTokens, model.contextLength, 'messages'),
   };
   const start = (index: number) => scheduler.submit({ kind: 'answer', image: asked.image, question: asked.question, promptTokens, options: choiceOptions(options, index) }, ctx.signal);
-  return { id, model, promptTokens, thinking: false, wantLogprobs: false, toolFormat: undefined, start };
+  return { id, model, promptTokens, wantLogprobs: false, reply: replyReader({ harmony: false, thinking: false, toolFormat: undefined }), start };
 }
 
 export async function chatCompletions(ctx: RouteContext): Promise<void> {
   const body = validateChatCompletion(await ctx.body(), ctx.served.strict);
-  const { id, model, promptTokens, thinking, wantLogprobs, toolFormat, start } = await prepareChat(ctx, body);
+  const { id, model, promptTokens, wantLogprobs, reply, start } = await prepareChat(ctx, body);
   const n = body.n ?? 1;
-  // A Harmony reply (gpt-oss) is its channels: analysis is the reasoning, final the content, commentary to=functions.* the calls.
-  const harmony = !(model instanceof MoondreamModel) && isHarmonyTemplate(model.chatTemplate?.source);
-  const harmonyCalls = (calls: ToolCall[]) => (toolFormat ? calls : []);
 
   const shape = {
     object: 'chat.completion',
@@ -147,17 +141,15 @@ export async function chatCompletions(ctx: RouteContext): Promise<void> {
     idPrefix: 'chatcmpl',
     model: id,
     choice: (text: string, finish: string, logprobs: PieceLogprob[]): Choice => {
-      const whole = harmony ? parseHarmonyReply(text, finish !== 'length', newToolCallId) : undefined;
-      const split = whole ?? (thinking ? splitThinking(text) : { reasoning: '', content: text });
-      const reply = whole ? { content: whole.content, calls: harmonyCalls(whole.calls) } : toolFormat ? parseToolCalls(split.content, toolFormat, finish !== 'length') : { content: split.content, calls: [] };
+      const { reasoning, content, calls } = reply.whole(text, finish !== 'length');
       const message = {
         role: 'assistant',
-        content: reply.calls.length && !reply.content ? null : reply.content,
-        ...(split.reasoning ? { reasoning_content: split.reasoning } : {}),
-        ...(reply.calls.length ? { tool_calls: reply.calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) } : {}),
+        content: calls.length && !content ? null : content,
+        ...(reasoning ? { reasoning_content: reasoning } : {}),
+        ...(calls.length ? { tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) } : {}),
       };
       const chosen = wantLogprobs ? chatLogprobs(model.tokenizer, logprobs) : null;
-      return { index: 0, message, logprobs: chosen, finish_reason: reply.calls.length && finish !== 'length' ? 'tool_calls' : finish };
+      return { index: 0, message, logprobs: chosen, finish_reason: calls.length && finish !== 'length' ? 'tool_calls' : finish };
     },
   };
   if (!body.stream) return respondWhole(ctx, start, n, promptTokens, shape);
@@ -165,18 +157,16 @@ export async function chatCompletions(ctx: RouteContext): Promise<void> {
   // Each choice's stream state (the thinking split, the held tool calls) is its own.
   const streamOf = (): ChoiceStream => {
     const delta = (d: Record<string, unknown>, finish: string | null = null): Choice => ({ index: 0, delta: d, logprobs: null, finish_reason: finish });
-    const channels = harmony ? new HarmonyStreamer(newToolCallId) : undefined;
-    const splitter = thinking && !channels ? new ThinkingSplitter() : undefined;
-    const calls = toolFormat && !channels ? new ToolCallStreamer(toolFormat) : undefined;
+    const read = reply.stream();
     let madeCalls = false;
-    const deltas = ({ reasoning, content }: { reasoning: string; content: string }) => {
-      const text = calls ? calls.push(content) : content;
-      return [...(reasoning ? [delta({ reasoning_content: reasoning })] : []), ...(text ? [delta({ content: text })] : [])];
-    };
+    const deltas = ({ reasoning, content }: { reasoning: string; content: string }) => [
+      ...(reasoning ? [delta({ reasoning_content: reasoning })] : []),
+      ...(content ? [delta({ content })] : []),
+    ];
     const stream: ChoiceStream = {
       opening: () => [delta({ role: 'assistant', content: '' })],
       push: (text, piece) => {
-        const out = deltas(channels ? channels.push(text) : splitter ? splitter.push(text) : { reasoning: '', content: text });
+        const out = deltas(read.push(text));
         if (!wantLogprobs || !piece.logprob) return out;
         // Each token's logprobs go with the delta of its text (an empty one while its text is held).
         const withLogprobs = out.length ? out[0] : delta({ content: '' });
@@ -184,17 +174,9 @@ export async function chatCompletions(ctx: RouteContext): Promise<void> {
         return out.length ? out : [withLogprobs];
       },
       flush: (finished) => {
-        if (channels) {
-          const rest = channels.finish(finished !== 'length');
-          const made = harmonyCalls(rest.calls);
-          madeCalls = made.length > 0;
-          return [...deltas(rest), ...toolCallDeltas(made).map((d) => delta({ tool_calls: [d] }))];
-        }
-        const held = splitter ? deltas(splitter.flush()) : [];
-        if (!calls) return held;
-        const { content, calls: made } = calls.finish(finished !== 'length');
-        madeCalls = made.length > 0;
-        return [...held, ...(content ? [delta({ content })] : []), ...toolCallDeltas(made).map((d) => delta({ tool_calls: [d] }))];
+        const rest = read.finish(finished !== 'length');
+        madeCalls = rest.calls.length > 0;
+        return [...deltas(rest), ...toolCallDeltas(rest.calls).map((d) => delta({ tool_calls: [d] }))];
       },
       finish: (reason) => delta({}, madeCalls && reason !== 'length' ? 'tool_calls' : reason),
     };

@@ -7,16 +7,12 @@
  * (response.incomplete at the token limit).
  */
 import { randomUUID } from 'node:crypto';
-import { splitThinking } from '../../generation/chat';
-import { parseToolCalls } from '../../tools/parse';
 import type { ToolCall } from '../../tools/types';
 import { ApiError, toApiError } from '../api-error';
 import { sendJson, type RouteContext } from '../context';
 import { chatBodyOf, renamedError } from '../responses-chat';
 import type { ResponsesBody } from '../responses-schema';
 import { SseStream } from '../sse';
-import { ThinkingSplitter } from '../thinking-stream';
-import { ToolCallStreamer } from '../tool-stream';
 import { validateResponses } from '../validation';
 import { prepareChat, type PreparedChat } from './chat-completions';
 import { finishReason, logUsage } from './generation-response';
@@ -82,7 +78,7 @@ export async function responses(ctx: RouteContext): Promise<void> {
   } catch (error) {
     throw asResponsesError(error, sources);
   }
-  const { id: modelId, promptTokens, thinking, toolFormat } = prepared;
+  const { id: modelId, promptTokens, reply: reader } = prepared;
   const run = prepared.start(0);
   const response = responseObject(body, newId('resp'), Math.floor(Date.now() / 1000), modelId);
   const ending = (finish: 'stop' | 'length') => ({ status: finish === 'length' ? 'incomplete' : 'completed', end: { finish, promptTokens, outputTokens: run.tokens.length } });
@@ -95,10 +91,9 @@ export async function responses(ctx: RouteContext): Promise<void> {
       throw asResponsesError(error);
     }
     const finish = finishReason(run.stopReason);
-    const split = thinking ? splitThinking(text) : { reasoning: '', content: text };
-    const reply = toolFormat ? parseToolCalls(split.content, toolFormat, finish !== 'length') : { content: split.content, calls: [] };
+    const reply = reader.whole(text, finish !== 'length');
     const output: Item[] = [
-      ...(split.reasoning ? [reasoningItem(newId('rs'), split.reasoning)] : []),
+      ...(reply.reasoning ? [reasoningItem(newId('rs'), reply.reasoning)] : []),
       ...(reply.content || reply.calls.length === 0 ? [messageItem(newId('msg'), reply.content)] : []),
       ...reply.calls.map((c) => callItem(c, newId('fc'))),
     ];
@@ -156,17 +151,15 @@ export async function responses(ctx: RouteContext): Promise<void> {
       ...(kind === 'message' ? { logprobs: [] } : {}),
     });
   };
-  const splitter = thinking ? new ThinkingSplitter() : undefined;
-  const calls = toolFormat ? new ToolCallStreamer(toolFormat) : undefined;
+  const read = reader.stream();
   const push = async ({ reasoning, content }: { reasoning: string; content: string }) => {
     await write('reasoning', reasoning);
-    await write('message', calls ? calls.push(content) : content);
+    await write('message', content);
   };
-  for (; !next.done; next = await iterator.next()) await push(splitter ? splitter.push(next.value.text) : { reasoning: '', content: next.value.text });
+  for (; !next.done; next = await iterator.next()) await push(read.push(next.value.text));
   const finish = finishReason(run.stopReason);
-  if (splitter) await push(splitter.flush());
-  const made = calls ? calls.finish(finish !== 'length') : { content: '', calls: [] };
-  await write('message', made.content);
+  const made = read.finish(finish !== 'length');
+  await push(made);
   if (output.length === 0 && made.calls.length === 0) await write('message', '', true);
   await close();
   for (const call of made.calls) {
