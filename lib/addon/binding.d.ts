@@ -18,8 +18,10 @@ export declare class MappedFile {
   readonly byteLength: number;
   readonly path: string | null;
   readonly closed: boolean;
-  /** A zero-copy external ArrayBuffer over the whole mapping (the same one on every call). */
+  /** A zero-copy external ArrayBuffer over the mapping's head: the whole file up to 4 GiB (the same one on every call; detached by close()). */
   buffer(): ArrayBuffer;
+  /** A zero-copy external ArrayBuffer over [offset, offset+length) (at most 4 GiB), which keeps the pages mapped while it is reachable. */
+  window(offset: number, length: number): ArrayBuffer;
   /** madvise() over [offset, offset+length); a hint only. */
   advise(offset: number, length: number, advice: MadviseAdvice): void;
   /** Bytes of [offset, offset+length) resident in RAM (mincore), or -1 where unknown. */

@@ -1,5 +1,6 @@
 #include "napi/mapped_file.h"
 
+#include <algorithm>
 #include <string>
 
 #include "napi/addon_data.h"
@@ -34,6 +35,7 @@ uint64_t ToOffset(Napi::Env env, const Napi::Value& v, const char* what) {
 void MappedFile::Init(Napi::Env env, Napi::Object exports) {
   Napi::Function ctor = DefineClass(env, "MappedFile",
       {InstanceMethod<&MappedFile::Buffer>("buffer"),
+       InstanceMethod<&MappedFile::Window>("window"),
        InstanceAccessor<&MappedFile::ByteLength>("byteLength"),
        InstanceAccessor<&MappedFile::Path>("path"),
        InstanceAccessor<&MappedFile::Closed>("closed"),
@@ -65,18 +67,37 @@ std::shared_ptr<Mapping> MappedFile::FromValue(Napi::Value value) {
   return self->mapping_;
 }
 
+namespace {
+
+// An external ArrayBuffer over [offset, offset + length) of the mapping, which it keeps mapped:
+// the pages stay while any JS view can still reach them, even after close().
+Napi::ArrayBuffer WindowBuffer(Napi::Env env, const std::shared_ptr<Mapping>& mapping, uint64_t offset, uint64_t length) {
+  auto* keep = new std::shared_ptr<Mapping>(mapping);
+  return Napi::ArrayBuffer::New(
+      env, const_cast<uint8_t*>(mapping->data()) + offset, length,
+      [](Napi::Env, void*, std::shared_ptr<Mapping>* hold) { delete hold; }, keep);
+}
+
+}  // namespace
+
 Napi::Value MappedFile::Buffer(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!mapping_) throw MakeError(env, "ERR_WEIGHTMAP_CLOSED", "the MappedFile was closed");
   if (!buffer_.IsEmpty()) return buffer_.Value();
-  // The ArrayBuffer keeps its own reference to the mapping: the pages stay mapped while any
-  // JS view can still reach them, even after close() (which detaches this buffer first).
-  auto* keep = new std::shared_ptr<Mapping>(mapping_);
-  Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(
-      env, const_cast<uint8_t*>(mapping_->data()), mapping_->size(),
-      [](Napi::Env, void*, std::shared_ptr<Mapping>* hold) { delete hold; }, keep);
+  // The head, detached by close() (views of it then read nothing).
+  Napi::ArrayBuffer ab = WindowBuffer(env, mapping_, 0, std::min<uint64_t>(mapping_->size(), kMaxWindow));
   buffer_ = Napi::Persistent(ab);
   return ab;
+}
+
+Napi::Value MappedFile::Window(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!mapping_) throw MakeError(env, "ERR_WEIGHTMAP_CLOSED", "the MappedFile was closed");
+  uint64_t offset = ToOffset(env, info[0], "offset");
+  uint64_t length = ToOffset(env, info[1], "length");
+  if (length > kMaxWindow) throw MakeError(env, "ERR_OUT_OF_RANGE", "a window holds at most 4 GiB");
+  if (!mapping_->Contains(offset, length)) throw MakeError(env, "ERR_OUT_OF_RANGE", "window range is outside the mapping");
+  return WindowBuffer(env, mapping_, offset, length);
 }
 
 Napi::Value MappedFile::ByteLength(const Napi::CallbackInfo& info) {

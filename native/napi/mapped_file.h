@@ -1,4 +1,6 @@
-// JS class MappedFile: a read-only mapping exposed as a zero-copy external ArrayBuffer.
+// JS class MappedFile: a read-only mapping exposed as zero-copy external ArrayBuffers: the head
+// (the whole file up to kMaxWindow bytes) and windows anywhere in it, since one ArrayBuffer holds
+// at most kMaxWindow bytes (Node 20's limit: 4 GiB) and a model file may be larger.
 #pragma once
 
 #include <napi.h>
@@ -11,6 +13,7 @@ namespace weightmap {
 
 class MappedFile : public Napi::ObjectWrap<MappedFile> {
  public:
+  static constexpr uint64_t kMaxWindow = uint64_t{1} << 32;
   static void Init(Napi::Env env, Napi::Object exports);
   // The mapping behind a JS MappedFile, for native objects that keep pointers into it.
   // Throws a TypeError if `value` is not an open MappedFile.
@@ -20,6 +23,7 @@ class MappedFile : public Napi::ObjectWrap<MappedFile> {
 
  private:
   Napi::Value Buffer(const Napi::CallbackInfo& info);
+  Napi::Value Window(const Napi::CallbackInfo& info);
   Napi::Value ByteLength(const Napi::CallbackInfo& info);
   Napi::Value Path(const Napi::CallbackInfo& info);
   Napi::Value Closed(const Napi::CallbackInfo& info);

@@ -81,7 +81,7 @@ suite('Harmony (gpt-oss template) through weightmap serve', () => {
   }, 120_000);
 
   it('the Responses API reads the same channels: a named call is a function_call item that validates, whole and streamed', async () => {
-    const tools = TOOLS.map((t) => ({ type: 'function' as const, name: t.function.name, description: t.function.description ?? null, parameters: t.function.parameters ?? null, strict: false }));
+    const tools = BOUNDED_TOOLS.map((t) => ({ type: 'function' as const, name: t.name, description: `Calls ${t.name}`, parameters: t.parameters as Record<string, unknown>, strict: false }));
     const request = { model: 'tiny', input: 'Wake me at seven on Monday.', tools, tool_choice: { type: 'function' as const, name: 'set_alarm' }, temperature: 0, max_output_tokens: 300 };
     const response = await client.responses.create(request);
     const calls = response.output.filter((item) => item.type === 'function_call');

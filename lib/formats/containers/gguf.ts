@@ -449,7 +449,7 @@ export function* parseGgufSteps(bytes: Buffer, path: string, mapped?: MappedSour
   const dataOffset = Math.ceil(cur.offset / alignment) * alignment;
   const tensors: GgufTensorInfo[] = infos.map((t) => {
     const byteOffset = dataOffset + t.offset;
-    checkRange(path, byteOffset, t.byteLength, bytes.length, `the data of tensor '${t.name}'`);
+    checkRange(path, byteOffset, t.byteLength, mapped?.byteLength ?? bytes.length, `the data of tensor '${t.name}'`);
     return { ...t, byteOffset };
   });
   checkNoOverlap(path, tensors.map((t) => ({ name: t.name, byteOffset: t.byteOffset, byteLength: t.byteLength })));

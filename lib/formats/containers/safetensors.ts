@@ -86,7 +86,7 @@ export function parseSafetensors(src: MappedSource): SafetensorsFile {
   }
   if (!isObject(header)) return fail('BAD_HEADER', 'the header is not a JSON object', { path, offset: 8 });
   const dataOffset = 8 + n;
-  const dataLength = bytes.length - dataOffset;
+  const dataLength = src.byteLength - dataOffset;
   const metadata: Record<string, string> = {};
   const tensors: (TensorView & { begin: number; end: number })[] = [];
   for (const [name, info] of Object.entries(header)) {

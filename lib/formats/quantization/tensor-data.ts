@@ -12,11 +12,11 @@ export const CHUNK_ELEMENTS = 1 << 20;
 
 /** Bytes of `view` inside its mapping, zero-copy; RangeError if the view points outside it. */
 export function viewBytes(view: TensorView, byteOffset = view.byteOffset, byteLength = view.byteLength): Buffer {
-  const src = view.source.bytes;
-  if (byteOffset < 0 || byteLength < 0 || byteOffset + byteLength > src.length) {
-    throw rangeError(`tensor '${view.name}' lies outside its mapping (${byteOffset}+${byteLength} > ${src.length})`);
+  const src = view.source;
+  if (byteOffset < 0 || byteLength < 0 || byteOffset + byteLength > src.byteLength) {
+    throw rangeError(`tensor '${view.name}' lies outside its mapping (${byteOffset}+${byteLength} > ${src.byteLength})`);
   }
-  return src.subarray(byteOffset, byteOffset + byteLength);
+  return src.range(byteOffset, byteLength);
 }
 
 /** The dtypes readF32 decodes: the float types, Q8_0 and every GGUF block type. */
