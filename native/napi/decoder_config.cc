@@ -126,7 +126,6 @@ constexpr Field kFields[] = {
     {"expertIntermediateSize", kOptional, Member<&C::expert_intermediate, 1, kMax>},
     {"normTopkProb", kOptional, Member<&C::norm_topk>},
     // gpt-oss.
-    {"expertSoftmaxAfterTopk", kOptional, Member<&C::topk_softmax>},
     {"expertBiases", kOptional, Member<&C::expert_bias>},
     {"swigluLimit", kOptional, Member<&C::swiglu_limit>},
     {"attentionSinks", kOptional, Member<&C::attn_sinks>},

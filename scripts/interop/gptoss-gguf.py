@@ -6,8 +6,8 @@ convert_hf_to_gguf.py stores the released model's experts).
     python3 scripts/interop/gptoss-gguf.py LLAMA_CPP_SOURCE OUT_DIR
 
 Writes OUT_DIR/gptoss-f32.gguf and OUT_DIR/gptoss-mxfp4.gguf (the same weights; the experts'
-matrices MXFP4). Seeded; d 64, 4 heads of 16, 2 kv heads, 2 layers (layer 0 sliding, window 8),
-8 experts of width 64, 4 used, vocab 64, YaRN factor 32 at an original context of 4096 (gpt-oss's
+matrices MXFP4). Seeded; d 256 (whole K-quant super-blocks), 4 heads of 64, 2 kv heads, 2 layers
+(layer 0 sliding, window 8), 8 experts of width 256, 4 used, vocab 64, YaRN factor 32 at an original context of 4096 (gpt-oss's
 own), rope base 150000. Every bias and sink nonzero; the router scaled so that several experts win
 across positions; the head scaled so that the logits have margins well above the MXFP4 noise.
 """
@@ -25,7 +25,7 @@ MX = gguf.GGMLQuantizationType.MXFP4
 rng = np.random.default_rng(31)
 tokens = [chr(c) for c in range(ord('a'), ord('z') + 1)] + [chr(c) for c in range(ord('A'), ord('Z') + 1)]
 tokens += [str(i) for i in range(10)] + ['ab', '<|endoftext|>']
-d, heads, head_dim, kv_heads, layers, experts, used, ffn, vocab = 64, 4, 16, 2, 2, 8, 4, 64, len(tokens)
+d, heads, head_dim, kv_heads, layers, experts, used, ffn, vocab = 256, 4, 64, 2, 2, 8, 4, 256, len(tokens)
 window = 8
 
 
@@ -34,27 +34,27 @@ def normal(shape, scale):
 
 
 tensors = [('token_embd.weight', normal((vocab, d), 1.0)), ('output_norm.weight', 1 + normal((d,), 0.1)),
-           ('output.weight', normal((vocab, d), 0.5))]
+           ('output.weight', normal((vocab, d), 4 / d ** 0.5))]
 stacked = []  # the experts' matrices: f32 in one file, MXFP4 in the other
 for l in range(layers):
     b = f'blk.{l}.'
     tensors += [
         (b + 'attn_norm.weight', 1 + normal((d,), 0.1)),
-        (b + 'attn_q.weight', normal((heads * head_dim, d), 0.25)), (b + 'attn_q.bias', normal((heads * head_dim,), 0.2)),
-        (b + 'attn_k.weight', normal((kv_heads * head_dim, d), 0.25)), (b + 'attn_k.bias', normal((kv_heads * head_dim,), 0.2)),
-        (b + 'attn_v.weight', normal((kv_heads * head_dim, d), 0.25)), (b + 'attn_v.bias', normal((kv_heads * head_dim,), 0.2)),
-        (b + 'attn_output.weight', normal((d, heads * head_dim), 0.25)), (b + 'attn_output.bias', normal((d,), 0.2)),
+        (b + 'attn_q.weight', normal((heads * head_dim, d), 1 / d ** 0.5)), (b + 'attn_q.bias', normal((heads * head_dim,), 0.2)),
+        (b + 'attn_k.weight', normal((kv_heads * head_dim, d), 1 / d ** 0.5)), (b + 'attn_k.bias', normal((kv_heads * head_dim,), 0.2)),
+        (b + 'attn_v.weight', normal((kv_heads * head_dim, d), 1 / d ** 0.5)), (b + 'attn_v.bias', normal((kv_heads * head_dim,), 0.2)),
+        (b + 'attn_output.weight', normal((d, heads * head_dim), 1 / (heads * head_dim) ** 0.5)), (b + 'attn_output.bias', normal((d,), 0.2)),
         (b + 'attn_sinks.weight', normal((heads,), 1.0)),
         (b + 'post_attention_norm.weight', 1 + normal((d,), 0.1)),
-        (b + 'ffn_gate_inp.weight', normal((experts, d), 0.6)), (b + 'ffn_gate_inp.bias', normal((experts,), 0.3)),
+        (b + 'ffn_gate_inp.weight', normal((experts, d), 1.5 / d ** 0.5)), (b + 'ffn_gate_inp.bias', normal((experts,), 0.3)),
         (b + 'ffn_gate_exps.bias', normal((experts, ffn), 0.2)),
         (b + 'ffn_up_exps.bias', normal((experts, ffn), 0.2)),
         (b + 'ffn_down_exps.bias', normal((experts, d), 0.2)),
     ]
     # gate values up to ~±10 so that the clamp at 7 is reached
-    stacked += [(b + 'ffn_gate_exps.weight', normal((experts, ffn, d), 0.6)),
-                (b + 'ffn_up_exps.weight', normal((experts, ffn, d), 0.6)),
-                (b + 'ffn_down_exps.weight', normal((experts, d, ffn), 0.2))]
+    stacked += [(b + 'ffn_gate_exps.weight', normal((experts, ffn, d), 2.5 / d ** 0.5)),
+                (b + 'ffn_up_exps.weight', normal((experts, ffn, d), 2.5 / d ** 0.5)),
+                (b + 'ffn_down_exps.weight', normal((experts, d, ffn), 1 / ffn ** 0.5))]
 
 
 def write(file, mxfp4):

@@ -92,6 +92,8 @@ export interface DecoderVariant {
    * (read and written by its hooks), which a format must hold to store the variant.
    */
   experts?: boolean;
+  /** config.json's `attention_bias: true` is the variant's own biases (gpt-oss: q/k/v/o), not refused. */
+  hfAttentionBias?: boolean;
   /** What the formats cannot say as data: the family's own config.json and GGUF keys. */
   hooks?: DecoderFormatHooks;
 }
@@ -146,6 +148,11 @@ export interface DecoderFormatHooks {
   fromHf?(f: ConfigKeys, c: DecoderConfig): void;
   /** Writes them. */
   toHf?(c: DecoderConfig, out: Record<string, unknown>): void;
+  /**
+   * config.json's rope_scaling, read by the family (gpt-oss's YaRN; undefined when absent); with
+   * this hook the shared reader reads no rope_scaling of its own (Llama 3's).
+   */
+  fromHfRopeScaling?(scaling: ConfigKeys | undefined, c: DecoderConfig): void;
   /**
    * Whether a GGUF file of the variant's `general.architecture` is this variant (Mistral's window
    * tells it from Llama); the variant without this hook takes the files no other claims.
@@ -240,11 +247,6 @@ export interface DecoderConfig {
   expertIntermediateSize?: number;
   /** With numExperts: the k routing weights renormalized to sum 1 (HF norm_topk_prob). */
   normTopkProb?: boolean;
-  /**
-   * With numExperts (gpt-oss): the k experts of the largest router logits, their weights a softmax
-   * over those k logits alone (llama.cpp's SOFTMAX_WEIGHT gating). Absent: softmax over every expert first.
-   */
-  expertSoftmaxAfterTopk?: boolean;
   /** With numExperts (gpt-oss): the router and each expert's gate/up/down add biases (stacked [numExperts, ...]). */
   expertBiases?: boolean;
   /**

@@ -90,7 +90,6 @@ const EXTRA_TITLES: Readonly<Record<string, string>> = {
   numExpertsPerToken: 'a mixture of experts',
   expertIntermediateSize: 'a mixture of experts',
   normTopkProb: 'a mixture of experts',
-  expertSoftmaxAfterTopk: 'a mixture of experts',
   expertBiases: 'expert biases',
   swigluLimit: 'a clamped SwiGLU',
   attentionSinks: 'attention sinks',

@@ -72,7 +72,6 @@ struct DecoderConfig {
   int64_t expert_intermediate = 0;  // each expert's FFN width
   bool norm_topk = false;           // the k weights renormalized to sum 1
   // gpt-oss (the defaults are the others' behaviour).
-  bool topk_softmax = false;  // the k weights: softmax over the k chosen logits (not over every expert)
   bool expert_bias = false;   // the router and the experts' gate/up/down add biases
   float swiglu_limit = 0;     // > 0: the experts' clamped SwiGLU (moe.h) with this limit
   bool attn_sinks = false;    // a learned logit per head joins each softmax's denominator

@@ -116,7 +116,7 @@ void DecoderConfig::Validate() const {
   if (!(yarn_factor >= 0) || !std::isfinite(yarn_factor) || (yarn_factor > 0 && (yarn_orig_ctx <= 0 || !(yarn_beta_fast > 0) ||
       !(yarn_beta_slow > 0) || !std::isfinite(yarn_attn_factor))) || !(swiglu_limit >= 0) || !std::isfinite(swiglu_limit))
     fail("ropeYarnFactor needs a positive original context and betas; swigluLimit must not be negative");
-  if ((topk_softmax || expert_bias || swiglu_limit > 0) && !moe())
+  if ((expert_bias || swiglu_limit > 0) && !moe())
     fail("expert routing options need numExperts");
   if (!(theta_local >= 0) || !std::isfinite(norm_offset) || !(embed_scale > 0) || !std::isfinite(embed_scale) ||
       !(attn_scalar >= 0) || !std::isfinite(attn_scalar))

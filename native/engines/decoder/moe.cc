@@ -60,14 +60,6 @@ void Route(const float* logits, int64_t n_experts, const MoeOptions& o, int32_t*
     chosen[j] = best;
   }
   std::sort(chosen, chosen + k);
-  if (o.topk_softmax) {  // ggml_soft_max over the k chosen logits
-    float top = logits[chosen[0]];
-    for (int64_t j = 1; j < k; j++) top = std::max(top, logits[chosen[j]]);
-    float sum = 0;
-    for (int64_t j = 0; j < k; j++) sum += weight[j] = std::exp(logits[chosen[j]] - top);
-    for (int64_t j = 0; j < k; j++) weight[j] /= sum;
-    return;
-  }
   float total = 0;
   for (int64_t j = 0; j < k; j++) total += weight[j] = probs[chosen[j]];
   if (!o.norm_topk) return;

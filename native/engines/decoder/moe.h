@@ -32,8 +32,9 @@ struct MoeWeights {
 // How a mixture routes and activates (DecoderConfig's expert fields).
 struct MoeOptions {
   int64_t k = 0;              // experts per row
-  bool norm_topk = false;     // softmax over every expert, the k weights renormalized to sum 1
-  bool topk_softmax = false;  // gpt-oss: the k largest logits, their weights a softmax over those k alone
+  // Softmax over every expert, the k weights renormalized to sum 1: also gpt-oss's routing
+  // (llama.cpp's SOFTMAX_WEIGHT, a softmax over the k chosen logits alone, is the same weights).
+  bool norm_topk = false;
   // > 0: gpt-oss's clamped SwiGLU (ggml's swiglu_oai, transformers' GptOssExperts):
   // g = min(gate, limit), u = clamp(up, ±limit), out = g · σ(1.702 g) · (u + 1). 0: silu(gate) · up.
   float swiglu_limit = 0;
@@ -58,8 +59,7 @@ struct MoeScratch {
 
 // The experts of one row: chosen[k] (ascending ids) and weight[k] from logits[n_experts]:
 // softmax, the k largest (the lower id first among equal logits), renormalized when norm_topk
-// (the sum clamped below at 2^-14, as llama.cpp does); with topk_softmax the k largest logits and
-// a softmax over them alone (llama.cpp's SOFTMAX_WEIGHT gating). probs: scratch [n_experts].
+// (the sum clamped below at 2^-14, as llama.cpp does). probs: scratch [n_experts].
 void Route(const float* logits, int64_t n_experts, const MoeOptions& o, int32_t* chosen, float* weight, float* probs);
 
 // How MoeFfn runs its products: RunLinear (one session's rows as one batch) or RunLinearRows (each

@@ -203,7 +203,7 @@ void DecoderPass::Ffn(const DecoderLayer& L) {
     for (int64_t t = t0; t < t1; t++) kernels::rmsnorm(x + t * dim, L.ffn_norm.data(), xb + t * dim, dim, c_.eps);
   });
   if (c_.moe()) {
-    const MoeOptions o{c_.n_experts_used, c_.norm_topk, c_.topk_softmax, c_.swiglu_limit};
+    const MoeOptions o{c_.n_experts_used, c_.norm_topk, c_.swiglu_limit};
     MoeFfn(pool_, n_spans_ > 1 ? RunLinearRows : RunLinear, L.moe, o, xb, n_, proj, a_.moe, a_.qin);
   } else {
     Dense(L, xb, proj);
