@@ -14,7 +14,6 @@
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { WeightFormatError } from '../../lib/base/errors';
 import { DecoderEngine } from '../../lib/engines/decoder';
@@ -23,12 +22,10 @@ import type { ModelWeights } from '../../lib/addon/weights';
 import { testWorkspace } from '../helpers/workspace';
 import { argmax, greedy } from './decoder-helpers';
 import type { FamilyReference } from './family-models';
+import { gptossFiles, gptossUsable as usable, LLAMA_CPP } from './gptoss-models';
 import { engineLogits } from './tiny-decoder';
 
-const CACHE = process.env.WEIGHTMAP_PEERS_CACHE ?? path.join(os.homedir(), '.cache', 'weightmap-peers');
-const LLAMA_CPP = path.join(CACHE, 'llama.cpp');
 const QUANTIZE = path.join(LLAMA_CPP, 'build', 'bin', 'llama-quantize');
-const usable = fs.existsSync(path.join(LLAMA_CPP, 'gguf-py', 'gguf', 'quants.py')) && spawnSync('python3', ['-c', 'import numpy'], { stdio: 'ignore' }).status === 0;
 const suite = usable ? describe : describe.skip;
 const quantizable = usable && fs.existsSync(QUANTIZE);
 
@@ -44,10 +41,9 @@ const files: Partial<Record<Form, string>> = {};
 beforeAll(() => {
   if (!usable) return;
   const dir = ws.fresh('models');
-  const run = spawnSync('python3', [path.join(__dirname, '..', '..', 'scripts', 'interop', 'gptoss-gguf.py'), LLAMA_CPP, dir], { encoding: 'utf8' });
-  if (run.status !== 0) throw new Error(`gptoss-gguf.py failed: ${run.stderr}`);
-  files['gptoss-f32'] = path.join(dir, 'gptoss-f32.gguf');
-  files['gptoss-mxfp4'] = path.join(dir, 'gptoss-mxfp4.gguf');
+  const made = gptossFiles(dir);
+  files['gptoss-f32'] = made.f32;
+  files['gptoss-mxfp4'] = made.mxfp4;
   if (quantizable) {
     for (const type of ['Q8_0', 'Q6_K', 'Q4_K_M'] as const) {
       const out = path.join(dir, `gptoss-${type}.gguf`);
@@ -127,6 +123,25 @@ suite('gpt-oss against llama.cpp', () => {
     const w = await ws.read(files['gptoss-f32']!);
     const got = await logitsOf({ ...w, config: { ...w.config, ...patch } as typeof w.config });
     expect(worstAgainst(got, REFERENCE['gptoss-f32'])).toBeGreaterThan(100 * TOLERANCE['gptoss-f32']);
+  });
+
+  // What a pipeline stage runs (DecoderEngine's `layers`, as `weightmap stage` loads them): layer 0
+  // (sliding) in one engine, layer 1 (full attention) and the head in another, its layer index
+  // (which decides the window and the sinks) the model's, not the stage's.
+  test('2 stages, layer 0 then layer 1 and the head: the whole model\'s logits bit for bit, prefill and decode', async () => {
+    const w = await ws.read(files['gptoss-mxfp4']!);
+    const whole = await DecoderEngine.load(w, { threads: 2 });
+    const first = await DecoderEngine.load(w, { threads: 2, layers: [0, 1] });
+    const second = await DecoderEngine.load(w, { threads: 2, layers: [1, 2] });
+    const sessions = [whole, first, second].map((e) => e.createSession({ contextLength: 64, kvCache: 'f32' }));
+    try {
+      const staged = async (ids: number[]) => sessions[2].evalHidden(await sessions[1].eval(ids));
+      expect(await staged(PROMPT)).toEqual(await sessions[0].eval(PROMPT));
+      for (const token of [7, 40, 12]) expect(await staged([token])).toEqual(await sessions[0].eval([token]));
+    } finally {
+      for (const s of sessions) s.dispose();
+      for (const e of [whole, first, second]) e.dispose();
+    }
   });
 
   test('prefill (rows grouped by expert) agrees with one token at a time', async () => {
