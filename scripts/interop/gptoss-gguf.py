@@ -46,7 +46,7 @@ for l in range(layers):
         (b + 'attn_output.weight', normal((d, heads * head_dim), 1 / (heads * head_dim) ** 0.5)), (b + 'attn_output.bias', normal((d,), 0.2)),
         (b + 'attn_sinks.weight', normal((heads,), 1.0)),
         (b + 'post_attention_norm.weight', 1 + normal((d,), 0.1)),
-        (b + 'ffn_gate_inp.weight', normal((experts, d), 1.5 / d ** 0.5)), (b + 'ffn_gate_inp.bias', normal((experts,), 0.3)),
+        (b + 'ffn_gate_inp.weight', normal((experts, d), 5 / d ** 0.5)), (b + 'ffn_gate_inp.bias', normal((experts,), 0.3)),
         (b + 'ffn_gate_exps.bias', normal((experts, ffn), 0.2)),
         (b + 'ffn_up_exps.bias', normal((experts, ffn), 0.2)),
         (b + 'ffn_down_exps.bias', normal((experts, d), 0.2)),
