@@ -24,6 +24,8 @@ import { argmax, greedy } from './decoder-helpers';
 import type { FamilyReference } from './family-models';
 import { gptossFiles, gptossReference, gptossUsable as usable, LLAMA_CPP } from './gptoss-models';
 import { dequantize } from '../../lib/formats/quantization/dequantize';
+import { inspectReport } from '../../lib/cli/inspect';
+import { decoderConfigFromHf } from '../../lib/formats/containers/hf-config';
 import { engineLogits } from './tiny-decoder';
 
 const QUANTIZE = path.join(LLAMA_CPP, 'build', 'bin', 'llama-quantize');
@@ -87,6 +89,9 @@ suite('gpt-oss against llama.cpp', () => {
       swigluLimit: 7, attentionSinks: true, attentionOutputBias: true, qkvBias: true, slidingWindow: 8, slidingWindowPattern: 2, ropePairing: 'half',
       ropeYarnFactor: 32, ropeYarnOriginalContext: 4096, ropeYarnBetaFast: 32, ropeYarnBetaSlow: 1, ropeTheta: 150000,
     });
+    // weightmap inspect: 4 of the 8 experts read per token.
+    const expertBytes = 2 * 8 * 3 * 256 * 256 * 4;
+    expect(inspectReport(w).experts).toMatchObject({ experts: 8, activeExperts: 4, expertBytes });
   });
 
   test.each(FORMS)('%s: logits of every prompt position as llama.cpp computes them; greedy tokens equal where its margins allow', async (form) => {
@@ -229,6 +234,30 @@ suite('hostile gpt-oss files are typed WeightFormatErrors before anything is all
     const error = await ws.read(file).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(WeightFormatError);
     expect((error as WeightFormatError).code).toBe('SHAPE_MISMATCH');
+  });
+});
+
+describe('gpt-oss config.json', () => {
+  const HF = {
+    architectures: ['GptOssForCausalLM'], model_type: 'gpt_oss', hidden_size: 64, intermediate_size: 32, num_hidden_layers: 4, head_dim: 16,
+    num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, num_local_experts: 8, num_experts_per_tok: 4, attention_bias: true, sliding_window: 128,
+    layer_types: ['sliding_attention', 'full_attention', 'sliding_attention', 'full_attention'], rope_theta: 150000,
+    rope_scaling: { rope_type: 'yarn', factor: 32, beta_fast: 32, beta_slow: 1, original_max_position_embeddings: 4096 },
+  };
+  test('read as GGUF says: experts, biases, sinks, alternating layers, YaRN', () => {
+    expect(decoderConfigFromHf(HF)).toMatchObject({
+      architecture: 'gptoss', numExperts: 8, numExpertsPerToken: 4, expertIntermediateSize: 32, normTopkProb: true, expertBiases: true, swigluLimit: 7,
+      attentionSinks: true, attentionOutputBias: true, qkvBias: true, slidingWindow: 128, slidingWindowPattern: 2, ropeYarnFactor: 32, ropeYarnOriginalContext: 4096,
+    });
+  });
+  test('refused as typed WeightFormatErrors: counts out of range, layer kinds other than alternating, YaRN without rounding, other scalings', () => {
+    const bad = (patch: Record<string, unknown>) => () => decoderConfigFromHf({ ...HF, ...patch });
+    expect(bad({ num_local_experts: 0 })).toThrow(WeightFormatError);
+    expect(bad({ num_local_experts: 2 ** 31 })).toThrow(WeightFormatError);
+    expect(bad({ num_experts_per_tok: 9 })).toThrow(/experts used per token must be in 1\.\.8/);
+    expect(bad({ layer_types: ['full_attention', 'sliding_attention', 'full_attention', 'sliding_attention'] })).toThrow(WeightFormatError);
+    expect(bad({ rope_scaling: { ...HF.rope_scaling, truncate: false } })).toThrow(/truncate: false/);
+    expect(bad({ rope_scaling: { rope_type: 'linear', factor: 2 } })).toThrow(WeightFormatError);
   });
 });
 
