@@ -13,6 +13,13 @@ struct Rope {
   bool interleaved = false;
   // Null, or rot_dim/2 factors that divide the inverse frequencies (Llama 3's rope_freqs).
   const float* factors = nullptr;
+  // YaRN (gpt-oss), as ggml's rope_yarn computes it with ext_factor 1: yarn_factor > 0 scales the
+  // frequencies by 1/yarn_factor, blended back to the unscaled ones over the pairs between the
+  // correction dims of beta_fast and beta_slow at yarn_orig_ctx; the cosines and sines are
+  // multiplied by attn_factor · (1 + 0.1 ln yarn_factor). yarn_factor 0: plain RoPE.
+  double yarn_factor = 0;
+  int64_t yarn_orig_ctx = 0;
+  double beta_fast = 32, beta_slow = 1, attn_factor = 1;
 
   // cs[rot_dim]: the cosines of the rot_dim/2 pair angles at `pos`, then their sines, with
   // angle_i = pos · θ^(-2i/rot_dim) / factor_i computed in double and rounded once.

@@ -125,6 +125,16 @@ constexpr Field kFields[] = {
     {"numExpertsPerToken", kOptional, Member<&C::n_experts_used, 0, kMax>},
     {"expertIntermediateSize", kOptional, Member<&C::expert_intermediate, 1, kMax>},
     {"normTopkProb", kOptional, Member<&C::norm_topk>},
+    // gpt-oss.
+    {"expertBiases", kOptional, Member<&C::expert_bias>},
+    {"swigluLimit", kOptional, Member<&C::swiglu_limit>},
+    {"attentionSinks", kOptional, Member<&C::attn_sinks>},
+    {"attentionOutputBias", kOptional, Member<&C::o_bias>},
+    {"ropeYarnFactor", kOptional, Member<&C::yarn_factor>},
+    {"ropeYarnOriginalContext", kOptional, Member<&C::yarn_orig_ctx, 1, kMax>},
+    {"ropeYarnBetaFast", kOptional, Member<&C::yarn_beta_fast>},
+    {"ropeYarnBetaSlow", kOptional, Member<&C::yarn_beta_slow>},
+    {"ropeAttentionFactor", kOptional, Member<&C::yarn_attn_factor>},
 };
 
 template <typename E, size_t N>

@@ -10,6 +10,7 @@
  *   node scripts/interop/family-logits.mjs [--only granite,smollm3] [--greedy 6] [--test test/engines/decoder-qwen3-moe.test.ts]
  *
  * --test: another test that leaves GGUF files under WEIGHTMAP_FAMILY_MODELS (the Qwen3-MoE one).
+ * --prompt: the test's own prompt as JSON, for a test with a vocabulary of its own (gpt-oss's).
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -27,7 +28,7 @@ const GREEDY = Number(opt('greedy', '6'));
 
 // The prompt of test/engines/family-models.ts (PROMPT).
 const source = fs.readFileSync(path.join(root, 'test', 'engines', 'family-models.ts'), 'utf8');
-const PROMPT = JSON.parse(/export const PROMPT = (\[[^\]]*\])/.exec(source)[1]);
+const PROMPT = JSON.parse(opt('prompt', /export const PROMPT = (\[[^\]]*\])/.exec(source)[1]));
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'weightmap-families-'));
 try {

@@ -25,7 +25,7 @@ test('every enum list is lib\'s, in the same order', () => {
 
 test('every config field the native side reads is one the config readers write', async () => {
   // Between them these set every optional feature: Gemma 3's (sliding window, local RoPE base, norm
-  // offset, sandwich norms, GeGLU, embedding and attention scales), Granite's multipliers, SmolLM3's layers without RoPE, Phi-4-mini's partial rotary, Qwen2's biases, Llama 3's RoPE factors.
+  // offset, sandwich norms, GeGLU, embedding and attention scales), Granite's multipliers, SmolLM3's layers without RoPE, Phi-4-mini's partial rotary, Qwen2's biases, Llama 3's RoPE factors, gpt-oss's sinks, biases, routing and YaRN.
   const gemma = decoderConfigFromHf({
     architectures: ['Gemma3ForCausalLM'], model_type: 'gemma3_text', hidden_size: 32, intermediate_size: 48, num_hidden_layers: 3,
     num_attention_heads: 4, num_key_value_heads: 1, head_dim: 16, vocab_size: 64, max_position_embeddings: 64, rms_norm_eps: 1e-6,
@@ -53,7 +53,12 @@ test('every config field the native side reads is one the config readers write',
     architectures: ['Qwen3MoeForCausalLM'], model_type: 'qwen3_moe', hidden_size: 32, intermediate_size: 48, num_hidden_layers: 2,
     num_attention_heads: 4, vocab_size: 64, num_experts: 4, num_experts_per_tok: 2, moe_intermediate_size: 16,
   });
-  const configs = [gemma, granite, smollm3, phi4mini, qwen3moe, await read('qwen2-bias', 'qwen2-bias.Q4_1.gguf'), await read('llama-ropefreqs', 'llama-ropefreqs.Q8_0.gguf')];
+  const gptoss = decoderConfigFromHf({
+    architectures: ['GptOssForCausalLM'], model_type: 'gpt_oss', hidden_size: 32, intermediate_size: 16, num_hidden_layers: 2, head_dim: 8,
+    num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, num_local_experts: 4, num_experts_per_tok: 2, attention_bias: true, sliding_window: 4,
+    layer_types: ['sliding_attention', 'full_attention'], rope_scaling: { rope_type: 'yarn', factor: 32, beta_fast: 32, beta_slow: 1, original_max_position_embeddings: 4096 },
+  });
+  const configs = [gemma, granite, smollm3, phi4mini, qwen3moe, gptoss, await read('qwen2-bias', 'qwen2-bias.Q4_1.gguf'), await read('llama-ropefreqs', 'llama-ropefreqs.Q8_0.gguf')];
   const written = new Set(configs.flatMap((c) => Object.keys(c)));
   expect(names().configFields.filter((f) => !written.has(f))).toEqual([]);
   expect(names().configFields.length).toBeGreaterThan(20);

@@ -92,6 +92,8 @@ export interface DecoderVariant {
    * (read and written by its hooks), which a format must hold to store the variant.
    */
   experts?: boolean;
+  /** config.json's `attention_bias: true` is the variant's own biases (gpt-oss: q/k/v/o), not refused. */
+  hfAttentionBias?: boolean;
   /** What the formats cannot say as data: the family's own config.json and GGUF keys. */
   hooks?: DecoderFormatHooks;
 }
@@ -146,6 +148,11 @@ export interface DecoderFormatHooks {
   fromHf?(f: ConfigKeys, c: DecoderConfig): void;
   /** Writes them. */
   toHf?(c: DecoderConfig, out: Record<string, unknown>): void;
+  /**
+   * config.json's rope_scaling, read by the family (gpt-oss's YaRN; undefined when absent); with
+   * this hook the shared reader reads no rope_scaling of its own (Llama 3's).
+   */
+  fromHfRopeScaling?(scaling: ConfigKeys | undefined, c: DecoderConfig): void;
   /**
    * Whether a GGUF file of the variant's `general.architecture` is this variant (Mistral's window
    * tells it from Llama); the variant without this hook takes the files no other claims.
@@ -240,6 +247,32 @@ export interface DecoderConfig {
   expertIntermediateSize?: number;
   /** With numExperts: the k routing weights renormalized to sum 1 (HF norm_topk_prob). */
   normTopkProb?: boolean;
+  /** With numExperts (gpt-oss): the router and each expert's gate/up/down add biases (stacked [numExperts, ...]). */
+  expertBiases?: boolean;
+  /**
+   * With numExperts (gpt-oss): the experts' clamped SwiGLU, g = min(gate, limit), u = clamp(up, ±limit),
+   * g·σ(1.702·g)·(u + 1) (HF swiglu_limit). Absent: silu(gate)·up.
+   */
+  swigluLimit?: number;
+  /** gpt-oss: a learned logit per head (`self_attn.sinks`) joins each attention softmax's denominator. */
+  attentionSinks?: boolean;
+  /** gpt-oss: the attention output projection adds a bias (`o_proj.bias`). */
+  attentionOutputBias?: boolean;
+  /**
+   * YaRN RoPE (gpt-oss; GGUF rope.scaling.factor): frequencies scaled by 1/factor, blended back to
+   * the unscaled ones between the correction dims of ropeYarnBetaFast/Slow at
+   * ropeYarnOriginalContext, cos/sin × ropeAttentionFactor·(1 + 0.1 ln factor), as llama.cpp
+   * computes it. Absent: plain RoPE.
+   */
+  ropeYarnFactor?: number;
+  /** With ropeYarnFactor: the context the model was trained at before scaling (GGUF rope.scaling.original_context_length). */
+  ropeYarnOriginalContext?: number;
+  /** With ropeYarnFactor: YaRN's beta_fast (default 32). */
+  ropeYarnBetaFast?: number;
+  /** With ropeYarnFactor: YaRN's beta_slow (default 1). */
+  ropeYarnBetaSlow?: number;
+  /** With ropeYarnFactor: GGUF rope.scaling.attn_factor (default 1). */
+  ropeAttentionFactor?: number;
   bosTokenId?: number;
   eosTokenIds?: number[];
   /** Q8_0 group size of the stored weights, when quantized. */
@@ -266,6 +299,9 @@ export const DECODER_TENSOR_ROLES = {
   qBias: 'model.layers.{layer}.self_attn.q_proj.bias',
   kBias: 'model.layers.{layer}.self_attn.k_proj.bias',
   vBias: 'model.layers.{layer}.self_attn.v_proj.bias',
+  /** gpt-oss: the output projection's bias and the per-head attention sink logits [numHeads]. */
+  oBias: 'model.layers.{layer}.self_attn.o_proj.bias',
+  sinks: 'model.layers.{layer}.self_attn.sinks',
   /** Llama: the norm before the FFN; with sandwich norms (Gemma 3): the norm of the attention output (postAttnNorm). */
   ffnNorm: 'model.layers.{layer}.post_attention_layernorm.weight',
   postAttnNorm: 'model.layers.{layer}.post_attention_layernorm.weight',
@@ -279,6 +315,11 @@ export const DECODER_TENSOR_ROLES = {
   expertGate: 'model.layers.{layer}.mlp.experts.{expert}.gate_proj.weight',
   expertUp: 'model.layers.{layer}.mlp.experts.{expert}.up_proj.weight',
   expertDown: 'model.layers.{layer}.mlp.experts.{expert}.down_proj.weight',
+  /** gpt-oss (expertBiases): the router's bias [numExperts] and the experts' biases stacked [numExperts, rows]. */
+  routerBias: 'model.layers.{layer}.mlp.gate.bias',
+  expertGateBiases: 'model.layers.{layer}.mlp.experts.gate_proj.bias',
+  expertUpBiases: 'model.layers.{layer}.mlp.experts.up_proj.bias',
+  expertDownBiases: 'model.layers.{layer}.mlp.experts.down_proj.bias',
 } as const;
 
 /** A per-layer role's name in layer l. */
@@ -306,6 +347,8 @@ export const DECODER_NAMES = {
   qBias: layerName('qBias'),
   kBias: layerName('kBias'),
   vBias: layerName('vBias'),
+  oBias: layerName('oBias'),
+  sinks: layerName('sinks'),
   ffnNorm: layerName('ffnNorm'),
   postAttnNorm: layerName('postAttnNorm'),
   preFfnNorm: layerName('preFfnNorm'),
@@ -317,6 +360,10 @@ export const DECODER_NAMES = {
   expertGate: expertName('expertGate'),
   expertUp: expertName('expertUp'),
   expertDown: expertName('expertDown'),
+  routerBias: layerName('routerBias'),
+  expertGateBiases: layerName('expertGateBiases'),
+  expertUpBiases: layerName('expertUpBiases'),
+  expertDownBiases: layerName('expertDownBiases'),
 } as const;
 
 /** A row block of a fused tensor: the canonical tensor it is, its first row and row count. */

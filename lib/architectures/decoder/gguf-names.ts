@@ -38,7 +38,12 @@ export function canonicalDecoderName(ggufName: string, sandwich = false, fused: 
   if (!m) return undefined;
   const l = Number(m[1]);
   if (m[3] === 'bias') {
-    const biases: Record<string, (l: number) => string> = { attn_q: DECODER_NAMES.qBias, attn_k: DECODER_NAMES.kBias, attn_v: DECODER_NAMES.vBias };
+    const biases: Record<string, (l: number) => string> = {
+      attn_q: DECODER_NAMES.qBias, attn_k: DECODER_NAMES.kBias, attn_v: DECODER_NAMES.vBias,
+      // gpt-oss.
+      attn_output: DECODER_NAMES.oBias, ffn_gate_inp: DECODER_NAMES.routerBias,
+      ffn_gate_exps: DECODER_NAMES.expertGateBiases, ffn_up_exps: DECODER_NAMES.expertUpBiases, ffn_down_exps: DECODER_NAMES.expertDownBiases,
+    };
     return biases[m[2]]?.(l);
   }
   if (sandwich && SANDWICH_NORMS[m[2]]) return SANDWICH_NORMS[m[2]](l);
@@ -58,6 +63,9 @@ export function canonicalDecoderName(ggufName: string, sandwich = false, fused: 
     ffn_up: DECODER_NAMES.up,
     ffn_down: DECODER_NAMES.down,
     ffn_gate_inp: DECODER_NAMES.router,
+    attn_sinks: DECODER_NAMES.sinks,
+    // gpt-oss's FFN norm (llama.cpp's attn_post_norm; HF's post_attention_layernorm).
+    post_attention_norm: DECODER_NAMES.ffnNorm,
   };
   return perLayer[m[2]]?.(l);
 }
@@ -91,6 +99,12 @@ export function ggufTensorName(canonical: string, sandwich = false, fused: reado
     'self_attn.q_proj.bias': 'attn_q',
     'self_attn.k_proj.bias': 'attn_k',
     'self_attn.v_proj.bias': 'attn_v',
+    'self_attn.o_proj.bias': 'attn_output',
+    'self_attn.sinks': 'attn_sinks',
+    'mlp.gate.bias': 'ffn_gate_inp',
+    'mlp.experts.gate_proj.bias': 'ffn_gate_exps',
+    'mlp.experts.up_proj.bias': 'ffn_up_exps',
+    'mlp.experts.down_proj.bias': 'ffn_down_exps',
   };
   if (sandwich) {
     const norm = Object.keys(SANDWICH_NORMS).find((k) => m && SANDWICH_NORMS[k](Number(m[1])) === canonical);

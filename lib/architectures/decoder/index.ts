@@ -90,6 +90,15 @@ const EXTRA_TITLES: Readonly<Record<string, string>> = {
   numExpertsPerToken: 'a mixture of experts',
   expertIntermediateSize: 'a mixture of experts',
   normTopkProb: 'a mixture of experts',
+  expertBiases: 'expert biases',
+  swigluLimit: 'a clamped SwiGLU',
+  attentionSinks: 'attention sinks',
+  attentionOutputBias: 'an attention output bias',
+  ropeYarnFactor: 'YaRN RoPE scaling',
+  ropeYarnOriginalContext: 'YaRN RoPE scaling',
+  ropeYarnBetaFast: 'YaRN RoPE scaling',
+  ropeYarnBetaSlow: 'YaRN RoPE scaling',
+  ropeAttentionFactor: 'YaRN RoPE scaling',
 };
 
 
@@ -207,6 +216,8 @@ export function decoderTensorShapes(c: DecoderConfig): { name: string; shape: nu
       { name: DECODER_NAMES.v(l), shape: [kvDim, d] },
       { name: DECODER_NAMES.o(l), shape: [d, qDim] },
     );
+    if (c.attentionOutputBias) out.push({ name: DECODER_NAMES.oBias(l), shape: [d] });
+    if (c.attentionSinks) out.push({ name: DECODER_NAMES.sinks(l), shape: [c.numHeads] });
     if (c.qkvBias) {
       out.push({ name: DECODER_NAMES.qBias(l), shape: [qDim] }, { name: DECODER_NAMES.kBias(l), shape: [kvDim] }, { name: DECODER_NAMES.vBias(l), shape: [kvDim] });
     }
@@ -217,6 +228,15 @@ export function decoderTensorShapes(c: DecoderConfig): { name: string; shape: nu
     if (c.sandwichNorms) out.push({ name: DECODER_NAMES.preFfnNorm(l), shape: [d] }, { name: DECODER_NAMES.postFfnNorm(l), shape: [d] });
     if (c.numExperts) {
       out.push(...expertLayerShapes(c, l));
+      if (c.expertBiases) {
+        const e = c.numExperts, ff = c.expertIntermediateSize!;
+        out.push(
+          { name: DECODER_NAMES.routerBias(l), shape: [e] },
+          { name: DECODER_NAMES.expertGateBiases(l), shape: [e, ff] },
+          { name: DECODER_NAMES.expertUpBiases(l), shape: [e, ff] },
+          { name: DECODER_NAMES.expertDownBiases(l), shape: [e, d] },
+        );
+      }
       continue;
     }
     out.push(

@@ -5,6 +5,7 @@
  */
 import type { DecoderArchitecture, DecoderVariant } from './config';
 import { gemma3 } from '../gemma';
+import { gptoss } from '../gptoss';
 import { granite } from '../granite';
 import { llama } from '../llama';
 import { mistral } from '../mistral';
@@ -23,4 +24,5 @@ export const DECODER_VARIANTS: Readonly<Record<DecoderArchitecture, DecoderVaria
   smollm3,
   phi3,
   qwen3moe,
+  gptoss,
 };

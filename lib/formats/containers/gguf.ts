@@ -576,8 +576,6 @@ function decoderConfig(kv: Kv, bytes: Buffer, architecture: DecoderArchitecture,
   }
   const ropeDim = kv.int(`${arch}.rope.dimension_count`, headDim);
   if (ropeDim > headDim || ropeDim % 2 !== 0) fail('CONFIG_MISMATCH', 'rope.dimension_count must be even and at most the head dim', { path, expected: `even, <= ${headDim}`, found: ropeDim });
-  const scaling = kv.str(`${arch}.rope.scaling.type`);
-  if (scaling !== undefined && scaling !== 'none') fail('UNSUPPORTED', `rope scaling '${scaling}'`, { path, found: scaling });
   if (headDim % 2 !== 0) fail('CONFIG_MISMATCH', 'the head dim must be even for RoPE', { path, expected: 'even', found: headDim });
 
   const embd = byName.get('token_embd.weight');
@@ -607,6 +605,9 @@ function decoderConfig(kv: Kv, bytes: Buffer, architecture: DecoderArchitecture,
   const normWeightOffset = normWeightOffsetOf(architecture, 'gguf');
   if (normWeightOffset !== undefined) config.normWeightOffset = normWeightOffset;
   variant.hooks?.fromGguf?.(prefixedKeys(kv, arch), config);
+  // RoPE scaling: a family's hook reads the kinds it has (gpt-oss's YaRN); any other is refused.
+  const scaling = kv.str(`${arch}.rope.scaling.type`);
+  if (scaling !== undefined && scaling !== 'none' && config.ropeYarnFactor === undefined) fail('UNSUPPORTED', `rope scaling '${scaling}'`, { path, found: scaling });
   if (ropeDim !== headDim) config.ropeDim = ropeDim;
   for (const s of variantScalars(architecture)) if (kv.has(`${arch}.${s.gguf}`)) config[s.field] = kv.float(`${arch}.${s.gguf}`, 1);
   const factors = ropeFreqFactors(bytes, path, byName.get('rope_freqs.weight'), headDim);

@@ -110,9 +110,11 @@ export function decoderConfigFromHf(hf: HfJson, path?: string): DecoderConfig {
   const wanted = HF_ACTIVATIONS[variant.activation ?? 'silu'];
   const act = f.str(actKey) ?? f.str(otherKey) ?? wanted.name;
   if (act !== wanted.name) unsupported(path, `activation '${act}' (the ${architecture} decoder runs ${wanted.title})`, act);
-  const scaling = llama3Scaling(hf, path);
-  // Qwen2's q/k/v biases are part of the architecture (its config has no attention_bias key).
-  if (f.bool('attention_bias', false)) unsupported(path, 'attention biases', true);
+  // A family that reads rope_scaling itself (gpt-oss's YaRN) does so in its fromHfRopeScaling hook.
+  const scaling = variant.hooks?.fromHfRopeScaling ? undefined : llama3Scaling(hf, path);
+  // Qwen2's q/k/v biases are part of the architecture (its config has no attention_bias key);
+  // gpt-oss's attention_bias: true names its own (hfAttentionBias).
+  if (f.bool('attention_bias', false) && !variant.hfAttentionBias) unsupported(path, 'attention biases', true);
   if (f.bool('mlp_bias', false)) unsupported(path, 'MLP biases', true);
   for (const key of ['final_logit_softcapping', 'attn_logit_softcapping']) if (f.has(key)) unsupported(path, `${key} (Gemma 2's soft-capping)`, hf[key]);
 
@@ -158,6 +160,7 @@ export function decoderConfigFromHf(hf: HfJson, path?: string): DecoderConfig {
   const normWeightOffset = normWeightOffsetOf(architecture, 'hf');
   if (normWeightOffset !== undefined) config.normWeightOffset = normWeightOffset;
   variant.hooks?.fromHf?.(f, config);
+  variant.hooks?.fromHfRopeScaling?.(f.nested('rope_scaling'), config);
   // transformers' Phi3 (and others) rotate int(head_dim · partial_rotary_factor) dims.
   const ropeDim = Math.floor(headDim * (f.has('partial_rotary_factor') ? f.num('partial_rotary_factor', 1) : 1));
   if (ropeDim > headDim || ropeDim % 2 !== 0) fail('CONFIG_MISMATCH', 'partial_rotary_factor must leave an even number of rotated dims, at most head_dim', { path, expected: `even, <= ${headDim}`, found: hf.partial_rotary_factor });

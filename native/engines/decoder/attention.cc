@@ -45,6 +45,7 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n, const flo
   const int64_t rows_max = group * kAttnTile;      // stacked query rows per work item
   const float scale = c.ScoreScale();
   const int64_t window = c.Sliding(model_->first_layer() + layer) ? c.sliding_window : 0;  // 0: every earlier key
+  const float* sinks = c.attn_sinks ? model_->layer(model_->first_layer() + layer).sinks.data() : nullptr;  // [n_heads]
   const int64_t tiles = (n + kAttnTile - 1) / kAttnTile;
   const int64_t items = tiles * c.n_kv_heads;
   // At most this many multiply-adds (QK and PV of every query head, each token seeing all keys up
@@ -97,7 +98,19 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n, const flo
         const int64_t end = pos0 + t0 + r % m + 1;                                   // up to the own position
         const int64_t first = window > 0 ? std::max<int64_t>(0, end - window) : 0;  // >= k0
         for (int64_t j = first; j < end; j++) row[j] *= scale;
-        kernels::softmax(row + first, end - first);
+        if (sinks) {
+          // gpt-oss: the head's sink logit joins the denominator (ggml_soft_max_ext with sinks).
+          const float sink = sinks[g * group + r / m];
+          float top = sink;
+          for (int64_t j = first; j < end; j++) top = std::max(top, row[j]);
+          float sum = 0;
+          for (int64_t j = first; j < end; j++) sum += row[j] = std::exp(row[j] - top);
+          sum += std::exp(sink - top);
+          const float inv = 1.0f / sum;
+          for (int64_t j = first; j < end; j++) row[j] *= inv;
+        } else {
+          kernels::softmax(row + first, end - first);
+        }
         std::memmove(p + (first - k0), row + first, (end - first) * sizeof(float));
         std::memset(p, 0, (first - k0) * sizeof(float));
         std::memset(p + (end - k0), 0, (k1 - end) * sizeof(float));

@@ -71,6 +71,15 @@ struct DecoderConfig {
   int64_t n_experts_used = 0;       // k experts per token
   int64_t expert_intermediate = 0;  // each expert's FFN width
   bool norm_topk = false;           // the k weights renormalized to sum 1
+  // gpt-oss (the defaults are the others' behaviour).
+  bool expert_bias = false;   // the router and the experts' gate/up/down add biases
+  float swiglu_limit = 0;     // > 0: the experts' clamped SwiGLU (moe.h) with this limit
+  bool attn_sinks = false;    // a learned logit per head joins each softmax's denominator
+  bool o_bias = false;        // the attention output projection adds a bias
+  // YaRN RoPE (engines/rope.h; yarn_factor 0: none).
+  double yarn_factor = 0;
+  int64_t yarn_orig_ctx = 0;
+  double yarn_beta_fast = 32, yarn_beta_slow = 1, yarn_attn_factor = 1;
 
   bool moe() const { return n_experts > 0; }
 
@@ -91,8 +100,14 @@ struct DecoderConfig {
 // The RoPE of a config with base `theta` (the config's, or its sliding layers'): the first rope_dim
 // (or head_dim) dims of each head rotated (the factors point into c).
 inline engines::Rope RopeOf(const DecoderConfig& c, double theta) {
-  return {c.rope_dim > 0 ? c.rope_dim : c.head_dim, theta, c.pairing == RopePairing::Interleaved,
-          c.rope_freqs.empty() ? nullptr : c.rope_freqs.data()};
+  engines::Rope r{c.rope_dim > 0 ? c.rope_dim : c.head_dim, theta, c.pairing == RopePairing::Interleaved,
+                  c.rope_freqs.empty() ? nullptr : c.rope_freqs.data()};
+  r.yarn_factor = c.yarn_factor;
+  r.yarn_orig_ctx = c.yarn_orig_ctx;
+  r.beta_fast = c.yarn_beta_fast;
+  r.beta_slow = c.yarn_beta_slow;
+  r.attn_factor = c.yarn_attn_factor;
+  return r;
 }
 
 struct DecoderOptions {
@@ -112,6 +127,8 @@ struct DecoderLayer {
   std::vector<float> q_norm;     // [head_dim] (qk_norm only)
   std::vector<float> k_norm;     // [head_dim] (qk_norm only)
   std::vector<float> bq, bk, bv;  // [q_dim], [kv_dim], [kv_dim] (qkv_bias only)
+  std::vector<float> bo;          // [dim] (o_bias only)
+  std::vector<float> sinks;       // [n_heads] (attn_sinks only)
   std::vector<float> post_attn_norm;  // [dim] (sandwich_norms only)
   std::vector<float> post_ffn_norm;   // [dim] (sandwich_norms only)
   Matrix wq;  // [q_dim, dim]

@@ -61,6 +61,17 @@ std::vector<float> LoadVector(const WeightsSpec& spec, const std::string& name, 
   return out;
 }
 
+// A stacked vector per expert [rows, n] (gpt-oss's expert biases) as f32, row by row.
+std::vector<float> LoadRows(const WeightsSpec& spec, const std::string& name, int64_t rows, int64_t n, LoadCost* cost) {
+  const TensorRef& t = spec.Require(name, {rows, n});
+  if (t.dtype == DType::Q8_0 || t.dtype == DType::GgmlQ8_0 || t.dtype == DType::GgmlBlocks || t.transposed)
+    throw SpecError("BAD_DTYPE", "vector " + t.Describe() + " must be f32, f16 or bf16");
+  std::vector<float> out(rows * n);
+  for (int64_t r = 0; r < rows; r++) DequantizeRow(t, r, out.data() + r * n);
+  cost->copied_bytes += rows * n * 4;
+  return out;
+}
+
 }  // namespace
 
 const TensorRef& DecoderModel::RowMajor(const TensorRef& t) {
@@ -102,6 +113,11 @@ void DecoderConfig::Validate() const {
     fail("numExperts must be in [0, " + std::to_string(kMaxExperts) + "], numExpertsPerToken in [1, numExperts] with " +
          "experts (found " + std::to_string(n_experts) + " and " + std::to_string(n_experts_used) +
          "), expertIntermediateSize positive");
+  if (!(yarn_factor >= 0) || !std::isfinite(yarn_factor) || (yarn_factor > 0 && (yarn_orig_ctx <= 0 || !(yarn_beta_fast > 0) ||
+      !(yarn_beta_slow > 0) || !std::isfinite(yarn_attn_factor))) || !(swiglu_limit >= 0) || !std::isfinite(swiglu_limit))
+    fail("ropeYarnFactor needs a positive original context and betas; swigluLimit must not be negative");
+  if ((expert_bias || swiglu_limit > 0) && !moe())
+    fail("expert routing options need numExperts");
   if (!(theta_local >= 0) || !std::isfinite(norm_offset) || !(embed_scale > 0) || !std::isfinite(embed_scale) ||
       !(attn_scalar >= 0) || !std::isfinite(attn_scalar))
     fail("ropeLocalTheta, normWeightOffset, embeddingScale and queryPreAttnScalar must be finite (the scales positive)");
@@ -182,12 +198,20 @@ std::shared_ptr<DecoderModel> DecoderModel::Load(const DecoderConfig& config, st
     L.wk = matrix(s.Name("k", l), c.kv_dim(), c.dim);
     L.wv = matrix(s.Name("v", l), c.kv_dim(), c.dim);
     L.wo = matrix(s.Name("o", l), c.dim, c.q_dim());
+    if (c.o_bias) L.bo = LoadVector(s, s.Name("oBias", l), c.dim, &m.cost_);
+    if (c.attn_sinks) L.sinks = LoadVector(s, s.Name("sinks", l), c.n_heads, &m.cost_);
     if (c.moe()) {
       // The router as stored (f16, f32; bf16 as f32), also under a Q8 load: its logits pick the experts.
       const WeightQuant router_quant = options.quant == WeightQuant::Q8 ? WeightQuant::Keep : options.quant;
       L.moe.router = Matrix::Prepare(m.RowMajor(s.RequireAnyOrder(s.Name("router", l), {c.n_experts, c.dim})), router_quant,
                                      options.group_size, &m.cost_, *m.pool_);
       const int64_t ffn = c.expert_intermediate;
+      if (c.expert_bias) {
+        L.moe.router_b = LoadVector(s, s.Name("routerBias", l), c.n_experts, &m.cost_);
+        L.moe.gate_b = LoadRows(s, s.Name("expertGateBiases", l), c.n_experts, ffn, &m.cost_);
+        L.moe.up_b = LoadRows(s, s.Name("expertUpBiases", l), c.n_experts, ffn, &m.cost_);
+        L.moe.down_b = LoadRows(s, s.Name("expertDownBiases", l), c.n_experts, c.dim, &m.cost_);
+      }
       for (int64_t e = 0; e < c.n_experts; e++) {
         L.moe.gate.push_back(matrix(s.Name("expertGate", l, e), ffn, c.dim));
         L.moe.up.push_back(matrix(s.Name("expertUp", l, e), ffn, c.dim));

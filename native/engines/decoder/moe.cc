@@ -40,7 +40,8 @@ void MoeScratch::Reserve(int64_t n, int64_t n_experts, int64_t k, int64_t dim, i
   grow(first, n_experts);
 }
 
-void Route(const float* logits, int64_t n_experts, int64_t k, bool norm_topk, int32_t* chosen, float* weight, float* probs) {
+void Route(const float* logits, int64_t n_experts, const MoeOptions& o, int32_t* chosen, float* weight, float* probs) {
+  const int64_t k = o.k;
   // softmax over every expert (ggml_soft_max: max subtracted, f32 sums).
   float max = logits[0];
   for (int64_t e = 1; e < n_experts; e++) max = std::max(max, logits[e]);
@@ -61,23 +62,27 @@ void Route(const float* logits, int64_t n_experts, int64_t k, bool norm_topk, in
   std::sort(chosen, chosen + k);
   float total = 0;
   for (int64_t j = 0; j < k; j++) total += weight[j] = probs[chosen[j]];
-  if (!norm_topk) return;
+  if (!o.norm_topk) return;
   total = std::max(total, 6.103515625e-5f);  // llama.cpp clamps the sum to f16's smallest normal
   for (int64_t j = 0; j < k; j++) weight[j] /= total;
 }
 
-void MoeFfn(ThreadPool& pool, LinearRunner run, const MoeWeights& w, int64_t k, bool norm_topk, const float* xb, int64_t n,
+void MoeFfn(ThreadPool& pool, LinearRunner run, const MoeWeights& w, const MoeOptions& o, const float* xb, int64_t n,
             float* out, MoeScratch& s, std::vector<QuantizedInput>& qin) {
+  const int64_t k = o.k;
   const int64_t n_experts = w.router.rows(), dim = w.router.cols(), ffn = w.gate[0].rows();
   s.Reserve(n, n_experts, k, dim, ffn);
 
   // logits [n, n_experts] = router · xb; each row's k experts and weights.
   const LinearJob router[1] = {{&w.router, xb, s.logits.data()}};
   run(pool, router, 1, n, qin);
+  const kernels::KernelTable& kt = kernels::Active();
+  if (!w.router_b.empty())
+    for (int64_t t = 0; t < n; t++) kt.axpy_f32(1.0f, w.router_b.data(), s.logits.data() + t * n_experts, n_experts);
   {
     std::vector<float> probs(n_experts);
     for (int64_t t = 0; t < n; t++)
-      Route(s.logits.data() + t * n_experts, n_experts, k, norm_topk, s.chosen.data() + t * k, s.weight.data() + t * k,
+      Route(s.logits.data() + t * n_experts, n_experts, o, s.chosen.data() + t * k, s.weight.data() + t * k,
             probs.data());
   }
 
@@ -123,13 +128,37 @@ void MoeFfn(ThreadPool& pool, LinearRunner run, const MoeWeights& w, int64_t k, 
     s.jobs.push_back({&w.gate[e], x, gate + s.first[e] * ffn});
     s.jobs.push_back({&w.up[e], x, up + s.first[e] * ffn});
   });
+  // expert_of[slot]: the expert whose rows the slot is in (for the biases).
+  std::vector<int32_t> expert_of(w.gate_b.empty() ? 0 : n * k);
+  for (int64_t e = 0; e < n_experts && !expert_of.empty(); e++)
+    std::fill(expert_of.begin() + s.first[e], expert_of.begin() + s.first[e] + s.count[e], static_cast<int32_t>(e));
   ForChunks(pool, n * k, ffn, [&](int64_t i0, int64_t i1) {
-    kernels::silu_mul(gate + i0 * ffn, up + i0 * ffn, gate + i0 * ffn, (i1 - i0) * ffn);
+    if (!expert_of.empty()) {
+      for (int64_t i = i0; i < i1; i++) {
+        kt.axpy_f32(1.0f, w.gate_b.data() + expert_of[i] * ffn, gate + i * ffn, ffn);
+        kt.axpy_f32(1.0f, w.up_b.data() + expert_of[i] * ffn, up + i * ffn, ffn);
+      }
+    }
+    if (o.swiglu_limit > 0) {
+      // ggml_compute_forward_swiglu_oai_f32 (alpha 1.702, llama.cpp's and transformers' constant).
+      constexpr float kAlpha = 1.702f;
+      const float limit = o.swiglu_limit;
+      for (int64_t i = i0 * ffn; i < i1 * ffn; i++) {
+        const float g = std::min(gate[i], limit);
+        const float u = std::clamp(up[i], -limit, limit);
+        gate[i] = g / (1.0f + std::exp(kAlpha * (-g))) * (u + 1.0f);
+      }
+    } else {
+      kernels::silu_mul(gate + i0 * ffn, up + i0 * ffn, gate + i0 * ffn, (i1 - i0) * ffn);
+    }
   });
   products([&](int64_t e) { s.jobs.push_back({&w.down[e], gate + s.first[e] * ffn, y + s.first[e] * dim}); });
+  if (!expert_of.empty())
+    ForChunks(pool, n * k, dim, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; i++) kt.axpy_f32(1.0f, w.down_b.data() + expert_of[i] * dim, y + i * dim, dim);
+    });
 
   // out[t] = Σ_j weight[t, j] · y[slot[t, j]], in ascending expert order.
-  const kernels::KernelTable& kt = kernels::Active();
   ForChunks(pool, n, k * dim, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; t++) {
       float* o = out + t * dim;

@@ -24,6 +24,20 @@ struct MoeWeights {
   std::vector<Matrix> gate;   // [n_experts] of [expert_ffn, dim]
   std::vector<Matrix> up;     // [n_experts] of [expert_ffn, dim]
   std::vector<Matrix> down;   // [n_experts] of [dim, expert_ffn]
+  // gpt-oss's biases (empty without them): router [n_experts], gate/up [n_experts, expert_ffn],
+  // down [n_experts, dim].
+  std::vector<float> router_b, gate_b, up_b, down_b;
+};
+
+// How a mixture routes and activates (DecoderConfig's expert fields).
+struct MoeOptions {
+  int64_t k = 0;              // experts per row
+  // Softmax over every expert, the k weights renormalized to sum 1: also gpt-oss's routing
+  // (llama.cpp's SOFTMAX_WEIGHT, a softmax over the k chosen logits alone, is the same weights).
+  bool norm_topk = false;
+  // > 0: gpt-oss's clamped SwiGLU (ggml's swiglu_oai, transformers' GptOssExperts):
+  // g = min(gate, limit), u = clamp(up, ±limit), out = g · σ(1.702 g) · (u + 1). 0: silu(gate) · up.
+  float swiglu_limit = 0;
 };
 
 // Scratch of MoeFfn over n rows with k experts each.
@@ -46,14 +60,14 @@ struct MoeScratch {
 // The experts of one row: chosen[k] (ascending ids) and weight[k] from logits[n_experts]:
 // softmax, the k largest (the lower id first among equal logits), renormalized when norm_topk
 // (the sum clamped below at 2^-14, as llama.cpp does). probs: scratch [n_experts].
-void Route(const float* logits, int64_t n_experts, int64_t k, bool norm_topk, int32_t* chosen, float* weight, float* probs);
+void Route(const float* logits, int64_t n_experts, const MoeOptions& o, int32_t* chosen, float* weight, float* probs);
 
 // How MoeFfn runs its products: RunLinear (one session's rows as one batch) or RunLinearRows (each
 // row its own one-token product: a batched step of several sessions, each row bitwise alone).
 using LinearRunner = void (*)(ThreadPool&, const LinearJob*, int, int64_t, std::vector<QuantizedInput>&);
 
 // out [n, dim] = the MoE FFN of xb [n, dim] (n_experts, k, expert_ffn as the weights say).
-void MoeFfn(ThreadPool& pool, LinearRunner run, const MoeWeights& w, int64_t k, bool norm_topk, const float* xb, int64_t n,
+void MoeFfn(ThreadPool& pool, LinearRunner run, const MoeWeights& w, const MoeOptions& o, const float* xb, int64_t n,
             float* out, MoeScratch& s, std::vector<QuantizedInput>& qin);
 
 }  // namespace decoder

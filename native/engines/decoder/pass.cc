@@ -185,6 +185,10 @@ void DecoderPass::AttentionOutput(const DecoderLayer& L) {
   float* proj = a_.proj.data();  // [n, dim]
   const LinearJob o[1] = {{&L.wo, a_.att.data(), proj}};
   Linear(o, 1, n_);
+  if (c_.o_bias) {
+    const kernels::KernelTable& kt = kernels::Active();
+    for (int64_t t = 0; t < n_; t++) kt.axpy_f32(1.0f, L.bo.data(), proj + t * dim, dim);
+  }
   ForRows(dim, [&](int64_t t0, int64_t t1) {
     AddBlockOutput(c_, L.post_attn_norm, proj + t0 * dim, xb + t0 * dim, x + t0 * dim, t1 - t0);
   });
@@ -199,7 +203,8 @@ void DecoderPass::Ffn(const DecoderLayer& L) {
     for (int64_t t = t0; t < t1; t++) kernels::rmsnorm(x + t * dim, L.ffn_norm.data(), xb + t * dim, dim, c_.eps);
   });
   if (c_.moe()) {
-    MoeFfn(pool_, n_spans_ > 1 ? RunLinearRows : RunLinear, L.moe, c_.n_experts_used, c_.norm_topk, xb, n_, proj, a_.moe, a_.qin);
+    const MoeOptions o{c_.n_experts_used, c_.norm_topk, c_.swiglu_limit};
+    MoeFfn(pool_, n_spans_ > 1 ? RunLinearRows : RunLinear, L.moe, o, xb, n_, proj, a_.moe, a_.qin);
   } else {
     Dense(L, xb, proj);
   }

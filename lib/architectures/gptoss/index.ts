@@ -1,0 +1,130 @@
+/**
+ * OpenAI's gpt-oss (GGUF `gpt-oss`, HF `GptOssForCausalLM`), as llama.cpp runs it
+ * (src/models/openai-moe.cpp, build_moe_ffn with SOFTMAX_WEIGHT gating and LLM_FFN_SWIGLU_OAI_MOE):
+ * q/k/v/o biases, a learned sink logit per head in every attention softmax, sliding-window (layer 0,
+ * 2, ...) and full-attention layers alternating, NeoX-order YaRN RoPE, and a mixture of experts in
+ * every layer: router logits (+ bias) → the top k → softmax over those k alone (= the softmax over
+ * every expert renormalized over the k: normTopkProb) → Σ w · expert, each
+ * expert's gate/up/down with biases and the clamped SwiGLU (limit 7, α 1.702).
+ *
+ * HF checkpoints store the experts fused and transposed (`mlp.experts.gate_up_proj` [experts,
+ * hidden, 2·ffn] with gate and up interleaved column by column, MXFP4 `_blocks`/`_scales` in the
+ * released ones): no row of that layout is a row of the engine's [out, in] matrices, so their
+ * config is read but their expert tensors are not (convert them with llama.cpp's convert_hf_to_gguf.py).
+ */
+import type { ConfigKeys, DecoderConfig, DecoderVariant } from '../decoder/config';
+import { expertCountsProblem, MAX_EXPERTS } from '../decoder/experts';
+
+declare module '../decoder/config' {
+  interface DecoderArchitectures {
+    gptoss: true;
+  }
+}
+
+/** llama.cpp's constant clamp of the experts' SwiGLU (build_moe_ffn: limit 7.0; HF swiglu_limit's default). */
+const SWIGLU_LIMIT = 7;
+/** llama.cpp's load_swa_pattern(ml, 2): layers 0, 2, 4, ... slide, the odd ones attend to everything. */
+const SWA_PATTERN = 2;
+
+/** transformers' GptOssConfig defaults of the keys a config.json may omit. */
+const HF_DEFAULTS = { num_local_experts: 128, num_experts_per_tok: 4, sliding_window: 128, swiglu_limit: 7 } as const;
+
+/** The fixed features every gpt-oss config has, whichever format it came from. */
+function fixed(c: DecoderConfig, swigluLimit: number): void {
+  // llama.cpp's SOFTMAX_WEIGHT gating (the top k of the logits, a softmax over those k) is a
+  // softmax over every expert renormalized over the top k: the same weights.
+  c.normTopkProb = true;
+  c.expertBiases = true;
+  c.swigluLimit = swigluLimit;
+  c.attentionSinks = true;
+  c.attentionOutputBias = true;
+}
+
+/** The counts' typed error (before any list proportional to them is made). */
+function checkCounts(keys: ConfigKeys, c: DecoderConfig, names: [string, string]): void {
+  const problem = expertCountsProblem(c);
+  if (problem) {
+    keys.fail('CONFIG_MISMATCH', problem, {
+      expected: `${names[0]} in 1..${MAX_EXPERTS}, ${names[1]} <= ${names[0]}`,
+      found: { [names[0]]: c.numExperts, [names[1]]: c.numExpertsPerToken },
+    });
+  }
+}
+
+/**
+ * config.json's layer kinds: `layer_types` must be sliding/full alternating from a sliding layer 0
+ * (as every released gpt-oss and llama.cpp's fixed pattern of 2).
+ */
+function hfSlidingWindow(f: ConfigKeys, numLayers: number): Pick<DecoderConfig, 'slidingWindow' | 'slidingWindowPattern'> {
+  const slidingWindow = f.int('sliding_window', HF_DEFAULTS.sliding_window);
+  const types = f.raw('layer_types');
+  if (types !== undefined) {
+    const want = Array.from({ length: numLayers }, (_, l) => (l % SWA_PATTERN === 0 ? 'sliding_attention' : 'full_attention'));
+    if (!Array.isArray(types) || types.length !== numLayers || types.some((t, l) => t !== want[l])) {
+      f.fail('UNSUPPORTED', 'gpt-oss layer_types other than sliding and full attention alternating from layer 0', { expected: want, found: types });
+    }
+  }
+  return { slidingWindow, slidingWindowPattern: numLayers >= SWA_PATTERN ? SWA_PATTERN : 0 };
+}
+
+/**
+ * config.json's expert keys (num_local_experts, num_experts_per_tok; intermediate_size is each
+ * expert's width) and swiglu_limit. Its checkpoints' expert tensors (fused, transposed,
+ * interleaved: see above) are not read: such a folder fails as a MISSING_TENSOR WeightFormatError
+ * for the per-expert matrices.
+ */
+function fromHf(f: ConfigKeys, c: DecoderConfig): void {
+  const d = HF_DEFAULTS;
+  c.numExperts = f.int('num_local_experts', d.num_local_experts, 0);
+  c.numExpertsPerToken = f.int('num_experts_per_tok', d.num_experts_per_tok, 0);
+  c.expertIntermediateSize = c.intermediateSize;
+  checkCounts(f, c, ['num_local_experts', 'num_experts_per_tok']);
+  fixed(c, f.num('swiglu_limit', d.swiglu_limit));
+}
+
+/** config.json's rope_scaling: absent, or YaRN (rope_type 'yarn', transformers' defaults). */
+function fromHfRopeScaling(r: ConfigKeys | undefined, c: DecoderConfig): void {
+  if (!r) return;
+  const type = r.raw('rope_type') ?? r.raw('type');
+  if (type === 'default') return;
+  if (type !== 'yarn') r.fail('UNSUPPORTED', "gpt-oss rope_scaling other than 'yarn'", { found: type });
+  // truncate: false (gpt-oss's) would keep the correction dims unrounded, which llama.cpp does not do.
+  if (r.raw('truncate') === false) r.fail('UNSUPPORTED', "rope_scaling 'yarn' with truncate: false (llama.cpp rounds the correction dims)", { found: false });
+  c.ropeYarnFactor = r.num('factor', 1);
+  c.ropeYarnOriginalContext = r.int('original_max_position_embeddings', c.maxSeqLen);
+  c.ropeYarnBetaFast = r.num('beta_fast', 32);
+  c.ropeYarnBetaSlow = r.num('beta_slow', 1);
+  c.ropeAttentionFactor = 1;
+}
+
+/**
+ * GGUF's keys as llama.cpp reads them (llama_model_openai_moe::load_arch_hparams and the shared
+ * rope.scaling.* keys): expert_count, expert_used_count, expert_feed_forward_length,
+ * attention.sliding_window; YaRN when rope.scaling.type is 'yarn'.
+ */
+function fromGguf(kv: ConfigKeys, c: DecoderConfig): void {
+  c.numExperts = kv.int('expert_count', undefined, 0);
+  c.numExpertsPerToken = kv.int('expert_used_count', undefined, 0);
+  c.expertIntermediateSize = 1;
+  checkCounts(kv, c, [kv.name('expert_count'), kv.name('expert_used_count')]);
+  c.expertIntermediateSize = kv.int('expert_feed_forward_length');
+  fixed(c, SWIGLU_LIMIT);
+  c.slidingWindow = kv.int('attention.sliding_window');
+  c.slidingWindowPattern = c.numLayers >= SWA_PATTERN ? SWA_PATTERN : 0;
+  const scaling = kv.raw('rope.scaling.type');
+  if (scaling === 'yarn') {
+    c.ropeYarnFactor = kv.num('rope.scaling.factor', 1);
+    c.ropeYarnOriginalContext = kv.int('rope.scaling.original_context_length', c.maxSeqLen);
+    c.ropeYarnBetaFast = kv.num('rope.scaling.yarn_beta_fast', 32);
+    c.ropeYarnBetaSlow = kv.num('rope.scaling.yarn_beta_slow', 1);
+    c.ropeAttentionFactor = kv.num('rope.scaling.attn_factor', 1);
+  }
+}
+
+export const gptoss: DecoderVariant = {
+  title: 'gpt-oss',
+  qkNorm: false, qkvBias: true, ggufRopePairing: 'half', ggufDefaultEps: 1e-5, ggufArchitecture: 'gpt-oss',
+  hfModelTypes: ['gpt_oss'], hfClass: 'GptOssForCausalLM', hfClassPattern: /^GptOssForCausalLM$/, hfDefaultMaxPositions: 131072,
+  experts: true, hfAttentionBias: true,
+  hooks: { hfSlidingWindow, fromHf, fromHfRopeScaling, fromGguf },
+};
