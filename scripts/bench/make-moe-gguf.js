@@ -163,7 +163,7 @@ function main() {
   fs.closeSync(fd);
 }
 
-module.exports = { SHAPES };
+module.exports = { SHAPES, tensorList };
 
 if (require.main === module) {
   require('../args').scriptArgs('make-moe-gguf.js OUT --arch qwen3moe|gpt-oss [--layers N] [--seed N]', { options: { arch: 'string', layers: 'string', seed: 'string' }, positionals: [1, 1] });
