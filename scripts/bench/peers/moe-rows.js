@@ -24,10 +24,15 @@ const { SHAPES, tensorList } = require('../make-moe-gguf');
 const { kvBytesPerToken } = require('../decoder-work');
 const { runJson } = require('./run-json');
 
+// layers: the most whose file weightmap can map today. MappedFile.buffer() makes one ArrayBuffer of
+// the whole file, and under Node 20 one past 4 GiB (buffer.constants.MAX_LENGTH) fails (and the
+// addon then frees its mapping reference twice: an abort), so the 48-layer 18.6 GB Qwen3-MoE file
+// and the 24-layer 13.6 GB gpt-oss one are out of its reach: 10 and 6 layers fit (4.2 GB, 3.9 GB).
 const MODELS = [
-  { arch: 'qwen3moe', title: 'Qwen3-30B-A3B-shaped Q4_K_M', file: 'qwen3-30b-a3b' },
-  { arch: 'gpt-oss', title: 'gpt-oss-20b-shaped MXFP4', file: 'gpt-oss-20b' },
+  { arch: 'qwen3moe', title: 'Qwen3-30B-A3B-shaped Q4_K_M', file: 'qwen3-30b-a3b', layers: 10 },
+  { arch: 'gpt-oss', title: 'gpt-oss-20b-shaped MXFP4', file: 'gpt-oss-20b', layers: 6 },
 ];
+const MAPPABLE_BYTES = require('node:buffer').constants.MAX_LENGTH;
 const PROBE_BYTES = 4 * 2 ** 30;
 const RESIDENT_TOKENS = 512;
 
@@ -69,12 +74,16 @@ async function moeRows({ threads: threadList, interleave, decoderSides, cache, p
   let probe = null; // the Qwen3-MoE mapping, for the read probe of every row
   const skipped = {};
   for (const m of MODELS) {
-    const n = layers ?? SHAPES[m.arch].layers;
+    const n = layers ?? m.layers;
     const file = ensureModel(cache.CACHE, m.arch, m.file, n);
     const work = moeWork(m.arch, n, prompt, decode);
-    const weights = await readWeights(file);
-    let runs = true; // whether weightmap's decoder engine takes this architecture (a load maps, reads nothing proportional)
-    try {
+    const size = fs.statSync(file).size;
+    const weights = size <= MAPPABLE_BYTES ? await readWeights(file) : null;
+    let runs = weights !== null; // whether weightmap's decoder engine takes this file (a load maps, reads nothing proportional)
+    if (!weights) {
+      skipped[m.title] = `weightmap left out: the ${(size / 1e9).toFixed(1)} GB file is past the ${MAPPABLE_BYTES / 2 ** 30} GiB one mapping can be under this Node`;
+      console.error(`${m.title}: ${skipped[m.title]}`);
+    } else try {
       (await DecoderEngine.load(weights, { threads: 1 })).dispose();
     } catch (error) {
       if (error.code !== 'ERR_WEIGHTMAP_UNSUPPORTED') throw error;
@@ -83,6 +92,7 @@ async function moeRows({ threads: threadList, interleave, decoderSides, cache, p
       console.error(`${m.title}: ${skipped[m.title]}`);
     }
     probe ??= weights;
+    if (!probe) throw new Error('the read probe needs the Qwen3-MoE file mapped: pass a --moe-layers that fits');
     const view = probe.sources[0].bytes;
     const probeView = view.subarray(0, Math.min(view.byteLength, PROBE_BYTES));
     for (const threads of threadList) {
@@ -94,11 +104,11 @@ async function moeRows({ threads: threadList, interleave, decoderSides, cache, p
       const result = await interleave(`${m.arch} ${threads}t`, measures, threads, probeView);
       rows.push({ model: `${m.title}${n === SHAPES[m.arch].layers ? '' : ` (${n} of ${SHAPES[m.arch].layers} layers)`}`, threads, decodeMBPerToken: work.bytesPerToken / 1e6, fileGB: fs.statSync(file).size / 1e9, ...result });
     }
-    if (weights !== probe) closeWeights(weights);
+    if (weights && weights !== probe) closeWeights(weights);
   }
   // Resident set and first token: Qwen3-MoE, weightmap, the largest thread count.
   const threads = Math.max(...threadList);
-  const moeFile = ensureModel(cache.CACHE, 'qwen3moe', MODELS[0].file, layers ?? SHAPES.qwen3moe.layers);
+  const moeFile = ensureModel(cache.CACHE, 'qwen3moe', MODELS[0].file, layers ?? MODELS[0].layers);
   closeWeights(probe);
   const child = (...a) => runJson(process.execPath, [path.join(__dirname, 'moe-weightmap.js'), ...a], runTimeout);
   const resident = child('resident', moeFile, threads, RESIDENT_TOKENS);
