@@ -166,7 +166,7 @@ async function main() {
   await new Promise((resolve, reject) => stream.end((e) => (e ? reject(e) : resolve())));
 }
 
-module.exports = { SHAPE, BLOCKS, BLOCK_IDS };
+module.exports = { SHAPE, BLOCKS, BLOCK_IDS, rng, str, u32, u64, kvU32, kvF32, kvStr, kvArr, vocabKv };
 
 if (require.main === module) {
   require('../args').scriptArgs('make-gguf.js OUT --type q4_k_m|q4_0|q6_k|q8_0 [--seed N] [--vocab]', { options: { type: 'string', seed: 'string', vocab: 'boolean' }, positionals: [1, 1] });

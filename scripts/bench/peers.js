@@ -2,6 +2,9 @@
 // weightmap side by side with its peers on this machine, with random-weight models of real shapes:
 //  - decode and prefill of a Qwen3-0.6B-shaped GGUF per llama.cpp file type (make-gguf.js --vocab)
 //    against llama.cpp's own llama-bench (tg DECODE / pp PROMPT) and node-llama-cpp, per thread count;
+//  - the same for mixtures of experts (peers/moe-rows.js): a Qwen3-30B-A3B-shaped Q4_K_M GGUF and a
+//    gpt-oss-20b-shaped MXFP4 one (make-moe-gguf.js; --moe-layers N: fewer layers), with the resident
+//    set after a 512-token generation and the first token of a freshly mapped file;
 //  - MiniLM-L6 sentence embeddings (32 texts × 18 tokens) against transformers.js (onnxruntime-node)
 //    on an ONNX export of the same weights (peers/minilm-onnx.js).
 // Each side runs in its own process, interleaved (A B C A B C ...), PAIRS times per row; the
@@ -17,10 +20,10 @@
 // --quick: 2 rounds instead of 3. A run past --run-timeout seconds is killed and left out of its
 // row (oversubscribed, llama.cpp's spinning threads can slow down a hundredfold).
 //   node scripts/bench/peers.js [--quick] [--pairs 3] [--types q4_k_m,q4_0,q6_k,q8_0] [--threads 1,2]
-//                               [--prompt 512] [--decode 128] [--only decoder|embed] [--run-timeout 900]
+//                               [--prompt 512] [--decode 128] [--only decoder,embed,moe] [--run-timeout 900] [--moe-layers N]
 //                               [--peers llama-bench,node-llama-cpp] [--json]
 'use strict';
-require('../args').scriptArgs('peers.js [--quick] [--pairs 3] [--types q4_k_m,q4_0,q6_k,q8_0] [--threads 1,2] [--prompt 512] [--decode 128] [--only NAME] [--run-timeout 900] [--peers llama-bench,node-llama-cpp] [--json]', { options: { quick: 'boolean', pairs: 'string', types: 'string', threads: 'string', prompt: 'string', decode: 'string', only: 'string', 'run-timeout': 'string', peers: 'string', json: 'boolean' } });
+require('../args').scriptArgs('peers.js [--quick] [--pairs 3] [--types q4_k_m,q4_0,q6_k,q8_0] [--threads 1,2] [--prompt 512] [--decode 128] [--only decoder,embed,moe] [--run-timeout 900] [--moe-layers N] [--peers llama-bench,node-llama-cpp] [--json]', { options: { 'moe-layers': 'string', quick: 'boolean', pairs: 'string', types: 'string', threads: 'string', prompt: 'string', decode: 'string', only: 'string', 'run-timeout': 'string', peers: 'string', json: 'boolean' } });
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
@@ -31,6 +34,7 @@ const { measureReadBandwidth } = require('./read-bandwidth');
 const { bytesPerToken, kvBytesPerToken, prefillMacsPerToken } = require('./decoder-work');
 const cache = require('./peers/cache');
 const embedRows = require('./peers/embed-rows');
+const { moeRows } = require('./peers/moe-rows');
 const { runJson } = require('./peers/run-json');
 const { peersTable, peersTitles } = require('./peers/table');
 const { machine } = require('./machine');
@@ -43,7 +47,8 @@ const TYPES = opt('types', 'q4_k_m,q4_0,q6_k,q8_0').split(',');
 const THREADS = opt('threads', '1,2').split(',').map(Number);
 const PROMPT = Number(opt('prompt', '512'));
 const DECODE = Number(opt('decode', '128'));
-const ONLY = opt('only');
+const ONLY = opt('only', 'decoder,embed,moe').split(',');
+const MOE_LAYERS = opt('moe-layers') === undefined ? undefined : Number(opt('moe-layers'));
 const RUN_TIMEOUT = Number(opt('run-timeout', '900'));
 const SIDES = opt('peers', 'llama-bench,node-llama-cpp').split(',');
 
@@ -88,7 +93,7 @@ function decoderSides() {
       const bench = cache.llamaBench();
       info['llama.cpp'] = `${bench.release} (${bench.commit})`;
       return (file, vocab, threads) => {
-        const rows = runJson(bench.path, ['-m', file, '-t', threads, '-p', PROMPT, '-n', DECODE, '-r', '1', '-o', 'json'], RUN_TIMEOUT);
+        const rows = runJson(bench.path, ['-m', file, '-t', threads, '-p', PROMPT, '-n', DECODE, '-r', '1', '-o', 'json'], RUN_TIMEOUT, bench.env);
         return {
           prefill: rows.find((r) => r.n_prompt > 0 && r.n_gen === 0).avg_ts,
           decode: rows.find((r) => r.n_gen > 0 && r.n_prompt === 0).avg_ts,
@@ -184,12 +189,22 @@ async function decoderRows() {
 
 async function main() {
   const report = { command: `node scripts/bench/peers.js ${args.join(' ')}`.trim(), cpu: os.cpus()[0]?.model, machine: machine(), pairs: PAIRS, prompt: PROMPT, decode: DECODE };
-  if (ONLY !== 'embed') report.decoder = await decoderRows();
-  if (ONLY !== 'decoder') report.embed = await embedRows({ threads: THREADS, interleave, cache });
+  if (ONLY.includes('decoder')) report.decoder = await decoderRows();
+  if (ONLY.includes('moe')) {
+    report.moe = await moeRows({ threads: THREADS, interleave, decoderSides, cache, prompt: PROMPT, decode: DECODE, layers: MOE_LAYERS, denseFile: ggufModel('q8_0'), runTimeout: RUN_TIMEOUT });
+  }
+  if (ONLY.includes('embed')) report.embed = await embedRows({ threads: THREADS, interleave, cache });
   if (args.includes('--json')) return console.log(JSON.stringify(report, null, 2));
   console.log(`${report.command}\n${report.cpu}; ${PAIRS} interleaved rounds per row; values are medians [min–max] over the rounds`);
   const titles = peersTitles(report);
   if (report.decoder) console.log(`\n${titles.decoder}\n\n${peersTable(report.decoder.rows, ['decode', 'prefill'], PAIRS).join('\n')}`);
+  if (report.moe) {
+    const { resident: r, firstToken: f, skipped } = report.moe;
+    console.log(`\n${titles.moe}\n\n${peersTable(report.moe.rows, ['decode', 'prefill'], PAIRS).join('\n')}`);
+    for (const [model, why] of Object.entries(skipped)) console.log(`\n${model}: ${why}`);
+    console.log(`\nResident after ${r.tokens} generated tokens (weightmap, ${r.threads} threads): file pages ${(r.rssFileBytes / 1e9).toFixed(2)} GB of the ${(r.fileBytes / 1e9).toFixed(2)} GB file, anonymous ${(r.rssAnonBytes / 1e9).toFixed(2)} GB`);
+    console.log(`First token of a freshly mapped file (weightmap, ${f.threads} threads, ms per round): Qwen3-MoE ${f.moe.map((x) => x.toFixed(0)).join(', ')}; dense Qwen3-0.6B Q8_0 ${f.dense.map((x) => x.toFixed(0)).join(', ')}`);
+  }
   if (report.embed) console.log(`\n${titles.embed}\n\n${peersTable(report.embed.rows, ['embed'], PAIRS).join('\n')}`);
 }
 

@@ -60,7 +60,18 @@ function llamaCppTool(target) {
   return { path: binary, release, commit };
 }
 
-const llamaBench = () => llamaCppTool('llama-bench');
+/**
+ * llama-bench, with `env`: where ggml's CPU backend was also built without AMX (build-noamx: on
+ * machines that advertise AMX but fault in ggml's AMX matrix product, as this project's shared VM
+ * does: every model segfaults in ggml_backend_amx_mul_mat), LD_LIBRARY_PATH points there (the
+ * binary's RUNPATH yields to it). Build it with the same cmake options, -DGGML_NATIVE=OFF, the
+ * machine's AVX-512 flags on and GGML_AMX_* off, target ggml-cpu only.
+ */
+const llamaBench = () => {
+  const tool = llamaCppTool('llama-bench');
+  const noAmx = path.join(CACHE, 'llama.cpp', 'build-noamx', 'bin');
+  return { ...tool, env: fs.existsSync(path.join(noAmx, 'libggml-cpu.so')) ? { LD_LIBRARY_PATH: noAmx } : undefined };
+};
 const llamaQuantize = () => llamaCppTool('llama-quantize');
 
 /** { version, entry, onnxruntime }: transformers.js and the version of the onnxruntime-node under it. */

@@ -39,6 +39,11 @@ function peersTitles(report) {
       Object.entries(info).map(([k, v]) => `${k} ${v}`).join(', ') + '; ' +
       "bound: decode = read bandwidth (over the GGUF's mapping) ÷ bytes per token (weights + f16 KV cache), prefill = int8 peak (matrices) + f32 peak (attention)";
   }
+  if (report.moe) {
+    out.moe =
+      `Mixture of experts, tok/s: prefill = pp${report.prompt}, decode = tg${report.decode} from position 0; ` +
+      "bound: decode = read bandwidth ÷ bytes per token (attention, router, norms, classifier, the k active experts' bytes, f16 KV cache), prefill = int8 peak (active matrices) + f32 peak (attention)";
+  }
   if (report.embed) {
     const { info } = report.embed;
     out.embed = `Embeddings, sentences/s (${info.describe}); transformers.js ${info.transformers} (onnxruntime-node ${info.onnxruntime}); bound: f32 or int8 peak`;
