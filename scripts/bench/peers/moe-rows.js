@@ -24,15 +24,11 @@ const { SHAPES, tensorList } = require('../make-moe-gguf');
 const { kvBytesPerToken } = require('../decoder-work');
 const { runJson } = require('./run-json');
 
-// layers: the most whose file weightmap can map today. MappedFile.buffer() makes one ArrayBuffer of
-// the whole file, and under Node 20 one past 4 GiB (buffer.constants.MAX_LENGTH) fails (and the
-// addon then frees its mapping reference twice: an abort), so the 48-layer 18.6 GB Qwen3-MoE file
-// and the 24-layer 13.6 GB gpt-oss one are out of its reach: 10 and 6 layers fit (4.2 GB, 3.9 GB).
+// layers: all of them (18.6 GB and 13.6 GB files); --moe-layers N for a machine that cannot hold them.
 const MODELS = [
-  { arch: 'qwen3moe', title: 'Qwen3-30B-A3B-shaped Q4_K_M', file: 'qwen3-30b-a3b', layers: 10 },
-  { arch: 'gpt-oss', title: 'gpt-oss-20b-shaped MXFP4', file: 'gpt-oss-20b', layers: 6 },
+  { arch: 'qwen3moe', title: 'Qwen3-30B-A3B-shaped Q4_K_M', file: 'qwen3-30b-a3b', layers: 48 },
+  { arch: 'gpt-oss', title: 'gpt-oss-20b-shaped MXFP4', file: 'gpt-oss-20b', layers: 24 },
 ];
-const MAPPABLE_BYTES = require('node:buffer').constants.MAX_LENGTH;
 const PROBE_BYTES = 4 * 2 ** 30;
 const RESIDENT_TOKENS = 512;
 
@@ -78,12 +74,9 @@ async function moeRows({ threads: threadList, interleave, decoderSides, cache, p
     const file = ensureModel(cache.CACHE, m.arch, m.file, n);
     const work = moeWork(m.arch, n, prompt, decode);
     const size = fs.statSync(file).size;
-    const weights = size <= MAPPABLE_BYTES ? await readWeights(file) : null;
-    let runs = weights !== null; // whether weightmap's decoder engine takes this file (a load maps, reads nothing proportional)
-    if (!weights) {
-      skipped[m.title] = `weightmap left out: the ${(size / 1e9).toFixed(1)} GB file is past the ${MAPPABLE_BYTES / 2 ** 30} GiB one mapping can be under this Node`;
-      console.error(`${m.title}: ${skipped[m.title]}`);
-    } else try {
+    const weights = await readWeights(file);
+    let runs = true; // whether weightmap's decoder engine takes this file (a load maps, reads nothing proportional)
+    try {
       (await DecoderEngine.load(weights, { threads: 1 })).dispose();
     } catch (error) {
       if (error.code !== 'ERR_WEIGHTMAP_UNSUPPORTED') throw error;
