@@ -7,7 +7,7 @@
  * never a copy); its writer stacks them back (expertStacks). Counts are checked here, before any
  * list proportional to them is made.
  */
-import { DECODER_NAMES, type DecoderConfig, type FusedPart } from './config';
+import { DECODER_NAMES, type ConfigKeys, type DecoderConfig, type FusedPart } from './config';
 
 /** The most experts a layer may have (llama.cpp's LLAMA_MAX_EXPERTS): a larger count is a hostile or foreign file. */
 export const MAX_EXPERTS = 1024;
@@ -27,6 +27,17 @@ export function expertCountsProblem(c: Pick<DecoderConfig, 'numExperts' | 'numEx
   if (!Number.isSafeInteger(k) || k < 1 || k > e) return `the experts used per token must be in 1..${e} (the expert count)`;
   if (!Number.isSafeInteger(c.expertIntermediateSize) || c.expertIntermediateSize! < 1) return 'the expert FFN width must be a positive integer';
   return undefined;
+}
+
+/** A config reader's typed error for bad expert counts (before any list proportional to them is made); `names` are the file's two keys. */
+export function checkExpertCounts(keys: ConfigKeys, c: DecoderConfig, names: [string, string]): void {
+  const problem = expertCountsProblem(c);
+  if (problem) {
+    keys.fail('CONFIG_MISMATCH', problem, {
+      expected: `${names[0]} in 1..${MAX_EXPERTS}, ${names[1]} <= ${names[0]}`,
+      found: { [names[0]]: c.numExperts, [names[1]]: c.numExpertsPerToken },
+    });
+  }
 }
 
 /** The stacked experts of one projection of layer l, as GGUF holds them (a name of no HF checkpoint). */

@@ -13,7 +13,7 @@
  * config is read but their expert tensors are not (convert them with llama.cpp's convert_hf_to_gguf.py).
  */
 import type { ConfigKeys, DecoderConfig, DecoderVariant } from '../decoder/config';
-import { expertCountsProblem, MAX_EXPERTS } from '../decoder/experts';
+import { checkExpertCounts } from '../decoder/experts';
 
 declare module '../decoder/config' {
   interface DecoderArchitectures {
@@ -38,17 +38,6 @@ function fixed(c: DecoderConfig, swigluLimit: number): void {
   c.swigluLimit = swigluLimit;
   c.attentionSinks = true;
   c.attentionOutputBias = true;
-}
-
-/** The counts' typed error (before any list proportional to them is made). */
-function checkCounts(keys: ConfigKeys, c: DecoderConfig, names: [string, string]): void {
-  const problem = expertCountsProblem(c);
-  if (problem) {
-    keys.fail('CONFIG_MISMATCH', problem, {
-      expected: `${names[0]} in 1..${MAX_EXPERTS}, ${names[1]} <= ${names[0]}`,
-      found: { [names[0]]: c.numExperts, [names[1]]: c.numExpertsPerToken },
-    });
-  }
 }
 
 /**
@@ -78,7 +67,7 @@ function fromHf(f: ConfigKeys, c: DecoderConfig): void {
   c.numExperts = f.int('num_local_experts', d.num_local_experts, 0);
   c.numExpertsPerToken = f.int('num_experts_per_tok', d.num_experts_per_tok, 0);
   c.expertIntermediateSize = c.intermediateSize;
-  checkCounts(f, c, ['num_local_experts', 'num_experts_per_tok']);
+  checkExpertCounts(f, c, ['num_local_experts', 'num_experts_per_tok']);
   fixed(c, f.num('swiglu_limit', d.swiglu_limit));
 }
 
@@ -106,7 +95,7 @@ function fromGguf(kv: ConfigKeys, c: DecoderConfig): void {
   c.numExperts = kv.int('expert_count', undefined, 0);
   c.numExpertsPerToken = kv.int('expert_used_count', undefined, 0);
   c.expertIntermediateSize = 1;
-  checkCounts(kv, c, [kv.name('expert_count'), kv.name('expert_used_count')]);
+  checkExpertCounts(kv, c, [kv.name('expert_count'), kv.name('expert_used_count')]);
   c.expertIntermediateSize = kv.int('expert_feed_forward_length');
   fixed(c, SWIGLU_LIMIT);
   c.slidingWindow = kv.int('attention.sliding_window');

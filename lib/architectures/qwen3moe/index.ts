@@ -7,7 +7,7 @@
  */
 import { UnsupportedError } from '../../base/errors';
 import type { ConfigKeys, DecoderConfig, DecoderVariant, GgufKeyValue } from '../decoder/config';
-import { expertCountsProblem, MAX_EXPERTS } from '../decoder/experts';
+import { checkExpertCounts } from '../decoder/experts';
 
 declare module '../decoder/config' {
   interface DecoderArchitectures {
@@ -17,17 +17,6 @@ declare module '../decoder/config' {
 
 /** transformers' Qwen3MoeConfig defaults of the keys a config.json may omit. */
 const HF_DEFAULTS = { num_experts: 128, num_experts_per_tok: 8, moe_intermediate_size: 768, norm_topk_prob: false, decoder_sparse_step: 1 } as const;
-
-/** The counts' typed error (before any list proportional to them is made). */
-function checkCounts(keys: ConfigKeys, c: DecoderConfig, names: [string, string]): void {
-  const problem = expertCountsProblem(c);
-  if (problem) {
-    keys.fail('CONFIG_MISMATCH', problem, {
-      expected: `${names[0]} in 1..${MAX_EXPERTS}, ${names[1]} <= ${names[0]}`,
-      found: { [names[0]]: c.numExperts, [names[1]]: c.numExpertsPerToken },
-    });
-  }
-}
 
 /**
  * config.json's expert keys. A layer is sparse unless listed in mlp_only_layers or off the
@@ -42,7 +31,7 @@ function fromHf(f: ConfigKeys, c: DecoderConfig): void {
   const norm = f.raw('norm_topk_prob') ?? d.norm_topk_prob;
   if (typeof norm !== 'boolean') f.fail('CONFIG_MISMATCH', "config key 'norm_topk_prob' must be true or false", { found: norm });
   c.normTopkProb = norm;
-  checkCounts(f, c, ['num_experts', 'num_experts_per_tok']);
+  checkExpertCounts(f, c, ['num_experts', 'num_experts_per_tok']);
   const step = f.int('decoder_sparse_step', d.decoder_sparse_step);
   const only = f.raw('mlp_only_layers') ?? [];
   if (!Array.isArray(only) || !only.every((l) => Number.isSafeInteger(l))) f.fail('CONFIG_MISMATCH', "config key 'mlp_only_layers' must be a list of layer indices", { found: only });
@@ -66,7 +55,7 @@ function fromGguf(kv: ConfigKeys, c: DecoderConfig): void {
   c.numExperts = kv.int('expert_count', undefined, 0);
   c.numExpertsPerToken = kv.int('expert_used_count', undefined, 0);
   c.expertIntermediateSize = 1;
-  checkCounts(kv, c, [kv.name('expert_count'), kv.name('expert_used_count')]);
+  checkExpertCounts(kv, c, [kv.name('expert_count'), kv.name('expert_used_count')]);
   c.expertIntermediateSize = kv.int('expert_feed_forward_length', Math.floor(c.intermediateSize / c.numExpertsPerToken));
   c.normTopkProb = true;
 }
