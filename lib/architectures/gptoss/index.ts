@@ -86,6 +86,25 @@ function fromHfRopeScaling(r: ConfigKeys | undefined, c: DecoderConfig): void {
   c.ropeAttentionFactor = 1;
 }
 
+/** config.json's keys for a gpt-oss config: the readers' above, written back. */
+function toHf(c: DecoderConfig, out: Record<string, unknown>): void {
+  out.num_local_experts = c.numExperts;
+  out.num_experts_per_tok = c.numExpertsPerToken;
+  out.intermediate_size = c.expertIntermediateSize;
+  out.swiglu_limit = c.swigluLimit;
+  if (c.ropeYarnFactor !== undefined) {
+    out.rope_scaling = {
+      rope_type: 'yarn', factor: c.ropeYarnFactor, original_max_position_embeddings: c.ropeYarnOriginalContext,
+      beta_fast: c.ropeYarnBetaFast, beta_slow: c.ropeYarnBetaSlow,
+    };
+  }
+}
+
+function toHfSlidingWindow(c: DecoderConfig, out: Record<string, unknown>): void {
+  out.sliding_window = c.slidingWindow;
+  out.layer_types = Array.from({ length: c.numLayers }, (_, l) => (l % SWA_PATTERN === 0 ? 'sliding_attention' : 'full_attention'));
+}
+
 /**
  * GGUF's keys as llama.cpp reads them (llama_model_openai_moe::load_arch_hparams and the shared
  * rope.scaling.* keys): expert_count, expert_used_count, expert_feed_forward_length,
@@ -115,5 +134,5 @@ export const gptoss: DecoderVariant = {
   qkNorm: false, qkvBias: true, ggufRopePairing: 'half', ggufDefaultEps: 1e-5, ggufArchitecture: 'gpt-oss',
   hfModelTypes: ['gpt_oss'], hfClass: 'GptOssForCausalLM', hfClassPattern: /^GptOssForCausalLM$/, hfDefaultMaxPositions: 131072,
   experts: true, hfAttentionBias: true,
-  hooks: { hfSlidingWindow, fromHf, fromHfRopeScaling, fromGguf },
+  hooks: { hfSlidingWindow, fromHf, fromHfRopeScaling, fromGguf, toHf, toHfSlidingWindow },
 };

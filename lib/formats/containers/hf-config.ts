@@ -203,7 +203,7 @@ export function hfConfigFromDecoder(c: DecoderConfig, extra: HfJson = {}): HfJso
     [variant.hfActivationKey ?? 'hidden_act']: HF_ACTIVATIONS[variant.activation ?? 'silu'].name,
   };
   hooks.toHf?.(c, out);
-  out.attention_bias = false;
+  out.attention_bias = variant.hfAttentionBias === true;
   out.tie_word_embeddings = c.tieWordEmbeddings;
   hooks.toHfSlidingWindow?.(c, out);
   for (const s of variantScalars(c.architecture)) if (c[s.field] !== undefined) out[s.hf] = c[s.field];
