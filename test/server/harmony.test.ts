@@ -97,7 +97,6 @@ suite('Harmony (gpt-oss template) through weightmap serve', () => {
 
   it("tool_choice 'required' with two tools: the model names one under the mask, the rest of the header is fed, the arguments validate against that tool's schema", async () => {
     const validators = new Map(BOUNDED_TOOLS.map((t) => [t.name, new Ajv({ strict: false }).compile(t.parameters)]));
-    const names = new Set<string>();
     for (const seed of [1, 2, 3, 4]) {
       const completion = await client.chat.completions.create({ model: 'tiny', messages: MESSAGES, tools: TOOLS, tool_choice: 'required', temperature: 1, seed, max_tokens: 300 });
       const choice = completion.choices[0];
@@ -105,9 +104,7 @@ suite('Harmony (gpt-oss template) through weightmap serve', () => {
       expect(choice.message.tool_calls).toHaveLength(1);
       const call = (choice.message.tool_calls![0] as OpenAI.ChatCompletionMessageFunctionToolCall).function;
       expect(validators.get(call.name)?.(JSON.parse(call.arguments))).toBe(true);
-      names.add(call.name);
     }
-    expect(names.size).toBeGreaterThan(0);
   }, 120_000);
 
   it('a reply without tools: the whole answer and the streamed one agree on content and reasoning (OpenAI and Ollama routes)', async () => {
@@ -150,12 +147,26 @@ suite('Harmony (gpt-oss template) through weightmap serve', () => {
   }, 60_000);
 
   it('a conversation with an earlier call and its result renders and is answered', async () => {
+    const args = '{"hour": 7, "days": ["mon"], "loud": true}';
     const completion = await client.chat.completions.create({
       model: 'tiny', max_tokens: 8, temperature: 0,
-      messages: [...MESSAGES, { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'set_alarm', arguments: '{"hour": 7, "days": ["mon"], "loud": true}' } }] }, { role: 'tool', tool_call_id: 'c1', content: 'ok' }],
+      messages: [...MESSAGES, { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'set_alarm', arguments: args } }] }, { role: 'tool', tool_call_id: 'c1', content: 'ok' }],
       reasoning_effort: 'low',
     });
-    expect(completion.usage!.prompt_tokens).toBeGreaterThan(50);
+    // The prompt the server fed is the library's rendering of the same turns: the call and its result in it.
+    const prompt = await model.chatPrompt(
+      [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Wake me at seven on Monday.' },
+        { role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'set_alarm', arguments: args }] },
+        { role: 'tool', content: 'ok', toolCallId: 'c1' },
+      ],
+      { templateKwargs: { reasoning_effort: 'low' } },
+    );
+    expect(completion.usage!.prompt_tokens).toBe(prompt.ids.length);
+    const rendered = model.tokenizer.decode(prompt.ids);
+    expect(rendered).toContain('to=functions.set_alarm');
+    expect(rendered).toContain('Reasoning: low');
     expect(['stop', 'length', 'tool_calls']).toContain(completion.choices[0].finish_reason);
   }, 60_000);
 });
