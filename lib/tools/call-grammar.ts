@@ -9,7 +9,7 @@
 import { CompiledJsonSchema, type JsonSchema } from '../constrain';
 import { REJECT, type GrammarNode, type Push } from '../constrain/automaton';
 import { ByteTrie } from '../constrain/byte-trie';
-import { ArrayNode, MAX_WHITESPACE, NodeIds } from '../constrain/json-nodes';
+import { ArrayNode, LiteralNode, MAX_WHITESPACE, NodeIds } from '../constrain/json-nodes';
 import { compileJsonSchemasSteps } from '../constrain/json-schema';
 import { inSlices } from '../constrain/slices';
 import type { ToolCallFormat } from './formats';
@@ -91,28 +91,6 @@ export async function prepareToolCallGrammar(tools: readonly ToolDefinition[], f
   );
 }
 
-/** One of a set of words, byte for byte (a tool's name in a header that is not JSON: Harmony's). */
-class WordNode implements GrammarNode {
-  readonly id: number;
-  readonly start: number;
-
-  constructor(
-    ids: NodeIds,
-    private readonly words: ByteTrie,
-  ) {
-    this.id = ids.take(words.byteLength);
-    this.start = words.start;
-  }
-
-  step(sub: number, b: number): number {
-    return this.words.step(sub, b);
-  }
-
-  accepting(sub: number): boolean {
-    return this.words.accepting(sub);
-  }
-}
-
 /**
  * The grammar of one of `words` (none a prefix of another, so that a word read is the whole
  * text: end them with a separator), as a constraint takes it.
@@ -122,7 +100,8 @@ export async function prepareWordGrammar(words: readonly string[]): Promise<Comp
   return inSlices(
     (function* () {
       const ids = new NodeIds();
-      const root = new WordNode(ids, yield* ByteTrie.build(words.map((w) => Buffer.from(w, 'utf8'))));
+      // One of the names, byte for byte (a header that is not JSON: Harmony's): a literal node's trie walk.
+      const root = new LiteralNode(ids, yield* ByteTrie.build(words.map((w) => Buffer.from(w, 'utf8'))));
       return new CompiledJsonSchema(root, `words:${JSON.stringify(words)}`, ids.bytes);
     })(),
   );
