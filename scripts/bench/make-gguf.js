@@ -130,14 +130,7 @@ async function main() {
     ...(args.includes('--vocab') ? vocabKv(SHAPE.vocab) : []),
   ];
   const tensors = tensorList(ftype);
-  let offset = 0;
-  const infos = tensors.map((t) => {
-    const info = Buffer.concat([str(t.name), u32(t.dims.length), ...t.dims.map(u64), u32(t.type), u64(offset)]);
-    offset += Math.ceil(t.bytes / 32) * 32;
-    return info;
-  });
-  let header = Buffer.concat([Buffer.from('GGUF'), u32(3), u64(tensors.length), u64(kv.length), ...kv, ...infos]);
-  header = Buffer.concat([header, Buffer.alloc(Math.ceil(header.length / 32) * 32 - header.length)]);
+  const header = ggufHeader(kv, tensors);
 
   const stream = fs.createWriteStream(out);
   const write = (buf) => (stream.write(buf) ? Promise.resolve() : new Promise((r) => stream.once('drain', r)));
@@ -166,7 +159,19 @@ async function main() {
   await new Promise((resolve, reject) => stream.end((e) => (e ? reject(e) : resolve())));
 }
 
-module.exports = { SHAPE, BLOCKS, BLOCK_IDS, rng, str, u32, u64, kvU32, kvF32, kvStr, kvArr, vocabKv };
+/** A GGUF v3 header (32-byte aligned) for `kv` entries and `tensors` ({ name, dims, type, bytes }), their data packed in order at 32-byte offsets. */
+function ggufHeader(kv, tensors) {
+  let offset = 0;
+  const infos = tensors.map((t) => {
+    const info = Buffer.concat([str(t.name), u32(t.dims.length), ...t.dims.map(u64), u32(t.type), u64(offset)]);
+    offset += Math.ceil(t.bytes / 32) * 32;
+    return info;
+  });
+  const header = Buffer.concat([Buffer.from('GGUF'), u32(3), u64(tensors.length), u64(kv.length), ...kv, ...infos]);
+  return Buffer.concat([header, Buffer.alloc(Math.ceil(header.length / 32) * 32 - header.length)]);
+}
+
+module.exports = { ggufHeader, SHAPE, BLOCKS, BLOCK_IDS, rng, str, u32, u64, kvU32, kvF32, kvStr, kvArr, vocabKv };
 
 if (require.main === module) {
   require('../args').scriptArgs('make-gguf.js OUT --type q4_k_m|q4_0|q6_k|q8_0 [--seed N] [--vocab]', { options: { type: 'string', seed: 'string', vocab: 'boolean' }, positionals: [1, 1] });

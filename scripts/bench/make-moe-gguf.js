@@ -18,7 +18,7 @@
 //   node scripts/bench/make-moe-gguf.js OUT --arch qwen3moe|gpt-oss [--layers N] [--seed 1]
 'use strict';
 const fs = require('node:fs');
-const { BLOCKS, rng, str, u32, u64, kvU32, kvF32, kvStr, vocabKv } = require('./make-gguf');
+const { BLOCKS, ggufHeader, rng, str, u32, u64, kvU32, kvF32, kvStr, vocabKv } = require('./make-gguf');
 
 const SHAPES = {
   qwen3moe: { dim: 2048, layers: 48, heads: 32, kvHeads: 4, headDim: 128, experts: 128, used: 8, expertFfn: 768, vocab: 151936, ctx: 40960, ftype: 15 },
@@ -122,14 +122,7 @@ function main() {
   const next = rng(Number(opt('seed', '1')));
   const tensors = tensorList(arch, s);
   const kv = metadata(arch, s);
-  let offset = 0;
-  const infos = tensors.map((t) => {
-    const info = Buffer.concat([str(t.name), u32(t.dims.length), ...t.dims.map(u64), u32(t.type), u64(offset)]);
-    offset += Math.ceil(t.bytes / 32) * 32;
-    return info;
-  });
-  let header = Buffer.concat([Buffer.from('GGUF'), u32(3), u64(tensors.length), u64(kv.length), ...kv, ...infos]);
-  header = Buffer.concat([header, Buffer.alloc(Math.ceil(header.length / 32) * 32 - header.length)]);
+  const header = ggufHeader(kv, tensors);
   const fd = fs.openSync(out, 'w');
   fs.writeSync(fd, header);
   const pools = new Map();
