@@ -18,7 +18,7 @@
 //   node scripts/bench/make-moe-gguf.js OUT --arch qwen3moe|gpt-oss [--layers N] [--seed 1]
 'use strict';
 const fs = require('node:fs');
-const { BLOCKS, ggufHeader, rng, str, u32, u64, kvU32, kvF32, kvStr, vocabKv } = require('./make-gguf');
+const { BLOCKS, ggufHeader, rng, kvU32, kvF32, kvStr, vocabKv } = require('./make-gguf');
 
 const SHAPES = {
   qwen3moe: { dim: 2048, layers: 48, heads: 32, kvHeads: 4, headDim: 128, experts: 128, used: 8, expertFfn: 768, vocab: 151936, ctx: 40960, ftype: 15 },
