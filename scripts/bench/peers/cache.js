@@ -52,7 +52,7 @@ function llamaCppTool(target) {
     console.error(`building ${target} (llama.cpp ${release}) in ${build} with ${jobs} jobs; this takes a while ...`);
     const nice = (args) => execFileSync('nice', ['-n', '10', 'cmake', ...args], { stdio: ['ignore', 'ignore', 'inherit'] });
     nice(['-S', source, '-B', build, '-DCMAKE_BUILD_TYPE=Release', '-DGGML_NATIVE=ON', '-DLLAMA_BUILD_TESTS=OFF',
-      '-DLLAMA_BUILD_EXAMPLES=OFF', '-DLLAMA_BUILD_SERVER=OFF', '-DLLAMA_BUILD_APP=OFF', '-DLLAMA_OPENSSL=OFF',
+      '-DLLAMA_BUILD_EXAMPLES=ON', '-DLLAMA_BUILD_TOOLS=ON', '-DLLAMA_BUILD_SERVER=OFF', '-DLLAMA_BUILD_APP=OFF', '-DLLAMA_OPENSSL=OFF',
       '-DLLAMA_BUILD_UI=OFF', '-DLLAMA_USE_PREBUILT_UI=OFF']);
     nice(['--build', build, '--target', target, '-j', jobs]);
   }
@@ -73,6 +73,10 @@ const llamaBench = () => {
   return { ...tool, env: fs.existsSync(path.join(noAmx, 'libggml-cpu.so')) ? { LD_LIBRARY_PATH: noAmx } : undefined };
 };
 const llamaQuantize = () => llamaCppTool('llama-quantize');
+/** llama-embedding (examples/embedding): the reference for embedding and ranking GGUFs. */
+const llamaEmbedding = () => llamaCppTool('llama-embedding');
+/** llama-mtmd-cli (tools/mtmd): the reference for a language model + mmproj pair. */
+const llamaMtmd = () => llamaCppTool('llama-mtmd-cli');
 
 /** { version, entry, onnxruntime }: transformers.js and the version of the onnxruntime-node under it. */
 function transformers() {
@@ -87,4 +91,4 @@ function transformers() {
   };
 }
 
-module.exports = { CACHE, nodeLlamaCpp, llamaBench, llamaQuantize, transformers };
+module.exports = { CACHE, nodeLlamaCpp, llamaBench, llamaQuantize, llamaEmbedding, llamaMtmd, llamaCppTool, transformers };
