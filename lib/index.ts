@@ -48,6 +48,8 @@ export { startGeneration, StopStringFilter } from './generation/generate';
 export type { TokenLogprob, ToolCallConstraint } from './generation/generate';
 export type { GenerateOptions, GeneratedPiece, Generation, GenerationHost, LanguageSession, SessionLease, StepOptions, StopReason } from './generation/generate';
 export type { ContextShiftOptions } from './generation/context-shift';
+export { promptLookupDraft } from './generation/speculative';
+export type { DraftModel, DraftSource, DraftTarget, SpeculativeOptions, SpeculativeStats } from './generation/speculative';
 export { resolveSampling, SAMPLING_DEFAULTS } from './generation/sampling';
 export type { ResolvedParams, ResolvedSampling, SamplingOptions } from './generation/sampling';
 export { ajc1ChatTemplate, jinjaChatTemplate, qwen3ChatTemplate, splitThinking } from './generation/chat';

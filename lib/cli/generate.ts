@@ -5,8 +5,9 @@
 import type { Command } from 'commander';
 import { AbortError } from '../base/errors';
 import type { Generation } from '../generation/generate';
-import { loadModel } from '../models/model';
+import { loadModel, type Model } from '../models/model';
 import { addModelOptions, addSamplingOptions, modelOptions, samplingOptions } from './model-options';
+import { addSpeculativeOptions, speculativeOptions } from './speculative-options';
 import { existingPath, interruptible, intOption, whenInterrupted } from './run-command';
 
 /** Writes to stdout, waiting when the pipe is full. */
@@ -59,21 +60,28 @@ export function registerGenerate(program: Command): void {
     .option('--ids', 'print the generated token ids (one line) instead of the text');
   addModelOptions(command);
   addSamplingOptions(command);
+  addSpeculativeOptions(command);
   command.action(
     interruptible(async (signal, modelPath: string, prompt: string, opts: Record<string, unknown>) => {
-      // The model first: a bad one is reported before the prompt is waited for.
-      const model = await loadModel(modelPath, modelOptions(opts));
+      // The models first: a bad one is reported before the prompt is waited for.
+      const load = modelOptions(opts);
+      const model = await loadModel(modelPath, load);
+      let draftModel: Model | undefined;
       try {
+        const drafting = await speculativeOptions(opts, load);
+        draftModel = drafting.draftModel;
         const text = prompt === '-' ? await readStdin(signal) : prompt;
         const generation = model.generate(text, {
           ...samplingOptions(opts),
           ...(opts.maxTokens !== undefined ? { maxTokens: opts.maxTokens as number } : {}),
           ...(opts.stop !== undefined ? { stop: opts.stop as string[] } : {}),
+          ...(drafting.speculative ? { speculative: drafting.speculative } : {}),
           signal,
         });
         await printGeneration(generation, !!opts.ids);
       } finally {
         model.dispose();
+        draftModel?.dispose();
       }
     }),
   );

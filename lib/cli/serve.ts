@@ -21,6 +21,7 @@ import { POOL_DEFAULTS } from '../server/model-pool';
 import { listModelsFolder } from '../server/models-folder';
 import { keepAliveMs } from '../server/ollama/keep-alive';
 import { addModelOptions, modelOptions } from './model-options';
+import { addSpeculativeOptions, speculativeOptions } from './speculative-options';
 import { action, choiceOption, intOption, numberOption } from './run-command';
 
 /** Seconds SIGTERM / SIGINT wait for the requests in flight before aborting them. */
@@ -84,7 +85,7 @@ export function registerServe(program: Command): void {
     .option('--context-shift', 'a prompt or generation past the context drops its oldest tokens (after the BOS) and goes on, instead of a 400 / finish_reason length')
     .option('--drain-timeout <s>', `on SIGTERM / SIGINT, seconds to let requests in flight finish before aborting them (default ${DRAIN_TIMEOUT_S})`, numberOption(0))
     .option('--log-format <format>', `an access log line per request on stderr: ${LOG_FORMATS.join(', ')} (default none)`, choiceOption(LOG_FORMATS), 'none');
-  addModelOptions(command).action(
+  addSpeculativeOptions(addModelOptions(command)).action(
     action(async (modelPath: string | undefined, opts: Record<string, unknown>) => {
       const apiKey = (opts.apiKey as string | undefined) ?? (process.env.WEIGHTMAP_API_KEY || undefined);
       const host = opts.host as string;
@@ -100,7 +101,9 @@ export function registerServe(program: Command): void {
       if (folder !== undefined && folder.models.length === 0 && modelPath === undefined && opts.embedder === undefined && opts.reranker === undefined) {
         throw new InvalidArgumentError(`${opts.models}: no model weightmap can serve in this folder`);
       }
-      const model = modelPath !== undefined ? await loadModel(modelPath, modelOptions(opts)) : undefined;
+      const load = modelOptions(opts);
+      const model = modelPath !== undefined ? await loadModel(modelPath, load) : undefined;
+      const { speculative, draftModel } = await speculativeOptions(opts, load);
       let embedder: Embedder | undefined;
       if (opts.embedder !== undefined) embedder = await loadEmbedder(opts.embedder as string, embedderOptions);
       let reranker: Reranker | undefined;
@@ -127,6 +130,7 @@ export function registerServe(program: Command): void {
         metricsPublic: opts.metricsPublic === true,
         ui: opts.ui as boolean,
         contextShift: opts.contextShift === true,
+        ...(speculative ? { speculative } : {}),
         accessLog: accessLogger(opts.logFormat as (typeof LOG_FORMATS)[number]),
         strict: opts.strict === true,
         imageDirs: (opts.imageDir as string[] | undefined) ?? [],
@@ -151,6 +155,7 @@ export function registerServe(program: Command): void {
       const drainTimeoutS = (opts.drainTimeout as number | undefined) ?? DRAIN_TIMEOUT_S;
       await server.drain({ timeoutMs: drainTimeoutS * 1000 });
       model?.dispose();
+      draftModel?.dispose();
       embedder?.dispose();
       reranker?.dispose();
     }),

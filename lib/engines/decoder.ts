@@ -237,6 +237,11 @@ export class DecoderEngineSession extends KvSession<NativeDecoderSession> {
     return this.enqueue(options.signal, (session) => session.eval(input, options.allLogits === true ? 'all' : 'last'));
   }
 
+  /** The logits after every one of `ids`, [ids.length, vocab] (LanguageSession.evalAll). */
+  evalAll(ids: ArrayLike<number>, options: { signal?: AbortSignal } = {}): Promise<Float32Array> {
+    return this.eval(ids, { ...options, allLogits: true });
+  }
+
   /**
    * eval() for an engine loaded with `layers` starting past 0 (a pipeline stage): `hidden`
    * [n, hiddenSize] enters its first layer. An engine whose layers end before the last resolves

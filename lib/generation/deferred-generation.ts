@@ -4,6 +4,7 @@
  * bad options) comes out of the first next() or text() instead of the generate() call.
  */
 import type { GeneratedPiece, Generation, StopReason } from './generate';
+import type { SpeculativeStats } from './speculative';
 
 export function deferredGeneration(ids: Promise<number[]>, start: (ids: number[]) => Generation): Generation {
   let inner: Generation | undefined;
@@ -16,6 +17,9 @@ export function deferredGeneration(ids: Promise<number[]>, start: (ids: number[]
     },
     get tokens(): readonly number[] {
       return inner?.tokens ?? [];
+    },
+    get speculative(): SpeculativeStats | undefined {
+      return inner?.speculative;
     },
     async next(): Promise<IteratorResult<GeneratedPiece>> {
       const g = await started;

@@ -12,6 +12,7 @@ import { lazy } from '../base/lazy';
 import { native } from '../addon/native';
 import { keptPrefix, shiftedSequence, truncatedPrompt, type ContextShiftOptions } from './context-shift';
 import { anyTokenLeft, bannedTokens, resolveSampling, type ResolvedParams, type SamplingOptions } from './sampling';
+import { resolveSpeculative, verifyDraft, type SpeculativeOptions, type SpeculativeStats } from './speculative';
 import type { StreamDecoder, Tokenizer } from '../tokenizers';
 
 /** A step's abort signal and allowed-token bitset (a constraint's, the one sampling input that changes per step). */
@@ -28,6 +29,8 @@ export interface LanguageSession {
   readonly tokens: ArrayLike<number>;
   /** Feeds ids after `position`; resolves to the logits [V] after the last one. */
   eval(ids: ArrayLike<number>, options?: { signal?: AbortSignal }): Promise<Float32Array>;
+  /** eval() resolving to the logits after every fed id, [ids.length, V] (engines that have them: speculative decoding verifies with it). */
+  evalAll?(ids: ArrayLike<number>, options?: { signal?: AbortSignal }): Promise<Float32Array>;
   /**
    * Feeds ids and samples the next token with the generator state of `sampler`
    * (native/napi/sampler_napi.h), the penalties looking at `tokens`. `params` is the same object at
@@ -78,6 +81,13 @@ export interface GenerateOptions extends SamplingOptions {
    * context ends generation, stop reason 'context-full'; a prompt longer than it is a RangeError).
    */
   contextShift?: ContextShiftOptions;
+  /**
+   * Speculative decoding (lib/generation/speculative.ts): guessed tokens verified several per
+   * forward pass, the output the same as without it (greedy) or distributed as it (sampled). Used
+   * after the prompt on engines with all-rows logits; a generation under `jsonSchema`, `toolCalls`
+   * or `contextShift` decodes one token per pass. Default: off.
+   */
+  speculative?: SpeculativeOptions;
 }
 
 /** How a generation constrains the tool calls it writes (lib/tools/call-grammar.ts makes the grammar). */
@@ -157,6 +167,8 @@ export interface Generation extends AsyncIterableIterator<GeneratedPiece> {
   readonly tokens: readonly number[];
   /** Runs to the end and returns the text of the pieces not yet consumed. */
   text(): Promise<string>;
+  /** With GenerateOptions.speculative: the guesses made and kept so far (undefined where it was not used). */
+  readonly speculative: SpeculativeStats | undefined;
 }
 
 /** A session lent to one generation. */
@@ -299,6 +311,9 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
     throw new ConstraintError('NO_ALLOWED_TOKEN', `logitBias bans every token of the vocabulary (size ${host.vocabSize}): nothing can be generated`);
   }
 
+  const speculative = options.jsonSchema || options.toolCalls || shift ? undefined : resolveSpeculative(options.speculative, { vocabSize: host.vocabSize, idToToken: (id) => host.tokenizer.idToToken(id) });
+  let stats: SpeculativeStats | undefined;
+
   const generated: number[] = [];
   let stopReason: StopReason | undefined;
 
@@ -317,6 +332,10 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
     let lead = tools?.lead ?? (tools?.forced ? tools.open : '');
     const lease = host.acquire(ids);
     const { session } = lease;
+    // Tokens a verification emitted and not yet yielded, with their logits rows; the cache holds all but the last.
+    let pending: { token: number; row: Float32Array }[] = [];
+    const verifier = speculative && session.evalAll ? { evalAll: session.evalAll.bind(session), get position() { return session.position; }, get tokens() { return session.tokens; }, truncate: (n: number) => session.truncate(n) } : undefined;
+    if (verifier) stats = { drafted: 0, accepted: 0, verifications: 0, passes: 0, emitted: 0 };
     let running = false;
     const onAbort = () => {
       if (running) session.abort();
@@ -346,6 +365,8 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
         running = true;
         let token: number;
         let stepLogprob: TokenLogprob | undefined;
+        // The token comes from a counted pass (a verification's pending ones too).
+        let fromPass = pending.length > 0;
         try {
           let allowedTokens: Uint32Array | undefined;
           const active = call ?? constraint;
@@ -356,7 +377,26 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
               throw new ConstraintError('NO_ALLOWED_TOKEN', `jsonSchema: no token of the vocabulary${banned ? ' that the logit bias leaves' : ''} continues the JSON text`);
             }
           }
-          if (logprobs === undefined) {
+          if (verifier && pending.length === 0 && feed.length === 1) {
+            // Room for the guesses: in the context, and before maxTokens (the drawn token after them counts too).
+            const room = Math.min(speculative!.maxDraftTokens, contextLength - session.position - 2, maxTokens - generated.length - 1);
+            const draft = room > 0 ? (await speculative!.source.draft([...ids, ...generated], room, signal)).slice(0, room) : [];
+            stats!.passes++;
+            fromPass = true;
+            if (draft.length > 0) {
+              checkTokenIds(draft, host.vocabSize, 'speculative draft');
+              const verified = await verifyDraft(verifier, feed[0], draft, host.vocabSize, sampler, sampling.params, signal);
+              stats!.verifications++;
+              stats!.drafted += draft.length;
+              stats!.accepted += verified.tokens.length - 1;
+              pending = verified.tokens.map((t, i) => ({ token: t, row: verified.rows[i] }));
+            }
+          }
+          if (pending.length > 0) {
+            const next = pending.shift()!;
+            token = next.token;
+            if (logprobs !== undefined) stepLogprob = tokenLogprob(next.row, token, logprobs);
+          } else if (logprobs === undefined) {
             token = await session.step(feed, sampler, sampling.params, { signal, ...(allowedTokens ? { allowedTokens } : {}) });
           } else {
             // The logits are needed: fed, then sampled here with the same sampler and penalties window.
@@ -368,7 +408,9 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
           running = false;
         }
         generated.push(token);
-        feed = [token];
+        if (stats && fromPass) stats.emitted++;
+        // A verification's tokens but its last are in the cache already.
+        feed = pending.length > 0 ? [] : [token];
         let decoded = stopTokens.has(token) ? '' : decoder.push(token);
         let callDone = false;
         if (call) {
@@ -435,8 +477,8 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
           yield withLogprob({ token, text: piece.text }, stepLogprob);
           return;
         }
-        // The cache + this token = the whole sequence; one more token would not fit.
-        const full = session.position + 1 >= contextLength;
+        // The cache + this token = the whole sequence; one more token would not fit (the cache runs ahead while a verification's tokens are pending).
+        const full = session.position - pending.length + 1 >= contextLength;
         if (full && shift && generated.length < maxTokens) {
           // The kept tokens past `keep` are fed again with the next step (no key rotation).
           const kept = shiftedSequence([...Array.from(session.tokens), token], keep);
@@ -461,6 +503,13 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
       throw error;
     } finally {
       signal?.removeEventListener('abort', onAbort);
+      // Guesses kept but never yielded leave the cache, which then holds what plain decoding's would.
+      try {
+        if (pending.length > 0) session.truncate(session.position - pending.length);
+      } catch {
+        // (a session disposed under the generation: nothing to cut back)
+      }
+      speculative?.source.release?.();
       lease.release();
     }
   }
@@ -472,6 +521,9 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
     },
     get tokens() {
       return generated;
+    },
+    get speculative() {
+      return stats;
     },
     next: () => iterator.next(),
     return: (value?: unknown) => iterator.return(value as never),

@@ -19,6 +19,8 @@ import { isHarmonyTemplate } from '../generation/harmony';
 import { DisposedError, rangeError, UnsupportedError } from '../base/errors';
 import { checkTokenIds, startGeneration, type Generation, type GenerateOptions, type LanguageSession, type ToolCallConstraint } from '../generation/generate';
 import { SessionPool } from '../generation/session-pool';
+import type { DraftSource, DraftTarget } from '../generation/speculative';
+import { checkSameVocabulary, modelDrafter } from './draft-model';
 import type { EncodeOptions, Tokenizer } from '../tokenizers';
 import { encodeAsync, WORKER_MIN_CHARS } from '../tokenizer-loading';
 import { closeWeights, type FormatName, type ModelWeights } from '../addon/weights';
@@ -163,6 +165,17 @@ export class Model {
     this.live();
     const start = (ids: number[]) => startGeneration(this.host(), ids, { ...options, stopTokens: options.stopTokens ?? this.stopTokens });
     return typeof prompt === 'string' ? this.startOnText(prompt, undefined, start) : start(this.checkIds(prompt));
+  }
+
+  /**
+   * Guesses for speculative decoding from this model (GenerateOptions.speculative.draft takes the
+   * model itself): for each generation of a target with the same vocabulary, its greedy
+   * continuation in a session of its own. Throws a TypeError where the vocabularies differ.
+   */
+  drafter(target: DraftTarget): DraftSource {
+    this.live();
+    checkSameVocabulary({ vocabSize: this.engine.vocabSize, tokenizer: this.tokenizer }, target);
+    return modelDrafter((ids) => this.pool.acquire(ids), this.contextLength);
   }
 
   /**

@@ -106,6 +106,9 @@ export function answer(
     get tokens() {
       return inner?.tokens ?? [];
     },
+    get speculative() {
+      return inner?.speculative;
+    },
     next: async () => (await start()).next(),
     return: async (value?: unknown) => (inner ? inner.return!(value as never) : { done: true, value: undefined as never }),
     throw: async (error?: unknown) => (inner ? inner.throw!(error) : Promise.reject(error)),

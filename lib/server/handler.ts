@@ -30,6 +30,7 @@ import { ModelPool, type ServedModelSpec } from './model-pool';
 import { ModelScheduler } from './scheduler';
 import { compileValidators } from './validation';
 import { rangeError } from '../base/errors';
+import type { SpeculativeOptions } from '../generation/speculative';
 
 /** Options of `createServer()` and `createHandler()`: what to serve and the bounds of the service. */
 export interface ServeOptions extends BrowserPolicy {
@@ -91,6 +92,12 @@ export interface ServeOptions extends BrowserPolicy {
    * Default false: a prompt that fills the context is a 400, `max_tokens` is capped by the room after it.
    */
   contextShift?: boolean;
+  /**
+   * Speculative decoding for every text generation (GenerateOptions.speculative; the CLI's
+   * --speculative / --draft-model): prompt lookup, or a draft model, which serves only the text
+   * models that share its vocabulary. Default: off.
+   */
+  speculative?: SpeculativeOptions;
 }
 
 /** One request as the access log tells it. */
@@ -163,6 +170,18 @@ function checkOptions(options: ServeOptions): Required<Pick<ServeOptions, 'maxAc
   return limits;
 }
 
+/** Whether `speculative` can draft for `model`: prompt lookup always, a draft model where the vocabularies are the same. */
+function draftsFor(speculative: SpeculativeOptions, model: Model): boolean {
+  const draft = speculative.draft;
+  if (draft === undefined || draft === 'prompt-lookup') return true;
+  try {
+    draft.drafter({ vocabSize: model.vocabSize, idToToken: (id) => model.tokenizer.idToToken(id) }).release?.();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** The OpenAI-compatible API as a request listener (what createServer() listens with), to mount in another framework. */
 export function createHandler(options: ServeOptions): ServeHandler {
   const limits = checkOptions(options);
@@ -182,7 +201,8 @@ export function createHandler(options: ServeOptions): ServeHandler {
         return { usedBytes: kv.busyBytes, idleBytes: kv.idleBytes, budgetBytes: options.maxKvBytes ?? kv.sessionBytes * limits.maxActive };
       },
     });
-    scheduler = new ModelScheduler(model, { ...limits, ...(options.maxKvBytes !== undefined ? { maxKvBytes: options.maxKvBytes } : {}) }, observer);
+    const speculative = options.speculative && draftsFor(options.speculative, model) ? { speculative: options.speculative } : {};
+    scheduler = new ModelScheduler(model, { ...limits, ...(options.maxKvBytes !== undefined ? { maxKvBytes: options.maxKvBytes } : {}) }, observer, speculative);
     // The vocabulary index of constrained output takes a few hundred ms of work once: start it now
     // (in slices, in the background), not in the first request that asks for JSON.
     try {

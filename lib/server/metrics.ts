@@ -10,6 +10,7 @@
  */
 import type * as PromClient from 'prom-client';
 import { lazy } from '../base/lazy';
+import type { SpeculativeStats } from '../generation/speculative';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const prom = lazy(() => require('prom-client') as typeof import('prom-client'));
@@ -38,6 +39,8 @@ export interface ModelMetrics {
   finished(generated: number, seconds: number, complete: boolean): void;
   /** A batched decode step of `rows` sequences. */
   batchStep(rows: number): void;
+  /** A generation with speculative decoding ended: its guesses and forward passes. */
+  speculated(stats: SpeculativeStats): void;
   /** Tokens an embedding or rerank request fed. */
   embedded(tokens: number): void;
 }
@@ -66,6 +69,10 @@ export class ServerMetrics {
   private readonly itl: PromClient.Histogram<'model'>;
   private readonly e2e: PromClient.Histogram<'model'>;
   private readonly batch: PromClient.Histogram<'model'>;
+  private readonly drafted: PromClient.Counter<'model'>;
+  private readonly accepted: PromClient.Counter<'model'>;
+  private readonly decodePasses: PromClient.Counter<'model'>;
+  private readonly decodedTokens: PromClient.Counter<'model'>;
   private readonly modelLoads: PromClient.Counter<'model'>;
   private readonly modelUnloads: PromClient.Counter<'model' | 'reason'>;
   private readonly loadSeconds: PromClient.Histogram<'model'>;
@@ -113,6 +120,10 @@ export class ServerMetrics {
     this.ttft = new Histogram({ name: 'weightmap_time_to_first_token_seconds', help: 'From submission (queue wait included) to the first generated token.', labelNames, buckets: TTFT_BUCKETS, registers });
     this.itl = new Histogram({ name: 'weightmap_inter_token_latency_seconds', help: 'Between successive generated tokens of one generation.', labelNames, buckets: ITL_BUCKETS, registers });
     this.e2e = new Histogram({ name: 'weightmap_e2e_request_latency_seconds', help: 'From submission to the last token of generations that ran to their stop.', labelNames, buckets: E2E_BUCKETS, registers });
+    this.drafted = new Counter({ name: 'weightmap_speculative_drafted_tokens_total', help: 'Tokens guessed by speculative decoding (prompt lookup or a draft model) and verified.', labelNames, registers });
+    this.accepted = new Counter({ name: 'weightmap_speculative_accepted_tokens_total', help: 'Guessed tokens kept (acceptance rate: accepted / drafted).', labelNames, registers });
+    this.decodePasses = new Counter({ name: 'weightmap_speculative_decode_passes_total', help: 'Forward passes after the prompt of generations with speculative decoding (tokens per weight read: weightmap_speculative_decoded_tokens_total / this).', labelNames, registers });
+    this.decodedTokens = new Counter({ name: 'weightmap_speculative_decoded_tokens_total', help: 'Tokens generated after the first by generations with speculative decoding.', labelNames, registers });
     this.batch = new Histogram({ name: 'weightmap_batch_size', help: 'Sequences per batched decode step (decoder models; at most --max-active).', labelNames, buckets: BATCH_BUCKETS, registers });
     new Gauge({
       name: 'weightmap_models_loaded',
@@ -148,6 +159,12 @@ export class ServerMetrics {
         if (complete) this.e2e.observe(labels, seconds);
       },
       batchStep: (rows) => this.batch.observe(labels, rows),
+      speculated: (stats) => {
+        this.drafted.inc(labels, stats.drafted);
+        this.accepted.inc(labels, stats.accepted);
+        this.decodePasses.inc(labels, stats.passes);
+        this.decodedTokens.inc(labels, stats.emitted);
+      },
       embedded: (tokens) => this.promptTokens.inc(labels, tokens),
     };
   }

@@ -72,11 +72,15 @@ export class ModelScheduler {
   private readonly maxKvBytes: number | undefined;
   private probe: Promise<number> | undefined;
 
-  /** `metrics`: where the generations report (time to first token, tokens, batch sizes, rejections). */
+  /**
+   * `metrics`: where the generations report (time to first token, tokens, batch sizes, rejections,
+   * speculative decoding's guesses); `defaults`: generation options every request gets unless it sets them.
+   */
   constructor(
     readonly model: Model,
     limits: SchedulerLimits,
     metrics?: ModelMetrics,
+    private readonly defaults: Pick<GenerateOptions, 'speculative'> = {},
   ) {
     this.metrics = metrics;
     this.maxKvBytes = limits.maxKvBytes;
@@ -133,14 +137,14 @@ export class ModelScheduler {
   submit(request: GenerationRequest, signal: AbortSignal): ScheduledGeneration {
     const entered = this.maxKvBytes === undefined ? this.queue.enter(signal) : this.enterWithin(request, signal, this.maxKvBytes);
     entered.catch(() => {}); // a waiter aborted before iteration began: nothing to report
-    const { model, metrics } = this;
+    const { model, metrics, defaults } = this;
     const submitted = performance.now();
     let generation: Generation | undefined;
     async function* run(): AsyncGenerator<GeneratedPiece> {
       const release = await entered;
       let last: number | undefined;
       try {
-        const options = { ...request.options, signal };
+        const options = { ...defaults, ...request.options, signal };
         generation = startOn(model, request, options);
         if (!metrics) return yield* generation;
         for await (const piece of generation) {
@@ -152,7 +156,10 @@ export class ModelScheduler {
         }
       } finally {
         release();
-        if (metrics && generation) metrics.finished(generation.tokens.length, (performance.now() - submitted) / 1000, generation.stopReason !== undefined);
+        if (metrics && generation) {
+          metrics.finished(generation.tokens.length, (performance.now() - submitted) / 1000, generation.stopReason !== undefined);
+          if (generation.speculative) metrics.speculated(generation.speculative);
+        }
       }
     }
     const pieces = run();
