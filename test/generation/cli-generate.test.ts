@@ -16,6 +16,8 @@ describe('weightmap generate', () => {
     ['the llama2.c checkpoint with --tokenizer', [stories('stories260K.bin'), '--tokenizer', stories('tok512.bin')]],
     ['the GGUF (its own vocabulary)', [stories('stories260K.gguf')]],
     ['the sepweight tree (tokenizer named in config.json)', [stories('sepweight')]],
+    ['the checkpoint with --speculative (prompt lookup)', [stories('stories260K.bin'), '--speculative']],
+    ['the checkpoint with --draft-model (itself) and --draft-tokens', [stories('stories260K.bin'), '--draft-model', stories('stories260K.bin'), '--draft-tokens', '6']],
   ])('prints exactly llama2.c\'s greedy 200 tokens from %s', async (_name, model) => {
     const [path, ...rest] = model;
     const result = await runCli(['generate', path, '', '--temperature', '0', '--max-tokens', '200', '--threads', '1', ...rest]);
