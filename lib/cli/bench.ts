@@ -1,12 +1,15 @@
 /**
  * `weightmap bench MODEL [--prompt-tokens 512 --gen-tokens 128 --repetitions 3 --threads N --json]`:
  * prefill and decode speed in tokens per second (median, min and max over the repetitions, after
- * one untimed warm-up run that also pages the weights in), with the threads and kernel ISA used.
+ * one untimed warm-up run that also pages the weights in), with the threads and kernel ISA used;
+ * with --speculative / --draft-model the decode is speculative and its acceptance is reported.
  * Lengths left at their defaults shrink to fit a model with a shorter context (said on stderr).
  */
 import type { Command } from 'commander';
 import { loadModel, type Model } from '../models/model';
 import { addModelOptions, modelOptions } from './model-options';
+import { addSpeculativeOptions, speculativeOptions } from './speculative-options';
+import type { SpeculativeOptions, SpeculativeStats } from '../generation/speculative';
 import { existingPath, interruptible, intOption } from './run-command';
 import { rangeError } from '../base/errors';
 
@@ -29,6 +32,8 @@ export interface BenchReport {
   /** tokens per second */
   prefill: BenchStats;
   decode: BenchStats;
+  /** With speculative decoding: the guesses of the timed runs (summed), kept / drafted, and tokens per forward pass. */
+  speculative?: SpeculativeStats & { acceptance: number; tokensPerPass: number };
 }
 
 /** The prompt and generation lengths bench uses unless told. */
@@ -73,17 +78,17 @@ function promptIds(model: Model, n: number): number[] {
 }
 
 /** One timed run: a prefill of the prompt from position 0, then `gen` greedy tokens one at a time. */
-async function run(model: Model, ids: number[], gen: number, signal?: AbortSignal): Promise<{ prefill: number; decode: number }> {
+async function run(model: Model, ids: number[], gen: number, signal?: AbortSignal, speculative?: SpeculativeOptions): Promise<{ prefill: number; decode: number; stats?: SpeculativeStats }> {
   let t0 = process.hrtime.bigint();
   await model.logits(ids, { signal });
   const prefillS = Number(process.hrtime.bigint() - t0) / 1e9;
   // The session keeps the prompt: generation re-feeds only its last token, then one token per step.
   t0 = process.hrtime.bigint();
-  const generation = model.generate(ids, { temperature: 0, maxTokens: gen, stopTokens: [], signal });
+  const generation = model.generate(ids, { temperature: 0, maxTokens: gen, stopTokens: [], signal, ...(speculative ? { speculative } : {}) });
   let count = 0;
   for await (const _piece of generation) count++;
   const decodeS = Number(process.hrtime.bigint() - t0) / 1e9;
-  return { prefill: ids.length / prefillS, decode: count / decodeS };
+  return { prefill: ids.length / prefillS, decode: count / decodeS, ...(generation.speculative ? { stats: generation.speculative } : {}) };
 }
 
 export async function benchModel(
@@ -100,6 +105,8 @@ export async function benchModel(
     tokenizer?: string;
     /** Told when defaulted lengths were shrunk to fit the model's context. */
     onNotice?: (message: string) => void;
+    /** Decode with speculative decoding (GenerateOptions.speculative). */
+    speculative?: SpeculativeOptions;
     signal?: AbortSignal;
   },
 ): Promise<BenchReport> {
@@ -118,13 +125,18 @@ export async function benchModel(
       options.onNotice?.(`the context holds ${model.contextLength} positions: --prompt-tokens ${promptTokens} --gen-tokens ${genTokens} (defaults ${BENCH_DEFAULTS.promptTokens} and ${BENCH_DEFAULTS.genTokens} shrunk to fit)`);
     }
     const ids = promptIds(model, promptTokens);
-    await run(model, ids, Math.min(genTokens, 8), options.signal); // warm-up: pages the weights in
+    await run(model, ids, Math.min(genTokens, 8), options.signal, options.speculative); // warm-up: pages the weights in
     const prefill: number[] = [];
     const decode: number[] = [];
+    let speculative: SpeculativeStats | undefined;
     for (let r = 0; r < repetitions; r++) {
-      const result = await run(model, ids, genTokens, options.signal);
+      const result = await run(model, ids, genTokens, options.signal, options.speculative);
       prefill.push(result.prefill);
       decode.push(result.decode);
+      if (result.stats) {
+        const s = (speculative ??= { drafted: 0, accepted: 0, verifications: 0, passes: 0, emitted: 0 });
+        for (const key of Object.keys(s) as (keyof SpeculativeStats)[]) s[key] += result.stats[key];
+      }
     }
     return {
       model: model.info.path,
@@ -138,6 +150,7 @@ export async function benchModel(
       repetitions,
       prefill: stats(prefill),
       decode: stats(decode),
+      ...(speculative ? { speculative: { ...speculative, acceptance: speculative.drafted ? speculative.accepted / speculative.drafted : 0, tokensPerPass: speculative.emitted / speculative.passes } } : {}),
     };
   } finally {
     model.dispose();
@@ -151,6 +164,7 @@ function renderBench(r: BenchReport): string {
     `threads: ${r.threads}, isa: ${r.isa}, load: ${r.loadMs} ms`,
     `prefill: ${r.promptTokens} tokens: ${fmt(r.prefill)}`,
     `decode:  ${r.genTokens} tokens: ${fmt(r.decode)}`,
+    ...(r.speculative ? [`speculative: ${r.speculative.accepted} of ${r.speculative.drafted} guesses kept (${(100 * r.speculative.acceptance).toFixed(1)}%), ${r.speculative.tokensPerPass.toFixed(2)} tokens per forward pass`] : []),
     `(median of ${r.repetitions} runs after one warm-up)`,
     '',
   ].join('\n');
@@ -165,11 +179,13 @@ export function registerBench(program: Command): void {
     .option('--gen-tokens <n>', `tokens to generate (default ${BENCH_DEFAULTS.genTokens}, less to fit the context)`, intOption(1))
     .option('--repetitions <n>', 'timed runs', intOption(1), 3)
     .option('--json', 'print a JSON report');
-  addModelOptions(command);
+  addSpeculativeOptions(addModelOptions(command));
   command.action(
     interruptible(async (signal, modelPath: string, opts: Record<string, unknown>) => {
       const load = modelOptions(opts);
+      const { speculative, draftModel } = await speculativeOptions(opts, load);
       const report = await benchModel(modelPath, {
+        ...(speculative ? { speculative } : {}),
         promptTokens: opts.promptTokens as number | undefined,
         genTokens: opts.genTokens as number | undefined,
         repetitions: opts.repetitions as number,
@@ -179,7 +195,7 @@ export function registerBench(program: Command): void {
         tokenizer: typeof load.tokenizer === 'string' ? load.tokenizer : undefined,
         onNotice: (message) => process.stderr.write(`weightmap bench: ${message}\n`),
         signal,
-      });
+      }).finally(() => draftModel?.dispose());
       process.stdout.write(opts.json ? `${JSON.stringify(report, null, 2)}\n` : renderBench(report));
     }),
   );

@@ -122,6 +122,18 @@ describe('weightmap bench', () => {
     expect(text.stdout).toMatch(/threads: 1, isa: \w+/);
   });
 
+  it('with a draft model: every guess of a model drafting for itself is kept, each pass emitting the guesses and one token', async () => {
+    const path = stories('stories260K.bin');
+    const result = await runCli(['bench', path, '--prompt-tokens', '16', '--gen-tokens', '40', '--repetitions', '2', '--threads', '1', '--draft-model', path, '--draft-tokens', '4', '--json']);
+    expect(result.stderr).toBe('');
+    const { speculative: s } = JSON.parse(result.stdout);
+    expect(s.drafted).toBeGreaterThan(0);
+    expect(s.accepted).toBe(s.drafted);
+    expect(s.acceptance).toBe(1);
+    expect(s.passes + s.accepted).toBe(s.emitted);
+    expect(s.tokensPerPass).toBeCloseTo(s.emitted / s.passes, 10);
+  });
+
   it('shrinks the default lengths to a shorter context and says so; lengths given stay or fail', async () => {
     // stories260K holds 512 positions: the defaults 512 + 128 become 410 + 102 (their proportion).
     const result = await runCli(['bench', stories('stories260K.bin'), '--repetitions', '1', '--threads', '1', '--json']);
