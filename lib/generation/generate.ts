@@ -12,7 +12,7 @@ import { lazy } from '../base/lazy';
 import { native } from '../addon/native';
 import { keptPrefix, shiftedSequence, truncatedPrompt, type ContextShiftOptions } from './context-shift';
 import { anyTokenLeft, bannedTokens, resolveSampling, type ResolvedParams, type SamplingOptions } from './sampling';
-import { resolveSpeculative, verifyDraft, type SpeculativeOptions, type SpeculativeStats } from './speculative';
+import { resolveSpeculative, Speculator, type SpeculativeOptions, type SpeculativeStats, type VerifyingSession } from './speculative';
 import type { StreamDecoder, Tokenizer } from '../tokenizers';
 
 /** A step's abort signal and allowed-token bitset (a constraint's, the one sampling input that changes per step). */
@@ -278,6 +278,20 @@ function checkGenerateOptions(options: GenerateOptions): { maxTokens: number; st
   return { maxTokens, stops };
 }
 
+/** The calls a verification makes of a session with all-rows logits. */
+function verifyingSession(session: LanguageSession): VerifyingSession {
+  return {
+    get position() {
+      return session.position;
+    },
+    get tokens() {
+      return session.tokens;
+    },
+    evalAll: (ids, options) => session.evalAll!(ids, options),
+    truncate: (n) => session.truncate(n),
+  };
+}
+
 /** JSON-schema constraints, loaded by the first generation that asks for one. */
 const constrainModule = lazy(() => require('../constrain') as typeof import('../constrain'));
 
@@ -334,8 +348,8 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
     const { session } = lease;
     // Tokens a verification emitted and not yet yielded, with their logits rows; the cache holds all but the last.
     let pending: { token: number; row: Float32Array }[] = [];
-    const verifier = speculative && session.evalAll ? { evalAll: session.evalAll.bind(session), get position() { return session.position; }, get tokens() { return session.tokens; }, truncate: (n: number) => session.truncate(n) } : undefined;
-    if (verifier) stats = { drafted: 0, accepted: 0, verifications: 0, passes: 0, emitted: 0 };
+    const speculator = speculative && session.evalAll ? new Speculator(speculative, verifyingSession(session), host.vocabSize) : undefined;
+    stats = speculator?.stats;
     let running = false;
     const onAbort = () => {
       if (running) session.abort();
@@ -377,20 +391,13 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
               throw new ConstraintError('NO_ALLOWED_TOKEN', `jsonSchema: no token of the vocabulary${banned ? ' that the logit bias leaves' : ''} continues the JSON text`);
             }
           }
-          if (verifier && pending.length === 0 && feed.length === 1) {
+          const plainStart = performance.now();
+          if (speculator && pending.length === 0 && feed.length === 1) {
             // Room for the guesses: in the context, and before maxTokens (the drawn token after them counts too).
-            const room = Math.min(speculative!.maxDraftTokens, contextLength - session.position - 2, maxTokens - generated.length - 1);
-            const draft = room > 0 ? (await speculative!.source.draft([...ids, ...generated], room, signal)).slice(0, room) : [];
-            stats!.passes++;
+            const room = Math.min(contextLength - session.position - 2, maxTokens - generated.length - 1);
+            const verified = await speculator.pass(feed[0], () => [...ids, ...generated], room, sampler, sampling.params, signal);
+            if (verified) pending = verified.tokens.map((t, i) => ({ token: t, row: verified.rows[i] }));
             fromPass = true;
-            if (draft.length > 0) {
-              checkTokenIds(draft, host.vocabSize, 'speculative draft');
-              const verified = await verifyDraft(verifier, feed[0], draft, host.vocabSize, sampler, sampling.params, signal);
-              stats!.verifications++;
-              stats!.drafted += draft.length;
-              stats!.accepted += verified.tokens.length - 1;
-              pending = verified.tokens.map((t, i) => ({ token: t, row: verified.rows[i] }));
-            }
           }
           if (pending.length > 0) {
             const next = pending.shift()!;
@@ -398,6 +405,7 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
             if (logprobs !== undefined) stepLogprob = tokenLogprob(next.row, token, logprobs);
           } else if (logprobs === undefined) {
             token = await session.step(feed, sampler, sampling.params, { signal, ...(allowedTokens ? { allowedTokens } : {}) });
+            if (fromPass) speculator!.stepped(performance.now() - plainStart);
           } else {
             // The logits are needed: fed, then sampled here with the same sampler and penalties window.
             const logits = await session.eval(feed, { signal });

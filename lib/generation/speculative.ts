@@ -48,8 +48,15 @@ export interface SpeculativeOptions {
    * guess. Default 'prompt-lookup'.
    */
   draft?: 'prompt-lookup' | DraftModel;
-  /** Most tokens guessed per verification, 1-32. Default 8 (prompt lookup), 4 (a draft model). */
+  /**
+   * Most tokens guessed per verification, 1-32. Default 8 (prompt lookup), 4 (a draft model). How
+   * many of them a pass asks for follows the share of guesses kept so far and the pass times
+   * measured so far (the count that gives the most tokens per second; 0 where guessing does not pay,
+   * with a one-guess probe every 8 passes).
+   */
   maxDraftTokens?: number;
+  /** Fewest tokens asked for per pass, 0 to maxDraftTokens (= maxDraftTokens: always that many). Default 0. */
+  minDraftTokens?: number;
   /** Prompt lookup: the longest and the shortest n-gram looked up (1-8). Defaults 4 and 2. */
   ngramMax?: number;
   ngramMin?: number;
@@ -75,6 +82,7 @@ const MAX_NGRAM = 8;
 export interface ResolvedSpeculative {
   source: DraftSource;
   maxDraftTokens: number;
+  minDraftTokens: number;
 }
 
 function checkInt(value: unknown, name: string, min: number, max: number): number | undefined {
@@ -94,16 +102,19 @@ export function resolveSpeculative(options: SpeculativeOptions | undefined, targ
   const ngramMax = checkInt(options.ngramMax, 'ngramMax', 1, MAX_NGRAM) ?? 4;
   const ngramMin = checkInt(options.ngramMin, 'ngramMin', 1, MAX_NGRAM) ?? Math.min(2, ngramMax);
   if (ngramMin > ngramMax) throw rangeError(`speculative.ngramMin (${ngramMin}) is more than ngramMax (${ngramMax})`);
+  const maxDraftTokens = maxDraft ?? (draft === 'prompt-lookup' ? 8 : 4);
+  const minDraftTokens = checkInt(options.minDraftTokens, 'minDraftTokens', 0, maxDraftTokens) ?? 0;
   if (draft === 'prompt-lookup') {
     return {
       source: { draft: async (sequence, count) => promptLookupDraft(sequence, count, ngramMin, ngramMax) },
-      maxDraftTokens: maxDraft ?? 8,
+      maxDraftTokens,
+      minDraftTokens,
     };
   }
   if (typeof draft !== 'object' || draft === null || typeof (draft as DraftModel).drafter !== 'function') {
     throw new TypeError("speculative.draft must be 'prompt-lookup' or a DraftModel (a loaded Model, or an object with drafter(target))");
   }
-  return { source: draft.drafter(target), maxDraftTokens: maxDraft ?? 4 };
+  return { source: draft.drafter(target), maxDraftTokens, minDraftTokens };
 }
 
 /**
@@ -122,6 +133,122 @@ export function promptLookupDraft(sequence: readonly number[], count: number, ng
     }
   }
   return [];
+}
+
+/**
+ * The number of guesses (0 to `max`) that gives the most tokens per unit of time, when each guess is
+ * kept with probability `accept` given the ones before it were (so k guesses emit
+ * 1 + a + … + a^k tokens on average) and a pass over 1 + k rows costs `single` + k · `perRow`.
+ */
+export function bestDraftLength(accept: number, single: number, perRow: number, max: number): number {
+  let best = 0;
+  let bestRate = 1 / single;
+  let tokens = 1;
+  let reach = 1;
+  for (let k = 1; k <= max; k++) {
+    reach *= accept;
+    tokens += reach;
+    const rate = tokens / (single + k * perRow);
+    if (rate > bestRate) {
+      best = k;
+      bestRate = rate;
+    }
+  }
+  return best;
+}
+
+/** One pass in this many guesses at least one token when the estimate says none pay, so the estimate can change. */
+const PROBE_EVERY = 8;
+
+/**
+ * How many guesses a generation verifies next: from the share of guesses kept so far and the pass
+ * times measured so far (a one-row pass, and what each verified row adds), the count that gives
+ * the most tokens per second (bestDraftLength). Timing chooses only how many guesses are checked,
+ * never the output.
+ */
+export class DraftLength {
+  private drafted = 0;
+  private accepted = 0;
+  /** Milliseconds of a one-row pass, and added per verified row (exponential averages; undefined until measured). */
+  private single: number | undefined;
+  private perRow: number | undefined;
+  private sinceDraft = 0;
+
+  constructor(
+    private readonly max: number,
+    private readonly min: number,
+  ) {}
+
+  /** The guesses to ask for at the next pass (0: a plain step). */
+  next(): number {
+    if (this.min > 0) return this.min === this.max ? this.max : Math.max(this.min, this.estimate());
+    if (this.single === undefined) return 0; // a plain pass first: its time is the unit
+    const k = this.estimate();
+    if (k > 0 || ++this.sinceDraft >= PROBE_EVERY) {
+      this.sinceDraft = 0;
+      return Math.max(k, 1);
+    }
+    return 0;
+  }
+
+  /** bestDraftLength for what was measured so far (before a pass was timed: as if a row cost an eighth of a pass). */
+  private estimate(): number {
+    if (this.single === undefined) return this.max;
+    const accept = (this.accepted + 1) / (this.drafted + 2);
+    return bestDraftLength(accept, this.single, this.perRow ?? this.single / 8, this.max);
+  }
+
+  /** A pass of `rows` rows (1: plain) took `ms`; `drafted` guesses of it, `accepted` kept. */
+  record(rows: number, ms: number, drafted: number, accepted: number): void {
+    const average = (old: number | undefined, value: number) => (old === undefined ? value : 0.7 * old + 0.3 * value);
+    this.drafted += drafted;
+    this.accepted += accepted;
+    if (rows === 1) this.single = average(this.single, ms);
+    else if (this.single !== undefined) this.perRow = average(this.perRow, Math.max(0, ms - this.single) / (rows - 1));
+  }
+}
+
+/**
+ * A generation's speculative passes: how many guesses to ask for (DraftLength), the guesses, their
+ * verification, and the stats. `pass` returns undefined where a plain step is to run (no guess
+ * asked for or made); the caller times that step and reports it with `stepped`.
+ */
+export class Speculator {
+  readonly stats: SpeculativeStats = { drafted: 0, accepted: 0, verifications: 0, passes: 0, emitted: 0 };
+  private readonly length: DraftLength;
+
+  constructor(
+    private readonly resolved: ResolvedSpeculative,
+    private readonly session: VerifyingSession,
+    private readonly vocabSize: number,
+  ) {
+    this.length = new DraftLength(resolved.maxDraftTokens, resolved.minDraftTokens);
+  }
+
+  /** One pass after `token` (sampled, not yet fed); `room`: the most guesses the context and the token limit leave. */
+  async pass(token: number, sequence: () => number[], room: number, sampler: Sampler, params: NativeSamplingParams, signal?: AbortSignal): Promise<Verified | undefined> {
+    this.stats.passes++;
+    const want = Math.min(this.length.next(), room);
+    if (want <= 0) return undefined;
+    const start = performance.now();
+    const draft = (await this.resolved.source.draft(sequence(), want, signal)).slice(0, want);
+    if (draft.length === 0) return undefined;
+    for (const id of draft) {
+      if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) throw rangeError(`speculative draft: ${id} is not a token id of this vocabulary (size ${this.vocabSize})`);
+    }
+    const verified = await verifyDraft(this.session, token, draft, this.vocabSize, sampler, params, signal);
+    const kept = verified.tokens.length - 1;
+    this.length.record(1 + draft.length, performance.now() - start, draft.length, kept);
+    this.stats.verifications++;
+    this.stats.drafted += draft.length;
+    this.stats.accepted += kept;
+    return verified;
+  }
+
+  /** A plain one-token step took `ms`. */
+  stepped(ms: number): void {
+    this.length.record(1, ms, 0, 0);
+  }
 }
 
 /** The session calls a verification makes (LanguageSession's). */

@@ -23,10 +23,10 @@ beforeAll(async () => {
 afterAll(() => model.dispose());
 
 it('serves golden greedy text with prompt lookup and reports its guesses in /metrics', async () => {
-  const running = await startServer({ model, apiKey: KEY, modelId: 'stories', speculative: { draft: 'prompt-lookup', maxDraftTokens: 8 } });
+  const running = await startServer({ model, apiKey: KEY, modelId: 'stories', speculative: { draft: 'prompt-lookup', maxDraftTokens: 8, minDraftTokens: 8 } });
   try {
     const client = running.client();
-    const plain = model.generate('', { maxTokens: 200, speculative: { maxDraftTokens: 8 } });
+    const plain = model.generate('', { maxTokens: 200, speculative: { maxDraftTokens: 8, minDraftTokens: 8 } });
     await plain.text();
     const stats = plain.speculative!;
     const completion = await client.completions.create({ model: 'stories', prompt: '', max_tokens: 200, temperature: 0 });
