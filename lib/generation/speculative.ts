@@ -167,8 +167,9 @@ const PROBE_EVERY = 8;
  * never the output.
  */
 export class DraftLength {
-  private drafted = 0;
+  /** Guesses kept, and guesses rejected (at most one a pass: the rest of that pass's are never reached). */
   private accepted = 0;
+  private rejected = 0;
   /** Milliseconds of a one-row pass, and added per verified row (exponential averages; undefined until measured). */
   private single: number | undefined;
   private perRow: number | undefined;
@@ -194,15 +195,16 @@ export class DraftLength {
   /** bestDraftLength for what was measured so far (before a pass was timed: as if a row cost an eighth of a pass). */
   private estimate(): number {
     if (this.single === undefined) return this.max;
-    const accept = (this.accepted + 1) / (this.drafted + 2);
+    // The chance a guess is kept once reached (kept ones ÷ reached ones), with one of each assumed.
+    const accept = (this.accepted + 1) / (this.accepted + this.rejected + 2);
     return bestDraftLength(accept, this.single, this.perRow ?? this.single / 8, this.max);
   }
 
   /** A pass of `rows` rows (1: plain) took `ms`; `drafted` guesses of it, `accepted` kept. */
   record(rows: number, ms: number, drafted: number, accepted: number): void {
     const average = (old: number | undefined, value: number) => (old === undefined ? value : 0.7 * old + 0.3 * value);
-    this.drafted += drafted;
     this.accepted += accepted;
+    if (accepted < drafted) this.rejected++;
     if (rows === 1) this.single = average(this.single, ms);
     else if (this.single !== undefined) this.perRow = average(this.perRow, Math.max(0, ms - this.single) / (rows - 1));
   }

@@ -8,7 +8,7 @@
 import * as fs from 'node:fs';
 import { native } from '../../lib/addon/native';
 import { loadModel, type Model } from '../../lib/models/model';
-import { bestDraftLength, DraftLength, promptLookupDraft, resolveSpeculative, verifyDraft, type VerifyingSession } from '../../lib/generation/speculative';
+import { bestDraftLength, DraftLength, promptLookupDraft, resolveSpeculative, verifyDraft, type SpeculativeOptions, type VerifyingSession } from '../../lib/generation/speculative';
 import { fixture, readJson } from '../helpers/fixtures';
 
 const stories = (...p: string[]) => fixture('llama-stories260k', ...p);
@@ -159,7 +159,7 @@ describe('stories260K end to end', () => {
     expect(gen.tokens).toEqual(expected.greedy.tokens);
     const stats = gen.speculative!;
     // (how many guesses the adaptive count ({}) asks for follows pass times: only the output is fixed)
-    if (options.minDraftTokens !== undefined) {
+    if ((options as SpeculativeOptions).minDraftTokens !== undefined) {
       expect(stats.verifications).toBeGreaterThan(5);
       expect(stats.accepted).toBeGreaterThan(0);
     }
