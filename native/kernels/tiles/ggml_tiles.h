@@ -445,6 +445,15 @@ struct GgmlKernel {
     for (int i = 0; i < R; i++) y[i] = U::kMin ? T::reduce(T::fadd(acc[i], accm[i])) : T::reduce(acc[i]);
   }
 
+  // Rows<count> for a count in [1, R] known only at run time.
+  template <int R>
+  static void PartialRows(int count, const uint8_t* w, int64_t n, const GgmlRowPrep* p, float* y) {
+    if constexpr (R > 1) {
+      if (count < R) return PartialRows<R - 1>(count, w, n, p, y);
+    }
+    Rows<R>(w, n, p, y);
+  }
+
   // GgmlKernels::matmul: each weight row is unpacked once per tile of T::kRows activation rows.
   static void Matmul(const uint8_t* w, const Q8Act& x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
     if (r1 <= r0) return;
@@ -468,7 +477,13 @@ struct GgmlKernel {
           Rows<kTile>(wr, n, prep + i, out);
           for (int j = 0; j < kTile; j++) y[(i + j) * ldy + r] = out[j];
         }
-        for (; i < i1; i++) Rows<1>(wr, n, prep + i, y + i * ldy + r);
+        // The rest as one partial tile (the row still unpacked once: a 2-7 row batch, such as a
+        // speculative verification or a few decoding sequences, would otherwise unpack it per row).
+        if (i < i1) {
+          const int rest = int(i1 - i);
+          PartialRows<kTile - 1>(rest, wr, n, prep + i, out);
+          for (int j = 0; j < rest; j++) y[(i + j) * ldy + r] = out[j];
+        }
       }
     }
   }
