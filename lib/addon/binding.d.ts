@@ -100,13 +100,14 @@ export declare class NativeSession {
   readonly disposed: boolean;
   /**
    * Appends token ids, or input rows (Float32Array [n, width]: Moondream's embedding rows, a pipeline
-   * stage's hidden states) at `position`. Resolves to no logits, the last row's [V] (default), or [n, V];
-   * a model without its head resolves to hidden states [n, hiddenSize]. options.prefix: positions
+   * stage's hidden states) at `position`. Resolves to no logits, the last row's [V] (default), or [n, V]
+   * ('all'; 'steps', a DecoderSession's ids only: each row bitwise what a one-token eval at its position
+   * resolves to, as speculative decoding verifies); a model without its head resolves to hidden states [n, hiddenSize]. options.prefix: positions
    * [0, prefix) attend to each other bidirectionally (PhiSession; the prefix in one call from 0);
    * options.ids: the ids that name input rows in `tokens`. Rejects with ABORT_ERR after abort()
    * (position unchanged) and ERR_OUT_OF_RANGE for ids outside the vocabulary or past the context.
    */
-  eval(input: Int32Array | Float32Array, logits?: 'none' | 'last' | 'all', options?: { prefix?: number; ids?: Int32Array }): Promise<Float32Array>;
+  eval(input: Int32Array | Float32Array, logits?: 'none' | 'last' | 'all' | 'steps', options?: { prefix?: number; ids?: Int32Array }): Promise<Float32Array>;
   /**
    * eval() of `ids`, then the next token chosen from the last position's logits by `sampler` in the
    * same worker, with `tokens` (the new ids included) as the penalty history. `params` is read once

@@ -237,9 +237,10 @@ export class DecoderEngineSession extends KvSession<NativeDecoderSession> {
     return this.enqueue(options.signal, (session) => session.eval(input, options.allLogits === true ? 'all' : 'last'));
   }
 
-  /** The logits after every one of `ids`, [ids.length, vocab] (LanguageSession.evalAll). */
-  evalAll(ids: ArrayLike<number>, options: { signal?: AbortSignal } = {}): Promise<Float32Array> {
-    return this.eval(ids, { ...options, allLogits: true });
+  /** The logits after every one of `ids` [ids.length, vocab], each row bitwise a one-token eval's at its position (LanguageSession.evalSteps). */
+  evalSteps(ids: ArrayLike<number>, options: { signal?: AbortSignal } = {}): Promise<Float32Array> {
+    const input = ids instanceof Int32Array ? ids : Int32Array.from(ids);
+    return this.enqueue(options.signal, (session) => session.eval(input, 'steps'));
   }
 
   /**

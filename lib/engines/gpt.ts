@@ -95,9 +95,4 @@ export class GptEngineSession extends KvSession<GptSession> {
       return session.eval(input, options.allLogits ? 'all' : 'last');
     });
   }
-
-  /** The logits after every one of `ids`, [ids.length, vocab] (LanguageSession.evalAll). */
-  evalAll(ids: ArrayLike<number>, options: { signal?: AbortSignal } = {}): Promise<Float32Array> {
-    return this.eval(ids, { ...options, allLogits: true });
-  }
 }

@@ -29,8 +29,11 @@ export interface LanguageSession {
   readonly tokens: ArrayLike<number>;
   /** Feeds ids after `position`; resolves to the logits [V] after the last one. */
   eval(ids: ArrayLike<number>, options?: { signal?: AbortSignal }): Promise<Float32Array>;
-  /** eval() resolving to the logits after every fed id, [ids.length, V] (engines that have them: speculative decoding verifies with it). */
-  evalAll?(ids: ArrayLike<number>, options?: { signal?: AbortSignal }): Promise<Float32Array>;
+  /**
+   * eval() resolving to the logits after every fed id [ids.length, V], each row bitwise what a
+   * one-token eval at its position gives (engines that have it; speculative decoding verifies with it).
+   */
+  evalSteps?(ids: ArrayLike<number>, options?: { signal?: AbortSignal }): Promise<Float32Array>;
   /**
    * Feeds ids and samples the next token with the generator state of `sampler`
    * (native/napi/sampler_napi.h), the penalties looking at `tokens`. `params` is the same object at
@@ -84,8 +87,9 @@ export interface GenerateOptions extends SamplingOptions {
   /**
    * Speculative decoding (lib/generation/speculative.ts): guessed tokens verified several per
    * forward pass, the output the same as without it (greedy) or distributed as it (sampled). Used
-   * after the prompt on engines with all-rows logits; a generation under `jsonSchema`, `toolCalls`
-   * or `contextShift` decodes one token per pass. Default: off.
+   * after the prompt on engines with one-step rows (the decoder engine: Llama, Qwen, Gemma, ...);
+   * a generation under `jsonSchema`, `toolCalls` or `contextShift` decodes one token per pass.
+   * Default: off.
    */
   speculative?: SpeculativeOptions;
 }
@@ -278,7 +282,7 @@ function checkGenerateOptions(options: GenerateOptions): { maxTokens: number; st
   return { maxTokens, stops };
 }
 
-/** The calls a verification makes of a session with all-rows logits. */
+/** The calls a verification makes of a session with one-step rows. */
 function verifyingSession(session: LanguageSession): VerifyingSession {
   return {
     get position() {
@@ -287,7 +291,7 @@ function verifyingSession(session: LanguageSession): VerifyingSession {
     get tokens() {
       return session.tokens;
     },
-    evalAll: (ids, options) => session.evalAll!(ids, options),
+    evalSteps: (ids, options) => session.evalSteps!(ids, options),
     truncate: (n) => session.truncate(n),
   };
 }
@@ -348,7 +352,7 @@ export function startGeneration(host: GenerationHost, ids: readonly number[], op
     const { session } = lease;
     // Tokens a verification emitted and not yet yielded, with their logits rows; the cache holds all but the last.
     let pending: { token: number; row: Float32Array }[] = [];
-    const speculator = speculative && session.evalAll ? new Speculator(speculative, verifyingSession(session), host.vocabSize) : undefined;
+    const speculator = speculative && session.evalSteps ? new Speculator(speculative, verifyingSession(session), host.vocabSize) : undefined;
     stats = speculator?.stats;
     let running = false;
     const onAbort = () => {

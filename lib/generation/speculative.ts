@@ -8,7 +8,9 @@
  * norm(max(0, p − q)) = p without d) is the same as drawing x ~ p once and keeping d when x = d,
  * emitting x otherwise: each emitted token is one draw from the distribution plain decoding would
  * draw it from, with the same penalties history, and one sampler draw per emitted token as plain
- * decoding makes. So greedy output is plain decoding's, and sampled output is distributed as it.
+ * decoding makes; and the verification's rows are bitwise their one-token steps' (LanguageSession.evalSteps).
+ * So greedy output is plain decoding's, the same seed gives the same sampled output, and sampled
+ * output is distributed as plain decoding's.
  *
  *   model.generate(prompt, { speculative: { draft: 'prompt-lookup', maxDraftTokens: 8 } })
  */
@@ -257,7 +259,7 @@ export class Speculator {
 export interface VerifyingSession {
   readonly position: number;
   readonly tokens: ArrayLike<number>;
-  evalAll(ids: ArrayLike<number>, options?: { signal?: AbortSignal }): Promise<Float32Array>;
+  evalSteps(ids: ArrayLike<number>, options?: { signal?: AbortSignal }): Promise<Float32Array>;
   truncate(n: number): void;
 }
 
@@ -284,7 +286,7 @@ export async function verifyDraft(
   signal?: AbortSignal,
 ): Promise<Verified> {
   const base = session.position;
-  const logits = await session.evalAll([token, ...draft], signal ? { signal } : {});
+  const logits = await session.evalSteps([token, ...draft], signal ? { signal } : {});
   if (logits.length !== (draft.length + 1) * vocabSize) {
     throw new Error(`speculative decoding: the session returned ${logits.length} logits for ${draft.length + 1} rows of ${vocabSize}`);
   }

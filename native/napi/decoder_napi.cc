@@ -26,6 +26,7 @@ struct DecoderTraits {
   using Session = DecoderSession;
   static constexpr const char* kName = "DecoderSession";
   static constexpr bool kPrefix = false;
+  static constexpr bool kSteps = true;
   // A pipeline stage that starts past layer 0 takes hidden states [n, dim] instead of ids (the
   // session refuses the wrong kind with ERR_OUT_OF_RANGE).
   static int64_t RowWidth(const Session& s) { return s.model()->config().dim; }
@@ -34,7 +35,7 @@ struct DecoderTraits {
     return s.model()->has_head() ? nullptr : "step() needs the model's head; this model ends before the last layer";
   }
   static int64_t OutputFloats(const Session& s, const EvalInput& in) {
-    return in.logits == LogitsRows::None ? 0 : s.OutputFloats(in.n, in.logits == LogitsRows::All);
+    return in.logits == LogitsRows::None ? 0 : s.OutputFloats(in.n, in.logits == LogitsRows::All || in.logits == LogitsRows::Steps);
   }
   static void Eval(Session& s, const EvalInput& in, float* out, const std::atomic<bool>& abort) {
     std::vector<float> discarded;
@@ -42,9 +43,10 @@ struct DecoderTraits {
       discarded.resize(static_cast<size_t>(s.OutputFloats(in.n, false)));
       out = discarded.data();
     }
-    const bool all = in.logits == LogitsRows::All;
+    const bool steps = in.logits == LogitsRows::Steps;
+    const bool all = in.logits == LogitsRows::All || steps;
     if (in.has_rows()) s.EvalHidden(in.rows.data(), in.n, all, out, abort);
-    else s.Eval(in.ids.data(), in.n, all, out, abort);
+    else s.Eval(in.ids.data(), in.n, all, out, abort, steps);
   }
 };
 

@@ -33,7 +33,8 @@
 
 namespace weightmap {
 
-enum class LogitsRows { None, Last, All };
+// Steps: every row's, each bitwise what a one-token call at its position gives (engines whose Traits::kSteps).
+enum class LogitsRows { None, Last, All, Steps };
 
 // One eval() or step() call's input, copied on the JS thread.
 struct EvalInput {
@@ -44,7 +45,7 @@ struct EvalInput {
   int64_t prefix = 0;  // positions [0, prefix) attend to each other bidirectionally
   bool has_rows() const { return !rows.empty(); }
   // Rows of logits the call returns.
-  int64_t logit_rows() const { return logits == LogitsRows::All ? n : logits == LogitsRows::Last ? 1 : 0; }
+  int64_t logit_rows() const { return logits == LogitsRows::All || logits == LogitsRows::Steps ? n : logits == LogitsRows::Last ? 1 : 0; }
 };
 
 template <typename Traits>
@@ -170,7 +171,7 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap<Traits>> {
     return v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == type;
   }
 
-  // eval(input: Int32Array | Float32Array [n, rowWidth], logits?: 'none' | 'last' | 'all',
+  // eval(input: Int32Array | Float32Array [n, rowWidth], logits?: 'none' | 'last' | 'all' | 'steps',
   //      options?: { prefix?: number, ids?: Int32Array })
   EvalInput ReadEvalInput(const Napi::CallbackInfo& info, const State& s) {
     Napi::Env env = info.Env();
@@ -195,7 +196,10 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap<Traits>> {
       const std::string which = info[1].IsString() ? info[1].As<Napi::String>().Utf8Value() : "";
       if (which == "none") in.logits = LogitsRows::None;
       else if (which == "all") in.logits = LogitsRows::All;
-      else if (which != "last") ThrowTypeError(env, "eval(input, logits): logits must be 'none', 'last' or 'all'");
+      else if (which == "steps" && Traits::kSteps) in.logits = LogitsRows::Steps;
+      else if (which != "last")
+        ThrowTypeError(env, Traits::kSteps ? "eval(input, logits): logits must be 'none', 'last', 'all' or 'steps'"
+                                           : "eval(input, logits): logits must be 'none', 'last' or 'all'");
     }
     Napi::Object options = OptionsObject(env, info.Length() > 2 ? info[2] : env.Undefined(), "eval options");
     if (!options.Get("prefix").IsUndefined()) {

@@ -63,7 +63,7 @@ async function compare(model, prompt, tokens, speculative) {
   await timed(model, prompt, Math.min(tokens, 8)); // warm-up: pages the weights in
   for (let round = 0; round < PAIRS; round++) {
     const a = await timed(model, prompt, tokens);
-    const b = await timed(model, prompt, tokens, speculative());
+    const b = await timed(model, prompt, tokens, speculative(a.tokens));
     if (a.tokens.join() !== b.tokens.join()) throw new Error(`round ${round}: speculative greedy tokens differ from plain decoding's`);
     plain.push(a.rate);
     spec.push(b.rate);
@@ -80,7 +80,7 @@ async function compare(model, prompt, tokens, speculative) {
   };
 }
 
-/** A DraftModel that guesses `truth` (plain decoding's greedy tokens after `promptLength`), each guess wrong where a fixed hash of its position falls below 1 - accept. */
+/** A DraftModel that guesses `truth` (the round's plain greedy tokens after `promptLength`), each guess wrong where a fixed hash of its position falls below 1 - accept. */
 function oracle(truth, promptLength, accept, vocab) {
   const wrong = (i) => ((Math.imul(i + 1, 2654435761) >>> 0) / 2 ** 32) >= accept;
   return {
@@ -104,7 +104,7 @@ async function passTimes(file, threads, rowsList, at) {
   for (let rep = 0; rep < 5; rep++) {
     for (const rows of rowsList) {
       const start = process.hrtime.bigint();
-      await (rows === 1 ? session.eval(prompt.slice(0, 1)) : session.evalAll(prompt.slice(0, rows)));
+      await (rows === 1 ? session.eval(prompt.slice(0, 1)) : session.evalSteps(prompt.slice(0, rows)));
       const ms = Number(process.hrtime.bigint() - start) / 1e6;
       session.truncate(at);
       out[rows] = Math.min(out[rows] ?? Infinity, ms);
@@ -153,9 +153,9 @@ async function shapeRows(threads) {
   const rows = [];
   try {
     const prompt = Array.from({ length: 64 }, (_, i) => (i * 7919 + 13) % model.vocabSize);
-    const truth = (await timed(model, prompt, TOKENS)).tokens;
     for (const accept of ACCEPT) {
-      const speculative = () => ({ draft: oracle(truth, prompt.length, accept, model.vocabSize), maxDraftTokens: 8 });
+      // The truth is the round's plain tokens (a prompt prefilled whole and one re-fed from a cached prefix round differently).
+      const speculative = (truth) => ({ draft: oracle(truth, prompt.length, accept, model.vocabSize), maxDraftTokens: 8 });
       rows.push({ model: 'qwen3-0.6b q4_k_m (random)', workload: `oracle drafter, ${Math.round(accept * 100)}% of guesses right`, threads, tokens: TOKENS, ...(await compare(model, prompt, TOKENS, speculative)) });
     }
     const widths = [1, 2, 3, 5, 9];

@@ -231,7 +231,11 @@ class DecoderSession {
   // EngineError ABORT_ERR and leaves position() as it was.
   // A model that does not end with the head (a pipeline stage) writes the hidden states of every
   // position instead, out[n, dim]; one that does not start at layer 0 takes EvalHidden instead.
-  void Eval(const int32_t* ids, int64_t n, bool all_logits, float* logits, const std::atomic<bool>& abort);
+  // `steps` (with all_logits): each position's logits bitwise what a one-token Eval at that
+  // position computes (speculative decoding's verification: the products row by row, each row's
+  // attention alone), at the cost of the batch's float-gemm and attention tiling.
+  void Eval(const int32_t* ids, int64_t n, bool all_logits, float* logits, const std::atomic<bool>& abort,
+            bool steps = false);
   // Eval for a model that starts past layer 0: hidden[n, dim] enters its first layer.
   void EvalHidden(const float* hidden, int64_t n, bool all_logits, float* out, const std::atomic<bool>& abort);
   // Floats Eval / EvalHidden write for n positions.
@@ -261,10 +265,11 @@ class DecoderSession {
   friend class DecoderPass;  // decoder/pass.cc: the layers over rows that carry their session
 
   // Eval of ids[n] (embedding models) or hidden[n, dim] (the others).
-  void Run(const int32_t* ids, const float* hidden, int64_t n, bool all_logits, float* out, const std::atomic<bool>& abort);
+  void Run(const int32_t* ids, const float* hidden, int64_t n, bool all_logits, float* out, const std::atomic<bool>& abort,
+           bool steps = false);
   // One batch of n tokens at positions [pos0, pos0 + n), from ids or states [n, dim]. logits_rows: 0
   // (none), 1 (the last position) or n; rows of hidden states instead of logits without a head.
-  void Forward(const int32_t* ids, const float* states, int64_t n, int64_t pos0, int64_t logits_rows, float* logits,
+  void Forward(const int32_t* ids, const float* states, int64_t n, int64_t pos0, int64_t logits_rows, bool steps, float* logits,
                const std::atomic<bool>& abort);
   // att [n, q_dim] = causal softmax(q·kᵀ/√hd)·v for the n queries q [n, q_dim] at positions
   // [pos0, pos0 + n), against the cache of `layer` (which already holds their keys/values).

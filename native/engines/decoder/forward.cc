@@ -56,11 +56,12 @@ void DecoderSession::Truncate(int64_t n) {
 
 void DecoderSession::EnsureScratch(int64_t n) { acts_.Reserve(cfg_, n); }
 
-void DecoderSession::Eval(const int32_t* ids, int64_t n, bool all_logits, float* logits, const std::atomic<bool>& abort) {
+void DecoderSession::Eval(const int32_t* ids, int64_t n, bool all_logits, float* logits, const std::atomic<bool>& abort,
+                          bool steps) {
   if (!model_->embeds())
     throw EngineError("ERR_OUT_OF_RANGE", "this model starts at layer " + std::to_string(model_->first_layer()) +
                                               ": it takes hidden states, not token ids");
-  Run(ids, nullptr, n, all_logits, logits, abort);
+  Run(ids, nullptr, n, all_logits, logits, abort, steps);
 }
 
 void DecoderSession::EvalHidden(const float* hidden, int64_t n, bool all_logits, float* out,
@@ -70,7 +71,7 @@ void DecoderSession::EvalHidden(const float* hidden, int64_t n, bool all_logits,
 }
 
 void DecoderSession::Run(const int32_t* ids, const float* hidden, int64_t n, bool all_logits, float* out,
-                         const std::atomic<bool>& abort) {
+                         const std::atomic<bool>& abort, bool steps) {
   if (n <= 0) throw EngineError("ERR_OUT_OF_RANGE", "eval needs at least one token");
   const int64_t start = position_.load();
   if (n > context_ - start)
@@ -91,9 +92,9 @@ void DecoderSession::Run(const int32_t* ids, const float* hidden, int64_t n, boo
     const int32_t* batch_ids = ids ? ids + done : nullptr;
     const float* batch_hidden = hidden ? hidden + done * cfg_.dim : nullptr;
     if (all)
-      Forward(batch_ids, batch_hidden, batch, start + done, batch, out + done * width, abort);
+      Forward(batch_ids, batch_hidden, batch, start + done, batch, steps, out + done * width, abort);
     else
-      Forward(batch_ids, batch_hidden, batch, start + done, last ? 1 : 0, out, abort);
+      Forward(batch_ids, batch_hidden, batch, start + done, last ? 1 : 0, false, out, abort);
     done += batch;
   }
   if (ids) tokens_.insert(tokens_.end(), ids, ids + n);
@@ -101,9 +102,9 @@ void DecoderSession::Run(const int32_t* ids, const float* hidden, int64_t n, boo
 }
 
 void DecoderSession::Forward(const int32_t* ids, const float* states, int64_t n, int64_t pos0, int64_t logits_rows,
-                             float* logits, const std::atomic<bool>& abort) {
+                             bool steps, float* logits, const std::atomic<bool>& abort) {
   EnsureScratch(n);
-  const Span span{this, 0, n, pos0, &abort};  // rows [0, n): this session's positions [pos0, pos0 + n)
+  const Span span{this, 0, n, pos0, &abort, steps};  // rows [0, n): this session's positions [pos0, pos0 + n)
   DecoderPass pass(*model_, &span, 1, acts_);
   if (ids) pass.Embed(ids);
   else pass.Input(states);

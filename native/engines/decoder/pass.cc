@@ -2,6 +2,8 @@
 // in the order they run.
 #include "engines/decoder/pass.h"
 
+#include <vector>
+
 #include <cstring>
 
 #include "kernels/kernels.h"
@@ -70,7 +72,11 @@ DecoderPass::DecoderPass(const DecoderModel& model, const Span* spans, int64_t n
 
 template <typename Fn>
 void DecoderPass::ForRows(int64_t width, const Fn& fn) {
-  if (n_spans_ > 1 || n_ == 1 || n_ * width < (1 << 15)) {
+  if (spans_[0].steps && n_spans_ == 1) {
+    // Row by row: a vector loop over several rows would put a row's tail values in other lanes
+    // (or in the scalar remainder) than its own step does.
+    for (int64_t t = 0; t < n_; t++) fn(t, t + 1);
+  } else if (n_spans_ > 1 || n_ == 1 || n_ * width < (1 << 15)) {
     fn(int64_t{0}, n_);
   } else {
     pool_.ParallelFor(n_, 1, [&](int64_t b, int64_t e) { fn(b, e); });
@@ -78,7 +84,25 @@ void DecoderPass::ForRows(int64_t width, const Fn& fn) {
 }
 
 void DecoderPass::Linear(const LinearJob* jobs, int n_jobs, int64_t m) {
-  if (n_spans_ > 1) RunLinearRows(pool_, jobs, n_jobs, m, a_.qin);
+  if (m > 1 && spans_[0].steps && n_spans_ == 1) {
+    // A float matrix's columns may round with where the thread split puts them: its rows go
+    // through the one-token product one at a time, as their steps would (float weights read m
+    // times; the quantized ones once, RunLinearRows being bitwise per row).
+    bool floats = false;
+    for (int j = 0; j < n_jobs; j++) floats = floats || jobs[j].w->kind() == MatrixKind::F32 || jobs[j].w->kind() == MatrixKind::F16;
+    if (floats) {
+      std::vector<LinearJob> row(jobs, jobs + n_jobs);
+      for (int64_t i = 0; i < m; i++) {
+        for (int j = 0; j < n_jobs; j++) {
+          row[j].x = jobs[j].x + i * jobs[j].w->cols();
+          row[j].y = jobs[j].y + i * jobs[j].w->rows();
+        }
+        RunLinear(pool_, row.data(), n_jobs, 1, a_.qin);
+      }
+      return;
+    }
+  }
+  if (Rowwise()) RunLinearRows(pool_, jobs, n_jobs, m, a_.qin);
   else RunLinear(pool_, jobs, n_jobs, m, a_.qin);
 }
 
@@ -163,7 +187,15 @@ void DecoderPass::Attend(const DecoderLayer& L, int64_t cached) {
   if (n_spans_ == 1) {
     const Span& s = spans_[0];
     ForRows(qd + c_.kv_dim(), [&](int64_t t0, int64_t t1) { AttentionInput(L, cached, s, t0, t1); });
-    s.session->Attention(cached, s.pos0, s.n, a_.q.data() + s.row0 * qd, a_.att.data() + s.row0 * qd);
+    if (!s.steps) {
+      s.session->Attention(cached, s.pos0, s.n, a_.q.data() + s.row0 * qd, a_.att.data() + s.row0 * qd);
+      return;
+    }
+    // Every key and value is stored: each row sees the ones up to its own position, as its step would.
+    for (int64_t t = 0; t < s.n; t++) {
+      const int64_t row = s.row0 + t;
+      s.session->Attention(cached, s.pos0 + t, 1, a_.q.data() + row * qd, a_.att.data() + row * qd);
+    }
     return;
   }
   // Span by span, each with its own session (cache, scratch): the spans side by side across the
@@ -204,7 +236,7 @@ void DecoderPass::Ffn(const DecoderLayer& L) {
   });
   if (c_.moe()) {
     const MoeOptions o{c_.n_experts_used, c_.norm_topk, c_.swiglu_limit};
-    MoeFfn(pool_, n_spans_ > 1 ? RunLinearRows : RunLinear, L.moe, o, xb, n_, proj, a_.moe, a_.qin);
+    MoeFfn(pool_, Rowwise() ? RunLinearRows : RunLinear, L.moe, o, xb, n_, proj, a_.moe, a_.qin);
   } else {
     Dense(L, xb, proj);
   }

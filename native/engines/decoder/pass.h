@@ -9,7 +9,10 @@
 //     elementwise steps and attention across the pool;
 //   several spans (several sessions' one-token steps): every row its own one-token product
 //     (RunLinearRows: each weight block read once for all rows, each row bitwise its session's
-//     step alone), the spans' attention side by side across the pool, one session per thread.
+//     step alone), the spans' attention side by side across the pool, one session per thread;
+//   one span of steps (a speculative verification): its rows as several spans' would run, each
+//     row's attention alone, one after another.
+// Rowwise() says whether the rows run one by one.
 #pragma once
 
 #include <atomic>
@@ -27,6 +30,9 @@ struct Span {
   int64_t n;
   int64_t pos0;
   const std::atomic<bool>* abort;  // the call's abort flag (checked between layers)
+  // Each row bitwise its own one-token step (DecoderSession::Eval's `steps`): the products row by
+  // row (RunLinearRows), each row's attention alone at its position.
+  bool steps = false;
 };
 
 class DecoderPass {
@@ -67,6 +73,8 @@ class DecoderPass {
   template <typename Fn>
   void ForRows(int64_t width, const Fn& fn);
   bool Aborted() const;
+  // The rows run one by one (several spans, or one span of steps).
+  bool Rowwise() const { return n_spans_ > 1 || spans_[0].steps; }
 
   const DecoderModel& M_;
   const DecoderConfig& c_;
