@@ -14,12 +14,26 @@ export const PEERS = process.env.WEIGHTMAP_PEERS_CACHE ?? path.join(os.homedir()
 export const LLAMA_CPP = path.join(PEERS, 'llama.cpp');
 export const gptossUsable = fs.existsSync(path.join(LLAMA_CPP, 'gguf-py', 'gguf', 'quants.py')) && spawnSync('python3', ['-c', 'import numpy'], { stdio: 'ignore' }).status === 0;
 
-/** Writes gptoss-f32.gguf and gptoss-mxfp4.gguf into `dir` (created); their paths. */
-export function gptossFiles(dir: string): { f32: string; mxfp4: string } {
+/** The generator's files: the GGUF forms and the HF folders of the same weights (see scripts/interop/gptoss-gguf.py). */
+export interface GptossFiles {
+  f32: string;
+  mxfp4: string;
+  bf16: string;
+  hfF32: string;
+  hfBf16: string;
+  hfMxfp4: string;
+}
+
+/** Writes the generator's files into `dir` (created); their paths. */
+export function gptossFiles(dir: string): GptossFiles {
   fs.mkdirSync(dir, { recursive: true });
   const run = spawnSync('python3', [path.join(__dirname, '..', '..', 'scripts', 'interop', 'gptoss-gguf.py'), LLAMA_CPP, dir], { encoding: 'utf8' });
   if (run.status !== 0) throw new Error(`gptoss-gguf.py failed: ${run.stderr}`);
-  return { f32: path.join(dir, 'gptoss-f32.gguf'), mxfp4: path.join(dir, 'gptoss-mxfp4.gguf') };
+  const at = (name: string) => path.join(dir, name);
+  return {
+    f32: at('gptoss-f32.gguf'), mxfp4: at('gptoss-mxfp4.gguf'), bf16: at('gptoss-bf16.gguf'),
+    hfF32: at('gptoss-hf-f32'), hfBf16: at('gptoss-hf-bf16'), hfMxfp4: at('gptoss-hf-mxfp4'),
+  };
 }
 
 /** What the float64 reference chose in one layer at one position: the k experts (ascending) and the gap between the k-th and (k+1)-th router logits. */

@@ -92,6 +92,12 @@ export interface DecoderVariant {
    * (read and written by its hooks), which a format must hold to store the variant.
    */
   experts?: boolean;
+  /**
+   * HF checkpoints store the experts in gpt-oss's layout (fused gate_up, transposed, interleaved;
+   * MXFP4 `_blocks`/`_scales`), which the safetensors reader converts once into a cached file
+   * (lib/formats/containers/gptoss-hf.ts) rather than viewing in place.
+   */
+  hfExpertLayout?: 'gpt-oss';
   /** config.json's `attention_bias: true` is the variant's own biases (gpt-oss: q/k/v/o), not refused. */
   hfAttentionBias?: boolean;
   /** What the formats cannot say as data: the family's own config.json and GGUF keys. */

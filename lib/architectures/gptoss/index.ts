@@ -9,8 +9,9 @@
  *
  * HF checkpoints store the experts fused and transposed (`mlp.experts.gate_up_proj` [experts,
  * hidden, 2·ffn] with gate and up interleaved column by column, MXFP4 `_blocks`/`_scales` in the
- * released ones): no row of that layout is a row of the engine's [out, in] matrices, so their
- * config is read but their expert tensors are not (convert them with llama.cpp's convert_hf_to_gguf.py).
+ * released ones) and name the router `mlp.router`: no row of that layout is a row of the engine's
+ * [out, in] matrices, so the safetensors reader converts the experts once into a cached file
+ * (hfExpertLayout; lib/formats/containers/gptoss-hf.ts) and maps it.
  */
 import type { ConfigKeys, DecoderConfig, DecoderVariant } from '../decoder/config';
 import { checkExpertCounts } from '../decoder/experts';
@@ -58,9 +59,7 @@ function hfSlidingWindow(f: ConfigKeys, numLayers: number): Pick<DecoderConfig, 
 
 /**
  * config.json's expert keys (num_local_experts, num_experts_per_tok; intermediate_size is each
- * expert's width) and swiglu_limit. Its checkpoints' expert tensors (fused, transposed,
- * interleaved: see above) are not read: such a folder fails as a MISSING_TENSOR WeightFormatError
- * for the per-expert matrices.
+ * expert's width) and swiglu_limit.
  */
 function fromHf(f: ConfigKeys, c: DecoderConfig): void {
   const d = HF_DEFAULTS;
@@ -133,6 +132,6 @@ export const gptoss: DecoderVariant = {
   title: 'gpt-oss',
   qkNorm: false, qkvBias: true, ggufRopePairing: 'half', ggufDefaultEps: 1e-5, ggufArchitecture: 'gpt-oss',
   hfModelTypes: ['gpt_oss'], hfClass: 'GptOssForCausalLM', hfClassPattern: /^GptOssForCausalLM$/, hfDefaultMaxPositions: 131072,
-  experts: true, hfAttentionBias: true,
+  experts: true, hfAttentionBias: true, hfExpertLayout: 'gpt-oss',
   hooks: { hfSlidingWindow, fromHf, fromHfRopeScaling, fromGguf, toHf, toHfSlidingWindow },
 };

@@ -23,9 +23,11 @@ import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { rangeError, UnsupportedError } from '../../base/errors';
 import { architectureOf } from '../../architectures';
-import { DECODER_VARIANTS, decoderFusedTensors, isDecoderConfig, type FusedPart } from '../../architectures/decoder';
+import { DECODER_VARIANTS, decoderCheckpointNames, decoderFusedTensors, isDecoderConfig, type FusedPart } from '../../architectures/decoder';
+import { convertedFile, type ConvertedFile } from './converted-file';
+import { GPTOSS_HF_CONVERSION, gptossHfPlan } from './gptoss-hf';
 import { mapFile, type MappedSource } from '../../addon/mapping';
-import { DTYPE_BYTES, numel, rowBlockView, type DType, type PlainDType, type ModelWeights, type TensorView, type TokenizerData } from '../../addon/weights';
+import { DTYPE_BYTES, isGgmlBlockDType, numel, rowBlockView, type DType, type PlainDType, type ModelWeights, type TensorView, type TokenizerData } from '../../addon/weights';
 import type { ModelConfig } from '../../architectures/model-config';
 import { ByteCursor, checkLayerCount, fail } from './bytes';
 import { SAFETENSORS_INDEX, SAFETENSORS_MAX_HEADER_BYTES, SAFETENSORS_SINGLE, detectSafetensors } from './magic';
@@ -184,7 +186,8 @@ function checkShape(t: TensorView, shape: number[]): void {
   if (got.length !== shape.length || got.some((v, i) => v !== shape[i])) {
     fail('SHAPE_MISMATCH', `'${t.name}' disagrees with config.json`, { path: t.source.path, offset: t.byteOffset, expected: shape, found: got });
   }
-  if (t.dtype !== 'f32' && t.dtype !== 'f16' && t.dtype !== 'bf16') {
+  // ggml's blocks only come from a conversion (gpt-oss's MXFP4 experts): safetensors has no such dtype.
+  if (t.dtype !== 'f32' && t.dtype !== 'f16' && t.dtype !== 'bf16' && !isGgmlBlockDType(t.dtype)) {
     fail('BAD_DTYPE', `'${t.name}' is ${t.dtype}; weights must be F32, F16 or BF16`, { path: t.source.path, offset: t.byteOffset, expected: 'F32 | F16 | BF16', found: DTYPE_NAMES[t.dtype as PlainDType] ?? t.dtype });
   }
 }
@@ -208,9 +211,10 @@ function layerCounts(config: ModelConfig): [string, number][] {
   return architectureOf(config)?.layerCounts(config) ?? [];
 }
 
-function canonicalize(config: ModelConfig, views: TensorView[], path: string): TensorView[] {
-  for (const [key, layers] of layerCounts(config)) checkLayerCount(key, layers, views.length, { path });
-  const arch = architectureTensors(config, views);
+/** `keys`: the checkpoint's own names, which decide its naming (the views' names unless some were converted). */
+function canonicalize(config: ModelConfig, views: TensorView[], path: string, keys: TensorView[] = views): TensorView[] {
+  for (const [key, layers] of layerCounts(config)) checkLayerCount(key, layers, keys.length, { path });
+  const arch = architectureTensors(config, keys);
   if (!arch) return views;
   const specs = new Map(arch.specs.map((s) => [s.name, s]));
   const out: TensorView[] = [];
@@ -240,6 +244,20 @@ function canonicalize(config: ModelConfig, views: TensorView[], path: string): T
     if (!s.optional && !have.has(s.name)) fail('MISSING_TENSOR', `the checkpoint has no '${s.name}'`, { path, expected: s.name, found: 'absent' });
   }
   return out;
+}
+
+/**
+ * A variant whose HF experts are not views (gpt-oss: hfExpertLayout): its checkpoint's views with
+ * the expert tensors replaced by their converted forms, mapped from the cache's file (written now
+ * when the cache does not hold it); undefined for other configs.
+ */
+async function convertExperts(config: ModelConfig, views: TensorView[], files: string[], path: string): Promise<{ views: TensorView[]; file: ConvertedFile; summary: NonNullable<ModelWeights['converted']> } | undefined> {
+  if (!isDecoderConfig(config) || DECODER_VARIANTS[config.architecture].hfExpertLayout !== 'gpt-oss') return undefined;
+  for (const [key, layers] of layerCounts(config)) checkLayerCount(key, layers, views.length, { path });
+  const plan = gptossHfPlan(config, views, decoderCheckpointNames(views.map((v) => v.name)));
+  const file = await convertedFile(GPTOSS_HF_CONVERSION, files, plan.converted);
+  const bytes = plan.converted.reduce((n, t) => n + t.byteLength, 0);
+  return { views: [...plan.views, ...file.views], file, summary: { file: file.path, tensors: plan.converted.length, bytes, reused: file.reused } };
 }
 
 /** A BERT folder's WordPiece vocabulary (vocab.txt or tokenizer.json), for writers that embed it (EMBD). */
@@ -277,9 +295,14 @@ async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeig
     }
     const hf = readHfFolderConfig(where.configDir);
     const config: ModelConfig = hf?.config ?? { architecture: 'unknown' };
-    const tensors = canonicalize(config, views, path);
+    const converted = await convertExperts(config, views, where.files, path);
+    if (converted) sources.push(converted.file.source);
+    const tensors = canonicalize(config, converted?.views ?? views, path, views);
     const tokenizer = architectureOf(config)?.hfVocabulary === 'wordpiece' ? await bertVocabulary(where.configDir) : undefined;
-    return { format: 'safetensors', path, architecture: config.architecture, config, tensors, metadata, ...(tokenizer ? { tokenizer } : {}), sources };
+    return {
+      format: 'safetensors', path, architecture: config.architecture, config, tensors, metadata, ...(tokenizer ? { tokenizer } : {}), sources,
+      ...(converted ? { converted: converted.summary } : {}),
+    };
   } catch (error) {
     for (const s of sources) s.close();
     throw error;
