@@ -24,15 +24,18 @@ import { DecoderEngine } from '../../lib/engines/decoder';
 import type { DecoderConfig } from '../../lib/architectures/decoder';
 import type { ModelWeights } from '../../lib/addon/weights';
 import { testWorkspace } from '../helpers/workspace';
-import { argmax, greedy } from './decoder-helpers';
+import { argmax, greedy, maxAbsDiff } from './decoder-helpers';
 import type { FamilyReference } from './family-models';
-import { gptossFiles, gptossReference, gptossUsable as usable, LLAMA_CPP } from './gptoss-models';
+import { gptossFiles, gptossReference, gptossUsable as usable, LLAMA_CPP, PEERS } from './gptoss-models';
+import { writeWeights } from '../../lib/formats';
 import { dequantize } from '../../lib/formats/quantization/dequantize';
-import { inspectReport } from '../../lib/cli/inspect';
+import { inspectReport, renderReport } from '../../lib/cli/inspect';
 import { decoderConfigFromHf } from '../../lib/formats/containers/hf-config';
 import { engineLogits } from './tiny-decoder';
 
 const QUANTIZE = path.join(LLAMA_CPP, 'build', 'bin', 'llama-quantize');
+/** node-llama-cpp in the peer cache (scripts/interop/llama-cpp-logits.mjs runs llama.cpp through it). */
+const withLlama = fs.existsSync(path.join(PEERS, 'node_modules', 'node-llama-cpp', 'package.json'));
 const suite = usable ? describe : describe.skip;
 const quantizable = usable && fs.existsSync(QUANTIZE);
 
@@ -140,6 +143,99 @@ suite('gpt-oss against llama.cpp', () => {
 
   test.each(Object.keys(HF_FORMS) as HfForm[])('HF folder %s: logits and greedy tokens as llama.cpp computes them on the GGUF of the same values', async (form) => {
     await againstLlamaCpp(folders[form]!, HF_FORMS[form]);
+  });
+
+  test.each(Object.keys(HF_FORMS) as HfForm[])('HF folder %s: the experts converted once into a mapped file of the cache, equal to the GGUF\'s; a second read reuses it', async (form) => {
+    // A cache of its own: the first read converts.
+    const suiteCache = process.env.WEIGHTMAP_CACHE;
+    const cache = ws.fresh(`cache-${form}`);
+    const readWith = (dir: string) => {
+      process.env.WEIGHTMAP_CACHE = dir;
+      return ws.read(folders[form]!).finally(() => (process.env.WEIGHTMAP_CACHE = suiteCache));
+    };
+    const hf = await readWith(cache);
+    const gguf = await ws.read(files[HF_FORMS[form]]!);
+    expect(hf.config).toMatchObject({ ...gguf.config, ropeYarnOriginalContext: 4096 });
+    const converted = hf.converted!;
+    expect(converted).toMatchObject({ tensors: 2 * (3 * 8 + 2), reused: false });
+    expect(path.dirname(converted.file)).toBe(path.join(cache, 'converted'));
+    // Every expert matrix and bias, value for value the GGUF's (a bf16 folder's against the f32 of the same bf16 values).
+    const byName = new Map(gguf.tensors.map((t) => [t.name, t]));
+    const experts = hf.tensors.filter((t) => /\.mlp\.(experts|gate)\./.test(t.name));
+    expect(experts).toHaveLength(2 * (3 * 8 + 5));
+    for (const t of experts) {
+      const want = byName.get(t.name)!;
+      expect([t.name, t.dtype === 'ggml_mxfp4', t.shape]).toEqual([t.name, want.dtype === 'ggml_mxfp4', want.shape]);
+      if (t.dtype === want.dtype) expect(Buffer.compare(t.source.range(t.byteOffset, t.byteLength), want.source.range(want.byteOffset, want.byteLength))).toBe(0);
+      else expect([t.name, maxAbsDiff(await dequantize(t), await dequantize(want))]).toEqual([t.name, 0]);
+    }
+    const report = inspectReport(hf);
+    expect(report.converted).toEqual(converted);
+    expect(renderReport(report)).toContain(`converted:    52 tensors (`);
+    const again = await readWith(cache);
+    expect(again.converted).toEqual({ ...converted, reused: true });
+  });
+
+  test('HF config.json rope_scaling truncate: false (the released gpt-oss config): the correction dims unrounded, as the float64 reference computes them (rounding them moves its logits 5× past the f32 tolerance)', async () => {
+    const w = await ws.read(folders['hf-f32']!);
+    const config = { ...(w.config as DecoderConfig), ropeYarnUnroundedDims: true };
+    expect(decoderConfigFromHf({ ...JSON.parse(fs.readFileSync(path.join(folders['hf-f32']!, 'config.json'), 'utf8')), rope_scaling: { rope_type: 'yarn', factor: 32, beta_fast: 32, beta_slow: 1, original_max_position_embeddings: 4096, truncate: false } })).toMatchObject({ ropeYarnUnroundedDims: true });
+    const tensors = new Map<string, Float32Array>();
+    for (const t of w.tensors) tensors.set(t.name, await dequantize(t));
+    const ref = gptossReference(config, (name) => tensors.get(name) ?? fail(name), PROMPT);
+    const rounded = gptossReference(w.config as DecoderConfig, (name) => tensors.get(name) ?? fail(name), PROMPT);
+    const got = await logitsOf({ ...w, config });
+    let worst = 0, moved = 0;
+    ref.logits.forEach((row, t) => row.forEach((v, i) => {
+      worst = Math.max(worst, Math.abs(got[t * VOCAB + i] - v));
+      moved = Math.max(moved, Math.abs(rounded.logits[t][i] - v));
+    }));
+    expect(worst).toBeLessThanOrEqual(1e-4);
+    expect(moved).toBeGreaterThan(5 * 1e-4);
+  });
+
+  // llama.cpp reads the file weightmap writes from the HF folder as the one gguf-py wrote: the same
+  // tensors (names, types, dims, bytes) and the same values of every key gguf-py wrote; with
+  // node-llama-cpp in the peer cache, llama.cpp's logits on it are the table of the gguf-py file.
+  test.each([['hf-f32', 'gptoss-f32'], ['hf-mxfp4', 'gptoss-mxfp4']] as const)('HF folder %s -> GGUF: the tensors and keys of %s.gguf as gguf-py wrote them', async (form, gguf) => {
+    const hf = await ws.read(folders[form]!);
+    const ref = await ws.read(files[gguf]!);
+    const out = ws.fresh(`${form}.gguf`);
+    // The folder has no tokenizer files: the GGUF file's vocabulary goes with the weights.
+    await writeWeights({ ...hf, tokenizer: ref.tokenizer }, out, { format: 'gguf' });
+    const written = await ws.read(out);
+    type Listed = { name: string; shape: number[]; ggmlType: number; byteOffset: number; byteLength: number };
+    const listed = (w: ModelWeights) => new Map((w.metadata['gguf.tensors'] as Listed[]).map((t) => [t.name, t]));
+    const [want, got] = [listed(ref), listed(written)];
+    expect([...got.keys()].sort()).toEqual([...want.keys()].sort());
+    for (const [name, t] of want) {
+      const g = got.get(name)!;
+      expect([name, g.ggmlType, g.shape]).toEqual([name, t.ggmlType, t.shape]);
+      expect([name, Buffer.compare(written.sources[0].range(g.byteOffset, g.byteLength), ref.sources[0].range(t.byteOffset, t.byteLength))]).toEqual([name, 0]);
+    }
+    const types = ref.metadata['gguf.types'] as Record<string, string>;
+    for (const key of Object.keys(types).filter((k) => k.startsWith('gpt-oss.') || k.startsWith('tokenizer.'))) expect([key, written.metadata[key]]).toEqual([key, ref.metadata[key]]);
+    expect(written.metadata['general.architecture']).toBe('gpt-oss');
+    if (!withLlama) return;
+    const script = path.join(__dirname, '..', '..', 'scripts', 'interop', 'llama-cpp-logits.mjs');
+    const run = spawnSync(process.execPath, [script, out, JSON.stringify(PROMPT), '6'], { encoding: 'utf8' });
+    if (run.status !== 0) throw new Error(`llama-cpp-logits.mjs failed: ${run.stderr}`);
+    const theirs = JSON.parse(run.stdout.trim().split('\n').pop()!) as { logits: number[][]; greedy: number[] };
+    const table = REFERENCE[gguf];
+    table.positions.forEach((p, t) => {
+      expect(theirs.logits[t].indexOf(Math.max(...theirs.logits[t]))).toBe(p.argmax);
+      p.first.forEach((v, i) => expect(Math.abs(theirs.logits[t][i] - v)).toBeLessThanOrEqual(1e-5 * (1 + Math.abs(v))));
+      expect(Math.abs(theirs.logits[t][p.argmax] - p.top[0])).toBeLessThanOrEqual(1e-5 * (1 + p.top[0]));
+    });
+    expect(theirs.greedy).toEqual(table.greedy);
+  }, 60_000);
+
+  test('an HF config GGUF cannot hold is refused: truncate: false (unrounded YaRN dims), a clamp other than llama.cpp\'s 7', async () => {
+    const hf = await ws.read(folders['hf-f32']!);
+    const ref = await ws.read(files['gptoss-f32']!);
+    const write = (patch: Partial<DecoderConfig>) => writeWeights({ ...hf, tokenizer: ref.tokenizer, config: { ...hf.config, ...patch } as DecoderConfig }, ws.fresh('refused.gguf'), { format: 'gguf' });
+    await expect(write({ ropeYarnUnroundedDims: true })).rejects.toThrow(/unrounded YaRN correction dims/);
+    await expect(write({ swigluLimit: 5 })).rejects.toThrow(/clamped SwiGLU at 7/);
   });
 
   // Each feature, turned off in the config of the same f32 file, moves the logits by far more than
@@ -265,6 +361,37 @@ suite('hostile gpt-oss files are typed WeightFormatErrors before anything is all
   });
 });
 
+/** A copy of HF folder `folder` whose safetensors header has `from` replaced by `to` (the same length: the data stays where it was). */
+function patchedFolder(folder: string, from: string, to: string): string {
+  expect(to.length).toBe(from.length);
+  const out = ws.fresh(path.basename(folder));
+  fs.mkdirSync(out);
+  fs.copyFileSync(path.join(folder, 'config.json'), path.join(out, 'config.json'));
+  const bytes = fs.readFileSync(path.join(folder, 'model.safetensors'));
+  const at = bytes.indexOf(Buffer.from(from));
+  expect(at).toBeGreaterThan(8);
+  Buffer.from(to).copy(bytes, at);
+  fs.writeFileSync(path.join(out, 'model.safetensors'), bytes);
+  return out;
+}
+
+suite('hostile gpt-oss HF folders are typed WeightFormatErrors before any expert is converted', () => {
+  test.each([
+    ['gate_up_proj [E, 2f, d] instead of [E, d, 2f]', 'hf-f32', '"model.layers.0.mlp.experts.gate_up_proj": {"dtype": "F32", "shape": [8, 256, 512]', '"model.layers.0.mlp.experts.gate_up_proj": {"dtype": "F32", "shape": [8, 512, 256]', 'SHAPE_MISMATCH'],
+    ['expert tensors of a layer past the model\'s', 'hf-f32', '"model.layers.1.mlp.experts.down_proj":', '"model.layers.7.mlp.experts.down_proj":', 'BAD_NAME'],
+    ['MXFP4 blocks that are not bytes', 'hf-mxfp4', '"model.layers.1.mlp.experts.down_proj_blocks": {"dtype": "U8"', '"model.layers.1.mlp.experts.down_proj_blocks": {"dtype": "I8"', 'BAD_DTYPE'],
+    ['MXFP4 scales of another block count', 'hf-mxfp4', '"model.layers.0.mlp.experts.gate_up_proj_scales": {"dtype": "U8", "shape": [8, 512, 8]', '"model.layers.0.mlp.experts.gate_up_proj_scales": {"dtype": "U8", "shape": [64, 64, 8]', 'SHAPE_MISMATCH'],
+  ] as const)('%s', async (_what, form, from, to, code) => {
+    const folder = patchedFolder(folders[form]!, from, to);
+    const converted = path.join(process.env.WEIGHTMAP_CACHE!, 'converted');
+    const before = fs.existsSync(converted) ? fs.readdirSync(converted).length : 0;
+    const error = await ws.read(folder).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WeightFormatError);
+    expect((error as WeightFormatError).code).toBe(code);
+    expect(fs.existsSync(converted) ? fs.readdirSync(converted).length : 0).toBe(before);
+  });
+});
+
 describe('gpt-oss config.json', () => {
   const HF = {
     architectures: ['GptOssForCausalLM'], model_type: 'gpt_oss', hidden_size: 64, intermediate_size: 32, num_hidden_layers: 4, head_dim: 16,
@@ -278,13 +405,13 @@ describe('gpt-oss config.json', () => {
       attentionSinks: true, attentionOutputBias: true, qkvBias: true, slidingWindow: 128, slidingWindowPattern: 2, ropeYarnFactor: 32, ropeYarnOriginalContext: 4096,
     });
   });
-  test('refused as typed WeightFormatErrors: counts out of range, layer kinds other than alternating, YaRN without rounding, other scalings', () => {
+  test('refused as typed WeightFormatErrors: counts out of range, layer kinds other than alternating, a truncate that is not a boolean, other scalings', () => {
     const bad = (patch: Record<string, unknown>) => () => decoderConfigFromHf({ ...HF, ...patch });
     expect(bad({ num_local_experts: 0 })).toThrow(WeightFormatError);
     expect(bad({ num_local_experts: 2 ** 31 })).toThrow(WeightFormatError);
     expect(bad({ num_experts_per_tok: 9 })).toThrow(/experts used per token must be in 1\.\.8/);
     expect(bad({ layer_types: ['full_attention', 'sliding_attention', 'full_attention', 'sliding_attention'] })).toThrow(WeightFormatError);
-    expect(bad({ rope_scaling: { ...HF.rope_scaling, truncate: false } })).toThrow(/truncate: false/);
+    expect(bad({ rope_scaling: { ...HF.rope_scaling, truncate: 'no' } })).toThrow(WeightFormatError);
     expect(bad({ rope_scaling: { rope_type: 'linear', factor: 2 } })).toThrow(WeightFormatError);
   });
 });

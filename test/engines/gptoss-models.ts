@@ -45,7 +45,7 @@ export interface GptossRoute {
 /**
  * A float64 forward pass of a gpt-oss config and f32 weights (`w(name)`: canonical names, the
  * experts per expert), written from the published semantics (transformers' GptOssForCausalLM with
- * llama.cpp's YaRN: correction dims floored/ceiled, cos/sin × (1 + 0.1 ln factor)), independent of
+ * llama.cpp's YaRN: correction dims floored/ceiled unless ropeYarnUnroundedDims, cos/sin × (1 + 0.1 ln factor)), independent of
  * the engine: RMSNorm; q/k/v/o with biases; NeoX RoPE; scores/√headDim, a sliding layer's query at
  * p seeing keys (p − window, p], the head's sink logit joined to each softmax's denominator; the
  * router (+ bias), its top k, a softmax over those k; each expert's g = min(gate, limit),
@@ -71,7 +71,9 @@ export function gptossReference(c: DecoderConfig, w: (name: string) => Float32Ar
   // YaRN's per-pair angles and magnitude (llama.cpp's ggml_rope_yarn_corr_dims and rope_yarn).
   const factor = c.ropeYarnFactor ?? 1;
   const corr = (beta: number) => (hd * Math.log(c.ropeYarnOriginalContext! / (beta * 2 * Math.PI))) / (2 * Math.log(c.ropeTheta));
-  const low = Math.max(0, Math.floor(corr(c.ropeYarnBetaFast ?? 32))), high = Math.min(hd - 1, Math.ceil(corr(c.ropeYarnBetaSlow ?? 1)));
+  // ropeYarnUnroundedDims: transformers' truncate: false, the dims as computed.
+  const round = c.ropeYarnUnroundedDims ? (x: number) => x : undefined;
+  const low = Math.max(0, (round ?? Math.floor)(corr(c.ropeYarnBetaFast ?? 32))), high = Math.min(hd - 1, (round ?? Math.ceil)(corr(c.ropeYarnBetaSlow ?? 1)));
   const mscale = c.ropeYarnFactor ? 1 + 0.1 * Math.log(factor) : 1;
   const rope = (h: Float64Array, pos: number) => {
     const half = hd / 2, out = new Float64Array(hd);
