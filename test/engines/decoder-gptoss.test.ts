@@ -26,7 +26,7 @@ import type { ModelWeights } from '../../lib/addon/weights';
 import { testWorkspace } from '../helpers/workspace';
 import { argmax, greedy, maxAbsDiff } from './decoder-helpers';
 import type { FamilyReference } from './family-models';
-import { gptossFiles, gptossReference, gptossUsable as usable, LLAMA_CPP, PEERS } from './gptoss-models';
+import { gptossFiles, gptossReference, gptossUsable as usable, LLAMA_CPP, PEERS, GPTOSS_PROMPT as PROMPT } from './gptoss-models';
 import { writeWeights } from '../../lib/formats';
 import { dequantize } from '../../lib/formats/quantization/dequantize';
 import { inspectReport, renderReport } from '../../lib/cli/inspect';
@@ -41,7 +41,6 @@ const quantizable = usable && fs.existsSync(QUANTIZE);
 
 const ws = testWorkspace('gptoss-');
 const VOCAB = 64;
-export const PROMPT = [3, 14, 15, 9, 26, 5, 35, 8, 9, 7, 9, 3, 23, 8, 4, 6, 2, 6, 43, 3, 38, 32];
 
 /** The forms: the generator's GGUF files, and llama-quantize's types of the f32 one. */
 const FORMS = ['gptoss-f32', 'gptoss-bf16', 'gptoss-mxfp4', 'gptoss-Q8_0', 'gptoss-Q6_K', 'gptoss-Q4_K_M'] as const;

@@ -12,6 +12,8 @@ import { DECODER_NAMES, isSlidingLayer, type DecoderConfig } from '../../lib/arc
 
 export const PEERS = process.env.WEIGHTMAP_PEERS_CACHE ?? path.join(os.homedir(), '.cache', 'weightmap-peers');
 export const LLAMA_CPP = path.join(PEERS, 'llama.cpp');
+/** The tests' prompt (22 tokens: longer than the model's sliding window of 8). */
+export const GPTOSS_PROMPT = [3, 14, 15, 9, 26, 5, 35, 8, 9, 7, 9, 3, 23, 8, 4, 6, 2, 6, 43, 3, 38, 32];
 export const gptossUsable = fs.existsSync(path.join(LLAMA_CPP, 'gguf-py', 'gguf', 'quants.py')) && spawnSync('python3', ['-c', 'import numpy'], { stdio: 'ignore' }).status === 0;
 
 /** The generator's files: the GGUF forms and the HF folders of the same weights (see scripts/interop/gptoss-gguf.py). */
