@@ -229,6 +229,35 @@ suite('gpt-oss against llama.cpp', () => {
     expect(theirs.greedy).toEqual(table.greedy);
   }, 60_000);
 
+  // The way back: the GGUF file as an HF folder in transformers' layout, tensor for tensor the
+  // generator's folder of the same values (its gate_up interleaving, transposes and MXFP4 nibbles).
+  test.each([['gptoss-f32', 'hf-f32'], ['gptoss-mxfp4', 'hf-mxfp4']] as const)('%s -> HF folder: the tensors of %s as the generator wrote them, config.json\'s keys as transformers names them; read back, the same logits', async (gguf, form) => {
+    const out = ws.fresh(`${gguf}-hf`);
+    fs.mkdirSync(out);
+    await writeWeights(await ws.read(files[gguf]!), path.join(out, 'model.safetensors'), { format: 'safetensors' });
+    const header = (dir: string) => {
+      const b = fs.readFileSync(path.join(dir, 'model.safetensors'));
+      const n = Number(b.readBigUInt64LE(0));
+      const h = JSON.parse(b.toString('utf8', 8, 8 + n)) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
+      delete h.__metadata__;
+      return { h, data: (name: string) => b.subarray(8 + n + h[name].data_offsets[0], 8 + n + h[name].data_offsets[1]) };
+    };
+    const [got, want] = [header(out), header(folders[form]!)];
+    expect(Object.keys(got.h).sort()).toEqual(Object.keys(want.h).sort());
+    for (const name of Object.keys(want.h)) {
+      expect([name, got.h[name].dtype, got.h[name].shape]).toEqual([name, want.h[name].dtype, want.h[name].shape]);
+      expect([name, Buffer.compare(got.data(name), want.data(name))]).toEqual([name, 0]);
+    }
+    const config = JSON.parse(fs.readFileSync(path.join(out, 'config.json'), 'utf8'));
+    const reference = JSON.parse(fs.readFileSync(path.join(folders[form]!, 'config.json'), 'utf8'));
+    for (const key of ['architectures', 'model_type', 'num_local_experts', 'num_experts_per_tok', 'intermediate_size', 'sliding_window', 'layer_types', 'swiglu_limit', 'head_dim', 'rope_theta']) {
+      expect([key, config[key]]).toEqual([key, reference[key]]);
+    }
+    expect(config.rope_scaling).toMatchObject(reference.rope_scaling);
+    expect(config.quantization_config?.quant_method).toBe(reference.quantization_config?.quant_method);
+    expect(await logitsOf(await ws.read(out))).toEqual(await logitsOf(await ws.read(files[gguf]!)));
+  });
+
   test('an HF config GGUF cannot hold is refused: truncate: false (unrounded YaRN dims), a clamp other than llama.cpp\'s 7', async () => {
     const hf = await ws.read(folders['hf-f32']!);
     const ref = await ws.read(files['gptoss-f32']!);
