@@ -135,9 +135,10 @@ function down(t: Map<string, TensorView>, prefix: string, l: number, E: number, 
   return out;
 }
 
-/** The bytes of [at, at + n) of a view's source, copied (aligned for typed-array access). */
-function copyOf(v: TensorView, at: number, n: number): Uint8Array {
-  return Uint8Array.prototype.slice.call(v.source.range(v.byteOffset + at, n));
+/** The bytes of [at, at + n) of a view's source, in place when aligned to `align` (typed-array access), else copied. */
+function bytesOf(v: TensorView, at: number, n: number, align = 1): Uint8Array {
+  const bytes = v.source.range(v.byteOffset + at, n);
+  return bytes.byteOffset % align === 0 ? bytes : Uint8Array.prototype.slice.call(bytes);
 }
 
 /** Element-wise copies of 1, 2 or 4 bytes, as unsigned integers (no float rounding). */
@@ -146,6 +147,9 @@ function elements(bytes: Uint8Array, size: number): Uint8Array | Uint16Array | U
   if (size === 2) return new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 2);
   return bytes;
 }
+
+/** Output rows converted between two turns of the event loop (the writer awaits each chunk). */
+const ROWS_PER_CHUNK = 64;
 
 /**
  * Expert e's matrix [cols / step, rows] out of a float view [E, rows, cols]: the transpose of its
@@ -157,14 +161,17 @@ function columns(v: TensorView, name: string, e: number, rows: number, cols: num
   return {
     name, dtype: v.dtype, shape: [outRows, rows], byteLength: outRows * rows * size,
     *chunks() {
-      const src = elements(copyOf(v, e * rows * cols * size, rows * cols * size), size);
-      const bytes = new Uint8Array(outRows * rows * size);
-      const dst = elements(bytes, size);
-      for (let r = 0; r < outRows; r++) {
-        const c = c0 + r * step;
-        for (let i = 0; i < rows; i++) dst[r * rows + i] = src[i * cols + c];
+      const src = elements(bytesOf(v, e * rows * cols * size, rows * cols * size, size), size);
+      for (let r0 = 0; r0 < outRows; r0 += ROWS_PER_CHUNK) {
+        const r1 = Math.min(outRows, r0 + ROWS_PER_CHUNK);
+        const bytes = new Uint8Array((r1 - r0) * rows * size);
+        const dst = elements(bytes, size);
+        for (let r = r0; r < r1; r++) {
+          const c = c0 + r * step, at = (r - r0) * rows;
+          for (let i = 0; i < rows; i++) dst[at + i] = src[i * cols + c];
+        }
+        yield bytes;
       }
-      yield bytes;
     },
   };
 }
@@ -175,7 +182,7 @@ function everyOther(v: TensorView, name: string, E: number, f: number, r0: numbe
   return {
     name, dtype: v.dtype, shape: [E, f], byteLength: E * f * size,
     *chunks() {
-      const src = elements(copyOf(v, 0, v.byteLength), size);
+      const src = elements(bytesOf(v, 0, v.byteLength, size), size);
       const bytes = new Uint8Array(E * f * size);
       const dst = elements(bytes, size);
       for (let i = 0; i < E * f; i++) dst[i] = src[2 * i + r0];
@@ -187,7 +194,8 @@ function everyOther(v: TensorView, name: string, E: number, f: number, r0: numbe
 /**
  * Expert e's MXFP4 matrix [rows / step, cols] in ggml's blocks, from HF's blocks [E, rows, cols/32, 16]
  * and scales [E, rows, cols/32]: its rows r0, r0 + step, ...; each block's exponent byte kept, its
- * nibbles reordered: ggml qs[j] = element j | element j + 16 << 4, HF byte j = element 2j | 2j + 1 << 4.
+ * nibbles reordered: ggml qs[j] = element j | element j + 16 << 4, HF byte j = element 2j | 2j + 1 << 4,
+ * so qs[2i] = (b[i] & 15) | (b[8 + i] & 15) << 4 and qs[2i + 1] = b[i] >> 4 | (b[8 + i] & 0xf0).
  */
 function mxfp4Rows(blocks: TensorView, scales: TensorView, name: string, e: number, rows: number, cols: number, r0: number, step: number): ConvertedTensor {
   const nb = cols / MX.values;
@@ -195,24 +203,25 @@ function mxfp4Rows(blocks: TensorView, scales: TensorView, name: string, e: numb
   return {
     name, dtype: 'ggml_mxfp4', shape: [outRows, cols], byteLength: outRows * nb * MX.bytes,
     *chunks() {
-      const b = copyOf(blocks, e * rows * nb * 16, rows * nb * 16);
-      const s = copyOf(scales, e * rows * nb, rows * nb);
-      const out = new Uint8Array(outRows * nb * MX.bytes);
-      const nib = new Uint8Array(32);
-      for (let r = 0; r < outRows; r++) {
-        const row = r0 + r * step;
-        for (let k = 0; k < nb; k++) {
-          const src = (row * nb + k) * 16, dst = (r * nb + k) * MX.bytes;
-          for (let j = 0; j < 16; j++) {
-            const byte = b[src + j];
-            nib[2 * j] = byte & 0x0f;
-            nib[2 * j + 1] = byte >> 4;
+      const b = bytesOf(blocks, e * rows * nb * 16, rows * nb * 16);
+      const s = bytesOf(scales, e * rows * nb, rows * nb);
+      for (let first = 0; first < outRows; first += ROWS_PER_CHUNK) {
+        const last = Math.min(outRows, first + ROWS_PER_CHUNK);
+        const out = new Uint8Array((last - first) * nb * MX.bytes);
+        for (let r = first; r < last; r++) {
+          const row = r0 + r * step;
+          for (let k = 0; k < nb; k++) {
+            const src = (row * nb + k) * 16, dst = ((r - first) * nb + k) * MX.bytes;
+            out[dst] = s[row * nb + k];
+            for (let i = 0; i < 8; i++) {
+              const lo = b[src + i], hi = b[src + 8 + i];
+              out[dst + 1 + 2 * i] = (lo & 0x0f) | ((hi & 0x0f) << 4);
+              out[dst + 2 + 2 * i] = (lo >> 4) | (hi & 0xf0);
+            }
           }
-          out[dst] = s[row * nb + k];
-          for (let j = 0; j < 16; j++) out[dst + 1 + j] = nib[j] | (nib[j + 16] << 4);
         }
+        yield out;
       }
-      yield out;
     },
   };
 }
@@ -345,10 +354,13 @@ function hfMxfp4(base: string, even: TensorView[], odd: TensorView[] | undefined
             out[r * nb + b] = src[at];
             continue;
           }
-          const dst = (r * nb + b) * 16;
-          // element i: qs[i] low nibble (i < 16), qs[i - 16] high; HF byte j = element 2j | element 2j + 1 << 4.
-          const nib = (i: number) => (i < 16 ? src[at + 1 + i] & 0x0f : src[at + 1 + i - 16] >> 4);
-          for (let j = 0; j < 16; j++) out[dst + j] = nib(2 * j) | (nib(2 * j + 1) << 4);
+          // The inverse of mxfp4Rows's reordering: HF byte i = qs[2i] & 15 | qs[2i + 1] << 4, byte 8 + i their high nibbles.
+          const dst = (r * nb + b) * 16, q = at + 1;
+          for (let i = 0; i < 8; i++) {
+            const even = src[q + 2 * i], odd = src[q + 2 * i + 1];
+            out[dst + i] = (even & 0x0f) | ((odd & 0x0f) << 4);
+            out[dst + 8 + i] = (even >> 4) | (odd & 0xf0);
+          }
         }
       }
       yield out;
