@@ -18,6 +18,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { WeightFormatError } from '../../lib/base/errors';
 import { DecoderEngine } from '../../lib/engines/decoder';
@@ -173,6 +174,16 @@ suite('gpt-oss against llama.cpp', () => {
     expect(renderReport(report)).toContain(`converted:    52 tensors (`);
     const again = await readWith(cache);
     expect(again.converted).toEqual({ ...converted, reused: true });
+  });
+
+  test('with the cache off (WEIGHTMAP_CACHE=off) the experts are converted into a temporary file, unlinked once mapped', async () => {
+    const suiteCache = process.env.WEIGHTMAP_CACHE;
+    process.env.WEIGHTMAP_CACHE = 'off';
+    const w = await ws.read(folders['hf-mxfp4']!).finally(() => (process.env.WEIGHTMAP_CACHE = suiteCache));
+    expect(w.converted).toMatchObject({ tensors: 52, reused: false });
+    expect(path.dirname(w.converted!.file)).toBe(os.tmpdir());
+    expect(fs.existsSync(w.converted!.file)).toBe(false);
+    expect(await logitsOf(w)).toEqual(await logitsOf(await ws.read(files['gptoss-mxfp4']!)));
   });
 
   test('HF config.json rope_scaling truncate: false (the released gpt-oss config): the correction dims unrounded, as the float64 reference computes them (rounding them moves its logits 5× past the f32 tolerance)', async () => {
