@@ -149,6 +149,12 @@ export interface ModelWeights {
   tokenizer?: TokenizerData;
   /** Every file mapped for these weights. */
   sources: MappedSource[];
+  /**
+   * Tensors the reader could not view in place and converted once into a mapped file of the cache
+   * (gpt-oss's HF experts: lib/formats/containers/converted-file.ts): that file, how many tensors
+   * and bytes, and whether the cache held it already.
+   */
+  converted?: { file: string; tensors: number; bytes: number; reused: boolean };
 }
 
 /** Finds a tensor by canonical name. */

@@ -20,6 +20,8 @@ export interface InspectReport {
   tokenizer?: { kind: string; tokens: number };
   /** A mixture of experts: experts per layer, those a token uses, and what one token reads. */
   experts?: ExpertsReport;
+  /** Tensors converted at read into a mapped file of the cache (ModelWeights.converted: gpt-oss's HF experts). */
+  converted?: NonNullable<ModelWeights['converted']>;
 }
 
 /** What one token of a mixture-of-experts model reads of its weights. */
@@ -82,6 +84,7 @@ export function inspectReport(weights: ModelWeights): InspectReport {
     metadata,
     ...(weights.tokenizer ? { tokenizer: { kind: weights.tokenizer.kind, tokens: weights.tokenizer.tokens.length } } : {}),
     ...(experts ? { experts } : {}),
+    ...(weights.converted ? { converted: weights.converted } : {}),
   };
 }
 
@@ -110,6 +113,10 @@ export function renderReport(r: InspectReport): string {
   if (r.experts) {
     const e = r.experts;
     lines.push(`experts:      ${e.activeExperts} of ${e.experts} per token (${formatBytes(e.expertBytes)} of experts)`, `read/token:   ${formatBytes(e.bytesPerToken)} (${e.bytesPerToken} bytes)`);
+  }
+  if (r.converted) {
+    const c = r.converted;
+    lines.push(`converted:    ${c.tensors} tensors (${formatBytes(c.bytes)}) not viewable in place, converted once into ${c.file}${c.reused ? ' (the cache held it)' : ''}`);
   }
   lines.push('config:');
   for (const [k, v] of Object.entries(r.config as Record<string, unknown>)) lines.push(`  ${k}: ${JSON.stringify(v)}`);

@@ -20,8 +20,9 @@ void Rope::Angles(int64_t pos, float* cs) const {
   const int64_t half = rot_dim / 2;
   if (yarn_factor > 0) {
     // ggml_rope_yarn_corr_dims, then rope_yarn's ramp and magnitude scale (f32 as ggml computes them).
-    const float low = std::max(0.0f, floorf(CorrDim(rot_dim, yarn_orig_ctx, beta_fast, theta)));
-    const float high = std::min(static_cast<float>(rot_dim - 1), ceilf(CorrDim(rot_dim, yarn_orig_ctx, beta_slow, theta)));
+    const float fast = CorrDim(rot_dim, yarn_orig_ctx, beta_fast, theta), slow = CorrDim(rot_dim, yarn_orig_ctx, beta_slow, theta);
+    const float low = std::max(0.0f, yarn_unrounded ? fast : floorf(fast));
+    const float high = std::min(static_cast<float>(rot_dim - 1), yarn_unrounded ? slow : ceilf(slow));
     const float mscale = static_cast<float>(attn_factor) * (1.0f + 0.1f * logf(static_cast<float>(yarn_factor)));
     for (int64_t i = 0; i < half; i++) {
       const double extrap = static_cast<double>(pos) * std::pow(theta, -2.0 * i / rot_dim);

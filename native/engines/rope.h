@@ -20,6 +20,9 @@ struct Rope {
   double yarn_factor = 0;
   int64_t yarn_orig_ctx = 0;
   double beta_fast = 32, beta_slow = 1, attn_factor = 1;
+  // The correction dims as computed, not floored/ceiled (transformers' rope_scaling truncate: false,
+  // gpt-oss's released config; ggml always rounds them).
+  bool yarn_unrounded = false;
 
   // cs[rot_dim]: the cosines of the rot_dim/2 pair angles at `pos`, then their sines, with
   // angle_i = pos · θ^(-2i/rot_dim) / factor_i computed in double and rounded once.

@@ -135,6 +135,7 @@ constexpr Field kFields[] = {
     {"ropeYarnBetaFast", kOptional, Member<&C::yarn_beta_fast>},
     {"ropeYarnBetaSlow", kOptional, Member<&C::yarn_beta_slow>},
     {"ropeAttentionFactor", kOptional, Member<&C::yarn_attn_factor>},
+    {"ropeYarnUnroundedDims", kOptional, Member<&C::yarn_unrounded>},
 };
 
 template <typename E, size_t N>

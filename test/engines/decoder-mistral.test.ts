@@ -7,6 +7,7 @@
  */
 import { DecoderEngine } from '../../lib/engines/decoder';
 import { writeGguf } from '../../lib/formats/writing/gguf-writer';
+import { writeWeights } from '../../lib/formats';
 import { decoderConfigFromHf, hfConfigFromDecoder } from '../../lib/formats/containers/hf-config';
 import type { DecoderConfig } from '../../lib/architectures/decoder';
 import { testWorkspace } from '../helpers/workspace';
@@ -106,5 +107,19 @@ test("GGUF written from the HF folder reads back as Mistral (llama.cpp's llama +
     expect(maxAbsDiff(await engineLogits(ggufEngine, PROMPT), await engineLogits(engine, PROMPT))).toBeLessThanOrEqual(1e-5);
   } finally {
     ggufEngine.dispose();
+  }
+});
+
+test('a sepweight tree of the HF folder keeps the window (its config.json): the same config and logits', async () => {
+  const hf = await ws.read(writeHfFolder(model, ws.fresh('hf')));
+  const tree = ws.fresh('tree');
+  await writeWeights(hf, tree, { format: 'sepweight' });
+  const back = await ws.read(tree);
+  expect(back.config).toEqual(hf.config);
+  const treeEngine = await DecoderEngine.load(back, { threads: 2 });
+  try {
+    expect(maxAbsDiff(await engineLogits(treeEngine, PROMPT), await engineLogits(engine, PROMPT))).toBe(0);
+  } finally {
+    treeEngine.dispose();
   }
 });

@@ -56,7 +56,8 @@ test('every config field the native side reads is one the config readers write',
   const gptoss = decoderConfigFromHf({
     architectures: ['GptOssForCausalLM'], model_type: 'gpt_oss', hidden_size: 32, intermediate_size: 16, num_hidden_layers: 2, head_dim: 8,
     num_attention_heads: 4, num_key_value_heads: 2, vocab_size: 64, num_local_experts: 4, num_experts_per_tok: 2, attention_bias: true, sliding_window: 4,
-    layer_types: ['sliding_attention', 'full_attention'], rope_scaling: { rope_type: 'yarn', factor: 32, beta_fast: 32, beta_slow: 1, original_max_position_embeddings: 4096 },
+    // truncate: false, as the released config says (ropeYarnUnroundedDims).
+    layer_types: ['sliding_attention', 'full_attention'], rope_scaling: { rope_type: 'yarn', factor: 32, beta_fast: 32, beta_slow: 1, original_max_position_embeddings: 4096, truncate: false },
   });
   const configs = [gemma, granite, smollm3, phi4mini, qwen3moe, gptoss, await read('qwen2-bias', 'qwen2-bias.Q4_1.gguf'), await read('llama-ropefreqs', 'llama-ropefreqs.Q8_0.gguf')];
   const written = new Set(configs.flatMap((c) => Object.keys(c)));

@@ -12,14 +12,30 @@ import { DECODER_NAMES, isSlidingLayer, type DecoderConfig } from '../../lib/arc
 
 export const PEERS = process.env.WEIGHTMAP_PEERS_CACHE ?? path.join(os.homedir(), '.cache', 'weightmap-peers');
 export const LLAMA_CPP = path.join(PEERS, 'llama.cpp');
+/** The tests' prompt (22 tokens: longer than the model's sliding window of 8). */
+export const GPTOSS_PROMPT = [3, 14, 15, 9, 26, 5, 35, 8, 9, 7, 9, 3, 23, 8, 4, 6, 2, 6, 43, 3, 38, 32];
 export const gptossUsable = fs.existsSync(path.join(LLAMA_CPP, 'gguf-py', 'gguf', 'quants.py')) && spawnSync('python3', ['-c', 'import numpy'], { stdio: 'ignore' }).status === 0;
 
-/** Writes gptoss-f32.gguf and gptoss-mxfp4.gguf into `dir` (created); their paths. */
-export function gptossFiles(dir: string): { f32: string; mxfp4: string } {
+/** The generator's files: the GGUF forms and the HF folders of the same weights (see scripts/interop/gptoss-gguf.py). */
+export interface GptossFiles {
+  f32: string;
+  mxfp4: string;
+  bf16: string;
+  hfF32: string;
+  hfBf16: string;
+  hfMxfp4: string;
+}
+
+/** Writes the generator's files into `dir` (created); their paths. */
+export function gptossFiles(dir: string): GptossFiles {
   fs.mkdirSync(dir, { recursive: true });
   const run = spawnSync('python3', [path.join(__dirname, '..', '..', 'scripts', 'interop', 'gptoss-gguf.py'), LLAMA_CPP, dir], { encoding: 'utf8' });
   if (run.status !== 0) throw new Error(`gptoss-gguf.py failed: ${run.stderr}`);
-  return { f32: path.join(dir, 'gptoss-f32.gguf'), mxfp4: path.join(dir, 'gptoss-mxfp4.gguf') };
+  const at = (name: string) => path.join(dir, name);
+  return {
+    f32: at('gptoss-f32.gguf'), mxfp4: at('gptoss-mxfp4.gguf'), bf16: at('gptoss-bf16.gguf'),
+    hfF32: at('gptoss-hf-f32'), hfBf16: at('gptoss-hf-bf16'), hfMxfp4: at('gptoss-hf-mxfp4'),
+  };
 }
 
 /** What the float64 reference chose in one layer at one position: the k experts (ascending) and the gap between the k-th and (k+1)-th router logits. */
@@ -31,7 +47,7 @@ export interface GptossRoute {
 /**
  * A float64 forward pass of a gpt-oss config and f32 weights (`w(name)`: canonical names, the
  * experts per expert), written from the published semantics (transformers' GptOssForCausalLM with
- * llama.cpp's YaRN: correction dims floored/ceiled, cos/sin × (1 + 0.1 ln factor)), independent of
+ * llama.cpp's YaRN: correction dims floored/ceiled unless ropeYarnUnroundedDims, cos/sin × (1 + 0.1 ln factor)), independent of
  * the engine: RMSNorm; q/k/v/o with biases; NeoX RoPE; scores/√headDim, a sliding layer's query at
  * p seeing keys (p − window, p], the head's sink logit joined to each softmax's denominator; the
  * router (+ bias), its top k, a softmax over those k; each expert's g = min(gate, limit),
@@ -57,7 +73,9 @@ export function gptossReference(c: DecoderConfig, w: (name: string) => Float32Ar
   // YaRN's per-pair angles and magnitude (llama.cpp's ggml_rope_yarn_corr_dims and rope_yarn).
   const factor = c.ropeYarnFactor ?? 1;
   const corr = (beta: number) => (hd * Math.log(c.ropeYarnOriginalContext! / (beta * 2 * Math.PI))) / (2 * Math.log(c.ropeTheta));
-  const low = Math.max(0, Math.floor(corr(c.ropeYarnBetaFast ?? 32))), high = Math.min(hd - 1, Math.ceil(corr(c.ropeYarnBetaSlow ?? 1)));
+  // ropeYarnUnroundedDims: transformers' truncate: false, the dims as computed.
+  const round = c.ropeYarnUnroundedDims ? (x: number) => x : undefined;
+  const low = Math.max(0, (round ?? Math.floor)(corr(c.ropeYarnBetaFast ?? 32))), high = Math.min(hd - 1, (round ?? Math.ceil)(corr(c.ropeYarnBetaSlow ?? 1)));
   const mscale = c.ropeYarnFactor ? 1 + 0.1 * Math.log(factor) : 1;
   const rope = (h: Float64Array, pos: number) => {
     const half = hd / 2, out = new Float64Array(hd);

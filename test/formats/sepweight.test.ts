@@ -421,7 +421,7 @@ describe('sepweight writer', () => {
 
   test('refuses non-decoders and non-empty output folders', async () => {
     const tree = await read(STORIES_TREE);
-    await expect(sepweightFormat.write!({ ...tree, config: { architecture: 'unknown' } }, path.join(tmp.dir, 'u'))).rejects.toThrow(/Llama\/Qwen3/);
+    await expect(sepweightFormat.write!({ ...tree, config: { architecture: 'unknown' } }, path.join(tmp.dir, 'u'))).rejects.toThrow(/Llama\/Qwen2\/Qwen3\/.*Gptoss decoders, not unknown/);
     const busy = path.join(tmp.dir, `busy-${counter++}`);
     fs.mkdirSync(busy);
     fs.writeFileSync(path.join(busy, 'x'), 'x');

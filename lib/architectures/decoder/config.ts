@@ -92,8 +92,21 @@ export interface DecoderVariant {
    * (read and written by its hooks), which a format must hold to store the variant.
    */
   experts?: boolean;
+  /**
+   * HF checkpoints store the experts in gpt-oss's layout (fused gate_up, transposed, interleaved;
+   * MXFP4 `_blocks`/`_scales`), which the safetensors reader converts once into a cached file
+   * (lib/formats/containers/gptoss-hf.ts) rather than viewing in place.
+   */
+  hfExpertLayout?: 'gpt-oss';
   /** config.json's `attention_bias: true` is the variant's own biases (gpt-oss: q/k/v/o), not refused. */
   hfAttentionBias?: boolean;
+  /**
+   * The config fields beyond the GGUF writer's shared ones that the variant's GGUF keys (its
+   * toGguf hook) and llama.cpp's fixed graph for it hold (gpt-oss: biases, sinks, YaRN, ...).
+   */
+  ggufHolds?: readonly string[];
+  /** llama.cpp's names of the variant's per-layer tensors where they differ from the shared table: canonical suffix -> name (gpt-oss's FFN norm `post_attention_norm`). */
+  ggufTensorNames?: Readonly<Record<string, string>>;
   /** What the formats cannot say as data: the family's own config.json and GGUF keys. */
   hooks?: DecoderFormatHooks;
 }
@@ -133,7 +146,7 @@ export interface ConfigKeys {
 }
 
 /** A GGUF key a hook writes: the key without the `<arch>.` prefix, its type, its value. */
-export type GgufKeyValue = [key: string, type: 'u32' | 'f32', value: number];
+export type GgufKeyValue = [key: string, type: 'u32' | 'f32', value: number] | [key: string, type: 'string', value: string];
 
 /**
  * A family's own keys (each hook optional; absent means the family has none of that kind). The
@@ -273,6 +286,12 @@ export interface DecoderConfig {
   ropeYarnBetaSlow?: number;
   /** With ropeYarnFactor: GGUF rope.scaling.attn_factor (default 1). */
   ropeAttentionFactor?: number;
+  /**
+   * With ropeYarnFactor: the correction dims are used as computed, not floored/ceiled
+   * (transformers' rope_scaling `truncate: false`, as gpt-oss's released config.json says; llama.cpp
+   * always rounds them, and GGUF has no key for it). Absent: rounded.
+   */
+  ropeYarnUnroundedDims?: boolean;
   bosTokenId?: number;
   eosTokenIds?: number[];
   /** Q8_0 group size of the stored weights, when quantized. */

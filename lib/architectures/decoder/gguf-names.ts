@@ -70,8 +70,11 @@ export function canonicalDecoderName(ggufName: string, sandwich = false, fused: 
   return perLayer[m[2]]?.(l);
 }
 
-/** Canonical decoder name -> llama.cpp tensor name (the inverse of canonicalDecoderName); other names unchanged. */
-export function ggufTensorName(canonical: string, sandwich = false, fused: readonly FusedTensor[] = []): string {
+/**
+ * Canonical decoder name -> llama.cpp tensor name (the inverse of canonicalDecoderName); other names
+ * unchanged. `own`: a variant's names of its own (DecoderVariant.ggufTensorNames), first.
+ */
+export function ggufTensorName(canonical: string, sandwich = false, fused: readonly FusedTensor[] = [], own: Readonly<Record<string, string>> = {}): string {
   const f = /^model\.layers\.(0|[1-9][0-9]*)\.(.+)\.weight$/.exec(canonical);
   const joined = f ? fused.find((t) => t.hf === f[2]) : undefined;
   if (f && joined) return `blk.${f[1]}.${joined.gguf}.weight`;
@@ -110,7 +113,7 @@ export function ggufTensorName(canonical: string, sandwich = false, fused: reado
     const norm = Object.keys(SANDWICH_NORMS).find((k) => m && SANDWICH_NORMS[k](Number(m[1])) === canonical);
     if (norm) return `blk.${m![1]}.${norm}.weight`;
   }
-  const short = m ? perLayer[m[2]] : undefined;
+  const short = m ? own[m[2]] ?? perLayer[m[2]] : undefined;
   return m && short ? `blk.${m[1]}.${short}.${m[2].endsWith('.bias') ? 'bias' : 'weight'}` : canonical;
 }
 

@@ -99,6 +99,7 @@ const EXTRA_TITLES: Readonly<Record<string, string>> = {
   ropeYarnBetaFast: 'YaRN RoPE scaling',
   ropeYarnBetaSlow: 'YaRN RoPE scaling',
   ropeAttentionFactor: 'YaRN RoPE scaling',
+  ropeYarnUnroundedDims: "unrounded YaRN correction dims (rope_scaling truncate: false)",
 };
 
 

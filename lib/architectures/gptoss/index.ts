@@ -9,10 +9,12 @@
  *
  * HF checkpoints store the experts fused and transposed (`mlp.experts.gate_up_proj` [experts,
  * hidden, 2·ffn] with gate and up interleaved column by column, MXFP4 `_blocks`/`_scales` in the
- * released ones): no row of that layout is a row of the engine's [out, in] matrices, so their
- * config is read but their expert tensors are not (convert them with llama.cpp's convert_hf_to_gguf.py).
+ * released ones) and name the router `mlp.router`: no row of that layout is a row of the engine's
+ * [out, in] matrices, so the safetensors reader converts the experts once into a cached file
+ * (hfExpertLayout; lib/formats/containers/gptoss-hf.ts) and maps it.
  */
-import type { ConfigKeys, DecoderConfig, DecoderVariant } from '../decoder/config';
+import { UnsupportedError } from '../../base/errors';
+import type { ConfigKeys, DecoderConfig, DecoderVariant, GgufKeyValue } from '../decoder/config';
 import { checkExpertCounts } from '../decoder/experts';
 
 declare module '../decoder/config' {
@@ -58,9 +60,7 @@ function hfSlidingWindow(f: ConfigKeys, numLayers: number): Pick<DecoderConfig, 
 
 /**
  * config.json's expert keys (num_local_experts, num_experts_per_tok; intermediate_size is each
- * expert's width) and swiglu_limit. Its checkpoints' expert tensors (fused, transposed,
- * interleaved: see above) are not read: such a folder fails as a MISSING_TENSOR WeightFormatError
- * for the per-expert matrices.
+ * expert's width) and swiglu_limit.
  */
 function fromHf(f: ConfigKeys, c: DecoderConfig): void {
   const d = HF_DEFAULTS;
@@ -77,8 +77,11 @@ function fromHfRopeScaling(r: ConfigKeys | undefined, c: DecoderConfig): void {
   const type = r.raw('rope_type') ?? r.raw('type');
   if (type === 'default') return;
   if (type !== 'yarn') r.fail('UNSUPPORTED', "gpt-oss rope_scaling other than 'yarn'", { found: type });
-  // truncate: false (gpt-oss's) would keep the correction dims unrounded, which llama.cpp does not do.
-  if (r.raw('truncate') === false) r.fail('UNSUPPORTED', "rope_scaling 'yarn' with truncate: false (llama.cpp rounds the correction dims)", { found: false });
+  // truncate: false (the released gpt-oss config's) keeps the correction dims unrounded, as
+  // transformers computes them; llama.cpp's converter drops the key and rounds.
+  const truncate = r.raw('truncate') ?? true;
+  if (typeof truncate !== 'boolean') r.fail('CONFIG_MISMATCH', "rope_scaling 'truncate' must be true or false", { found: truncate });
+  if (!truncate) c.ropeYarnUnroundedDims = true;
   c.ropeYarnFactor = r.num('factor', 1);
   c.ropeYarnOriginalContext = r.int('original_max_position_embeddings', c.maxSeqLen);
   c.ropeYarnBetaFast = r.num('beta_fast', 32);
@@ -95,7 +98,7 @@ function toHf(c: DecoderConfig, out: Record<string, unknown>): void {
   if (c.ropeYarnFactor !== undefined) {
     out.rope_scaling = {
       rope_type: 'yarn', factor: c.ropeYarnFactor, original_max_position_embeddings: c.ropeYarnOriginalContext,
-      beta_fast: c.ropeYarnBetaFast, beta_slow: c.ropeYarnBetaSlow,
+      beta_fast: c.ropeYarnBetaFast, beta_slow: c.ropeYarnBetaSlow, ...(c.ropeYarnUnroundedDims ? { truncate: false } : {}),
     };
   }
 }
@@ -129,10 +132,35 @@ function fromGguf(kv: ConfigKeys, c: DecoderConfig): void {
   }
 }
 
+/**
+ * The GGUF keys llama.cpp reads for gpt-oss (the sliding window is the writer's shared key). Its
+ * graph fixes the rest, so a config that differs is refused: the clamp at 7, biases, sinks, the
+ * softmax over the chosen k, layers sliding from layer 0 every other one, and YaRN's betas 32 and
+ * 1 (llama.cpp reads no yarn_beta keys for gpt-oss).
+ */
+function toGguf(c: DecoderConfig): GgufKeyValue[] {
+  const fixedOnes: [string, boolean][] = [
+    ['the clamped SwiGLU at 7', c.swigluLimit === SWIGLU_LIMIT], ['q/k/v, output, router and expert biases', !!(c.qkvBias && c.attentionOutputBias && c.expertBiases)],
+    ['attention sinks', c.attentionSinks === true], ['renormalized routing weights', c.normTopkProb === true],
+    ['sliding layers 0, 2, 4, ...', c.slidingWindow !== undefined && c.slidingWindowPattern === (c.numLayers >= SWA_PATTERN ? SWA_PATTERN : 0)],
+    ['YaRN betas 32 and 1', c.ropeYarnFactor === undefined || ((c.ropeYarnBetaFast ?? 32) === 32 && (c.ropeYarnBetaSlow ?? 1) === 1)],
+  ];
+  const missing = fixedOnes.filter(([, ok]) => !ok).map(([what]) => what);
+  if (missing.length > 0) throw new UnsupportedError(`GGUF gpt-oss runs in llama.cpp with ${missing.join(', ')}, which this config does not have`);
+  const out: GgufKeyValue[] = [['expert_count', 'u32', c.numExperts!], ['expert_used_count', 'u32', c.numExpertsPerToken!], ['expert_feed_forward_length', 'u32', c.expertIntermediateSize!]];
+  if (c.ropeYarnFactor !== undefined) {
+    out.push(['rope.scaling.type', 'string', 'yarn'], ['rope.scaling.factor', 'f32', c.ropeYarnFactor], ['rope.scaling.original_context_length', 'u32', c.ropeYarnOriginalContext ?? c.maxSeqLen]);
+    if ((c.ropeAttentionFactor ?? 1) !== 1) out.push(['rope.scaling.attn_factor', 'f32', c.ropeAttentionFactor!]);
+  }
+  return out;
+}
+
 export const gptoss: DecoderVariant = {
   title: 'gpt-oss',
   qkNorm: false, qkvBias: true, ggufRopePairing: 'half', ggufDefaultEps: 1e-5, ggufArchitecture: 'gpt-oss',
   hfModelTypes: ['gpt_oss'], hfClass: 'GptOssForCausalLM', hfClassPattern: /^GptOssForCausalLM$/, hfDefaultMaxPositions: 131072,
-  experts: true, hfAttentionBias: true,
-  hooks: { hfSlidingWindow, fromHf, fromHfRopeScaling, fromGguf, toHf, toHfSlidingWindow },
+  experts: true, hfAttentionBias: true, hfExpertLayout: 'gpt-oss',
+  ggufHolds: ['qkvBias', 'expertBiases', 'swigluLimit', 'attentionSinks', 'attentionOutputBias', 'ropeYarnFactor', 'ropeYarnOriginalContext', 'ropeYarnBetaFast', 'ropeYarnBetaSlow', 'ropeAttentionFactor'],
+  ggufTensorNames: { 'post_attention_layernorm.weight': 'post_attention_norm' },
+  hooks: { hfSlidingWindow, fromHf, fromHfRopeScaling, fromGguf, toHf, toHfSlidingWindow, toGguf },
 };

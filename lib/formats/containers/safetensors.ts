@@ -7,7 +7,8 @@
  *
  * HF model folders: `config.json` plus `model.safetensors`, or shards listed by
  * `model.safetensors.index.json` (`weight_map`: name -> shard file); a lone .safetensors file
- * takes the config.json beside it. Llama/Qwen3 and BERT configs (hf-config.ts) give decoder or
+ * takes the config.json beside it (gpt-oss's experts, which are no views, converted into a mapped
+ * cache file: gptoss-hf.ts, converted-file.ts). Llama/Qwen3 and BERT configs (hf-config.ts) give decoder or
  * encoder weights with canonical names (a `bert.` prefix and legacy LayerNorm gamma/beta are
  * normalised; rotary inv_freq, position_ids and MLM `cls.*` heads are dropped); anything else
  * reads as 'unknown' with the file's names.
@@ -15,7 +16,7 @@
  * Writer: one file from any ModelWeights. Tensors keep their dtype when safetensors has it
  * (q8_0 kinds are dequantized to f32; options.dtype converts every float tensor), matrices stored
  * transposed are written in canonical orientation, decoders with interleaved q/k are permuted into
- * HF order. Tensors are laid out by element size (largest first, stable) so every tensor is
+ * HF order; gpt-oss's experts go back into its checkpoint layout (gptoss-hf.ts). Tensors are laid out by element size (largest first, stable) so every tensor is
  * aligned to its element size; `__metadata__` comes first with "format": "pt". config.json (and
  * the sentence-transformers files for BERT) go beside the file for known architectures.
  */
@@ -23,9 +24,11 @@ import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { rangeError, UnsupportedError } from '../../base/errors';
 import { architectureOf } from '../../architectures';
-import { DECODER_VARIANTS, decoderFusedTensors, isDecoderConfig, type FusedPart } from '../../architectures/decoder';
+import { DECODER_NAMES, DECODER_VARIANTS, decoderCheckpointNames, decoderFusedTensors, isDecoderConfig, type FusedPart } from '../../architectures/decoder';
+import { convertedFile, type ConvertedFile } from './converted-file';
+import { GPTOSS_HF_CONVERSION, gptossHfOutput, gptossHfPlan, type GptossHfOutput } from './gptoss-hf';
 import { mapFile, type MappedSource } from '../../addon/mapping';
-import { DTYPE_BYTES, numel, rowBlockView, type DType, type PlainDType, type ModelWeights, type TensorView, type TokenizerData } from '../../addon/weights';
+import { DTYPE_BYTES, isGgmlBlockDType, numel, rowBlockView, type DType, type PlainDType, type ModelWeights, type TensorView, type TokenizerData } from '../../addon/weights';
 import type { ModelConfig } from '../../architectures/model-config';
 import { ByteCursor, checkLayerCount, fail } from './bytes';
 import { SAFETENSORS_INDEX, SAFETENSORS_MAX_HEADER_BYTES, SAFETENSORS_SINGLE, detectSafetensors } from './magic';
@@ -184,7 +187,8 @@ function checkShape(t: TensorView, shape: number[]): void {
   if (got.length !== shape.length || got.some((v, i) => v !== shape[i])) {
     fail('SHAPE_MISMATCH', `'${t.name}' disagrees with config.json`, { path: t.source.path, offset: t.byteOffset, expected: shape, found: got });
   }
-  if (t.dtype !== 'f32' && t.dtype !== 'f16' && t.dtype !== 'bf16') {
+  // ggml's blocks only come from a conversion (gpt-oss's MXFP4 experts): safetensors has no such dtype.
+  if (t.dtype !== 'f32' && t.dtype !== 'f16' && t.dtype !== 'bf16' && !isGgmlBlockDType(t.dtype)) {
     fail('BAD_DTYPE', `'${t.name}' is ${t.dtype}; weights must be F32, F16 or BF16`, { path: t.source.path, offset: t.byteOffset, expected: 'F32 | F16 | BF16', found: DTYPE_NAMES[t.dtype as PlainDType] ?? t.dtype });
   }
 }
@@ -208,9 +212,10 @@ function layerCounts(config: ModelConfig): [string, number][] {
   return architectureOf(config)?.layerCounts(config) ?? [];
 }
 
-function canonicalize(config: ModelConfig, views: TensorView[], path: string): TensorView[] {
-  for (const [key, layers] of layerCounts(config)) checkLayerCount(key, layers, views.length, { path });
-  const arch = architectureTensors(config, views);
+/** `keys`: the checkpoint's own names, which decide its naming (the views' names unless some were converted). */
+function canonicalize(config: ModelConfig, views: TensorView[], path: string, keys: TensorView[] = views): TensorView[] {
+  for (const [key, layers] of layerCounts(config)) checkLayerCount(key, layers, keys.length, { path });
+  const arch = architectureTensors(config, keys);
   if (!arch) return views;
   const specs = new Map(arch.specs.map((s) => [s.name, s]));
   const out: TensorView[] = [];
@@ -240,6 +245,20 @@ function canonicalize(config: ModelConfig, views: TensorView[], path: string): T
     if (!s.optional && !have.has(s.name)) fail('MISSING_TENSOR', `the checkpoint has no '${s.name}'`, { path, expected: s.name, found: 'absent' });
   }
   return out;
+}
+
+/**
+ * A variant whose HF experts are not views (gpt-oss: hfExpertLayout): its checkpoint's views with
+ * the expert tensors replaced by their converted forms, mapped from the cache's file (written now
+ * when the cache does not hold it); undefined for other configs.
+ */
+async function convertExperts(config: ModelConfig, views: TensorView[], files: string[], path: string): Promise<{ views: TensorView[]; file: ConvertedFile; summary: NonNullable<ModelWeights['converted']> } | undefined> {
+  if (!isDecoderConfig(config) || DECODER_VARIANTS[config.architecture].hfExpertLayout !== 'gpt-oss') return undefined;
+  for (const [key, layers] of layerCounts(config)) checkLayerCount(key, layers, views.length, { path });
+  const plan = gptossHfPlan(config, views, decoderCheckpointNames(views.map((v) => v.name)));
+  const file = await convertedFile(GPTOSS_HF_CONVERSION, files, plan.converted);
+  const bytes = plan.converted.reduce((n, t) => n + t.byteLength, 0);
+  return { views: [...plan.views, ...file.views], file, summary: { file: file.path, tensors: plan.converted.length, bytes, reused: file.reused } };
 }
 
 /** A BERT folder's WordPiece vocabulary (vocab.txt or tokenizer.json), for writers that embed it (EMBD). */
@@ -277,9 +296,14 @@ async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeig
     }
     const hf = readHfFolderConfig(where.configDir);
     const config: ModelConfig = hf?.config ?? { architecture: 'unknown' };
-    const tensors = canonicalize(config, views, path);
+    const converted = await convertExperts(config, views, where.files, path);
+    if (converted) sources.push(converted.file.source);
+    const tensors = canonicalize(config, converted?.views ?? views, path, views);
     const tokenizer = architectureOf(config)?.hfVocabulary === 'wordpiece' ? await bertVocabulary(where.configDir) : undefined;
-    return { format: 'safetensors', path, architecture: config.architecture, config, tensors, metadata, ...(tokenizer ? { tokenizer } : {}), sources };
+    return {
+      format: 'safetensors', path, architecture: config.architecture, config, tensors, metadata, ...(tokenizer ? { tokenizer } : {}), sources,
+      ...(converted ? { converted: converted.summary } : {}),
+    };
   } catch (error) {
     for (const s of sources) s.close();
     throw error;
@@ -295,12 +319,14 @@ interface Planned {
   shape: number[];
   byteLength: number;
   /** How the bytes are produced. */
-  mode: 'raw' | 'floats' | 'permuted' | 'shifted' | 'fused';
+  mode: 'raw' | 'floats' | 'permuted' | 'shifted' | 'fused' | 'chunks';
   rows?: Int32Array;
   /** 'fused': the tensors whose rows it joins, in order (Phi-3's qkv_proj, gate_up_proj). */
   parts?: TensorView[];
   /** 'shifted': added to every value. */
   shift?: number;
+  /** 'chunks': the bytes, made in order (gpt-oss's experts in its checkpoint layout). */
+  chunks?: () => Iterable<Uint8Array>;
 }
 
 /**
@@ -311,10 +337,26 @@ function hfNormShift(c: ModelConfig): number {
   return isDecoderConfig(c) && DECODER_VARIANTS[c.architecture].normWeightsPlusOne ? (c.normWeightOffset ?? 0) - 1 : 0;
 }
 
-function plan(weights: ModelWeights, options: WriteOptions): Planned[] {
+/**
+ * A variant whose checkpoints keep the experts in gpt-oss's layout (hfExpertLayout): those tensors
+ * as the checkpoint holds them, in the source's float dtype (or options.dtype; MXFP4 as MXFP4).
+ */
+function hfExpertOutput(weights: ModelWeights, options: WriteOptions): GptossHfOutput | undefined {
+  const c = weights.config;
+  if (!isDecoderConfig(c) || DECODER_VARIANTS[c.architecture].hfExpertLayout !== 'gpt-oss') return undefined;
+  const source = weights.tensors.find((t) => t.name === DECODER_NAMES.router(0))?.dtype;
+  const dtype = options.dtype ?? (source === 'f16' || source === 'bf16' ? source : 'f32');
+  return gptossHfOutput(c, new Map(weights.tensors.map((v) => [v.name, v])), dtype);
+}
+
+function plan(weights: ModelWeights, options: WriteOptions, experts: GptossHfOutput | undefined): Planned[] {
   const { qkRowSources } = writing();
   const c = weights.config;
   const out: Planned[] = [];
+  for (const t of experts?.tensors ?? []) {
+    const view = { name: t.name, dtype: t.dtype, shape: t.shape, source: weights.sources[0], byteOffset: 0, byteLength: t.byteLength };
+    out.push({ view, dtype: t.dtype, shape: t.shape, byteLength: t.byteLength, mode: 'chunks', chunks: () => t.chunks() });
+  }
   // A fused tensor is written where its first part was, from all of them.
   const byName = new Map(weights.tensors.map((v) => [v.name, v]));
   const fusedAt = new Map<string, [string, string[]]>();
@@ -323,7 +365,10 @@ function plan(weights: ModelWeights, options: WriteOptions): Planned[] {
     fusedAt.set(group[1][0], group);
     for (const p of group[1]) fusedPart.add(p);
   }
-  for (const view of weights.tensors) {
+  for (const source of weights.tensors) {
+    if (experts?.replaced.has(source.name)) continue;
+    const hfName = experts?.renamed.get(source.name);
+    const view = hfName ? { ...source, name: hfName } : source;
     const group = fusedAt.get(view.name);
     if (group) {
       const parts = group[1].map((name) => byName.get(name));
@@ -385,7 +430,8 @@ function encodeHeader(planned: Planned[], metadata: Record<string, string>, hfNa
 
 async function write(weights: ModelWeights, path: string, options: WriteOptions = {}): Promise<void> {
   const { hfTokenizerFiles, permutedRowChunks, runWriteJob, writeOutputs } = writing();
-  const planned = plan(weights, options);
+  const experts = hfExpertOutput(weights, options);
+  const planned = plan(weights, options, experts);
   const metadata: Record<string, string> = { format: 'pt' };
   if (weights.format === 'safetensors') {
     for (const [k, v] of Object.entries(weights.metadata)) if (typeof v === 'string') metadata[k] = v;
@@ -399,7 +445,10 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
   const dtypes = new Set(planned.map((p) => p.dtype));
   const torchDtype = dtypes.has('f32') ? 'float32' : dtypes.has('bf16') ? 'bfloat16' : dtypes.has('f16') ? 'float16' : undefined;
   const config = isDecoderConfig(c) ? { ...c, ropePairing: 'half' as const, ...(hfNormShift(c) !== 0 ? { normWeightOffset: 1 } : {}) } : c;
-  const files: [string, string | Uint8Array][] = hfFolderConfigFiles(config, torchDtype ? { torch_dtype: torchDtype } : {});
+  const files: [string, string | Uint8Array][] = hfFolderConfigFiles(config, {
+    ...(torchDtype ? { torch_dtype: torchDtype } : {}),
+    ...(experts?.quantizationConfig ? { quantization_config: experts.quantizationConfig } : {}),
+  });
   if (architectureOf(c)?.hfVocabulary === 'wordpiece') {
     const t = weights.tokenizer;
     const wordPiece = t?.kind === 'wordpiece' ? t : t?.kind === 'gguf' && t.model === 'bert' ? wordPieceFromGguf(t) : undefined;
@@ -419,8 +468,9 @@ async function write(weights: ModelWeights, path: string, options: WriteOptions 
         else if (p.mode === 'permuted') await job.writeFloats(permutedRowChunks(p.view, p.rows!), p.dtype as FloatDType, p.view.name);
         else if (p.mode === 'shifted') await job.writeFloats(shiftedChunks(p.view, p.shift!), p.dtype as FloatDType, p.view.name);
         else if (p.mode === 'fused') await job.writeFloats(joinedChunks(p.parts!), p.dtype as FloatDType, p.view.name);
+        else if (p.mode === 'chunks') for (const chunk of p.chunks!()) await job.write(chunk, p.view.name);
         else await job.writeTensor(p.view, p.dtype as FloatDType, false);
-        releasePages(p.view);
+        if (p.mode !== 'chunks') releasePages(p.view);
       }
     });
   });

@@ -112,11 +112,22 @@ export function specLayers(spec: PartSpec, numLayers: number): number[] {
 // ---------------------------------------------------------------------------------------------
 // Key schemes
 
-/** The decoder fields beyond Llama's that the key schemes hold (no bias stems, no RoPE factors; the hf scheme's experts). */
-export const SEPWEIGHT_HOLDS: readonly string[] = ['qkNorm', ...EXPERT_FIELDS];
+/**
+ * The decoder fields beyond Llama's that the tree holds (no RoPE factors): the hf scheme's bias and
+ * sink stems and experts, and what its config.json says (sliding windows, gpt-oss's YaRN and clamp).
+ */
+export const SEPWEIGHT_HOLDS: readonly string[] = [
+  'qkNorm', 'qkvBias', ...EXPERT_FIELDS, 'expertBiases', 'swigluLimit', 'attentionSinks', 'attentionOutputBias', 'slidingWindow', 'slidingWindowPattern',
+  'ropeYarnFactor', 'ropeYarnOriginalContext', 'ropeYarnBetaFast', 'ropeYarnBetaSlow', 'ropeAttentionFactor', 'ropeYarnUnroundedDims',
+];
 
-/** A mixture of experts' hf-scheme stems (the same rule: the key after the layer index): its router and each expert's matrices. */
-const HF_EXPERT_STEM = /^mlp\.(gate\.weight|experts\.(0|[1-9][0-9]*)\.(gate|up|down)_proj\.weight)$/;
+/**
+ * A mixture of experts' hf-scheme stems (the same rule: the key after the layer index): its router
+ * and each expert's matrices; gpt-oss's router bias and its experts' biases, stacked [experts, rows]
+ * under weightmap's canonical names (one file per projection: HF's gate_up_proj_bias interleaves
+ * gate and up, which no file of one tensor each can).
+ */
+const HF_EXPERT_STEM = /^mlp\.(gate\.(weight|bias)|experts\.(0|[1-9][0-9]*)\.(gate|up|down)_proj\.weight|experts\.(gate|up|down)_proj\.bias)$/;
 
 export type KeyScheme = 'hf' | 'meta';
 type Part = 'start' | 'mid' | 'end';
@@ -129,6 +140,12 @@ const HF_MID_STEMS = [
   'self_attn.o_proj.weight',
   'self_attn.q_norm.weight',
   'self_attn.k_norm.weight',
+  // Qwen2's and gpt-oss's biases, gpt-oss's sinks.
+  'self_attn.q_proj.bias',
+  'self_attn.k_proj.bias',
+  'self_attn.v_proj.bias',
+  'self_attn.o_proj.bias',
+  'self_attn.sinks',
   'post_attention_layernorm.weight',
   'mlp.gate_proj.weight',
   'mlp.up_proj.weight',

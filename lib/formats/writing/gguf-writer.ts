@@ -5,7 +5,8 @@
  * value types recorded in metadata['gguf.types']) and every tensor, including those of types
  * weightmap cannot use (copied as raw blocks): reading a GGUF file and writing it again gives the
  * same bytes when nothing was converted. Weights from other formats must be a BERT embedder or
- * cross-encoder (llama.cpp's layout, gguf-bert.ts) or a Llama, Qwen3, Mistral or Gemma 3 decoder: the `llama.*` / `qwen3.*` / `gemma3.*` keys are derived from the config
+ * cross-encoder (llama.cpp's layout, gguf-bert.ts) or a decoder whose fields the keys hold (Llama, Qwen3, Mistral, Gemma 3,
+ * Qwen3-MoE; gpt-oss with its biases, sinks and YaRN keys, DecoderVariant.ggufHolds): the `llama.*` / `qwen3.*` / `gemma3.*` keys are derived from the config
  * (Mistral as llama.cpp converts it: `llama`, plus `llama.attention.sliding_window`), q/k rows are
  * put in the order llama.cpp expects (Meta 'interleaved' for llama, 'half' for qwen3 and gemma3),
  * Gemma's norm weights w are stored as 1 + w as llama.cpp's converter does, and the source's
@@ -218,7 +219,7 @@ function vocabularyKvs(t: Extract<TokenizerData, { kind: 'gguf' }> | EncodedGguf
   return out;
 }
 
-/** The decoder fields beyond Llama's written from other formats (the keys below; no biases, no rope_freqs). */
+/** The decoder fields beyond Llama's written from other formats (the keys below; no rope_freqs), less a variant's own (DecoderVariant.ggufHolds). */
 const GGUF_WRITER_HOLDS = [
   'qkNorm', 'slidingWindow', 'slidingWindowPattern', 'ropeLocalTheta', 'sandwichNorms', 'activation', 'embeddingScale',
   'queryPreAttnScalar', 'normWeightOffset', 'noRopeLayerInterval', 'ropeDim', ...SCALAR_FIELDS, ...EXPERT_FIELDS,
@@ -304,7 +305,7 @@ function planTensorBytes(weights: ModelWeights, view: TensorView, options: Write
   const dims = [...shape].reverse();
   const decoder = isDecoderConfig(c);
   const bert = architectureOf(c)?.ggufEncoder === true;
-  const name = decoder ? ggufTensorName(view.name, c.sandwichNorms) : bert ? bertGgufName(view.name) ?? view.name : view.name;
+  const name = decoder ? ggufTensorName(view.name, c.sandwichNorms, [], DECODER_VARIANTS[c.architecture].ggufTensorNames) : bert ? bertGgufName(view.name) ?? view.name : view.name;
   const normShift = decoder ? c.normWeightOffset ?? 0 : 0;
   if (normShift !== 0 && view.name.endsWith('norm.weight')) {
     // GGUF stores Gemma's norms with the offset applied (see gguf.ts).
@@ -457,7 +458,7 @@ export async function writeGguf(weights: ModelWeights, path: string, options: Wr
   if (!fromGguf && !isDecoderConfig(c) && !bert) {
     throw new UnsupportedError(`GGUF output is written for ${variantNames(GGUF_WRITER_HOLDS)} decoders, BERT encoders (or GGUF sources), not ${c.architecture}`);
   }
-  const unheld = fromGguf || bert ? [] : unheldFields(c as DecoderConfig, GGUF_WRITER_HOLDS);
+  const unheld = fromGguf || bert ? [] : unheldFields(c as DecoderConfig, [...GGUF_WRITER_HOLDS, ...(DECODER_VARIANTS[(c as DecoderConfig).architecture].ggufHolds ?? [])]);
   if (unheld.length > 0) throw new UnsupportedError(`GGUF output from ${weights.format} holds no ${unheld.join(', ')} (this ${c.architecture} model has them)`);
   if (fromGguf && weights.tokenizer) await runYielding(decodeVocabularySteps(weights.tokenizer));
   const alignment = fromGguf && typeof weights.metadata['general.alignment'] === 'number' ? (weights.metadata['general.alignment'] as number) : GGUF_DEFAULT_ALIGNMENT;

@@ -80,6 +80,7 @@ struct DecoderConfig {
   double yarn_factor = 0;
   int64_t yarn_orig_ctx = 0;
   double yarn_beta_fast = 32, yarn_beta_slow = 1, yarn_attn_factor = 1;
+  bool yarn_unrounded = false;  // the correction dims not rounded (HF truncate: false)
 
   bool moe() const { return n_experts > 0; }
 
@@ -107,6 +108,7 @@ inline engines::Rope RopeOf(const DecoderConfig& c, double theta) {
   r.beta_fast = c.yarn_beta_fast;
   r.beta_slow = c.yarn_beta_slow;
   r.attn_factor = c.yarn_attn_factor;
+  r.yarn_unrounded = c.yarn_unrounded;
   return r;
 }
 

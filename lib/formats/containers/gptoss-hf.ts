@@ -1,0 +1,373 @@
+/**
+ * gpt-oss's Hugging Face checkpoint layout (transformers' GptOssExperts; llama.cpp's
+ * conversion/gpt_oss.py reads the same) to the canonical tensors. Per layer:
+ *
+ *   mlp.router.{weight,bias}              the router: canonical mlp.gate.{weight,bias}, renamed views;
+ *   mlp.experts.down_proj_bias [E, d]     the down biases: a renamed view;
+ *   mlp.experts.gate_up_proj_bias [E, 2f] gate and up biases interleaved (gate [..., ::2], up [..., 1::2]);
+ *   mlp.experts.gate_up_proj [E, d, 2f]   the float form: x @ gate_up, gate and up interleaved on the last axis;
+ *   mlp.experts.down_proj [E, f, d]       act @ down;
+ *   mlp.experts.gate_up_proj_blocks / _scales [E, 2f, d/32, 16] / [E, 2f, d/32] and down_proj_blocks /
+ *   _scales [E, d, f/32, 16] / [E, d, f/32]: the MXFP4 form, rows [out, in] (gate and up rows
+ *   interleaved), 32 e2m1 values a block, byte j holding element 2j (low nibble) and 2j + 1, and one
+ *   e8m0 exponent a block.
+ *
+ * No row of the fused, interleaved or transposed tensors is a row of the engine's [out, in] expert
+ * matrices, and ggml's MXFP4 block ({e8m0; qs[16]}: qs[j] low nibble element j, high j + 16) orders
+ * the nibbles otherwise: the experts and their gate/up biases are converted (converted-file.ts
+ * caches them), each expert's gate, up and down as a matrix of the source's dtype (MXFP4: ggml's
+ * blocks, the same values). Shapes and dtypes are checked before anything is converted. The
+ * writer's side (gptossHfOutput) puts canonical tensors back into this layout.
+ */
+import { fail } from './bytes';
+import { DECODER_NAMES, type DecoderConfig } from '../../architectures/decoder';
+import { DTYPE_BYTES, GGML_BLOCK_LAYOUT, type PlainDType, type TensorView } from '../../addon/weights';
+import type { ConvertedTensor } from './converted-file';
+import { f32Chunks } from '../quantization/tensor-data';
+import { encodeFloats, type FloatDType } from '../quantization/dtype-convert';
+
+/** Names the converter and its output: bumped whenever what it writes changes. */
+export const GPTOSS_HF_CONVERSION = 'gpt-oss-hf-experts-1';
+
+const MX = GGML_BLOCK_LAYOUT.ggml_mxfp4;
+const FLOATS: readonly string[] = ['f32', 'f16', 'bf16'];
+
+/** What the reader keeps of the checkpoint's views and what it converts. */
+export interface GptossHfPlan {
+  views: TensorView[];
+  converted: ConvertedTensor[];
+}
+
+const KEY = /^model\.layers\.(0|[1-9][0-9]*)\.mlp\.(router\.weight|router\.bias|experts\.[a-z_]+)$/;
+
+/**
+ * The plan for `views` (named `rename(view.name)` as the checkpoint's other tensors are) of a
+ * gpt-oss config: views of other tensors pass through; the layers' expert tensors are checked and
+ * planned for conversion.
+ */
+export function gptossHfPlan(c: DecoderConfig, views: readonly TensorView[], rename: (name: string) => string | null): GptossHfPlan {
+  const E = c.numExperts!, f = c.expertIntermediateSize!, d = c.hiddenSize;
+  const kept: TensorView[] = [];
+  const layers = new Map<number, Map<string, TensorView>>();
+  for (const v of views) {
+    const name = rename(v.name);
+    const m = name === null ? null : KEY.exec(name);
+    if (!m) {
+      kept.push(v);
+      continue;
+    }
+    const l = Number(m[1]);
+    if (m[2] === 'router.weight') kept.push({ ...v, name: DECODER_NAMES.router(l) });
+    else if (m[2] === 'router.bias') kept.push({ ...v, name: DECODER_NAMES.routerBias(l) });
+    else if (m[2] === 'experts.down_proj_bias') kept.push({ ...v, name: DECODER_NAMES.expertDownBiases(l) });
+    else {
+      if (l >= c.numLayers) fail('BAD_NAME', `'${v.name}' is not a tensor of a ${c.numLayers}-layer model`, { path: v.source.path, offset: v.byteOffset, found: v.name });
+      if (!layers.has(l)) layers.set(l, new Map());
+      layers.get(l)!.set(m[2].slice('experts.'.length), v);
+    }
+  }
+  const converted: ConvertedTensor[] = [];
+  for (let l = 0; l < c.numLayers; l++) {
+    const t = layers.get(l) ?? new Map<string, TensorView>();
+    const known = new Set(['gate_up_proj', 'gate_up_proj_blocks', 'gate_up_proj_scales', 'gate_up_proj_bias', 'down_proj', 'down_proj_blocks', 'down_proj_scales']);
+    for (const [key, v] of t) if (!known.has(key)) fail('BAD_NAME', `'${v.name}' is not a tensor of a gpt-oss model`, { path: v.source.path, offset: v.byteOffset, found: v.name });
+    const where = `model.layers.${l}.mlp.experts`;
+    const bias = need(t, `${where}.`, 'gate_up_proj_bias', [E, 2 * f], FLOATS);
+    converted.push(everyOther(bias, DECODER_NAMES.expertGateBiases(l), E, f, 0), everyOther(bias, DECODER_NAMES.expertUpBiases(l), E, f, 1));
+    converted.push(...gateUp(t, `${where}.`, l, E, f, d), ...down(t, `${where}.`, l, E, f, d));
+  }
+  return { views: kept, converted };
+}
+
+/** The view `key` of a layer, of `shape` and one of `dtypes`; a typed error otherwise. */
+function need(t: Map<string, TensorView>, prefix: string, key: string, shape: number[], dtypes: readonly string[]): TensorView {
+  const v = t.get(key);
+  if (!v) return fail('MISSING_TENSOR', `the checkpoint has no '${prefix}${key}'`, { expected: `${prefix}${key}`, found: 'absent' });
+  if (v.shape.length !== shape.length || v.shape.some((n, i) => n !== shape[i])) {
+    fail('SHAPE_MISMATCH', `'${v.name}' disagrees with config.json`, { path: v.source.path, offset: v.byteOffset, expected: shape, found: v.shape });
+  }
+  if (!dtypes.includes(v.dtype)) fail('BAD_DTYPE', `'${v.name}' is ${v.dtype}`, { path: v.source.path, offset: v.byteOffset, expected: dtypes.join(' | '), found: v.dtype });
+  return v;
+}
+
+/** The layer's two forms of one projection: which one it has (exactly one). */
+function form(t: Map<string, TensorView>, prefix: string, key: string): 'float' | 'mxfp4' {
+  const float = t.has(key), mx = t.has(`${key}_blocks`) || t.has(`${key}_scales`);
+  if (float && mx) fail('BAD_NAME', `the checkpoint has both '${prefix}${key}' and its MXFP4 '_blocks'/'_scales'`, { found: `${prefix}${key}` });
+  return mx ? 'mxfp4' : 'float';
+}
+
+function mxfp4Divisible(cols: number, prefix: string, key: string): void {
+  if (cols % MX.values !== 0) fail('SHAPE_MISMATCH', `'${prefix}${key}_blocks' needs a width that is a multiple of ${MX.values}`, { expected: `a multiple of ${MX.values}`, found: cols });
+}
+
+/** Gate and up of every expert of layer l. */
+function gateUp(t: Map<string, TensorView>, prefix: string, l: number, E: number, f: number, d: number): ConvertedTensor[] {
+  const out: ConvertedTensor[] = [];
+  if (form(t, prefix, 'gate_up_proj') === 'float') {
+    const v = need(t, prefix, 'gate_up_proj', [E, d, 2 * f], FLOATS);
+    for (let e = 0; e < E; e++) {
+      out.push(columns(v, DECODER_NAMES.expertGate(l, e), e, d, 2 * f, 0, 2), columns(v, DECODER_NAMES.expertUp(l, e), e, d, 2 * f, 1, 2));
+    }
+    return out;
+  }
+  mxfp4Divisible(d, prefix, 'gate_up_proj');
+  const blocks = need(t, prefix, 'gate_up_proj_blocks', [E, 2 * f, d / MX.values, 16], ['u8']);
+  const scales = need(t, prefix, 'gate_up_proj_scales', [E, 2 * f, d / MX.values], ['u8']);
+  for (let e = 0; e < E; e++) {
+    out.push(mxfp4Rows(blocks, scales, DECODER_NAMES.expertGate(l, e), e, 2 * f, d, 0, 2), mxfp4Rows(blocks, scales, DECODER_NAMES.expertUp(l, e), e, 2 * f, d, 1, 2));
+  }
+  return out;
+}
+
+/** Down of every expert of layer l. */
+function down(t: Map<string, TensorView>, prefix: string, l: number, E: number, f: number, d: number): ConvertedTensor[] {
+  const out: ConvertedTensor[] = [];
+  if (form(t, prefix, 'down_proj') === 'float') {
+    const v = need(t, prefix, 'down_proj', [E, f, d], FLOATS);
+    for (let e = 0; e < E; e++) out.push(columns(v, DECODER_NAMES.expertDown(l, e), e, f, d, 0, 1));
+    return out;
+  }
+  mxfp4Divisible(f, prefix, 'down_proj');
+  const blocks = need(t, prefix, 'down_proj_blocks', [E, d, f / MX.values, 16], ['u8']);
+  const scales = need(t, prefix, 'down_proj_scales', [E, d, f / MX.values], ['u8']);
+  for (let e = 0; e < E; e++) out.push(mxfp4Rows(blocks, scales, DECODER_NAMES.expertDown(l, e), e, d, f, 0, 1));
+  return out;
+}
+
+/** The bytes of [at, at + n) of a view's source, in place when aligned to `align` (typed-array access), else copied. */
+function bytesOf(v: TensorView, at: number, n: number, align = 1): Uint8Array {
+  const bytes = v.source.range(v.byteOffset + at, n);
+  return bytes.byteOffset % align === 0 ? bytes : Uint8Array.prototype.slice.call(bytes);
+}
+
+/** Element-wise copies of 1, 2 or 4 bytes, as unsigned integers (no float rounding). */
+function elements(bytes: Uint8Array, size: number): Uint8Array | Uint16Array | Uint32Array {
+  if (size === 4) return new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
+  if (size === 2) return new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 2);
+  return bytes;
+}
+
+/** Output rows converted between two turns of the event loop (the writer awaits each chunk). */
+const ROWS_PER_CHUNK = 64;
+
+/**
+ * Expert e's matrix [cols / step, rows] out of a float view [E, rows, cols]: the transpose of its
+ * columns c0, c0 + step, ... (gate: c0 0, step 2; up: 1, 2; down: 0, 1).
+ */
+function columns(v: TensorView, name: string, e: number, rows: number, cols: number, c0: number, step: number): ConvertedTensor {
+  const size = DTYPE_BYTES[v.dtype as PlainDType];
+  const outRows = cols / step;
+  return {
+    name, dtype: v.dtype, shape: [outRows, rows], byteLength: outRows * rows * size,
+    *chunks() {
+      const src = elements(bytesOf(v, e * rows * cols * size, rows * cols * size, size), size);
+      for (let r0 = 0; r0 < outRows; r0 += ROWS_PER_CHUNK) {
+        const r1 = Math.min(outRows, r0 + ROWS_PER_CHUNK);
+        const bytes = new Uint8Array((r1 - r0) * rows * size);
+        const dst = elements(bytes, size);
+        for (let r = r0; r < r1; r++) {
+          const c = c0 + r * step, at = (r - r0) * rows;
+          for (let i = 0; i < rows; i++) dst[at + i] = src[i * cols + c];
+        }
+        yield bytes;
+      }
+    },
+  };
+}
+
+/** Rows e·E + i·step + r0 of a stacked [E, 2f] float vector as [E, f] (the gate or up biases). */
+function everyOther(v: TensorView, name: string, E: number, f: number, r0: number): ConvertedTensor {
+  const size = DTYPE_BYTES[v.dtype as PlainDType];
+  return {
+    name, dtype: v.dtype, shape: [E, f], byteLength: E * f * size,
+    *chunks() {
+      const src = elements(bytesOf(v, 0, v.byteLength, size), size);
+      const bytes = new Uint8Array(E * f * size);
+      const dst = elements(bytes, size);
+      for (let i = 0; i < E * f; i++) dst[i] = src[2 * i + r0];
+      yield bytes;
+    },
+  };
+}
+
+/**
+ * Expert e's MXFP4 matrix [rows / step, cols] in ggml's blocks, from HF's blocks [E, rows, cols/32, 16]
+ * and scales [E, rows, cols/32]: its rows r0, r0 + step, ...; each block's exponent byte kept, its
+ * nibbles reordered: ggml qs[j] = element j | element j + 16 << 4, HF byte j = element 2j | 2j + 1 << 4,
+ * so qs[2i] = (b[i] & 15) | (b[8 + i] & 15) << 4 and qs[2i + 1] = b[i] >> 4 | (b[8 + i] & 0xf0).
+ */
+function mxfp4Rows(blocks: TensorView, scales: TensorView, name: string, e: number, rows: number, cols: number, r0: number, step: number): ConvertedTensor {
+  const nb = cols / MX.values;
+  const outRows = rows / step;
+  return {
+    name, dtype: 'ggml_mxfp4', shape: [outRows, cols], byteLength: outRows * nb * MX.bytes,
+    *chunks() {
+      const b = bytesOf(blocks, e * rows * nb * 16, rows * nb * 16);
+      const s = bytesOf(scales, e * rows * nb, rows * nb);
+      for (let first = 0; first < outRows; first += ROWS_PER_CHUNK) {
+        const last = Math.min(outRows, first + ROWS_PER_CHUNK);
+        const out = new Uint8Array((last - first) * nb * MX.bytes);
+        for (let r = first; r < last; r++) {
+          const row = r0 + r * step;
+          for (let k = 0; k < nb; k++) {
+            const src = (row * nb + k) * 16, dst = ((r - first) * nb + k) * MX.bytes;
+            out[dst] = s[row * nb + k];
+            for (let i = 0; i < 8; i++) {
+              const lo = b[src + i], hi = b[src + 8 + i];
+              out[dst + 1 + 2 * i] = (lo & 0x0f) | ((hi & 0x0f) << 4);
+              out[dst + 2 + 2 * i] = (lo >> 4) | (hi & 0xf0);
+            }
+          }
+        }
+        yield out;
+      }
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing: the canonical tensors back into the checkpoint's layout
+
+/** A tensor of the checkpoint written from canonical views: its HF name, dtype, shape and bytes in order. */
+export interface HfOutputTensor {
+  name: string;
+  dtype: PlainDType;
+  shape: number[];
+  byteLength: number;
+  chunks(): Iterable<Uint8Array>;
+}
+
+/** What a writer of gpt-oss's checkpoint layout writes in place of the canonical expert tensors. */
+export interface GptossHfOutput {
+  /** The canonical names these replace (the writer writes none of them itself). */
+  replaced: Set<string>;
+  tensors: HfOutputTensor[];
+  /** Canonical name -> checkpoint name of the views written as they are (the router). */
+  renamed: Map<string, string>;
+  /** config.json's quantization_config when the experts are written in the MXFP4 form. */
+  quantizationConfig?: Record<string, unknown>;
+}
+
+/** transformers' modules of a gpt-oss MXFP4 checkpoint left unquantized (the released config's). */
+const MXFP4_NOT_CONVERTED = ['model.layers.*.self_attn', 'model.layers.*.mlp.router', 'model.embed_tokens', 'lm_head'];
+
+/**
+ * The checkpoint layout of a gpt-oss model's experts, from canonical views (`byName`): the MXFP4
+ * form (`_blocks` / `_scales`, ggml's blocks with their nibbles reordered: the same values) when
+ * every expert matrix is MXFP4, else the float form in `dtype` (gate_up_proj [E, d, 2f], gate and
+ * up interleaved on the last axis; down_proj [E, f, d]); the gate/up biases interleaved, the down
+ * biases and the router (`mlp.router`) as they are.
+ */
+export function gptossHfOutput(c: DecoderConfig, byName: ReadonlyMap<string, TensorView>, dtype: FloatDType): GptossHfOutput {
+  const E = c.numExperts!, f = c.expertIntermediateSize!, d = c.hiddenSize;
+  const replaced = new Set<string>();
+  const renamed = new Map<string, string>();
+  const tensors: HfOutputTensor[] = [];
+  const view = (name: string): TensorView => byName.get(name) ?? fail('MISSING_TENSOR', `the model has no '${name}'`, { expected: name, found: 'absent' });
+  const experts: TensorView[] = [];
+  for (let l = 0; l < c.numLayers; l++) for (let e = 0; e < E; e++) experts.push(view(DECODER_NAMES.expertGate(l, e)), view(DECODER_NAMES.expertUp(l, e)), view(DECODER_NAMES.expertDown(l, e)));
+  const mxfp4 = experts.every((v) => v.dtype === 'ggml_mxfp4');
+  for (let l = 0; l < c.numLayers; l++) {
+    const p = `model.layers.${l}.mlp.`;
+    renamed.set(DECODER_NAMES.router(l), `${p}router.weight`);
+    renamed.set(DECODER_NAMES.routerBias(l), `${p}router.bias`);
+    renamed.set(DECODER_NAMES.expertDownBiases(l), `${p}experts.down_proj_bias`);
+    const gate = Array.from({ length: E }, (_, e) => view(DECODER_NAMES.expertGate(l, e)));
+    const up = Array.from({ length: E }, (_, e) => view(DECODER_NAMES.expertUp(l, e)));
+    const down = Array.from({ length: E }, (_, e) => view(DECODER_NAMES.expertDown(l, e)));
+    for (const v of [...gate, ...up, ...down]) replaced.add(v.name);
+    const gateBias = view(DECODER_NAMES.expertGateBiases(l)), upBias = view(DECODER_NAMES.expertUpBiases(l));
+    replaced.add(gateBias.name).add(upBias.name);
+    tensors.push(interleavedFloats(`${p}experts.gate_up_proj_bias`, [E, 2 * f], dtype, () => [[f32Of(gateBias), f32Of(upBias)]], 1, E * f));
+    if (mxfp4) {
+      tensors.push(...hfMxfp4(`${p}experts.gate_up_proj`, gate, up, f, d), ...hfMxfp4(`${p}experts.down_proj`, down, undefined, d, f));
+    } else {
+      // [E, d, 2f]: expert e's gate_up[h, 2i] = gate[i, h], gate_up[h, 2i + 1] = up[i, h].
+      tensors.push(interleavedFloats(`${p}experts.gate_up_proj`, [E, d, 2 * f], dtype, () => gate.map((g, e) => [transposed(f32Of(g), f, d), transposed(f32Of(up[e]), f, d)]), 1, d * f));
+      tensors.push(interleavedFloats(`${p}experts.down_proj`, [E, f, d], dtype, () => down.map((v) => [transposed(f32Of(v), d, f)]), 0, f * d));
+    }
+  }
+  return { replaced, tensors, renamed, ...(mxfp4 ? { quantizationConfig: { quant_method: 'mxfp4', modules_to_not_convert: MXFP4_NOT_CONVERTED } } : {}) };
+}
+
+function f32Of(v: TensorView): Float32Array {
+  const out = new Float32Array(v.shape.reduce((a, b) => a * b, 1));
+  let at = 0;
+  for (const chunk of f32Chunks(v)) {
+    out.set(chunk, at);
+    at += chunk.length;
+  }
+  return out;
+}
+
+/** [cols, rows] of a row-major [rows, cols]. */
+function transposed(m: Float32Array, rows: number, cols: number): Float32Array {
+  const out = new Float32Array(m.length);
+  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = m[r * cols + c];
+  return out;
+}
+
+/**
+ * A float tensor of `shape` in `dtype`, one chunk per group `groups()` gives: a group of one array is
+ * written as it is; of two (`pairs` 1), their elements alternate (a[0], b[0], a[1], ...), each of `n`.
+ */
+function interleavedFloats(name: string, shape: number[], dtype: FloatDType, groups: () => Float32Array[][], pairs: 0 | 1, n: number): HfOutputTensor {
+  const size = dtype === 'f32' ? 4 : 2;
+  return {
+    name, dtype, shape, byteLength: shape.reduce((a, b) => a * b, 1) * size,
+    *chunks() {
+      for (const group of groups()) {
+        if (!pairs) {
+          yield encodeFloats(group[0], dtype);
+          continue;
+        }
+        const out = new Float32Array(2 * n);
+        for (let i = 0; i < n; i++) {
+          out[2 * i] = group[0][i];
+          out[2 * i + 1] = group[1][i];
+        }
+        yield encodeFloats(out, dtype);
+      }
+    },
+  };
+}
+
+/**
+ * HF's `<base>_blocks` [E, rows, cols/32, 16] and `<base>_scales` [E, rows, cols/32] of ggml MXFP4
+ * matrices [rows, cols] per expert (with `odd`: `even`'s and `odd`'s rows interleaved, 2·rows).
+ */
+function hfMxfp4(base: string, even: TensorView[], odd: TensorView[] | undefined, rows: number, cols: number): HfOutputTensor[] {
+  const nb = cols / MX.values, E = even.length, k = odd ? 2 : 1;
+  const rowOf = (e: number, r: number): [TensorView, number] => (odd ? [r % 2 === 0 ? even[e] : odd[e], r >> 1] : [even[e], r]);
+  const perExpert = function* (part: 'blocks' | 'scales') {
+    for (let e = 0; e < E; e++) {
+      const mats = odd ? [even[e], odd[e]] : [even[e]];
+      const bytes = mats.map((v) => Uint8Array.prototype.slice.call(v.source.range(v.byteOffset, v.byteLength)) as Uint8Array);
+      const out = new Uint8Array(k * rows * nb * (part === 'blocks' ? 16 : 1));
+      for (let r = 0; r < k * rows; r++) {
+        const [v, row] = rowOf(e, r);
+        const src = bytes[mats.indexOf(v)];
+        for (let b = 0; b < nb; b++) {
+          const at = (row * nb + b) * MX.bytes;
+          if (part === 'scales') {
+            out[r * nb + b] = src[at];
+            continue;
+          }
+          // The inverse of mxfp4Rows's reordering: HF byte i = qs[2i] & 15 | qs[2i + 1] << 4, byte 8 + i their high nibbles.
+          const dst = (r * nb + b) * 16, q = at + 1;
+          for (let i = 0; i < 8; i++) {
+            const even = src[q + 2 * i], odd = src[q + 2 * i + 1];
+            out[dst + i] = (even & 0x0f) | ((odd & 0x0f) << 4);
+            out[dst + 8 + i] = (even >> 4) | (odd & 0xf0);
+          }
+        }
+      }
+      yield out;
+    }
+  };
+  return [
+    { name: `${base}_blocks`, dtype: 'u8', shape: [E, k * rows, nb, 16], byteLength: E * k * rows * nb * 16, chunks: () => perExpert('blocks') },
+    { name: `${base}_scales`, dtype: 'u8', shape: [E, k * rows, nb], byteLength: E * k * rows * nb, chunks: () => perExpert('scales') },
+  ];
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env node
+/**
+ * Times what reading a gpt-oss HF folder costs (lib/formats/containers/gptoss-hf.ts): the first
+ * read converts the experts into a file of a fresh cache, the second maps it. Prints per folder
+ * and round the time, the converted bytes, their rate and the event loop's longest stall (a 5 ms
+ * timer's lateness). Build first (npm run build:ts); make folders with gptoss-hf-folder.py.
+ *
+ *   node scripts/bench/gptoss-hf-convert.js FOLDER...
+ */
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { readWeights } = require('../../dist/cjs/formats');
+const { closeWeights } = require('../../dist/cjs/addon/weights');
+
+(async () => {
+  for (const dir of process.argv.slice(2)) {
+    const cache = fs.mkdtempSync(path.join(os.tmpdir(), 'weightmap-convert-bench-'));
+    process.env.WEIGHTMAP_CACHE = cache;
+    let stall = 0;
+    let last = Date.now();
+    const timer = setInterval(() => {
+      const now = Date.now();
+      stall = Math.max(stall, now - last - 5);
+      last = now;
+    }, 5);
+    try {
+      for (const round of ['convert', 'reuse']) {
+        stall = 0;
+        const t0 = process.hrtime.bigint();
+        const w = await readWeights(dir);
+        const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+        const c = w.converted;
+        console.log(`${dir} ${round}${c.reused ? ' (cache held it)' : ''}: ${ms.toFixed(0)} ms, ${(c.bytes / 1e6).toFixed(0)} MB of experts, ${(c.bytes / 1e6 / (ms / 1000)).toFixed(0)} MB/s, event loop stalled ≤ ${stall} ms`);
+        closeWeights(w);
+      }
+    } finally {
+      clearInterval(timer);
+      fs.rmSync(cache, { recursive: true, force: true });
+    }
+  }
+})();
