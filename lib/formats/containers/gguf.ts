@@ -36,6 +36,7 @@ import { bertCanonicalName, bertConfigFromGguf } from './gguf-bert';
 import { isUtf8 } from 'node:buffer';
 import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from './bytes';
 import { GGUF_MAGIC } from './magic';
+import { readUgmKeys } from './gguf-ugm-keys';
 import type { Probe, ReadOptions } from '../types';
 import { runNow, runYielding, type Steps } from '../../base/steps';
 import { deferVocabularyWork } from '../../tokenizers/deferred-vocabulary';
@@ -696,6 +697,7 @@ function tokenizerOf(kv: Kv): TokenizerData | undefined {
   // Gemma's SentencePiece vocabulary has none: a writer that dropped it would tokenize with a space in front.
   const addSpacePrefix = kv.bool('tokenizer.ggml.add_space_prefix');
   if (addSpacePrefix !== undefined) out.addSpacePrefix = addSpacePrefix;
+  readUgmKeys(meta, path, out);
   deferVocabularyWork(out, function* () {
     for (const strings of lazy) yield* strings.decodeSteps();
   });
