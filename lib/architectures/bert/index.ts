@@ -80,6 +80,11 @@ export const BERT_GGUF_ARCHITECTURE = 'bert';
 /** general.architecture of llama.cpp's nomic-bert (rotary, SwiGLU, fused attn_qkv, no biases). */
 export const NOMIC_BERT_GGUF_ARCHITECTURE = 'nomic-bert';
 
+/** Whether a GGUF's general.architecture is nomic-bert's (its keys say rotary and SwiGLU). */
+export function isNomicBertGguf(generalArchitecture: string | undefined): boolean {
+  return generalArchitecture === NOMIC_BERT_GGUF_ARCHITECTURE;
+}
+
 /** Whether a GGUF's general.architecture is one the BERT encoder runs (llama.cpp's BERT, nomic-bert). */
 export function isBertGguf(generalArchitecture: string | undefined): boolean {
   return generalArchitecture === BERT_GGUF_ARCHITECTURE || generalArchitecture === NOMIC_BERT_GGUF_ARCHITECTURE;

@@ -13,7 +13,7 @@
  * (CLS) an embedder. GGUF records no activation: the encoder runs HF BERT's erf GELU (llama.cpp
  * uses ggml's tanh approximation).
  */
-import { BERT_GGUF_ARCHITECTURE, NOMIC_BERT_GGUF_ARCHITECTURE, type BertClassifierConfig, type BertConfig } from '../../architectures/bert';
+import { BERT_GGUF_ARCHITECTURE, isNomicBertGguf, type BertClassifierConfig, type BertConfig } from '../../architectures/bert';
 import { UnsupportedError } from '../../base/errors';
 import type { TokenizerData } from '../../addon/weights';
 import { fail } from './bytes';
@@ -90,7 +90,7 @@ export function bertConfigFromGguf(kv: GgufKeys, shapeOf: (name: string) => numb
   const hiddenSize = kv.int(`${a}.embedding_length`);
   const types = shapeOf('token_types.weight');
   // nomic-bert: rotary positions (rope.freq_base) and a SwiGLU feed-forward (ffn_gate).
-  const nomic = arch === NOMIC_BERT_GGUF_ARCHITECTURE;
+  const nomic = isNomicBertGguf(arch);
   const encoder = {
     ...(nomic ? { modelType: 'nomic-bert' as const, ropeTheta: kv.float(`${a}.rope.freq_base`, 10000) } : {}),
     hiddenSize,
