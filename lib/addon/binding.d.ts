@@ -348,7 +348,10 @@ export interface BertEncoderConfig {
   maxPositionEmbeddings: number;
   typeVocabSize: number;
   layerNormEps: number;
-  hiddenAct: 'gelu' | 'gelu_tanh';
+  /** 'swiglu': silu(x·Wgateᵀ) ⊙ (x·W1ᵀ), the gate as `encoder.layer.N.intermediate.gate.weight` (nomic-bert). */
+  hiddenAct: 'gelu' | 'gelu_tanh' | 'swiglu';
+  /** Rotary positions (NeoX halves) with this base instead of a position table; absent biases are 0 (nomic-bert). */
+  ropeTheta?: number;
   /** Outputs of a cross-encoder's classifier (`classifier.weight` [numLabels, H]); absent or 0: an embedder, no head. */
   numLabels?: number;
   /** The head starts with `pooler.dense` + tanh on the [CLS] row (numLabels > 0 only). */

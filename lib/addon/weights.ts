@@ -130,6 +130,11 @@ export type TokenizerData =
       addEos?: boolean;
       /** SentencePiece vocabularies: prepend a space to the text (llama.cpp default true). */
       addSpacePrefix?: boolean;
+      /** UGM ("t5") vocabularies: sentencepiece's normalizer_spec.precompiled_charsmap and remove_extra_whitespaces. */
+      precompiledCharsmap?: Uint8Array;
+      removeExtraWhitespaces?: boolean;
+      /** general.architecture: llama.cpp gives some families' tokens attributes by it (nomic-bert-moe's <mask> strips the spaces before it). */
+      architecture?: string;
     };
 
 /** What every reader returns and every writer takes: a configuration plus named tensor views into mapped files. */

@@ -16,7 +16,7 @@
  * registry, never the name, what to do with a config.
  */
 import type { Architecture, ModelConfig } from './model-config';
-import { bertCheckpointName, bertClassifierHfName, bertClassifierTensorSpecs, bertTensorSpecs, type BertConfig } from './bert';
+import { bertCheckpointName, bertClassifierHfName, bertClassifierTensorSpecs, bertFusedParts, bertTensorSpecs, type BertConfig } from './bert';
 import { DECODER_VARIANTS, decoderCheckpointNames, decoderFusedParts, decoderTensorShapes, type BuiltinChatTemplate, type DecoderArchitecture, type DecoderConfig, type FusedPart } from './decoder';
 import { moondreamCheckpointName, moondreamTensorSpecs, type MoondreamConfig } from './moondream';
 import { tllmTensorSpecs, type TllmConfig } from './tllm';
@@ -142,10 +142,11 @@ const ENTRIES: readonly ArchitectureEntry[] = [
   entry<Extract<ModelConfig, { architecture: 'bert' }>>({
     name: 'bert',
     family: 'bert',
-    hf: { modelTypes: ['bert', 'xlm-roberta'], classPattern: /^(Bert|XLMRoberta)/ },
+    hf: { modelTypes: ['bert', 'xlm-roberta', 'nomic_bert'], classPattern: /^(Bert|XLMRoberta|NomicBert)/ },
     engine: 'bert',
     modelClass: 'Embedder',
     checkpointNames: () => bertCheckpointName,
+    fusedParts: (c) => bertFusedParts(c),
     tensors: (c) => bertTensorSpecs(c),
     maxSeqLen: () => Infinity,
     layerCounts: (c) => [['num_hidden_layers', c.numLayers]],

@@ -13,17 +13,13 @@ import { decodeVocabularySteps } from './deferred-vocabulary';
 import type { SpecialTokenIds, Tokenizer } from './types';
 import { bertNormalizerJson, WordPieceTokenizer } from './wordpiece';
 import { withRecipe } from './recipes';
+import { TOKEN_BYTE, TOKEN_CONTROL, TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_USER_DEFINED } from './token-types';
+import { ugmFromGgufSteps } from './ugm-gguf';
 
 type Gguf = Extract<TokenizerData, { kind: 'gguf' }>;
 type Scored = Extract<TokenizerData, { kind: 'scored' }>;
 
-/** llama.cpp token types. */
-export const TOKEN_NORMAL = 1;
-export const TOKEN_UNKNOWN = 2;
-export const TOKEN_CONTROL = 3;
-export const TOKEN_USER_DEFINED = 4;
-export const TOKEN_UNUSED = 5;
-export const TOKEN_BYTE = 6;
+export { TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_CONTROL, TOKEN_USER_DEFINED, TOKEN_UNUSED, TOKEN_BYTE } from './token-types';
 
 function special(id: number, content: string, isSpecial = true): AddedToken {
   return { id, content, special: isSpecial, singleWord: false, lstrip: false, rstrip: false, normalized: false };
@@ -217,6 +213,8 @@ export function* tokenizerFromDataSteps(data: TokenizerData, where = 'tokenizer 
           return ggufSentencePiece(data, where);
         case 'bert':
           return ggufWordPiece(data, where);
+        case 't5':
+          return yield* ugmFromGgufSteps(data, where);
         default:
           throw new UnsupportedError(`GGUF tokenizer model ${JSON.stringify(data.model)} is not supported`);
       }

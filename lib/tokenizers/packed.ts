@@ -1,10 +1,11 @@
 /**
- * A BPE tokenizer (byte-level, or over characters with byte fallback), a WordPiece or a Unigram
+ * A BPE tokenizer (byte-level, or over characters with byte fallback), a WordPiece, a Unigram or a UGM
  * one packed into one buffer: what the tokenizer worker sends to the main thread (shared memory, no copy) and
  * what the cache stores. Turning it back into a tokenizer is a handful of typed-array views, so no
  * 151k-entry (Qwen) or 262k-entry (Gemma 3) table is rebuilt on the JS thread, and no
  * tokenizer.json is parsed there (MiniLM's: 466 KB). A WordPiece or Unigram buffer holds an empty
- * merge table; a Unigram one its scores and its trie (unigram-model.ts), the others those empty.
+ * merge table; a Unigram one its scores and its trie (unigram-model.ts), a UGM one (ugm.ts) its
+ * token types too, the others those empty.
  *
  * Layout (little-endian):
  *   [0, 8)    magic "WMTOKPK1"
@@ -31,6 +32,8 @@ import { runNow, type Steps } from '../base/steps';
 import type { SpecialTokenIds, Tokenizer } from './types';
 import { WordPieceTokenizer } from './wordpiece';
 import { UnigramTokenizer, unigramPreTokenizer } from './unigram';
+import { UgmTokenizer } from './ugm';
+import { precompiledFromBase64 } from './precompiled-charsmap';
 import type { UnigramTrieArrays } from './unigram-model';
 
 const MAGIC = 'WMTOKPK1';
@@ -41,7 +44,8 @@ type PackedKind =
   | { kind: 'byte-level-bpe'; model: BpeModelOptions; text: BpeTextSpec }
   | { kind: 'byte-fallback-bpe'; decoder: unknown; byteFallback: boolean; unkId: number | null; fuseUnk: boolean; text: BpeTextSpec }
   | { kind: 'wordpiece'; unkToken: string; prefix: string; maxChars: number; normalizer: unknown; cleanup: boolean }
-  | { kind: 'unigram'; unkId: number | null; byteFallback: boolean; normalizer: unknown; preTokenizer: unknown; decoder: unknown };
+  | { kind: 'unigram'; unkId: number | null; byteFallback: boolean; normalizer: unknown; preTokenizer: unknown; decoder: unknown }
+  | { kind: 'ugm'; unkId: number; unkScore: number; charsmap: string | null; addSpacePrefix: boolean; removeExtraWhitespaces: boolean };
 
 /** An added token as the header stores it: id, content, and its flags (ADDED_FLAGS) as bits. */
 type PackedAddedToken = [id: number, content: string, flags: number];
@@ -85,11 +89,13 @@ const ARRAYS = [
   ['trieTerm', Int32Array],
   ['edgeLabel', Uint16Array],
   ['edgeNext', Int32Array],
+  ['types', Uint8Array],
 ] as const;
 type ArrayName = (typeof ARRAYS)[number][0];
-type Arrays = PackedVocabArrays & MergeTableArrays & UnigramTrieArrays & { scores: Float64Array };
+type UnigramArrays = UnigramTrieArrays & { scores: Float64Array; types: Uint8Array };
+type Arrays = PackedVocabArrays & MergeTableArrays & UnigramArrays;
 
-const NO_UNIGRAM = { scores: new Float64Array(0), trieFirst: new Int32Array(0), trieTerm: new Int32Array(0), edgeLabel: new Uint16Array(0), edgeNext: new Int32Array(0) };
+const NO_UNIGRAM: UnigramArrays = { scores: new Float64Array(0), trieFirst: new Int32Array(0), trieTerm: new Int32Array(0), edgeLabel: new Uint16Array(0), edgeNext: new Int32Array(0), types: new Uint8Array(0) };
 
 const align8 = (n: number) => (n + 7) & ~7;
 
@@ -108,17 +114,25 @@ function packedKind(tokenizer: unknown): PackedKind | undefined {
     const c = tokenizer.config;
     return { kind: 'unigram', unkId: c.unkId ?? null, byteFallback: c.byteFallback, normalizer: c.normalizer ?? null, preTokenizer: c.preTokenizer ?? null, decoder: c.decoder ?? null };
   }
+  if (tokenizer instanceof UgmTokenizer) {
+    const c = tokenizer.config;
+    return { kind: 'ugm', unkId: c.unkId, unkScore: c.unkScore, charsmap: c.charsmap, addSpacePrefix: c.addSpacePrefix, removeExtraWhitespaces: c.removeExtraWhitespaces };
+  }
   return undefined;
 }
 
-type Packable = ByteLevelBpeTokenizer | ByteFallbackBpeTokenizer | WordPieceTokenizer | UnigramTokenizer;
+type Packable = ByteLevelBpeTokenizer | ByteFallbackBpeTokenizer | WordPieceTokenizer | UnigramTokenizer | UgmTokenizer;
 
 /** The vocabulary and merges of a tokenizer that packs (WordPiece and Unigram have no merges: an empty table), and a Unigram's scores and trie. */
-function packedTables(tokenizer: Packable): { vocab: BpeVocab; merges: MergeTable; unigram: UnigramTrieArrays & { scores: Float64Array } } {
+function packedTables(tokenizer: Packable): { vocab: BpeVocab; merges: MergeTable; unigram: UnigramArrays } {
   if (tokenizer instanceof WordPieceTokenizer) return { vocab: tokenizer.config.vocab, merges: new MergeTable(0), unigram: NO_UNIGRAM };
   if (tokenizer instanceof UnigramTokenizer) {
     const c = tokenizer.config;
-    return { vocab: c.vocab, merges: new MergeTable(0), unigram: { scores: c.scores, ...c.trie } };
+    return { vocab: c.vocab, merges: new MergeTable(0), unigram: { scores: c.scores, ...c.trie, types: new Uint8Array(0) } };
+  }
+  if (tokenizer instanceof UgmTokenizer) {
+    const c = tokenizer.config;
+    return { vocab: c.vocab, merges: new MergeTable(0), unigram: { scores: c.scores, ...c.trie, types: c.types } };
   }
   return { vocab: tokenizer.config.vocab, merges: tokenizer.config.merges, unigram: NO_UNIGRAM };
 }
@@ -295,6 +309,14 @@ function checkPackedShape(buffer: Uint8Array, where: string, crc: number): { hea
     } catch {
       bad('bad normalizer, pre-tokenizer or decoder');
     }
+  } else if (header?.kind === 'ugm') {
+    const okFlags = typeof header.addSpacePrefix === 'boolean' && typeof header.removeExtraWhitespaces === 'boolean';
+    if (!isId(header.unkId) || !Number.isFinite(header.unkScore) || !okFlags || !(header.charsmap === null || typeof header.charsmap === 'string')) bad('bad model options');
+    try {
+      if (header.charsmap !== null) precompiledFromBase64(header.charsmap, where);
+    } catch {
+      bad('bad charsmap');
+    }
   } else if (header?.kind === 'wordpiece') {
     const okStrings = typeof header.unkToken === 'string' && typeof header.prefix === 'string';
     if (!okStrings || !isId(header.maxChars) || typeof header.cleanup !== 'boolean') bad('bad model options');
@@ -311,7 +333,7 @@ function checkPackedShape(buffer: Uint8Array, where: string, crc: number): { hea
   if (!header.wrapping || ![header.wrapping.prefix, header.wrapping.suffix].every((l) => Array.isArray(l) && l.every(isId))) bad('bad wrapping');
   if (!header.specialIds || !Object.values(header.specialIds).every(isId)) bad('bad special ids');
   if (!(header.truncation === null || isId(header.truncation))) bad('bad truncation', header.truncation);
-  if (header.kind !== 'wordpiece' && header.kind !== 'unigram') {
+  if (header.kind !== 'wordpiece' && header.kind !== 'unigram' && header.kind !== 'ugm') {
     const t = header.text;
     const okNormalizer = t?.normalizer === 'NFC' || t?.normalizer === 'none' || (typeof t?.normalizer === 'object' && 'json' in t.normalizer);
     const p = t?.preTokenizer as any;
@@ -321,8 +343,10 @@ function checkPackedShape(buffer: Uint8Array, where: string, crc: number): { hea
   const arrays = viewArrays(bytes, header, where);
   const entries = arrays.ids.length;
   if (arrays.offsets.length !== entries + 1 || arrays.offsets[0] !== 0 || arrays.offsets[entries] !== arrays.bytes.length) bad('token offsets do not cover the token bytes');
-  if (header.kind === 'unigram') checkUnigram(header.unkId, arrays, bad);
+  if (header.kind === 'unigram' || header.kind === 'ugm') checkUnigram(header.unkId, arrays, bad);
   else if (arrays.scores.length + arrays.trieTerm.length + arrays.trieFirst.length + arrays.edgeLabel.length + arrays.edgeNext.length > 0) bad('a BPE or WordPiece buffer holds Unigram arrays');
+  if (header.kind === 'ugm') checkTypes(arrays.types, arrays.byId.length, bad);
+  else if (arrays.types.length > 0) bad('only a UGM buffer holds token types');
   return { header, arrays, bad };
 }
 
@@ -345,6 +369,12 @@ function checkUnigram(unkId: number | null, { byId, scores, trieFirst, trieTerm,
     if (trieTerm[n] < -1 || trieTerm[n] >= size) bad(`trie node ${n} names piece ${trieTerm[n]}`);
   }
   for (let e = 0; e < edges; e++) if (!(edgeNext[e] >= 1 && edgeNext[e] < nodes)) bad(`trie edge ${e} leads to node ${edgeNext[e]}`);
+}
+
+/** One llama.cpp token type (1..6) per id. */
+function checkTypes(types: Uint8Array, size: number, bad: Bad): void {
+  if (types.length !== size) bad('the token types do not match the vocabulary', types.length);
+  for (let i = 0; i < size; i++) if (!(types[i] >= 1 && types[i] <= 6)) bad(`token ${i} has type ${types[i]}`);
 }
 
 function checkFilled(filled: number, entries: number, bad: Bad): void {
@@ -450,6 +480,22 @@ export function unpackTokenizer(buffer: Uint8Array | SharedArrayBuffer, where = 
       normalizer: header.normalizer,
       preTokenizer: header.preTokenizer,
       decoder: header.decoder,
+      where,
+    });
+  }
+  if (header.kind === 'ugm') {
+    const { scores, trieFirst, trieTerm, edgeLabel, edgeNext, types } = a;
+    return new UgmTokenizer({
+      ...common,
+      vocab: new PackedVocab(a),
+      types,
+      scores,
+      trie: { trieFirst, trieTerm, edgeLabel, edgeNext },
+      unkId: header.unkId,
+      unkScore: header.unkScore,
+      charsmap: header.charsmap,
+      addSpacePrefix: header.addSpacePrefix,
+      removeExtraWhitespaces: header.removeExtraWhitespaces,
       where,
     });
   }

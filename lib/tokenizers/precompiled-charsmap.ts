@@ -93,21 +93,52 @@ export class PrecompiledCharsmap {
     return -1;
   }
 
+  /**
+   * sentencepiece's (and llama.cpp's UGM) lookup: the byte length of the *longest* rule that is a
+   * prefix of `bytes[at..]` (stopping at a NUL byte), or 0; its replacement is then in `matched`.
+   */
+  longestRule(bytes: Uint8Array, at: number): number {
+    const units = this.units;
+    let p = offsetOf(units[0]);
+    let length = 0;
+    let value = -1;
+    for (let i = at; i < bytes.length; i++) {
+      const c = bytes[i];
+      if (c === 0) break;
+      const q = p ^ c;
+      if (q >= units.length) break; // unreachable for a checked blob
+      const u = units[q];
+      if (labelOf(u) !== c) break;
+      p = q ^ offsetOf(u);
+      if (hasLeaf(u) && p < units.length) {
+        length = i - at + 1;
+        value = valueOf(units[p]);
+      }
+    }
+    if (length > 0) this.matched = this.replacementAt(value);
+    return length;
+  }
+
+  /** The replacement of the last rule longestRule found. */
+  matched = '';
+
+  private replacementAt(v: number): string {
+    let out = this.byValue.get(v);
+    if (out === undefined) {
+      let end = v;
+      while (end < this.normalized.length && this.normalized[end] !== 0) end++;
+      out = Buffer.from(this.normalized.buffer, this.normalized.byteOffset + v, end - v).toString('utf8');
+      this.byValue.set(v, out);
+    }
+    return out;
+  }
+
   /** The replacement of `chunk` (a grapheme or a character), or null when no rule applies. */
   rule(chunk: string): string | null {
     const memo = this.memo.get(chunk);
     if (memo !== undefined) return memo;
     const v = this.firstRule(Buffer.from(chunk, 'utf8'));
-    let out: string | null = null;
-    if (v >= 0) {
-      out = this.byValue.get(v) ?? null;
-      if (out === null) {
-        let end = v;
-        while (end < this.normalized.length && this.normalized[end] !== 0) end++;
-        out = Buffer.from(this.normalized.buffer, this.normalized.byteOffset + v, end - v).toString('utf8');
-        this.byValue.set(v, out);
-      }
-    }
+    const out = v >= 0 ? this.replacementAt(v) : null;
     if (this.memo.size >= 65536) this.memo.clear();
     this.memo.set(chunk, out);
     return out;

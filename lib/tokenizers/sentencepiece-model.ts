@@ -18,6 +18,7 @@ import { MAX_TOKEN_ID } from './validate-json';
 import { tokenizerFromJsonSteps } from './hf-json';
 import type { Steps } from '../base/steps';
 import type { Tokenizer } from './types';
+import type { TokenizerData } from '../addon/weights';
 
 /** SentencePiece's piece types (ModelProto.SentencePiece.Type). */
 export const SPM_NORMAL = 1;
@@ -257,6 +258,35 @@ export function sentencePieceModelToTokenizerJson(model: SentencePieceModel, whe
       : { type: 'Metaspace', replacement: '▁', prepend_scheme: prepend, split: true },
     model: { type: 'Unigram', unk_id: unk, vocab: model.pieces.map((p) => [p.piece, p.score]), byte_fallback: model.byteFallback },
   };
+}
+
+/**
+ * The GGUF UGM vocabulary (`tokenizer.ggml.model` "t5") of a Unigram `.model`, as llama.cpp's
+ * converter writes T5's (its piece types are llama.cpp's token types, the same numbers): no BOS
+ * or EOS added (the caller sets addBos/addEos as the model family wants).
+ */
+export function sentencePieceModelToGgufVocab(model: SentencePieceModel, where: string): Extract<TokenizerData, { kind: 'gguf' }> {
+  if (model.algorithm !== 1) throw new UnsupportedError(`SentencePiece model type ${model.algorithm} is not Unigram (1); only Unigram models convert`);
+  if (model.treatWhitespaceAsSuffix || !model.escapeWhitespaces) throw new UnsupportedError('llama.cpp UGM vocabularies escape whitespace as a prefix ▁ only');
+  const id = (v: number) => (v >= 0 && v < model.pieces.length ? v : undefined);
+  if (id(model.unkId) === undefined) throw new WeightFormatError('BAD_HEADER', 'SentencePiece model: no unknown piece', { path: where });
+  const out: Extract<TokenizerData, { kind: 'gguf' }> = {
+    kind: 'gguf',
+    model: 't5',
+    tokens: model.pieces.map((p) => p.piece),
+    scores: Float32Array.from(model.pieces, (p) => p.score),
+    tokenTypes: Int32Array.from(model.pieces, (p) => p.type),
+    unkId: model.unkId,
+    addBos: false,
+    addEos: false,
+    addSpacePrefix: model.addDummyPrefix,
+    removeExtraWhitespaces: model.removeExtraWhitespaces,
+    precompiledCharsmap: model.precompiledCharsmap,
+  };
+  if (id(model.bosId) !== undefined) out.bosId = model.bosId;
+  if (id(model.eosId) !== undefined) out.eosId = model.eosId;
+  if (id(model.padId) !== undefined) out.padId = model.padId;
+  return out;
 }
 
 /** The tokenizer of a Unigram `.model` file's bytes (converted as above; `config`: a tokenizer_config.json beside it). */

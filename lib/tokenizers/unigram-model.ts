@@ -29,15 +29,29 @@ export const K_UNK_PENALTY = 10;
 /** Pieces inserted between two checkpoints. */
 const SLICE = 4096;
 
-/** Builds the trie of `vocab`'s pieces (each string once, with the id the vocabulary gives it). */
-export function* buildUnigramTrieSteps(vocab: BpeVocab): Steps<UnigramTrieArrays> {
-  const keys: [string, number][] = [];
-  const seen = new Set<string>();
-  for (const [piece] of vocab.entries()) {
-    if (piece.length === 0 || seen.has(piece)) continue;
-    seen.add(piece);
-    keys.push([piece, vocab.get(piece)!]);
-    if (keys.length % SLICE === 0) yield;
+/**
+ * Builds the trie of `vocab`'s pieces: each string once, with the id the vocabulary gives it; or,
+ * with `inTrie`, the pieces of the ids it accepts, a string listed twice with its last such id
+ * (llama.cpp's UGM token matcher).
+ */
+export function* buildUnigramTrieSteps(vocab: BpeVocab, inTrie?: (id: number) => boolean): Steps<UnigramTrieArrays> {
+  let keys: [string, number][] = [];
+  if (inTrie) {
+    const last = new Map<string, number>();
+    for (let id = 0; id < vocab.size; id++) {
+      const piece = vocab.tokenOf(id);
+      if (piece !== undefined && piece.length > 0 && inTrie(id)) last.set(piece, id);
+      if (id % SLICE === SLICE - 1) yield;
+    }
+    keys = [...last];
+  } else {
+    const seen = new Set<string>();
+    for (const [piece] of vocab.entries()) {
+      if (piece.length === 0 || seen.has(piece)) continue;
+      seen.add(piece);
+      keys.push([piece, vocab.get(piece)!]);
+      if (keys.length % SLICE === 0) yield;
+    }
   }
   keys.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   yield;
@@ -80,6 +94,10 @@ export interface UnigramModelSpec {
   trie: UnigramTrieArrays;
   unkId: number | undefined;
   byteFallback: boolean;
+  /** The unknown piece's score (default: the lowest score - 10). */
+  unkScore?: number;
+  /** A run of unknown pieces is the unknown id outright (llama.cpp's UGM), not looked up as one piece first (HF). */
+  unkRunIsUnk?: boolean;
 }
 
 const CACHE_LIMIT = 100_000;
@@ -96,7 +114,7 @@ export class UnigramModel {
   constructor(private readonly spec: UnigramModelSpec) {
     let min = Infinity;
     for (let i = 0; i < spec.scores.length; i++) if (spec.scores[i] < min) min = spec.scores[i];
-    this.unkScore = min - K_UNK_PENALTY;
+    this.unkScore = spec.unkScore ?? min - K_UNK_PENALTY;
     for (let b = 0; b < 256; b++) {
       const id = spec.vocab.get(`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`);
       if (id !== undefined) this.byteIds[b] = id;
@@ -199,7 +217,7 @@ export class UnigramModel {
         ids.push(p.id);
         continue;
       }
-      const known = this.spec.vocab.get(p.text);
+      const known = this.spec.unkRunIsUnk ? undefined : this.spec.vocab.get(p.text);
       if (known !== undefined) {
         ids.push(known);
         continue;

@@ -68,8 +68,13 @@ void ReadRow(const TensorRef& t, int64_t r, float* out) {
   }
 }
 
-// A bias or LayerNorm vector as an owned f32 copy (they are tiny).
-std::vector<float> LoadVector(const WeightsSpec& spec, const std::string& name, int64_t n, LoadCost* cost) {
+// A bias or LayerNorm vector as an owned f32 copy (they are tiny). `optional`: zeros when absent
+// (nomic-bert has no biases).
+std::vector<float> LoadVector(const WeightsSpec& spec, const std::string& name, int64_t n, LoadCost* cost, bool optional = false) {
+  if (optional && spec.Find(name) == nullptr) {
+    cost->copied_bytes += n * 4;
+    return std::vector<float>(n, 0.0f);
+  }
   const TensorRef& t = spec.Require(name, {n});
   std::vector<float> out(n);
   TensorRef row = t;
@@ -261,6 +266,9 @@ void Config::Validate() const {
     fail("BERT sizes must be positive");
   if (hidden % heads != 0)
     fail("hiddenSize (" + std::to_string(hidden) + ") is not a multiple of numHeads (" + std::to_string(heads) + ")");
+  if (rotary && (head_dim() % 2 != 0 || position_offset != 0 || !(rope_base > 0)))
+    fail("rotary positions need an even head size, no position offset and a positive base");
+  if (rotary && max_positions > (int64_t{1} << 24)) fail("maxPositionEmbeddings is too large for a rotary table");
   if (vocab > INT32_MAX) fail("vocabSize does not fit token ids");
   if (position_offset < 0 || position_offset >= max_positions)
     fail("positionOffset (" + std::to_string(position_offset) + ") must be in [0, maxPositionEmbeddings)");
@@ -284,7 +292,24 @@ std::shared_ptr<Model> Model::Load(const Config& config, std::shared_ptr<const W
   };
 
   m.word_ = &RequireTable(s, "embeddings.word_embeddings.weight", c.vocab, H);
-  m.position_ = &RequireTable(s, "embeddings.position_embeddings.weight", c.max_positions, H);
+  if (c.rotary) {
+    // cos/sin of p·base^(-2i/hd) for every position, as HF's rotary cache (f32 inverse
+    // frequencies, angles in f32, then cos/sin).
+    const int64_t half = c.head_dim() / 2;
+    m.rope_cos_.resize(c.max_positions * half);
+    m.rope_sin_.resize(c.max_positions * half);
+    for (int64_t i = 0; i < half; i++) {
+      const float inv = 1.0f / std::pow(c.rope_base, static_cast<float>(2 * i) / static_cast<float>(c.head_dim()));
+      for (int64_t p = 0; p < c.max_positions; p++) {
+        const float angle = static_cast<float>(p) * inv;
+        m.rope_cos_[p * half + i] = std::cos(angle);
+        m.rope_sin_[p * half + i] = std::sin(angle);
+      }
+    }
+    m.cost_.copied_bytes += 2 * c.max_positions * half * 4;
+  } else {
+    m.position_ = &RequireTable(s, "embeddings.position_embeddings.weight", c.max_positions, H);
+  }
   const TensorRef& types = RequireTable(s, "embeddings.token_type_embeddings.weight", c.type_vocab, H);
   m.types_.resize(c.type_vocab * H);
   for (int64_t r = 0; r < c.type_vocab; r++) ReadRow(types, r, &m.types_[r * H]);
@@ -300,13 +325,15 @@ std::shared_ptr<Model> Model::Load(const Config& config, std::shared_ptr<const W
     L.wv = matrix(LayerName(l, "attention.self.value.weight"), H, H);
     L.wo = matrix(LayerName(l, "attention.output.dense.weight"), H, H);
     L.w1 = matrix(LayerName(l, "intermediate.dense.weight"), I, H);
+    if (c.swiglu) L.wg = matrix(LayerName(l, "intermediate.gate.weight"), I, H);
+    if (c.swiglu && m.zero_i_.empty()) m.zero_i_.assign(I, 0.0f);
     L.w2 = matrix(LayerName(l, "output.dense.weight"), H, I);
-    L.bq = LoadVector(s, LayerName(l, "attention.self.query.bias"), H, &m.cost_);
-    L.bk = LoadVector(s, LayerName(l, "attention.self.key.bias"), H, &m.cost_);
-    L.bv = LoadVector(s, LayerName(l, "attention.self.value.bias"), H, &m.cost_);
-    L.bo = LoadVector(s, LayerName(l, "attention.output.dense.bias"), H, &m.cost_);
-    L.b1 = LoadVector(s, LayerName(l, "intermediate.dense.bias"), I, &m.cost_);
-    L.b2 = LoadVector(s, LayerName(l, "output.dense.bias"), H, &m.cost_);
+    L.bq = LoadVector(s, LayerName(l, "attention.self.query.bias"), H, &m.cost_, c.rotary);
+    L.bk = LoadVector(s, LayerName(l, "attention.self.key.bias"), H, &m.cost_, c.rotary);
+    L.bv = LoadVector(s, LayerName(l, "attention.self.value.bias"), H, &m.cost_, c.rotary);
+    L.bo = LoadVector(s, LayerName(l, "attention.output.dense.bias"), H, &m.cost_, c.rotary);
+    L.b1 = LoadVector(s, LayerName(l, "intermediate.dense.bias"), I, &m.cost_, c.rotary);
+    L.b2 = LoadVector(s, LayerName(l, "output.dense.bias"), H, &m.cost_, c.rotary);
     L.ln1_g = LoadVector(s, LayerName(l, "attention.output.LayerNorm.weight"), H, &m.cost_);
     L.ln1_b = LoadVector(s, LayerName(l, "attention.output.LayerNorm.bias"), H, &m.cost_);
     L.ln2_g = LoadVector(s, LayerName(l, "output.LayerNorm.weight"), H, &m.cost_);
@@ -341,6 +368,7 @@ struct Model::Scratch {
   std::vector<float> ctx;   // [N, H] attention output, heads concatenated
   std::vector<float> proj;  // [N, H] output of wo / w2 plus its bias, before the residual add and LayerNorm
   std::vector<float> ff;    // [N, I] intermediate activations
+  std::vector<float> gate;  // [N, I] SwiGLU gate
   QuantBuffers quantized;   // the current layer input, quantized (int8 weights only)
 };
 
@@ -412,6 +440,7 @@ void Model::Layers(const int32_t* ids, const int32_t* types, const int32_t* leng
   s.ctx.resize(N * H);
   s.proj.resize(N * H);
   s.ff.resize(N * I);
+  if (c.swiglu) s.gate.resize(N * I);
   float* x = s.x.data();
   float* proj = s.proj.data();
   float* ff = s.ff.data();
@@ -424,9 +453,13 @@ void Model::Layers(const int32_t* ids, const int32_t* types, const int32_t* leng
     std::vector<float> sum(H), pos(H);
     for (int64_t t = t0; t < t1; t++) {
       ReadRow(*word_, ids[t], sum.data());
-      ReadRow(*position_, position[t], pos.data());
       const float* type = &types_[(types ? types[t] : 0) * H];
-      for (int64_t j = 0; j < H; j++) sum[j] = (sum[j] + type[j]) + pos[j];
+      if (position_) {
+        ReadRow(*position_, position[t], pos.data());
+        for (int64_t j = 0; j < H; j++) sum[j] = (sum[j] + type[j]) + pos[j];
+      } else {
+        for (int64_t j = 0; j < H; j++) sum[j] += type[j];
+      }
       kernels::layernorm(sum.data(), emb_ln_g_.data(), emb_ln_b_.data(), x + t * H, H, c.eps);
     }
   });
@@ -455,6 +488,26 @@ void Model::Layers(const int32_t* ids, const int32_t* types, const int32_t* leng
     Product(pool, L.wq, xin, N, L.bq, s.q.data());
     Product(pool, L.wk, xin, N, L.bk, s.k.data());
     Product(pool, L.wv, xin, N, L.bv, s.v.data());
+    if (c.rotary) {
+      // Each head's halves (x₀, x₁) -> (x₀·cos − x₁·sin, x₀·sin + x₁·cos) at the token's position.
+      const int64_t hd = c.head_dim(), half = hd / 2;
+      ForRows(pool, N, 2 * H, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; t++) {
+          const float* cs = &rope_cos_[position[t] * half];
+          const float* sn = &rope_sin_[position[t] * half];
+          for (float* row : {s.q.data() + t * H, s.k.data() + t * H})
+            for (int64_t h = 0; h < c.heads; h++) {
+              float* x0 = row + h * hd;
+              float* x1 = x0 + half;
+              for (int64_t i = 0; i < half; i++) {
+                const float a = x0[i], b = x1[i];
+                x0[i] = a * cs[i] - b * sn[i];
+                x1[i] = a * sn[i] + b * cs[i];
+              }
+            }
+        }
+      });
+    }
 
     Attention(s.q.data(), s.k.data(), s.v.data(), s.ctx.data(), starts.data(), lengths, n_seq);
 
@@ -466,12 +519,16 @@ void Model::Layers(const int32_t* ids, const int32_t* types, const int32_t* leng
 
     // x = LN(x + gelu(x·W1ᵀ + b1)·W2ᵀ + b2)
     Product(pool, L.w1, ffn_in, N, L.b1, ff);
+    if (c.swiglu) Product(pool, L.wg, ffn_in, N, zero_i_, s.gate.data());
     Input down_in(ff, N, I, s.quantized);
     Input* down_rows = down_in.FuseFor(L.w2);
     ForRows(pool, N, I, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; t++) {
         float* f = ff + t * I;
-        if (c.gelu_tanh)
+        if (c.swiglu) {
+          const float* g = s.gate.data() + t * I;
+          for (int64_t j = 0; j < I; j++) f[j] *= g[j] / (1.0f + std::exp(-g[j]));
+        } else if (c.gelu_tanh)
           kernels::gelu_tanh(f, I);
         else
           kernels::gelu_erf(f, I);

@@ -1,5 +1,6 @@
 // BERT sentence encoders (MiniLM and its kin; FORMATS.md §3.7, Hugging Face semantics):
-// embeddings + LayerNorm, post-LN blocks with bidirectional attention, erf GELU, then pooling
+// embeddings + LayerNorm, post-LN blocks with bidirectional attention, erf GELU (nomic-bert:
+// rotary positions, SwiGLU, no biases; Config), then pooling
 // (mean over the tokens, the [CLS] row, or the elementwise max) and optional L2 normalization.
 // Cross-encoders (BertForSequenceClassification) run the same layers, with a token type per
 // token, then their head on the [CLS] row: the pooler (dense + tanh; a llama.cpp GGUF drops it)
@@ -45,11 +46,16 @@ struct Config {
   int64_t type_vocab = 0;     // rows of the token-type table (type 0 unless Classify is given types)
   float eps = 1e-12f;         // every LayerNorm
   bool gelu_tanh = false;     // false: erf GELU (HF "gelu")
+  // nomic-bert: rotary positions (NeoX halves, over the whole head) on q and k instead of a
+  // position table; a SwiGLU feed-forward (silu(x·Wgᵀ) ⊙ (x·W1ᵀ) then W2); absent biases are 0.
+  bool rotary = false;
+  float rope_base = 10000.0f;
+  bool swiglu = false;
   int64_t labels = 0;         // classifier outputs; 0: no head (an embedder)
   bool pooler = false;        // the head starts with pooler.dense + tanh (labels > 0 only)
 
   int64_t head_dim() const { return hidden / heads; }
-  int64_t max_sequence() const { return max_positions - position_offset; }
+  int64_t max_sequence() const { return max_positions - position_offset; }  // rotary: max_positions
   // Throws SpecError CONFIG_MISMATCH for values the engine cannot run.
   void Validate() const;
 };
@@ -92,7 +98,8 @@ struct Linear {
 
 struct Layer {
   Linear wq, wk, wv, wo;  // [H, H]
-  Linear w1;              // [I, H] intermediate.dense
+  Linear w1;              // [I, H] intermediate.dense (SwiGLU: the up projection)
+  Linear wg;              // [I, H] intermediate.gate (SwiGLU only)
   Linear w2;              // [H, I] output.dense
   std::vector<float> bq, bk, bv, bo;  // [H]
   std::vector<float> b1;              // [I]
@@ -151,7 +158,9 @@ class Model {
   Config config_;
   std::shared_ptr<const WeightsSpec> spec_;  // keeps the mappings (and the tables below) alive
   const TensorRef* word_ = nullptr;          // [vocab, H], rows read per token
-  const TensorRef* position_ = nullptr;      // [max_positions, H]
+  const TensorRef* position_ = nullptr;      // [max_positions, H]; null with rotary
+  std::vector<float> rope_cos_, rope_sin_;   // rotary: [max_positions, head_dim / 2]
+  std::vector<float> zero_i_;                // [I] zeros: the SwiGLU gate's (absent) bias
   std::vector<float> types_;                 // [type_vocab, H] token-type rows
   std::vector<float> emb_ln_g_, emb_ln_b_;   // [H] embeddings.LayerNorm
   std::vector<Layer> layers_;

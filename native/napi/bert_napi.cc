@@ -34,8 +34,14 @@ bert::Config ParseConfig(Napi::Env env, Napi::Value value) {
   c.eps = static_cast<float>(ReadNumber(o, "layerNormEps"));
   Napi::Value act = o.Get("hiddenAct");
   const std::string act_name = act.IsString() ? act.As<Napi::String>().Utf8Value() : "";
-  if (act_name != "gelu" && act_name != "gelu_tanh") ThrowTypeError(env, "config.hiddenAct must be 'gelu' or 'gelu_tanh'");
+  if (act_name != "gelu" && act_name != "gelu_tanh" && act_name != "swiglu") ThrowTypeError(env, "config.hiddenAct must be 'gelu', 'gelu_tanh' or 'swiglu'");
   c.gelu_tanh = act_name == "gelu_tanh";
+  c.swiglu = act_name == "swiglu";
+  // nomic-bert: rotary positions with this base instead of a position table.
+  if (!o.Get("ropeTheta").IsUndefined()) {
+    c.rotary = true;
+    c.rope_base = static_cast<float>(ReadNumber(o, "ropeTheta"));
+  }
   // The classification head of a cross-encoder: absent for an embedder.
   if (!o.Get("numLabels").IsUndefined()) c.labels = ReadInt(o, "numLabels", 0, int64_t{1} << 20);
   if (!o.Get("pooler").IsUndefined()) c.pooler = ReadBool(o, "pooler");

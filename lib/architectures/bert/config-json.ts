@@ -4,6 +4,7 @@
  * normalization and max_seq_length = max_position_embeddings (a decision: what embedding users
  * most often want).
  */
+import { UnsupportedError } from '../../base/errors';
 import { Fields, isObject, type HfJson } from '../config-fields';
 import { bertMaxSequence, type BertClassifierConfig, type BertConfig, type BertModelType } from './index';
 
@@ -44,9 +45,52 @@ function modelTypeOf(hf: HfJson): BertModelType {
   return hf.model_type === 'xlm-roberta' || classes.some((c) => typeof c === 'string' && c.startsWith('XLMRoberta')) ? 'xlm-roberta' : 'bert';
 }
 
+/**
+ * nomic-bert's config.json (NomicBertModel: GPT-2-style key names), in the form llama.cpp's
+ * converter accepts: SwiGLU, no biases, post-norm, rotary over the whole head without
+ * interleaving or scaling (anything else is refused).
+ */
+function nomicBertConfig(f: Fields, st: SentenceTransformersFiles, path: string | undefined): BertConfig {
+  const act = f.str('activation_function') ?? 'swiglu';
+  if (act !== 'swiglu') f.fail('UNSUPPORTED', `nomic-bert activation '${act}'`, { expected: 'swiglu', found: act });
+  for (const [key, want] of [['qkv_proj_bias', false], ['mlp_fc1_bias', false], ['mlp_fc2_bias', false], ['prenorm', false], ['rotary_emb_interleaved', false], ['causal', false]] as const) {
+    if (f.bool(key, want) !== want) f.fail('UNSUPPORTED', `nomic-bert with ${key} = ${!want}`, { expected: want, found: !want });
+  }
+  if (f.num('rotary_emb_fraction', 1) !== 1) f.fail('UNSUPPORTED', 'nomic-bert with rotary over part of the head', { expected: 1, found: f.num('rotary_emb_fraction', 1) });
+  for (const key of ['rotary_emb_scale_base', 'rotary_scaling_factor']) {
+    const v = f.raw(key);
+    if (v !== undefined && v !== null) f.fail('UNSUPPORTED', `nomic-bert with ${key}`, { expected: null, found: v });
+  }
+  const hiddenSize = f.int('n_embd');
+  const numHeads = f.int('n_head');
+  if (hiddenSize % numHeads !== 0 || (hiddenSize / numHeads) % 2 !== 0) f.fail('CONFIG_MISMATCH', 'n_embd is not a multiple of n_head with an even head size', { expected: `multiple of ${2 * numHeads}`, found: hiddenSize });
+  const maxPositionEmbeddings = f.int('n_positions', 2048);
+  const sb = st.sentenceBert ? new Fields(st.sentenceBert, path) : undefined;
+  const maxSeqLength = sb?.int('max_seq_length', maxPositionEmbeddings) ?? maxPositionEmbeddings;
+  if (maxSeqLength > maxPositionEmbeddings) f.fail('CONFIG_MISMATCH', 'max_seq_length exceeds n_positions', { expected: `<= ${maxPositionEmbeddings}`, found: maxSeqLength });
+  return {
+    architecture: 'bert',
+    modelType: 'nomic-bert',
+    hiddenSize,
+    numLayers: f.int('n_layer'),
+    numHeads,
+    intermediateSize: f.int('n_inner'),
+    vocabSize: f.int('vocab_size'),
+    maxPositionEmbeddings,
+    typeVocabSize: f.int('type_vocab_size', 2),
+    layerNormEps: f.num('layer_norm_epsilon', 1e-12),
+    hiddenAct: 'swiglu',
+    ropeTheta: f.num('rotary_emb_base', 10000),
+    maxSeqLength,
+    pooling: poolingMode(st.pooling, path),
+    normalize: moduleTypes(st.modules).some((t) => t.endsWith('models.Normalize')),
+  };
+}
+
 /** BertConfig from a config.json plus the sentence-transformers files. */
 export function bertConfigFromHfJson(hf: HfJson, st: SentenceTransformersFiles = {}, path?: string): BertConfig {
   const f = new Fields(hf, path);
+  if (hf.model_type === 'nomic_bert') return nomicBertConfig(f, st, path);
   const modelType = modelTypeOf(hf);
   // XLM-RoBERTa counts positions from padding_idx + 1 (its pad_token_id, 1 in every release).
   const positionOffset = modelType === 'xlm-roberta' ? f.int('pad_token_id', 1) + 1 : 0;
@@ -90,6 +134,7 @@ export function bertConfigFromHfJson(hf: HfJson, st: SentenceTransformersFiles =
 
 /** config.json and the sentence-transformers files for a BertConfig. */
 export function hfFilesFromBert(c: BertConfig): { config: HfJson; modules: HfJson[]; sentenceBert: HfJson; pooling: HfJson } {
+  if (c.modelType === 'nomic-bert') throw new UnsupportedError('writing a nomic-bert encoder to an HF folder is not supported');
   const modules: HfJson[] = [
     { idx: 0, name: '0', path: '', type: 'sentence_transformers.models.Transformer' },
     { idx: 1, name: '1', path: '1_Pooling', type: 'sentence_transformers.models.Pooling' },

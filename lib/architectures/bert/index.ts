@@ -5,8 +5,9 @@
  */
 
 /**
- * BERT / MiniLM sentence embedders (FORMATS.md §3), and XLM-RoBERTa's (the same encoder, its
- * positions counted from padding_idx + 1).
+ * BERT / MiniLM sentence embedders (FORMATS.md §3), XLM-RoBERTa's (the same encoder, its
+ * positions counted from padding_idx + 1) and nomic-bert's (rotary positions instead of a
+ * position table, a SwiGLU feed-forward, no biases, q/k/v fused in the checkpoint).
  */
 export interface BertConfig {
   architecture: 'bert';
@@ -26,7 +27,10 @@ export interface BertConfig {
   maxPositionEmbeddings: number;
   typeVocabSize: number;
   layerNormEps: number;
-  hiddenAct: 'gelu' | 'gelu_tanh';
+  /** The feed-forward's activation; 'swiglu': silu(x·Wgateᵀ) ⊙ (x·W1ᵀ) (nomic-bert). */
+  hiddenAct: 'gelu' | 'gelu_tanh' | 'swiglu';
+  /** Rotary positions with this base (NeoX halves over the whole head) instead of a position table (nomic-bert). */
+  ropeTheta?: number;
   /** sentence-transformers' max_seq_length (truncation), ≤ maxPositionEmbeddings. */
   maxSeqLength: number;
   pooling: 'mean' | 'cls' | 'max';
@@ -34,7 +38,7 @@ export interface BertConfig {
 }
 
 /** The config.json model_types the BERT encoder runs. */
-export type BertModelType = 'bert' | 'xlm-roberta';
+export type BertModelType = 'bert' | 'xlm-roberta' | 'nomic-bert';
 
 /** Where a cross-encoder of this config puts a pair's special tokens (lib/tokenizers/pair.ts): RoBERTa's layout for XLM-R. */
 export function bertPairLayout(c: Pick<BertConfig, 'modelType'>): 'bert' | 'roberta' {
@@ -73,9 +77,17 @@ export interface BertClassifierConfig extends Omit<BertConfig, 'architecture' | 
 /** general.architecture of the GGUFs llama.cpp writes for BERT encoders and cross-encoders. */
 export const BERT_GGUF_ARCHITECTURE = 'bert';
 
-/** Whether a GGUF's general.architecture is llama.cpp's BERT. */
+/** general.architecture of llama.cpp's nomic-bert (rotary, SwiGLU, fused attn_qkv, no biases). */
+export const NOMIC_BERT_GGUF_ARCHITECTURE = 'nomic-bert';
+
+/** Whether a GGUF's general.architecture is nomic-bert's (its keys say rotary and SwiGLU). */
+export function isNomicBertGguf(generalArchitecture: string | undefined): boolean {
+  return generalArchitecture === NOMIC_BERT_GGUF_ARCHITECTURE;
+}
+
+/** Whether a GGUF's general.architecture is one the BERT encoder runs (llama.cpp's BERT, nomic-bert). */
 export function isBertGguf(generalArchitecture: string | undefined): boolean {
-  return generalArchitecture === BERT_GGUF_ARCHITECTURE;
+  return generalArchitecture === BERT_GGUF_ARCHITECTURE || generalArchitecture === NOMIC_BERT_GGUF_ARCHITECTURE;
 }
 
 export const BERT_NAMES = {
@@ -100,6 +112,9 @@ export const BERT_NAMES = {
   outputBias: (l: number) => `encoder.layer.${l}.output.dense.bias`,
   outputNorm: (l: number) => `encoder.layer.${l}.output.LayerNorm.weight`,
   outputNormBias: (l: number) => `encoder.layer.${l}.output.LayerNorm.bias`,
+  /** nomic-bert: the SwiGLU gate (fc12), and q/k/v as one [3H, H] checkpoint tensor (Wqkv). */
+  gate: (l: number) => `encoder.layer.${l}.intermediate.gate.weight`,
+  qkv: (l: number) => `encoder.layer.${l}.attention.self.qkv.weight`,
   pooler: 'pooler.dense.weight',
   poolerBias: 'pooler.dense.bias',
   classifier: 'classifier.weight',
@@ -118,22 +133,25 @@ export function bertTensorSpecs(c: BertConfig): BertTensorSpec[] {
   const h = c.hiddenSize;
   const i = c.intermediateSize;
   const t = (name: string, shape: number[], optional = false): BertTensorSpec => ({ name, shape, optional });
+  // nomic-bert: no position table, no linear biases (allowed, as llama.cpp allows them), a gate.
+  const rotary = c.ropeTheta !== undefined;
   const out = [
     t(BERT_NAMES.wordEmbeddings, [c.vocabSize, h]),
-    t(BERT_NAMES.positionEmbeddings, [c.maxPositionEmbeddings, h]),
+    ...(rotary ? [] : [t(BERT_NAMES.positionEmbeddings, [c.maxPositionEmbeddings, h])]),
     t(BERT_NAMES.tokenTypeEmbeddings, [c.typeVocabSize, h]),
     t(BERT_NAMES.embeddingsNorm, [h]),
     t(BERT_NAMES.embeddingsNormBias, [h]),
   ];
   for (let l = 0; l < c.numLayers; l++) {
     out.push(
-      t(BERT_NAMES.query(l), [h, h]), t(BERT_NAMES.queryBias(l), [h]),
-      t(BERT_NAMES.key(l), [h, h]), t(BERT_NAMES.keyBias(l), [h]),
-      t(BERT_NAMES.value(l), [h, h]), t(BERT_NAMES.valueBias(l), [h]),
-      t(BERT_NAMES.attnOut(l), [h, h]), t(BERT_NAMES.attnOutBias(l), [h]),
+      t(BERT_NAMES.query(l), [h, h]), t(BERT_NAMES.queryBias(l), [h], rotary),
+      t(BERT_NAMES.key(l), [h, h]), t(BERT_NAMES.keyBias(l), [h], rotary),
+      t(BERT_NAMES.value(l), [h, h]), t(BERT_NAMES.valueBias(l), [h], rotary),
+      t(BERT_NAMES.attnOut(l), [h, h]), t(BERT_NAMES.attnOutBias(l), [h], rotary),
       t(BERT_NAMES.attnNorm(l), [h]), t(BERT_NAMES.attnNormBias(l), [h]),
-      t(BERT_NAMES.intermediate(l), [i, h]), t(BERT_NAMES.intermediateBias(l), [i]),
-      t(BERT_NAMES.output(l), [h, i]), t(BERT_NAMES.outputBias(l), [h]),
+      t(BERT_NAMES.intermediate(l), [i, h]), t(BERT_NAMES.intermediateBias(l), [i], rotary),
+      ...(c.hiddenAct === 'swiglu' ? [t(BERT_NAMES.gate(l), [i, h])] : []),
+      t(BERT_NAMES.output(l), [h, i]), t(BERT_NAMES.outputBias(l), [h], rotary),
       t(BERT_NAMES.outputNorm(l), [h]), t(BERT_NAMES.outputNormBias(l), [h]),
     );
   }
@@ -151,13 +169,38 @@ export function bertClassifierTensorSpecs(c: BertClassifierConfig): BertTensorSp
   ];
 }
 
-/** An HF checkpoint key -> canonical name (`bert.` / `roberta.` prefix and TF-era gamma/beta dropped); null: the MLM head and position ids. */
+/** nomic-bert's checkpoint names (NomicBertModel) -> BERT's; Wqkv -> the fused qkv (bertFusedParts). */
+const NOMIC_LAYER: Record<string, string> = {
+  'attn.Wqkv': 'attention.self.qkv',
+  'attn.out_proj': 'attention.output.dense',
+  norm1: 'attention.output.LayerNorm',
+  'mlp.fc11': 'intermediate.dense',
+  'mlp.fc12': 'intermediate.gate',
+  'mlp.fc2': 'output.dense',
+  norm2: 'output.LayerNorm',
+};
+
+/** An HF checkpoint key -> canonical name (`bert.` / `roberta.` prefix and TF-era gamma/beta dropped, nomic-bert's names mapped); null: the MLM head and position ids. */
 export function bertCheckpointName(key: string): string | null {
+  const nomic = /^encoder\.layers\.(\d+)\.(.+)\.(weight|bias)$/.exec(key);
+  if (nomic && NOMIC_LAYER[nomic[2]]) return `encoder.layer.${nomic[1]}.${NOMIC_LAYER[nomic[2]]}.${nomic[3]}`;
+  if (key.startsWith('emb_ln.')) return key.replace(/^emb_ln\./, 'embeddings.LayerNorm.');
   let n = key.startsWith('bert.') ? key.slice(5) : key.startsWith('roberta.') ? key.slice(8) : key;
   if (n === 'embeddings.position_ids' || n.startsWith('cls.') || n.startsWith('lm_head.')) return null;
   n = n.replace(/\.LayerNorm\.gamma$/, '.LayerNorm.weight').replace(/\.LayerNorm\.beta$/, '.LayerNorm.bias');
   // RoBERTa's classification head is BERT's pooler + classifier under other names.
   return n.replace(/^classifier\.dense\./, 'pooler.dense.').replace(/^classifier\.out_proj\./, 'classifier.');
+}
+
+/** The row blocks of nomic-bert's fused q/k/v ([3H, H]: q, k, v) by canonical name; undefined for other tensors. */
+export function bertFusedParts(c: Pick<BertConfig, 'hiddenSize'>): (name: string) => { name: string; row0: number; rows: number }[] | undefined {
+  const h = c.hiddenSize;
+  return (name) => {
+    const m = /^encoder\.layer\.(\d+)\.attention\.self\.qkv\.weight$/.exec(name);
+    if (!m) return undefined;
+    const l = Number(m[1]);
+    return [{ name: BERT_NAMES.query(l), row0: 0, rows: h }, { name: BERT_NAMES.key(l), row0: h, rows: h }, { name: BERT_NAMES.value(l), row0: 2 * h, rows: h }];
+  };
 }
 
 /**

@@ -545,6 +545,7 @@ function validateBertConfig(c: BertConfig, path: string): void {
   if (c.hiddenSize % c.numHeads !== 0) fail('CONFIG_MISMATCH', 'hidden_size is not a multiple of num_attention_heads', { path, expected: `multiple of ${c.numHeads}`, found: c.hiddenSize });
   if (c.maxSeqLength > c.maxPositionEmbeddings) fail('CONFIG_MISMATCH', 'max_seq_length exceeds max_position_emb', { path, expected: `<= ${c.maxPositionEmbeddings}`, found: c.maxSeqLength });
   if (c.positionOffset) fail('UNSUPPORTED', 'EMBD holds BERT encoders, whose positions start at row 0; this one (XLM-RoBERTa) starts at a later row', { path, expected: 0, found: c.positionOffset });
+  if (c.ropeTheta !== undefined || c.hiddenAct === 'swiglu') fail('UNSUPPORTED', 'EMBD holds BERT encoders with a position table and a GELU feed-forward; this one (nomic-bert) has rotary positions and SwiGLU', { path, expected: 'gelu', found: c.hiddenAct });
 }
 
 function metadataSection(entries: [string, string][]): Buffer {

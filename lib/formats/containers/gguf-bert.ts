@@ -13,7 +13,7 @@
  * (CLS) an embedder. GGUF records no activation: the encoder runs HF BERT's erf GELU (llama.cpp
  * uses ggml's tanh approximation).
  */
-import { BERT_GGUF_ARCHITECTURE, type BertClassifierConfig, type BertConfig } from '../../architectures/bert';
+import { BERT_GGUF_ARCHITECTURE, isNomicBertGguf, type BertClassifierConfig, type BertConfig } from '../../architectures/bert';
 import { UnsupportedError } from '../../base/errors';
 import type { TokenizerData } from '../../addon/weights';
 import { fail } from './bytes';
@@ -43,6 +43,8 @@ const LAYER: Record<string, string> = {
   attn_output: 'attention.output.dense',
   attn_output_norm: 'attention.output.LayerNorm',
   ffn_up: 'intermediate.dense',
+  ffn_gate: 'intermediate.gate',
+  attn_qkv: 'attention.self.qkv',
   ffn_down: 'output.dense',
   layer_output_norm: 'output.LayerNorm',
 };
@@ -81,27 +83,32 @@ export interface GgufKeys {
  * The config of a llama.cpp BERT GGUF: a cross-encoder when it has `cls.output.weight`, else an
  * embedder. `shapeOf` gives a tensor's [rows, cols] by GGUF name.
  */
-export function bertConfigFromGguf(kv: GgufKeys, shapeOf: (name: string) => number[] | undefined, path: string): BertConfig | BertClassifierConfig {
+export function bertConfigFromGguf(kv: GgufKeys, shapeOf: (name: string) => number[] | undefined, path: string, arch = BERT_GGUF_ARCHITECTURE): BertConfig | BertClassifierConfig {
   const embed = shapeOf('token_embd.weight');
   if (!embed || embed.length !== 2) return fail('MISSING_TENSOR', 'the BERT model has no token_embd.weight matrix', { path, expected: 'token_embd.weight', found: 'absent' });
-  const hiddenSize = kv.int('bert.embedding_length');
+  const a = arch;
+  const hiddenSize = kv.int(`${a}.embedding_length`);
   const types = shapeOf('token_types.weight');
+  // nomic-bert: rotary positions (rope.freq_base) and a SwiGLU feed-forward (ffn_gate).
+  const nomic = isNomicBertGguf(arch);
   const encoder = {
+    ...(nomic ? { modelType: 'nomic-bert' as const, ropeTheta: kv.float(`${a}.rope.freq_base`, 10000) } : {}),
     hiddenSize,
-    numLayers: kv.int('bert.block_count'),
-    numHeads: kv.int('bert.attention.head_count'),
-    intermediateSize: kv.int('bert.feed_forward_length'),
+    numLayers: kv.int(`${a}.block_count`),
+    numHeads: kv.int(`${a}.attention.head_count`),
+    intermediateSize: kv.int(`${a}.feed_forward_length`),
     vocabSize: embed[0],
-    maxPositionEmbeddings: kv.int('bert.context_length'),
+    maxPositionEmbeddings: kv.int(`${a}.context_length`),
     typeVocabSize: kv.int('tokenizer.ggml.token_type_count', types?.[0] ?? 2),
-    layerNormEps: kv.float('bert.attention.layer_norm_epsilon', 1e-12),
-    hiddenAct: 'gelu' as const,
+    layerNormEps: kv.float(`${a}.attention.layer_norm_epsilon`, 1e-12),
+    hiddenAct: nomic ? ('swiglu' as const) : ('gelu' as const),
   };
-  if (hiddenSize % encoder.numHeads !== 0) fail('CONFIG_MISMATCH', 'bert.embedding_length is not a multiple of bert.attention.head_count', { path, expected: `multiple of ${encoder.numHeads}`, found: hiddenSize });
-  const pooling = kv.has('bert.pooling_type') ? kv.int('bert.pooling_type', undefined, 0) : undefined;
+  if (hiddenSize % encoder.numHeads !== 0) fail('CONFIG_MISMATCH', `${a}.embedding_length is not a multiple of ${a}.attention.head_count`, { path, expected: `multiple of ${encoder.numHeads}`, found: hiddenSize });
+  if (nomic && (hiddenSize / encoder.numHeads) % 2 !== 0) fail('CONFIG_MISMATCH', 'rotary positions need an even head size', { path, expected: 'even', found: hiddenSize / encoder.numHeads });
+  const pooling = kv.has(`${a}.pooling_type`) ? kv.int(`${a}.pooling_type`, undefined, 0) : undefined;
   const head = shapeOf('cls.output.weight');
   if (head) {
-    const raw = kv.value('bert.classifier.output_labels');
+    const raw = kv.value(`${a}.classifier.output_labels`);
     const numLabels = head[0];
     let labels = Array.from({ length: numLabels }, (_, i) => `LABEL_${i}`);
     if (raw !== undefined) {

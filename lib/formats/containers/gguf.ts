@@ -36,6 +36,7 @@ import { bertCanonicalName, bertConfigFromGguf } from './gguf-bert';
 import { isUtf8 } from 'node:buffer';
 import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from './bytes';
 import { GGUF_MAGIC } from './magic';
+import { readUgmKeys } from './gguf-ugm-keys';
 import type { Probe, ReadOptions } from '../types';
 import { runNow, runYielding, type Steps } from '../../base/steps';
 import { deferVocabularyWork } from '../../tokenizers/deferred-vocabulary';
@@ -696,6 +697,7 @@ function tokenizerOf(kv: Kv): TokenizerData | undefined {
   // Gemma's SentencePiece vocabulary has none: a writer that dropped it would tokenize with a space in front.
   const addSpacePrefix = kv.bool('tokenizer.ggml.add_space_prefix');
   if (addSpacePrefix !== undefined) out.addSpacePrefix = addSpacePrefix;
+  readUgmKeys(meta, path, out);
   deferVocabularyWork(out, function* () {
     for (const strings of lazy) yield* strings.decodeSteps();
   });
@@ -782,9 +784,13 @@ function build(src: MappedSource, file: GgufFile): Omit<ModelWeights, 'path' | '
 function bertWeights(src: MappedSource, file: GgufFile, kv: Kv): Pick<ModelWeights, 'architecture' | 'config' | 'tensors'> {
   const path = src.path;
   const byName = new Map(file.tensors.map((t) => [t.name, t]));
-  const config = bertConfigFromGguf(kv, (name) => byName.get(name)?.shape, path);
-  checkLayerCount("metadata 'bert.block_count'", config.numLayers, file.tensors.length, { path });
-  const canonical = new Map<string, GgufTensorInfo>();
+  const arch = kv.str('general.architecture');
+  const config = bertConfigFromGguf(kv, (name) => byName.get(name)?.shape, path, arch);
+  checkLayerCount(`metadata '${arch}.block_count'`, config.numLayers, file.tensors.length, { path });
+  const entry = architectureOf(config)!;
+  const fused = entry.fusedParts?.(config);
+  // Each canonical tensor: its file tensor, and its view (a fused attn_qkv's row blocks, in place).
+  const canonical = new Map<string, { t: GgufTensorInfo; shape: number[] }>();
   const tensors: TensorView[] = [];
   for (const t of file.tensors) {
     const name = bertCanonicalName(t.name);
@@ -792,17 +798,32 @@ function bertWeights(src: MappedSource, file: GgufFile, kv: Kv): Pick<ModelWeigh
     if (name !== undefined && layer && Number(layer[1]) >= config.numLayers) {
       fail('CONFIG_MISMATCH', `tensor '${t.name}' belongs to a layer past block_count`, { path, offset: t.byteOffset, expected: `< ${config.numLayers}`, found: Number(layer[1]) });
     }
-    if (name !== undefined) canonical.set(name, t);
+    const parts = name === undefined ? undefined : fused?.(name);
+    if (parts) {
+      const rows = parts.reduce((n, p) => n + p.rows, 0);
+      if (t.shape.length !== 2 || t.shape[0] !== rows) fail('SHAPE_MISMATCH', `tensor '${t.name}' disagrees with the metadata`, { path, offset: t.byteOffset, expected: `[${rows}, ${config.hiddenSize}]`, found: t.shape });
+      if (!t.supported) fail('UNSUPPORTED', `tensor '${t.name}' has ggml type ${t.typeName}, which weightmap does not read`, { path, offset: t.byteOffset, expected: supportedTypeNames(), found: t.typeName });
+      const whole = viewOf(src, t, name!);
+      for (const p of parts) {
+        const view = rowBlockView(whole, p.name, p.row0, p.rows);
+        if (!view) fail('UNSUPPORTED', `tensor '${t.name}' cannot be split into its parts in place`, { path, offset: t.byteOffset, found: t.typeName });
+        canonical.set(p.name, { t, shape: view.shape });
+        tensors.push(view);
+      }
+      continue;
+    }
+    if (name !== undefined) canonical.set(name, { t, shape: t.shape });
     if (t.supported) tensors.push(viewOf(src, t, name ?? t.name));
   }
-  for (const spec of architectureOf(config)!.tensors(config)) {
-    const t = canonical.get(spec.name);
-    if (!t) {
+  for (const spec of entry.tensors(config)) {
+    const found = canonical.get(spec.name);
+    if (!found) {
       if (spec.optional) continue;
       fail('MISSING_TENSOR', `the BERT model has no tensor for '${spec.name}'`, { path, expected: spec.name, found: 'absent' });
     }
-    if (t.shape.length !== spec.shape.length || t.shape.some((v, i) => v !== spec.shape[i])) {
-      fail('SHAPE_MISMATCH', `tensor '${t.name}' disagrees with the metadata`, { path, offset: t.byteOffset, expected: spec.shape, found: t.shape });
+    const { t, shape } = found;
+    if (shape.length !== spec.shape.length || shape.some((v, i) => v !== spec.shape[i])) {
+      fail('SHAPE_MISMATCH', `tensor '${t.name}' disagrees with the metadata`, { path, offset: t.byteOffset, expected: spec.shape, found: shape });
     }
     if (!t.supported) fail('UNSUPPORTED', `tensor '${t.name}' has ggml type ${t.typeName}, which weightmap does not read`, { path, offset: t.byteOffset, expected: supportedTypeNames(), found: t.typeName });
   }

@@ -5,6 +5,7 @@
  */
 import { fail } from '../containers/bytes';
 import { parseGguf } from '../containers/gguf';
+import { readUgmKeys } from '../containers/gguf-ugm-keys';
 import { mapFile } from '../../addon/mapping';
 import type { TokenizerData } from '../../addon/weights';
 
@@ -53,6 +54,7 @@ export function ggufTokenizerData(meta: Record<string, unknown>, path: string): 
     const v = meta[`tokenizer.ggml.${key}`];
     if (typeof v === 'boolean') (data as unknown as Record<string, unknown>)[field] = v;
   }
+  readUgmKeys(meta, path, data);
   return data;
 }
 

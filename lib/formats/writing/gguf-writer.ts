@@ -215,6 +215,8 @@ function vocabularyKvs(t: Extract<TokenizerData, { kind: 'gguf' }> | EncodedGguf
   if (t.addBos !== undefined) out.push(['tokenizer.ggml.add_bos_token', 'bool', t.addBos]);
   if (t.addEos !== undefined) out.push(['tokenizer.ggml.add_eos_token', 'bool', t.addEos]);
   if (t.addSpacePrefix !== undefined) out.push(['tokenizer.ggml.add_space_prefix', 'bool', t.addSpacePrefix]);
+  if (t.removeExtraWhitespaces !== undefined) out.push(['tokenizer.ggml.remove_extra_whitespaces', 'bool', t.removeExtraWhitespaces]);
+  if (t.precompiledCharsmap) out.push(['tokenizer.ggml.precompiled_charsmap', 'array<u8>', t.precompiledCharsmap]);
   if (chatTemplate !== undefined) out.push(['tokenizer.chat_template', 'string', chatTemplate]);
   return out;
 }
