@@ -7,9 +7,11 @@
 // How the rows run, the one difference between one session and several:
 //   one span (one session's consecutive positions): the linear layers as one batch (RunLinear),
 //     elementwise steps and attention across the pool;
-//   several spans (several sessions' one-token steps): every row its own one-token product
-//     (RunLinearRows: each weight block read once for all rows, each row bitwise its session's
-//     step alone), the spans' attention side by side across the pool, one session per thread.
+//   several spans of one row each (several sessions' one-token steps): every row its own one-token
+//     product (RunLinearRows: each weight block read once for all rows, each row bitwise its
+//     session's step alone), the spans' attention side by side across the pool, one session per thread;
+//   several spans, some longer (PooledPass: several sequences from position 0): the linear layers as
+//     one batch, the spans' attention side by side.
 #pragma once
 
 #include <atomic>
@@ -43,6 +45,8 @@ class DecoderPass {
   // out [rows, vocab] = head(final_norm(x)) of the last `rows` rows, or (a model without the head)
   // their hidden states [rows, dim]. Throws ABORT_ERR as Layers does.
   void Output(int64_t rows, float* out);
+  // out [count, dim] = final_norm(x) of rows[0..count) (the embedding models' output: no head).
+  void Hidden(const int64_t* rows, int64_t count, float* out);
 
  private:
   void Layer(int64_t l);
@@ -75,6 +79,7 @@ class DecoderPass {
   const Span* spans_;
   int64_t n_spans_;
   int64_t n_;  // rows
+  bool steps_;  // several spans of one row each: a batched decode step
   Activations& a_;
   const float* layer_rope_ = nullptr;  // the angle table of the layer being run (its RoPE base)
 };
