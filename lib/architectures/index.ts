@@ -105,6 +105,8 @@ function decoderEntry(name: DecoderArchitecture): ArchitectureEntry {
     maxSeqLen: (c) => c.maxSeqLen,
     layerCounts: (c) => [['num_hidden_layers', c.numLayers]],
     quantizesOnLoad: true,
+    // A decoder embedder's Pooling module (Qwen3-Embedding: last token) is part of its config (DecoderConfig.pooling).
+    sentenceTransformers: true,
     ...(v.defaultChatTemplate ? { defaultChatTemplate: v.defaultChatTemplate } : {}),
   });
 }
@@ -174,6 +176,20 @@ export const ARCHITECTURES: ReadonlyMap<string, ArchitectureEntry> = new Map(ENT
 /** The entry of a config's architecture; undefined for 'unknown'. */
 export function architectureOf(config: ModelConfig): ArchitectureEntry | undefined {
   return ARCHITECTURES.get(config.architecture);
+}
+
+/**
+ * The class that wraps `config`'s engine: its entry's, except for a decoder with a retrieval
+ * pooling (DecoderConfig.pooling: 'last' / 'mean' an Embedder, 'rank' a Reranker). undefined for 'unknown'.
+ */
+export function modelClassOf(config: ModelConfig): ModelClassName | undefined {
+  const e = architectureOf(config);
+  if (e?.family === 'decoder') {
+    const pooling = (config as DecoderConfig).pooling;
+    if (pooling === 'rank') return 'Reranker';
+    if (pooling !== undefined) return 'Embedder';
+  }
+  return e?.modelClass;
 }
 
 /** Which architecture an HF config.json describes: a head class (`hf.classes`), else model_type, else its `architectures` classes. */

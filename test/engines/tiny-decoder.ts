@@ -1,5 +1,5 @@
 /**
- * Tiny random-weight Mistral and Gemma 3 checkpoints written as Hugging Face folders (config.json
+ * Tiny random-weight Mistral, Gemma 3 and Qwen3 checkpoints written as Hugging Face folders (config.json
  * plus model.safetensors, f32), and a float64 forward pass of them written from the published
  * architectures (transformers' MistralForCausalLM and Gemma3ForCausalLM), independent of the
  * engine: the expectation the engine tests compare against.
@@ -52,9 +52,11 @@ export function tinyDecoder(hf: Record<string, unknown>, seed: number): TinyDeco
     matrix(`${p}self_attn.v_proj.weight`, kv, s.hidden);
     matrix(`${p}self_attn.o_proj.weight`, s.hidden, q);
     norm(`${p}post_attention_layernorm.weight`, s.hidden);
-    if (gemma) {
+    if (gemma || hf.model_type === 'qwen3') {
       norm(`${p}self_attn.q_norm.weight`, s.headDim);
       norm(`${p}self_attn.k_norm.weight`, s.headDim);
+    }
+    if (gemma) {
       norm(`${p}pre_feedforward_layernorm.weight`, s.hidden);
       norm(`${p}post_feedforward_layernorm.weight`, s.hidden);
     }

@@ -18,10 +18,13 @@ export const ROPE_PAIRINGS = ['half', 'interleaved'] as const;
 export const DECODER_ACTIVATIONS = ['silu', 'gelu_tanh'] as const;
 export const KV_CACHE_TYPES = ['f16', 'f32', 'q8_0'] as const;
 export const DECODER_QUANTS = ['none', 'q8_0', 'f32'] as const;
+/** DecoderConfig.pooling's values: what a retrieval model does with its final hidden states. */
+export const DECODER_POOLINGS = ['last', 'mean', 'rank'] as const;
 export type RopePairing = (typeof ROPE_PAIRINGS)[number];
 export type DecoderActivation = (typeof DECODER_ACTIVATIONS)[number];
 export type KvCacheType = (typeof KV_CACHE_TYPES)[number];
 export type DecoderQuant = (typeof DECODER_QUANTS)[number];
+export type DecoderPooling = (typeof DECODER_POOLINGS)[number];
 
 /**
  * The decoder variant names. Each family's folder adds its own by declaration merging
@@ -273,6 +276,15 @@ export interface DecoderConfig {
   ropeYarnBetaSlow?: number;
   /** With ropeYarnFactor: GGUF rope.scaling.attn_factor (default 1). */
   ropeAttentionFactor?: number;
+  /**
+   * A retrieval model (absent: a text model). 'last' / 'mean': a sentence embedder whose vector is
+   * the final hidden state (after the final norm) of the last token / the mean over the tokens
+   * (Qwen3-Embedding: sentence-transformers' Pooling module with pooling_mode_lasttoken, GGUF
+   * `<arch>.pooling_type` 3 (LAST) / 1 (MEAN)); 'rank': a yes/no reranker (Qwen3-Reranker: P(yes)
+   * from the head's "yes" and "no" rows at the last token; GGUF pooling_type 4 (RANK) with those
+   * two rows as `cls.output.weight`, RERANK_HEAD here). lib/models/embedder.ts and reranker.ts.
+   */
+  pooling?: DecoderPooling;
   bosTokenId?: number;
   eosTokenIds?: number[];
   /** Q8_0 group size of the stored weights, when quantized. */
@@ -331,6 +343,13 @@ function layerName(role: keyof typeof DECODER_TENSOR_ROLES): (l: number) => stri
 function expertName(role: 'expertGate' | 'expertUp' | 'expertDown'): (l: number, e: number) => string {
   return (l, e) => DECODER_TENSOR_ROLES[role].replace('{layer}', String(l)).replace('{expert}', String(e));
 }
+
+/**
+ * A 'rank' decoder's scoring rows [2, hiddenSize]: the head's rows of "yes" then "no", as
+ * llama.cpp's converter writes them for Qwen3-Reranker (and names them). An HF folder has none:
+ * the reranker takes those rows of its head by the tokenizer's ids of "yes" and "no".
+ */
+export const RERANK_HEAD = 'cls.output.weight';
 
 /** The canonical tensor names: the whole-model ones, and a function of the layer for the others. */
 export const DECODER_NAMES = {
