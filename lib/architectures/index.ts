@@ -17,7 +17,7 @@
  */
 import type { Architecture, ModelConfig } from './model-config';
 import { bertCheckpointName, bertClassifierHfName, bertClassifierTensorSpecs, bertTensorSpecs, type BertConfig } from './bert';
-import { DECODER_VARIANTS, decoderCheckpointNames, decoderFusedParts, decoderTensorShapes, type BuiltinChatTemplate, type DecoderArchitecture, type DecoderConfig, type FusedPart } from './decoder';
+import { DECODER_VARIANTS, decoderCheckpointNames, decoderFusedParts, decoderTensorShapes, type BuiltinChatTemplate, type DecoderArchitecture, type DecoderConfig, type DecoderRetrieval, type FusedPart } from './decoder';
 import { moondreamCheckpointName, moondreamTensorSpecs, type MoondreamConfig } from './moondream';
 import { tllmTensorSpecs, type TllmConfig } from './tllm';
 
@@ -190,6 +190,20 @@ export function modelClassOf(config: ModelConfig): ModelClassName | undefined {
     if (pooling !== undefined) return 'Embedder';
   }
   return e?.modelClass;
+}
+
+/** What a reranker config runs as: a cross-encoder (a BERT head), a yes/no reranker (a decoder family's, DecoderRetrieval), or neither. */
+export function rerankerKindOf(config: ModelConfig, asked?: 'cross-encoder' | 'yes-no'): 'cross-encoder' | 'yes-no' | undefined {
+  const e = architectureOf(config);
+  if (!e) return undefined;
+  if (e.family === 'bert') return modelClassOf(config) === 'Reranker' && asked !== 'yes-no' ? 'cross-encoder' : undefined;
+  const yesNo = e.family === 'decoder' && DECODER_VARIANTS[(config as DecoderConfig).architecture].retrieval !== undefined;
+  return yesNo && (asked === 'yes-no' || (asked === undefined && modelClassOf(config) === 'Reranker')) ? 'yes-no' : undefined;
+}
+
+/** The retrieval formats of a decoder config's family (Qwen3's), if it has them. */
+export function retrievalOf(config: ModelConfig): DecoderRetrieval | undefined {
+  return architectureOf(config)?.family === 'decoder' ? DECODER_VARIANTS[(config as DecoderConfig).architecture].retrieval : undefined;
 }
 
 /** Which architecture an HF config.json describes: a head class (`hf.classes`), else model_type, else its `architectures` classes. */

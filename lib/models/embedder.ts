@@ -30,7 +30,7 @@ import { modelFolder, resolveTokenizer } from '../tokenizer-loading/resolve';
 import { closeWeights, type FormatName, type ModelWeights } from '../addon/weights';
 import { bertMaxSequence, type BertConfig } from '../architectures/bert';
 import type { DecoderConfig } from '../architectures/decoder';
-import { architectureOf, modelClassOf, runsOn, type EngineName } from '../architectures';
+import { architectureOf, modelClassOf, retrievalOf, runsOn, type EngineName } from '../architectures';
 import { readJsonFile } from '../formats/containers/hf-config';
 import { bertPoolingEngine, decoderPoolingEngine, normalizeRows, type Pooling, type PoolingEngine, type PoolingEngineOptions } from './embedding-engines';
 
@@ -45,11 +45,6 @@ export type { Pooling } from './embedding-engines';
 
 /** The longest text a decoder embedder takes by default (Qwen3-Embedding's sentence-transformers max_seq_length), within its positions. */
 const DECODER_MAX_SEQ = 8192;
-
-/** Qwen3-Embedding's query format (its model card): the instruction before the query. */
-export function qwen3EmbeddingQuery(instruction: string): string {
-  return `Instruct: ${instruction}\nQuery:`;
-}
 
 /** Options of `loadEmbedder()`. */
 export interface LoadEmbedderOptions {
@@ -298,7 +293,7 @@ export async function loadEmbedder(path: string, options: LoadEmbedderOptions = 
     const arch = architectureOf(weights.config);
     const load = arch && modelClassOf(weights.config) === 'Embedder' ? EMBEDDER_ENGINES[arch.engine] : undefined;
     if (!load) {
-      const hint = modelClassOf(weights.config) === 'Reranker' ? ' (a reranker: loadReranker)' : arch?.family === 'decoder' ? ' (a text model without a pooling: loadModel)' : '';
+      const hint = modelClassOf(weights.config) === 'Reranker' ? ' (a reranker: loadReranker)' : modelClassOf(weights.config) === 'Model' ? ' (a text model: loadModel)' : '';
       throw new UnsupportedError(`${path} holds a ${weights.architecture} model${hint}; loadEmbedder takes BERT encoders and decoder embedders (Qwen3-Embedding)`);
     }
     const settings = runsOn(weights.config, 'bert') ? bertSettings(weights.config, options) : decoderSettings(weights.config as DecoderConfig, path, options);
@@ -336,6 +331,7 @@ function bertSettings(config: BertConfig, options: LoadEmbedderOptions): Embedde
 function decoderSettings(config: DecoderConfig, path: string, options: LoadEmbedderOptions): EmbedderSettings {
   const folder = fs.statSync(path).isDirectory() ? path : undefined;
   const modules = folder && fs.existsSync(nodePath.join(folder, 'modules.json')) ? readJsonFile(nodePath.join(folder, 'modules.json'), false) : undefined;
+  const retrieval = retrievalOf(config);
   const normalize = Array.isArray(modules) ? modules.some((m) => typeof m?.type === 'string' && m.type.endsWith('models.Normalize')) : true;
   return {
     maxSeqLength: checkedMaxSeqLength(options.maxSeqLength ?? Math.min(config.maxSeqLen, DECODER_MAX_SEQ), 1, config.maxSeqLen),
@@ -343,7 +339,7 @@ function decoderSettings(config: DecoderConfig, path: string, options: LoadEmbed
     pooling: config.pooling === 'mean' ? 'mean' : 'last',
     normalize,
     prompts: folder ? sentenceTransformersPrompts(folder) : {},
-    ...(config.architecture === 'qwen3' ? { instructionFormat: qwen3EmbeddingQuery } : {}),
+    ...(retrieval ? { instructionFormat: retrieval.embeddingQuery } : {}),
   };
 }
 

@@ -19,9 +19,9 @@
  * Either way the pairs run natively in packed batches, longest first, and a pair's score does not
  * depend on its batch.
  */
-import { architectureOf, modelClassOf } from '../architectures';
-import { isDecoderConfig, type DecoderConfig } from '../architectures/decoder';
-import { DEFAULT_RERANK_INSTRUCTION, loadYesNoModel, type YesNoModel } from './yes-no-reranker';
+import { architectureOf, modelClassOf, rerankerKindOf, retrievalOf } from '../architectures';
+import type { DecoderConfig } from '../architectures/decoder';
+import { loadYesNoModel, type YesNoModel } from './yes-no-reranker';
 import type { PoolingEngineInfo } from './embedding-engines';
 import { bertMaxSequence, bertPairLayout, type BertClassifierConfig } from '../architectures/bert';
 import { BertEngine, type EmbedderQuant } from '../engines/bert';
@@ -322,12 +322,10 @@ export async function loadReranker(path: string, options: LoadRerankerOptions = 
   }
   const weights = await readWeights(path, { format: options.format });
   try {
-    const arch = architectureOf(weights.config);
-    const registryKind: RerankerKind | undefined = modelClassOf(weights.config) !== 'Reranker' ? undefined : arch?.engine === 'bert' ? 'cross-encoder' : 'yes-no';
-    const kind = options.kind ?? registryKind;
-    const runs = kind === 'cross-encoder' ? arch?.engine === 'bert' && modelClassOf(weights.config) === 'Reranker' : kind === 'yes-no' && isDecoderConfig(weights.config) && weights.config.architecture === 'qwen3';
-    if (!runs) {
-      const hint = modelClassOf(weights.config) === 'Embedder' ? ' (an embedding model: loadEmbedder)' : arch ? ' (a text model: loadModel, or kind: \'yes-no\' for a Qwen3-Reranker)' : '';
+    const kind = rerankerKindOf(weights.config, options.kind);
+    if (!kind) {
+      const modelClass = modelClassOf(weights.config);
+      const hint = modelClass === 'Embedder' ? ' (an embedding model: loadEmbedder)' : modelClass === 'Reranker' ? ` (not a ${options.kind} reranker)` : architectureOf(weights.config) ? " (a text model: loadModel; kind: 'yes-no' for a Qwen3-Reranker)" : '';
       throw new UnsupportedError(`${path} holds a ${weights.architecture} model${hint}; loadReranker takes cross-encoders (Bert/XLMRobertaForSequenceClassification) and yes/no rerankers (Qwen3-Reranker)`);
     }
     const tokenizer = await resolveTokenizer(weights, options.tokenizer);
@@ -338,9 +336,10 @@ export async function loadReranker(path: string, options: LoadRerankerOptions = 
       if (!Number.isInteger(maxSeqLength) || maxSeqLength < 1 || maxSeqLength > config.maxSeqLen) {
         throw rangeError(`maxSeqLength must be an integer in [1, ${config.maxSeqLen}], got ${maxSeqLength}`);
       }
-      const instruction = options.instruction ?? DEFAULT_RERANK_INSTRUCTION;
+      const prompt = retrievalOf(config)!.yesNo;
+      const instruction = options.instruction ?? prompt.defaultInstruction;
       if (typeof instruction !== 'string') throw new TypeError('instruction must be a string');
-      const model = await loadYesNoModel(weights, tokenizer, options);
+      const model = await loadYesNoModel(weights, tokenizer, prompt, options);
       return new Reranker(yesNoPairModel(model, maxSeqLength, instruction), weights, tokenizer, config, {
         maxSeqLength,
         activation: options.activation ?? 'sigmoid',

@@ -1,6 +1,7 @@
 /**
- * Qwen3-Reranker: a decoder asked whether a document meets a query, scored by its next-token
- * logits of "yes" and "no" at the end of the prompt of its model card:
+ * Yes/no rerankers (Qwen3-Reranker): a decoder asked whether a document meets a query, scored by
+ * its next-token logits of "yes" and "no" at the end of the prompt of its model card (its family's
+ * DecoderRetrieval.yesNo; Qwen3's):
  *
  *   <|im_start|>system\nJudge whether the Document meets the requirements based on the Query and
  *   the Instruct provided. Note that the answer can only be "yes" or "no".<|im_end|>\n
@@ -16,25 +17,12 @@
  * model card's truncation of that one sequence): the document's end goes first.
  */
 import { rangeError, UnsupportedError } from '../base/errors';
-import { DECODER_NAMES, RERANK_HEAD, type DecoderConfig } from '../architectures/decoder';
+import { DECODER_NAMES, RERANK_HEAD, type DecoderConfig, type DecoderRetrieval } from '../architectures/decoder';
 import { findTensor, rowBlockView, type ModelWeights, type TensorView } from '../addon/weights';
 import { dequantize } from '../formats/quantization/dequantize';
 import type { Tokenizer } from '../tokenizers';
 import { encodeAsync } from '../tokenizer-loading';
 import { decoderPoolingEngine, type PoolingEngine, type PoolingEngineOptions } from './embedding-engines';
-
-/** The model card's default instruction. */
-export const DEFAULT_RERANK_INSTRUCTION = 'Given a web search query, retrieve relevant passages that answer the query';
-
-const PREFIX =
-  '<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct provided. ' +
-  'Note that the answer can only be "yes" or "no".<|im_end|>\n<|im_start|>user\n';
-const SUFFIX = '<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n';
-
-/** The user turn of the model card's prompt for one pair. */
-export function yesNoUserTurn(instruction: string, query: string, document: string): string {
-  return `<Instruct>: ${instruction}\n<Query>: ${query}\n<Document>: ${document}`;
-}
 
 /** The rows [yes, no] the pair's logit takes the difference of, as one vector w_yes − w_no [hiddenSize]. */
 async function yesNoDirection(weights: ModelWeights, config: DecoderConfig, tokenizer: Tokenizer): Promise<Float32Array> {
@@ -67,10 +55,11 @@ export interface YesNoModel {
   logits(ids: Int32Array, lengths: Int32Array, signal?: AbortSignal): Promise<Float32Array>;
 }
 
-export async function loadYesNoModel(weights: ModelWeights, tokenizer: Tokenizer, options: PoolingEngineOptions): Promise<YesNoModel> {
+/** `prompt`: the family's model card (DecoderRetrieval.yesNo). */
+export async function loadYesNoModel(weights: ModelWeights, tokenizer: Tokenizer, prompt: DecoderRetrieval['yesNo'], options: PoolingEngineOptions): Promise<YesNoModel> {
   const config = weights.config as DecoderConfig;
   const direction = await yesNoDirection(weights, config, tokenizer);
-  const [prefix, suffix] = await encodeAsync(tokenizer, [PREFIX, SUFFIX], { addSpecialTokens: false, maxLength: Infinity });
+  const [prefix, suffix] = await encodeAsync(tokenizer, [prompt.prefix, prompt.suffix], { addSpecialTokens: false, maxLength: Infinity });
   const engine = await decoderPoolingEngine(weights, options);
   const dim = config.hiddenSize;
   return {
@@ -78,7 +67,7 @@ export async function loadYesNoModel(weights: ModelWeights, tokenizer: Tokenizer
     async pairs(query, documents, instruction, maxSeqLength) {
       const room = maxSeqLength - prefix.length - suffix.length;
       if (room < 1) throw rangeError(`maxSeqLength ${maxSeqLength} leaves no room for a pair in the ${prefix.length + suffix.length} tokens of the prompt`);
-      const turns = await encodeAsync(tokenizer, documents.map((d) => yesNoUserTurn(instruction, query, d)), { addSpecialTokens: false, maxLength: Infinity });
+      const turns = await encodeAsync(tokenizer, documents.map((d) => prompt.userTurn(instruction, query, d)), { addSpecialTokens: false, maxLength: Infinity });
       return turns.map((turn) => [...prefix, ...turn.slice(0, room), ...suffix]);
     },
     async logits(ids, lengths, signal) {

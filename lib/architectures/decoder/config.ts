@@ -99,6 +99,27 @@ export interface DecoderVariant {
   hfAttentionBias?: boolean;
   /** What the formats cannot say as data: the family's own config.json and GGUF keys. */
   hooks?: DecoderFormatHooks;
+  /** The family's retrieval models (DecoderConfig.pooling): their prompt formats, and how an HF folder names a reranker. */
+  retrieval?: DecoderRetrieval;
+}
+
+/** A decoder family's embedders and yes/no rerankers (Qwen3-Embedding, Qwen3-Reranker): what their model cards write. */
+export interface DecoderRetrieval {
+  /** The text put before a query for its task (Qwen3-Embedding: `Instruct: {instruction}\nQuery:`). */
+  embeddingQuery(instruction: string): string;
+  /**
+   * A yes/no reranker (Qwen3-Reranker) of the family: the prompt around its pair (the system turn
+   * and the user turn's start, the user turn's end and the assistant's), the user turn, and how an HF
+   * folder (a plain *ForCausalLM config.json) says it is one: a README heading or `_name_or_path`
+   * matching `marker` (llama.cpp's converter's test, conversion/qwen.py).
+   */
+  yesNo: {
+    prefix: string;
+    suffix: string;
+    userTurn(instruction: string, query: string, document: string): string;
+    defaultInstruction: string;
+    marker: RegExp;
+  };
 }
 
 /**

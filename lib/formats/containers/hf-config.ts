@@ -18,7 +18,7 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { ARCHITECTURES, architectureOf, architectureOfHf, isFamily, type ArchitectureEntry, type Family, type KnownArchitecture } from '../../architectures';
+import { ARCHITECTURES, architectureOf, architectureOfHf, isFamily, retrievalOf, type ArchitectureEntry, type Family, type KnownArchitecture } from '../../architectures';
 import { DECODER_VARIANTS, decoderTitles, isDecoderArchitecture, isRopeLayer, variantScalars, isDecoderConfig, llama3RopeFactors, normWeightOffsetOf, variantFields, type DecoderActivation, type DecoderArchitecture, type Llama3RopeScaling, type DecoderConfig, type DecoderVariant } from '../../architectures/decoder';
 import type { BertClassifierConfig, BertConfig } from '../../architectures/bert';
 import type { ModelConfig } from '../../architectures/model-config';
@@ -249,16 +249,17 @@ function withSentencePooling(config: DecoderConfig, st: SentenceTransformersFile
 }
 
 /**
- * Whether an HF folder of a Qwen3ForCausalLM is Qwen3-Reranker (whose config.json says nothing of
- * it): as llama.cpp's converter tells (conversion/qwen.py, Qwen3Model._is_qwen3_reranker), its
- * README's "# Qwen3-Reranker" heading or the model id transformers saved as `_name_or_path`; the
- * folder's name is not looked at. loadReranker's `kind: 'yes-no'` says it for a folder without either.
+ * Whether an HF folder of a decoder whose family has yes/no rerankers (Qwen3ForCausalLM) is one
+ * (Qwen3-Reranker, whose config.json says nothing of it): as llama.cpp's converter tells
+ * (conversion/qwen.py, Qwen3Model._is_qwen3_reranker), a README heading or the model id
+ * transformers saved as `_name_or_path` matching the family's marker; the folder's name is not
+ * looked at. loadReranker's `kind: 'yes-no'` says it for a folder without either.
  */
-export function isQwen3RerankerFolder(dir: string, hf: HfJson): boolean {
-  if (typeof hf._name_or_path === 'string' && /qwen3-reranker/i.test(hf._name_or_path)) return true;
+function isYesNoRerankerFolder(dir: string, hf: HfJson, marker: RegExp): boolean {
+  if (typeof hf._name_or_path === 'string' && marker.test(hf._name_or_path)) return true;
   const readme = nodePath.join(dir, 'README.md');
   if (!fs.existsSync(readme) || fs.statSync(readme).size > MAX_JSON_BYTES) return false;
-  return /^#\s*qwen3-reranker/im.test(fs.readFileSync(readme, 'utf8'));
+  return fs.readFileSync(readme, 'utf8').split('\n').some((line) => /^#\s/.test(line) && marker.test(line));
 }
 
 /** The config reader of each family, for an HF config.json its registry entry claims. */
@@ -328,7 +329,8 @@ export function readHfFolderConfig(dir: string): { config: ModelConfig; hf: HfJs
   const config = modelConfigFromHf(hf, st, file);
   if (isDecoderConfig(config)) {
     addGenerationStops(config, dir);
-    if (config.architecture === 'qwen3' && config.pooling === undefined && isQwen3RerankerFolder(dir, hf)) config.pooling = 'rank';
+    const marker = retrievalOf(config)?.yesNo.marker;
+    if (marker && config.pooling === undefined && isYesNoRerankerFolder(dir, hf, marker)) config.pooling = 'rank';
   }
   return { config, hf };
 }
