@@ -139,6 +139,7 @@ export class Embedder {
   readonly instructionFormat: ((instruction: string) => string) | undefined;
   private closed = false;
 
+  /** @internal Made by loadEmbedder. */
   constructor(
     private readonly engine: PoolingEngine,
     private readonly weights: ModelWeights,
