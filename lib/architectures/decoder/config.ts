@@ -298,6 +298,13 @@ export interface DecoderConfig {
   /** With ropeYarnFactor: GGUF rope.scaling.attn_factor (default 1). */
   ropeAttentionFactor?: number;
   /**
+   * Attention both ways (EmbeddingGemma: HF use_bidirectional_attention): every position of a pass
+   * attends to every position of it, a sliding layer's to those within slidingWindow / 2 on either
+   * side (llama.cpp's symmetric window, HF's halved one). Such a model runs only pooled
+   * (DecoderEngine.pool), never token by token. Absent: causal.
+   */
+  bidirectional?: boolean;
+  /**
    * A retrieval model (absent: a text model). 'last' / 'mean': a sentence embedder whose vector is
    * the final hidden state (after the final norm) of the last token / the mean over the tokens
    * (Qwen3-Embedding: sentence-transformers' Pooling module with pooling_mode_lasttoken, GGUF

@@ -76,6 +76,10 @@ struct DecoderConfig {
   float swiglu_limit = 0;     // > 0: the experts' clamped SwiGLU (moe.h) with this limit
   bool attn_sinks = false;    // a learned logit per head joins each softmax's denominator
   bool o_bias = false;        // the attention output projection adds a bias
+  // EmbeddingGemma: every position of a pass attends to every position of it, a sliding layer's to
+  // those within sliding_window / 2 on either side (llama.cpp's symmetric window). Such a model
+  // runs only as one pass over whole sequences (PooledPass, decoder/pooled.h): Eval refuses it.
+  bool bidirectional = false;
   // YaRN RoPE (engines/rope.h; yarn_factor 0: none).
   double yarn_factor = 0;
   int64_t yarn_orig_ctx = 0;

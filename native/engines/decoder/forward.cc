@@ -74,6 +74,8 @@ void DecoderSession::EvalHidden(const float* hidden, int64_t n, bool all_logits,
 void DecoderSession::Run(const int32_t* ids, const float* hidden, int64_t n, bool all_logits, float* out,
                          const std::atomic<bool>& abort) {
   if (n <= 0) throw EngineError("ERR_OUT_OF_RANGE", "eval needs at least one token");
+  if (cfg_.bidirectional)
+    throw EngineError("ERR_OUT_OF_RANGE", "a bidirectional model (an embedding model) runs only pooled, not token by token");
   const int64_t start = position_.load();
   if (n > context_ - start)
     throw EngineError("ERR_OUT_OF_RANGE", "the session holds " + std::to_string(start) + " of " +
