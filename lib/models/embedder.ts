@@ -32,6 +32,7 @@ import { bertMaxSequence, type BertConfig } from '../architectures/bert';
 import type { DecoderConfig } from '../architectures/decoder';
 import { architectureOf, modelClassOf, retrievalOf, runsOn, type EngineName } from '../architectures';
 import { readJsonFile } from '../formats/containers/hf-config';
+import { applyDense, readDenseModules, type DenseLayer } from './sentence-dense';
 import { bertPoolingEngine, decoderPoolingEngine, normalizeRows, type Pooling, type PoolingEngine, type PoolingEngineOptions } from './embedding-engines';
 
 /** The engines of loadEmbedder by registry name (the entry's engine, for a config whose model class is Embedder). */
@@ -125,6 +126,8 @@ export interface EmbedderSettings {
   maxSequence: number;
   prompts: Readonly<Record<string, string>>;
   instructionFormat?: (instruction: string) => string;
+  /** sentence-transformers Dense modules after the pooling (EmbeddingGemma's), applied before the normalization. */
+  dense?: DenseLayer[];
 }
 
 /** A loaded sentence embedder (`loadEmbedder()`): `embed(texts)` gives one Float32Array per text. */
@@ -147,7 +150,7 @@ export class Embedder {
     readonly config: BertConfig | DecoderConfig,
     private readonly settings: EmbedderSettings,
   ) {
-    this.dimension = config.hiddenSize;
+    this.dimension = settings.dense?.length ? settings.dense[settings.dense.length - 1].outFeatures : config.hiddenSize;
     this.maxSeqLength = settings.maxSeqLength;
     this.prompts = settings.prompts;
     this.instructionFormat = settings.instructionFormat;
@@ -248,7 +251,12 @@ export class Embedder {
         ids.set(sequences[i], at);
         at += sequences[i].length;
       }
-      const vectors = await this.engine.encode(ids, lengths, pooling, normalize, signal);
+      const { dense } = this.settings;
+      let vectors = await this.engine.encode(ids, lengths, pooling, normalize && !dense, signal);
+      if (dense) {
+        vectors = applyDense(vectors, dense);
+        if (normalize) normalizeRows(vectors, H);
+      }
       // Copies in this realm: each vector owns its buffer.
       batch.forEach((i, j) => {
         const vector = new Float32Array(vectors.subarray(j * H, j * H + dimensions));
@@ -297,7 +305,7 @@ export async function loadEmbedder(path: string, options: LoadEmbedderOptions = 
       const hint = modelClassOf(weights.config) === 'Reranker' ? ' (a reranker: loadReranker)' : modelClassOf(weights.config) === 'Model' ? ' (a text model: loadModel)' : '';
       throw new UnsupportedError(`${path} holds a ${weights.architecture} model${hint}; loadEmbedder takes BERT encoders and decoder embedders (Qwen3-Embedding)`);
     }
-    const settings = runsOn(weights.config, 'bert') ? bertSettings(weights.config, options) : decoderSettings(weights.config as DecoderConfig, path, options);
+    const settings = runsOn(weights.config, 'bert') ? bertSettings(weights.config, options) : await decoderSettings(weights.config as DecoderConfig, path, options);
     const tokenizer = await resolveTokenizer(weights, options.tokenizer);
     if (!tokenizer) throw new UnsupportedError(`${path} has no embedded vocabulary and no tokenizer files are in ${modelFolder(path)}; pass options.tokenizer`);
     const engine = await load(weights, options);
@@ -327,12 +335,14 @@ function bertSettings(config: BertConfig, options: LoadEmbedderOptions): Embedde
 /**
  * A decoder embedder's pooling (its config's), normalization (a folder's modules.json lists a
  * Normalize module, as Qwen3-Embedding's does; a GGUF is normalized, as llama.cpp's embeddings
- * are), prompts (config_sentence_transformers.json) and query format (Qwen3's).
+ * are), prompts (config_sentence_transformers.json), query format (its family's) and Dense
+ * modules (EmbeddingGemma's two projections).
  */
-function decoderSettings(config: DecoderConfig, path: string, options: LoadEmbedderOptions): EmbedderSettings {
+async function decoderSettings(config: DecoderConfig, path: string, options: LoadEmbedderOptions): Promise<EmbedderSettings> {
   const folder = fs.statSync(path).isDirectory() ? path : undefined;
   const modules = folder && fs.existsSync(nodePath.join(folder, 'modules.json')) ? readJsonFile(nodePath.join(folder, 'modules.json'), false) : undefined;
   const retrieval = retrievalOf(config);
+  const dense = folder && Array.isArray(modules) ? await readDenseModules(folder, modules, config.hiddenSize) : [];
   const normalize = Array.isArray(modules) ? modules.some((m) => typeof m?.type === 'string' && m.type.endsWith('models.Normalize')) : true;
   return {
     maxSeqLength: checkedMaxSeqLength(options.maxSeqLength ?? Math.min(config.maxSeqLen, DECODER_MAX_SEQ), 1, config.maxSeqLen),
@@ -340,6 +350,7 @@ function decoderSettings(config: DecoderConfig, path: string, options: LoadEmbed
     pooling: config.pooling === 'mean' ? 'mean' : 'last',
     normalize,
     prompts: folder ? sentenceTransformersPrompts(folder) : {},
+    ...(dense.length > 0 ? { dense } : {}),
     ...(retrieval ? { instructionFormat: retrieval.embeddingQuery } : {}),
   };
 }
