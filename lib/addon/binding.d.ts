@@ -465,6 +465,14 @@ export declare class DecoderModel implements NativeModel {
     params: readonly (NativeSamplingParams | undefined)[],
     allowed?: readonly (Uint32Array | undefined)[],
   ): Promise<Int32Array>;
+  /**
+   * The embedding models' output mode (native/engines/decoder/pooled.h): the packed sequences
+   * ids[offset_i .. offset_i + lengths[i]), each from position 0 in a one-pass KV cache of its own,
+   * run in one pass; resolves to the final hidden state (after the final norm) of each sequence's
+   * last token, or the mean of its tokens' ('mean'), Float32Array [lengths.length, hiddenSize].
+   * At most 65536 tokens in one call. The model must be whole (not a pipeline stage).
+   */
+  pool(ids: Int32Array, lengths: Int32Array, pooling: 'last' | 'mean'): { promise: Promise<Float32Array>; abort(): void };
   /** Sessions made from it reject further calls with ERR_WEIGHTMAP_DISPOSED. */
   dispose(): void;
 }

@@ -17,7 +17,7 @@
  */
 import type { Architecture, ModelConfig } from './model-config';
 import { bertCheckpointName, bertClassifierHfName, bertClassifierTensorSpecs, bertFusedParts, bertTensorSpecs, type BertConfig } from './bert';
-import { DECODER_VARIANTS, decoderCheckpointNames, decoderFusedParts, decoderTensorShapes, type BuiltinChatTemplate, type DecoderArchitecture, type DecoderConfig, type FusedPart } from './decoder';
+import { DECODER_VARIANTS, decoderCheckpointNames, decoderFusedParts, decoderTensorShapes, type BuiltinChatTemplate, type DecoderArchitecture, type DecoderConfig, type DecoderRetrieval, type FusedPart } from './decoder';
 import { moondreamCheckpointName, moondreamTensorSpecs, type MoondreamConfig } from './moondream';
 import { tllmTensorSpecs, type TllmConfig } from './tllm';
 
@@ -105,6 +105,8 @@ function decoderEntry(name: DecoderArchitecture): ArchitectureEntry {
     maxSeqLen: (c) => c.maxSeqLen,
     layerCounts: (c) => [['num_hidden_layers', c.numLayers]],
     quantizesOnLoad: true,
+    // A decoder embedder's Pooling module (Qwen3-Embedding: last token) is part of its config (DecoderConfig.pooling).
+    sentenceTransformers: true,
     ...(v.defaultChatTemplate ? { defaultChatTemplate: v.defaultChatTemplate } : {}),
   });
 }
@@ -175,6 +177,34 @@ export const ARCHITECTURES: ReadonlyMap<string, ArchitectureEntry> = new Map(ENT
 /** The entry of a config's architecture; undefined for 'unknown'. */
 export function architectureOf(config: ModelConfig): ArchitectureEntry | undefined {
   return ARCHITECTURES.get(config.architecture);
+}
+
+/**
+ * The class that wraps `config`'s engine: its entry's, except for a decoder with a retrieval
+ * pooling (DecoderConfig.pooling: 'last' / 'mean' an Embedder, 'rank' a Reranker). undefined for 'unknown'.
+ */
+export function modelClassOf(config: ModelConfig): ModelClassName | undefined {
+  const e = architectureOf(config);
+  if (e?.family === 'decoder') {
+    const pooling = (config as DecoderConfig).pooling;
+    if (pooling === 'rank') return 'Reranker';
+    if (pooling !== undefined) return 'Embedder';
+  }
+  return e?.modelClass;
+}
+
+/** What a reranker config runs as: a cross-encoder (a BERT head), a yes/no reranker (a decoder family's, DecoderRetrieval), or neither. */
+export function rerankerKindOf(config: ModelConfig, asked?: 'cross-encoder' | 'yes-no'): 'cross-encoder' | 'yes-no' | undefined {
+  const e = architectureOf(config);
+  if (!e) return undefined;
+  if (e.family === 'bert') return modelClassOf(config) === 'Reranker' && asked !== 'yes-no' ? 'cross-encoder' : undefined;
+  const yesNo = e.family === 'decoder' && DECODER_VARIANTS[(config as DecoderConfig).architecture].retrieval !== undefined;
+  return yesNo && (asked === 'yes-no' || (asked === undefined && modelClassOf(config) === 'Reranker')) ? 'yes-no' : undefined;
+}
+
+/** The retrieval formats of a decoder config's family (Qwen3's), if it has them. */
+export function retrievalOf(config: ModelConfig): DecoderRetrieval | undefined {
+  return architectureOf(config)?.family === 'decoder' ? DECODER_VARIANTS[(config as DecoderConfig).architecture].retrieval : undefined;
 }
 
 /** Which architecture an HF config.json describes: a head class (`hf.classes`), else model_type, else its `architectures` classes. */

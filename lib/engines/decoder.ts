@@ -27,7 +27,7 @@ import type { ModelWeights } from '../addon/weights';
 import { DecodeLoop, type BatchStepRow } from './decode-loop';
 import type { StepOptions } from '../generation/generate';
 import { defaultContextLength, KvSession } from './kv-session';
-import { fromNativeError } from './native-errors';
+import { fromNativeError, withAbort } from './native-errors';
 import { nativeWeightsSpec } from './native-spec';
 
 export type { DecoderLoadInfo } from '../addon/binding';
@@ -204,6 +204,28 @@ export class DecoderEngine {
       for (const off of unlisten) off();
       settle();
     }
+  }
+
+  /**
+   * The embedding models' output mode (no head, no sampler): the packed sequences
+   * ids[offset_i .. offset_i + lengths[i]), each from position 0 in a one-pass KV cache of its own,
+   * run in one pass of the layers; resolves to the final hidden state (after the final norm) of
+   * each sequence's last token ('last') or the mean of its tokens' ('mean'), Float32Array
+   * [lengths.length, hiddenSize]. At most 65536 tokens in one call.
+   */
+  async pool(ids: Int32Array, lengths: Int32Array, pooling: 'last' | 'mean', signal?: AbortSignal): Promise<Float32Array> {
+    if (!this.native) throw new DisposedError('DecoderEngine');
+    const model = this.native;
+    let job: ReturnType<NativeDecoderModel['pool']> | undefined;
+    return withAbort(
+      () => {
+        job = model.pool(ids, lengths, pooling);
+        return job.promise;
+      },
+      () => job?.abort(),
+      signal,
+      'DecoderEngine',
+    );
   }
 
   /** Frees the model and every session made from it. Calls in flight stop at their next layer. */

@@ -1,17 +1,27 @@
 /**
- * Sentence embeddings: `loadEmbedder(path)` for EMBD files and Hugging Face sentence-transformers
- * folders, `embedder.embed(texts)`, `similarity(a, b)`.
+ * Sentence embeddings: `loadEmbedder(path)` for EMBD files, Hugging Face sentence-transformers
+ * folders and GGUF files, `embedder.embed(texts)`, `similarity(a, b)`.
  *
  *   const embedder = await loadEmbedder('all-MiniLM-L6-v2.embd');
  *   const [a, b] = await embedder.embed(['first sentence', 'second one']);
  *   similarity(a, b);
  *
+ * BERT encoders (mean / cls / max pooling) run on the BERT engine; decoder embedders
+ * (Qwen3-Embedding: DecoderConfig.pooling 'last', from a sentence-transformers folder whose
+ * Pooling module says pooling_mode_lasttoken or from a GGUF with `<arch>.pooling_type` LAST) on
+ * the decoder engine, which gives the final hidden state (after the final norm) of each text's
+ * last token; the tokenizer appends EOS as its post-processor (tokenizer.json) or
+ * `tokenizer.ggml.add_eos_token` says, and queries take their instruction as the model card
+ * writes it (`instruction`, or a prompt of config_sentence_transformers.json: `promptName`).
+ *
  * Texts are tokenized (truncated to the model's max_seq_length), sorted by length and cut into
- * batches of `batchSize`; each batch runs natively as one packed GEMM batch (no padding rows),
- * so a text's vector does not depend on the batch it lands in. The activations of the largest
+ * batches of `batchSize`; each batch runs natively as one packed batch (no padding rows), so a
+ * text's vector does not depend on the batch it lands in. The activations of the largest
  * batch stay allocated for the next call (one set per call running at once) until dispose().
  */
-import { BertEngine, type EmbedderQuant, type Pooling } from '../engines/bert';
+import * as fs from 'node:fs';
+import * as nodePath from 'node:path';
+import type { EmbedderQuant } from '../engines/bert';
 import { AbortError, DisposedError, rangeError, UnsupportedError } from '../base/errors';
 import { readWeights } from '../formats';
 import type { Tokenizer } from '../tokenizers';
@@ -19,22 +29,38 @@ import { encodeAsync } from '../tokenizer-loading';
 import { modelFolder, resolveTokenizer } from '../tokenizer-loading/resolve';
 import { closeWeights, type FormatName, type ModelWeights } from '../addon/weights';
 import { bertMaxSequence, type BertConfig } from '../architectures/bert';
-import { architectureOf, runsOn, type EngineName } from '../architectures';
+import type { DecoderConfig } from '../architectures/decoder';
+import { architectureOf, modelClassOf, retrievalOf, runsOn, type EngineName } from '../architectures';
+import { readJsonFile } from '../formats/containers/hf-config';
+import { applyDense, readDenseModules, type DenseLayer } from './sentence-dense';
+import { bertPoolingEngine, decoderPoolingEngine, normalizeRows, type Pooling, type PoolingEngine, type PoolingEngineOptions } from './embedding-engines';
 
-/** The engines of loadEmbedder by registry name (the entry's engine, for an entry whose model class is Embedder). */
-const EMBEDDER_ENGINES: Partial<Record<EngineName, (weights: ModelWeights, options: LoadEmbedderOptions) => Promise<BertEngine>>> = {
-  bert: (weights, options) => BertEngine.load(weights, { threads: options.threads, quant: options.quant }),
+/** The engines of loadEmbedder by registry name (the entry's engine, for a config whose model class is Embedder). */
+const EMBEDDER_ENGINES: Partial<Record<EngineName, (weights: ModelWeights, options: PoolingEngineOptions) => Promise<PoolingEngine>>> = {
+  bert: bertPoolingEngine,
+  decoder: decoderPoolingEngine,
 };
 
-export type { EmbedderQuant, Pooling } from '../engines/bert';
+export type { EmbedderQuant } from '../engines/bert';
+export type { Pooling } from './embedding-engines';
+
+/** The longest text a decoder embedder takes by default (Qwen3-Embedding's sentence-transformers max_seq_length), within its positions. */
+const DECODER_MAX_SEQ = 8192;
 
 /** Options of `loadEmbedder()`. */
 export interface LoadEmbedderOptions {
   /** Encoder threads (the calling thread counts); default: the physical cores. */
   threads?: number;
-  /** 'int8' (fastest) or 'q8_0': int8 linear layers quantized once at load; default 'f32'. See EmbedderQuant. */
+  /**
+   * 'int8' (fastest) or 'q8_0': int8 linear layers quantized once at load; default 'f32'. See
+   * EmbedderQuant. A decoder embedder's default runs its weights as stored (f32 exact, GGUF blocks
+   * in place); 'int8' and 'q8_0' both quantize its float matrices to Q8_0.
+   */
   quant?: EmbedderQuant;
-  /** Truncation length in tokens, [CLS]/[SEP] included; default the model's max_seq_length. */
+  /**
+   * Truncation length in tokens, special tokens included; default the model's max_seq_length (a
+   * decoder's: its positions, at most 8192).
+   */
   maxSeqLength?: number;
   /** A tokenizer file/folder or a Tokenizer, instead of the one in or beside the weights. */
   tokenizer?: string | Tokenizer;
@@ -50,8 +76,20 @@ export interface EmbedOptions {
   batchSize?: number;
   /** L2-normalize each vector (norm clamped at 1e-12); default: the model's setting (true for EMBD and MiniLM). */
   normalize?: boolean;
-  /** 'mean' over the tokens ([CLS] and [SEP] included), 'cls' (first token) or 'max'; default: the model's. */
+  /**
+   * BERT: 'mean' over the tokens ([CLS] and [SEP] included), 'cls' (first token) or 'max'; a
+   * decoder: 'last' (last token) or 'mean'; default: the model's.
+   */
   pooling?: Pooling;
+  /** Text put before each text (sentence-transformers' `prompt`). */
+  prompt?: string;
+  /** One of the model's prompts by name (`embedder.prompts`: config_sentence_transformers.json's, e.g. 'query'). */
+  promptName?: string;
+  /**
+   * A query's task in the model's instruction format (Qwen3-Embedding: `Instruct: {instruction}\nQuery:`
+   * before the text); documents take none. Only for models with such a format (`embedder.instructionFormat`).
+   */
+  instruction?: string;
   /**
    * Matryoshka truncation: keep the first `dimensions` components of each vector (1 to
    * `embedder.dimension`), L2-normalized again when `normalize` is on; default: all of them.
@@ -74,42 +112,48 @@ export interface EmbedderInfo {
 }
 
 const DEFAULT_BATCH = 32;
-/**
- * Most tokens in one native call: its activations take ~(6·H + I)·4 bytes per token (~16 MB per
- * 1,000 tokens for MiniLM), so a batch past this is cut in two (vectors do not depend on the cut).
- */
-const MAX_BATCH_TOKENS = 16384;
 
 function abortError(signal: AbortSignal): AbortError {
   return new AbortError(undefined, { cause: signal.reason });
 }
 
-/** `vector` scaled in place to unit L2 norm (the norm clamped at 1e-12, as the engine's normalization). */
-function l2Normalized(vector: Float32Array): Float32Array {
-  let sum = 0;
-  for (const x of vector) sum += x * x;
-  const scale = 1 / Math.max(Math.sqrt(sum), 1e-12);
-  for (let i = 0; i < vector.length; i++) vector[i] *= scale;
-  return vector;
+/** How an Embedder pools and what it puts before its texts (loadEmbedder's reading of the model). */
+export interface EmbedderSettings {
+  maxSeqLength: number;
+  pooling: Pooling;
+  normalize: boolean;
+  /** Longest sequence the engine takes. */
+  maxSequence: number;
+  prompts: Readonly<Record<string, string>>;
+  instructionFormat?: (instruction: string) => string;
+  /** sentence-transformers Dense modules after the pooling (EmbeddingGemma's), applied before the normalization. */
+  dense?: DenseLayer[];
 }
 
-/** A loaded BERT sentence embedder (`loadEmbedder()`): `embed(texts)` gives one Float32Array per text. */
+/** A loaded sentence embedder (`loadEmbedder()`): `embed(texts)` gives one Float32Array per text. */
 export class Embedder {
   /** Length of every vector. */
   readonly dimension: number;
-  /** Truncation length in tokens ([CLS] and [SEP] included). */
+  /** Truncation length in tokens (special tokens included). */
   readonly maxSeqLength: number;
+  /** The model's prompts by name (config_sentence_transformers.json; none for other formats). */
+  readonly prompts: Readonly<Record<string, string>>;
+  /** The model's query format for an `instruction` (Qwen3-Embedding's), if it has one. */
+  readonly instructionFormat: ((instruction: string) => string) | undefined;
   private closed = false;
 
+  /** @internal Made by loadEmbedder. */
   constructor(
-    private readonly engine: BertEngine,
+    private readonly engine: PoolingEngine,
     private readonly weights: ModelWeights,
     readonly tokenizer: Tokenizer,
-    readonly config: BertConfig,
-    maxSeqLength: number,
+    readonly config: BertConfig | DecoderConfig,
+    private readonly settings: EmbedderSettings,
   ) {
-    this.dimension = config.hiddenSize;
-    this.maxSeqLength = maxSeqLength;
+    this.dimension = settings.dense?.length ? settings.dense[settings.dense.length - 1].outFeatures : config.hiddenSize;
+    this.maxSeqLength = settings.maxSeqLength;
+    this.prompts = settings.prompts;
+    this.instructionFormat = settings.instructionFormat;
   }
 
   get info(): EmbedderInfo {
@@ -137,31 +181,52 @@ export class Embedder {
     texts.forEach((text, i) => {
       if (typeof text !== 'string') throw new TypeError(`texts[${i}] is not a string`);
     });
+    const prefix = this.promptOf(options);
     // Long texts are tokenized in the tokenizer worker.
-    const ids = await encodeAsync(this.tokenizer, texts, { maxLength: this.maxSeqLength });
+    const ids = await encodeAsync(this.tokenizer, prefix ? texts.map((t) => prefix + t) : texts, { maxLength: this.maxSeqLength });
     return this.embedTokens(ids, options);
   }
 
-  /** embed() for texts already tokenized (each sequence with its [CLS] ... [SEP]). */
+  /** The text put before each text: options.prompt, the named prompt, or the instruction in the model's format. */
+  private promptOf(options: EmbedOptions): string {
+    const given = [options.prompt, options.promptName, options.instruction].filter((o) => o !== undefined);
+    if (given.length > 1) throw rangeError('prompt, promptName and instruction exclude each other');
+    if (options.prompt !== undefined) {
+      if (typeof options.prompt !== 'string') throw new TypeError('prompt must be a string');
+      return options.prompt;
+    }
+    if (options.promptName !== undefined) {
+      const prompt = Object.prototype.hasOwnProperty.call(this.prompts, options.promptName) ? this.prompts[options.promptName] : undefined;
+      if (prompt === undefined) throw rangeError(`the model has no prompt '${String(options.promptName)}' (it has: ${Object.keys(this.prompts).join(', ') || 'none'})`);
+      return prompt;
+    }
+    if (options.instruction !== undefined) {
+      if (typeof options.instruction !== 'string') throw new TypeError('instruction must be a string');
+      if (!this.instructionFormat) throw new UnsupportedError('this model has no instruction format; use prompt');
+      return this.instructionFormat(options.instruction);
+    }
+    return '';
+  }
+
+  /** embed() for texts already tokenized (each sequence with its special tokens: [CLS] ... [SEP], or a decoder's EOS). */
   async embedTokens(sequences: readonly ArrayLike<number>[], options: EmbedOptions = {}): Promise<Float32Array[]> {
     this.assertOpen();
     const batchSize = options.batchSize ?? DEFAULT_BATCH;
     if (!Number.isInteger(batchSize) || batchSize < 1) throw rangeError(`batchSize must be an integer >= 1, got ${batchSize}`);
-    const pooling = options.pooling ?? this.config.pooling;
-    if (pooling !== 'mean' && pooling !== 'cls' && pooling !== 'max') {
-      throw rangeError(`pooling must be 'mean', 'cls' or 'max', got ${String(pooling)}`);
+    const pooling = options.pooling ?? this.settings.pooling;
+    if (!this.engine.poolings.includes(pooling)) {
+      throw rangeError(`pooling must be ${this.engine.poolings.map((p) => `'${p}'`).join(', ')}, got ${String(pooling)}`);
     }
-    const normalize = options.normalize ?? this.config.normalize;
+    const normalize = options.normalize ?? this.settings.normalize;
     const dimensions = options.dimensions ?? this.dimension;
     if (!Number.isInteger(dimensions) || dimensions < 1 || dimensions > this.dimension) {
       throw rangeError(`dimensions must be an integer from 1 to ${this.dimension}, got ${String(dimensions)}`);
     }
     const { signal } = options;
     if (signal?.aborted) throw abortError(signal);
+    const longest = this.settings.maxSequence;
     sequences.forEach((s, i) => {
-      if (s.length < 1 || s.length > bertMaxSequence(this.config)) {
-        throw rangeError(`sequence ${i} has ${s.length} tokens; the model takes 1 to ${bertMaxSequence(this.config)}`);
-      }
+      if (s.length < 1 || s.length > longest) throw rangeError(`sequence ${i} has ${s.length} tokens; the model takes 1 to ${longest}`);
     });
 
     // Longest first, so each batch holds texts of similar length; ties keep the input order.
@@ -170,10 +235,10 @@ export class Embedder {
     const H = this.dimension;
     for (let start = 0; start < order.length; ) {
       if (signal?.aborted) throw abortError(signal);
-      // Up to batchSize texts, and no more than MAX_BATCH_TOKENS tokens unless one text alone is longer.
+      // Up to batchSize texts, and no more than the engine's batch tokens unless one text alone is longer.
       let end = start;
       let tokens = 0;
-      while (end < order.length && end - start < batchSize && (end === start || tokens + sequences[order[end]].length <= MAX_BATCH_TOKENS)) {
+      while (end < order.length && end - start < batchSize && (end === start || tokens + sequences[order[end]].length <= this.engine.maxBatchTokens)) {
         tokens += sequences[order[end]].length;
         end++;
       }
@@ -186,11 +251,16 @@ export class Embedder {
         ids.set(sequences[i], at);
         at += sequences[i].length;
       }
-      const vectors = await this.engine.encode(ids, lengths, { pooling, normalize, signal });
+      const { dense } = this.settings;
+      let vectors = await this.engine.encode(ids, lengths, pooling, normalize && !dense, signal);
+      if (dense) {
+        vectors = applyDense(vectors, dense);
+        if (normalize) normalizeRows(vectors, H);
+      }
       // Copies in this realm: each vector owns its buffer.
       batch.forEach((i, j) => {
         const vector = new Float32Array(vectors.subarray(j * H, j * H + dimensions));
-        out[i] = dimensions < H && normalize ? l2Normalized(vector) : vector;
+        out[i] = dimensions < H && normalize ? normalizeRows(vector, dimensions) : vector;
       });
     }
     return out;
@@ -222,30 +292,82 @@ export class Embedder {
   }
 }
 
-/** Loads a BERT sentence embedder from an EMBD file or a sentence-transformers folder. */
+/**
+ * Loads a sentence embedder: a BERT encoder from an EMBD file, a sentence-transformers folder or a
+ * GGUF, or a decoder embedder (Qwen3-Embedding) from a sentence-transformers folder or a GGUF.
+ */
 export async function loadEmbedder(path: string, options: LoadEmbedderOptions = {}): Promise<Embedder> {
   const weights = await readWeights(path, { format: options.format, verifyChecksums: options.verifyChecksums });
   try {
     const arch = architectureOf(weights.config);
-    const load = arch?.modelClass === 'Embedder' ? EMBEDDER_ENGINES[arch.engine] : undefined;
-    // The Embedder's engines take BERT configs.
-    if (!load || !runsOn(weights.config, 'bert')) {
-      const hint = arch?.modelClass === 'Reranker' ? ' (a cross-encoder: loadReranker)' : '';
-      throw new UnsupportedError(`${path} holds a ${weights.architecture} model${hint}; loadEmbedder takes BERT encoders`);
+    const load = arch && modelClassOf(weights.config) === 'Embedder' ? EMBEDDER_ENGINES[arch.engine] : undefined;
+    if (!load) {
+      const hint = modelClassOf(weights.config) === 'Reranker' ? ' (a reranker: loadReranker)' : modelClassOf(weights.config) === 'Model' ? ' (a text model: loadModel)' : '';
+      throw new UnsupportedError(`${path} holds a ${weights.architecture} model${hint}; loadEmbedder takes BERT encoders and decoder embedders (Qwen3-Embedding)`);
     }
-    const config = weights.config as BertConfig;
-    const maxSeqLength = options.maxSeqLength ?? config.maxSeqLength;
-    if (!Number.isInteger(maxSeqLength) || maxSeqLength < 2 || maxSeqLength > bertMaxSequence(config)) {
-      throw rangeError(`maxSeqLength must be an integer in [2, ${bertMaxSequence(config)}], got ${maxSeqLength}`);
-    }
+    const settings = runsOn(weights.config, 'bert') ? bertSettings(weights.config, options) : await decoderSettings(weights.config as DecoderConfig, path, options);
     const tokenizer = await resolveTokenizer(weights, options.tokenizer);
     if (!tokenizer) throw new UnsupportedError(`${path} has no embedded vocabulary and no tokenizer files are in ${modelFolder(path)}; pass options.tokenizer`);
     const engine = await load(weights, options);
-    return new Embedder(engine, weights, tokenizer, config, maxSeqLength);
+    return new Embedder(engine, weights, tokenizer, weights.config as BertConfig | DecoderConfig, settings);
   } catch (error) {
     closeWeights(weights);
     throw error;
   }
+}
+
+function checkedMaxSeqLength(value: number, fewest: number, most: number): number {
+  if (!Number.isInteger(value) || value < fewest || value > most) throw rangeError(`maxSeqLength must be an integer in [${fewest}, ${most}], got ${value}`);
+  return value;
+}
+
+function bertSettings(config: BertConfig, options: LoadEmbedderOptions): EmbedderSettings {
+  const most = bertMaxSequence(config);
+  return {
+    maxSeqLength: checkedMaxSeqLength(options.maxSeqLength ?? config.maxSeqLength, 2, most),
+    maxSequence: most,
+    pooling: config.pooling,
+    normalize: config.normalize,
+    prompts: {},
+  };
+}
+
+/**
+ * A decoder embedder's pooling (its config's), normalization (a folder's modules.json lists a
+ * Normalize module, as Qwen3-Embedding's does; a GGUF is normalized, as llama.cpp's embeddings
+ * are), prompts (config_sentence_transformers.json), query format (its family's) and Dense
+ * modules (EmbeddingGemma's two projections).
+ */
+async function decoderSettings(config: DecoderConfig, path: string, options: LoadEmbedderOptions): Promise<EmbedderSettings> {
+  const folder = fs.statSync(path).isDirectory() ? path : undefined;
+  const modules = folder && fs.existsSync(nodePath.join(folder, 'modules.json')) ? readJsonFile(nodePath.join(folder, 'modules.json'), false) : undefined;
+  const retrieval = retrievalOf(config);
+  const dense = folder && Array.isArray(modules) ? await readDenseModules(folder, modules, config.hiddenSize) : [];
+  const normalize = Array.isArray(modules) ? modules.some((m) => typeof m?.type === 'string' && m.type.endsWith('models.Normalize')) : true;
+  return {
+    maxSeqLength: checkedMaxSeqLength(options.maxSeqLength ?? Math.min(config.maxSeqLen, DECODER_MAX_SEQ), 1, config.maxSeqLen),
+    maxSequence: config.maxSeqLen,
+    pooling: config.pooling === 'mean' ? 'mean' : 'last',
+    normalize,
+    prompts: folder ? sentenceTransformersPrompts(folder) : {},
+    ...(dense.length > 0 ? { dense } : {}),
+    ...(retrieval ? { instructionFormat: retrieval.embeddingQuery } : {}),
+  };
+}
+
+/** config_sentence_transformers.json's `prompts` (name -> text), each checked to be a string. */
+function sentenceTransformersPrompts(folder: string): Record<string, string> {
+  const file = nodePath.join(folder, 'config_sentence_transformers.json');
+  if (!fs.existsSync(file)) return {};
+  const prompts = (readJsonFile(file) as Record<string, unknown>).prompts;
+  if (prompts === undefined || prompts === null) return {};
+  if (typeof prompts !== 'object' || Array.isArray(prompts)) throw new UnsupportedError(`${file}: prompts is not an object of strings`);
+  const out: Record<string, string> = {};
+  for (const [name, text] of Object.entries(prompts)) {
+    if (typeof text !== 'string') throw new UnsupportedError(`${file}: prompt '${name}' is not a string`);
+    out[name] = text;
+  }
+  return out;
 }
 
 /** Cosine similarity of two vectors (0 when either is all zeros). */

@@ -8,7 +8,7 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { architectureOf } from '../architectures';
+import { architectureOf, modelClassOf } from '../architectures';
 import { detectFormat, readWeights } from '../formats';
 import { closeWeights } from '../addon/weights';
 import type { LoadEmbedderOptions } from '../models/embedder';
@@ -40,7 +40,8 @@ export async function listModelsFolder(dir: string, options: { text?: LoadModelO
       const weights = await readWeights(path);
       try {
         const entry = architectureOf(weights.config);
-        const kind = entry ? KIND_OF_CLASS[entry.modelClass] : undefined;
+        const modelClass = modelClassOf(weights.config);
+        const kind = modelClass ? KIND_OF_CLASS[modelClass] : undefined;
         if (entry === undefined || kind === undefined) {
           out.skipped.push({ path, reason: `a ${weights.config.architecture} model, which the server does not serve` });
           continue;

@@ -129,6 +129,7 @@ constexpr Field kFields[] = {
     {"expertBiases", kOptional, Member<&C::expert_bias>},
     {"swigluLimit", kOptional, Member<&C::swiglu_limit>},
     {"attentionSinks", kOptional, Member<&C::attn_sinks>},
+    {"bidirectional", kOptional, Member<&C::bidirectional>},
     {"attentionOutputBias", kOptional, Member<&C::o_bias>},
     {"ropeYarnFactor", kOptional, Member<&C::yarn_factor>},
     {"ropeYarnOriginalContext", kOptional, Member<&C::yarn_orig_ctx, 1, kMax>},

@@ -2,6 +2,7 @@
 // session is session_wrap.h's; the model adds stepBatch (several sessions' steps in one pass) and
 // what loading cost.
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <set>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "engines/decoder/decoder.h"
 #include "engines/decoder/batch.h"
+#include "engines/decoder/pooled.h"
 #include "kernels/kernels.h"
 #include "napi/decoder_config.h"
 #include "napi/engine_args.h"
@@ -108,6 +110,34 @@ class StepBatchWorker : public EngineWorker {
   std::vector<int32_t> tokens_;
 };
 
+// pool(): PooledPass over a packed batch; resolves to Float32Array [n_seq, dim].
+class PoolWorker : public EngineWorker {
+ public:
+  PoolWorker(Napi::Env env, std::shared_ptr<const DecoderModel> model, std::vector<int32_t> ids, std::vector<int32_t> lengths,
+             Pooling pooling, std::shared_ptr<std::atomic<bool>> abort)
+      : EngineWorker(env, "weightmap:decoder-pool"), model_(std::move(model)), ids_(std::move(ids)), lengths_(std::move(lengths)),
+        pooling_(pooling), abort_(std::move(abort)) {}
+
+ protected:
+  void Run() override {
+    out_.resize(lengths_.size() * model_->config().dim);
+    PooledPass::Run(model_, ids_.data(), lengths_.data(), static_cast<int64_t>(lengths_.size()), pooling_, out_.data(), *abort_);
+  }
+  Napi::Value Result(Napi::Env env) override {
+    Napi::Float32Array out = Napi::Float32Array::New(env, out_.size());
+    if (!out_.empty()) std::memcpy(out.Data(), out_.data(), out_.size() * sizeof(float));
+    return out;
+  }
+
+ private:
+  std::shared_ptr<const DecoderModel> model_;
+  std::vector<int32_t> ids_;      // [Σ lengths]
+  std::vector<int32_t> lengths_;  // [n_seq]
+  Pooling pooling_;
+  std::shared_ptr<std::atomic<bool>> abort_;
+  std::vector<float> out_;  // [n_seq, dim]
+};
+
 class DecoderModelWrap : public ModelWrap<DecoderModelWrap, DecoderModel> {
  public:
   static constexpr const char* kName = "DecoderModel";
@@ -116,6 +146,7 @@ class DecoderModelWrap : public ModelWrap<DecoderModelWrap, DecoderModel> {
     Define(env, exports,
            {InstanceMethod<&DecoderModelWrap::CreateSession>("createSession"),
             InstanceMethod<&DecoderModelWrap::StepBatch>("stepBatch"),
+            InstanceMethod<&DecoderModelWrap::Pool>("pool"),
             InstanceAccessor<&DecoderModelWrap::LoadInfo>("loadInfo")},
            &DecoderModelWrap::Load);
   }
@@ -201,6 +232,33 @@ class DecoderModelWrap : public ModelWrap<DecoderModelWrap, DecoderModel> {
     }
     for (StepBatchWorker::Row& row : rows) row.state->abort = false;  // as eval() does: an abort() from now on counts
     return (new StepBatchWorker(env, std::move(rows)))->Start();
+  }
+
+  // pool(ids: Int32Array, lengths: Int32Array, pooling: 'last' | 'mean') -> { promise, abort }: the
+  // final hidden states (after the final norm) of each packed sequence, pooled (PooledPass).
+  Napi::Value Pool(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const auto& handle = Live(env);
+    auto int32 = [](Napi::Value v) { return v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_int32_array; };
+    if (info.Length() < 3 || !int32(info[0]) || !int32(info[1])) ThrowTypeError(env, "pool(ids, lengths, pooling): ids and lengths must be Int32Arrays");
+    const std::string name = info[2].IsString() ? info[2].As<Napi::String>().Utf8Value() : "";
+    if (name != "last" && name != "mean") ThrowTypeError(env, "pooling must be 'last' or 'mean'");
+    Napi::Int32Array ids = info[0].As<Napi::Int32Array>();
+    Napi::Int32Array lengths = info[1].As<Napi::Int32Array>();
+    uint64_t total = 0;
+    for (size_t i = 0; i < lengths.ElementLength(); i++) total += lengths[i] > 0 ? static_cast<uint64_t>(lengths[i]) : 0;
+    if (total != ids.ElementLength())
+      ThrowRange(env, "lengths add up to " + std::to_string(total) + " but there are " + std::to_string(ids.ElementLength()) + " ids");
+    // The lengths and ids themselves are checked by PooledPass, before it allocates.
+    std::vector<int32_t> id_copy(ids.Data(), ids.Data() + ids.ElementLength());
+    std::vector<int32_t> len_copy(lengths.Data(), lengths.Data() + lengths.ElementLength());
+    auto abort = std::make_shared<std::atomic<bool>>(false);
+    Napi::Object job = Napi::Object::New(env);
+    job.Set("promise", (new PoolWorker(env, handle->model, std::move(id_copy), std::move(len_copy),
+                                       name == "last" ? Pooling::Last : Pooling::Mean, abort))
+                           ->Start());
+    job.Set("abort", Napi::Function::New(env, [abort](const Napi::CallbackInfo&) { abort->store(true); }, "abort"));
+    return job;
   }
 
   // What preparing the weights cost: { loadMs, copiedBytes, converted, kept, threads, isa }.

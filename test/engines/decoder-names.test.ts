@@ -25,12 +25,12 @@ test('every enum list is lib\'s, in the same order', () => {
 
 test('every config field the native side reads is one the config readers write', async () => {
   // Between them these set every optional feature: Gemma 3's (sliding window, local RoPE base, norm
-  // offset, sandwich norms, GeGLU, embedding and attention scales), Granite's multipliers, SmolLM3's layers without RoPE, Phi-4-mini's partial rotary, Qwen2's biases, Llama 3's RoPE factors, gpt-oss's sinks, biases, routing and YaRN.
+  // offset, sandwich norms, GeGLU, embedding and attention scales; EmbeddingGemma's bidirectional attention), Granite's multipliers, SmolLM3's layers without RoPE, Phi-4-mini's partial rotary, Qwen2's biases, Llama 3's RoPE factors, gpt-oss's sinks, biases, routing and YaRN.
   const gemma = decoderConfigFromHf({
     architectures: ['Gemma3ForCausalLM'], model_type: 'gemma3_text', hidden_size: 32, intermediate_size: 48, num_hidden_layers: 3,
     num_attention_heads: 4, num_key_value_heads: 1, head_dim: 16, vocab_size: 64, max_position_embeddings: 64, rms_norm_eps: 1e-6,
     rope_theta: 1000000, rope_local_base_freq: 10000, sliding_window: 4, sliding_window_pattern: 3, query_pre_attn_scalar: 16,
-    hidden_activation: 'gelu_pytorch_tanh',
+    hidden_activation: 'gelu_pytorch_tanh', use_bidirectional_attention: true,
   });
   const read = async (dir: string, file: string) => {
     const w = await readWeights(fixture('gguf-quants', dir, file));

@@ -1,5 +1,5 @@
 /**
- * Tiny random-weight Mistral and Gemma 3 checkpoints written as Hugging Face folders (config.json
+ * Tiny random-weight Mistral, Gemma 3 and Qwen3 checkpoints written as Hugging Face folders (config.json
  * plus model.safetensors, f32), and a float64 forward pass of them written from the published
  * architectures (transformers' MistralForCausalLM and Gemma3ForCausalLM), independent of the
  * engine: the expectation the engine tests compare against.
@@ -52,9 +52,11 @@ export function tinyDecoder(hf: Record<string, unknown>, seed: number): TinyDeco
     matrix(`${p}self_attn.v_proj.weight`, kv, s.hidden);
     matrix(`${p}self_attn.o_proj.weight`, s.hidden, q);
     norm(`${p}post_attention_layernorm.weight`, s.hidden);
-    if (gemma) {
+    if (gemma || hf.model_type === 'qwen3') {
       norm(`${p}self_attn.q_norm.weight`, s.headDim);
       norm(`${p}self_attn.k_norm.weight`, s.headDim);
+    }
+    if (gemma) {
       norm(`${p}pre_feedforward_layernorm.weight`, s.hidden);
       norm(`${p}post_feedforward_layernorm.weight`, s.hidden);
     }
@@ -106,6 +108,16 @@ function windowOf(hf: Record<string, unknown>, l: number): number {
 }
 
 /**
+ * `bidirectional`: every position attends to every position, a sliding layer's to those within
+ * window / 2 on either side (EmbeddingGemma, as transformers' use_bidirectional_attention halves the
+ * window); `hidden`: the final hidden states (after the final norm) instead of the logits.
+ */
+export interface ReferenceMode {
+  bidirectional?: boolean;
+  hidden?: boolean;
+}
+
+/**
  * The logits [tokens.length][vocab] (the last position's only with `lastOnly`) of a causal
  * forward pass over `tokens` from position 0:
  * HF's Mistral (RMSNorm·w, SwiGLU) or Gemma 3 (embeddings ×√hidden, RMSNorm·(1 + w), QK-norm,
@@ -115,7 +127,7 @@ function windowOf(hf: Record<string, unknown>, l: number): number {
  * weights have it (Gemma 3, Qwen3). `ffn` replaces the dense FFN of layer l on its normed input
  * (Qwen3-MoE's sparse block: qwen3-moe-models.ts).
  */
-export function referenceLogits(model: TinyDecoder, tokens: number[], lastOnly = false, ffn?: (layer: number, h: Float64Array) => Float64Array): Float64Array[] {
+export function referenceLogits(model: TinyDecoder, tokens: number[], lastOnly = false, ffn?: (layer: number, h: Float64Array) => Float64Array, mode: ReferenceMode = {}): Float64Array[] {
   const { hf, weights } = model;
   const s = sizesOf(hf);
   const gemma = hf.model_type === 'gemma3_text';
@@ -180,11 +192,13 @@ export function referenceLogits(model: TinyDecoder, tokens: number[], lastOnly =
     }
     xs = xs.map((x, t) => {
       const att = new Float64Array(s.heads * s.headDim);
-      const first = window > 0 ? Math.max(0, t - window + 1) : 0;
+      const half = Math.floor(window / 2);
+      const first = window > 0 ? Math.max(0, mode.bidirectional ? t - half : t - window + 1) : 0;
+      const last = !mode.bidirectional ? t : window > 0 ? Math.min(xs.length - 1, t + half) : xs.length - 1;
       for (let h = 0; h < s.heads; h++) {
         const g = Math.floor(h / (s.heads / s.kvHeads));
         const scores: number[] = [];
-        for (let j = first; j <= t; j++) {
+        for (let j = first; j <= last; j++) {
           let dot = 0;
           for (let d = 0; d < s.headDim; d++) dot += queries[t][h][d] * keys[j][g][d];
           scores.push(dot * scale);
@@ -192,7 +206,7 @@ export function referenceLogits(model: TinyDecoder, tokens: number[], lastOnly =
         const max = Math.max(...scores);
         const e = scores.map((v) => Math.exp(v - max));
         const sum = e.reduce((a, b) => a + b, 0);
-        for (let j = first; j <= t; j++) for (let d = 0; d < s.headDim; d++) att[h * s.headDim + d] += (e[j - first] / sum) * values[j][g][d];
+        for (let j = first; j <= last; j++) for (let d = 0; d < s.headDim; d++) att[h * s.headDim + d] += (e[j - first] / sum) * values[j][g][d];
       }
       let o = matvec(w(`${p}self_attn.o_proj.weight`), att, s.hidden);
       if (gemma) o = rmsnorm(o, w(`${p}post_attention_layernorm.weight`));
@@ -211,7 +225,8 @@ export function referenceLogits(model: TinyDecoder, tokens: number[], lastOnly =
     });
   }
   const head = weights.get('lm_head.weight') ?? embed;
-  return (lastOnly ? xs.slice(-1) : xs).map((x) => matvec(head, rmsnorm(x, w('model.norm.weight')), s.vocab));
+  const final = (lastOnly ? xs.slice(-1) : xs).map((x) => rmsnorm(x, w('model.norm.weight')));
+  return mode.hidden ? final : final.map((x) => matvec(head, x, s.vocab));
 }
 
 /** Greedy continuation of `prompt` by the reference, with the smallest top-1 / top-2 logit gap seen. */

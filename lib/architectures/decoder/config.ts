@@ -18,10 +18,13 @@ export const ROPE_PAIRINGS = ['half', 'interleaved'] as const;
 export const DECODER_ACTIVATIONS = ['silu', 'gelu_tanh'] as const;
 export const KV_CACHE_TYPES = ['f16', 'f32', 'q8_0'] as const;
 export const DECODER_QUANTS = ['none', 'q8_0', 'f32'] as const;
+/** DecoderConfig.pooling's values: what a retrieval model does with its final hidden states. */
+export const DECODER_POOLINGS = ['last', 'mean', 'rank'] as const;
 export type RopePairing = (typeof ROPE_PAIRINGS)[number];
 export type DecoderActivation = (typeof DECODER_ACTIVATIONS)[number];
 export type KvCacheType = (typeof KV_CACHE_TYPES)[number];
 export type DecoderQuant = (typeof DECODER_QUANTS)[number];
+export type DecoderPooling = (typeof DECODER_POOLINGS)[number];
 
 /**
  * The decoder variant names. Each family's folder adds its own by declaration merging
@@ -109,6 +112,27 @@ export interface DecoderVariant {
   ggufTensorNames?: Readonly<Record<string, string>>;
   /** What the formats cannot say as data: the family's own config.json and GGUF keys. */
   hooks?: DecoderFormatHooks;
+  /** The family's retrieval models (DecoderConfig.pooling): their prompt formats, and how an HF folder names a reranker. */
+  retrieval?: DecoderRetrieval;
+}
+
+/** A decoder family's embedders and yes/no rerankers (Qwen3-Embedding, Qwen3-Reranker): what their model cards write. */
+export interface DecoderRetrieval {
+  /** The text put before a query for its task (Qwen3-Embedding: `Instruct: {instruction}\nQuery:`). */
+  embeddingQuery(instruction: string): string;
+  /**
+   * A yes/no reranker (Qwen3-Reranker) of the family: the prompt around its pair (the system turn
+   * and the user turn's start, the user turn's end and the assistant's), the user turn, and how an HF
+   * folder (a plain *ForCausalLM config.json) says it is one: a README heading or `_name_or_path`
+   * matching `marker` (llama.cpp's converter's test, conversion/qwen.py).
+   */
+  yesNo: {
+    prefix: string;
+    suffix: string;
+    userTurn(instruction: string, query: string, document: string): string;
+    defaultInstruction: string;
+    marker: RegExp;
+  };
 }
 
 /**
@@ -292,6 +316,22 @@ export interface DecoderConfig {
    * always rounds them, and GGUF has no key for it). Absent: rounded.
    */
   ropeYarnUnroundedDims?: boolean;
+  /**
+   * Attention both ways (EmbeddingGemma: HF use_bidirectional_attention): every position of a pass
+   * attends to every position of it, a sliding layer's to those within slidingWindow / 2 on either
+   * side (llama.cpp's symmetric window, HF's halved one). Such a model runs only pooled
+   * (DecoderEngine.pool), never token by token. Absent: causal.
+   */
+  bidirectional?: boolean;
+  /**
+   * A retrieval model (absent: a text model). 'last' / 'mean': a sentence embedder whose vector is
+   * the final hidden state (after the final norm) of the last token / the mean over the tokens
+   * (Qwen3-Embedding: sentence-transformers' Pooling module with pooling_mode_lasttoken, GGUF
+   * `<arch>.pooling_type` 3 (LAST) / 1 (MEAN)); 'rank': a yes/no reranker (Qwen3-Reranker: P(yes)
+   * from the head's "yes" and "no" rows at the last token; GGUF pooling_type 4 (RANK) with those
+   * two rows as `cls.output.weight`, RERANK_HEAD here). lib/models/embedder.ts and reranker.ts.
+   */
+  pooling?: DecoderPooling;
   bosTokenId?: number;
   eosTokenIds?: number[];
   /** Q8_0 group size of the stored weights, when quantized. */
@@ -350,6 +390,13 @@ function layerName(role: keyof typeof DECODER_TENSOR_ROLES): (l: number) => stri
 function expertName(role: 'expertGate' | 'expertUp' | 'expertDown'): (l: number, e: number) => string {
   return (l, e) => DECODER_TENSOR_ROLES[role].replace('{layer}', String(l)).replace('{expert}', String(e));
 }
+
+/**
+ * A 'rank' decoder's scoring rows [2, hiddenSize]: the head's rows of "yes" then "no", as
+ * llama.cpp's converter writes them for Qwen3-Reranker (and names them). An HF folder has none:
+ * the reranker takes those rows of its head by the tokenizer's ids of "yes" and "no".
+ */
+export const RERANK_HEAD = 'cls.output.weight';
 
 /** The canonical tensor names: the whole-model ones, and a function of the layer for the others. */
 export const DECODER_NAMES = {

@@ -71,6 +71,8 @@ export const gemma3: DecoderVariant = {
     hfSlidingWindow,
     fromHf(f, c) {
       c.queryPreAttnScalar = f.num('query_pre_attn_scalar', 256);
+      // EmbeddingGemma (Gemma3TextModel): attention both ways.
+      if (f.raw('use_bidirectional_attention') === true) c.bidirectional = true;
       if (c.slidingWindow !== undefined) {
         c.ropeLocalTheta = f.has('rope_local_base_freq') ? f.num('rope_local_base_freq', 10000) : f.nested('rope_parameters')?.nested('sliding_attention')?.num('rope_theta', 10000) ?? 10000;
       }
@@ -86,6 +88,7 @@ export const gemma3: DecoderVariant = {
     },
     toHf(c, out) {
       out.query_pre_attn_scalar = c.queryPreAttnScalar ?? c.headDim;
+      if (c.bidirectional) out.use_bidirectional_attention = true;
     },
     fromGguf(kv, c) {
       c.queryPreAttnScalar = llamaCppQueryScalar(c);
@@ -99,6 +102,7 @@ export const gemma3: DecoderVariant = {
       }
     },
     toGguf(c): GgufKeyValue[] {
+      if (c.bidirectional) throw new UnsupportedError("a gemma3 GGUF cannot store bidirectional attention (llama.cpp's gemma-embedding architecture is EmbeddingGemma's)");
       const scalar = llamaCppQueryScalar(c);
       if ((c.queryPreAttnScalar ?? c.headDim) !== scalar) throw new UnsupportedError(`GGUF cannot store Gemma 3's query_pre_attn_scalar ${c.queryPreAttnScalar} (llama.cpp uses ${scalar})`);
       if (c.slidingWindow === undefined) return [];

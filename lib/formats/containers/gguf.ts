@@ -25,7 +25,7 @@
  * metadata holds every key/value, plus 'gguf.version', 'gguf.alignment', 'gguf.types' (the value
  * type of each key) and 'gguf.tensors' (every tensor info, supported or not). Writer: gguf-writer.ts.
  */
-import { DECODER_VARIANTS, canonicalDecoderName, decoderArchitectureOfGguf, decoderFusedParts, expertStackShape, decoderTensorShapes, normWeightOffsetOf, variantScalars, variantFields, type ConfigKeys, type DecoderArchitecture, type DecoderConfig } from '../../architectures/decoder';
+import { DECODER_VARIANTS, canonicalDecoderName, decoderArchitectureOfGguf, decoderFusedParts, expertStackShape, decoderTensorShapes, normWeightOffsetOf, variantScalars, variantFields, type ConfigKeys, type DecoderArchitecture, type DecoderConfig, type DecoderPooling, RERANK_HEAD } from '../../architectures/decoder';
 import { mapFile, type MappedSource } from '../../addon/mapping';
 import { native } from '../../addon/native';
 import { GGML_BLOCK_LAYOUT, rowBlockView, type DType, type GgmlBlockDType, type ModelWeights, type TensorView, type TokenizerData } from '../../addon/weights';
@@ -606,6 +606,8 @@ function decoderConfig(kv: Kv, bytes: Buffer, architecture: DecoderArchitecture,
   const normWeightOffset = normWeightOffsetOf(architecture, 'gguf');
   if (normWeightOffset !== undefined) config.normWeightOffset = normWeightOffset;
   variant.hooks?.fromGguf?.(prefixedKeys(kv, arch), config);
+  const pooling = decoderPooling(kv, arch, byName.get(RERANK_HEAD), hiddenSize);
+  if (pooling) config.pooling = pooling;
   // RoPE scaling: a family's hook reads the kinds it has (gpt-oss's YaRN); any other is refused.
   const scaling = kv.str(`${arch}.rope.scaling.type`);
   if (scaling !== undefined && scaling !== 'none' && config.ropeYarnFactor === undefined) fail('UNSUPPORTED', `rope scaling '${scaling}'`, { path, found: scaling });
@@ -619,6 +621,27 @@ function decoderConfig(kv: Kv, bytes: Buffer, architecture: DecoderArchitecture,
     if (stops.length > 0) config.eosTokenIds = stops;
   }
   return config;
+}
+
+/** llama.cpp's pooling types (LLAMA_POOLING_TYPE_*) a decoder can have: NONE (a text model), MEAN, LAST, RANK. */
+const DECODER_POOLING_TYPES: Record<number, DecoderPooling | undefined> = { 0: undefined, 1: 'mean', 3: 'last', 4: 'rank' };
+
+/**
+ * `<arch>.pooling_type` as DecoderConfig.pooling: a RANK model (Qwen3-Reranker as llama.cpp's
+ * converter writes it) must hold its yes/no rows, `cls.output.weight` [2, hidden].
+ */
+function decoderPooling(kv: Kv, arch: string, head: GgufTensorInfo | undefined, hiddenSize: number): DecoderPooling | undefined {
+  const key = `${arch}.pooling_type`;
+  if (!kv.has(key)) return undefined;
+  const type = kv.int(key, undefined, 0);
+  if (!(type in DECODER_POOLING_TYPES)) fail('UNSUPPORTED', `pooling type ${type} for a decoder`, { path: kv.path, expected: '0 (none), 1 (mean), 3 (last) or 4 (rank)', found: type });
+  const pooling = DECODER_POOLING_TYPES[type];
+  if (pooling !== 'rank') return pooling;
+  if (!head) fail('MISSING_TENSOR', `a rank-pooling ${arch} model needs ${RERANK_HEAD} (its "yes" and "no" rows)`, { path: kv.path, expected: RERANK_HEAD, found: 'absent' });
+  if (head.shape.length !== 2 || head.shape[0] !== 2 || head.shape[1] !== hiddenSize) {
+    fail('SHAPE_MISMATCH', `tensor '${RERANK_HEAD}' is not the two rows of a yes/no head`, { path: kv.path, offset: head.byteOffset, expected: [2, hiddenSize], found: head.shape });
+  }
+  return pooling;
 }
 
 /**

@@ -18,7 +18,7 @@
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
-import { ARCHITECTURES, architectureOf, architectureOfHf, isFamily, type ArchitectureEntry, type Family, type KnownArchitecture } from '../../architectures';
+import { ARCHITECTURES, architectureOf, architectureOfHf, isFamily, retrievalOf, type ArchitectureEntry, type Family, type KnownArchitecture } from '../../architectures';
 import { DECODER_VARIANTS, decoderTitles, isDecoderArchitecture, isRopeLayer, variantScalars, isDecoderConfig, llama3RopeFactors, normWeightOffsetOf, variantFields, type DecoderActivation, type DecoderArchitecture, type Llama3RopeScaling, type DecoderConfig, type DecoderVariant } from '../../architectures/decoder';
 import type { BertClassifierConfig, BertConfig } from '../../architectures/bert';
 import type { ModelConfig } from '../../architectures/model-config';
@@ -231,9 +231,40 @@ export function hfConfigFromMoondream(c: MoondreamConfig): HfJson {
   return { architectures: ['HfMoondream'], model_type: 'moondream1', ...sizes };
 }
 
+/**
+ * A decoder embedder's sentence-transformers Pooling module (1_Pooling/config.json) as
+ * DecoderConfig.pooling: last token (Qwen3-Embedding) or mean; the other modes are UNSUPPORTED.
+ */
+function withSentencePooling(config: DecoderConfig, st: SentenceTransformersFiles, path: string | undefined): DecoderConfig {
+  if (!st.pooling) return config;
+  const f = new Fields(st.pooling, path);
+  const modes: ('last' | 'mean')[] = [];
+  if (f.bool('pooling_mode_lasttoken', false)) modes.push('last');
+  if (f.bool('pooling_mode_mean_tokens', false)) modes.push('mean');
+  for (const other of ['pooling_mode_cls_token', 'pooling_mode_max_tokens', 'pooling_mode_mean_sqrt_len_tokens', 'pooling_mode_weightedmean_tokens']) {
+    if (f.bool(other, false)) f.fail('UNSUPPORTED', `sentence-transformers pooling '${other}' for a decoder`, { found: true });
+  }
+  if (modes.length !== 1) return f.fail('CONFIG_MISMATCH', 'exactly one pooling mode must be set', { expected: 'one of lasttoken, mean_tokens', found: modes });
+  return { ...config, pooling: modes[0] };
+}
+
+/**
+ * Whether an HF folder of a decoder whose family has yes/no rerankers (Qwen3ForCausalLM) is one
+ * (Qwen3-Reranker, whose config.json says nothing of it): as llama.cpp's converter tells
+ * (conversion/qwen.py, Qwen3Model._is_qwen3_reranker), a README heading or the model id
+ * transformers saved as `_name_or_path` matching the family's marker; the folder's name is not
+ * looked at. loadReranker's `kind: 'yes-no'` says it for a folder without either.
+ */
+function isYesNoRerankerFolder(dir: string, hf: HfJson, marker: RegExp): boolean {
+  if (typeof hf._name_or_path === 'string' && marker.test(hf._name_or_path)) return true;
+  const readme = nodePath.join(dir, 'README.md');
+  if (!fs.existsSync(readme) || fs.statSync(readme).size > MAX_JSON_BYTES) return false;
+  return fs.readFileSync(readme, 'utf8').split('\n').some((line) => /^#\s/.test(line) && marker.test(line));
+}
+
 /** The config reader of each family, for an HF config.json its registry entry claims. */
 const CONFIG_FROM_HF: Record<Family, (hf: HfJson, st: SentenceTransformersFiles, path: string | undefined, entry: ArchitectureEntry) => ModelConfig> = {
-  decoder: (hf, _st, path) => decoderConfigFromHf(hf, path),
+  decoder: (hf, st, path) => withSentencePooling(decoderConfigFromHf(hf, path), st, path),
   bert: (hf, st, path, entry) => (entry.modelClass === 'Reranker' ? bertClassifierConfigFromHfJson(hf, path) : bertConfigFromHfJson(hf, st, path)),
   gpt: (hf, _st, path) => tllmConfigFromHf(hf, path),
   moondream: (hf, _st, path) => moondreamConfigFromJson(hf, path),
@@ -296,7 +327,11 @@ export function readHfFolderConfig(dir: string): { config: ModelConfig; hf: HfJs
   const hf = readJsonFile(file) as HfJson;
   const st = ARCHITECTURES.get(hfArchitecture(hf))?.sentenceTransformers === true ? readSentenceTransformersFiles(dir) : {};
   const config = modelConfigFromHf(hf, st, file);
-  if (isDecoderConfig(config)) addGenerationStops(config, dir);
+  if (isDecoderConfig(config)) {
+    addGenerationStops(config, dir);
+    const marker = retrievalOf(config)?.yesNo.marker;
+    if (marker && config.pooling === undefined && isYesNoRerankerFolder(dir, hf, marker)) config.pooling = 'rank';
+  }
   return { config, hf };
 }
 

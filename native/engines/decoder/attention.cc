@@ -45,6 +45,9 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n, const flo
   const int64_t rows_max = group * kAttnTile;      // stacked query rows per work item
   const float scale = c.ScoreScale();
   const int64_t window = c.Sliding(model_->first_layer() + layer) ? c.sliding_window : 0;  // 0: every earlier key
+  // Bidirectional: every key of the pass [0, pos0 + n), a sliding layer's within `half` either side.
+  const bool causal = !c.bidirectional;
+  const int64_t half = window / 2, last = pos0 + n;  // keys [.., last)
   const float* sinks = c.attn_sinks ? model_->layer(model_->first_layer() + layer).sinks.data() : nullptr;  // [n_heads]
   const int64_t tiles = (n + kAttnTile - 1) / kAttnTile;
   const int64_t items = tiles * c.n_kv_heads;
@@ -76,8 +79,8 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n, const flo
       const int64_t rows = group * m;  // row r: query head g·group + r / m, token t0 + r % m
       // The tile reads the keys at positions [k0, k1): k1 - 1 is the last token's own position, k0
       // the first key its first token sees (0, or the start of a sliding layer's window).
-      const int64_t k1 = pos0 + t1;
-      const int64_t k0 = window > 0 ? std::max<int64_t>(0, pos0 + t0 - window + 1) : 0;
+      const int64_t k1 = causal ? pos0 + t1 : window > 0 ? std::min(last, pos0 + t1 + half) : last;
+      const int64_t k0 = window > 0 ? std::max<int64_t>(0, pos0 + t0 - (causal ? window - 1 : half)) : 0;
       const int64_t keys = k1 - k0;
 
       for (int64_t r = 0; r < rows; r++) {
@@ -95,8 +98,10 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n, const flo
       for (int64_t r = 0; r < rows; r++) {
         float* row = s + r * context_;  // column j: the key at position j
         float* p = s + r * keys;        // r·keys <= r·context + k0: compacting forward never overwrites a later row
-        const int64_t end = pos0 + t0 + r % m + 1;                                   // up to the own position
-        const int64_t first = window > 0 ? std::max<int64_t>(0, end - window) : 0;  // >= k0
+        const int64_t own = pos0 + t0 + r % m;
+        // [first, end): up to the own position (causal), or the whole pass; a sliding layer's window of it.
+        const int64_t end = causal ? own + 1 : window > 0 ? std::min(last, own + half + 1) : last;
+        const int64_t first = window > 0 ? std::max<int64_t>(0, causal ? end - window : own - half) : 0;  // >= k0
         for (int64_t j = first; j < end; j++) row[j] *= scale;
         if (sinks) {
           // gpt-oss: the head's sink logit joins the denominator (ggml_soft_max_ext with sinks).

@@ -17,6 +17,8 @@ void Check(DecoderSession* const* sessions, const int32_t* ids, int64_t n) {
   const DecoderModel* model = sessions[0]->model().get();
   if (!model->embeds() || !model->has_head())
     throw EngineError("ERR_OUT_OF_RANGE", "a batched step needs the whole model (a pipeline stage steps alone)");
+  if (model->config().bidirectional)
+    throw EngineError("ERR_OUT_OF_RANGE", "a bidirectional model (an embedding model) runs only pooled, not token by token");
   std::set<const DecoderSession*> seen;
   for (int64_t i = 0; i < n; i++) {
     const DecoderSession& s = *sessions[i];

@@ -76,6 +76,10 @@ struct DecoderConfig {
   float swiglu_limit = 0;     // > 0: the experts' clamped SwiGLU (moe.h) with this limit
   bool attn_sinks = false;    // a learned logit per head joins each softmax's denominator
   bool o_bias = false;        // the attention output projection adds a bias
+  // EmbeddingGemma: every position of a pass attends to every position of it, a sliding layer's to
+  // those within sliding_window / 2 on either side (llama.cpp's symmetric window). Such a model
+  // runs only as one pass over whole sequences (PooledPass, decoder/pooled.h): Eval refuses it.
+  bool bidirectional = false;
   // YaRN RoPE (engines/rope.h; yarn_factor 0: none).
   double yarn_factor = 0;
   int64_t yarn_orig_ctx = 0;
@@ -225,7 +229,10 @@ struct Activations {
 // session at a time.
 class DecoderSession {
  public:
-  DecoderSession(std::shared_ptr<const DecoderModel> model, int64_t context_length, KvType kv = KvType::F32);
+  // one_pass: the KV cache holds one layer's keys and values, which every layer reuses: enough for a
+  // session whose positions all run in one pass (PooledPass, decoder/pooled.h), which is never fed again.
+  DecoderSession(std::shared_ptr<const DecoderModel> model, int64_t context_length, KvType kv = KvType::F32,
+                 bool one_pass = false);
 
   // Appends ids[0..n) at position() and runs them through the model, prefilling in batches of at
   // most kMaxBatch tokens. Writes the logits of the last position to logits[vocab], or of every
@@ -265,6 +272,7 @@ class DecoderSession {
  private:
   friend class BatchStep;    // decoder/batch.cc: one step over the rows of several sessions
   friend class DecoderPass;  // decoder/pass.cc: the layers over rows that carry their session
+  friend class PooledPass;   // decoder/pooled.cc: several one-pass sessions' sequences in one pass
 
   // Eval of ids[n] (embedding models) or hidden[n, dim] (the others).
   void Run(const int32_t* ids, const float* hidden, int64_t n, bool all_logits, float* out, const std::atomic<bool>& abort,
@@ -282,9 +290,9 @@ class DecoderSession {
   // Grows the KV cache to hold at least `positions` (<= context_): to twice its rows or to
   // `positions`, whichever is more, capped at context_; the rows held so far are copied.
   void ReserveKv(int64_t positions);
-  int64_t CacheBytesFor(int64_t rows) const {
-    return 2 * (model_->end_layer() - model_->first_layer()) * cfg_.n_kv_heads * rows * KvRowBytes();
-  }
+  int64_t CacheBytesFor(int64_t rows) const { return 2 * kv_layers_ * cfg_.n_kv_heads * rows * KvRowBytes(); }
+  // The cache slot of `layer` (counted from the model's first_layer): itself, or 0 for a one-pass session.
+  int64_t Slot(int64_t layer) const { return layer % kv_layers_; }
   // Values per q8_0 scale in a cached row (head_dim when it is not a multiple of kKvGroup).
   int64_t KvGroup() const { return cfg_.head_dim % kKvGroup == 0 ? kKvGroup : cfg_.head_dim; }
   // Bytes of one cached element (4 f32, 2 f16, 1 q8_0 without its scale).
@@ -300,16 +308,16 @@ class DecoderSession {
   // scales of the same rows [kv_rows_, head_dim / KvGroup()].
   template <typename T>
   T* Keys(int64_t layer, int64_t kv_head) {
-    return reinterpret_cast<T*>(k_cache_.get()) + (layer * cfg_.n_kv_heads + kv_head) * kv_rows_ * cfg_.head_dim;
+    return reinterpret_cast<T*>(k_cache_.get()) + (Slot(layer) * cfg_.n_kv_heads + kv_head) * kv_rows_ * cfg_.head_dim;
   }
   template <typename T>
   T* Values(int64_t layer, int64_t kv_head) {
-    return reinterpret_cast<T*>(v_cache_.get()) + (layer * cfg_.n_kv_heads + kv_head) * kv_rows_ * cfg_.head_dim;
+    return reinterpret_cast<T*>(v_cache_.get()) + (Slot(layer) * cfg_.n_kv_heads + kv_head) * kv_rows_ * cfg_.head_dim;
   }
   float* KeyScales(int64_t layer, int64_t kv_head) { return k_scales_.get() + ScaleOffset(layer, kv_head); }
   float* ValueScales(int64_t layer, int64_t kv_head) { return v_scales_.get() + ScaleOffset(layer, kv_head); }
   int64_t ScaleOffset(int64_t layer, int64_t kv_head) const {
-    return (layer * cfg_.n_kv_heads + kv_head) * kv_rows_ * (cfg_.head_dim / KvGroup());
+    return (Slot(layer) * cfg_.n_kv_heads + kv_head) * kv_rows_ * (cfg_.head_dim / KvGroup());
   }
   // Appends k and v [head_dim] of kv head g at position pos of `layer` (one row each).
   void StoreKv(int64_t layer, int64_t g, int64_t pos, const float* k, const float* v);
@@ -318,6 +326,7 @@ class DecoderSession {
   const DecoderConfig& cfg_;
   int64_t context_;
   KvType kv_;
+  int64_t kv_layers_;  // layer slots of the KV cache: the model's layers, or 1 (one_pass)
   std::atomic<int64_t> position_{0};
   std::vector<int32_t> tokens_;  // [position_]
 

@@ -11,8 +11,10 @@
 namespace weightmap {
 namespace decoder {
 
-DecoderSession::DecoderSession(std::shared_ptr<const DecoderModel> model, int64_t context_length, KvType kv)
-    : model_(std::move(model)), cfg_(model_->config()), context_(context_length), kv_(kv) {
+DecoderSession::DecoderSession(std::shared_ptr<const DecoderModel> model, int64_t context_length, KvType kv,
+                               bool one_pass)
+    : model_(std::move(model)), cfg_(model_->config()), context_(context_length), kv_(kv),
+      kv_layers_(one_pass ? 1 : model_->end_layer() - model_->first_layer()) {
   if (context_ <= 0 || context_ > cfg_.max_seq_len)
     throw EngineError("ERR_OUT_OF_RANGE", "contextLength " + std::to_string(context_) + " outside [1, " +
                                               std::to_string(cfg_.max_seq_len) + "]");
@@ -22,7 +24,7 @@ void DecoderSession::ReserveKv(int64_t positions) {
   const int64_t old_rows = kv_rows_.load();
   if (positions <= old_rows) return;
   const int64_t rows = std::min(context_, std::max(positions, 2 * old_rows));
-  const int64_t blocks = (model_->end_layer() - model_->first_layer()) * cfg_.n_kv_heads;
+  const int64_t blocks = kv_layers_ * cfg_.n_kv_heads;
   const int64_t row_bytes = cfg_.head_dim * KvElementBytes();
   const int64_t scales = kv_ == KvType::Q8_0 ? cfg_.head_dim / KvGroup() : 0;  // per row
   const int64_t kept = position_.load();  // rows past it are stale: not copied
@@ -73,6 +75,8 @@ void DecoderSession::EvalHidden(const float* hidden, int64_t n, bool all_logits,
 void DecoderSession::Run(const int32_t* ids, const float* hidden, int64_t n, bool all_logits, float* out,
                          const std::atomic<bool>& abort, bool steps) {
   if (n <= 0) throw EngineError("ERR_OUT_OF_RANGE", "eval needs at least one token");
+  if (cfg_.bidirectional)
+    throw EngineError("ERR_OUT_OF_RANGE", "a bidirectional model (an embedding model) runs only pooled, not token by token");
   const int64_t start = position_.load();
   if (n > context_ - start)
     throw EngineError("ERR_OUT_OF_RANGE", "the session holds " + std::to_string(start) + " of " +

@@ -57,7 +57,8 @@ void Activations::Reserve(const DecoderConfig& c, int64_t n) {
 
 DecoderPass::DecoderPass(const DecoderModel& model, const Span* spans, int64_t n_spans, Activations& a)
     : M_(model), c_(model.config()), pool_(model.pool()), rotary_(RopeOf(c_, c_.theta)), spans_(spans),
-      n_spans_(n_spans), n_(spans[n_spans - 1].row0 + spans[n_spans - 1].n), a_(a) {
+      n_spans_(n_spans), n_(spans[n_spans - 1].row0 + spans[n_spans - 1].n), steps_((n_spans > 1 && n_ == n_spans) || (n_spans == 1 && spans[0].steps)),
+      a_(a) {
   // rope [n, hd] (and rope_local for the sliding layers' base): the angles of each row's position.
   const int64_t hd = c_.head_dim;
   for (int64_t i = 0; i < n_spans_; i++)
@@ -72,11 +73,11 @@ DecoderPass::DecoderPass(const DecoderModel& model, const Span* spans, int64_t n
 
 template <typename Fn>
 void DecoderPass::ForRows(int64_t width, const Fn& fn) {
-  if (spans_[0].steps && n_spans_ == 1) {
+  if (steps_ && n_spans_ == 1) {
     // Row by row: a vector loop over several rows would put a row's tail values in other lanes
     // (or in the scalar remainder) than its own step does.
     for (int64_t t = 0; t < n_; t++) fn(t, t + 1);
-  } else if (n_spans_ > 1 || n_ == 1 || n_ * width < (1 << 15)) {
+  } else if (steps_ || n_ == 1 || n_ * width < (1 << 15)) {
     fn(int64_t{0}, n_);
   } else {
     pool_.ParallelFor(n_, 1, [&](int64_t b, int64_t e) { fn(b, e); });
@@ -84,7 +85,7 @@ void DecoderPass::ForRows(int64_t width, const Fn& fn) {
 }
 
 void DecoderPass::Linear(const LinearJob* jobs, int n_jobs, int64_t m) {
-  if (m > 1 && spans_[0].steps && n_spans_ == 1) {
+  if (m > 1 && steps_ && n_spans_ == 1) {
     // A float matrix's columns may round with where the thread split puts them: its rows go
     // through the one-token product one at a time, as their steps would (float weights read m
     // times; the quantized ones once, RunLinearRows being bitwise per row).
@@ -102,7 +103,7 @@ void DecoderPass::Linear(const LinearJob* jobs, int n_jobs, int64_t m) {
       return;
     }
   }
-  if (Rowwise()) RunLinearRows(pool_, jobs, n_jobs, m, a_.qin);
+  if (steps_) RunLinearRows(pool_, jobs, n_jobs, m, a_.qin);
   else RunLinear(pool_, jobs, n_jobs, m, a_.qin);
 }
 
@@ -236,7 +237,7 @@ void DecoderPass::Ffn(const DecoderLayer& L) {
   });
   if (c_.moe()) {
     const MoeOptions o{c_.n_experts_used, c_.norm_topk, c_.swiglu_limit};
-    MoeFfn(pool_, Rowwise() ? RunLinearRows : RunLinear, L.moe, o, xb, n_, proj, a_.moe, a_.qin);
+    MoeFfn(pool_, steps_ ? RunLinearRows : RunLinear, L.moe, o, xb, n_, proj, a_.moe, a_.qin);
   } else {
     Dense(L, xb, proj);
   }
@@ -274,6 +275,14 @@ void DecoderPass::Output(int64_t rows, float* out) {
     const float inv = 1.0f / c_.logits_scaling;
     for (int64_t i = 0; i < rows * c_.vocab; i++) out[i] *= inv;
   }
+}
+
+void DecoderPass::Hidden(const int64_t* rows, int64_t count, float* out) {
+  if (Aborted()) throw EngineError("ABORT_ERR", "The operation was aborted");
+  const int64_t dim = c_.dim;
+  const float* x = a_.x.data();  // [n, dim]
+  for (int64_t i = 0; i < count; i++)
+    kernels::rmsnorm(x + rows[i] * dim, M_.final_norm().data(), out + i * dim, dim, c_.eps);
 }
 
 }  // namespace decoder

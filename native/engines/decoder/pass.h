@@ -7,12 +7,13 @@
 // How the rows run, the one difference between one session and several:
 //   one span (one session's consecutive positions): the linear layers as one batch (RunLinear),
 //     elementwise steps and attention across the pool;
-//   several spans (several sessions' one-token steps): every row its own one-token product
-//     (RunLinearRows: each weight block read once for all rows, each row bitwise its session's
-//     step alone), the spans' attention side by side across the pool, one session per thread;
-//   one span of steps (a speculative verification): its rows as several spans' would run, each
-//     row's attention alone, one after another.
-// Rowwise() says whether the rows run one by one.
+//   several spans of one row each (several sessions' one-token steps): every row its own one-token
+//     product (RunLinearRows: each weight block read once for all rows, each row bitwise its
+//     session's step alone), the spans' attention side by side across the pool, one session per thread;
+//   several spans, some longer (PooledPass: several sequences from position 0): the linear layers as
+//     one batch, the spans' attention side by side;
+//   one span of steps (a speculative verification, Span::steps): each row as its own one-token
+//     step, one after another (elementwise steps and attention row by row, float products too).
 #pragma once
 
 #include <atomic>
@@ -49,6 +50,8 @@ class DecoderPass {
   // out [rows, vocab] = head(final_norm(x)) of the last `rows` rows, or (a model without the head)
   // their hidden states [rows, dim]. Throws ABORT_ERR as Layers does.
   void Output(int64_t rows, float* out);
+  // out [count, dim] = final_norm(x) of rows[0..count) (the embedding models' output: no head).
+  void Hidden(const int64_t* rows, int64_t count, float* out);
 
  private:
   void Layer(int64_t l);
@@ -73,8 +76,6 @@ class DecoderPass {
   template <typename Fn>
   void ForRows(int64_t width, const Fn& fn);
   bool Aborted() const;
-  // The rows run one by one (several spans, or one span of steps).
-  bool Rowwise() const { return n_spans_ > 1 || spans_[0].steps; }
 
   const DecoderModel& M_;
   const DecoderConfig& c_;
@@ -83,6 +84,7 @@ class DecoderPass {
   const Span* spans_;
   int64_t n_spans_;
   int64_t n_;  // rows
+  bool steps_;  // every row its own one-token step: several spans of one row each (a batched decode step), or one span of steps
   Activations& a_;
   const float* layer_rope_ = nullptr;  // the angle table of the layer being run (its RoPE base)
 };

