@@ -100,7 +100,7 @@ export interface DecoderVariant {
    * MXFP4 `_blocks`/`_scales`), which the safetensors reader converts once into a cached file
    * (lib/formats/containers/gptoss-hf.ts) rather than viewing in place.
    */
-  hfExpertLayout?: 'gpt-oss';
+  hfExpertLayout?: 'fused-gate-up';
   /** config.json's `attention_bias: true` is the variant's own biases (gpt-oss: q/k/v/o), not refused. */
   hfAttentionBias?: boolean;
   /**

@@ -159,7 +159,7 @@ export const gptoss: DecoderVariant = {
   title: 'gpt-oss',
   qkNorm: false, qkvBias: true, ggufRopePairing: 'half', ggufDefaultEps: 1e-5, ggufArchitecture: 'gpt-oss',
   hfModelTypes: ['gpt_oss'], hfClass: 'GptOssForCausalLM', hfClassPattern: /^GptOssForCausalLM$/, hfDefaultMaxPositions: 131072,
-  experts: true, hfAttentionBias: true, hfExpertLayout: 'gpt-oss',
+  experts: true, hfAttentionBias: true, hfExpertLayout: 'fused-gate-up',
   ggufHolds: ['qkvBias', 'expertBiases', 'swigluLimit', 'attentionSinks', 'attentionOutputBias', 'ropeYarnFactor', 'ropeYarnOriginalContext', 'ropeYarnBetaFast', 'ropeYarnBetaSlow', 'ropeAttentionFactor'],
   ggufTensorNames: { 'post_attention_layernorm.weight': 'post_attention_norm' },
   hooks: { hfSlidingWindow, fromHf, fromHfRopeScaling, fromGguf, toHf, toHfSlidingWindow, toGguf },

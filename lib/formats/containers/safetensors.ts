@@ -253,7 +253,7 @@ function canonicalize(config: ModelConfig, views: TensorView[], path: string, ke
  * when the cache does not hold it); undefined for other configs.
  */
 async function convertExperts(config: ModelConfig, views: TensorView[], files: string[], path: string): Promise<{ views: TensorView[]; file: ConvertedFile; summary: NonNullable<ModelWeights['converted']> } | undefined> {
-  if (!isDecoderConfig(config) || DECODER_VARIANTS[config.architecture].hfExpertLayout !== 'gpt-oss') return undefined;
+  if (!isDecoderConfig(config) || DECODER_VARIANTS[config.architecture].hfExpertLayout !== 'fused-gate-up') return undefined;
   for (const [key, layers] of layerCounts(config)) checkLayerCount(key, layers, views.length, { path });
   const plan = gptossHfPlan(config, views, decoderCheckpointNames(views.map((v) => v.name)));
   const file = await convertedFile(GPTOSS_HF_CONVERSION, files, plan.converted);
@@ -343,7 +343,7 @@ function hfNormShift(c: ModelConfig): number {
  */
 function hfExpertOutput(weights: ModelWeights, options: WriteOptions): GptossHfOutput | undefined {
   const c = weights.config;
-  if (!isDecoderConfig(c) || DECODER_VARIANTS[c.architecture].hfExpertLayout !== 'gpt-oss') return undefined;
+  if (!isDecoderConfig(c) || DECODER_VARIANTS[c.architecture].hfExpertLayout !== 'fused-gate-up') return undefined;
   const source = weights.tensors.find((t) => t.name === DECODER_NAMES.router(0))?.dtype;
   const dtype = options.dtype ?? (source === 'f16' || source === 'bf16' ? source : 'f32');
   return gptossHfOutput(c, new Map(weights.tensors.map((v) => [v.name, v])), dtype);
