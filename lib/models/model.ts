@@ -66,7 +66,7 @@ export interface LoadModelOptions {
   pipeline?: PipelineSpec;
 }
 
-type LanguageEngineName = Exclude<EngineName, 'bert'>;
+type LanguageEngineName = Exclude<EngineName, 'bert' | 'vit'>;
 
 /** The engines of loadModel by registry name; each is a LanguageEngine (Moondream's kept whole for its vision side). */
 const LANGUAGE_ENGINES: Record<LanguageEngineName, (weights: ModelWeights, options: LoadModelOptions) => Promise<LanguageEngine>> = {
@@ -102,6 +102,7 @@ const BUILTIN_CHAT_TEMPLATES: Record<BuiltinChatTemplate, ChatTemplate> = { qwen
 const OTHER_LOADERS: Record<Exclude<ModelClassName, keyof typeof MODEL_CLASSES>, string> = {
   Embedder: 'is a BERT embedding model: load it with loadEmbedder() (command line: weightmap embed)',
   Reranker: 'is a cross-encoder: load it with loadReranker()',
+  VisionProjector: "is a vision encoder and projector (an mmproj GGUF): load its language model with it, loadModel(languageModel, { mmproj })",
 };
 
 type ModelRest = ConstructorParameters<typeof Model> extends [unknown, ...infer R] ? R : never;

@@ -19,6 +19,7 @@ struct PhiTraits {
   using Session = engines::PhiSession;
   static constexpr const char* kName = "PhiSession";
   static constexpr bool kPrefix = true;
+  static constexpr bool kBidirectionalRows = false;
   // Embedding rows (token and image embeddings) of the text model's width.
   static int64_t RowWidth(const Session& s) { return s.config().dim; }
   static int64_t Vocab(const Session& s) { return s.config().vocab; }

@@ -231,8 +231,8 @@ export function hfConfigFromMoondream(c: MoondreamConfig): HfJson {
   return { architectures: ['HfMoondream'], model_type: 'moondream1', ...sizes };
 }
 
-/** The config reader of each family, for an HF config.json its registry entry claims. */
-const CONFIG_FROM_HF: Record<Family, (hf: HfJson, st: SentenceTransformersFiles, path: string | undefined, entry: ArchitectureEntry) => ModelConfig> = {
+/** The config reader of each family, for an HF config.json its registry entry claims (an mmproj's family has none: it is GGUF only). */
+const CONFIG_FROM_HF: Partial<Record<Family, (hf: HfJson, st: SentenceTransformersFiles, path: string | undefined, entry: ArchitectureEntry) => ModelConfig>> = {
   decoder: (hf, _st, path) => decoderConfigFromHf(hf, path),
   bert: (hf, st, path, entry) => (entry.modelClass === 'Reranker' ? bertClassifierConfigFromHfJson(hf, path) : bertConfigFromHfJson(hf, st, path)),
   gpt: (hf, _st, path) => tllmConfigFromHf(hf, path),
@@ -242,7 +242,8 @@ const CONFIG_FROM_HF: Record<Family, (hf: HfJson, st: SentenceTransformersFiles,
 /** Our config for any HF config.json: decoder, BERT, TLLM, Moondream or 'unknown'. */
 export function modelConfigFromHf(hf: HfJson, st: SentenceTransformersFiles = {}, path?: string): ModelConfig {
   const entry = ARCHITECTURES.get(hfArchitecture(hf));
-  return entry ? CONFIG_FROM_HF[entry.family](hf, st, path, entry) : { architecture: 'unknown' };
+  const read = entry && CONFIG_FROM_HF[entry.family];
+  return read ? read(hf, st, path, entry) : { architecture: 'unknown' };
 }
 
 /** Reads and parses a small JSON file; BAD_HEADER when it is not JSON (or not an object, when `object`). */

@@ -36,7 +36,8 @@ void DecoderSession::StoreKv(int64_t layer, int64_t g, int64_t pos, const float*
   }
 }
 
-void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n, const float* q, float* att, bool parallel) {
+void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n, const float* q, float* att, bool parallel,
+                               bool bidirectional) {
   const DecoderConfig& c = cfg_;
   const kernels::KernelTable& k = kernels::Active();
   ThreadPool& pool = model_->pool();
@@ -74,9 +75,10 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n, const flo
       const int64_t g = item % c.n_kv_heads;
       const int64_t t0 = tile * kAttnTile, t1 = std::min(n, t0 + kAttnTile), m = t1 - t0;
       const int64_t rows = group * m;  // row r: query head g·group + r / m, token t0 + r % m
-      // The tile reads the keys at positions [k0, k1): k1 - 1 is the last token's own position, k0
-      // the first key its first token sees (0, or the start of a sliding layer's window).
-      const int64_t k1 = pos0 + t1;
+      // The tile reads the keys at positions [k0, k1): k1 - 1 is the last token's own position (the
+      // batch's last with `bidirectional`), k0 the first key its first token sees (0, or the start
+      // of a sliding layer's window).
+      const int64_t k1 = bidirectional ? pos0 + n : pos0 + t1;
       const int64_t k0 = window > 0 ? std::max<int64_t>(0, pos0 + t0 - window + 1) : 0;
       const int64_t keys = k1 - k0;
 
@@ -95,8 +97,11 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n, const flo
       for (int64_t r = 0; r < rows; r++) {
         float* row = s + r * context_;  // column j: the key at position j
         float* p = s + r * keys;        // r·keys <= r·context + k0: compacting forward never overwrites a later row
-        const int64_t end = pos0 + t0 + r % m + 1;                                   // up to the own position
-        const int64_t first = window > 0 ? std::max<int64_t>(0, end - window) : 0;  // >= k0
+        // Up to the own position (the batch's last with `bidirectional`); a sliding window counts back
+        // from the own position (llama.cpp's is_masked_swa: later keys are never outside it).
+        const int64_t own = pos0 + t0 + r % m;
+        const int64_t end = bidirectional ? k1 : own + 1;
+        const int64_t first = window > 0 ? std::max<int64_t>(0, own + 1 - window) : 0;  // >= k0
         for (int64_t j = first; j < end; j++) row[j] *= scale;
         if (sinks) {
           // gpt-oss: the head's sink logit joins the denominator (ggml_soft_max_ext with sinks).
