@@ -7,10 +7,13 @@ biases, the input projection f16 [vision, text], soft_emb_norm already + 1).
     python3 scripts/interop/gemma3-vision-gguf.py LLAMA_CPP_SOURCE OUT_DIR [mmproj-dtype]
 
 Writes OUT_DIR/gemma3-lm.gguf and OUT_DIR/gemma3-mmproj.gguf (mmproj-dtype f16 (default), f32 or
-q8_0 for the encoder's matrices). Seeded. Encoder: 64 px images, 8 px patches (an 8×8 grid),
+q8_0 for the encoder's matrices), a random test image OUT_DIR/image.rgb (and image.ppm, the same
+pixels) and OUT_DIR/embeddings.f32, its image embeddings by a float64 numpy reference from the
+stored weights. Seeded. Encoder: 64 px images, 8 px patches (an 8×8 grid),
 width 64 (4 heads of 16), FFN 96, 2 layers, gelu; pooled 2×2 (scale_factor 2) to 16 image tokens.
 Language model: width 64, 4 heads of 16 (2 kv heads), FFN 128, 2 layers sliding over 24 positions
-(pattern 2: layer 1 global), a 320-token SentencePiece vocabulary (specials, <0xNN> bytes, letters).
+(pattern 2: layer 1 global), a 318-token SentencePiece vocabulary (specials, <0xNN> bytes, letters),
+no space prefix, a Gemma-style chat template.
 """
 import os
 import sys
@@ -61,18 +64,62 @@ for l in range(LV):
     ]
 
 
+stored = {}  # name -> the values as the file holds them (float64), for the reference
+
+
 def add(writer, name, array, dtype):
     if dtype == 'mm':
         dtype = mm_dtype
     if dtype == 'f32':
         writer.add_tensor(name, array)
+        stored[name] = array.astype(np.float64)
     elif dtype == 'f16':
         writer.add_tensor(name, array.astype(np.float16))
+        stored[name] = array.astype(np.float16).astype(np.float64)
     elif dtype == 'q8_0':
         q = gguf.GGMLQuantizationType.Q8_0
-        writer.add_tensor(name, quants.quantize(array, q), raw_dtype=q)
+        packed = quants.quantize(array, q)
+        writer.add_tensor(name, packed, raw_dtype=q)
+        stored[name] = quants.dequantize(packed, q).reshape(array.shape).astype(np.float64)
     else:
         raise ValueError(dtype)
+
+
+def reference_embeddings(rgb):
+    """SigLIP + Gemma 3's projector in float64 from the published semantics (HF SiglipVisionModel,
+    Gemma3MultiModalProjector; tanh GELU as llama.cpp's use_gelu), for `rgb` [S, S, 3] uint8."""
+    g = S // P
+    x = (rgb.astype(np.float64) / 255 - 0.5) / 0.5  # [S, S, 3]
+    patches = x.reshape(g, P, g, P, 3).transpose(0, 2, 4, 1, 3).reshape(N, 3 * P * P)  # (ch, py, px)
+    h = patches @ stored['v.patch_embd.weight'].reshape(D, -1).T + stored['v.patch_embd.bias'] + stored['v.position_embd.weight']
+
+    def ln(v, w, b, eps=1e-6):
+        mu = v.mean(-1, keepdims=True)
+        var = ((v - mu) ** 2).mean(-1, keepdims=True)
+        return (v - mu) / np.sqrt(var + eps) * w + b
+
+    def gelu(v):
+        return 0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi) * (v + 0.044715 * v ** 3)))
+
+    hd = D // HV
+    for l in range(LV):
+        t = lambda n: stored[f'v.blk.{l}.{n}']  # noqa: E731
+        a = ln(h, t('ln1.weight'), t('ln1.bias'))
+        q = (a @ t('attn_q.weight').T + t('attn_q.bias')).reshape(N, HV, hd).transpose(1, 0, 2)
+        k = (a @ t('attn_k.weight').T + t('attn_k.bias')).reshape(N, HV, hd).transpose(1, 0, 2)
+        v = (a @ t('attn_v.weight').T + t('attn_v.bias')).reshape(N, HV, hd).transpose(1, 0, 2)
+        sc = q @ k.transpose(0, 2, 1) / np.sqrt(hd)
+        sc = np.exp(sc - sc.max(-1, keepdims=True))
+        sc /= sc.sum(-1, keepdims=True)
+        o = (sc @ v).transpose(1, 0, 2).reshape(N, D)
+        h = h + o @ t('attn_out.weight').T + t('attn_out.bias')
+        a = ln(h, t('ln2.weight'), t('ln2.bias'))
+        h = h + gelu(a @ t('ffn_up.weight').T + t('ffn_up.bias')) @ t('ffn_down.weight').T + t('ffn_down.bias')
+    f = ln(h, stored['v.post_ln.weight'], stored['v.post_ln.bias'])
+    side = g // MERGE
+    pooled = f.reshape(side, MERGE, side, MERGE, D).mean(axis=(1, 3)).reshape(side * side, D)
+    pooled = pooled / np.sqrt((pooled ** 2).mean(-1, keepdims=True) + 1e-6) * stored['mm.soft_emb_norm.weight']
+    return pooled @ stored['mm.input_projection.weight']
 
 
 os.makedirs(out, exist_ok=True)
@@ -98,6 +145,14 @@ w.write_header_to_file()
 w.write_kv_data_to_file()
 w.write_tensors_to_file()
 w.close()
+
+# A test image at the encoder's size (raw RGB and the same pixels as a binary PPM, which
+# llama.cpp's stb_image reads) and its reference embeddings [N / MERGE², TEXT] float32.
+image = rng.integers(0, 256, (S, S, 3), dtype=np.uint8)
+image.tofile(os.path.join(out, 'image.rgb'))
+with open(os.path.join(out, 'image.ppm'), 'wb') as f:
+    f.write(b'P6\n%d %d\n255\n' % (S, S) + image.tobytes())
+reference_embeddings(image).astype(np.float32).tofile(os.path.join(out, 'embeddings.f32'))
 
 # ---- the language model
 d, heads, kv_heads, hd, ffn, layers, window = TEXT, 4, 2, 16, 128, 2, 24
@@ -129,6 +184,13 @@ for l in range(layers):
         (b + 'post_ffw_norm.weight', 1 + normal((d,), 0.1)),
     ]
 
+# Gemma 3's turn format (its released template, less the system-turn and content-list handling).
+CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}{% set role = 'model' if message['role'] == 'assistant' else message['role'] %}"
+    "{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<start_of_turn>model\n' }}{% endif %}"
+)
+
 w = gguf.GGUFWriter(os.path.join(out, 'gemma3-lm.gguf'), 'gemma3')
 w.add_block_count(layers)
 w.add_context_length(512)
@@ -153,6 +215,8 @@ w.add_unk_token_id(3)
 w.add_pad_token_id(0)
 w.add_add_bos_token(True)
 w.add_add_eos_token(False)
+w.add_add_space_prefix(False)  # as Gemma's converted vocabularies
+w.add_chat_template(CHAT_TEMPLATE)
 for name, array in lm:
     w.add_tensor(name, array)
 w.write_header_to_file()
