@@ -165,7 +165,8 @@ types = [3] * len(specials) + [6] * 256 + [1] * (vocab - len(specials) - 256)
 types[3] = 2  # <unk>
 scores = [0.0] * len(specials) + [0.0] * 256 + [-float(i) for i in range(vocab - len(specials) - 256)]
 
-lm = [('token_embd.weight', normal((vocab, d), 1.0)), ('output_norm.weight', 1 + normal((d,), 0.1))]
+# An untied head: tied, each generated token's own (√d-scaled) embedding would win the next step.
+lm = [('token_embd.weight', normal((vocab, d), 1.0)), ('output_norm.weight', 1 + normal((d,), 0.1)), ('output.weight', normal((vocab, d), 4 / d ** 0.5))]
 for l in range(layers):
     b = f'blk.{l}.'
     lm += [
@@ -213,7 +214,7 @@ w.add_bos_token_id(2)
 w.add_eos_token_id(1)
 w.add_unk_token_id(3)
 w.add_pad_token_id(0)
-w.add_add_bos_token(True)
+w.add_add_bos_token(False)  # the chat template writes <bos>: llama.cpp adds no second one
 w.add_add_eos_token(False)
 w.add_add_space_prefix(False)  # as Gemma's converted vocabularies
 w.add_chat_template(CHAT_TEMPLATE)

@@ -27,8 +27,8 @@ function relativeError(a: Float32Array, b: Float32Array): number {
 maybe('Gemma 3 mmproj encoder', () => {
   // f16 and f32 matrices multiply exactly as stored (f32 accumulation); q8_0 quantizes the activations to 8 bits as llama.cpp does.
   test.each([
-    ['f32', 1e-4],
-    ['f16', 1e-4],
+    ['f32', 1e-5],
+    ['f16', 1e-5],
     ['q8_0', 3e-2],
   ] as const)('%s matrices: embeddings within %s of the reference', async (dtype, tolerance) => {
     const dir = ws.fresh(dtype);
