@@ -12,8 +12,8 @@
  * the last few kept), its closing text; the rows attend to each other where the layout says
  * (Gemma 3). A reply with images runs in a session of its own (disposed when it ends).
  */
-import { createHash } from 'node:crypto';
-import type { ChatMessage } from '../generation/chat';
+import { createHash, randomBytes } from 'node:crypto';
+import type { ChatMessage, ChatRenderOptions } from '../generation/chat';
 import { deferredGeneration } from '../generation/deferred-generation';
 import { startGeneration, type Generation, type LanguageSession } from '../generation/generate';
 import { rangeError, UnsupportedError } from '../base/errors';
@@ -31,6 +31,11 @@ export type ChatContentPart = { type: 'text'; text: string } | { type: 'image'; 
 /** A chat message whose content may hold images (parts in order). */
 export interface VisionChatMessage extends Omit<ChatMessage, 'content'> {
   content: string | readonly ChatContentPart[];
+}
+
+/** A media marker for one render: private-use characters around a random nonce, which message text does not hold. */
+function mediaMarker(): string {
+  return `\uF8F2${randomBytes(8).toString('hex')}\uF8F3`;
 }
 
 /** Images' embeddings kept per model (by pixel hash). */
@@ -76,9 +81,43 @@ export class VisionModel extends Model {
     if (!Array.isArray(messages) || !list.some((m) => typeof m?.content !== 'string')) return super.chat(messages as readonly ChatMessage[] | ChatPrompt, options);
     this.live();
     if (options.tools !== undefined || options.jsonSchema !== undefined) throw new UnsupportedError('chat with images: tools and jsonSchema are not supported yet');
-    const marker = `\uF8F2${createHash('sha256').update(String(Math.random())).digest('hex').slice(0, 16)}\uF8F3`;
+    const marker = mediaMarker();
+    const { flat, images } = this.withMarkers(list, marker);
+    const template = this.template();
+    const { stopTokens, stop } = this.chatStops(template, options);
+    let session: LanguageSession | undefined;
+    const prepared = this.prefilled(flat, images, options, marker).then(({ session: made, ids }) => {
+      session = made;
+      return ids;
+    });
+    return deferredGeneration(prepared, (ids) => {
+      const host = { ...this.host(), acquire: () => ({ session: session!, release: () => session!.dispose() }) };
+      try {
+        return startGeneration(host, ids, { ...options, stopTokens, stop });
+      } catch (error) {
+        session!.dispose();
+        throw error;
+      }
+    });
+  }
+
+  /** The logits [V] after a conversation with images (chat()'s prompt: the template's generation prompt included unless options say otherwise). */
+  async chatLogits(messages: readonly VisionChatMessage[], options: ChatRenderOptions & { signal?: AbortSignal } = {}): Promise<Float32Array> {
+    this.live();
+    const marker = mediaMarker();
+    const { flat, images } = this.withMarkers(messages, marker);
+    const { session, ids } = await this.prefilled(flat, images, options, marker);
+    try {
+      return await session.eval(ids.slice(-1), { signal: options.signal });
+    } finally {
+      session.dispose();
+    }
+  }
+
+  /** Messages with each image part replaced by `marker` in the text, and the images in order. */
+  private withMarkers(messages: readonly VisionChatMessage[], marker: string): { flat: ChatMessage[]; images: ImageInput[] } {
     const images: ImageInput[] = [];
-    const flat: ChatMessage[] = list.map((m) => {
+    const flat: ChatMessage[] = messages.map((m) => {
       if (typeof m.content === 'string') return m as ChatMessage;
       if (!Array.isArray(m.content)) throw new TypeError('chat: message content must be a string or an array of parts');
       let text = '';
@@ -91,24 +130,23 @@ export class VisionModel extends Model {
       }
       return { ...m, content: text };
     });
-    const template = this.template();
-    const { stopTokens, stop } = this.chatStops(template, options);
-    let session: LanguageSession | undefined;
-    const prepared = (async () => {
-      const [segments, embeddings] = await Promise.all([
-        encodeChatSegments(template, this.tokenizer, flat, options, marker),
-        Promise.all(images.map((image) => this.encodeImage(image, { signal: options.signal }))),
-      ]);
-      if (segments.length !== images.length + 1) throw new UnsupportedError(`chat: the chat template dropped or repeated an image (${images.length} images, ${segments.length - 1} markers rendered)`);
-      const made = this.engine.createSession(this.contextLength);
-      session = made;
-      return this.prefill(made, segments, embeddings, options.signal);
-    })();
-    prepared.catch(() => session?.dispose());
-    return deferredGeneration(prepared, (ids) => {
-      const host = { ...this.host(), acquire: () => ({ session: session!, release: () => session!.dispose() }) };
-      return startGeneration(host, ids, { ...options, stopTokens, stop });
-    });
+    return { flat, images };
+  }
+
+  /** A session of its own holding the conversation's prompt but its last token (disposed on failure), and the prompt's ids. */
+  private async prefilled(flat: ChatMessage[], images: ImageInput[], options: ChatRenderOptions & { signal?: AbortSignal }, marker: string): Promise<{ session: LanguageSession; ids: number[] }> {
+    const [segments, embeddings] = await Promise.all([
+      encodeChatSegments(this.template(), this.tokenizer, flat, options, marker),
+      Promise.all(images.map((image) => this.encodeImage(image, { signal: options.signal }))),
+    ]);
+    if (segments.length !== images.length + 1) throw new UnsupportedError(`chat: the chat template dropped or repeated an image (${images.length} images, ${segments.length - 1} markers rendered)`);
+    const session = this.engine.createSession(this.contextLength);
+    try {
+      return { session, ids: await this.prefill(session, segments, embeddings, options.signal) };
+    } catch (error) {
+      session.dispose();
+      throw error;
+    }
   }
 
   /**

@@ -6,6 +6,9 @@
  *   - the image embeddings equal llama.cpp's (MTMD_DEBUG_EMBEDDINGS dumps them) within 2e-3 of
  *     their largest magnitude (measured 5e-4: llama.cpp's GELU goes through an f16 table; ours is
  *     4e-7 from a float64 reference, test/engines/vision-encoder.test.ts);
+ *   - the logits after the prompt [turn text, image, text] equal those of a tiny driver over libmtmd
+ *     (scripts/interop/mtmd-logits.cpp, compiled here; f32 KV cache) within 1e-3 of their largest
+ *     magnitude (measured 8e-5; with the image rows causal instead of bidirectional the gap is 4e-2);
  *   - chat() with [image, text] generates llama-mtmd-cli's greedy reply byte for byte (its chat
  *     template rendered by --jinja, the image's 16 rows attending to each other as mtmd decodes
  *     Gemma 3's), with the smallest top-2 logprob gap of our steps reported so a tie is visible.
@@ -19,7 +22,8 @@ import { testWorkspace } from '../helpers/workspace';
 import { LLAMA_CPP } from './gptoss-models';
 import { gemma3VisionPair, visionPairUsable } from './vision-models';
 
-const MTMD_CLI = path.join(LLAMA_CPP, 'build', 'bin', 'llama-mtmd-cli');
+const BIN = path.join(LLAMA_CPP, 'build', 'bin');
+const MTMD_CLI = path.join(BIN, 'llama-mtmd-cli');
 const ws = testWorkspace('vision-llama-cpp-');
 const maybe = visionPairUsable && fs.existsSync(MTMD_CLI) ? describe : describe.skip;
 const MARKER = '<<weightmap-response>>';
@@ -49,6 +53,36 @@ maybe('Gemma 3 vision pair against llama.cpp mtmd', () => {
     const [n, d] = [bytes.readInt32LE(0), bytes.readInt32LE(4)];
     expect([n, d]).toEqual([16, 64]);
     llama = { embeddings: new Float32Array(new Uint8Array(bytes.subarray(8)).buffer), reply: reply.subarray(0, reply.length - 2) };
+  });
+
+  test('logits after a prompt with the image', async () => {
+    const driver = path.join(dir, 'mtmd-logits');
+    const source = path.join(__dirname, '..', '..', 'scripts', 'interop', 'mtmd-logits.cpp');
+    const include = ['include', 'ggml/include', 'tools/mtmd'].flatMap((d) => ['-I', path.join(LLAMA_CPP, d)]);
+    const cc = spawnSync('c++', ['-O1', '-std=c++17', '-o', driver, source, ...include, '-L', BIN, '-lmtmd', '-lllama', '-lggml', '-lggml-base', `-Wl,-rpath,${BIN}`], { encoding: 'utf8' });
+    if (cc.status !== 0) throw new Error(`compiling mtmd-logits failed: ${cc.stderr}`);
+    const model = (await loadModel(pair.lm, { mmproj: pair.mmproj, threads: 2, contextLength: 256 })) as VisionModel;
+    try {
+      const prompt = model.renderChat([{ role: 'user', content: `<__media__>${PROMPT}` }]);
+      const out = path.join(dir, 'llama-logits.bin');
+      const run = spawnSync(driver, [pair.lm, pair.mmproj, path.join(dir, 'image.rgb'), '64', prompt, out], { encoding: 'utf8' });
+      if (run.status !== 0) throw new Error(`mtmd-logits failed: ${run.stderr}`);
+      const want = new Float32Array(new Uint8Array(fs.readFileSync(out)).buffer);
+      const image = { data: new Uint8Array(fs.readFileSync(path.join(dir, 'image.rgb'))), width: 64, height: 64, channels: 3 as const };
+      const got = await model.chatLogits([{ role: 'user', content: [{ type: 'image', image }, { type: 'text', text: PROMPT }] }]);
+      expect(got.length).toBe(want.length);
+      let err = 0;
+      let scale = 0;
+      for (let i = 0; i < want.length; i++) {
+        err = Math.max(err, Math.abs(got[i] - want[i]));
+        scale = Math.max(scale, Math.abs(want[i]));
+      }
+      // 46 positions: the turn's text, <start_of_image>, 16 image rows, <end_of_image>, past layer 0's window of 24.
+      expect(run.stdout.trim()).toBe('46');
+      expect(err / scale).toBeLessThan(1e-3);
+    } finally {
+      model.dispose();
+    }
   });
 
   test('image embeddings and greedy reply', async () => {
