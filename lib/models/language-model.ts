@@ -266,7 +266,7 @@ export class Model {
     return start(this.tokenizer.encode(text, options));
   }
 
-  /** A chat reply's stops: the options' (or the model's) stop tokens plus the template's, its stop strings plus the options'. */
+  /** @internal A chat reply's stops: the options' (or the model's) stop tokens plus the template's, its stop strings plus the options'. */
   protected chatStops(template: ChatTemplate, options: ChatOptions): { stopTokens: number[]; stop: string[] } {
     const stops = new Set(options.stopTokens ?? this.stopTokens);
     for (const t of template.stopTokenTexts) {
@@ -276,6 +276,7 @@ export class Model {
     return { stopTokens: [...stops], stop: [...template.stopStrings, ...(options.stop === undefined ? [] : typeof options.stop === 'string' ? [options.stop] : options.stop)] };
   }
 
+  /** @internal The chat template, or the UnsupportedError of a model without one. */
   protected template(): ChatTemplate {
     if (!this.chatTemplate) {
       throw new UnsupportedError(`${this.info.path} has no chat template (tokenizer_config.json chat_template, GGUF tokenizer.chat_template or ajc1 .template)`);
@@ -283,6 +284,7 @@ export class Model {
     return this.chatTemplate;
   }
 
+  /** @internal What startGeneration needs of this model, its sessions from the pool. */
   protected host() {
     return {
       tokenizer: this.tokenizer,
@@ -292,12 +294,14 @@ export class Model {
     };
   }
 
+  /** @internal `ids` checked against the vocabulary, copied. */
   protected checkIds(ids: ArrayLike<number>): number[] {
     this.live();
     if (typeof ids !== 'object' || ids === null || typeof ids.length !== 'number') throw new TypeError('expected a prompt string or an array of token ids');
     return checkTokenIds(ids, this.engine.vocabSize);
   }
 
+  /** @internal Throws DisposedError once disposed. */
   protected live(): void {
     if (this.closed) throw new DisposedError('Model');
   }

@@ -19,6 +19,7 @@ import { startGeneration, type Generation, type LanguageSession } from '../gener
 import { rangeError, UnsupportedError } from '../base/errors';
 import { closeWeights, type ModelWeights } from '../addon/weights';
 import type { VisionEngine } from '../engines/vision';
+import type { ClipConfig } from '../architectures/clip';
 import { encodeAsync } from '../tokenizer-loading';
 import { encodeChatSegments } from './chat-prompt';
 import type { ChatOptions } from './chat-session';
@@ -49,11 +50,16 @@ export class VisionModel extends Model {
   constructor(
     engine: ConstructorParameters<typeof Model>[0],
     /** The mmproj's engine, and its weights (closed with the model). */
-    readonly vision: VisionEngine,
+    private readonly vision: VisionEngine,
     private readonly visionWeights: ModelWeights,
     ...rest: ModelRest
   ) {
     super(engine, ...rest);
+  }
+
+  /** The mmproj's config: its encoder, projector type and image size. */
+  get visionConfig(): ClipConfig {
+    return this.vision.config;
   }
 
   /** The image embeddings [imageTokens, hidden] of `image` (decoded and resized to the encoder's size when it is not raw RGB at it). */

@@ -23,6 +23,7 @@ export type ClipProjectorType = 'gemma3' | 'idefics3';
 /** The FFN activation: `clip.use_gelu` (ggml's tanh GELU), `clip.use_silu`, else CLIP's quick GELU. */
 export type ClipActivation = 'gelu_tanh' | 'gelu_quick' | 'silu';
 
+/** An mmproj's config in weightmap's vocabulary, from its clip.* keys (clipConfig). */
 export interface ClipConfig {
   architecture: 'clip';
   projectorType: ClipProjectorType;
