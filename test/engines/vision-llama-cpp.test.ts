@@ -11,12 +11,16 @@
  *     magnitude (measured 8e-5; with the image rows causal instead of bidirectional the gap is 4e-2);
  *   - chat() with [image, text] generates llama-mtmd-cli's greedy reply byte for byte (its chat
  *     template rendered by --jinja, the image's 16 rows attending to each other as mtmd decodes
- *     Gemma 3's), with the smallest top-2 logprob gap of our steps reported so a tie is visible.
+ *     Gemma 3's), every step's top-2 logprob gap above 0.05 so no tie decides it; and so does
+ *     `weightmap answer LM IMAGE.png QUESTION --mmproj MMPROJ`.
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import sharp from 'sharp';
 import { loadModel } from '../../lib/models/model';
+import type { Tokenizer } from '../../lib/tokenizers';
+import { runCli } from '../helpers/cli';
 import type { VisionModel } from '../../lib/models/vision-model';
 import { testWorkspace } from '../helpers/workspace';
 import { LLAMA_CPP } from './gptoss-models';
@@ -29,6 +33,17 @@ const maybe = visionPairUsable && fs.existsSync(MTMD_CLI) ? describe : describe.
 const MARKER = '<<weightmap-response>>';
 const PROMPT = 'describe this';
 const STEPS = 16;
+
+/** The bytes llama.cpp prints for `ids`' pieces: <0xNN> a byte, '▁' a space, else the token's text. */
+function replyBytes(tokenizer: Tokenizer, ids: readonly number[]): Buffer {
+  return Buffer.concat(
+    ids.map((id) => {
+      const token = tokenizer.idToToken(id)!;
+      const byte = /^<0x([0-9A-F]{2})>$/.exec(token);
+      return byte ? Buffer.from([parseInt(byte[1], 16)]) : Buffer.from(token.replace(/\u2581/g, ' '), 'utf8');
+    }),
+  );
+}
 
 maybe('Gemma 3 vision pair against llama.cpp mtmd', () => {
   let dir: string;
@@ -104,15 +119,14 @@ maybe('Gemma 3 vision pair against llama.cpp mtmd', () => {
       expect(generation.tokens.length).toBe(STEPS);
       // A tie would make the comparison a coin flip.
       expect(margin).toBeGreaterThan(0.05);
-      // The reply's bytes as llama.cpp prints its pieces: <0xNN> a byte, '▁' a space, else the token's text.
-      const reply = Buffer.concat(
-        generation.tokens.map((id) => {
-          const token = model.tokenizer.idToToken(id)!;
-          const byte = /^<0x([0-9A-F]{2})>$/.exec(token);
-          return byte ? Buffer.from([parseInt(byte[1], 16)]) : Buffer.from(token.replace(/\u2581/g, ' '), 'utf8');
-        }),
-      );
-      expect(reply.toString('hex')).toBe(llama.reply.toString('hex'));
+      expect(replyBytes(model.tokenizer, generation.tokens).toString('hex')).toBe(llama.reply.toString('hex'));
+
+      // The CLI, from a PNG of the same pixels (decoded by sharp): the same tokens.
+      const png = path.join(dir, 'image.png');
+      await sharp(Buffer.from(image.data), { raw: { width: 64, height: 64, channels: 3 } }).png().toFile(png);
+      const cli = await runCli(['answer', pair.lm, png, PROMPT, '--mmproj', pair.mmproj, '--temperature', '0', '--max-tokens', String(STEPS), '--threads', '2', '--context', '256', '--ids']);
+      expect(cli.exitCode).toBe(0);
+      expect(replyBytes(model.tokenizer, cli.stdout.trim().split(' ').map(Number)).toString('hex')).toBe(llama.reply.toString('hex'));
     } finally {
       model.dispose();
     }
