@@ -60,9 +60,11 @@ export class VisionEngine {
     return this.config.numPatches / (this.config.merge * this.config.merge);
   }
 
-  /** How the language model reads an image's rows. */
+  /** How the language model reads an image's rows; UnsupportedError for a projector whose layout weightmap lacks. */
   get imageLayout(): ImageLayout {
-    return CLIP_PROJECTORS[this.config.projectorType].imageLayout;
+    const projector = CLIP_PROJECTORS[this.config.projectorType];
+    if (!projector.imageLayout) throw new UnsupportedError(`chat with a ${projector.title} mmproj: ${projector.layoutMissing}`);
+    return projector.imageLayout;
   }
 
   get threads(): number {

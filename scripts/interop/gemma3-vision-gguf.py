@@ -9,7 +9,8 @@ biases, the input projection f16 [vision, text], soft_emb_norm already + 1).
 Writes OUT_DIR/gemma3-lm.gguf and OUT_DIR/gemma3-mmproj.gguf (mmproj-dtype f16 (default), f32 or
 q8_0 for the encoder's matrices), a random test image OUT_DIR/image.rgb (and image.ppm, the same
 pixels) and OUT_DIR/embeddings.f32, its image embeddings by a float64 numpy reference from the
-stored weights. Seeded. Encoder: 64 px images, 8 px patches (an 8×8 grid),
+stored weights; and OUT_DIR/idefics3-mmproj.gguf, the same encoder with SmolVLM's projector
+(pixel shuffle, one linear), with OUT_DIR/idefics3-embeddings.f32. Seeded. Encoder: 64 px images, 8 px patches (an 8×8 grid),
 width 64 (4 heads of 16), FFN 96, 2 layers, gelu; pooled 2×2 (scale_factor 2) to 16 image tokens.
 Language model: width 64, 4 heads of 16 (2 kv heads), FFN 128, 2 layers sliding over 24 positions
 (pattern 2: layer 1 global), a 318-token SentencePiece vocabulary (specials, <0xNN> bytes, letters),
@@ -85,9 +86,9 @@ def add(writer, name, array, dtype):
         raise ValueError(dtype)
 
 
-def reference_embeddings(rgb):
-    """SigLIP + Gemma 3's projector in float64 from the published semantics (HF SiglipVisionModel,
-    Gemma3MultiModalProjector; tanh GELU as llama.cpp's use_gelu), for `rgb` [S, S, 3] uint8."""
+def reference_features(rgb):
+    """SigLIP's post-LN features [N, D] in float64 from the published semantics (HF
+    SiglipVisionModel; tanh GELU as llama.cpp's use_gelu), for `rgb` [S, S, 3] uint8."""
     g = S // P
     x = (rgb.astype(np.float64) / 255 - 0.5) / 0.5  # [S, S, 3]
     patches = x.reshape(g, P, g, P, 3).transpose(0, 2, 4, 1, 3).reshape(N, 3 * P * P)  # (ch, py, px)
@@ -115,36 +116,56 @@ def reference_embeddings(rgb):
         h = h + o @ t('attn_out.weight').T + t('attn_out.bias')
         a = ln(h, t('ln2.weight'), t('ln2.bias'))
         h = h + gelu(a @ t('ffn_up.weight').T + t('ffn_up.bias')) @ t('ffn_down.weight').T + t('ffn_down.bias')
-    f = ln(h, stored['v.post_ln.weight'], stored['v.post_ln.bias'])
-    side = g // MERGE
+    return ln(h, stored['v.post_ln.weight'], stored['v.post_ln.bias'])
+
+
+def gemma3_embeddings(f):
+    """Gemma3MultiModalProjector: average pool MERGE×MERGE, Gemma RMS norm (the stored weight is 1 + w), input projection."""
+    side = S // P // MERGE
     pooled = f.reshape(side, MERGE, side, MERGE, D).mean(axis=(1, 3)).reshape(side * side, D)
     pooled = pooled / np.sqrt((pooled ** 2).mean(-1, keepdims=True) + 1e-6) * stored['mm.soft_emb_norm.weight']
     return pooled @ stored['mm.input_projection.weight']
 
 
+def idefics3_embeddings(f):
+    """Idefics3Connector: HF's pixel_shuffle (token (ty, tx) = its MERGE×MERGE patches, row by row, concatenated), then the linear."""
+    side = S // P // MERGE
+    shuffled = f.reshape(side, MERGE, side, MERGE, D).transpose(0, 2, 1, 3, 4).reshape(side * side, MERGE * MERGE * D)
+    return shuffled @ stored['mm.model.fc.weight'].T
+
+
+def write_mmproj(file, projector, tensors):
+    w = gguf.GGUFWriter(os.path.join(out, file), 'clip')
+    w.add_file_type(1)
+    w.add_clip_has_vision_encoder(True)
+    w.add_clip_projector_type(projector)
+    w.add_vision_projection_dim(TEXT)
+    w.add_vision_image_size(S)
+    w.add_vision_patch_size(P)
+    w.add_vision_embedding_length(D)
+    w.add_vision_feed_forward_length(FF)
+    w.add_vision_block_count(LV)
+    w.add_vision_head_count(HV)
+    w.add_vision_image_mean([0.5, 0.5, 0.5])
+    w.add_vision_image_std([0.5, 0.5, 0.5])
+    w.add_vision_attention_layernorm_eps(1e-6)
+    w.add_vision_use_gelu(True)
+    w.add_vision_projector_scale_factor(MERGE)
+    for name, array, dtype in tensors:
+        add(w, name, array, dtype)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 os.makedirs(out, exist_ok=True)
-w = gguf.GGUFWriter(os.path.join(out, 'gemma3-mmproj.gguf'), 'clip')
-w.add_file_type(1)
-w.add_clip_has_vision_encoder(True)
-w.add_clip_projector_type(gguf.VisionProjectorType.GEMMA3)
-w.add_vision_projection_dim(TEXT)
-w.add_vision_image_size(S)
-w.add_vision_patch_size(P)
-w.add_vision_embedding_length(D)
-w.add_vision_feed_forward_length(FF)
-w.add_vision_block_count(LV)
-w.add_vision_head_count(HV)
-w.add_vision_image_mean([0.5, 0.5, 0.5])
-w.add_vision_image_std([0.5, 0.5, 0.5])
-w.add_vision_attention_layernorm_eps(1e-6)
-w.add_vision_use_gelu(True)
-w.add_vision_projector_scale_factor(MERGE)
-for name, array, dtype in mm:
-    add(w, name, array, dtype)
-w.write_header_to_file()
-w.write_kv_data_to_file()
-w.write_tensors_to_file()
-w.close()
+write_mmproj('gemma3-mmproj.gguf', gguf.VisionProjectorType.GEMMA3, mm)
+# SmolVLM's projector over the same encoder: pixel shuffle by MERGE, one linear [TEXT, D·MERGE²].
+encoder = [t for t in mm if not t[0].startswith('mm.')]
+# (its own generator: the Gemma 3 pair's weights and image stay those of `rng` alone)
+fc = (np.random.default_rng(30).standard_normal((TEXT, D * MERGE * MERGE)) / (D * MERGE * MERGE) ** 0.5).astype(np.float32)
+write_mmproj('idefics3-mmproj.gguf', gguf.VisionProjectorType.IDEFICS3, encoder + [('mm.model.fc.weight', fc, 'mm')])
 
 # A test image at the encoder's size (raw RGB and the same pixels as a binary PPM, which
 # llama.cpp's stb_image reads) and its reference embeddings [N / MERGE², TEXT] float32.
@@ -152,7 +173,9 @@ image = rng.integers(0, 256, (S, S, 3), dtype=np.uint8)
 image.tofile(os.path.join(out, 'image.rgb'))
 with open(os.path.join(out, 'image.ppm'), 'wb') as f:
     f.write(b'P6\n%d %d\n255\n' % (S, S) + image.tobytes())
-reference_embeddings(image).astype(np.float32).tofile(os.path.join(out, 'embeddings.f32'))
+features = reference_features(image)
+gemma3_embeddings(features).astype(np.float32).tofile(os.path.join(out, 'embeddings.f32'))
+idefics3_embeddings(features).astype(np.float32).tofile(os.path.join(out, 'idefics3-embeddings.f32'))
 
 # ---- the language model
 d, heads, kv_heads, hd, ffn, layers, window = TEXT, 4, 2, 16, 128, 2, 24

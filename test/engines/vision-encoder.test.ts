@@ -2,11 +2,15 @@
  * The ViT engine on an mmproj GGUF (native/engines/vit.h, layout 'gguf'): the image embeddings of
  * the tiny Gemma 3 pair's test image against a float64 numpy reference written from the published
  * semantics (SigLIP, Gemma3MultiModalProjector) over the stored weights
- * (scripts/interop/gemma3-vision-gguf.py), for f16, f32 and q8_0 encoder matrices.
+ * (scripts/interop/gemma3-vision-gguf.py), for f16, f32 and q8_0 encoder matrices; SmolVLM's
+ * projector (Idefics3Connector's pixel shuffle and linear) over the same encoder; a chat with an
+ * Idefics3 mmproj refused (its tiling layout is not implemented).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { VisionEngine } from '../../lib/engines/vision';
+import { loadModel } from '../../lib/models/model';
+import type { VisionModel } from '../../lib/models/vision-model';
 import { testWorkspace } from '../helpers/workspace';
 import { gemma3VisionPair, visionPairUsable } from './vision-models';
 
@@ -46,6 +50,30 @@ maybe('Gemma 3 mmproj encoder', () => {
       await expect(engine.encodeRgb(rgb.subarray(1))).rejects.toThrow(/64x64 RGB/);
     } finally {
       engine.dispose();
+    }
+  });
+
+  test('Idefics3 projector: embeddings within 1e-5 of the reference; chat refused', async () => {
+    const dir = ws.fresh('idefics3');
+    const { lm, idefics3 } = gemma3VisionPair(dir);
+    const weights = await ws.read(idefics3);
+    expect(weights.config).toMatchObject({ projectorType: 'idefics3', merge: 2 });
+    const engine = await VisionEngine.load(weights, { threads: 2 });
+    try {
+      const rgb = new Uint8Array(fs.readFileSync(path.join(dir, 'image.rgb')));
+      const want = new Float32Array(new Uint8Array(fs.readFileSync(path.join(dir, 'idefics3-embeddings.f32'))).buffer);
+      const { embeddings } = await engine.encodeRgb(rgb);
+      expect(embeddings.length).toBe(16 * 64);
+      expect(relativeError(embeddings, want)).toBeLessThan(1e-5);
+    } finally {
+      engine.dispose();
+    }
+    const model = (await loadModel(lm, { mmproj: idefics3, threads: 2, contextLength: 128 })) as VisionModel;
+    try {
+      const image = { data: new Uint8Array(fs.readFileSync(path.join(dir, 'image.rgb'))), width: 64, height: 64, channels: 3 as const };
+      await expect(model.chat([{ role: 'user', content: [{ type: 'image', image }, { type: 'text', text: 'hi' }] }]).text()).rejects.toThrow(/tiling .* not implemented/);
+    } finally {
+      model.dispose();
     }
   });
 });

@@ -66,7 +66,12 @@ export interface ClipProjector {
   defaultMerge?: number;
   /** The projector's own tensors: engine role, GGUF name and shape. */
   tensors(c: ClipConfig): { role: string; name: string; shape: number[] }[];
-  imageLayout: ImageLayout;
+  /**
+   * How the language model reads the rows; absent where weightmap does not lay them out yet (the
+   * mmproj then encodes images, but a chat with them is refused), with `layoutMissing` saying why.
+   */
+  imageLayout?: ImageLayout;
+  layoutMissing?: string;
 }
 
 export const CLIP_PROJECTORS: Readonly<Record<ClipProjectorType, ClipProjector>> = {
@@ -87,8 +92,8 @@ export const CLIP_PROJECTORS: Readonly<Record<ClipProjectorType, ClipProjector>>
     title: 'Idefics3 (SmolVLM)',
     engineProjector: 'idefics3',
     tensors: (c) => [{ role: 'mmFc', name: 'mm.model.fc.weight', shape: [c.projectionDim, c.hiddenSize * c.merge * c.merge] }],
-    // One image at the encoder size: llama.cpp's overview tile, <fake_token_around_image><global-img> … <fake_token_around_image>.
-    imageLayout: { begin: '<fake_token_around_image><global-img>', end: '<fake_token_around_image>', bidirectional: false },
+    // mtmd cuts every image into tiles at clip.vision.preproc_image_size plus an overview, each with its row/col tokens.
+    layoutMissing: "SmolVLM's image tiling (tiles plus an overview, each with its row and column tokens) is not implemented yet",
   },
 };
 
