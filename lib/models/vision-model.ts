@@ -39,6 +39,12 @@ function mediaMarker(): string {
   return `\uF8F2${randomBytes(8).toString('hex')}\uF8F3`;
 }
 
+/** The rendered prompt's pieces around its media markers: one more than the images, or the template dropped or repeated one. */
+function checkedSegments(segments: number[][], images: number): number[][] {
+  if (segments.length !== images + 1) throw new UnsupportedError(`chat: the chat template dropped or repeated an image (${images} images, ${segments.length - 1} markers rendered)`);
+  return segments;
+}
+
 /** Images' embeddings kept per model (by pixel hash). */
 const CACHED_IMAGES = 8;
 
@@ -139,16 +145,36 @@ export class VisionModel extends Model {
     return { flat, images };
   }
 
+  /**
+   * The positions chat(messages) fills before it generates: the rendered conversation's tokens and,
+   * per image, the layout's opening, its rows and its closing (the images are not read).
+   */
+  async chatPromptTokens(messages: readonly VisionChatMessage[], options: ChatRenderOptions = {}): Promise<number> {
+    this.live();
+    const marker = mediaMarker();
+    const { flat, images } = this.withMarkers(messages, marker);
+    const segments = checkedSegments(await encodeChatSegments(this.template(), this.tokenizer, flat, options, marker), images.length);
+    const [begin, end] = await this.layoutIds();
+    return segments.reduce((n, s) => n + s.length, 0) + images.length * (begin.length + this.vision.imageTokens + end.length);
+  }
+
+  /** The ids of the image layout's opening and closing texts. */
+  private async layoutIds(): Promise<[number[], number[]]> {
+    const layout = this.vision.imageLayout;
+    const [begin, end] = await encodeAsync(this.tokenizer, [layout.begin, layout.end], { addSpecialTokens: false });
+    if (begin.length === 0 || end.length === 0) throw new UnsupportedError(`the vocabulary has no '${layout.begin}' / '${layout.end}' for the image layout`);
+    return [begin, end];
+  }
+
   /** A session of its own holding the conversation's prompt but its last token (disposed on failure), and the prompt's ids. */
   private async prefilled(flat: ChatMessage[], images: ImageInput[], options: ChatRenderOptions & { signal?: AbortSignal }, marker: string): Promise<{ session: LanguageSession; ids: number[] }> {
     const [segments, embeddings] = await Promise.all([
       encodeChatSegments(this.template(), this.tokenizer, flat, options, marker),
       Promise.all(images.map((image) => this.encodeImage(image, { signal: options.signal }))),
     ]);
-    if (segments.length !== images.length + 1) throw new UnsupportedError(`chat: the chat template dropped or repeated an image (${images.length} images, ${segments.length - 1} markers rendered)`);
     const session = this.engine.createSession(this.contextLength);
     try {
-      return { session, ids: await this.prefill(session, segments, embeddings, options.signal) };
+      return { session, ids: await this.prefill(session, checkedSegments(segments, images.length), embeddings, options.signal) };
     } catch (error) {
       session.dispose();
       throw error;
@@ -163,8 +189,7 @@ export class VisionModel extends Model {
   private async prefill(session: LanguageSession, segments: number[][], images: Float32Array[], signal: AbortSignal | undefined): Promise<number[]> {
     if (!session.evalRows) throw new UnsupportedError(`${this.info.path}: its engine takes no image rows`);
     const layout = this.vision.imageLayout;
-    const [begin, end] = await encodeAsync(this.tokenizer, [layout.begin, layout.end], { addSpecialTokens: false });
-    if (begin.length === 0 || end.length === 0) throw new UnsupportedError(`the vocabulary has no '${layout.begin}' / '${layout.end}' for the image layout`);
+    const [begin, end] = await this.layoutIds();
     const name = begin[begin.length - 1];
     const tokens = this.vision.imageTokens;
     const total = segments.reduce((n, s) => n + s.length, 0) + images.length * (begin.length + tokens + end.length);
