@@ -12,7 +12,7 @@ pixels) and OUT_DIR/embeddings.f32, its image embeddings by a float64 numpy refe
 stored weights; and OUT_DIR/idefics3-mmproj.gguf, the same encoder with SmolVLM's projector
 (pixel shuffle, one linear), with OUT_DIR/idefics3-embeddings.f32. Seeded. Encoder: 64 px images, 8 px patches (an 8×8 grid),
 width 64 (4 heads of 16), FFN 96, 2 layers, gelu; pooled 2×2 (scale_factor 2) to 16 image tokens.
-Language model: width 64, 4 heads of 16 (2 kv heads), FFN 128, 2 layers sliding over 24 positions
+VISION_SHAPE="S,P,D,FF,LV,HV,MERGE" replaces the encoder's sizes (benchmarks). Language model: width 64, 4 heads of 16 (2 kv heads), FFN 128, 2 layers sliding over 24 positions
 (pattern 2: layer 1 global), a 318-token SentencePiece vocabulary (specials, <0xNN> bytes, letters),
 no space prefix, a Gemma-style chat template.
 """
@@ -36,8 +36,10 @@ def normal(shape, scale):
 
 # ---- the mmproj
 S, P, D, FF, LV, HV = 64, 8, 64, 96, 2, 4
-TEXT = 64
 MERGE = 2
+if os.environ.get('VISION_SHAPE'):  # benchmarks: "S,P,D,FF,LV,HV,MERGE", e.g. SigLIP-So400m's 896,14,1152,4304,27,16,4
+    S, P, D, FF, LV, HV, MERGE = (int(v) for v in os.environ['VISION_SHAPE'].split(','))
+TEXT = 64
 N = (S // P) ** 2
 
 mm = [
