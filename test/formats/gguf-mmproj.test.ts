@@ -75,6 +75,7 @@ maybe('mmproj GGUF', () => {
     ['one layer fewer than the tensors hold', setU32('clip.vision.block_count', 1), 'CONFIG_MISMATCH', /past block_count/],
     ['an image size past the bound', setU32('clip.vision.image_size', 0x7fff0000), 'CONFIG_MISMATCH', /image_size/],
     ['a patch size that does not divide the image', setU32('clip.vision.patch_size', 7), 'CONFIG_MISMATCH', /multiple/],
+    ['more patches than the bound', setU32('clip.vision.image_size', 8192), 'CONFIG_MISMATCH', /more patches/],
     ['a head count that does not divide the width', setU32('clip.vision.attention.head_count', 5), 'CONFIG_MISMATCH', /head count/],
     ['a zero head count', setU32('clip.vision.attention.head_count', 0), 'CONFIG_MISMATCH', /head_count/],
     ['a merge factor that does not divide the grid', setU32('clip.vision.projector.scale_factor', 3), 'CONFIG_MISMATCH', /scale_factor/],

@@ -168,6 +168,8 @@ export interface ClipKeys {
 
 /** The largest encoder weightmap accepts from a file's keys (far above SigLIP-So400m's 27 × 1152 at 896 px). */
 const LIMITS = { imageSize: 8192, patchSize: 1024, hiddenSize: 1 << 16, intermediateSize: 1 << 18, numLayers: 1024, numHeads: 1024, projectionDim: 1 << 17 };
+/** The most patches one image may have: attention over them holds patches² scores (SigLIP-So400m at 896 px: 4096). */
+const MAX_PATCHES = 1 << 16;
 
 function triple(k: ClipKeys, key: string): [number, number, number] {
   const v = k.value(key);
@@ -203,6 +205,7 @@ export function clipConfig(k: ClipKeys, ffnDownShape: readonly number[] | undefi
   if (imageSize % patchSize !== 0) k.fail('CONFIG_MISMATCH', "'clip.vision.image_size' is not a multiple of 'clip.vision.patch_size'", { expected: `a multiple of ${patchSize}`, found: imageSize });
   if (hiddenSize % numHeads !== 0) k.fail('CONFIG_MISMATCH', "'clip.vision.embedding_length' is not a multiple of the head count", { expected: `a multiple of ${numHeads}`, found: hiddenSize });
   const grid = imageSize / patchSize;
+  if (grid * grid > MAX_PATCHES) k.fail('CONFIG_MISMATCH', "'clip.vision.image_size' / 'clip.vision.patch_size' gives more patches than weightmap attends over", { expected: `<= ${MAX_PATCHES} patches`, found: grid * grid });
   const scaleKey = 'clip.vision.projector.scale_factor';
   const merge = k.has(scaleKey) || projector.defaultMerge === undefined ? k.int(scaleKey) : projector.defaultMerge;
   if (grid % merge !== 0) k.fail('CONFIG_MISMATCH', `'${scaleKey}' does not divide the patch grid`, { expected: `a divisor of ${grid}`, found: merge });
