@@ -18,6 +18,7 @@ import type * as DequantizeModule from './formats/quantization/dequantize';
 import type * as EmbedderModule from './models/embedder';
 import type * as RerankerModule from './models/reranker';
 import type * as MoondreamModule from './models/moondream';
+import type * as VisionModelModule from './models/vision-model';
 import type * as ServerModule from './server';
 import type * as StageServerModule from './pipeline/stage-server';
 
@@ -35,6 +36,7 @@ export type { DecoderConfig } from './architectures/decoder';
 export type { TllmConfig } from './architectures/tllm';
 export type { BertClassifierConfig, BertConfig, BertModelType } from './architectures/bert';
 export type { MoondreamConfig } from './architectures/moondream';
+export type { ClipActivation, ClipConfig, ClipProjectorType, ImageLayout } from './architectures/clip';
 export { loadTokenizer, loadTokenizerSync } from './tokenizer-loading';
 export type { DecodeOptions, EncodeOptions, SpecialTokenIds, StreamDecoder, Tokenizer, TokenizerKind } from './tokenizers';
 export type { EmbedOptions, EmbedderInfo, EmbedderQuant, LoadEmbedderOptions, Pooling } from './models/embedder';
@@ -43,6 +45,7 @@ export type { PairLayout, PairSpecials } from './tokenizers/pair';
 export { Model, loadModel } from './models/model';
 export type { ChatOptions, ChatPrompt, KvCacheUsage, LoadModelOptions, ModelInfo } from './models/model';
 export type { AnswerOptions, EncodeImageOptions, ImageInput, RawImage } from './models/moondream';
+export type { ChatContentPart, VisionChatMessage } from './models/vision-model';
 export type { ChatModel, ChatSessionOptions, PromptOptions } from './models/chat-session';
 export { startGeneration, StopStringFilter } from './generation/generate';
 export type { TokenLogprob, ToolCallConstraint } from './generation/generate';
@@ -83,6 +86,9 @@ export declare const loadReranker: typeof RerankerModule.loadReranker;
 export declare const MoondreamModel: typeof MoondreamModule.MoondreamModel;
 export type MoondreamModel = MoondreamModule.MoondreamModel;
 export declare const loadMoondream: typeof MoondreamModule.loadMoondream;
+/** A language model with an mmproj's vision encoder: what loadModel(path, { mmproj }) returns. */
+export declare const VisionModel: typeof VisionModelModule.VisionModel;
+export type VisionModel = VisionModelModule.VisionModel;
 export declare const ChatSession: typeof ChatSessionModule.ChatSession;
 export type ChatSession = ChatSessionModule.ChatSession;
 export declare const compileJsonSchema: typeof ConstrainModule.compileJsonSchema;
@@ -112,6 +118,7 @@ defineLazyExports(exports, {
   loadReranker: () => require('./models/reranker') as typeof RerankerModule,
   MoondreamModel: () => require('./models/moondream') as typeof MoondreamModule,
   loadMoondream: () => require('./models/moondream') as typeof MoondreamModule,
+  VisionModel: () => require('./models/vision-model') as typeof VisionModelModule,
   ChatSession: () => require('./models/chat-session') as typeof ChatSessionModule,
   compileJsonSchema: () => require('./constrain') as typeof ConstrainModule,
   prepareJsonSchema: () => require('./constrain') as typeof ConstrainModule,

@@ -13,6 +13,7 @@ export { dequantize } from '../lib/formats/quantization/dequantize';
 export { Embedder, loadEmbedder, similarity } from '../lib/models/embedder';
 export { Reranker, loadReranker } from '../lib/models/reranker';
 export { MoondreamModel, loadMoondream } from '../lib/models/moondream';
+export { VisionModel } from '../lib/models/vision-model';
 export { ChatSession } from '../lib/models/chat-session';
 export { compileJsonSchema, prepareJsonSchema } from '../lib/constrain';
 export { detectToolFormat, parseToolCalls } from '../lib/tools';

@@ -104,10 +104,11 @@ export declare class NativeSession {
    * ('all'; 'steps', a DecoderSession's ids only: each row bitwise what a one-token eval at its position
    * resolves to, as speculative decoding verifies); a model without its head resolves to hidden states [n, hiddenSize]. options.prefix: positions
    * [0, prefix) attend to each other bidirectionally (PhiSession; the prefix in one call from 0);
-   * options.ids: the ids that name input rows in `tokens`. Rejects with ABORT_ERR after abort()
+   * options.ids: the ids that name input rows in `tokens`; options.bidirectional (DecoderSession, rows
+   * entering layer 0): the call's rows also attend to each other (one batch). Rejects with ABORT_ERR after abort()
    * (position unchanged) and ERR_OUT_OF_RANGE for ids outside the vocabulary or past the context.
    */
-  eval(input: Int32Array | Float32Array, logits?: 'none' | 'last' | 'all' | 'steps', options?: { prefix?: number; ids?: Int32Array }): Promise<Float32Array>;
+  eval(input: Int32Array | Float32Array, logits?: 'none' | 'last' | 'all' | 'steps', options?: { prefix?: number; ids?: Int32Array; bidirectional?: boolean }): Promise<Float32Array>;
   /**
    * eval() of `ids`, then the next token chosen from the last position's logits by `sampler` in the
    * same worker, with `tokens` (the new ids included) as the penalty history. `params` is read once
@@ -162,22 +163,35 @@ export declare class PhiModel implements NativeModel {
 
 export declare class PhiSession extends NativeSession {}
 
-/** Moondream's vision encoder + projection (native/napi/vit_napi.cc): f16 [in,out] matrices. */
+/**
+ * A vision encoder + projection (native/napi/vit_napi.cc): Moondream's (layout 'moon', the default:
+ * f16 [in,out] matrices) or an mmproj GGUF's (layout 'gguf': [out,in] matrices of any dtype the
+ * decoder reads; projector 'gemma3' or 'idefics3' with its merge factor).
+ */
 export declare class VitModel implements NativeModel {
   private constructor();
   static load(
     spec: EngineWeightsSpec,
     config: {
       hiddenSize: number; numLayers: number; numHeads: number; headDim: number; intermediateSize: number;
-      patchSize: number; imageSize: number; numPatches: number; projHidden: number; textHiddenSize: number; layerNormEps?: number;
+      patchSize: number; imageSize: number; numPatches: number; textHiddenSize: number; layerNormEps?: number;
+      /** Moondream's projector MLP width (projector 'moondream' only). */
+      projHidden?: number;
+      layout?: 'moon' | 'gguf';
+      projector?: 'moondream' | 'gemma3' | 'idefics3';
+      activation?: 'gelu_tanh' | 'gelu_quick' | 'gelu_erf' | 'silu';
+      imageMean?: number[]; imageStd?: number[];
+      /** Patches merged per side into one token (the mmproj projectors). */
+      merge?: number;
     },
     options?: EngineThreadOptions,
   ): Promise<VitModel>;
   readonly threads: number;
   readonly disposed: boolean;
   /**
-   * Encodes RGB bytes [imageSize, imageSize, 3]: image embeddings [numPatches, textHiddenSize] and,
-   * when asked, the post-LN features [numPatches, hiddenSize]. One call at a time.
+   * Encodes RGB bytes [imageSize, imageSize, 3]: image embeddings [tokens, textHiddenSize] (tokens:
+   * numPatches, or numPatches / merge² for the mmproj projectors) and, when asked, the post-LN
+   * features [numPatches, hiddenSize]. One call at a time.
    */
   encode(rgb: Uint8Array, features: boolean): Promise<{ embeddings: Float32Array; features?: Float32Array }>;
   abort(): void;

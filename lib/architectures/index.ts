@@ -18,14 +18,18 @@
 import type { Architecture, ModelConfig } from './model-config';
 import { bertCheckpointName, bertClassifierHfName, bertClassifierTensorSpecs, bertFusedParts, bertTensorSpecs, type BertConfig } from './bert';
 import { DECODER_VARIANTS, decoderCheckpointNames, decoderFusedParts, decoderTensorShapes, type BuiltinChatTemplate, type DecoderArchitecture, type DecoderConfig, type DecoderRetrieval, type FusedPart } from './decoder';
+import { clipTensorSpecs, type ClipConfig } from './clip';
 import { moondreamCheckpointName, moondreamTensorSpecs, type MoondreamConfig } from './moondream';
 import { tllmTensorSpecs, type TllmConfig } from './tllm';
 
-export type Family = 'decoder' | 'gpt' | 'moondream' | 'bert';
+export type Family = 'decoder' | 'gpt' | 'moondream' | 'bert' | 'vit';
 /** The engine (lib/engines/<engine>.ts over native/engines) that runs an architecture. */
-export type EngineName = 'decoder' | 'gpt' | 'moondream' | 'bert';
-/** The class that wraps the engine: Model and MoondreamModel (loadModel), Embedder (loadEmbedder), Reranker (loadReranker). */
-export type ModelClassName = 'Model' | 'MoondreamModel' | 'Embedder' | 'Reranker';
+export type EngineName = 'decoder' | 'gpt' | 'moondream' | 'bert' | 'vit';
+/**
+ * The class that wraps the engine: Model and MoondreamModel (loadModel), Embedder (loadEmbedder),
+ * Reranker (loadReranker), VisionProjector (an mmproj: loadModel's `mmproj` option beside its language model).
+ */
+export type ModelClassName = 'Model' | 'MoondreamModel' | 'Embedder' | 'Reranker' | 'VisionProjector';
 export type KnownArchitecture = Exclude<Architecture, 'unknown'>;
 
 export interface ArchitectureEntry<C extends ModelConfig = ModelConfig> {
@@ -76,6 +80,7 @@ export interface FamilyConfigs {
   gpt: TllmConfig;
   moondream: MoondreamConfig;
   bert: BertConfig;
+  vit: ClipConfig;
 }
 
 /** Whether the registry runs `config` on `engine` (and so which config type it is). */
@@ -169,6 +174,17 @@ const ENTRIES: readonly ArchitectureEntry[] = [
     layerCounts: (c) => [['num_hidden_layers', c.numLayers]],
     hfVocabulary: 'wordpiece',
     ggufEncoder: true,
+  }),
+  entry<ClipConfig>({
+    name: 'clip',
+    family: 'vit',
+    hf: { modelTypes: [] },
+    engine: 'vit',
+    modelClass: 'VisionProjector',
+    checkpointNames: () => (key) => key,
+    tensors: (c) => clipTensorSpecs(c).map((s) => ({ ...s, optional: false })),
+    maxSeqLen: () => Infinity,
+    layerCounts: (c) => [['clip.vision.block_count', c.numLayers]],
   }),
 ];
 

@@ -3,6 +3,7 @@
  * architecture's module defines its own; a new family adds its config to this union.
  */
 import type { BertClassifierConfig, BertConfig } from './bert';
+import type { ClipConfig } from './clip';
 import type { DecoderConfig } from './decoder';
 import type { MoondreamConfig } from './moondream';
 import type { TllmConfig } from './tllm';
@@ -13,7 +14,7 @@ export interface UnknownConfig {
 }
 
 /** A model's configuration in weightmap's own vocabulary, one shape per architecture (`config.architecture` tells which). */
-export type ModelConfig = DecoderConfig | TllmConfig | BertConfig | BertClassifierConfig | MoondreamConfig | UnknownConfig;
+export type ModelConfig = DecoderConfig | TllmConfig | BertConfig | BertClassifierConfig | MoondreamConfig | ClipConfig | UnknownConfig;
 
-/** The architecture name of a config: "llama", "qwen2", "qwen3", "mistral", "gemma3", "bert", "bert-classifier", "tllm", "moondream", or another for a config no engine runs. */
+/** The architecture name of a config: "llama", "qwen2", "qwen3", "mistral", "gemma3", "bert", "bert-classifier", "tllm", "moondream", "clip" (an mmproj GGUF), or another for a config no engine runs. */
 export type Architecture = ModelConfig['architecture'];

@@ -77,7 +77,8 @@ export function registerServe(program: Command): void {
     .option('--max-body-bytes <n>', `largest request body; past it 413 (default ${SERVE_DEFAULTS.maxBodyBytes})`, intOption(1))
     .option('--max-connections <n>', `connections open at once (default ${CONNECTION_DEFAULTS.maxConnections})`, intOption(1))
     .option('--strict', 'refuse unknown request fields (400) instead of ignoring them')
-    .option('--image-dir <dir>', "a folder whose image files chat requests may name (a Moondream model's image_url parts: file URLs or absolute paths; repeatable; default: data URLs only)", collect)
+    .option('--mmproj <file>', "the model's llama.cpp mmproj GGUF (vision encoder and projector): chat requests may then carry image_url parts")
+    .option('--image-dir <dir>', "a folder whose image files chat requests may name (a vision model's image_url parts: file URLs or absolute paths; repeatable; default: data URLs only)", collect)
     .option('--max-connections-per-peer <n>', `connections open at once from one address (default ${CONNECTION_DEFAULTS.maxConnectionsPerPeer})`, intOption(1))
     .option('--no-metrics', 'serve no GET /metrics (Prometheus text format)')
     .option('--metrics-public', 'GET /metrics needs no API key (like /health)')
@@ -101,8 +102,9 @@ export function registerServe(program: Command): void {
       if (folder !== undefined && folder.models.length === 0 && modelPath === undefined && opts.embedder === undefined && opts.reranker === undefined) {
         throw new InvalidArgumentError(`${opts.models}: no model weightmap can serve in this folder`);
       }
+      if (opts.mmproj !== undefined && modelPath === undefined) throw new InvalidArgumentError('--mmproj goes with the MODEL argument');
       const load = modelOptions(opts);
-      const model = modelPath !== undefined ? await loadModel(modelPath, load) : undefined;
+      const model = modelPath !== undefined ? await loadModel(modelPath, { ...load, ...(opts.mmproj !== undefined ? { mmproj: opts.mmproj as string } : {}) }) : undefined;
       const { speculative, draftModel } = await speculativeOptions(opts, load);
       let embedder: Embedder | undefined;
       if (opts.embedder !== undefined) embedder = await loadEmbedder(opts.embedder as string, embedderOptions);

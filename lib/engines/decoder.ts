@@ -236,6 +236,17 @@ export class DecoderEngine {
   }
 }
 
+/** Options of DecoderEngineSession.evalRows. */
+export interface RowsEvalOptions {
+  /** The ids that name the rows in the session's tokens (the penalty history); default -1. */
+  ids?: ArrayLike<number>;
+  /** The rows attend to each other, not only to earlier positions. */
+  bidirectional?: boolean;
+  /** Which logits to return: none, the last row's (default) or every row's. */
+  logits?: 'none' | 'last' | 'all';
+  signal?: AbortSignal;
+}
+
 export class DecoderEngineSession extends KvSession<NativeDecoderSession> {
   /** @internal Made by DecoderEngine.createSession; `loop`: one-token steps join its batched steps. */
   constructor(
@@ -272,6 +283,19 @@ export class DecoderEngineSession extends KvSession<NativeDecoderSession> {
    */
   evalHidden(hidden: Float32Array, options: { signal?: AbortSignal } = {}): Promise<Float32Array> {
     return this.enqueue(options.signal, (session) => session.eval(hidden));
+  }
+
+  /**
+   * Input rows [n, hiddenSize] after the current position of an engine that starts at layer 0
+   * (image embeddings): they enter the first layer as they are, without the token embeddings'
+   * scale. `ids` name them in the session's tokens (default -1, no token); `bidirectional`: the
+   * rows also attend to each other (Gemma 3's image tokens; one batch of at most 512 rows).
+   */
+  evalRows(rows: Float32Array, options: RowsEvalOptions = {}): Promise<Float32Array> {
+    const ids = options.ids === undefined ? undefined : Int32Array.from(options.ids);
+    return this.enqueue(options.signal, (session) =>
+      session.eval(rows, options.logits ?? 'last', { ...(ids ? { ids } : {}), ...(options.bidirectional ? { bidirectional: true } : {}) }),
+    );
   }
 
   /**

@@ -42,6 +42,11 @@ export interface LanguageSession {
   step(ids: ArrayLike<number>, sampler: Sampler, params: NativeSamplingParams, options?: StepOptions): Promise<number>;
   /** Forgets every position from `n` on. */
   truncate(n: number): void;
+  /**
+   * Engines that take input rows at layer 0 (image embeddings; lib/engines/decoder.ts): feeds rows
+   * [n, hidden] after `position`, named by `ids` in `tokens`, attending to each other when `bidirectional`.
+   */
+  evalRows?(rows: Float32Array, options: { ids?: ArrayLike<number>; bidirectional?: boolean; logits?: 'none' | 'last' | 'all'; signal?: AbortSignal }): Promise<Float32Array>;
   /** Bytes of the KV cache at its full context, and allocated now (sessions of a KvSession; absent where the cache lives elsewhere). */
   readonly cacheBytes?: number;
   readonly allocatedCacheBytes?: number;

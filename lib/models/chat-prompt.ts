@@ -109,6 +109,21 @@ function escapeRegExp(s: string): string {
 
 /** The ids a chat model is fed for `messages`: the template's text, its markers as special tokens, content as text. */
 export async function encodeChatPrompt(template: ChatTemplate, tokenizer: Tokenizer, messages: readonly ChatMessage[], options: ChatRenderOptions = {}): Promise<number[]> {
+  return (await encodeChatSegments(template, tokenizer, messages, options))[0];
+}
+
+/**
+ * encodeChatPrompt cut at each occurrence of `marker` in the rendered prompt (a media marker that
+ * message content holds where an image goes): the ids of the n + 1 pieces around n markers. Without
+ * a marker, one piece: encodeChatPrompt's ids.
+ */
+export async function encodeChatSegments(
+  template: ChatTemplate,
+  tokenizer: Tokenizer,
+  messages: readonly ChatMessage[],
+  options: ChatRenderOptions = {},
+  marker?: string,
+): Promise<number[][]> {
   checkMessages(messages);
   const guard = new ContentGuard(specialTexts(tokenizer));
   const guarded = messages.map((m) => ({
@@ -120,7 +135,10 @@ export async function encodeChatPrompt(template: ChatTemplate, tokenizer: Tokeni
   }));
   const rendered = await template.renderAsync(guard.found.length ? guarded : messages, options);
   // Templates write their own special tokens (BOS included) as text.
-  if (guard.found.length === 0) return (await encodeAsync(tokenizer, [rendered], { addSpecialTokens: false }))[0];
+  if (guard.found.length === 0) {
+    const texts = marker === undefined ? [rendered] : rendered.split(marker);
+    return encodeAsync(tokenizer, texts, { addSpecialTokens: false });
+  }
   const own = messages.some(
     (m) =>
       PLACEHOLDER_CHARS.test(m.content) ||
@@ -128,16 +146,21 @@ export async function encodeChatPrompt(template: ChatTemplate, tokenizer: Tokeni
       (m.toolCalls ?? []).some((c) => PLACEHOLDER_CHARS.test(c.arguments)),
   );
   const pieces = guard.cut(rendered, !own);
-  const markup = pieces.filter((_, i) => i % 2 === 0);
+  // Template text (markers at the cuts of `marker`) and, between, content's special-token texts.
+  const markup = pieces.filter((_, i) => i % 2 === 0).map((p) => (marker === undefined ? [p] : p.split(marker)));
   const content = pieces.filter((_, i) => i % 2 === 1);
   const [markupIds, contentIds] = await Promise.all([
-    encodeAsync(tokenizer, markup, { addSpecialTokens: false }),
+    encodeAsync(tokenizer, markup.flat(), { addSpecialTokens: false }),
     encodeAsync(tokenizer, content, { addSpecialTokens: false, parseSpecialTokens: false }),
   ]);
-  const ids: number[] = [];
-  markupIds.forEach((piece, i) => {
-    for (const id of piece) ids.push(id);
-    if (i < contentIds.length) for (const id of contentIds[i]) ids.push(id);
+  const segments: number[][] = [[]];
+  let next = 0;
+  markup.forEach((cuts, i) => {
+    cuts.forEach((_, j) => {
+      if (j > 0) segments.push([]);
+      for (const id of markupIds[next++]) segments[segments.length - 1].push(id);
+    });
+    if (i < contentIds.length) for (const id of contentIds[i]) segments[segments.length - 1].push(id);
   });
-  return ids;
+  return segments;
 }

@@ -84,7 +84,7 @@ export class Model {
   private closed = false;
 
   constructor(
-    private readonly engine: LanguageEngine,
+    protected readonly engine: LanguageEngine,
     private readonly weights: ModelWeights,
     readonly tokenizer: Tokenizer,
     /** undefined: chat() is not available. */
@@ -213,18 +213,13 @@ export class Model {
   chat(messages: readonly ChatMessage[] | ChatPrompt, options: ChatOptions = {}): Generation {
     this.live();
     const template = this.template();
-    const stops = new Set(options.stopTokens ?? this.stopTokens);
-    for (const t of template.stopTokenTexts) {
-      const id = this.tokenizer.tokenToId(t);
-      if (id !== undefined) stops.add(id);
-    }
-    const stopStrings = [...template.stopStrings, ...(options.stop === undefined ? [] : typeof options.stop === 'string' ? [options.stop] : options.stop)];
+    const { stopTokens, stop: stopStrings } = this.chatStops(template, options);
     const start = (prompt: ChatPrompt) => {
       const constraint = prompt.tools?.constraint;
       if (constraint && options.jsonSchema !== undefined) throw new TypeError('chat: jsonSchema and tools (with a tool choice other than none) cannot be combined');
       // A Harmony reply (gpt-oss) is read by its markers (channels, calls): they stay in the text (parseHarmonyReply).
       const harmony = isHarmonyTemplate(template.source) ? { special: true } : {};
-      return startGeneration(this.host(), this.checkIds(prompt.ids), { ...options, ...harmony, stopTokens: [...stops], stop: stopStrings, ...(constraint ? { toolCalls: constraint } : {}) });
+      return startGeneration(this.host(), this.checkIds(prompt.ids), { ...options, ...harmony, stopTokens, stop: stopStrings, ...(constraint ? { toolCalls: constraint } : {}) });
     };
     if (!Array.isArray(messages) && typeof messages === 'object' && messages !== null && Array.isArray((messages as ChatPrompt).ids)) {
       return start(messages as ChatPrompt);
@@ -284,14 +279,26 @@ export class Model {
     return start(this.tokenizer.encode(text, options));
   }
 
-  private template(): ChatTemplate {
+  /** @internal A chat reply's stops: the options' (or the model's) stop tokens plus the template's, its stop strings plus the options'. */
+  protected chatStops(template: ChatTemplate, options: ChatOptions): { stopTokens: number[]; stop: string[] } {
+    const stops = new Set(options.stopTokens ?? this.stopTokens);
+    for (const t of template.stopTokenTexts) {
+      const id = this.tokenizer.tokenToId(t);
+      if (id !== undefined) stops.add(id);
+    }
+    return { stopTokens: [...stops], stop: [...template.stopStrings, ...(options.stop === undefined ? [] : typeof options.stop === 'string' ? [options.stop] : options.stop)] };
+  }
+
+  /** @internal The chat template, or the UnsupportedError of a model without one. */
+  protected template(): ChatTemplate {
     if (!this.chatTemplate) {
       throw new UnsupportedError(`${this.info.path} has no chat template (tokenizer_config.json chat_template, GGUF tokenizer.chat_template or ajc1 .template)`);
     }
     return this.chatTemplate;
   }
 
-  private host() {
+  /** @internal What startGeneration needs of this model, its sessions from the pool. */
+  protected host() {
     return {
       tokenizer: this.tokenizer,
       contextLength: this.contextLength,
@@ -300,13 +307,15 @@ export class Model {
     };
   }
 
-  private checkIds(ids: ArrayLike<number>): number[] {
+  /** @internal `ids` checked against the vocabulary, copied. */
+  protected checkIds(ids: ArrayLike<number>): number[] {
     this.live();
     if (typeof ids !== 'object' || ids === null || typeof ids.length !== 'number') throw new TypeError('expected a prompt string or an array of token ids');
     return checkTokenIds(ids, this.engine.vocabSize);
   }
 
-  private live(): void {
+  /** @internal Throws DisposedError once disposed. */
+  protected live(): void {
     if (this.closed) throw new DisposedError('Model');
   }
 }

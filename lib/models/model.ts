@@ -64,9 +64,14 @@ export interface LoadModelOptions {
    * (see lib/pipeline/coordinator.ts).
    */
   pipeline?: PipelineSpec;
+  /**
+   * A llama.cpp mmproj GGUF (the vision encoder and projector) for this language model: the model
+   * is then a VisionModel, whose chat() takes image parts in message content.
+   */
+  mmproj?: string;
 }
 
-type LanguageEngineName = Exclude<EngineName, 'bert'>;
+type LanguageEngineName = Exclude<EngineName, 'bert' | 'vit'>;
 
 /** The engines of loadModel by registry name; each is a LanguageEngine (Moondream's kept whole for its vision side). */
 const LANGUAGE_ENGINES: Record<LanguageEngineName, (weights: ModelWeights, options: LoadModelOptions) => Promise<LanguageEngine>> = {
@@ -102,6 +107,7 @@ const BUILTIN_CHAT_TEMPLATES: Record<BuiltinChatTemplate, ChatTemplate> = { qwen
 const OTHER_LOADERS: Record<Exclude<ModelClassName, keyof typeof MODEL_CLASSES>, string> = {
   Embedder: 'is a BERT embedding model: load it with loadEmbedder() (command line: weightmap embed)',
   Reranker: 'is a cross-encoder: load it with loadReranker()',
+  VisionProjector: "is a vision encoder and projector (an mmproj GGUF): load its language model with it, loadModel(languageModel, { mmproj })",
 };
 
 type ModelRest = ConstructorParameters<typeof Model> extends [unknown, ...infer R] ? R : never;
@@ -166,6 +172,7 @@ function checkLoadOptions(options: LoadModelOptions): void {
   if (contextLength !== undefined && contextLength !== 'max' && !(Number.isInteger(contextLength) && contextLength >= 1)) {
     throw rangeError(`contextLength must be an integer >= 1 or 'max', got ${String(contextLength)}`);
   }
+  if (options.mmproj !== undefined && (typeof options.mmproj !== 'string' || options.mmproj === '')) throw new TypeError('mmproj must be the path of an mmproj GGUF');
   if (options.quant !== undefined && !DECODER_QUANTS.includes(options.quant)) {
     throw rangeError(`quant must be one of ${DECODER_QUANTS.join(', ')}, got ${String(options.quant)}`);
   }
@@ -191,6 +198,30 @@ function resolveContextLength(asked: number | 'max' | undefined, maxContext: num
   if (asked === 'max') return maxContext;
   if (asked > maxContext) throw rangeError(`contextLength ${asked} exceeds this model's maximum ${maxContext}; pass ${maxContext} or 'max'`);
   return asked;
+}
+
+const visionModel = lazy(() => (require('./vision-model') as typeof import('./vision-model')).VisionModel);
+
+/** The language model and its mmproj (options.mmproj) as a VisionModel; the mmproj's width must be the model's. */
+async function withVision(options: LoadModelOptions, engine: LanguageEngine, ...rest: ModelRest): Promise<Model> {
+  const weights = rest[0];
+  const arch = architectureOf(weights.config);
+  if (options.pipeline || arch?.modelClass !== 'Model') throw new UnsupportedError(`${weights.path}: an mmproj goes with a language model loaded whole, not a ${weights.config.architecture} model${options.pipeline ? ' on pipeline stages' : ''}`);
+  const mm = await readWeights(options.mmproj!);
+  try {
+    if (architectureOf(mm.config)?.modelClass !== 'VisionProjector') throw new UnsupportedError(`${mm.path} is not an mmproj GGUF (its architecture is ${mm.config.architecture})`);
+    const width = (weights.config as { hiddenSize?: number }).hiddenSize;
+    const projected = (mm.config as { projectionDim: number }).projectionDim;
+    if (width !== projected) {
+      throw new WeightFormatError('CONFIG_MISMATCH', 'the mmproj projects to another width than the language model has', { path: mm.path, expected: width, found: projected });
+    }
+    const { VisionEngine } = await import('../engines/vision');
+    const vision = await VisionEngine.load(mm, { threads: options.threads });
+    return new (visionModel())(engine, vision, mm, ...rest);
+  } catch (error) {
+    closeWeights(mm);
+    throw error;
+  }
 }
 
 /** Reads the weights at `path` (format found by its bytes), binds them to their engine, finds the tokenizer. */
@@ -241,6 +272,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
       loadMs: Date.now() - started,
     };
     const modelClass = options.pipeline ? 'Model' : architectureOf(weights.config)!.modelClass;
+    if (options.mmproj !== undefined) return await withVision(options, engine, weights, tokenizer, chatTemplate, contextLength, info);
     return MODEL_CLASSES[modelClass as keyof typeof MODEL_CLASSES](engine, weights, tokenizer, chatTemplate, contextLength, info);
   } catch (error) {
     engine?.dispose();

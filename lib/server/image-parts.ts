@@ -4,6 +4,8 @@
  * the image as a data URL (`data:image/png;base64,...`, decoded by sharp) or a local file under a
  * folder the operator allowed (ServeOptions.imageDirs). Anything else is a one-line 400 naming the
  * part: a model without vision, a second image, a URL to fetch (this server fetches nothing).
+ * For a model with an mmproj (a VisionModel), the messages with their image parts as images, at
+ * most MAX_IMAGES of them.
  */
 import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
@@ -13,6 +15,8 @@ import type { ChatMessageBody } from './validation';
 
 /** The largest image one request may carry or name (bytes). */
 export const MAX_IMAGE_BYTES = 20 << 20;
+/** The most images one request may carry (a model with an mmproj). */
+export const MAX_IMAGES = 8;
 
 export interface ImageQuestion {
   /** The encoded image (JPEG, PNG, WebP, ...). */
@@ -99,4 +103,27 @@ export function imageQuestion(messages: readonly ChatMessageBody[], vision: bool
     .trim();
   if (question === '') throw invalidRequest(`messages[${last}].content: the question (a text part beside the image) is empty`, `messages[${last}].content`);
   return { image: imageBytes(first.url, first.field, imageDirs), question };
+}
+
+/**
+ * The conversation with its image parts read (imageBytes), for a model with an mmproj; a 400 past
+ * MAX_IMAGES. Text parts stay text; `toText` makes each message's other fields.
+ */
+export function visionMessages<M extends { content: unknown }>(
+  messages: readonly ChatMessageBody[],
+  imageDirs: readonly string[],
+  toText: (m: ChatMessageBody) => Omit<M, 'content'>,
+): (Omit<M, 'content'> & { content: string | ({ type: 'text'; text: string } | { type: 'image'; image: Uint8Array })[] })[] {
+  const images = imageParts(messages);
+  if (images.length > MAX_IMAGES) throw invalidRequest(`${images[MAX_IMAGES].field}: at most ${MAX_IMAGES} images per request`, images[MAX_IMAGES].field);
+  return messages.map((m, i) => {
+    const rest = toText(m);
+    if (!Array.isArray(m.content)) return { ...rest, content: m.content ?? '' };
+    return {
+      ...rest,
+      content: m.content.map((part: Part, j) =>
+        part.type === 'text' ? { type: 'text' as const, text: part.text } : { type: 'image' as const, image: imageBytes(part.image_url.url, `messages[${i}].content[${j}].image_url`, imageDirs) },
+      ),
+    };
+  });
 }

@@ -14,6 +14,7 @@
 import type { GenerateOptions, GeneratedPiece, Generation, StopReason } from '../generation/generate';
 import type { ChatOptions, ChatPrompt, Model } from '../models/model';
 import { MoondreamModel, type ImageInput } from '../models/moondream-model';
+import { VisionModel, type VisionChatMessage } from '../models/vision-model';
 import { AdmissionQueue } from './admission';
 import { ApiError } from './api-error';
 import type { ModelMetrics } from './metrics';
@@ -26,9 +27,13 @@ export interface RequestFields {
   maxTokens: string;
 }
 
-/** What the server asks a model to generate: a chat, a text completion, or (a Moondream model) an answer about an image. */
+/**
+ * What the server asks a model to generate: a chat, a chat with images (a model with an mmproj), a
+ * text completion, or (a Moondream model) an answer about an image.
+ */
 export type GenerationRequest =
   | { kind: 'chat'; prompt: ChatPrompt; options: ChatOptions; fields?: RequestFields }
+  | { kind: 'vision-chat'; messages: VisionChatMessage[]; promptTokens: number; options: ChatOptions; fields?: RequestFields }
   | { kind: 'text'; prompt: number[]; options: GenerateOptions; fields?: RequestFields }
   | { kind: 'answer'; image: ImageInput; question: string; promptTokens: number; options: GenerateOptions; fields?: RequestFields };
 
@@ -39,6 +44,10 @@ const promptLength = (request: GenerationRequest) => (request.kind === 'text' ? 
 function startOn(model: Model, request: GenerationRequest, options: GenerateOptions): Generation {
   if (request.kind === 'chat') return model.chat(request.prompt, options);
   if (request.kind === 'text') return model.generate(request.prompt, options);
+  if (request.kind === 'vision-chat') {
+    if (!(model instanceof VisionModel)) throw new TypeError('a chat with images needs a model loaded with its mmproj');
+    return model.chat(request.messages, options);
+  }
   if (!(model instanceof MoondreamModel)) throw new TypeError('an answer about an image needs a Moondream model');
   return model.answer(request.image, request.question, options);
 }

@@ -29,8 +29,9 @@ struct DecoderTraits {
   static constexpr const char* kName = "DecoderSession";
   static constexpr bool kPrefix = false;
   static constexpr bool kSteps = true;
-  // A pipeline stage that starts past layer 0 takes hidden states [n, dim] instead of ids (the
-  // session refuses the wrong kind with ERR_OUT_OF_RANGE).
+  static constexpr bool kBidirectionalRows = true;
+  // Rows [n, dim] instead of ids: a pipeline stage's hidden states (one that starts past layer 0),
+  // or rows entering layer 0 (image embeddings, named in tokens() by options.ids).
   static int64_t RowWidth(const Session& s) { return s.model()->config().dim; }
   static int64_t Vocab(const Session& s) { return s.model()->config().vocab; }
   static const char* CannotStep(const Session& s) {
@@ -47,7 +48,7 @@ struct DecoderTraits {
     }
     const bool steps = in.logits == LogitsRows::Steps;
     const bool all = in.logits == LogitsRows::All || steps;
-    if (in.has_rows()) s.EvalHidden(in.rows.data(), in.n, all, out, abort);
+    if (in.has_rows()) s.EvalRows(in.rows.data(), in.ids.empty() ? nullptr : in.ids.data(), in.n, in.bidirectional, all, out, abort);
     else s.Eval(in.ids.data(), in.n, all, out, abort, steps);
   }
 };

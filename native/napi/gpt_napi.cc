@@ -20,6 +20,7 @@ struct GptTraits {
   static constexpr const char* kName = "GptSession";
   static constexpr bool kPrefix = false;
   static constexpr bool kSteps = false;
+  static constexpr bool kBidirectionalRows = false;
   static int64_t RowWidth(const Session&) { return 0; }
   static int64_t Vocab(const Session& s) { return s.model().config().vocab; }
   static const char* CannotStep(const Session&) { return nullptr; }

@@ -20,6 +20,7 @@ struct PhiTraits {
   static constexpr const char* kName = "PhiSession";
   static constexpr bool kPrefix = true;
   static constexpr bool kSteps = false;
+  static constexpr bool kBidirectionalRows = false;
   // Embedding rows (token and image embeddings) of the text model's width.
   static int64_t RowWidth(const Session& s) { return s.config().dim; }
   static int64_t Vocab(const Session& s) { return s.config().vocab; }

@@ -12,6 +12,7 @@
 //   static constexpr const char* kName;               the JS class name ("GptSession")
 //   static int64_t RowWidth(const Session&);           floats per input row of eval(Float32Array), 0: ids only
 //   static constexpr bool kPrefix;                     whether eval takes a bidirectional prefix
+//   static constexpr bool kBidirectionalRows;          whether eval's rows may attend to each other
 //   static int64_t Vocab(const Session&);
 //   static const char* CannotStep(const Session&);      why step() cannot run, or nullptr
 //   static int64_t OutputFloats(const Session&, const EvalInput&);
@@ -43,6 +44,7 @@ struct EvalInput {
   int64_t n = 0;
   LogitsRows logits = LogitsRows::Last;
   int64_t prefix = 0;  // positions [0, prefix) attend to each other bidirectionally
+  bool bidirectional = false;  // the call's rows attend to each other (Gemma 3's image tokens)
   bool has_rows() const { return !rows.empty(); }
   // Rows of logits the call returns.
   int64_t logit_rows() const { return logits == LogitsRows::All || logits == LogitsRows::Steps ? n : logits == LogitsRows::Last ? 1 : 0; }
@@ -172,7 +174,7 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap<Traits>> {
   }
 
   // eval(input: Int32Array | Float32Array [n, rowWidth], logits?: 'none' | 'last' | 'all' | 'steps',
-  //      options?: { prefix?: number, ids?: Int32Array })
+  //      options?: { prefix?: number, ids?: Int32Array, bidirectional?: boolean })
   EvalInput ReadEvalInput(const Napi::CallbackInfo& info, const State& s) {
     Napi::Env env = info.Env();
     EvalInput in;
@@ -209,6 +211,13 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap<Traits>> {
       if (!(prefix >= 0) || prefix > 1e9 || prefix != static_cast<double>(static_cast<int64_t>(prefix)))
         ThrowTypeError(env, "eval options.prefix must be a non-negative integer");
       in.prefix = static_cast<int64_t>(prefix);
+    }
+    Napi::Value bidirectional = options.Get("bidirectional");
+    if (!bidirectional.IsUndefined()) {
+      if (!bidirectional.IsBoolean()) ThrowTypeError(env, "eval options.bidirectional must be a boolean");
+      in.bidirectional = bidirectional.As<Napi::Boolean>().Value();
+      if (in.bidirectional && !Traits::kBidirectionalRows) ThrowTypeError(env, std::string(Traits::kName) + " has no bidirectional rows");
+      if (in.bidirectional && !in.has_rows()) ThrowTypeError(env, "eval options.bidirectional applies to input rows, not token ids");
     }
     Napi::Value names = options.Get("ids");
     if (!names.IsUndefined()) {

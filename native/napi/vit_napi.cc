@@ -1,8 +1,11 @@
-// JS class VitModel: Moondream's vision encoder and projection (native/engines/vit.h) with its own
-// thread pool. encode() runs on libuv's pool and returns a Promise; one at a time.
+// JS class VitModel: the vision encoder and projection (native/engines/vit.h) of Moondream (MOON)
+// or of an mmproj GGUF, with its own thread pool. encode() runs on libuv's pool and returns a
+// Promise; one at a time.
 #include <napi.h>
 
 #include <atomic>
+#include <initializer_list>
+#include <string>
 #include <memory>
 #include <vector>
 
@@ -31,7 +34,7 @@ class EncodeWorker : public EngineWorker {
  protected:
   void Run() override {
     const engines::VitConfig& c = model_->config();
-    embeddings_.resize(static_cast<size_t>(c.n_patches * c.text_dim));
+    embeddings_.resize(static_cast<size_t>(c.n_tokens() * c.text_dim));
     if (want_features_) features_.resize(static_cast<size_t>(c.n_patches * c.dim));
     model_->Encode(rgb_.data(), want_features_ ? features_.data() : nullptr, embeddings_.data(), slot_->abort);
   }
@@ -69,11 +72,46 @@ class VitModelWrap : public ModelWrap<VitModelWrap, engines::VitModel> {
   using ModelWrap::ModelWrap;
 
  private:
-  // load(spec, config: MoondreamConfig['vision'] fields + textHiddenSize, options?: { threads }): Promise<VitModel>
+  // The enum field `key` of cfg by its JS name (names[i] is value i); `fallback` when absent.
+  template <typename E>
+  static E ReadEnum(Napi::Env env, const Napi::Object& cfg, const char* key, std::initializer_list<const char*> names, E fallback) {
+    Napi::Value v = cfg.Get(key);
+    if (v.IsUndefined()) return fallback;
+    const std::string s = v.IsString() ? v.As<Napi::String>().Utf8Value() : "";
+    int i = 0;
+    for (const char* name : names) {
+      if (s == name) return static_cast<E>(i);
+      i++;
+    }
+    ThrowTypeError(env, std::string("VitModel config.") + key + " is not one of its names");
+    return fallback;
+  }
+
+  // Three finite numbers of cfg[key] into out (absent: out unchanged).
+  static void ReadTriple(Napi::Env env, const Napi::Object& cfg, const char* key, float* out) {
+    Napi::Value v = cfg.Get(key);
+    if (v.IsUndefined()) return;
+    if (!v.IsArray() || v.As<Napi::Array>().Length() != 3) ThrowTypeError(env, std::string("VitModel config.") + key + " must be 3 numbers");
+    Napi::Array a = v.As<Napi::Array>();
+    for (uint32_t i = 0; i < 3; i++) {
+      Napi::Value e = a.Get(i);
+      if (!e.IsNumber()) ThrowTypeError(env, std::string("VitModel config.") + key + " must be 3 numbers");
+      out[i] = e.As<Napi::Number>().FloatValue();
+    }
+  }
+
+  // load(spec, config, options?: { threads }): Promise<VitModel>. config: MoondreamConfig['vision']
+  // fields + textHiddenSize, plus for an mmproj GGUF (lib/engines/vision.ts) layout 'gguf',
+  // projector, activation, imageMean, imageStd and merge.
   static Napi::Value Load(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     engines::VitConfig c;
     Napi::Object cfg = OptionsObject(env, info.Length() > 1 ? info[1] : env.Undefined(), "config");
+    c.layout = ReadEnum(env, cfg, "layout", {"moon", "gguf"}, engines::VitLayout::MoonF16);
+    c.projector = ReadEnum(env, cfg, "projector", {"moondream", "gemma3", "idefics3"}, engines::VitProjector::Moondream);
+    c.activation = ReadEnum(env, cfg, "activation", {"gelu_tanh", "gelu_quick", "gelu_erf", "silu"}, engines::VitActivation::GeluTanh);
+    ReadTriple(env, cfg, "imageMean", c.mean);
+    ReadTriple(env, cfg, "imageStd", c.std);
     c.dim = ReadInt(cfg, "hiddenSize", 1, 1 << 20);
     c.n_layers = ReadInt(cfg, "numLayers", 1, 1 << 16);
     c.n_heads = ReadInt(cfg, "numHeads", 1, 1 << 16);
@@ -82,7 +120,8 @@ class VitModelWrap : public ModelWrap<VitModelWrap, engines::VitModel> {
     c.patch = ReadInt(cfg, "patchSize", 1, 1 << 12);
     c.image_size = ReadInt(cfg, "imageSize", 1, 1 << 14);
     c.n_patches = ReadInt(cfg, "numPatches", 1, 1 << 24);
-    c.proj_hidden = ReadInt(cfg, "projHidden", 1, 1 << 24);
+    if (c.projector == engines::VitProjector::Moondream) c.proj_hidden = ReadInt(cfg, "projHidden", 1, 1 << 24);
+    else c.merge = ReadInt(cfg, "merge", 1, 1 << 12);
     c.text_dim = ReadInt(cfg, "textHiddenSize", 1, 1 << 20);
     c.eps = static_cast<float>(ReadNumber(cfg, "layerNormEps", 1e-5));
     const int threads = ThreadsOption(OptionsObject(env, info.Length() > 2 ? info[2] : env.Undefined(), "options"));

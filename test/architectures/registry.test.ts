@@ -65,6 +65,7 @@ test('each entry names the engine and class that run it', () => {
     ['moondream', 'moondream', 'MoondreamModel'],
     ['bert', 'bert', 'Embedder'],
     ['bert-classifier', 'bert', 'Reranker'],
+    ['clip', 'vit', 'VisionProjector'],
   ]);
   expect(architectureOf({ architecture: 'unknown' })).toBeUndefined();
 });

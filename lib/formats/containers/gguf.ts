@@ -32,6 +32,7 @@ import { GGML_BLOCK_LAYOUT, rowBlockView, type DType, type GgmlBlockDType, type 
 import type { ModelConfig } from '../../architectures/model-config';
 import { architectureOf } from '../../architectures';
 import { isBertGguf } from '../../architectures/bert';
+import { clipConfig, isClipGguf } from '../../architectures/clip';
 import { bertCanonicalName, bertConfigFromGguf } from './gguf-bert';
 import { isUtf8 } from 'node:buffer';
 import { ByteCursor, checkLayerCount, checkNoOverlap, checkRange, fail } from './bytes';
@@ -799,6 +800,7 @@ function build(src: MappedSource, file: GgufFile): Omit<ModelWeights, 'path' | '
     return { ...common, architecture: config.architecture, config, tensors };
   }
   if (isBertGguf(arch) && file.tensors.length > 0) return { ...common, ...bertWeights(src, file, kv) };
+  if (isClipGguf(arch)) return { ...common, ...clipWeights(src, file, kv) };
   const config: ModelConfig = { architecture: 'unknown' };
   return { ...common, architecture: 'unknown', config, tensors: file.tensors.filter((t) => t.supported).map((t) => viewOf(src, t, t.name)) };
 }
@@ -851,6 +853,42 @@ function bertWeights(src: MappedSource, file: GgufFile, kv: Kv): Pick<ModelWeigh
     if (!t.supported) fail('UNSUPPORTED', `tensor '${t.name}' has ggml type ${t.typeName}, which weightmap does not read`, { path, offset: t.byteOffset, expected: supportedTypeNames(), found: t.typeName });
   }
   return { architecture: config.architecture, config, tensors };
+}
+
+/**
+ * An mmproj (lib/architectures/clip): its config from the `clip.*` keys and its tensors under
+ * llama.cpp's names, every one the projector type needs present with its shape and a dtype read.
+ */
+function clipWeights(src: MappedSource, file: GgufFile, kv: Kv): Pick<ModelWeights, 'architecture' | 'config' | 'tensors'> {
+  const path = src.path;
+  const byName = new Map(file.tensors.map((t) => [t.name, t]));
+  const keys = {
+    path,
+    has: (k: string) => kv.has(k),
+    int: (k: string, fallback?: number, min?: number) => kv.int(k, fallback, min),
+    float: (k: string, fallback: number) => kv.float(k, fallback),
+    str: (k: string) => kv.str(k),
+    bool: (k: string) => kv.bool(k),
+    value: (k: string) => kv.value(k),
+    fail: (code: 'CONFIG_MISMATCH' | 'UNSUPPORTED' | 'MISSING_TENSOR', message: string, details: { expected?: unknown; found?: unknown } = {}): never => fail(code, message, { path, ...details }),
+  };
+  const config = clipConfig(keys, byName.get('v.blk.0.ffn_down.weight')?.shape);
+  checkLayerCount("metadata 'clip.vision.block_count'", config.numLayers, file.tensors.length, { path });
+  for (const t of file.tensors) {
+    const layer = /^v\.blk\.(\d+)\./.exec(t.name);
+    if (layer && Number(layer[1]) >= config.numLayers) {
+      fail('CONFIG_MISMATCH', `tensor '${t.name}' belongs to a layer past block_count`, { path, offset: t.byteOffset, expected: `< ${config.numLayers}`, found: Number(layer[1]) });
+    }
+  }
+  for (const spec of architectureOf(config)!.tensors(config)) {
+    const t = byName.get(spec.name);
+    if (!t) fail('MISSING_TENSOR', `the mmproj has no tensor '${spec.name}'`, { path, expected: spec.name, found: 'absent' });
+    if (t.shape.length !== spec.shape.length || t.shape.some((v, i) => v !== spec.shape[i])) {
+      fail('SHAPE_MISMATCH', `tensor '${t.name}' disagrees with the metadata`, { path, offset: t.byteOffset, expected: spec.shape, found: t.shape });
+    }
+    if (!t.supported) fail('UNSUPPORTED', `tensor '${t.name}' has ggml type ${t.typeName}, which weightmap does not read`, { path, offset: t.byteOffset, expected: supportedTypeNames(), found: t.typeName });
+  }
+  return { architecture: config.architecture, config, tensors: file.tensors.filter((t) => t.supported).map((t) => viewOf(src, t, t.name)) };
 }
 
 /** Starts native prefaultGgufWeights over `src`; it only saves time, so nothing it does fails the read. */

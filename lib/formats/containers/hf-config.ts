@@ -262,8 +262,8 @@ function isYesNoRerankerFolder(dir: string, hf: HfJson, marker: RegExp): boolean
   return fs.readFileSync(readme, 'utf8').split('\n').some((line) => /^#\s/.test(line) && marker.test(line));
 }
 
-/** The config reader of each family, for an HF config.json its registry entry claims. */
-const CONFIG_FROM_HF: Record<Family, (hf: HfJson, st: SentenceTransformersFiles, path: string | undefined, entry: ArchitectureEntry) => ModelConfig> = {
+/** The config reader of each family, for an HF config.json its registry entry claims (an mmproj's family has none: it is GGUF only). */
+const CONFIG_FROM_HF: Partial<Record<Family, (hf: HfJson, st: SentenceTransformersFiles, path: string | undefined, entry: ArchitectureEntry) => ModelConfig>> = {
   decoder: (hf, st, path) => withSentencePooling(decoderConfigFromHf(hf, path), st, path),
   bert: (hf, st, path, entry) => (entry.modelClass === 'Reranker' ? bertClassifierConfigFromHfJson(hf, path) : bertConfigFromHfJson(hf, st, path)),
   gpt: (hf, _st, path) => tllmConfigFromHf(hf, path),
@@ -273,7 +273,8 @@ const CONFIG_FROM_HF: Record<Family, (hf: HfJson, st: SentenceTransformersFiles,
 /** Our config for any HF config.json: decoder, BERT, TLLM, Moondream or 'unknown'. */
 export function modelConfigFromHf(hf: HfJson, st: SentenceTransformersFiles = {}, path?: string): ModelConfig {
   const entry = ARCHITECTURES.get(hfArchitecture(hf));
-  return entry ? CONFIG_FROM_HF[entry.family](hf, st, path, entry) : { architecture: 'unknown' };
+  const read = entry && CONFIG_FROM_HF[entry.family];
+  return read ? read(hf, st, path, entry) : { architecture: 'unknown' };
 }
 
 /** Reads and parses a small JSON file; BAD_HEADER when it is not JSON (or not an object, when `object`). */

@@ -10,7 +10,8 @@ import type { ChatMessage } from '../../generation/chat';
 import type { ChatOptions, ChatPrompt } from '../../models/model';
 import { MoondreamModel, questionIds } from '../../models/moondream-model';
 import { isHarmonyTemplate } from '../../generation/harmony';
-import { imageQuestion, type ImageQuestion } from '../image-parts';
+import { hasImages, imageQuestion, visionMessages, type ImageQuestion } from '../image-parts';
+import { VisionModel, type VisionChatMessage } from '../../models/vision-model';
 import type { ToolChoice, ToolDefinition } from '../../tools/types';
 import { invalidRequest, toApiError } from '../api-error';
 import { textModel, type RouteContext, type ServedTextModel } from '../context';
@@ -79,6 +80,7 @@ export interface PreparedChat {
 /** The chat path /v1/chat/completions and /v1/responses share: the template, the tools, the sampling, the schema. */
 export async function prepareChat(ctx: RouteContext, body: ChatCompletionBody): Promise<PreparedChat> {
   const { id, model, scheduler } = await textModel(ctx, body.model);
+  if (model instanceof VisionModel && hasImages(body.messages)) return prepareVisionChat(ctx, body, { id, model, scheduler });
   const asked = imageQuestion(body.messages, model instanceof MoondreamModel, ctx.served.imageDirs ?? []);
   if (asked) return prepareAnswer(ctx, body, { id, model: model as MoondreamModel, scheduler }, asked);
   const messages = body.messages.map(toChatMessage);
@@ -111,6 +113,40 @@ export async function prepareChat(ctx: RouteContext, body: ChatCompletionBody): 
   const toolFormat = tools.toolChoice !== undefined && tools.toolChoice !== 'none' ? prompt.tools?.format : undefined;
   const harmony = isHarmonyTemplate(model.chatTemplate?.source);
   return { id, model, promptTokens, wantLogprobs, reply: replyReader({ harmony, thinking, toolFormat }), start };
+}
+
+/**
+ * A chat with image parts for a model loaded with its mmproj: model.chat(messages with images)
+ * through the scheduler. The images are decoded and encoded here (a bad one is a 400 before the
+ * reply starts; the model keeps their embeddings for the chat), the prompt's positions counted.
+ */
+async function prepareVisionChat(ctx: RouteContext, body: ChatCompletionBody, served: { id: string; model: VisionModel; scheduler: ServedTextModel['scheduler'] }): Promise<PreparedChat> {
+  const { id, model, scheduler } = served;
+  if (body.tools?.length && body.tool_choice !== 'none') throw invalidRequest('tools: not supported yet with image parts', 'tools');
+  if (body.response_format !== undefined && body.response_format.type !== 'text') throw invalidRequest('response_format: not supported yet with image parts', 'response_format');
+  const messages: VisionChatMessage[] = visionMessages<VisionChatMessage>(body.messages, ctx.served.imageDirs ?? [], (m) => {
+    const { content: _text, ...rest } = toChatMessage({ ...m, content: '' });
+    return rest;
+  });
+  const thinking = body.chat_template_kwargs?.enable_thinking === true;
+  let promptTokens: number;
+  try {
+    for (const m of messages) if (typeof m.content !== 'string') for (const part of m.content) if (part.type === 'image') await model.encodeImage(part.image, { signal: ctx.signal });
+    promptTokens = await model.chatPromptTokens(messages, { enableThinking: thinking, templateKwargs: templateKwargs(body) });
+  } catch (error) {
+    throw toApiError(error, 'messages');
+  }
+  const options: ChatOptions = {
+    ...samplingOptions(body, model.vocabSize),
+    enableThinking: thinking,
+    templateKwargs: templateKwargs(body),
+    maxTokens: maxTokens(body.max_completion_tokens ?? body.max_tokens, Infinity, promptTokens, model.contextLength, 'messages'),
+  };
+  if (body.top_logprobs != null && body.logprobs !== true) throw invalidRequest('top_logprobs needs logprobs: true', 'top_logprobs');
+  const wantLogprobs = body.logprobs === true;
+  if (wantLogprobs) options.logprobs = body.top_logprobs ?? 0;
+  const start = (index: number) => scheduler.submit({ kind: 'vision-chat', messages, promptTokens, options: choiceOptions(options, index) }, ctx.signal);
+  return { id, model, promptTokens, wantLogprobs, reply: replyReader({ harmony: false, thinking, toolFormat: undefined }), start };
 }
 
 /** A question about an image for a Moondream model: model.answer(image, question) through the scheduler. */

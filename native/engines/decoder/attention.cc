@@ -36,7 +36,8 @@ void DecoderSession::StoreKv(int64_t layer, int64_t g, int64_t pos, const float*
   }
 }
 
-void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n, const float* q, float* att, bool parallel) {
+void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n, const float* q, float* att, bool parallel,
+                               bool bidirectional) {
   const DecoderConfig& c = cfg_;
   const kernels::KernelTable& k = kernels::Active();
   ThreadPool& pool = model_->pool();
@@ -77,9 +78,10 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n, const flo
       const int64_t g = item % c.n_kv_heads;
       const int64_t t0 = tile * kAttnTile, t1 = std::min(n, t0 + kAttnTile), m = t1 - t0;
       const int64_t rows = group * m;  // row r: query head g·group + r / m, token t0 + r % m
-      // The tile reads the keys at positions [k0, k1): k1 - 1 is the last token's own position, k0
-      // the first key its first token sees (0, or the start of a sliding layer's window).
-      const int64_t k1 = causal ? pos0 + t1 : window > 0 ? std::min(last, pos0 + t1 + half) : last;
+      // The tile reads the keys at positions [k0, k1): k1 - 1 is the last token's own position (the
+      // pass's last with `bidirectional`, or a bidirectional model's), k0 the first key its first
+      // token sees (0, or the start of a sliding layer's window).
+      const int64_t k1 = !causal ? (window > 0 ? std::min(last, pos0 + t1 + half) : last) : bidirectional ? last : pos0 + t1;
       const int64_t k0 = window > 0 ? std::max<int64_t>(0, pos0 + t0 - (causal ? window - 1 : half)) : 0;
       const int64_t keys = k1 - k0;
 
@@ -99,9 +101,11 @@ void DecoderSession::Attention(int64_t layer, int64_t pos0, int64_t n, const flo
         float* row = s + r * context_;  // column j: the key at position j
         float* p = s + r * keys;        // r·keys <= r·context + k0: compacting forward never overwrites a later row
         const int64_t own = pos0 + t0 + r % m;
-        // [first, end): up to the own position (causal), or the whole pass; a sliding layer's window of it.
-        const int64_t end = causal ? own + 1 : window > 0 ? std::min(last, own + half + 1) : last;
-        const int64_t first = window > 0 ? std::max<int64_t>(0, causal ? end - window : own - half) : 0;  // >= k0
+        // [first, end): up to the own position, or the whole pass (a bidirectional model, or
+        // `bidirectional` rows); a sliding layer's window of it: a bidirectional model's `half`
+        // either side, else counted back from the own position (llama.cpp's is_masked_swa).
+        const int64_t end = !causal ? (window > 0 ? std::min(last, own + half + 1) : last) : bidirectional ? last : own + 1;
+        const int64_t first = window > 0 ? std::max<int64_t>(0, causal ? own + 1 - window : own - half) : 0;  // >= k0
         for (int64_t j = first; j < end; j++) row[j] *= scale;
         if (sinks) {
           // gpt-oss: the head's sink logit joins the denominator (ggml_soft_max_ext with sinks).

@@ -247,7 +247,14 @@ class DecoderSession {
             bool steps = false);
   // Eval for a model that starts past layer 0: hidden[n, dim] enters its first layer.
   void EvalHidden(const float* hidden, int64_t n, bool all_logits, float* out, const std::atomic<bool>& abort);
-  // Floats Eval / EvalHidden write for n positions.
+  // Eval of input rows [n, dim] for a model that starts at layer 0 (image embeddings): they enter
+  // the first layer as they are (no embedding scale). `ids` (null: -1, no token) name them in
+  // tokens(). `bidirectional`: the n rows also attend to each other (Gemma 3's image tokens), which
+  // needs them in one batch (n <= kMaxBatch); earlier positions are seen as by any row, and a
+  // sliding window still counts back from each row's own position.
+  void EvalRows(const float* rows, const int32_t* ids, int64_t n, bool bidirectional, bool all_logits, float* out,
+                const std::atomic<bool>& abort);
+  // Floats Eval / EvalHidden / EvalRows write for n positions.
   int64_t OutputFloats(int64_t n, bool all_logits) const {
     return model_->has_head() ? (all_logits ? n : 1) * cfg_.vocab : n * cfg_.dim;
   }
@@ -274,18 +281,21 @@ class DecoderSession {
   friend class DecoderPass;  // decoder/pass.cc: the layers over rows that carry their session
   friend class PooledPass;   // decoder/pooled.cc: several one-pass sessions' sequences in one pass
 
-  // Eval of ids[n] (embedding models) or hidden[n, dim] (the others).
+  // Eval of ids[n] or rows hidden[n, dim] (`names`: the ids of the rows in tokens(), null: -1);
+  // `steps`: Eval's.
   void Run(const int32_t* ids, const float* hidden, int64_t n, bool all_logits, float* out, const std::atomic<bool>& abort,
-           bool steps = false);
+           const int32_t* names = nullptr, bool bidirectional = false, bool steps = false);
   // One batch of n tokens at positions [pos0, pos0 + n), from ids or states [n, dim]. logits_rows: 0
   // (none), 1 (the last position) or n; rows of hidden states instead of logits without a head.
-  void Forward(const int32_t* ids, const float* states, int64_t n, int64_t pos0, int64_t logits_rows, bool steps, float* logits,
-               const std::atomic<bool>& abort);
+  void Forward(const int32_t* ids, const float* states, int64_t n, int64_t pos0, int64_t logits_rows, float* logits,
+               const std::atomic<bool>& abort, bool bidirectional = false, bool steps = false);
   // att [n, q_dim] = causal softmax(q·kᵀ/√hd)·v for the n queries q [n, q_dim] at positions
-  // [pos0, pos0 + n), against the cache of `layer` (which already holds their keys/values).
+  // [pos0, pos0 + n), against the cache of `layer` (which already holds their keys/values);
+  // `bidirectional`: each query also sees the later keys of the n (Span::bidirectional).
   // parallel: across the model's pool (else on the calling thread alone: a batched step runs its
   // rows' attention side by side instead, one session per thread); the result is the same.
-  void Attention(int64_t layer, int64_t pos0, int64_t n, const float* q, float* att, bool parallel = true);
+  void Attention(int64_t layer, int64_t pos0, int64_t n, const float* q, float* att, bool parallel = true,
+                 bool bidirectional = false);
   void EnsureScratch(int64_t n);
   // Grows the KV cache to hold at least `positions` (<= context_): to twice its rows or to
   // `positions`, whichever is more, capped at context_; the rows held so far are copied.

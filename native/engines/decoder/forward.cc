@@ -63,7 +63,7 @@ void DecoderSession::Eval(const int32_t* ids, int64_t n, bool all_logits, float*
   if (!model_->embeds())
     throw EngineError("ERR_OUT_OF_RANGE", "this model starts at layer " + std::to_string(model_->first_layer()) +
                                               ": it takes hidden states, not token ids");
-  Run(ids, nullptr, n, all_logits, logits, abort, steps);
+  Run(ids, nullptr, n, all_logits, logits, abort, nullptr, false, steps);
 }
 
 void DecoderSession::EvalHidden(const float* hidden, int64_t n, bool all_logits, float* out,
@@ -72,8 +72,21 @@ void DecoderSession::EvalHidden(const float* hidden, int64_t n, bool all_logits,
   Run(nullptr, hidden, n, all_logits, out, abort);
 }
 
+void DecoderSession::EvalRows(const float* rows, const int32_t* ids, int64_t n, bool bidirectional, bool all_logits,
+                              float* out, const std::atomic<bool>& abort) {
+  if (!model_->embeds()) {
+    if (bidirectional) throw EngineError("ERR_OUT_OF_RANGE", "a pipeline stage past layer 0 has no bidirectional rows");
+    Run(nullptr, rows, n, all_logits, out, abort);
+    return;
+  }
+  if (bidirectional && n > kMaxBatch)
+    throw EngineError("ERR_OUT_OF_RANGE", "bidirectional rows are one batch of at most " + std::to_string(kMaxBatch) +
+                                              ", got " + std::to_string(n));
+  Run(nullptr, rows, n, all_logits, out, abort, ids, bidirectional);
+}
+
 void DecoderSession::Run(const int32_t* ids, const float* hidden, int64_t n, bool all_logits, float* out,
-                         const std::atomic<bool>& abort, bool steps) {
+                         const std::atomic<bool>& abort, const int32_t* names, bool bidirectional, bool steps) {
   if (n <= 0) throw EngineError("ERR_OUT_OF_RANGE", "eval needs at least one token");
   if (cfg_.bidirectional)
     throw EngineError("ERR_OUT_OF_RANGE", "a bidirectional model (an embedding model) runs only pooled, not token by token");
@@ -96,19 +109,22 @@ void DecoderSession::Run(const int32_t* ids, const float* hidden, int64_t n, boo
     const int32_t* batch_ids = ids ? ids + done : nullptr;
     const float* batch_hidden = hidden ? hidden + done * cfg_.dim : nullptr;
     if (all)
-      Forward(batch_ids, batch_hidden, batch, start + done, batch, steps, out + done * width, abort);
+      Forward(batch_ids, batch_hidden, batch, start + done, batch, out + done * width, abort, bidirectional, steps);
     else
-      Forward(batch_ids, batch_hidden, batch, start + done, last ? 1 : 0, false, out, abort);
+      Forward(batch_ids, batch_hidden, batch, start + done, last ? 1 : 0, out, abort, bidirectional);
     done += batch;
   }
   if (ids) tokens_.insert(tokens_.end(), ids, ids + n);
+  else if (model_->embeds() && names) tokens_.insert(tokens_.end(), names, names + n);
+  else if (model_->embeds()) tokens_.insert(tokens_.end(), n, -1);
   position_.store(start + n);
 }
 
 void DecoderSession::Forward(const int32_t* ids, const float* states, int64_t n, int64_t pos0, int64_t logits_rows,
-                             bool steps, float* logits, const std::atomic<bool>& abort) {
+                             float* logits, const std::atomic<bool>& abort, bool bidirectional, bool steps) {
   EnsureScratch(n);
-  const Span span{this, 0, n, pos0, &abort, steps};  // rows [0, n): this session's positions [pos0, pos0 + n)
+  // rows [0, n): this session's positions [pos0, pos0 + n)
+  const Span span{this, 0, n, pos0, &abort, bidirectional, steps};
   DecoderPass pass(*model_, &span, 1, acts_);
   if (ids) pass.Embed(ids);
   else pass.Input(states);

@@ -358,5 +358,17 @@ void RunLinearRows(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t 
   else kernels::ParallelRowBlocks(&pool, TotalRows(jobs, n_jobs), 16, rows_fn);
 }
 
+std::vector<float> LoadVector(const WeightsSpec& spec, const std::string& name, int64_t n, LoadCost* cost) {
+  const TensorRef& t = spec.Require(name, {n});
+  if (t.dtype == DType::Q8_0 || t.dtype == DType::GgmlQ8_0 || t.dtype == DType::GgmlBlocks)
+    throw SpecError("BAD_DTYPE", "vector " + t.Describe() + " must be f32, f16 or bf16");
+  std::vector<float> out(n);
+  TensorRef row = t;
+  row.shape = {1, n};
+  DequantizeRow(row, 0, out.data());
+  cost->copied_bytes += n * 4;
+  return out;
+}
+
 }  // namespace decoder
 }  // namespace weightmap

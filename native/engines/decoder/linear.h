@@ -121,5 +121,9 @@ void RunLinear(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, s
 // cache: the decode step of several sessions, each row bitwise what RunLinear of it alone gives.
 void RunLinearRows(ThreadPool& pool, const LinearJob* jobs, int n_jobs, int64_t m, std::vector<QuantizedInput>& scratch);
 
+// A vector (norm weight, bias) [n] as f32, whatever float dtype it is stored in (a tiny owned
+// copy); SpecError BAD_DTYPE for a quantized one.
+std::vector<float> LoadVector(const WeightsSpec& spec, const std::string& name, int64_t n, LoadCost* cost);
+
 }  // namespace decoder
 }  // namespace weightmap

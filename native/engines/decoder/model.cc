@@ -48,19 +48,6 @@ void Transpose(const uint8_t* src_bytes, uint8_t* dst_bytes, int64_t rows, int64
   });
 }
 
-// A norm weight as f32 (norms are tiny; every dtype is converted to an owned copy).
-std::vector<float> LoadVector(const WeightsSpec& spec, const std::string& name, int64_t n, LoadCost* cost) {
-  const TensorRef& t = spec.Require(name, {n});
-  if (t.dtype == DType::Q8_0 || t.dtype == DType::GgmlQ8_0 || t.dtype == DType::GgmlBlocks)
-    throw SpecError("BAD_DTYPE", "vector " + t.Describe() + " must be f32, f16 or bf16");
-  std::vector<float> out(n);
-  TensorRef row = t;
-  row.shape = {1, n};
-  DequantizeRow(row, 0, out.data());
-  cost->copied_bytes += n * 4;
-  return out;
-}
-
 // A stacked vector per expert [rows, n] (gpt-oss's expert biases) as f32, row by row.
 std::vector<float> LoadRows(const WeightsSpec& spec, const std::string& name, int64_t rows, int64_t n, LoadCost* cost) {
   const TensorRef& t = spec.Require(name, {rows, n});

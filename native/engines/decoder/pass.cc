@@ -189,7 +189,7 @@ void DecoderPass::Attend(const DecoderLayer& L, int64_t cached) {
     const Span& s = spans_[0];
     ForRows(qd + c_.kv_dim(), [&](int64_t t0, int64_t t1) { AttentionInput(L, cached, s, t0, t1); });
     if (!s.steps) {
-      s.session->Attention(cached, s.pos0, s.n, a_.q.data() + s.row0 * qd, a_.att.data() + s.row0 * qd);
+      s.session->Attention(cached, s.pos0, s.n, a_.q.data() + s.row0 * qd, a_.att.data() + s.row0 * qd, true, s.bidirectional);
       return;
     }
     // Every key and value is stored: each row sees the ones up to its own position, as its step would.
@@ -206,7 +206,7 @@ void DecoderPass::Attend(const DecoderLayer& L, int64_t cached) {
       const Span& s = spans_[i];
       AttentionInput(L, cached, s, s.row0, s.row0 + s.n);
       s.session->Attention(cached, s.pos0, s.n, a_.q.data() + s.row0 * qd, a_.att.data() + s.row0 * qd,
-                           /*parallel=*/false);
+                           /*parallel=*/false, s.bidirectional);
     }
   });
 }

@@ -31,6 +31,8 @@ struct Span {
   int64_t n;
   int64_t pos0;
   const std::atomic<bool>* abort;  // the call's abort flag (checked between layers)
+  // The span's rows attend to each other (not only to earlier positions): Gemma 3's image tokens.
+  bool bidirectional = false;
   // Each row bitwise its own one-token step (DecoderSession::Eval's `steps`): the products row by
   // row (RunLinearRows), each row's attention alone at its position.
   bool steps = false;

@@ -1,0 +1,79 @@
+/**
+ * The ViT engine on an mmproj GGUF (native/engines/vit.h, layout 'gguf'): the image embeddings of
+ * the tiny Gemma 3 pair's test image against a float64 numpy reference written from the published
+ * semantics (SigLIP, Gemma3MultiModalProjector) over the stored weights
+ * (scripts/interop/gemma3-vision-gguf.py), for f16, f32 and q8_0 encoder matrices; SmolVLM's
+ * projector (Idefics3Connector's pixel shuffle and linear) over the same encoder; a chat with an
+ * Idefics3 mmproj refused (its tiling layout is not implemented).
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { VisionEngine } from '../../lib/engines/vision';
+import { loadModel } from '../../lib/models/model';
+import type { VisionModel } from '../../lib/models/vision-model';
+import { testWorkspace } from '../helpers/workspace';
+import { gemma3VisionPair, visionPairUsable } from './vision-models';
+
+const ws = testWorkspace('vision-encoder-');
+const maybe = visionPairUsable ? describe : describe.skip;
+
+/** max |a − b| / max |b|. */
+function relativeError(a: Float32Array, b: Float32Array): number {
+  let err = 0;
+  let scale = 0;
+  for (let i = 0; i < b.length; i++) {
+    err = Math.max(err, Math.abs(a[i] - b[i]));
+    scale = Math.max(scale, Math.abs(b[i]));
+  }
+  return err / scale;
+}
+
+maybe('Gemma 3 mmproj encoder', () => {
+  // f16 and f32 matrices multiply exactly as stored (f32 accumulation); q8_0 quantizes the activations to 8 bits as llama.cpp does.
+  test.each([
+    ['f32', 1e-5],
+    ['f16', 1e-5],
+    ['q8_0', 3e-2],
+  ] as const)('%s matrices: embeddings within %s of the reference', async (dtype, tolerance) => {
+    const dir = ws.fresh(dtype);
+    const { mmproj } = gemma3VisionPair(dir, dtype);
+    const weights = await ws.read(mmproj);
+    const engine = await VisionEngine.load(weights, { threads: 2 });
+    try {
+      expect(engine.imageTokens).toBe(16);
+      const rgb = new Uint8Array(fs.readFileSync(path.join(dir, 'image.rgb')));
+      const want = new Float32Array(new Uint8Array(fs.readFileSync(path.join(dir, 'embeddings.f32'))).buffer);
+      const { embeddings } = await engine.encodeRgb(rgb);
+      expect(embeddings.length).toBe(16 * 64);
+      expect(want.length).toBe(16 * 64);
+      expect(relativeError(embeddings, want)).toBeLessThan(tolerance);
+      await expect(engine.encodeRgb(rgb.subarray(1))).rejects.toThrow(/64x64 RGB/);
+    } finally {
+      engine.dispose();
+    }
+  });
+
+  test('Idefics3 projector: embeddings within 1e-5 of the reference; chat refused', async () => {
+    const dir = ws.fresh('idefics3');
+    const { lm, idefics3 } = gemma3VisionPair(dir);
+    const weights = await ws.read(idefics3);
+    expect(weights.config).toMatchObject({ projectorType: 'idefics3', merge: 2 });
+    const engine = await VisionEngine.load(weights, { threads: 2 });
+    try {
+      const rgb = new Uint8Array(fs.readFileSync(path.join(dir, 'image.rgb')));
+      const want = new Float32Array(new Uint8Array(fs.readFileSync(path.join(dir, 'idefics3-embeddings.f32'))).buffer);
+      const { embeddings } = await engine.encodeRgb(rgb);
+      expect(embeddings.length).toBe(16 * 64);
+      expect(relativeError(embeddings, want)).toBeLessThan(1e-5);
+    } finally {
+      engine.dispose();
+    }
+    const model = (await loadModel(lm, { mmproj: idefics3, threads: 2, contextLength: 128 })) as VisionModel;
+    try {
+      const image = { data: new Uint8Array(fs.readFileSync(path.join(dir, 'image.rgb'))), width: 64, height: 64, channels: 3 as const };
+      await expect(model.chat([{ role: 'user', content: [{ type: 'image', image }, { type: 'text', text: 'hi' }] }]).text()).rejects.toThrow(/tiling .* not implemented/);
+    } finally {
+      model.dispose();
+    }
+  });
+});
