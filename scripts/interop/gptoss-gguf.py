@@ -10,7 +10,8 @@ Writes into OUT_DIR:
   gptoss-f32.gguf, gptoss-mxfp4.gguf  the same weights; the experts' matrices MXFP4 in the second;
   gptoss-bf16.gguf                    every tensor rounded to bf16, stored as f32 (what llama.cpp
                                       computes on for the bf16 folder);
-  gptoss-hf-f32/, gptoss-hf-bf16/     HF folders of the f32 and the bf16-rounded weights: experts
+  gptoss-hf-f32/, gptoss-hf-bf16/     HF folders of the f32 and the bf16-rounded weights (the bf16 one
+                                      in two shards and an index, as released checkpoints are): experts
                                       fused and transposed (mlp.experts.gate_up_proj [E, d, 2 ffn],
                                       gate and up interleaved on the last axis, down_proj [E, ffn, d]);
   gptoss-hf-mxfp4/                    the HF MXFP4 form of gptoss-mxfp4.gguf's experts (the same
@@ -193,8 +194,19 @@ def write_hf(folder, form, tensors=tensors, stacked=stacked):
             # [E, d, 2 ffn]: x @ gate_up; [E, ffn, d]: act @ down.
             named += [(p + 'mlp.experts.gate_up_proj', interleave(gate.transpose(0, 2, 1), up.transpose(0, 2, 1), 2)),
                       (p + 'mlp.experts.down_proj', down.transpose(0, 2, 1))]
-    write_safetensors(os.path.join(out, folder, 'model.safetensors'),
-                      [(n, dtype, cast(a)) for n, a in named] + [(n, 'U8', a) for n, a in raw])
+    tensors_out = [(n, dtype, cast(a)) for n, a in named] + [(n, 'U8', a) for n, a in raw]
+    if form != 'bf16':
+        write_safetensors(os.path.join(out, folder, 'model.safetensors'), tensors_out)
+    else:
+        # Two shards listed by model.safetensors.index.json, as released checkpoints are: layer 1's
+        # gate_up_proj in the first, everything else of layer 1 in the second.
+        first = [t for t in tensors_out if not t[0].startswith('model.layers.1.') or t[0] == 'model.layers.1.mlp.experts.gate_up_proj']
+        second = [t for t in tensors_out if t not in first]
+        shards = {'model-00001-of-00002.safetensors': first, 'model-00002-of-00002.safetensors': second}
+        for name, part in shards.items():
+            write_safetensors(os.path.join(out, folder, name), part)
+        with open(os.path.join(out, folder, 'model.safetensors.index.json'), 'w') as f:
+            json.dump({'metadata': {}, 'weight_map': {t[0]: name for name, part in shards.items() for t in part}}, f, indent=2)
     config = {
         'architectures': ['GptOssForCausalLM'], 'model_type': 'gpt_oss', 'hidden_size': d, 'intermediate_size': ffn,
         'num_hidden_layers': layers, 'num_attention_heads': heads, 'num_key_value_heads': kv_heads, 'head_dim': head_dim,

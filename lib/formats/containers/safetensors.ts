@@ -26,7 +26,8 @@ import { rangeError, UnsupportedError } from '../../base/errors';
 import { architectureOf } from '../../architectures';
 import { DECODER_NAMES, DECODER_VARIANTS, decoderCheckpointNames, decoderFusedTensors, isDecoderConfig, type FusedPart } from '../../architectures/decoder';
 import { convertedFile, type ConvertedFile } from './converted-file';
-import { GPTOSS_HF_CONVERSION, gptossHfOutput, gptossHfPlan, type GptossHfOutput } from './gptoss-hf';
+import { GPTOSS_HF_CONVERSION, gptossHfPlan } from './gptoss-hf';
+import type { GptossHfOutput } from '../writing/gptoss-hf-output';
 import { mapFile, type MappedSource } from '../../addon/mapping';
 import { DTYPE_BYTES, isGgmlBlockDType, numel, rowBlockView, type DType, type PlainDType, type ModelWeights, type TensorView, type TokenizerData } from '../../addon/weights';
 import type { ModelConfig } from '../../architectures/model-config';
@@ -47,6 +48,7 @@ const writing = lazy(() => ({
   ...(require('../writing/output-files') as typeof import('../writing/output-files')),
   ...(require('../vocabulary/vocab-convert') as typeof import('../vocabulary/vocab-convert')),
   ...(require('../writing/write-job') as typeof import('../writing/write-job')),
+  ...(require('../writing/gptoss-hf-output') as typeof import('../writing/gptoss-hf-output')),
 }));
 
 /** The reference implementation's limit (safetensors MAX_HEADER_SIZE). */
@@ -346,7 +348,7 @@ function hfExpertOutput(weights: ModelWeights, options: WriteOptions): GptossHfO
   if (!isDecoderConfig(c) || DECODER_VARIANTS[c.architecture].hfExpertLayout !== 'fused-gate-up') return undefined;
   const source = weights.tensors.find((t) => t.name === DECODER_NAMES.router(0))?.dtype;
   const dtype = options.dtype ?? (source === 'f16' || source === 'bf16' ? source : 'f32');
-  return gptossHfOutput(c, new Map(weights.tensors.map((v) => [v.name, v])), dtype);
+  return writing().gptossHfOutput(c, new Map(weights.tensors.map((v) => [v.name, v])), dtype);
 }
 
 function plan(weights: ModelWeights, options: WriteOptions, experts: GptossHfOutput | undefined): Planned[] {
