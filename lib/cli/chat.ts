@@ -13,6 +13,7 @@ import { HarmonyStreamer, isHarmonyTemplate, type HarmonyPiece } from '../genera
 import { loadModel } from '../models/model';
 import { writeOut } from './generate';
 import { addModelOptions, addSamplingOptions, modelOptions, samplingOptions } from './model-options';
+import { addSpeculativeOptions, speculativeOptions } from './speculative-options';
 import { existingPath, interruptible, intOption, whenInterrupted } from './run-command';
 
 /** The chat commands, as /help lists them. */
@@ -47,11 +48,15 @@ export function registerChat(program: Command): void {
     .option('--think', 'let the model think before answering (Qwen3)')
     .option('--no-think', 'answer without thinking (the default)')
     .option('--max-tokens <n>', 'most tokens per reply', intOption(0));
-  addModelOptions(command);
-  addSamplingOptions(command);
+  addSpeculativeOptions(addSamplingOptions(addModelOptions(command)));
   command.action(
     interruptible(async (signal, modelPath: string, opts: Record<string, unknown>) => {
-      const model = await loadModel(modelPath, modelOptions(opts));
+      const load = modelOptions(opts);
+      const model = await loadModel(modelPath, load);
+      const { speculative, draftModel } = await speculativeOptions(opts, load).catch((error) => {
+        model.dispose();
+        throw error;
+      });
       const tty = process.stdin.isTTY === true && process.stdout.isTTY === true;
       const harmony = 'chatTemplate' in model && isHarmonyTemplate(model.chatTemplate?.source);
       const rl = readline.createInterface({ input: process.stdin, output: tty ? process.stdout : undefined, terminal: tty, prompt: '> ' });
@@ -84,6 +89,7 @@ export function registerChat(program: Command): void {
             ...sampling,
             ...(sampling.seed !== undefined ? { seed: (BigInt(sampling.seed) + turn++) % (1n << 64n) } : {}),
             enableThinking: opts.think === true,
+            ...(speculative ? { speculative } : {}),
             ...(opts.maxTokens !== undefined ? { maxTokens: opts.maxTokens as number } : {}),
             signal: running.signal,
           });
@@ -113,6 +119,7 @@ export function registerChat(program: Command): void {
         removeListener();
         rl.close();
         model.dispose();
+        draftModel?.dispose();
       }
     }),
   );
