@@ -19,7 +19,7 @@ import { startGeneration, type Generation, type LanguageSession } from '../gener
 import { rangeError, UnsupportedError } from '../base/errors';
 import { closeWeights, type ModelWeights } from '../addon/weights';
 import type { VisionEngine } from '../engines/vision';
-import type { ClipConfig } from '../architectures/clip';
+import { CLIP_PROJECTORS, type ClipConfig } from '../architectures/clip';
 import { encodeAsync } from '../tokenizer-loading';
 import { encodeChatSegments } from './chat-prompt';
 import type { ChatOptions } from './chat-session';
@@ -71,7 +71,7 @@ export class VisionModel extends Model {
   /** The image embeddings [imageTokens, hidden] of `image` (decoded and resized to the encoder's size when it is not raw RGB at it). */
   async encodeImage(image: ImageInput, options: { signal?: AbortSignal } = {}): Promise<Float32Array> {
     this.live();
-    const rgb = await imageToRgb(image, this.vision.config.imageSize);
+    const rgb = await imageToRgb(image, this.vision.config.imageSize, CLIP_PROJECTORS[this.vision.config.projectorType].resize);
     const key = createHash('sha256').update(rgb).digest('hex');
     let rows = this.encoded.get(key);
     if (!rows) {
