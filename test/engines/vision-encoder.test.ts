@@ -89,5 +89,8 @@ maybe('Gemma 3 mmproj encoder', () => {
     } finally {
       model.dispose();
     }
+    // An mmproj alone, or a language model as the mmproj: UnsupportedErrors that say which file is which.
+    await expect(loadModel(mmproj)).rejects.toThrow(/is a vision encoder and projector .* loadModel\(languageModel, \{ mmproj \}\)/);
+    await expect(loadModel(lm, { mmproj: lm })).rejects.toThrow(/is not an mmproj GGUF \(its architecture is gemma3\)/);
   });
 });
