@@ -18,6 +18,16 @@ export interface RawImage {
 /** A file path, encoded image bytes (JPEG, PNG, WebP, GIF, TIFF, AVIF, SVG), or raw pixels. */
 export type ImageInput = string | Uint8Array | RawImage;
 
+/**
+ * How an image of another size becomes the encoder's square: stretched (the default, with sharp's
+ * lanczos3), or `letterbox`: scaled to fit (sides rounded up) with `kernel`, centred on a black
+ * square (llama.cpp's PAD_CEIL with its pad offsets rounded down).
+ */
+export interface ResizeSpec {
+  fit: 'stretch' | 'letterbox';
+  kernel?: 'linear' | 'cubic' | 'lanczos3';
+}
+
 type Sharp = typeof import('sharp');
 let sharpModule: Sharp | undefined;
 
@@ -43,8 +53,8 @@ function isRawImage(image: ImageInput): image is RawImage {
   return typeof image === 'object' && !ArrayBuffer.isView(image) && 'data' in image;
 }
 
-/** RGB bytes [size, size, 3] of `image`. */
-export async function imageToRgb(image: ImageInput, size: number): Promise<Uint8Array> {
+/** RGB bytes [size, size, 3] of `image` (resized as `resize` says when it is not RGB at that size). */
+export async function imageToRgb(image: ImageInput, size: number, resize: ResizeSpec = { fit: 'stretch' }): Promise<Uint8Array> {
   if (isRawImage(image)) {
     const { data, width, height, channels } = image;
     if (![1, 3, 4].includes(channels) || !Number.isInteger(width) || !Number.isInteger(height) || width < 1 || height < 1) {
@@ -55,7 +65,7 @@ export async function imageToRgb(image: ImageInput, size: number): Promise<Uint8
     }
     if (width === size && height === size && channels === 3) return data;
     const sharp = loadSharp(`resizing a ${width}x${height}x${channels} image to ${size}x${size} RGB`);
-    return toRgb(sharp(data, { raw: { width, height, channels } }), size);
+    return toRgb(sharp(data, { raw: { width, height, channels } }), size, resize);
   }
   if (typeof image !== 'string' && !ArrayBuffer.isView(image)) {
     throw new TypeError('image must be a file path, encoded image bytes, or { data, width, height, channels }');
@@ -68,17 +78,28 @@ export async function imageToRgb(image: ImageInput, size: number): Promise<Uint8
   } catch (cause) {
     throw new UnsupportedError(`cannot decode the image: ${(cause as Error).message}`);
   }
-  return toRgb(pipeline, size);
+  return toRgb(pipeline, size, resize);
 }
 
-async function toRgb(pipeline: import('sharp').Sharp, size: number): Promise<Uint8Array> {
+async function toRgb(pipeline: import('sharp').Sharp, size: number, resize: ResizeSpec): Promise<Uint8Array> {
   try {
-    const { data, info } = await pipeline
-      .removeAlpha()
-      .toColourspace('srgb')
-      .resize(size, size, { fit: 'fill' })
-      .raw()
-      .toBuffer({ resolveWithObject: true });
+    let rgb = pipeline.removeAlpha().toColourspace('srgb');
+    if (resize.fit === 'letterbox') {
+      // Decoded first (for its size), then fitted and padded.
+      const { data: decoded, info: raw } = await rgb.raw().toBuffer({ resolveWithObject: true });
+      const scale = Math.min(size / raw.width, size / raw.height);
+      const w = Math.min(Math.ceil(raw.width * scale), size);
+      const h = Math.min(Math.ceil(raw.height * scale), size);
+      const left = Math.floor((size - w) / 2);
+      const top = Math.floor((size - h) / 2);
+      const sharp = loadSharp('resizing an image');
+      rgb = sharp(decoded, { raw: { width: raw.width, height: raw.height, channels: raw.channels } })
+        .resize(w, h, { fit: 'fill', kernel: resize.kernel ?? 'lanczos3' })
+        .extend({ left, top, right: size - w - left, bottom: size - h - top, background: { r: 0, g: 0, b: 0 } });
+    } else {
+      rgb = rgb.resize(size, size, { fit: 'fill', kernel: resize.kernel ?? 'lanczos3' });
+    }
+    const { data, info } = await rgb.raw().toBuffer({ resolveWithObject: true });
     if (info.channels !== 3 || info.width !== size || info.height !== size) {
       throw new Error(`decoded to ${info.width}x${info.height}x${info.channels}`);
     }

@@ -19,7 +19,7 @@ import { startGeneration, type Generation, type LanguageSession } from '../gener
 import { rangeError, UnsupportedError } from '../base/errors';
 import { closeWeights, type ModelWeights } from '../addon/weights';
 import type { VisionEngine } from '../engines/vision';
-import type { ClipConfig } from '../architectures/clip';
+import { CLIP_PROJECTORS, type ClipConfig } from '../architectures/clip';
 import { encodeAsync } from '../tokenizer-loading';
 import { encodeChatSegments } from './chat-prompt';
 import type { ChatOptions } from './chat-session';
@@ -71,7 +71,7 @@ export class VisionModel extends Model {
   /** The image embeddings [imageTokens, hidden] of `image` (decoded and resized to the encoder's size when it is not raw RGB at it). */
   async encodeImage(image: ImageInput, options: { signal?: AbortSignal } = {}): Promise<Float32Array> {
     this.live();
-    const rgb = await imageToRgb(image, this.vision.config.imageSize);
+    const rgb = await imageToRgb(image, this.vision.config.imageSize, CLIP_PROJECTORS[this.vision.config.projectorType].resize);
     const key = createHash('sha256').update(rgb).digest('hex');
     let rows = this.encoded.get(key);
     if (!rows) {
@@ -168,13 +168,16 @@ export class VisionModel extends Model {
 
   /** A session of its own holding the conversation's prompt but its last token (disposed on failure), and the prompt's ids. */
   private async prefilled(flat: ChatMessage[], images: ImageInput[], options: ChatRenderOptions & { signal?: AbortSignal }, marker: string): Promise<{ session: LanguageSession; ids: number[] }> {
-    const [segments, embeddings] = await Promise.all([
-      encodeChatSegments(this.template(), this.tokenizer, flat, options, marker),
-      Promise.all(images.map((image) => this.encodeImage(image, { signal: options.signal }))),
-    ]);
+    const segments = checkedSegments(await encodeChatSegments(this.template(), this.tokenizer, flat, options, marker), images.length);
+    const [begin, end] = await this.layoutIds();
+    const tokens = this.vision.imageTokens;
+    // Checked before any image is read.
+    const total = segments.reduce((n, s) => n + s.length, 0) + images.length * (begin.length + tokens + end.length);
+    if (total > this.contextLength) throw rangeError(`chat: the prompt needs ${total} positions (${images.length} images of ${tokens}), more than the context length ${this.contextLength}`);
+    const embeddings = await Promise.all(images.map((image) => this.encodeImage(image, { signal: options.signal })));
     const session = this.engine.createSession(this.contextLength);
     try {
-      return { session, ids: await this.prefill(session, checkedSegments(segments, images.length), embeddings, options.signal) };
+      return { session, ids: await this.prefill(session, segments, [begin, end], embeddings, options.signal) };
     } catch (error) {
       session.dispose();
       throw error;
@@ -186,14 +189,11 @@ export class VisionModel extends Model {
    * layout's opening ids, its rows (named by the opening's last id), its closing ids. The prompt's
    * ids, image positions included, for startGeneration (which feeds the last one).
    */
-  private async prefill(session: LanguageSession, segments: number[][], images: Float32Array[], signal: AbortSignal | undefined): Promise<number[]> {
+  private async prefill(session: LanguageSession, segments: number[][], [begin, end]: number[][], images: Float32Array[], signal: AbortSignal | undefined): Promise<number[]> {
     if (!session.evalRows) throw new UnsupportedError(`${this.info.path}: its engine takes no image rows`);
     const layout = this.vision.imageLayout;
-    const [begin, end] = await this.layoutIds();
     const name = begin[begin.length - 1];
     const tokens = this.vision.imageTokens;
-    const total = segments.reduce((n, s) => n + s.length, 0) + images.length * (begin.length + tokens + end.length);
-    if (total > this.contextLength) throw rangeError(`chat: the prompt needs ${total} positions (${images.length} images of ${tokens}), more than the context length ${this.contextLength}`);
     const ids: number[] = [];
     let pending: number[] = [];
     for (let i = 0; i < segments.length; i++) {

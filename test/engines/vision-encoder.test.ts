@@ -76,4 +76,21 @@ maybe('Gemma 3 mmproj encoder', () => {
       model.dispose();
     }
   });
+
+  test('a chat whose image does not fit the context: a RangeError before the image is read', async () => {
+    const dir = ws.fresh('context');
+    const { lm, mmproj } = gemma3VisionPair(dir);
+    const model = (await loadModel(lm, { mmproj, threads: 2, contextLength: 40 })) as VisionModel;
+    try {
+      // Not an image at all: reading it would fail otherwise.
+      const chat = model.chat([{ role: 'user', content: [{ type: 'image', image: new Uint8Array([1, 2, 3]) }, { type: 'text', text: 'describe this' }] }]);
+      await expect(chat.text()).rejects.toThrow(/needs 46 positions .* more than the context length 40/);
+      expect(model.sessions.busy).toBe(0);
+    } finally {
+      model.dispose();
+    }
+    // An mmproj alone, or a language model as the mmproj: UnsupportedErrors that say which file is which.
+    await expect(loadModel(mmproj)).rejects.toThrow(/is a vision encoder and projector .* loadModel\(languageModel, \{ mmproj \}\)/);
+    await expect(loadModel(lm, { mmproj: lm })).rejects.toThrow(/is not an mmproj GGUF \(its architecture is gemma3\)/);
+  });
 });

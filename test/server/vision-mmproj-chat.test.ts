@@ -56,6 +56,15 @@ maybe('image_url parts for a model with an mmproj', () => {
     expect(text).toBe(expected);
   });
 
+  test('two requests at once (their decode steps batched together): each the reply it gets alone', async () => {
+    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: [{ type: 'image_url', image_url: { url: dataUrl } }, { type: 'text', text: PROMPT }] }];
+    const other: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: [{ type: 'text', text: 'and this ' }, { type: 'image_url', image_url: { url: dataUrl } }] }];
+    const alone: (string | null)[] = [];
+    for (const m of [messages, other]) alone.push((await client.chat.completions.create({ model: 'gemma', messages: m, max_tokens: 8, temperature: 0 })).choices[0].message.content);
+    const together = await Promise.all([messages, other, messages].map((m) => client.chat.completions.create({ model: 'gemma', messages: m, max_tokens: 8, temperature: 0 })));
+    expect(together.map((c) => c.choices[0].message.content)).toEqual([alone[0], alone[1], alone[0]]);
+  });
+
   test('more images than the bound: a 400 naming the first one past it', async () => {
     const parts = Array.from({ length: MAX_IMAGES + 1 }, () => ({ type: 'image_url', image_url: { url: dataUrl } }));
     const reply = await rawRequest(running.origin, '/v1/chat/completions', {

@@ -72,6 +72,8 @@ export interface ClipProjector {
    */
   imageLayout?: ImageLayout;
   layoutMissing?: string;
+  /** How an image of another size is brought to the encoder's (lib/models/image.ts ResizeSpec; absent: stretched). */
+  resize?: { fit: 'stretch' | 'letterbox'; kernel?: 'linear' | 'cubic' | 'lanczos3' };
 }
 
 export const CLIP_PROJECTORS: Readonly<Record<ClipProjectorType, ClipProjector>> = {
@@ -87,6 +89,8 @@ export const CLIP_PROJECTORS: Readonly<Record<ClipProjectorType, ClipProjector>>
       { role: 'mmInputProjection', name: 'mm.input_projection.weight', shape: [c.hiddenSize, c.projectionDim] },
     ],
     imageLayout: { begin: '<start_of_image>', end: '<end_of_image>', bidirectional: true },
+    // clip.cpp: RESIZE_ALGO_BILINEAR with the default PAD_CEIL (black).
+    resize: { fit: 'letterbox', kernel: 'linear' },
   },
   idefics3: {
     title: 'Idefics3 (SmolVLM)',
