@@ -307,6 +307,27 @@ if (only.includes('ggml')) {
           );
         }
     }
+  // A few activation rows (batched decode, a speculative verification): the per-row cost against
+  // m = 1's, weights in cache (the compute side; the reads are m = 1's above).
+  {
+    const [rows, n] = [3072, 1024];
+    console.log(`\nggml, m = 2..8 (a few rows): X [m, ${n}] · W [${rows}, ${n}]ᵀ, CPU ms per call and per row ÷ m = 1's per row`);
+    for (const type of types) {
+      const w = blocks(type, (rows * n) / TYPES[type][1]);
+      for (const isa of ggmlIsas) {
+        if (isa === 'scalar') continue;
+        const perRow = {};
+        for (const m of [1, 2, 3, 4, 5, 8]) {
+          const x = acts(m, n);
+          const y = new Float32Array(m * rows);
+          const t = time(() => kernels.ggmlMatmul(isa, type, w, x.q, x.d, x.sum, y, m, rows, n, 1));
+          perRow[m] = t.cpu / m;
+        }
+        const cells = Object.entries(perRow).map(([m, c]) => `m=${m} ${(c * m * 1e3).toFixed(3)} ms (${(c / perRow[1]).toFixed(2)})`);
+        console.log(`  ${type.padEnd(7)} ${isa.padEnd(11)} 1t  ${cells.join('  ')}`);
+      }
+    }
+  }
   const m = 64;
   const [rows, n] = [3072, 1024];
   console.log(`\nggml, m = ${m} (prefill): X [${m}, ${n}] · W [${rows}, ${n}]ᵀ, GMAC/s`);
