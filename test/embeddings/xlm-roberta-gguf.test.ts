@@ -21,6 +21,7 @@ import { writeSafetensors } from '../convert/helpers';
 import { tempDir } from '../helpers/fixtures';
 import { mulberry32 } from '../helpers/rng';
 import { unigramTokenizerJson } from '../tokenizers/unigram-generator';
+import { cosine, llamaCppEmbedding } from './llama-embedding';
 
 const peers = process.env.WEIGHTMAP_PEERS_CACHE ?? nodePath.join(os.homedir(), '.cache', 'weightmap-peers');
 const source = nodePath.join(peers, 'llama.cpp');
@@ -41,22 +42,7 @@ const TEXTS = [
   'The quick brown fox jumps over the lazy dog. '.repeat(3),
 ];
 
-function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let d = 0;
-  let x = 0;
-  let y = 0;
-  for (let i = 0; i < a.length; i++) {
-    d += a[i] * b[i];
-    x += a[i] * a[i];
-    y += b[i] * b[i];
-  }
-  return d / Math.sqrt(x * y);
-}
 
-function llamaCppEmbedding(file: string, text: string): number[] {
-  const out = execFileSync(tool, ['-m', file, '-p', text, '--embd-normalize', '2', '--embd-output-format', 'json', '-t', '1', '-c', '64'], { stdio: ['ignore', 'pipe', 'ignore'] }).toString('utf8');
-  return JSON.parse(out).data[0].embedding;
-}
 
 (HAVE ? describe.each(['mean', 'cls'] as const) : describe.skip.each(['mean', 'cls'] as const))('tiny XLM-R GGUF (%s pooling) vs llama-embedding', (pooling) => {
   let tmp: ReturnType<typeof tempDir>;
@@ -66,7 +52,7 @@ function llamaCppEmbedding(file: string, text: string): number[] {
     tmp = tempDir('weightmap-xlmr-gguf-');
     file = nodePath.join(tmp.dir, 'xlmr.gguf');
     execFileSync('python3', [script, source, vocab, file, '--pooling', pooling, '--seed', pooling === 'mean' ? '1' : '2'], { stdio: 'ignore' });
-    reference = TEXTS.map((t) => llamaCppEmbedding(file, t));
+    reference = TEXTS.map((t) => llamaCppEmbedding(tool, file, t, 64));
   }, 120_000);
   afterAll(() => tmp?.cleanup());
 
@@ -169,7 +155,7 @@ function llamaCppEmbedding(file: string, text: string): number[] {
       const b = await fromGguf.embedTokens(ids, { normalize: true });
       a.forEach((v, i) => expect(cosine(v, b[i])).toBeGreaterThanOrEqual(0.99999));
       const ours = await fromGguf.embed(TEXTS, { normalize: true, pooling: 'mean' });
-      const cosines = TEXTS.map((t, i) => cosine(ours[i], llamaCppEmbedding(gguf(), t)));
+      const cosines = TEXTS.map((t, i) => cosine(ours[i], llamaCppEmbedding(tool, gguf(), t, 64)));
       console.log(`weightmap-written XLM-R GGUF: min cosine to llama.cpp ${Math.min(...cosines).toFixed(8)}`);
       for (const c of cosines) expect(c).toBeGreaterThanOrEqual(0.99999);
     } finally {
