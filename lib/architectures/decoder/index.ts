@@ -127,7 +127,7 @@ export function variantNames(holds: readonly string[]): string {
  * (ggufClaims, read through `kv`), else the one of that name without a claim (Llama for `llama`).
  */
 export function decoderArchitectureOfGguf(name: unknown, kv?: ConfigKeys): DecoderArchitecture | undefined {
-  const named = (Object.keys(DECODER_VARIANTS) as DecoderArchitecture[]).filter((a) => DECODER_VARIANTS[a].ggufArchitecture === name);
+  const named = (Object.keys(DECODER_VARIANTS) as DecoderArchitecture[]).filter((a) => DECODER_VARIANTS[a].ggufArchitecture === name || DECODER_VARIANTS[a].ggufEmbeddingArchitecture === name);
   const claimed = kv && named.find((a) => DECODER_VARIANTS[a].hooks?.ggufClaims?.(kv));
   return claimed ?? named.find((a) => !DECODER_VARIANTS[a].hooks?.ggufClaims);
 }
