@@ -77,6 +77,8 @@ const LLAMA_FIELDS: ReadonlySet<string> = new Set([
 const EXTRA_TITLES: Readonly<Record<string, string>> = {
   qkNorm: 'q/k norms',
   qkvBias: 'q/k/v biases',
+  pooling: 'a retrieval pooling (an embedder or reranker)',
+  bidirectional: 'bidirectional attention',
   ropeFreqFactors: 'RoPE frequency factors (Llama 3 scaling)',
   slidingWindow: 'a sliding window',
   sandwichNorms: 'post-attention/post-FFN norms',

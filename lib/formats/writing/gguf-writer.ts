@@ -27,9 +27,9 @@
  * zeros; the file ends with the last tensor.
  */
 import { rangeError, UnsupportedError } from '../../base/errors';
-import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../../addon/weights';
+import { findTensor, numel, type ModelWeights, type TensorView, type TokenizerData } from '../../addon/weights';
 import type { FloatDType } from '../quantization/dtype-convert';
-import { DECODER_VARIANTS, decoderFusedTensors, EXPERT_FIELDS, expertStacks, expertStackShape, isDecoderConfig, SCALAR_FIELDS, unheldFields, variantNames, variantScalars, type DecoderConfig, type DecoderVariant } from '../../architectures/decoder';
+import { DECODER_VARIANTS, decoderFusedTensors, EXPERT_FIELDS, expertStacks, expertStackShape, isDecoderConfig, SCALAR_FIELDS, unheldFields, variantNames, variantScalars, type DecoderConfig, type DecoderPooling, type DecoderVariant, RERANK_HEAD } from '../../architectures/decoder';
 import { decodeVocabularySteps } from '../../tokenizers/deferred-vocabulary';
 import { architectureOf } from '../../architectures';
 import type { BertClassifierConfig, BertConfig } from '../../architectures/bert';
@@ -221,7 +221,7 @@ function vocabularyKvs(t: Extract<TokenizerData, { kind: 'gguf' }> | EncodedGguf
 /** The decoder fields beyond Llama's written from other formats (the keys below; no biases, no rope_freqs). */
 const GGUF_WRITER_HOLDS = [
   'qkNorm', 'slidingWindow', 'slidingWindowPattern', 'ropeLocalTheta', 'sandwichNorms', 'activation', 'embeddingScale',
-  'queryPreAttnScalar', 'normWeightOffset', 'noRopeLayerInterval', 'ropeDim', ...SCALAR_FIELDS, ...EXPERT_FIELDS,
+  'queryPreAttnScalar', 'normWeightOffset', 'noRopeLayerInterval', 'ropeDim', 'pooling', ...SCALAR_FIELDS, ...EXPERT_FIELDS,
 ];
 
 /** The sliding window (Mistral's, which llama.cpp ignores; Gemma 3's, whose pattern and local RoPE base are its family's keys). */
@@ -242,6 +242,24 @@ function bertKvs(weights: ModelWeights): KvEntry[] {
   const vocabulary = t?.kind === 'wordpiece' ? bertGgufVocabulary(t) : t?.kind === 'gguf' && t.model === 'bert' ? t : undefined;
   if (t && !vocabulary) throw new UnsupportedError(`GGUF BERT holds a WordPiece vocabulary, not a ${t.kind} one`);
   return [...bertGgufKvs(c, nodePath.basename(weights.path).replace(/\.[^.]*$/, '') || 'bert'), ...vocabularyKvs(vocabulary, undefined, undefined)];
+}
+
+/** llama.cpp's pooling types (LLAMA_POOLING_TYPE_*) of a decoder's DecoderConfig.pooling. */
+const GGUF_POOLING: Record<DecoderPooling, number> = { mean: 1, last: 3, rank: 4 };
+
+/**
+ * A retrieval decoder's keys: `<arch>.pooling_type`, and for a yes/no reranker its labels, with
+ * the yes/no rows it must carry as RERANK_HEAD (a GGUF's; an HF folder's are rows of its head, which
+ * llama.cpp's converter extracts: refused here).
+ */
+function poolingKvs(weights: ModelWeights, c: DecoderConfig, a: string): KvEntry[] {
+  if (c.pooling === undefined) return [];
+  if (c.pooling === 'rank' && !findTensor(weights, RERANK_HEAD)) {
+    throw new UnsupportedError(`a yes/no reranker's GGUF holds its "yes" and "no" rows as ${RERANK_HEAD}, which ${weights.path} does not have (convert its HF folder with llama.cpp's convert_hf_to_gguf.py, or load the folder itself)`);
+  }
+  const kvs: KvEntry[] = [[`${a}.pooling_type`, 'u32', GGUF_POOLING[c.pooling]]];
+  if (c.pooling === 'rank') kvs.push([`${a}.classifier.output_labels`, 'array<string>', ['yes', 'no']]);
+  return kvs;
 }
 
 async function decoderKvs(weights: ModelWeights): Promise<KvEntry[]> {
@@ -267,6 +285,7 @@ async function decoderKvs(weights: ModelWeights): Promise<KvEntry[]> {
     [`${a}.attention.layer_norm_rms_epsilon`, 'f32', c.rmsNormEps],
     ...slidingWindowKvs(c, a),
     ...familyKvs,
+    ...poolingKvs(weights, c, a),
     ...variantScalars(c.architecture).filter((s) => c[s.field] !== undefined).map((s): KvEntry => [`${a}.${s.gguf}`, 'f32', c[s.field]]),
     ...vocabularyKvs(await vocabularyOf(weights, c.vocabSize), jinjaChatTemplateOf(weights), c.eosTokenIds),
   ];
