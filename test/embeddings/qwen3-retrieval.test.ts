@@ -25,6 +25,7 @@ import { convert } from '../../lib/formats/writing/convert';
 import { testWorkspace } from '../helpers/workspace';
 import { retrievalModels, retrievalUsable, WEB_SEARCH, type RetrievalModels } from './qwen3-retrieval-models';
 import { startServer } from '../server/server-helpers';
+import { runCli } from '../helpers/cli';
 
 const ws = testWorkspace('qwen3-retrieval-');
 const QUERIES = ['What is the capital of China?', 'Explain gravity'];
@@ -268,3 +269,12 @@ test("weightmap's GGUF writer keeps what the model is: the HF embedder's pooling
     reranker.dispose();
   }
 }, 300000);
+
+test("weightmap rerank: a plain Qwen3 folder with --kind yes-no, llama.cpp's P(yes), best first", async () => {
+  const r = await runCli(['rerank', models.lm, RANK_QUERY, ...RANK_DOCUMENTS, '--kind', 'yes-no', '--threads', '1']);
+  expect([r.exitCode, r.stderr]).toEqual([0, '']);
+  const rows = r.stdout.trimEnd().split('\n').map((line) => JSON.parse(line) as { index: number; score: number; document: string });
+  expect(rows.map((row) => row.index)).toEqual(order(reference()));
+  for (const row of rows) expect(Math.abs(row.score - REFERENCE.rank[row.index])).toBeLessThan(2e-6);
+  expect((await runCli(['rerank', models.lm, RANK_QUERY, 'a', '--kind', 'cross'])).exitCode).toBe(2);
+});
