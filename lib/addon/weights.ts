@@ -108,6 +108,8 @@ export type TokenizerData =
       pre?: string;
       /** ajc1 made from an HF folder: whether its tokenizer.json adds BOS (absent: no, as Qwen's). */
       addBos?: boolean;
+      /** An HF folder's vocabulary: its tokenizer.json appends eosId (Qwen3-Embedding's <|endoftext|>; absent: no). */
+      addEos?: boolean;
     }
   | {
       /** GGUF `tokenizer.ggml.*` metadata. */

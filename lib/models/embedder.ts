@@ -32,7 +32,7 @@ import { bertMaxSequence, type BertConfig } from '../architectures/bert';
 import type { DecoderConfig } from '../architectures/decoder';
 import { architectureOf, modelClassOf, retrievalOf, runsOn, type EngineName } from '../architectures';
 import { readJsonFile } from '../formats/containers/hf-config';
-import { applyDense, readDenseModules, type DenseLayer } from './sentence-dense';
+import { applyDense, denseOfWeights, readDenseModules, type DenseLayer } from './sentence-dense';
 import { bertPoolingEngine, decoderPoolingEngine, normalizeRows, type Pooling, type PoolingEngine, type PoolingEngineOptions } from './embedding-engines';
 
 /** The engines of loadEmbedder by registry name (the entry's engine, for a config whose model class is Embedder). */
@@ -305,7 +305,7 @@ export async function loadEmbedder(path: string, options: LoadEmbedderOptions = 
       const hint = modelClassOf(weights.config) === 'Reranker' ? ' (a reranker: loadReranker)' : modelClassOf(weights.config) === 'Model' ? ' (a text model: loadModel)' : '';
       throw new UnsupportedError(`${path} holds a ${weights.architecture} model${hint}; loadEmbedder takes BERT encoders and decoder embedders (Qwen3-Embedding)`);
     }
-    const settings = runsOn(weights.config, 'bert') ? bertSettings(weights.config, options) : await decoderSettings(weights.config as DecoderConfig, path, options);
+    const settings = runsOn(weights.config, 'bert') ? bertSettings(weights.config, options) : await decoderSettings(weights, path, options);
     const tokenizer = await resolveTokenizer(weights, options.tokenizer);
     if (!tokenizer) throw new UnsupportedError(`${path} has no embedded vocabulary and no tokenizer files are in ${modelFolder(path)}; pass options.tokenizer`);
     const engine = await load(weights, options);
@@ -338,11 +338,12 @@ function bertSettings(config: BertConfig, options: LoadEmbedderOptions): Embedde
  * are), prompts (config_sentence_transformers.json), query format (its family's) and Dense
  * modules (EmbeddingGemma's two projections).
  */
-async function decoderSettings(config: DecoderConfig, path: string, options: LoadEmbedderOptions): Promise<EmbedderSettings> {
+async function decoderSettings(weights: ModelWeights, path: string, options: LoadEmbedderOptions): Promise<EmbedderSettings> {
+  const config = weights.config as DecoderConfig;
   const folder = fs.statSync(path).isDirectory() ? path : undefined;
   const modules = folder && fs.existsSync(nodePath.join(folder, 'modules.json')) ? readJsonFile(nodePath.join(folder, 'modules.json'), false) : undefined;
   const retrieval = retrievalOf(config);
-  const dense = folder && Array.isArray(modules) ? await readDenseModules(folder, modules, config.hiddenSize) : [];
+  const dense = folder ? (Array.isArray(modules) ? await readDenseModules(folder, modules, config.hiddenSize) : []) : await denseOfWeights(weights, config.hiddenSize);
   const normalize = Array.isArray(modules) ? modules.some((m) => typeof m?.type === 'string' && m.type.endsWith('models.Normalize')) : true;
   return {
     maxSeqLength: checkedMaxSeqLength(options.maxSeqLength ?? Math.min(config.maxSeqLen, DECODER_MAX_SEQ), 1, config.maxSeqLen),

@@ -1,7 +1,8 @@
 /**
  * sentence-transformers' Dense modules after the pooling (EmbeddingGemma's 2_Dense 768 → 3072 and
  * 3_Dense 3072 → 768): each `<path>/config.json` (in_features, out_features, bias,
- * activation_function) and `<path>/model.safetensors` (linear.weight [out, in], linear.bias),
+ * activation_function) and `<path>/model.safetensors` (linear.weight [out, in], linear.bias), or
+ * a GGUF's dense_2 / dense_3 (llama.cpp's converter with --sentence-transformers-dense-modules),
  * applied to the pooled vectors in order. Only the identity activation is run (EmbeddingGemma's);
  * another is UNSUPPORTED.
  */
@@ -9,7 +10,8 @@ import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
 import { WeightFormatError } from '../base/errors';
 import { mapFile } from '../addon/mapping';
-import { numel } from '../addon/weights';
+import { findTensor, numel, type ModelWeights } from '../addon/weights';
+import { EMBEDDING_DENSE } from '../architectures/decoder';
 import { dequantize } from '../formats/quantization/dequantize';
 import { parseSafetensors } from '../formats/containers/safetensors';
 import { readJsonFile } from '../formats/containers/hf-config';
@@ -66,6 +68,19 @@ export async function readDenseModules(folder: string, modules: readonly unknown
       src.close();
     }
     width = outFeatures as number;
+  }
+  return layers;
+}
+
+/** An embedding GGUF's projections (EMBEDDING_DENSE: llama.cpp's dense_2 and dense_3), those present, in order. */
+export async function denseOfWeights(weights: ModelWeights, width: number): Promise<DenseLayer[]> {
+  const layers: DenseLayer[] = [];
+  for (const name of EMBEDDING_DENSE) {
+    const view = findTensor(weights, name);
+    if (!view) continue;
+    if (view.shape.length !== 2 || view.shape[1] !== width) fail('SHAPE_MISMATCH', `tensor '${name}' does not take the vectors before it`, weights.path, { expected: ['out', width], found: view.shape });
+    layers.push({ inFeatures: width, outFeatures: view.shape[0], weight: await dequantize(view) });
+    width = view.shape[0];
   }
   return layers;
 }

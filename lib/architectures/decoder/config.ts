@@ -50,6 +50,12 @@ export interface DecoderVariant {
   ggufDefaultEps: number;
   /** GGUF `general.architecture`, which also prefixes the file's hyperparameter keys. */
   ggufArchitecture: string;
+  /**
+   * The GGUF architecture llama.cpp gives the family's bidirectional embedding models (Gemma 3's
+   * EmbeddingGemma: 'gemma-embedding'): its files read as the variant with `bidirectional`, their
+   * keys under this prefix.
+   */
+  ggufEmbeddingArchitecture?: string;
   /** HF config.json `model_type` values that name the variant. */
   hfModelTypes: readonly string[];
   /** The HF `architectures` class written to config.json. */
@@ -397,6 +403,12 @@ function expertName(role: 'expertGate' | 'expertUp' | 'expertDown'): (l: number,
  * the reranker takes those rows of its head by the tokenizer's ids of "yes" and "no".
  */
 export const RERANK_HEAD = 'cls.output.weight';
+
+/**
+ * An embedding GGUF's projections after the pooling, in order (llama.cpp's names for
+ * sentence-transformers' 2_Dense and 3_Dense, EmbeddingGemma's), each [out, in]; either may be absent.
+ */
+export const EMBEDDING_DENSE = ['dense_2.weight', 'dense_3.weight'] as const;
 
 /** The canonical tensor names: the whole-model ones, and a function of the layer for the others. */
 export const DECODER_NAMES = {

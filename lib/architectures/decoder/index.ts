@@ -77,6 +77,8 @@ const LLAMA_FIELDS: ReadonlySet<string> = new Set([
 const EXTRA_TITLES: Readonly<Record<string, string>> = {
   qkNorm: 'q/k norms',
   qkvBias: 'q/k/v biases',
+  pooling: 'a retrieval pooling (an embedder or reranker)',
+  bidirectional: 'bidirectional attention',
   ropeFreqFactors: 'RoPE frequency factors (Llama 3 scaling)',
   slidingWindow: 'a sliding window',
   sandwichNorms: 'post-attention/post-FFN norms',
@@ -128,7 +130,7 @@ export function variantNames(holds: readonly string[]): string {
  * (ggufClaims, read through `kv`), else the one of that name without a claim (Llama for `llama`).
  */
 export function decoderArchitectureOfGguf(name: unknown, kv?: ConfigKeys): DecoderArchitecture | undefined {
-  const named = (Object.keys(DECODER_VARIANTS) as DecoderArchitecture[]).filter((a) => DECODER_VARIANTS[a].ggufArchitecture === name);
+  const named = (Object.keys(DECODER_VARIANTS) as DecoderArchitecture[]).filter((a) => DECODER_VARIANTS[a].ggufArchitecture === name || DECODER_VARIANTS[a].ggufEmbeddingArchitecture === name);
   const claimed = kv && named.find((a) => DECODER_VARIANTS[a].hooks?.ggufClaims?.(kv));
   return claimed ?? named.find((a) => !DECODER_VARIANTS[a].hooks?.ggufClaims);
 }

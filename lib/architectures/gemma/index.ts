@@ -58,7 +58,7 @@ function llamaCppQueryScalar(c: DecoderConfig): number {
 
 export const gemma3: DecoderVariant = {
   title: 'Gemma 3',
-  qkNorm: true, qkvBias: false, ggufRopePairing: 'half', ggufDefaultEps: 1e-6, ggufArchitecture: 'gemma3',
+  qkNorm: true, qkvBias: false, ggufRopePairing: 'half', ggufDefaultEps: 1e-6, ggufArchitecture: 'gemma3', ggufEmbeddingArchitecture: 'gemma-embedding',
   hfModelTypes: ['gemma3_text'], hfClass: 'Gemma3ForCausalLM', hfClassPattern: /^Gemma3ForCausalLM$/, hfDefaultMaxPositions: 131072,
   // Gemma3TextConfig's defaults; Gemma3ForCausalLM ties its head unless told otherwise.
   hfDefaults: { headDim: 256, ropeTheta: 1e6, tieWordEmbeddings: true },

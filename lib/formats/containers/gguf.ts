@@ -562,7 +562,9 @@ function decoderConfig(kv: Kv, bytes: Buffer, architecture: DecoderArchitecture,
   const path = kv.path;
   const variant = DECODER_VARIANTS[architecture];
   // The prefix of the hyperparameter keys.
-  const arch = variant.ggufArchitecture;
+  // The variant's, or its embedding models' (EmbeddingGemma's gemma-embedding: bidirectional).
+  const embedding = variant.ggufEmbeddingArchitecture !== undefined && kv.str('general.architecture') === variant.ggufEmbeddingArchitecture;
+  const arch = embedding ? variant.ggufEmbeddingArchitecture! : variant.ggufArchitecture;
   const hiddenSize = kv.int(`${arch}.embedding_length`);
   const numHeads = kv.int(`${arch}.attention.head_count`);
   const numKvHeads = kv.int(`${arch}.attention.head_count_kv`, numHeads);
@@ -609,6 +611,7 @@ function decoderConfig(kv: Kv, bytes: Buffer, architecture: DecoderArchitecture,
   variant.hooks?.fromGguf?.(prefixedKeys(kv, arch), config);
   const pooling = decoderPooling(kv, arch, byName.get(RERANK_HEAD), hiddenSize);
   if (pooling) config.pooling = pooling;
+  if (embedding) config.bidirectional = true;
   // RoPE scaling: a family's hook reads the kinds it has (gpt-oss's YaRN); any other is refused.
   const scaling = kv.str(`${arch}.rope.scaling.type`);
   if (scaling !== undefined && scaling !== 'none' && config.ropeYarnFactor === undefined) fail('UNSUPPORTED', `rope scaling '${scaling}'`, { path, found: scaling });

@@ -79,7 +79,12 @@ export function ajc1TokenizerFromVocabulary(v: HfVocabulary, bosId: number, eosI
     for (const _ of text) chars++;
     if (chars > maxTokenLength) maxTokenLength = chars;
   }
-  return { kind: 'scored', style: 'ajc1', tokens, scores, maxTokenLength, bosId, eosId, ...(v.ggufPre ? { pre: v.ggufPre } : {}), ...(v.wraps?.bos ? { addBos: true } : {}) };
+  // A post-processor that appends a special token makes it the EOS (as gguf-py's SpecialVocab reads it).
+  const appended = v.wraps?.eosToken === undefined ? -1 : v.tokens.indexOf(v.wraps.eosToken);
+  return {
+    kind: 'scored', style: 'ajc1', tokens, scores, maxTokenLength, bosId, eosId: appended >= 0 ? appended : eosId,
+    ...(v.ggufPre ? { pre: v.ggufPre } : {}), ...(v.wraps?.bos ? { addBos: true } : {}), ...(appended >= 0 ? { addEos: true } : {}),
+  };
 }
 
 /**

@@ -37,8 +37,11 @@ export interface HfVocabulary {
    * (Gemma 3), whose tokens are no byte-level strings: kept for the SentencePiece conversion.
    */
   byteFallbackJson?: HfJson;
-  /** Whether tokenizer.json's post-processor puts a special token before / after the text (Llama 3.1's BOS; Llama 3's none). */
-  wraps?: { bos: boolean; eos: boolean };
+  /**
+   * Whether tokenizer.json's post-processor puts a special token before / after the text (Llama
+   * 3.1's BOS; Llama 3's none), and which one after it (Qwen3-Embedding's <|endoftext|>).
+   */
+  wraps?: { bos: boolean; eos: boolean; eosToken?: string };
   /** A byte-level BPE tokenizer.json's text steps as GGUF's `tokenizer.ggml.pre` names them, when they are one it knows. */
   ggufPre?: 'qwen2' | 'llama-bpe' | 'gpt-4o' | 'gpt2';
 }
@@ -50,7 +53,8 @@ function wrapsOf(json: HfJson): HfVocabulary['wraps'] {
   const template = steps.find((p) => p?.type === 'TemplateProcessing');
   const single = Array.isArray(template?.single) ? (template!.single as HfJson[]) : [];
   const at = single.findIndex((piece) => piece && 'Sequence' in piece);
-  return { bos: at > 0 && 'SpecialToken' in single[at - 1], eos: at >= 0 && at + 1 < single.length && 'SpecialToken' in single[at + 1] };
+  const after = at >= 0 && at + 1 < single.length && 'SpecialToken' in single[at + 1] ? (single[at + 1].SpecialToken as HfJson | undefined)?.id : undefined;
+  return { bos: at > 0 && 'SpecialToken' in single[at - 1], eos: after !== undefined, ...(typeof after === 'string' ? { eosToken: after } : {}) };
 }
 
 /**

@@ -149,6 +149,7 @@ function* ggufFromAjc1(t: Scored, vocabSize: number): Steps<Gguf> {
     ...(t.bosId !== undefined ? { bosId: t.bosId } : {}),
     ...(t.eosId !== undefined ? { eosId: t.eosId } : {}),
     addBos: t.addBos ?? false,
+    ...(t.addEos ? { addEos: true } : {}),
   };
 }
 

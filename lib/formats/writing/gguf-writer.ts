@@ -28,9 +28,9 @@
  * zeros; the file ends with the last tensor.
  */
 import { rangeError, UnsupportedError } from '../../base/errors';
-import { numel, rowBlockView, type ModelWeights, type TensorView, type TokenizerData } from '../../addon/weights';
+import { findTensor, numel, rowBlockView, type ModelWeights, type TensorView, type TokenizerData } from '../../addon/weights';
 import type { FloatDType } from '../quantization/dtype-convert';
-import { DECODER_VARIANTS, decoderFusedTensors, EXPERT_FIELDS, expertStacks, expertStackShape, isDecoderConfig, SCALAR_FIELDS, unheldFields, variantNames, variantScalars, type DecoderConfig, type DecoderVariant } from '../../architectures/decoder';
+import { DECODER_VARIANTS, decoderFusedTensors, EXPERT_FIELDS, expertStacks, expertStackShape, isDecoderConfig, SCALAR_FIELDS, unheldFields, variantNames, variantScalars, type DecoderConfig, type DecoderPooling, type DecoderVariant, RERANK_HEAD } from '../../architectures/decoder';
 import { decodeVocabularySteps } from '../../tokenizers/deferred-vocabulary';
 import { architectureOf } from '../../architectures';
 import type { BertClassifierConfig, BertConfig } from '../../architectures/bert';
@@ -228,7 +228,7 @@ function vocabularyKvs(t: Extract<TokenizerData, { kind: 'gguf' }> | EncodedGguf
 /** The decoder fields beyond Llama's written from other formats (the keys below; no rope_freqs), less a variant's own (DecoderVariant.ggufHolds). */
 const GGUF_WRITER_HOLDS = [
   'qkNorm', 'slidingWindow', 'slidingWindowPattern', 'ropeLocalTheta', 'sandwichNorms', 'activation', 'embeddingScale',
-  'queryPreAttnScalar', 'normWeightOffset', 'noRopeLayerInterval', 'ropeDim', ...SCALAR_FIELDS, ...EXPERT_FIELDS,
+  'queryPreAttnScalar', 'normWeightOffset', 'noRopeLayerInterval', 'ropeDim', 'pooling', ...SCALAR_FIELDS, ...EXPERT_FIELDS,
 ];
 
 /** The sliding window (Mistral's, which llama.cpp ignores; Gemma 3's, whose pattern and local RoPE base are its family's keys). */
@@ -264,6 +264,24 @@ function xlmRobertaVocabulary(weights: ModelWeights): Extract<TokenizerData, { k
   return vocabulary;
 }
 
+/** llama.cpp's pooling types (LLAMA_POOLING_TYPE_*) of a decoder's DecoderConfig.pooling. */
+const GGUF_POOLING: Record<DecoderPooling, number> = { mean: 1, last: 3, rank: 4 };
+
+/**
+ * A retrieval decoder's keys: `<arch>.pooling_type`, and for a yes/no reranker its labels, with
+ * the yes/no rows it must carry as RERANK_HEAD (a GGUF's; an HF folder's are rows of its head, which
+ * llama.cpp's converter extracts: refused here).
+ */
+function poolingKvs(weights: ModelWeights, c: DecoderConfig, a: string): KvEntry[] {
+  if (c.pooling === undefined) return [];
+  if (c.pooling === 'rank' && !findTensor(weights, RERANK_HEAD)) {
+    throw new UnsupportedError(`a yes/no reranker's GGUF holds its "yes" and "no" rows as ${RERANK_HEAD}, which ${weights.path} does not have (convert its HF folder with llama.cpp's convert_hf_to_gguf.py, or load the folder itself)`);
+  }
+  const kvs: KvEntry[] = [[`${a}.pooling_type`, 'u32', GGUF_POOLING[c.pooling]]];
+  if (c.pooling === 'rank') kvs.push([`${a}.classifier.output_labels`, 'array<string>', ['yes', 'no']]);
+  return kvs;
+}
+
 async function decoderKvs(weights: ModelWeights): Promise<KvEntry[]> {
   const c = weights.config as DecoderConfig;
   const variant = DECODER_VARIANTS[c.architecture];
@@ -287,6 +305,7 @@ async function decoderKvs(weights: ModelWeights): Promise<KvEntry[]> {
     [`${a}.attention.layer_norm_rms_epsilon`, 'f32', c.rmsNormEps],
     ...slidingWindowKvs(c, a),
     ...familyKvs,
+    ...poolingKvs(weights, c, a),
     ...variantScalars(c.architecture).filter((s) => c[s.field] !== undefined).map((s): KvEntry => [`${a}.${s.gguf}`, 'f32', c[s.field]]),
     ...vocabularyKvs(await vocabularyOf(weights, c.vocabSize), jinjaChatTemplateOf(weights), c.eosTokenIds),
   ];

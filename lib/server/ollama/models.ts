@@ -49,7 +49,7 @@ function describedModels(served: Served): Described[] {
       const { model } = s;
       return { ...base, format: model.info.format, architecture: model.info.architecture, contextLength: model.contextLength, capabilities: model.chatTemplate ? ['completion', 'chat'] : ['completion'] };
     }
-    if (s && 'embedder' in s) return { ...base, format: s.embedder.info.format, architecture: 'bert', contextLength: s.embedder.maxSeqLength, capabilities: ['embedding'] };
+    if (s && 'embedder' in s) return { ...base, format: s.embedder.info.format, architecture: s.embedder.config.architecture, contextLength: s.embedder.maxSeqLength, capabilities: ['embedding'] };
     if (s && 'reranker' in s) return { ...base, format: s.reranker.info.format, architecture: s.reranker.config.architecture, contextLength: s.reranker.maxSeqLength, capabilities: ['rerank'] };
     // Not loaded: what the listing of the models folder read from its header.
     const info = entry.info;

@@ -1,8 +1,9 @@
 /**
  * POST /v1/rerank and /rerank (llama-server's routes; Jina's and Cohere's shape): the documents
  * ordered by the reranker's score of each (query, document) pair, best first, cut to top_n.
- * `relevance_score` is the reranker's score: the raw classifier logit, as llama-server reports
- * it, unless the model was loaded with the sigmoid activation.
+ * `relevance_score` is the reranker's score: a cross-encoder's raw classifier logit, as
+ * llama-server reports it, unless the model was loaded with the sigmoid activation; a yes/no
+ * reranker's (Qwen3-Reranker) P(yes), as llama-server reports it for that model.
  */
 import { rerankModel, sendJson, type RouteContext } from '../context';
 import { validateRerank } from '../validation';

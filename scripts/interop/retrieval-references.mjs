@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 /**
- * Regenerates the llama.cpp reference values of test/embeddings/qwen3-retrieval.test.ts: runs that
- * test with WEIGHTMAP_RETRIEVAL_MODELS=<temp dir> (it leaves there the GGUFs it makes,
- * test/embeddings/qwen3-retrieval-models.ts, and inputs.json: the token ids it embeds and ranks),
+ * Regenerates the llama.cpp reference values of test/embeddings/qwen3-retrieval.test.ts (REFERENCE)
+ * and test/embeddings/embeddinggemma.test.ts (LLAMA_CPP_VECTORS): runs those tests with
+ * WEIGHTMAP_RETRIEVAL_MODELS=<temp dir> (they leave there the GGUFs they make,
+ * test/embeddings/qwen3-retrieval-models.ts and scripts/interop/embeddinggemma-gguf.py, with the
+ * token ids they embed and rank: inputs.json, embeddinggemma.json),
  * then runs llama.cpp on the same files and ids through node-llama-cpp (its prebuilt CPU build,
  * installed in the peer cache as scripts/bench/peers/cache.js says; not a dependency):
  * (f32 KV caches, no flash attention: llama.cpp's exact path)
@@ -12,9 +14,11 @@
  *     (pooling RANK: softmax over the yes/no rows at the last token, P(yes)), and whether
  *     llama.cpp's own tokenization of the file's rerank template with the default instruction
  *     gives the ids the test ranks.
- * Prints the test's REFERENCE object.
+ *   - LlamaEmbeddingContext on embeddinggemma.gguf (gemma-embedding: bidirectional, pooling MEAN,
+ *     dense_2 and dense_3), each vector L2-normalized.
+ * Prints the two tests' tables.
  *
- *   node scripts/interop/qwen3-retrieval.mjs
+ *   node scripts/interop/retrieval-references.mjs
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -26,14 +30,16 @@ import { fileURLToPath } from 'node:url';
 const require = createRequire(import.meta.url);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const { nodeLlamaCpp } = require('../bench/peers/cache');
-const TEST = 'test/embeddings/qwen3-retrieval.test.ts';
+const TESTS = ['test/embeddings/qwen3-retrieval.test.ts', 'test/embeddings/embeddinggemma.test.ts'];
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'weightmap-retrieval-'));
 try {
-  try {
-    execFileSync('npx', ['jest', TEST], { cwd: root, env: { ...process.env, WEIGHTMAP_RETRIEVAL_MODELS: dir }, stdio: 'ignore' });
-  } catch {
-    // The test fails while its tables are stale; the files are written before it compares.
+  for (const test of TESTS) {
+    try {
+      execFileSync('npx', ['jest', test], { cwd: root, env: { ...process.env, WEIGHTMAP_RETRIEVAL_MODELS: dir }, stdio: 'ignore' });
+    } catch {
+      // A test fails while its tables are stale; the files are written before it compares.
+    }
   }
   const inputs = JSON.parse(fs.readFileSync(path.join(dir, 'inputs.json'), 'utf8'));
   const { entry, version } = nodeLlamaCpp();
@@ -48,11 +54,11 @@ try {
     return v.map((x) => x / n);
   };
 
-  const embed = async (file) => {
+  const embed = async (file, sequences = inputs.embed) => {
     const model = await llama.loadModel({ modelPath: file });
     const context = new LlamaEmbeddingContext({ _llamaContext: await model.createContext(exact) });
     const vectors = [];
-    for (const ids of inputs.embed) vectors.push(normalized(Array.from((await context.getEmbeddingFor(ids)).vector)));
+    for (const ids of sequences) vectors.push(normalized(Array.from((await context.getEmbeddingFor(ids)).vector)));
     await context.dispose();
     await model.dispose();
     return vectors.map((v) => v.map(round));
@@ -71,6 +77,8 @@ try {
   await model.dispose();
   console.log(`llama.cpp's tokenization of its rerank template ${same ? 'equals' : 'DIFFERS from'} the test's prompts`);
   console.log(JSON.stringify(reference));
+  const gemma = JSON.parse(fs.readFileSync(path.join(dir, 'embeddinggemma.json'), 'utf8'));
+  console.log(JSON.stringify({ embeddinggemma: await embed(path.join(dir, 'embeddinggemma.gguf'), gemma.embed) }));
 } finally {
   fs.rmSync(dir, { recursive: true, force: true });
 }
