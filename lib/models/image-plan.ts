@@ -1,0 +1,92 @@
+/**
+ * What a language model reads for one image, from its projector's layout (lib/architectures/clip
+ * ImageLayout) as llama.cpp's mtmd lays it out: token ids, and pictures at the encoder's size whose
+ * rows go between them. A `single` layout's picture is the image itself, resized, read only when
+ * its rows are needed; an `idefics3-tiles` layout decodes the image for its size, to cut it.
+ */
+import { UnsupportedError } from '../base/errors';
+import { CLIP_PROJECTORS, type ClipConfig, type ImageLayout } from '../architectures/clip';
+import type { Tokenizer } from '../tokenizers';
+import { encodeAsync } from '../tokenizer-loading';
+import { decodeRgb, imageToRgb, type ImageInput } from './image';
+import { idefics3Tiles } from './image-tiles';
+
+/** A picture at the encoder's size (RGB [imageSize, imageSize, 3]), produced when its rows are encoded. */
+export interface Picture {
+  rgb(): Promise<Uint8Array>;
+}
+
+/** One image's positions in order: ids, and pictures (imageTokens rows each). */
+export type ImagePlan = (number[] | Picture)[];
+
+export class ImagePlanner {
+  private readonly pieces = new Map<string, Promise<number>>();
+  private singleIds: Promise<[number[], number[]]> | undefined;
+
+  constructor(
+    private readonly config: ClipConfig,
+    private readonly layout: ImageLayout,
+    private readonly tokenizer: Tokenizer,
+  ) {}
+
+  /** Positions `plan` fills, given `imageTokens` rows per picture. */
+  static positions(plan: ImagePlan, imageTokens: number): number {
+    return plan.reduce((n, p) => n + (Array.isArray(p) ? p.length : imageTokens), 0);
+  }
+
+  async plan(image: ImageInput): Promise<ImagePlan> {
+    const layout = this.layout;
+    if (layout.kind === 'single') {
+      const [begin, end] = await this.single(layout);
+      const c = this.config;
+      return [begin, { rgb: () => imageToRgb(image, c.imageSize, CLIP_PROJECTORS[c.projectorType].resize) }, end];
+    }
+    const longest = this.config.preprocImageSize;
+    if (longest === undefined) throw new UnsupportedError(`chat with a ${CLIP_PROJECTORS[this.config.projectorType].title} mmproj without 'clip.vision.preproc_image_size' (an older converter's file): its image split is not implemented`);
+    const [rowEnd, overviewBegin, overviewEnd] = await Promise.all([layout.rowEnd, layout.overviewBegin, layout.overviewEnd].map((texts) => this.lookupAll(texts)));
+    const { data, width, height } = await decodeRgb(image);
+    const split = idefics3Tiles(data, width, height, this.config.imageSize, longest);
+    const texts: string[] = [];
+    for (let y = 1; y <= split.rows; y++) for (let x = 1; x <= split.columns; x++) texts.push(layout.tileBegin(y, x));
+    const begins = await encodeAsync(this.tokenizer, texts, { addSpecialTokens: false });
+    const plan: ImagePlan = [];
+    for (let y = 0; y < split.rows; y++) {
+      for (let x = 0; x < split.columns; x++) {
+        const tile = split.tiles[y * split.columns + x];
+        plan.push(begins[y * split.columns + x], { rgb: async () => tile });
+      }
+      if (y !== split.rows - 1) plan.push(rowEnd);
+    }
+    plan.push(overviewBegin, { rgb: async () => split.overview }, overviewEnd);
+    return plan;
+  }
+
+  private single(layout: { begin: string; end: string }): Promise<[number[], number[]]> {
+    this.singleIds ??= encodeAsync(this.tokenizer, [layout.begin, layout.end], { addSpecialTokens: false }).then(([begin, end]) => {
+      if (begin.length === 0 || end.length === 0) throw new UnsupportedError(`the vocabulary has no '${layout.begin}' / '${layout.end}' for the image layout`);
+      return [begin, end] as [number[], number[]];
+    });
+    this.singleIds.catch(() => (this.singleIds = undefined));
+    return this.singleIds;
+  }
+
+  private lookupAll(texts: string[]): Promise<number[]> {
+    return Promise.all(texts.map((t) => this.lookup(t)));
+  }
+
+  /** The first id whose text (special tokens as written) is `text`, as mtmd's lookup_token finds it. */
+  private lookup(text: string): Promise<number> {
+    let id = this.pieces.get(text);
+    if (!id) {
+      id = (async () => {
+        const exact = this.tokenizer.tokenToId(text);
+        const limit = exact ?? this.tokenizer.vocabSize;
+        for (let i = 0; i < limit; i++) if (this.tokenizer.decode([i]) === text) return i;
+        if (exact !== undefined) return exact;
+        throw new UnsupportedError(`the vocabulary has no token '${JSON.stringify(text).slice(1, -1)}' for the image layout`);
+      })();
+      this.pieces.set(text, id);
+    }
+    return id;
+  }
+}

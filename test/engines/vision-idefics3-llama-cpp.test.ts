@@ -1,0 +1,77 @@
+/**
+ * A SmolVLM-shaped pair (Idefics3 projector) against llama.cpp's mtmd, on the tiny random-weight
+ * models of scripts/interop/gemma3-vision-gguf.py: idefics3-lm.gguf (llama, SmolVLM's image tokens
+ * in its vocabulary) and idefics3-mmproj.gguf (64 px tiles, preproc_image_size 128), with a random
+ * 128×128 image, which mtmd cuts into 2×2 tiles with no resampling plus a Lanczos overview:
+ *
+ *   - the logits after [turn text, image, text] equal those of the libmtmd driver
+ *     (scripts/interop/mtmd-logits.cpp; f32 KV cache) within 1e-3 of their largest magnitude, with
+ *     the same position count (the tiles' and overview's texts and rows laid out as mtmd does);
+ *   - chat() generates llama-mtmd-cli's greedy reply byte for byte, every step's top-2 logprob gap
+ *     above 0.05 so no tie decides it.
+ */
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { loadModel } from '../../lib/models/model';
+import type { VisionModel } from '../../lib/models/vision-model';
+import { testWorkspace } from '../helpers/workspace';
+import { LLAMA_CPP } from './gptoss-models';
+import { gemma3VisionPair, visionPairUsable } from './vision-models';
+import { mtmdCliReply, mtmdLogitsDriver, relativeMaxError, replyBytes } from './mtmd-helpers';
+
+const BIN = path.join(LLAMA_CPP, 'build', 'bin');
+const MTMD_CLI = path.join(BIN, 'llama-mtmd-cli');
+const ws = testWorkspace('vision-idefics3-llama-cpp-');
+const maybe = visionPairUsable && fs.existsSync(MTMD_CLI) ? describe : describe.skip;
+const PROMPT = 'describe this';
+const STEPS = 16;
+
+maybe('Idefics3 (SmolVLM) vision pair against llama.cpp mtmd', () => {
+  let dir: string;
+  let pair: { lm: string; mmproj: string };
+  let image: { data: Uint8Array; width: number; height: number; channels: 3 };
+
+  beforeAll(() => {
+    dir = ws.fresh('pair');
+    const made = gemma3VisionPair(dir);
+    pair = { lm: made.idefics3Lm, mmproj: made.idefics3 };
+    image = { data: new Uint8Array(fs.readFileSync(path.join(dir, 'tiles.rgb'))), width: 128, height: 128, channels: 3 };
+  });
+
+  test('logits after a prompt with a 2×2-tile image', async () => {
+    const driver = mtmdLogitsDriver(dir);
+    const model = (await loadModel(pair.lm, { mmproj: pair.mmproj, threads: 2, contextLength: 256 })) as VisionModel;
+    try {
+      const prompt = model.renderChat([{ role: 'user', content: `<__media__>${PROMPT}` }]);
+      const out = path.join(dir, 'llama-logits.bin');
+      const run = spawnSync(driver, [pair.lm, pair.mmproj, path.join(dir, 'tiles.rgb'), '128', prompt, out], { encoding: 'utf8' });
+      if (run.status !== 0) throw new Error(`mtmd-logits failed: ${run.stderr}`);
+      const want = new Float32Array(new Uint8Array(fs.readFileSync(out)).buffer);
+      const messages = [{ role: 'user' as const, content: [{ type: 'image' as const, image }, { type: 'text' as const, text: PROMPT }] }];
+      const got = await model.chatLogits(messages);
+      expect(got.length).toBe(want.length);
+      // 5 pictures of 16 rows, 4 tiles' 2-token openings, a row end, the overview's 3 + 1, and the turn's text.
+      const positions = await model.chatPromptTokens(messages);
+      expect(String(positions)).toBe(run.stdout.trim());
+      expect(relativeMaxError(got, want)).toBeLessThan(1e-3);
+    } finally {
+      model.dispose();
+    }
+  });
+
+  test('greedy reply', async () => {
+    const reply = mtmdCliReply(MTMD_CLI, ['-m', pair.lm, '--mmproj', pair.mmproj, '--image', path.join(dir, 'tiles.ppm'), '-p', PROMPT, '-n', String(STEPS), '--temp', '0', '-t', '2', '-c', '512', '--jinja', '-fa', 'off']);
+    const model = (await loadModel(pair.lm, { mmproj: pair.mmproj, threads: 2, contextLength: 512 })) as VisionModel;
+    try {
+      const generation = model.chat([{ role: 'user', content: [{ type: 'image', image }, { type: 'text', text: PROMPT }] }], { temperature: 0, maxTokens: STEPS, logprobs: 2 });
+      let margin = Infinity;
+      for await (const piece of generation) margin = Math.min(margin, piece.logprob!.top[0].logprob - piece.logprob!.top[1].logprob);
+      expect(generation.tokens.length).toBe(STEPS);
+      expect(margin).toBeGreaterThan(0.05);
+      expect(replyBytes(model.tokenizer, generation.tokens).toString('hex')).toBe(reply.toString('hex'));
+    } finally {
+      model.dispose();
+    }
+  });
+});
