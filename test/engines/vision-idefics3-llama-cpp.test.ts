@@ -7,12 +7,20 @@
  *   - the logits after [turn text, image, text] equal those of the libmtmd driver
  *     (scripts/interop/mtmd-logits.cpp; f32 KV cache) within 1e-3 of their largest magnitude, with
  *     the same position count (the tiles' and overview's texts and rows laid out as mtmd does);
+ *   - images of other sizes, which mtmd resamples (Pillow's Lanczos, its fixed-point weights, to a
+ *     128 px longest edge, then to whole tiles, then the overview): wide 100×60 (2×2 tiles), tall
+ *     50×90 (upscaled, 2×2), 200×64 (2×1), the same logits within 1e-3 and the same position
+ *     count; the 100×60 one also as a PNG (decoded by sharp: the same pixels);
  *   - chat() generates llama-mtmd-cli's greedy reply byte for byte, every step's top-2 logprob gap
  *     above 0.05 so no tie decides it.
+ *
+ * Measured: 7e-5 for the 128×128 image (its overview resized bilinearly instead: 2e-2); 1.3e-4 for
+ * the resampled ones (with a Lanczos-2 kernel instead of Pillow's Lanczos-3: 3e-2).
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import sharp from 'sharp';
 import { loadModel } from '../../lib/models/model';
 import type { VisionModel } from '../../lib/models/vision-model';
 import { testWorkspace } from '../helpers/workspace';
@@ -55,6 +63,36 @@ maybe('Idefics3 (SmolVLM) vision pair against llama.cpp mtmd', () => {
       const positions = await model.chatPromptTokens(messages);
       expect(String(positions)).toBe(run.stdout.trim());
       expect(relativeMaxError(got, want)).toBeLessThan(1e-3);
+    } finally {
+      model.dispose();
+    }
+  });
+
+  test('images mtmd resamples: wide, tall (upscaled), one row of tiles', async () => {
+    const driver = mtmdLogitsDriver(dir);
+    const model = (await loadModel(pair.lm, { mmproj: pair.mmproj, threads: 2, contextLength: 256 })) as VisionModel;
+    try {
+      const prompt = model.renderChat([{ role: 'user', content: `<__media__>${PROMPT}` }]);
+      for (const [width, height] of [
+        [100, 60],
+        [50, 90],
+        [200, 64],
+      ]) {
+        const pixels = image.data.slice(0, width * height * 3);
+        const file = path.join(dir, `image-${width}x${height}.rgb`);
+        fs.writeFileSync(file, pixels);
+        const out = path.join(dir, `llama-logits-${width}x${height}.bin`);
+        const run = spawnSync(driver, [pair.lm, pair.mmproj, file, `${width}x${height}`, prompt, out], { encoding: 'utf8' });
+        if (run.status !== 0) throw new Error(`mtmd-logits failed: ${run.stderr}`);
+        const want = new Float32Array(new Uint8Array(fs.readFileSync(out)).buffer);
+        const raw = { data: pixels, width, height, channels: 3 as const };
+        const inputs = width === 100 ? [raw, new Uint8Array(await sharp(Buffer.from(pixels), { raw: { width, height, channels: 3 } }).png().toBuffer())] : [raw];
+        for (const input of inputs) {
+          const messages = [{ role: 'user' as const, content: [{ type: 'image' as const, image: input }, { type: 'text' as const, text: PROMPT }] }];
+          expect(String(await model.chatPromptTokens(messages))).toBe(run.stdout.trim());
+          expect(relativeMaxError(await model.chatLogits(messages), want)).toBeLessThan(1e-3);
+        }
+      }
     } finally {
       model.dispose();
     }
