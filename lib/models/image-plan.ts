@@ -2,14 +2,15 @@
  * What a language model reads for one image, from its projector's layout (lib/architectures/clip
  * ImageLayout) as llama.cpp's mtmd lays it out: token ids, and pictures at the encoder's size whose
  * rows go between them. A `single` layout's picture is the image itself, resized, read only when
- * its rows are needed; an `idefics3-tiles` layout decodes the image for its size, to cut it.
+ * its rows are needed; an `idefics3-tiles` layout decodes the image for its size, to cut it (off
+ * the JS thread: tiles-client.ts).
  */
 import { UnsupportedError } from '../base/errors';
 import { CLIP_PROJECTORS, type ClipConfig, type ImageLayout } from '../architectures/clip';
 import type { Tokenizer } from '../tokenizers';
 import { encodeAsync } from '../tokenizer-loading';
 import { decodeRgb, imageToRgb, type ImageInput } from './image';
-import { idefics3Tiles } from './image-tiles';
+import { idefics3TilesInWorker } from './tiles-client';
 
 /** A picture at the encoder's size (RGB [imageSize, imageSize, 3]), produced when its rows are encoded. */
 export interface Picture {
@@ -45,7 +46,7 @@ export class ImagePlanner {
     if (longest === undefined) throw new UnsupportedError(`chat with a ${CLIP_PROJECTORS[this.config.projectorType].title} mmproj without 'clip.vision.preproc_image_size' (an older converter's file): its image split is not implemented`);
     const [rowEnd, overviewBegin, overviewEnd] = await Promise.all([layout.rowEnd, layout.overviewBegin, layout.overviewEnd].map((texts) => this.lookupAll(texts)));
     const { data, width, height } = await decodeRgb(image);
-    const split = idefics3Tiles(data, width, height, this.config.imageSize, longest);
+    const split = await idefics3TilesInWorker(data, width, height, this.config.imageSize, longest);
     const texts: string[] = [];
     for (let y = 1; y <= split.rows; y++) for (let x = 1; x <= split.columns; x++) texts.push(layout.tileBegin(y, x));
     const begins = await encodeAsync(this.tokenizer, texts, { addSpecialTokens: false });

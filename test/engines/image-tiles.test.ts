@@ -4,10 +4,11 @@
  * constant through Lanczos down- and upscaling (normalized fixed-point weights); the tile grid of
  * HF's Idefics3ImageProcessor formula (longer side to the longest edge, the shorter truncated and
  * made even, both rounded up to whole tiles); the tiles are the refined image's crops row by row;
- * bad sizes are RangeErrors.
+ * bad sizes are RangeErrors; the worker thread's split is the same as this thread's.
  */
 import { resizePillow } from '../../lib/models/pillow-resize';
 import { idefics3Grid, idefics3Tiles } from '../../lib/models/image-tiles';
+import { idefics3TilesInWorker } from '../../lib/models/tiles-client';
 
 describe('Pillow resampling and the Idefics3 split', () => {
   test('bilinear 2 → 4 px: Pillow’s weights', () => {
@@ -66,5 +67,21 @@ describe('Pillow resampling and the Idefics3 split', () => {
   test('bad sizes', () => {
     expect(() => resizePillow(new Uint8Array(5), 2, 1, 4, 1, 'lanczos')).toThrow(/needs 6 bytes, got 5/);
     expect(() => resizePillow(new Uint8Array(6), 2, 1, 0, 1, 'lanczos')).toThrow(RangeError);
+  });
+});
+
+describe('the split off the JS thread', () => {
+  test('the worker gives the same tiles; bad sizes are RangeErrors here', async () => {
+    const [w, h] = [150, 90];
+    const rgb = new Uint8Array(w * h * 3).map((_, i) => (i * 2654435761) >>> 24);
+    const here = idefics3Tiles(rgb, w, h, 64, 128);
+    const there = await idefics3TilesInWorker(rgb, w, h, 64, 128);
+    expect([there.columns, there.rows]).toEqual([here.columns, here.rows]);
+    expect(there.tiles).toEqual(here.tiles);
+    expect(there.overview).toEqual(here.overview);
+    // The caller keeps its pixels.
+    expect(rgb.length).toBe(w * h * 3);
+    await expect(idefics3TilesInWorker(rgb, w + 1, h, 64, 128)).rejects.toThrow(RangeError);
+    await expect(idefics3TilesInWorker(new Uint8Array(3000), 1000, 1, 64, 128)).rejects.toThrow(/no pixels on its short side/);
   });
 });
