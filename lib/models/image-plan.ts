@@ -21,7 +21,7 @@ export interface Picture {
 export type ImagePlan = (number[] | Picture)[];
 
 export class ImagePlanner {
-  private readonly pieces = new Map<string, Promise<number>>();
+  private pieceIds: Promise<Map<string, number>> | undefined;
   private singleIds: Promise<[number[], number[]]> | undefined;
 
   constructor(
@@ -71,23 +71,28 @@ export class ImagePlanner {
     return this.singleIds;
   }
 
+  /** The layout's vocabulary pieces by text, found in one pass over the vocabulary. */
   private lookupAll(texts: string[]): Promise<number[]> {
-    return Promise.all(texts.map((t) => this.lookup(t)));
+    this.pieceIds ??= Promise.resolve().then(() => this.findPieces());
+    return this.pieceIds.then((ids) =>
+      texts.map((t) => {
+        const id = ids.get(t);
+        if (id === undefined) throw new UnsupportedError(`the vocabulary has no token '${JSON.stringify(t).slice(1, -1)}' for the image layout`);
+        return id;
+      }),
+    );
   }
 
-  /** The first id whose text (special tokens as written) is `text`, as mtmd's lookup_token finds it. */
-  private lookup(text: string): Promise<number> {
-    let id = this.pieces.get(text);
-    if (!id) {
-      id = (async () => {
-        const exact = this.tokenizer.tokenToId(text);
-        const limit = exact ?? this.tokenizer.vocabSize;
-        for (let i = 0; i < limit; i++) if (this.tokenizer.decode([i]) === text) return i;
-        if (exact !== undefined) return exact;
-        throw new UnsupportedError(`the vocabulary has no token '${JSON.stringify(text).slice(1, -1)}' for the image layout`);
-      })();
-      this.pieces.set(text, id);
+  /** Each piece's first id whose text (special tokens as written) it is, as mtmd's lookup_token finds it. */
+  private findPieces(): Map<string, number> {
+    const layout = this.layout;
+    const found = new Map<string, number>();
+    if (layout.kind !== 'idefics3-tiles') return found;
+    const wanted = new Set([...layout.rowEnd, ...layout.overviewBegin, ...layout.overviewEnd]);
+    for (let i = 0; i < this.tokenizer.vocabSize && found.size < wanted.size; i++) {
+      const text = this.tokenizer.decode([i]);
+      if (wanted.has(text) && !found.has(text)) found.set(text, i);
     }
-    return id;
+    return found;
   }
 }
