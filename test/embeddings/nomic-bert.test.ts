@@ -15,6 +15,7 @@ import { loadEmbedder } from '../../lib/models/embedder';
 import { readWeights } from '../../lib/formats';
 import { closeWeights } from '../../lib/addon/weights';
 import { fixture, tempDir } from '../helpers/fixtures';
+import { cosine, llamaCppEmbedding } from './llama-embedding';
 
 const peers = process.env.WEIGHTMAP_PEERS_CACHE ?? nodePath.join(os.homedir(), '.cache', 'weightmap-peers');
 const source = nodePath.join(peers, 'llama.cpp');
@@ -31,17 +32,6 @@ const TEXTS = [
   'x',
 ];
 
-function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let d = 0;
-  let x = 0;
-  let y = 0;
-  for (let i = 0; i < a.length; i++) {
-    d += a[i] * b[i];
-    x += a[i] * a[i];
-    y += b[i] * b[i];
-  }
-  return d / Math.sqrt(x * y);
-}
 
 (HAVE ? describe : describe.skip)('tiny nomic-bert: HF folder and GGUF vs llama-embedding', () => {
   let tmp: ReturnType<typeof tempDir>;
@@ -51,10 +41,7 @@ function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
   beforeAll(() => {
     tmp = tempDir('weightmap-nomic-');
     execFileSync('python3', [script, source, fixture('tokenizers', 'llama.cpp-vocab', 'ggml-vocab-bert-bge.gguf'), fixture('tokenizers', 'minilm'), tmp.dir], { stdio: 'ignore' });
-    reference = TEXTS.map((text) => {
-      const out = execFileSync(tool, ['-m', gguf(), '-p', text, '--embd-normalize', '2', '--embd-output-format', 'json', '-t', '1', '-c', '128'], { stdio: ['ignore', 'pipe', 'ignore'] }).toString('utf8');
-      return JSON.parse(out).data[0].embedding;
-    });
+    reference = TEXTS.map((text) => llamaCppEmbedding(tool, gguf(), text, 128));
   }, 120_000);
   afterAll(() => tmp?.cleanup());
 

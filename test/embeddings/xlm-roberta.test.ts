@@ -140,7 +140,7 @@ describe('XLM-RoBERTa encoders', () => {
     await expect(loadEmbedder(folder, { maxSeqLength: c.maxPositionEmbeddings + 1 })).rejects.toThrow(RangeError);
   });
 
-  test('an HF folder written back keeps model_type, pad_token_id and the offset; EMBD and GGUF refuse it with a typed error', async () => {
+  test('an HF folder written back keeps model_type, pad_token_id and the offset; EMBD refuses it, GGUF one without a Unigram tokenizer.json, with a typed error', async () => {
     const read = await readWeights(folder);
     try {
       const out = path.join(tmp.dir, 'written', 'model.safetensors');

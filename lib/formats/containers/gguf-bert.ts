@@ -13,7 +13,7 @@
  * (CLS) an embedder. GGUF records no activation: the encoder runs HF BERT's erf GELU (llama.cpp
  * uses ggml's tanh approximation).
  */
-import { BERT_GGUF_ARCHITECTURE, isNomicBertGguf, type BertClassifierConfig, type BertConfig } from '../../architectures/bert';
+import { BERT_GGUF_ARCHITECTURE, BERT_NAMES, bertMaxSequence, isNomicBertGguf, type BertClassifierConfig, type BertConfig } from '../../architectures/bert';
 import { UnsupportedError } from '../../base/errors';
 import type { TokenizerData } from '../../addon/weights';
 import { fail } from './bytes';
@@ -158,10 +158,15 @@ export function wordPieceFromGguf(t: GgufVocabulary): Extract<TokenizerData, { k
   return { kind: 'wordpiece', tokens, specialIds: { pad: ids.pad, unk: ids.unk, cls: ids.cls, sep: ids.sep, mask: ids.mask }, doLowerCase: true };
 }
 
+/** The rows of a canonical tensor GGUF stores: XLM-RoBERTa's position table from row positionOffset; undefined for every other tensor (all rows). */
+export function bertGgufPositionRows(c: BertConfig | BertClassifierConfig, canonical: string): { row0: number; rows: number } | undefined {
+  if (!c.positionOffset || canonical !== BERT_NAMES.positionEmbeddings) return undefined;
+  return { row0: c.positionOffset, rows: bertMaxSequence(c) };
+}
+
 /** The `bert.*` key/values of a config (llama.cpp's names), before the vocabulary's. */
 export function bertGgufKvs(c: BertConfig | BertClassifierConfig, name: string): KvEntry[] {
   if (c.hiddenAct !== 'gelu') throw new UnsupportedError(`GGUF BERT runs erf GELU; this model uses ${c.hiddenAct}`);
-  if (c.positionOffset) throw new UnsupportedError('writing an XLM-RoBERTa encoder to GGUF (position rows from padding_idx + 1, a Unigram vocabulary) is not supported yet');
   let pooling = POOLING_RANK;
   if ('pooling' in c) {
     if (c.pooling === 'max') throw new UnsupportedError('GGUF (llama.cpp) has no max pooling');
@@ -170,7 +175,8 @@ export function bertGgufKvs(c: BertConfig | BertClassifierConfig, name: string):
   const out: KvEntry[] = [
     ['general.architecture', 'string', BERT_GGUF_ARCHITECTURE],
     ['general.name', 'string', name],
-    ['bert.context_length', 'u32', c.maxPositionEmbeddings],
+    // XLM-RoBERTa: the position table is written from row padding_idx + 1 (bertGgufPositionRows), as llama.cpp's converter cuts it.
+    ['bert.context_length', 'u32', bertMaxSequence(c)],
     ['bert.embedding_length', 'u32', c.hiddenSize],
     ['bert.feed_forward_length', 'u32', c.intermediateSize],
     ['bert.block_count', 'u32', c.numLayers],

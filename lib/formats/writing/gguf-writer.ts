@@ -28,14 +28,18 @@
  * zeros; the file ends with the last tensor.
  */
 import { rangeError, UnsupportedError } from '../../base/errors';
-import { numel, type ModelWeights, type TensorView, type TokenizerData } from '../../addon/weights';
+import { numel, rowBlockView, type ModelWeights, type TensorView, type TokenizerData } from '../../addon/weights';
 import type { FloatDType } from '../quantization/dtype-convert';
 import { DECODER_VARIANTS, decoderFusedTensors, EXPERT_FIELDS, expertStacks, expertStackShape, isDecoderConfig, SCALAR_FIELDS, unheldFields, variantNames, variantScalars, type DecoderConfig, type DecoderVariant } from '../../architectures/decoder';
 import { decodeVocabularySteps } from '../../tokenizers/deferred-vocabulary';
 import { architectureOf } from '../../architectures';
 import type { BertClassifierConfig, BertConfig } from '../../architectures/bert';
-import { bertGgufKvs, bertGgufName, bertGgufVocabulary } from '../containers/gguf-bert';
+import { bertGgufKvs, bertGgufName, bertGgufPositionRows, bertGgufVocabulary } from '../containers/gguf-bert';
+import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
+import { readJsonFile, type HfJson } from '../containers/hf-config';
+import { hfSideFolder } from '../vocabulary/ajc1-sidecars';
+import { ugmVocabularyFromHfFolder } from '../vocabulary/ugm-vocab';
 import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, ggmlBlockTypeId, ggufTensorName } from '../containers/gguf';
 import { GGML_Q8_0_TYPE, GGML_Q8_BLOCK, GGML_Q8_BLOCK_BYTES, ggmlQ8Chunks, llamaCppQuantizes } from '../quantization/ggml-q8';
 import { permutedRowChunks, qkRowSources } from './rope-order';
@@ -242,9 +246,22 @@ async function vocabularyOf(weights: ModelWeights, vocabSize: number): Promise<E
 function bertKvs(weights: ModelWeights): KvEntry[] {
   const c = weights.config as BertConfig | BertClassifierConfig;
   const t = weights.tokenizer;
+  if (c.modelType === 'xlm-roberta') return [...bertGgufKvs(c, nodePath.basename(weights.path).replace(/\.[^.]*$/, '') || 'bert'), ...vocabularyKvs(xlmRobertaVocabulary(weights), undefined, undefined)];
   const vocabulary = t?.kind === 'wordpiece' ? bertGgufVocabulary(t) : t?.kind === 'gguf' && t.model === 'bert' ? t : undefined;
   if (t && !vocabulary) throw new UnsupportedError(`GGUF BERT holds a WordPiece vocabulary, not a ${t.kind} one`);
   return [...bertGgufKvs(c, nodePath.basename(weights.path).replace(/\.[^.]*$/, '') || 'bert'), ...vocabularyKvs(vocabulary, undefined, undefined)];
+}
+
+/** An XLM-RoBERTa's UGM vocabulary: a GGUF source's own, else its HF folder's Unigram tokenizer.json as llama.cpp converts it (ugm-vocab.ts). */
+function xlmRobertaVocabulary(weights: ModelWeights): Extract<TokenizerData, { kind: 'gguf' }> {
+  const t = weights.tokenizer;
+  if (t?.kind === 'gguf' && t.model === 't5') return t;
+  const dir = hfSideFolder(weights);
+  const configFile = dir === undefined ? undefined : nodePath.join(dir, 'config.json');
+  const hfConfig = configFile !== undefined && fs.existsSync(configFile) ? (readJsonFile(configFile) as HfJson) : undefined;
+  const vocabulary = dir === undefined ? undefined : ugmVocabularyFromHfFolder(dir, hfConfig);
+  if (!vocabulary) throw new UnsupportedError('GGUF XLM-RoBERTa holds a SentencePiece Unigram vocabulary: the source has no Unigram tokenizer.json beside it');
+  return vocabulary;
 }
 
 async function decoderKvs(weights: ModelWeights): Promise<KvEntry[]> {
@@ -298,6 +315,13 @@ interface Planned {
 const FLOAT_TYPES: Record<FloatDType, number> = { f32: 0, f16: 1, bf16: 30 };
 
 function planTensor(weights: ModelWeights, view: TensorView, options: WriteOptions): Planned {
+  const c = weights.config;
+  const cut = architectureOf(c)?.ggufEncoder === true ? bertGgufPositionRows(c as BertConfig, view.name) : undefined;
+  if (cut) {
+    const rows = rowBlockView(view, view.name, cut.row0, cut.rows);
+    if (!rows) throw new UnsupportedError(`cannot cut the position rows of the ${view.dtype} tensor '${view.name}' in place`);
+    view = rows;
+  }
   return { ...planTensorBytes(weights, view, options), view };
 }
 
