@@ -53,32 +53,57 @@ function isRawImage(image: ImageInput): image is RawImage {
   return typeof image === 'object' && !ArrayBuffer.isView(image) && 'data' in image;
 }
 
-/** RGB bytes [size, size, 3] of `image` (resized as `resize` says when it is not RGB at that size). */
-export async function imageToRgb(image: ImageInput, size: number, resize: ResizeSpec = { fit: 'stretch' }): Promise<Uint8Array> {
-  if (isRawImage(image)) {
-    const { data, width, height, channels } = image;
-    if (![1, 3, 4].includes(channels) || !Number.isInteger(width) || !Number.isInteger(height) || width < 1 || height < 1) {
-      throw rangeError(`raw image: width and height must be positive integers and channels 1, 3 or 4`);
-    }
-    if (data.length !== width * height * channels) {
-      throw rangeError(`raw image: ${width}x${height}x${channels} needs ${width * height * channels} bytes, got ${data.length}`);
-    }
-    if (width === size && height === size && channels === 3) return data;
-    const sharp = loadSharp(`resizing a ${width}x${height}x${channels} image to ${size}x${size} RGB`);
-    return toRgb(sharp(data, { raw: { width, height, channels } }), size, resize);
+function checkedRaw(image: RawImage): RawImage {
+  const { data, width, height, channels } = image;
+  if (![1, 3, 4].includes(channels) || !Number.isInteger(width) || !Number.isInteger(height) || width < 1 || height < 1) {
+    throw rangeError(`raw image: width and height must be positive integers and channels 1, 3 or 4`);
   }
+  if (data.length !== width * height * channels) {
+    throw rangeError(`raw image: ${width}x${height}x${channels} needs ${width * height * channels} bytes, got ${data.length}`);
+  }
+  return image;
+}
+
+/** A sharp pipeline over an image file or encoded bytes. */
+function filePipeline(image: string | Uint8Array): import('sharp').Sharp {
   if (typeof image !== 'string' && !ArrayBuffer.isView(image)) {
     throw new TypeError('image must be a file path, encoded image bytes, or { data, width, height, channels }');
   }
   if (typeof image === 'string') fs.accessSync(image, fs.constants.R_OK); // ENOENT / EACCES as Node reports them
   const sharp = loadSharp('decoding an image file');
-  let pipeline;
   try {
-    pipeline = sharp(typeof image === 'string' ? image : Buffer.from(image.buffer, image.byteOffset, image.byteLength));
+    return sharp(typeof image === 'string' ? image : Buffer.from(image.buffer, image.byteOffset, image.byteLength));
   } catch (cause) {
     throw new UnsupportedError(`cannot decode the image: ${(cause as Error).message}`);
   }
-  return toRgb(pipeline, size, resize);
+}
+
+/** RGB bytes [size, size, 3] of `image` (resized as `resize` says when it is not RGB at that size). */
+export async function imageToRgb(image: ImageInput, size: number, resize: ResizeSpec = { fit: 'stretch' }): Promise<Uint8Array> {
+  if (isRawImage(image)) {
+    const { data, width, height, channels } = checkedRaw(image);
+    if (width === size && height === size && channels === 3) return data;
+    const sharp = loadSharp(`resizing a ${width}x${height}x${channels} image to ${size}x${size} RGB`);
+    return toRgb(sharp(data, { raw: { width, height, channels } }), size, resize);
+  }
+  return toRgb(filePipeline(image), size, resize);
+}
+
+/** RGB bytes [height, width, 3] of `image` at its own size (raw RGB as it is; anything else decoded by sharp). */
+export async function decodeRgb(image: ImageInput): Promise<{ data: Uint8Array; width: number; height: number }> {
+  let pipeline;
+  if (isRawImage(image)) {
+    const { data, width, height, channels } = checkedRaw(image);
+    if (channels === 3) return { data, width, height };
+    pipeline = loadSharp(`converting a ${width}x${height}x${channels} image to RGB`)(data, { raw: { width, height, channels } });
+  } else pipeline = filePipeline(image);
+  try {
+    const { data, info } = await pipeline.removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
+    if (info.channels !== 3) throw new Error(`decoded to ${info.channels} channels`);
+    return { data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height };
+  } catch (cause) {
+    throw new UnsupportedError(`cannot decode the image: ${(cause as Error).message}`);
+  }
 }
 
 async function toRgb(pipeline: import('sharp').Sharp, size: number, resize: ResizeSpec): Promise<Uint8Array> {

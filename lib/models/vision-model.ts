@@ -7,10 +7,10 @@
  *
  * As llama.cpp's mtmd does: each image part becomes a media marker in the message's text, the chat
  * template renders the conversation, and at each marker the model reads the projector's layout
- * (lib/architectures/clip ImageLayout): its opening text, the image's embedding rows (encoded off
- * the JS thread, once per image content while the model lives: cached by a hash of its pixels,
- * the last few kept), its closing text; the rows attend to each other where the layout says
- * (Gemma 3). A reply with images runs in a session of its own (disposed when it ends).
+ * (lib/models/image-plan.ts): its texts and, between them, the embedding rows of the image (or of
+ * its tiles and overview: SmolVLM), encoded off the JS thread, once per picture while the model
+ * lives (cached by a hash of its pixels, the last few kept); the rows attend to each other where
+ * the layout says (Gemma 3). A reply with images runs in a session of its own (disposed when it ends).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { ChatMessage, ChatRenderOptions } from '../generation/chat';
@@ -20,10 +20,10 @@ import { rangeError, UnsupportedError } from '../base/errors';
 import { closeWeights, type ModelWeights } from '../addon/weights';
 import type { VisionEngine } from '../engines/vision';
 import { CLIP_PROJECTORS, type ClipConfig } from '../architectures/clip';
-import { encodeAsync } from '../tokenizer-loading';
 import { encodeChatSegments } from './chat-prompt';
 import type { ChatOptions } from './chat-session';
 import { imageToRgb, type ImageInput } from './image';
+import { ImagePlanner, type ImagePlan } from './image-plan';
 import { Model, type ChatPrompt } from './language-model';
 
 /** A part of a chat message's content. */
@@ -52,6 +52,7 @@ type ModelRest = ConstructorParameters<typeof Model> extends [unknown, ...infer 
 
 export class VisionModel extends Model {
   private readonly encoded = new Map<string, Promise<Float32Array>>();
+  private planner: ImagePlanner | undefined;
 
   constructor(
     engine: ConstructorParameters<typeof Model>[0],
@@ -71,11 +72,15 @@ export class VisionModel extends Model {
   /** The image embeddings [imageTokens, hidden] of `image` (decoded and resized to the encoder's size when it is not raw RGB at it). */
   async encodeImage(image: ImageInput, options: { signal?: AbortSignal } = {}): Promise<Float32Array> {
     this.live();
-    const rgb = await imageToRgb(image, this.vision.config.imageSize, CLIP_PROJECTORS[this.vision.config.projectorType].resize);
+    return this.encodeRgb(await imageToRgb(image, this.vision.config.imageSize, CLIP_PROJECTORS[this.vision.config.projectorType].resize), options.signal);
+  }
+
+  /** The image embeddings of RGB at the encoder's size, cached by its pixels. */
+  private encodeRgb(rgb: Uint8Array, signal: AbortSignal | undefined): Promise<Float32Array> {
     const key = createHash('sha256').update(rgb).digest('hex');
     let rows = this.encoded.get(key);
     if (!rows) {
-      rows = this.vision.encodeRgb(rgb, { signal: options.signal }).then((r) => r.embeddings);
+      rows = this.vision.encodeRgb(rgb, { signal }).then((r) => r.embeddings);
       rows.catch(() => this.encoded.delete(key));
       this.encoded.set(key, rows);
       if (this.encoded.size > CACHED_IMAGES) this.encoded.delete(this.encoded.keys().next().value!);
@@ -147,37 +152,40 @@ export class VisionModel extends Model {
 
   /**
    * The positions chat(messages) fills before it generates: the rendered conversation's tokens and,
-   * per image, the layout's opening, its rows and its closing (the images are not read).
+   * per image, the layout's texts and rows (the images are not encoded; a tiled layout decodes
+   * them for their size).
    */
   async chatPromptTokens(messages: readonly VisionChatMessage[], options: ChatRenderOptions = {}): Promise<number> {
     this.live();
     const marker = mediaMarker();
     const { flat, images } = this.withMarkers(messages, marker);
     const segments = checkedSegments(await encodeChatSegments(this.template(), this.tokenizer, flat, options, marker), images.length);
-    const [begin, end] = await this.layoutIds();
-    return segments.reduce((n, s) => n + s.length, 0) + images.length * (begin.length + this.vision.imageTokens + end.length);
+    const plans = await Promise.all(images.map((image) => this.imagePlanner().plan(image)));
+    return this.positions(segments, plans);
   }
 
-  /** The ids of the image layout's opening and closing texts. */
-  private async layoutIds(): Promise<[number[], number[]]> {
-    const layout = this.vision.imageLayout;
-    const [begin, end] = await encodeAsync(this.tokenizer, [layout.begin, layout.end], { addSpecialTokens: false });
-    if (begin.length === 0 || end.length === 0) throw new UnsupportedError(`the vocabulary has no '${layout.begin}' / '${layout.end}' for the image layout`);
-    return [begin, end];
+  private imagePlanner(): ImagePlanner {
+    this.planner ??= new ImagePlanner(this.vision.config, this.vision.imageLayout, this.tokenizer);
+    return this.planner;
+  }
+
+  private positions(segments: number[][], plans: ImagePlan[]): number {
+    const tokens = this.vision.imageTokens;
+    return segments.reduce((n, s) => n + s.length, 0) + plans.reduce((n, p) => n + ImagePlanner.positions(p, tokens), 0);
   }
 
   /** A session of its own holding the conversation's prompt but its last token (disposed on failure), and the prompt's ids. */
   private async prefilled(flat: ChatMessage[], images: ImageInput[], options: ChatRenderOptions & { signal?: AbortSignal }, marker: string): Promise<{ session: LanguageSession; ids: number[] }> {
     const segments = checkedSegments(await encodeChatSegments(this.template(), this.tokenizer, flat, options, marker), images.length);
-    const [begin, end] = await this.layoutIds();
-    const tokens = this.vision.imageTokens;
-    // Checked before any image is read.
-    const total = segments.reduce((n, s) => n + s.length, 0) + images.length * (begin.length + tokens + end.length);
-    if (total > this.contextLength) throw rangeError(`chat: the prompt needs ${total} positions (${images.length} images of ${tokens}), more than the context length ${this.contextLength}`);
-    const embeddings = await Promise.all(images.map((image) => this.encodeImage(image, { signal: options.signal })));
+    const plans = await Promise.all(images.map((image) => this.imagePlanner().plan(image)));
+    // Checked before any picture is encoded.
+    const total = this.positions(segments, plans);
+    const pictures = plans.reduce((n, p) => n + p.filter((x) => !Array.isArray(x)).length, 0);
+    if (total > this.contextLength) throw rangeError(`chat: the prompt needs ${total} positions (${images.length} images, ${pictures} pictures of ${this.vision.imageTokens}), more than the context length ${this.contextLength}`);
+    const embeddings = await Promise.all(plans.map((plan) => Promise.all(plan.filter((x) => !Array.isArray(x)).map(async (p) => this.encodeRgb(await (p as { rgb(): Promise<Uint8Array> }).rgb(), options.signal)))));
     const session = this.engine.createSession(this.contextLength);
     try {
-      return { session, ids: await this.prefill(session, segments, [begin, end], embeddings, options.signal) };
+      return { session, ids: await this.prefill(session, segments, plans, embeddings, options.signal) };
     } catch (error) {
       session.dispose();
       throw error;
@@ -185,26 +193,33 @@ export class VisionModel extends Model {
   }
 
   /**
-   * Feeds the prompt but its last token into `session`: text segments as ids, each image as the
-   * layout's opening ids, its rows (named by the opening's last id), its closing ids. The prompt's
-   * ids, image positions included, for startGeneration (which feeds the last one).
+   * Feeds the prompt but its last token into `session`: text segments as ids and, per image, its
+   * plan: ids, and each picture's rows (named by the id before them). The prompt's ids, image
+   * positions included, for startGeneration (which feeds the last one).
    */
-  private async prefill(session: LanguageSession, segments: number[][], [begin, end]: number[][], images: Float32Array[], signal: AbortSignal | undefined): Promise<number[]> {
+  private async prefill(session: LanguageSession, segments: number[][], plans: ImagePlan[], embeddings: Float32Array[][], signal: AbortSignal | undefined): Promise<number[]> {
     if (!session.evalRows) throw new UnsupportedError(`${this.info.path}: its engine takes no image rows`);
-    const layout = this.vision.imageLayout;
-    const name = begin[begin.length - 1];
+    const bidirectional = this.vision.imageLayout.bidirectional;
     const tokens = this.vision.imageTokens;
     const ids: number[] = [];
     let pending: number[] = [];
     for (let i = 0; i < segments.length; i++) {
       pending.push(...segments[i]);
-      if (i === images.length) break;
-      pending.push(...begin);
-      await session.eval(pending, { signal });
-      ids.push(...pending);
-      await session.evalRows(images[i], { ids: new Array<number>(tokens).fill(name), bidirectional: layout.bidirectional, logits: 'none', signal });
-      ids.push(...new Array<number>(tokens).fill(name));
-      pending = [...end];
+      if (i === plans.length) break;
+      let picture = 0;
+      for (const piece of plans[i]) {
+        if (Array.isArray(piece)) {
+          pending.push(...piece);
+          continue;
+        }
+        const name = pending.length > 0 ? pending[pending.length - 1] : ids[ids.length - 1];
+        if (pending.length > 0) await session.eval(pending, { signal });
+        ids.push(...pending);
+        const named = new Array<number>(tokens).fill(name);
+        await session.evalRows(embeddings[i][picture++], { ids: named, bidirectional, logits: 'none', signal });
+        ids.push(...named);
+        pending = [];
+      }
     }
     if (pending.length > 1) await session.eval(pending.slice(0, -1), { signal });
     ids.push(...pending);

@@ -15,6 +15,13 @@ width 64 (4 heads of 16), FFN 96, 2 layers, gelu; pooled 2×2 (scale_factor 2) t
 VISION_SHAPE="S,P,D,FF,LV,HV,MERGE" replaces the encoder's sizes (benchmarks). Language model: width 64, 4 heads of 16 (2 kv heads), FFN 128, 2 layers sliding over 24 positions
 (pattern 2: layer 1 global), a 318-token SentencePiece vocabulary (specials, <0xNN> bytes, letters),
 no space prefix, a Gemma-style chat template.
+
+Also, for the Idefics3 mmproj, OUT_DIR/idefics3-lm.gguf: a SmolVLM-shaped language model (`llama`,
+f32; width 64, 4 heads of 16 (2 kv heads), FFN 128, 2 layers) whose SentencePiece vocabulary holds
+SmolVLM's image tokens (<fake_token_around_image>, <global-img>, <row_R_col_C> up to 6×6) and a
+"\n\n" piece, with a SmolVLM-style chat template; and OUT_DIR/tiles.rgb / tiles.ppm, a random
+2S×2S image (2×2 tiles with no resampling; the overview is resampled). Their own generators: the
+Gemma 3 pair stays the same.
 """
 import os
 import sys
@@ -136,8 +143,10 @@ def idefics3_embeddings(f):
     return shuffled @ stored['mm.model.fc.weight'].T
 
 
-def write_mmproj(file, projector, tensors):
+def write_mmproj(file, projector, tensors, preproc_size=None):
     w = gguf.GGUFWriter(os.path.join(out, file), 'clip')
+    if preproc_size is not None:
+        w.add_vision_preproc_image_size(preproc_size)
     w.add_file_type(1)
     w.add_clip_has_vision_encoder(True)
     w.add_clip_projector_type(projector)
@@ -167,7 +176,8 @@ write_mmproj('gemma3-mmproj.gguf', gguf.VisionProjectorType.GEMMA3, mm)
 encoder = [t for t in mm if not t[0].startswith('mm.')]
 # (its own generator: the Gemma 3 pair's weights and image stay those of `rng` alone)
 fc = (np.random.default_rng(30).standard_normal((TEXT, D * MERGE * MERGE)) / (D * MERGE * MERGE) ** 0.5).astype(np.float32)
-write_mmproj('idefics3-mmproj.gguf', gguf.VisionProjectorType.IDEFICS3, encoder + [('mm.model.fc.weight', fc, 'mm')])
+# SmolVLM's preprocessor: the longest edge brought to 2·S, then cut into S×S tiles (clip.cpp's idefics3 preproc).
+write_mmproj('idefics3-mmproj.gguf', gguf.VisionProjectorType.IDEFICS3, encoder + [('mm.model.fc.weight', fc, 'mm')], preproc_size=2 * S)
 
 # A test image at the encoder's size (raw RGB and the same pixels as a binary PPM, which
 # llama.cpp's stb_image reads) and its reference embeddings [N / MERGE², TEXT] float32.
@@ -242,6 +252,73 @@ w.add_pad_token_id(0)
 w.add_add_bos_token(False)  # the chat template writes <bos>: llama.cpp adds no second one
 w.add_add_eos_token(False)
 w.add_add_space_prefix(False)  # as Gemma's converted vocabularies
+w.add_chat_template(CHAT_TEMPLATE)
+for name, array in lm:
+    w.add_tensor(name, array)
+w.write_header_to_file()
+w.write_kv_data_to_file()
+w.write_tensors_to_file()
+w.close()
+
+
+# ---- the SmolVLM-shaped language model for the Idefics3 mmproj (its own generator)
+rng = np.random.default_rng(31)
+tiles = rng.integers(0, 256, (2 * S, 2 * S, 3), dtype=np.uint8)
+tiles.tofile(os.path.join(out, 'tiles.rgb'))
+with open(os.path.join(out, 'tiles.ppm'), 'wb') as f:
+    f.write(b'P6\n%d %d\n255\n' % (2 * S, 2 * S) + tiles.tobytes())
+
+specials = ['<unk>', '<s>', '</s>', '<|im_start|>', '<end_of_utterance>', '<fake_token_around_image>', '<global-img>', '<image>']
+specials += [f'<row_{r}_col_{c}>' for r in range(1, 7) for c in range(1, 7)]
+tokens = list(specials) + [f'<0x{b:02X}>' for b in range(256)]
+tokens += letters + ['\u2581' + c for c in letters] + ['\u2581', ':', '\n', '\n\n']
+vocab = len(tokens)
+types = [3] * len(specials) + [6] * 256 + [1] * (vocab - len(specials) - 256)
+types[0] = 2  # <unk>
+scores = [0.0] * len(specials) + [0.0] * 256 + [-float(i) for i in range(vocab - len(specials) - 256)]
+
+lm = [('token_embd.weight', normal((vocab, d), 1.0)), ('output_norm.weight', 1 + normal((d,), 0.1)), ('output.weight', normal((vocab, d), 4 / d ** 0.5))]
+for l in range(layers):
+    b = f'blk.{l}.'
+    lm += [
+        (b + 'attn_norm.weight', 1 + normal((d,), 0.1)),
+        (b + 'attn_q.weight', normal((heads * hd, d), 1 / d ** 0.5)),
+        (b + 'attn_k.weight', normal((kv_heads * hd, d), 1 / d ** 0.5)),
+        (b + 'attn_v.weight', normal((kv_heads * hd, d), 1 / d ** 0.5)),
+        (b + 'attn_output.weight', normal((d, heads * hd), 1 / (heads * hd) ** 0.5)),
+        (b + 'ffn_norm.weight', 1 + normal((d,), 0.1)),
+        (b + 'ffn_gate.weight', normal((ffn, d), 1 / d ** 0.5)),
+        (b + 'ffn_up.weight', normal((ffn, d), 1 / d ** 0.5)),
+        (b + 'ffn_down.weight', normal((d, ffn), 1 / ffn ** 0.5)),
+    ]
+
+# SmolVLM's turn format (its released template, less the content-list handling).
+CHAT_TEMPLATE = (
+    "{% for message in messages %}{% set role = 'Assistant' if message['role'] == 'assistant' else 'User' %}"
+    "{{ '<|im_start|>' + role + ':' + message['content'] + '<end_of_utterance>\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>Assistant:' }}{% endif %}"
+)
+
+w = gguf.GGUFWriter(os.path.join(out, 'idefics3-lm.gguf'), 'llama')
+w.add_block_count(layers)
+w.add_context_length(1024)
+w.add_embedding_length(d)
+w.add_feed_forward_length(ffn)
+w.add_head_count(heads)
+w.add_head_count_kv(kv_heads)
+w.add_rope_dimension_count(hd)
+w.add_rope_freq_base(100000.0)
+w.add_layer_norm_rms_eps(1e-5)
+w.add_tokenizer_model('llama')
+w.add_token_list(tokens)
+w.add_token_scores(scores)
+w.add_token_types(types)
+w.add_bos_token_id(1)
+w.add_eos_token_id(4)
+w.add_unk_token_id(0)
+w.add_add_bos_token(False)
+w.add_add_eos_token(False)
+w.add_add_space_prefix(False)
 w.add_chat_template(CHAT_TEMPLATE)
 for name, array in lm:
     w.add_tensor(name, array)

@@ -4,7 +4,8 @@
 //
 //   mtmd-logits LM MMPROJ RGB SIZE PROMPT OUT
 //
-// RGB: raw RGB bytes [SIZE, SIZE, 3] (already at the encoder's size); PROMPT: the rendered prompt
+// RGB: raw RGB bytes [height, width, 3], SIZE its WIDTHxHEIGHT (or one number for a square: mtmd
+// resizes and cuts it as the projector's preprocessor says); PROMPT: the rendered prompt
 // with mtmd's default media marker where the image goes. Tokenized with special tokens parsed and
 // none added, evaluated by mtmd_helper_eval_chunks (Gemma 3's image non-causal, as mtmd decodes
 // it), f32 KV cache, flash attention off. Writes the last position's logits [n_vocab] f32 to OUT
@@ -25,11 +26,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: mtmd-logits LM MMPROJ RGB SIZE PROMPT OUT\n");
     return 2;
   }
-  const int size = std::atoi(argv[4]);
+  int width = 0;
+  int height = 0;
+  const int parsed = std::sscanf(argv[4], "%dx%d", &width, &height);
+  if (parsed == 1) height = width;
+  if (parsed < 1 || width <= 0 || height <= 0 || width > 8192 || height > 8192) {
+    std::fprintf(stderr, "SIZE '%s' is not WIDTHxHEIGHT or one size (1..8192)\n", argv[4]);
+    return 2;
+  }
   std::ifstream in(argv[3], std::ios::binary);
   std::vector<unsigned char> rgb((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (static_cast<int>(rgb.size()) != size * size * 3) {
-    std::fprintf(stderr, "RGB holds %zu bytes, not %d\n", rgb.size(), size * size * 3);
+  if (rgb.size() != static_cast<size_t>(width) * height * 3) {
+    std::fprintf(stderr, "RGB holds %zu bytes, not %d\n", rgb.size(), width * height * 3);
     return 2;
   }
   llama_backend_init();
@@ -50,7 +58,7 @@ int main(int argc, char** argv) {
   mp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
   mtmd_context* mctx = mtmd_init_from_file(argv[2], model, mp);
   if (!mctx) return 1;
-  mtmd_bitmap* bitmap = mtmd_bitmap_init(size, size, rgb.data());
+  mtmd_bitmap* bitmap = mtmd_bitmap_init(width, height, rgb.data());
   const std::string prompt = argv[5];
   const mtmd_input_text text{prompt.c_str(), prompt.size(), /*add_special=*/false, /*parse_special=*/true};
   mtmd_input_chunks* chunks = mtmd_input_chunks_init();

@@ -21,31 +21,19 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import sharp from 'sharp';
 import { loadModel } from '../../lib/models/model';
-import type { Tokenizer } from '../../lib/tokenizers';
 import { runCli } from '../helpers/cli';
 import type { VisionModel } from '../../lib/models/vision-model';
 import { testWorkspace } from '../helpers/workspace';
 import { LLAMA_CPP } from './gptoss-models';
+import { mtmdCliReply, mtmdLogitsDriver, relativeMaxError, replyBytes } from './mtmd-helpers';
 import { gemma3VisionPair, visionPairUsable } from './vision-models';
 
 const BIN = path.join(LLAMA_CPP, 'build', 'bin');
 const MTMD_CLI = path.join(BIN, 'llama-mtmd-cli');
 const ws = testWorkspace('vision-llama-cpp-');
 const maybe = visionPairUsable && fs.existsSync(MTMD_CLI) ? describe : describe.skip;
-const MARKER = '<<weightmap-response>>';
 const PROMPT = 'describe this';
 const STEPS = 16;
-
-/** The bytes llama.cpp prints for `ids`' pieces: <0xNN> a byte, '▁' a space, else the token's text. */
-function replyBytes(tokenizer: Tokenizer, ids: readonly number[]): Buffer {
-  return Buffer.concat(
-    ids.map((id) => {
-      const token = tokenizer.idToToken(id)!;
-      const byte = /^<0x([0-9A-F]{2})>$/.exec(token);
-      return byte ? Buffer.from([parseInt(byte[1], 16)]) : Buffer.from(token.replace(/\u2581/g, ' '), 'utf8');
-    }),
-  );
-}
 
 maybe('Gemma 3 vision pair against llama.cpp mtmd', () => {
   let dir: string;
@@ -57,21 +45,7 @@ maybe('Gemma 3 vision pair against llama.cpp mtmd', () => {
     pair = gemma3VisionPair(dir);
     const dump = path.join(dir, 'llama-embeddings.bin');
     const args = ['-m', pair.lm, '--mmproj', pair.mmproj, '--image', path.join(dir, 'image.ppm'), '-p', PROMPT, '-n', String(STEPS), '--temp', '0', '-t', '2', '-c', '256', '--jinja', '-fa', 'off'];
-    // llama.cpp prints through common_log's worker thread, which may not have written the reply's
-    // last pieces when the process exits (common/log.h): a reply cut short is run again.
-    let reply: Buffer | undefined;
-    for (let attempt = 0; attempt < 4 && reply === undefined; attempt++) {
-      const run = spawnSync(MTMD_CLI, args, { env: { ...process.env, MTMD_DEBUG_EMBEDDINGS: dump, MTMD_TEST_RESPONSE_MARKER: MARKER }, timeout: 600_000 });
-      if (run.status !== 0) throw new Error(`llama-mtmd-cli failed (status ${run.status}, signal ${run.signal}): ${String(run.stderr).slice(-2000)}`);
-      const out = run.stdout as Buffer;
-      const at = out.indexOf(`${MARKER}\n`);
-      expect(at).toBeGreaterThanOrEqual(0);
-      // eval_message's newline after the prompt, the reply's pieces, the two newlines main ends with.
-      expect(out[at + MARKER.length + 1]).toBe(0x0a);
-      const whole = out.subarray(at + MARKER.length + 2);
-      if (whole.subarray(whole.length - 2).toString() === '\n\n') reply = whole.subarray(0, whole.length - 2);
-    }
-    if (reply === undefined) throw new Error("llama-mtmd-cli's reply was cut short four times");
+    const reply = mtmdCliReply(MTMD_CLI, args, { MTMD_DEBUG_EMBEDDINGS: dump });
     const bytes = fs.readFileSync(dump);
     const [n, d] = [bytes.readInt32LE(0), bytes.readInt32LE(4)];
     expect([n, d]).toEqual([16, 64]);
@@ -79,11 +53,7 @@ maybe('Gemma 3 vision pair against llama.cpp mtmd', () => {
   });
 
   test('logits after a prompt with the image', async () => {
-    const driver = path.join(dir, 'mtmd-logits');
-    const source = path.join(__dirname, '..', '..', 'scripts', 'interop', 'mtmd-logits.cpp');
-    const include = ['include', 'ggml/include', 'tools/mtmd'].flatMap((d) => ['-I', path.join(LLAMA_CPP, d)]);
-    const cc = spawnSync('c++', ['-O1', '-std=c++17', '-o', driver, source, ...include, '-L', BIN, '-lmtmd', '-lllama', '-lggml', '-lggml-base', `-Wl,-rpath,${BIN}`], { encoding: 'utf8' });
-    if (cc.status !== 0) throw new Error(`compiling mtmd-logits failed: ${cc.stderr}`);
+    const driver = mtmdLogitsDriver(dir);
     const model = (await loadModel(pair.lm, { mmproj: pair.mmproj, threads: 2, contextLength: 256 })) as VisionModel;
     try {
       const prompt = model.renderChat([{ role: 'user', content: `<__media__>${PROMPT}` }]);
@@ -94,15 +64,9 @@ maybe('Gemma 3 vision pair against llama.cpp mtmd', () => {
       const image = { data: new Uint8Array(fs.readFileSync(path.join(dir, 'image.rgb'))), width: 64, height: 64, channels: 3 as const };
       const got = await model.chatLogits([{ role: 'user', content: [{ type: 'image', image }, { type: 'text', text: PROMPT }] }]);
       expect(got.length).toBe(want.length);
-      let err = 0;
-      let scale = 0;
-      for (let i = 0; i < want.length; i++) {
-        err = Math.max(err, Math.abs(got[i] - want[i]));
-        scale = Math.max(scale, Math.abs(want[i]));
-      }
       // 46 positions: the turn's text, <start_of_image>, 16 image rows, <end_of_image>, past layer 0's window of 24.
       expect(run.stdout.trim()).toBe('46');
-      expect(err / scale).toBeLessThan(1e-3);
+      expect(relativeMaxError(got, want)).toBeLessThan(1e-3);
     } finally {
       model.dispose();
     }
@@ -113,13 +77,7 @@ maybe('Gemma 3 vision pair against llama.cpp mtmd', () => {
     try {
       const image = { data: new Uint8Array(fs.readFileSync(path.join(dir, 'image.rgb'))), width: 64, height: 64, channels: 3 as const };
       const embeddings = await model.encodeImage(image);
-      let err = 0;
-      let scale = 0;
-      for (let i = 0; i < embeddings.length; i++) {
-        err = Math.max(err, Math.abs(embeddings[i] - llama.embeddings[i]));
-        scale = Math.max(scale, Math.abs(llama.embeddings[i]));
-      }
-      expect(err / scale).toBeLessThan(2e-3);
+      expect(relativeMaxError(embeddings, llama.embeddings)).toBeLessThan(2e-3);
 
       const generation = model.chat([{ role: 'user', content: [{ type: 'image', image }, { type: 'text', text: PROMPT }] }], { temperature: 0, maxTokens: STEPS, logprobs: 2 });
       let margin = Infinity;
@@ -155,14 +113,8 @@ maybe('Gemma 3 vision pair against llama.cpp mtmd', () => {
     const model = (await loadModel(pair.lm, { mmproj: pair.mmproj, threads: 2, contextLength: 256 })) as VisionModel;
     try {
       const got = await model.encodeImage(new Uint8Array(png));
-      let err = 0;
-      let scale = 0;
-      for (let i = 0; i < want.length; i++) {
-        err = Math.max(err, Math.abs(got[i] - want[i]));
-        scale = Math.max(scale, Math.abs(want[i]));
-      }
       // Measured 1e-2 (two bilinear resamplers rounding to 8 bits); stretched instead of letterboxed: 1.4.
-      expect(err / scale).toBeLessThan(3e-2);
+      expect(relativeMaxError(got, want)).toBeLessThan(3e-2);
     } finally {
       model.dispose();
     }

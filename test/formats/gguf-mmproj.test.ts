@@ -17,8 +17,9 @@ const maybe = visionPairUsable ? describe : describe.skip;
 
 maybe('mmproj GGUF', () => {
   let mmproj: string;
+  let idefics3: string;
   beforeAll(() => {
-    mmproj = gemma3VisionPair(ws.fresh('pair')).mmproj;
+    ({ mmproj, idefics3 } = gemma3VisionPair(ws.fresh('pair')));
   });
 
   test('config and tensors of a Gemma 3 mmproj', async () => {
@@ -41,8 +42,8 @@ maybe('mmproj GGUF', () => {
   });
 
   /** The file with `edit` applied to a copy of its bytes, read: the error it gives. */
-  async function hostile(edit: (b: Buffer) => void): Promise<WeightFormatError> {
-    const bytes = Buffer.from(fs.readFileSync(mmproj));
+  async function hostile(edit: (b: Buffer) => void, source = mmproj): Promise<WeightFormatError> {
+    const bytes = Buffer.from(fs.readFileSync(source));
     edit(bytes);
     const file = ws.fresh('hostile.gguf');
     fs.writeFileSync(file, bytes);
@@ -87,5 +88,14 @@ maybe('mmproj GGUF', () => {
     expect(error.code).toBe(code);
     expect(error.message).toMatch(message);
     expect(error.path).toContain('hostile.gguf');
+  });
+
+  test("an Idefics3 mmproj's preprocessor edge: read, and bounded", async () => {
+    const w = await ws.read(idefics3);
+    // The script's 2·64 px (SmolVLM's tiles of the encoder's size).
+    expect(w.config).toMatchObject({ projectorType: 'idefics3', imageSize: 64, preprocImageSize: 128 });
+    const error = await hostile(setU32('clip.vision.preproc_image_size', 0x7fff0000), idefics3);
+    expect(error.code).toBe('CONFIG_MISMATCH');
+    expect(error.message).toMatch(/preproc_image_size/);
   });
 });

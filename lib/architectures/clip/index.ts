@@ -46,17 +46,35 @@ export interface ClipConfig {
   activation: ClipActivation;
   /** The file's layer FFN names are swapped (older converters); the reader maps them back. */
   ffnSwapped: boolean;
+  /** `clip.vision.preproc_image_size`: the longest edge an image is resized to before it is cut into tiles (Idefics3); absent in older files. */
+  preprocImageSize?: number;
 }
 
-/** How a language model reads one image's rows (llama.cpp's mtmd.cpp for the projector type). */
-export interface ImageLayout {
-  /** Text right before the rows (a special token of the language model's vocabulary). */
-  begin: string;
-  /** Text right after them. */
-  end: string;
-  /** The rows attend to each other, not only to earlier positions (mtmd_decode_use_non_causal). */
-  bidirectional: boolean;
-}
+/**
+ * How a language model reads one image (llama.cpp's mtmd.cpp for the projector type): `single`,
+ * the image at the encoder's size between two texts; `idefics3-tiles`, the image cut into tiles of
+ * the encoder's size plus an overview (lib/models/image-tiles.ts), each tile after its own text,
+ * a row end between rows of tiles, the overview last between its texts. `bidirectional`: an
+ * image's rows attend to each other, not only to earlier positions (mtmd_decode_use_non_causal).
+ */
+export type ImageLayout =
+  | {
+      kind: 'single';
+      /** Text right before the rows (a special token of the language model's vocabulary), and right after them. */
+      begin: string;
+      end: string;
+      bidirectional: boolean;
+    }
+  | {
+      kind: 'idefics3-tiles';
+      /** Text before tile (row, column), 1-based, tokenized with special tokens (mtmd's sli_img_start_tmpl). */
+      tileBegin: (row: number, column: number) => string;
+      /** Vocabulary pieces (each one token, the first whose text it is: mtmd's lookup_token): between rows, before the overview, after it. */
+      rowEnd: string[];
+      overviewBegin: string[];
+      overviewEnd: string[];
+      bidirectional: false;
+    };
 
 export interface ClipProjector {
   title: string;
@@ -88,7 +106,7 @@ export const CLIP_PROJECTORS: Readonly<Record<ClipProjectorType, ClipProjector>>
       // HF's [vision, text] parameter, which clip.cpp transposes before the product: [in, out].
       { role: 'mmInputProjection', name: 'mm.input_projection.weight', shape: [c.hiddenSize, c.projectionDim] },
     ],
-    imageLayout: { begin: '<start_of_image>', end: '<end_of_image>', bidirectional: true },
+    imageLayout: { kind: 'single', begin: '<start_of_image>', end: '<end_of_image>', bidirectional: true },
     // clip.cpp: RESIZE_ALGO_BILINEAR with the default PAD_CEIL (black).
     resize: { fit: 'letterbox', kernel: 'linear' },
   },
@@ -96,8 +114,15 @@ export const CLIP_PROJECTORS: Readonly<Record<ClipProjectorType, ClipProjector>>
     title: 'Idefics3 (SmolVLM)',
     engineProjector: 'idefics3',
     tensors: (c) => [{ role: 'mmFc', name: 'mm.model.fc.weight', shape: [c.projectionDim, c.hiddenSize * c.merge * c.merge] }],
-    // mtmd cuts every image into tiles at clip.vision.preproc_image_size plus an overview, each with its row/col tokens.
-    layoutMissing: "SmolVLM's image tiling (tiles plus an overview, each with its row and column tokens) is not implemented yet",
+    // mtmd.cpp PROJECTOR_TYPE_IDEFICS3 (HF's processing_idefics3.py): tiles first, the overview last.
+    imageLayout: {
+      kind: 'idefics3-tiles',
+      tileBegin: (row, column) => `<fake_token_around_image><row_${row}_col_${column}>`,
+      rowEnd: ['\n'],
+      overviewBegin: ['\n\n', '<fake_token_around_image>', '<global-img>'],
+      overviewEnd: ['<fake_token_around_image>'],
+      bidirectional: false,
+    },
   },
 };
 
@@ -236,5 +261,6 @@ export function clipConfig(k: ClipKeys, ffnDownShape: readonly number[] | undefi
     // clip.cpp: swapped when the tensor named ffn_down takes the model width as its input (so a
     // file whose FFN width equals the model width is read swapped, as llama.cpp reads it).
     ffnSwapped: ffnDownShape !== undefined && ffnDownShape.length === 2 && ffnDownShape[1] === hiddenSize,
+    ...(k.has('clip.vision.preproc_image_size') ? { preprocImageSize: bounded('clip.vision.preproc_image_size', LIMITS.imageSize) } : {}),
   };
 }
