@@ -1,17 +1,17 @@
 #!/usr/bin/env node
 /**
  * Times what reading a gpt-oss HF folder costs (lib/formats/containers/gptoss-hf.ts): the first
- * read converts the experts into a file of a fresh cache, the second maps it. Prints per folder
- * and round the time, the converted bytes, their rate and the event loop's longest stall (a 5 ms
- * timer's lateness). Build first (npm run build:ts); make folders with gptoss-hf-folder.py.
+ * read converts the experts into a file of a fresh cache (in the tokenizer worker: the package's
+ * entry registers it), the second maps it. Prints per folder and round the time, the converted
+ * bytes, their rate and the event loop's longest stall (a 5 ms timer's lateness). Build first
+ * (npm run build:ts); make folders with gptoss-hf-folder.py.
  *
  *   node scripts/bench/gptoss-hf-convert.js FOLDER...
  */
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { readWeights } = require('../../dist/cjs/formats');
-const { closeWeights } = require('../../dist/cjs/addon/weights');
+const { closeWeights, readWeights } = require('../../dist/cjs');
 
 (async () => {
   for (const dir of process.argv.slice(2)) {
