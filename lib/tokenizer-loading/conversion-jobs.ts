@@ -3,7 +3,7 @@
  * file written from the checkpoint read again, by the readers' own code; nothing but the reply's
  * id crosses back (the JS thread maps the file itself).
  */
-import type { ConversionJob } from '../formats/containers/converted-file';
+import type { ConversionJob } from '../formats/containers/conversion-offload';
 
 export type ConversionRequest = { id: number; op: 'conversion'; job: ConversionJob };
 export type ConversionReply = { id: number; written: true };

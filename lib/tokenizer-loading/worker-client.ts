@@ -12,7 +12,7 @@ import { recipeOf } from '../tokenizers/recipes';
 import type { EncodeOptions, Tokenizer } from '../tokenizers/types';
 import { setVocabularyRunner, type VocabularyResult } from '../formats/vocabulary/vocab-offload';
 import type { VocabularyReply, VocabularyRequest } from './vocabulary-jobs';
-import { setConversionRunner, type ConversionJob } from '../formats/containers/converted-file';
+import { setConversionRunner, type ConversionJob } from '../formats/containers/conversion-offload';
 import type { ConversionReply, ConversionRequest } from './conversion-jobs';
 
 const IDLE_MS = 5000;

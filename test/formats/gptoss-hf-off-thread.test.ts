@@ -1,6 +1,6 @@
 /**
- * gpt-oss HF folders' experts are converted in the tokenizer worker (lib/formats/containers/converted-file.ts,
- * lib/tokenizer-loading/conversion-jobs.ts): the file holds the bytes this thread writes (the same
+ * gpt-oss HF folders' experts are converted in the tokenizer worker (lib/formats/containers/conversion-offload.ts,
+ * converted-file.ts; lib/tokenizer-loading/conversion-jobs.ts): the file holds the bytes this thread writes (the same
  * code run here, the runner unset), the event loop turns throughout, and the file is written to its
  * end while the JS thread is held, which no conversion on this thread could do. `weightmap inspect`
  * converts nothing: it reports the tensors a read would convert. Nothing is timed.
@@ -11,7 +11,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { closeWeights, readWeights } from '../../lib';
 import type { ModelWeights } from '../../lib/addon/weights';
-import { setConversionRunner, type ConversionJob } from '../../lib/formats/containers/converted-file';
+import { setConversionRunner, type ConversionJob } from '../../lib/formats/containers/conversion-offload';
 import { conversionInWorker } from '../../lib/tokenizer-loading/worker-client';
 import { inspectReport } from '../../lib/cli/inspect';
 import { runCli } from '../helpers/cli';
@@ -92,44 +92,36 @@ suite('gpt-oss HF experts converted off the JS thread', () => {
     const full = fs.statSync((await readIn(freshCache(), folder)).converted!.file).size;
     expect(full).toBeGreaterThan(12e6);
 
-    // The ticks between the temporary file's appearance and the read's end: none could turn if the
-    // conversion held the loop from its first chunk to its last.
-    const cache = freshCache();
+    // The ticks from the job's dispatch to the worker's answer: none could turn if the conversion
+    // held the loop from its first chunk to its last.
     let ticks = 0;
-    let converting = false;
+    let inFlight = false;
     let done = false;
     const tick = () => {
-      if (!converting) converting = convertedFiles(cache).some((f) => f.endsWith('.tmp'));
-      else ticks++;
+      if (inFlight) ticks++;
       if (!done) setImmediate(tick);
     };
-    setImmediate(tick);
-    await readIn(cache, folder).finally(() => (done = true));
-    expect(converting).toBe(true);
-    expect(ticks).toBeGreaterThanOrEqual(10);
-
-    // Once the worker has begun the file, this thread sleeps until the file is whole (60 s at
-    // most, a guard against a hang, not a measure): only a conversion off this thread ends it.
-    const held = freshCache();
-    let size = -1;
-    const reading = readIn(held, folder);
-    await new Promise<void>((resolve) => {
-      const poll = () => {
-        const temp = convertedFiles(held).find((f) => f.endsWith('.tmp'));
-        if (!temp) return void setImmediate(poll);
-        const file = path.join(held, 'converted', temp);
-        const until = Date.now() + 60_000;
-        size = fs.statSync(file).size;
-        while (size < full && Date.now() < until) {
-          holdThread(5);
-          size = fs.statSync(file).size;
-        }
-        resolve();
-      };
-      setImmediate(poll);
+    setConversionRunner(async (job) => {
+      inFlight = true;
+      return conversionInWorker(job).finally(() => (inFlight = false));
     });
+    setImmediate(tick);
+    await readIn(freshCache(), folder).finally(() => (done = true));
+    expect(ticks).toBeGreaterThanOrEqual(2);
+
+    // Once the job is sent, this thread sleeps until the file is whole (60 s at most, a guard
+    // against a hang, not a measure): only a conversion off this thread ends it.
+    let size = -1;
+    setConversionRunner(async (job) => {
+      const answer = conversionInWorker(job); // posted to the worker before it returns
+      const until = Date.now() + 60_000;
+      const sizeOf = () => fs.statSync(job.file, { throwIfNoEntry: false })?.size ?? 0;
+      for (size = sizeOf(); size < full && Date.now() < until; size = sizeOf()) holdThread(5);
+      return answer;
+    });
+    const held = await readIn(freshCache(), folder).finally(() => setConversionRunner(conversionInWorker));
     expect(size).toBe(full);
-    expect((await reading).converted).toMatchObject({ reused: false });
+    expect(held.converted).toMatchObject({ reused: false });
   }, 180_000);
 
   test('weightmap inspect reads headers and config only: the experts a read would convert, with their size; none converted', async () => {

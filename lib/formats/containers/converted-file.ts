@@ -8,10 +8,10 @@
  * (temporary file, then rename). With the cache off (WEIGHTMAP_CACHE=off) the file is written to
  * the system's temporary folder and unlinked once mapped (the mapping keeps its pages).
  *
- * The file is written off the JS thread where a runner is registered (lib/tokenizer-loading
- * registers the tokenizer worker's on the main thread): the worker reads the checkpoint again,
- * plans the same tensors and writes them; this thread then maps the file and checks that its
- * record is the one planned here. Without a runner (or in a worker) it is written on this thread.
+ * The file is written off the JS thread where a runner is registered (conversion-offload.ts): the
+ * tokenizer worker reads the checkpoint again, plans the same tensors and writes them; this thread
+ * then maps the file and checks that its record is the one planned here. Without a runner (or in
+ * a worker) it is written on this thread.
  *
  * Layout: "WMCONV01", u32 LE length N, N bytes of JSON (the record), zero padding to 64, then each
  * tensor's bytes in the order given, each starting at a multiple of 64.
@@ -22,6 +22,7 @@ import * as nodePath from 'node:path';
 import { cacheDir, cacheKey } from '../../base/cache-key';
 import { mapFile, type MappedSource } from '../../addon/mapping';
 import type { DType, TensorView } from '../../addon/weights';
+import { conversionRunner } from './conversion-offload';
 
 const MAGIC = 'WMCONV01';
 const ALIGN = 64;
@@ -47,23 +48,6 @@ export interface ConvertedFile {
 
 function align(n: number): number {
   return Math.ceil(n / ALIGN) * ALIGN;
-}
-
-/** What a conversion's runner is asked: write the file of `conversion` of the checkpoint at `checkpoint` (as the reader was given it) to `file`. */
-export interface ConversionJob {
-  conversion: string;
-  checkpoint: string;
-  file: string;
-}
-
-/** Writes a job's file ('written'), or says the caller must write it on its own thread ('here'). */
-type Runner = (job: ConversionJob) => Promise<'written' | 'here'>;
-
-let runner: Runner | undefined;
-
-/** Registers what writes conversion files off the JS thread (lib/tokenizer-loading, on the main thread), or none. */
-export function setConversionRunner(run: Runner | undefined): void {
-  runner = run;
 }
 
 /** The record a file holds: what it converts, from which files, into which tensors. */
@@ -145,7 +129,7 @@ let writes = 0;
 
 /** Writes the file: in the runner's worker where one is registered, else here. */
 async function write(conversion: string, checkpoint: string, file: string, text: string, tensors: readonly ConvertedTensor[]): Promise<void> {
-  if ((await runner?.({ conversion, checkpoint, file })) !== 'written') await writeConvertedFile(file, text, tensors);
+  if ((await conversionRunner()?.({ conversion, checkpoint, file })) !== 'written') await writeConvertedFile(file, text, tensors);
 }
 
 /** The written file mapped, checked to hold `text` (a worker plans from the files as it finds them); removed otherwise. */
