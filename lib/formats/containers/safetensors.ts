@@ -7,8 +7,8 @@
  *
  * HF model folders: `config.json` plus `model.safetensors`, or shards listed by
  * `model.safetensors.index.json` (`weight_map`: name -> shard file); a lone .safetensors file
- * takes the config.json beside it (gpt-oss's experts, which are no views, converted into a mapped
- * cache file: gptoss-hf.ts, converted-file.ts). Llama/Qwen3 and BERT configs (hf-config.ts) give decoder or
+ * takes the config.json beside it (gpt-oss's experts, which are no views, converted, in the
+ * tokenizer worker, into a mapped cache file: gptoss-hf.ts, converted-file.ts). Llama/Qwen3 and BERT configs (hf-config.ts) give decoder or
  * encoder weights with canonical names (a `bert.` prefix and legacy LayerNorm gamma/beta are
  * normalised; rotary inv_freq, position_ids and MLM `cls.*` heads are dropped); anything else
  * reads as 'unknown' with the file's names.
