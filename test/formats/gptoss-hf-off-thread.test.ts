@@ -124,6 +124,22 @@ suite('gpt-oss HF experts converted off the JS thread', () => {
     expect(held.converted).toMatchObject({ reused: false });
   }, 180_000);
 
+  test('a checkpoint changed after its plan (the worker records other files) leaves no file: an error, not tensors of other bytes', async () => {
+    const folder = path.join(work.dir, 'changed');
+    fs.cpSync(made.hfMxfp4, folder, { recursive: true });
+    setConversionRunner(async (job) => {
+      const file = path.join(folder, 'model.safetensors');
+      const then = fs.statSync(file).mtime;
+      fs.utimesSync(file, then, new Date(then.getTime() + 5000));
+      return conversionInWorker(job);
+    });
+    const cache = freshCache();
+    const error = await readIn(cache, folder).catch((e: unknown) => e).finally(() => setConversionRunner(conversionInWorker));
+    expect(error).toBeInstanceOf(Error);
+    expect((error as Error).message).toMatch(/does not hold the tensors planned from .*changed while it was converted/);
+    expect(convertedFiles(cache)).toEqual([]);
+  }, 120_000);
+
   test('weightmap inspect reads headers and config only: the experts a read would convert, with their size; none converted', async () => {
     const folder = made.hfF32;
     const cache = freshCache();
