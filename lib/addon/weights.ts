@@ -161,7 +161,17 @@ export interface ModelWeights {
    * (gpt-oss's HF experts: lib/formats/containers/converted-file.ts): that file, how many tensors
    * and bytes, and whether the cache held it already.
    */
-  converted?: { file: string; tensors: number; bytes: number; reused: boolean };
+  converted?: {
+    file: string;
+    tensors: number;
+    bytes: number;
+    reused: boolean;
+    /**
+     * Read with ReadOptions.convert false: the tensors a read would convert (into `file`, which
+     * `reused` says the cache holds already), none made or mapped; `tensors` lacks them.
+     */
+    pending?: { name: string; dtype: DType; shape: number[]; byteLength: number }[];
+  };
 }
 
 /** Finds a tensor by canonical name. */

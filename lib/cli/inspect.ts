@@ -20,7 +20,10 @@ export interface InspectReport {
   tokenizer?: { kind: string; tokens: number };
   /** A mixture of experts: experts per layer, those a token uses, and what one token reads. */
   experts?: ExpertsReport;
-  /** Tensors converted at read into a mapped file of the cache (ModelWeights.converted: gpt-oss's HF experts). */
+  /**
+   * Tensors converted at read into a mapped file of the cache (ModelWeights.converted: gpt-oss's HF
+   * experts); `inspect` itself converts none: they are `pending`, and `tensors` lists the others.
+   */
   converted?: NonNullable<ModelWeights['converted']>;
 }
 
@@ -37,9 +40,11 @@ export interface ExpertsReport {
   bytesPerToken: number;
 }
 
-function expertsReport(weights: ModelWeights, tensors: { name: string; bytes: number }[]): ExpertsReport | undefined {
+function expertsReport(weights: ModelWeights, viewed: { name: string; bytes: number }[]): ExpertsReport | undefined {
   const c = weights.config;
   if (!isDecoderConfig(c)) return undefined;
+  // Tensors left unconverted count as the read would make them.
+  const tensors = [...viewed, ...(weights.converted?.pending ?? []).map((t) => ({ name: t.name, bytes: t.byteLength }))];
   const bytes = new Map(tensors.map((t) => [t.name, t.bytes]));
   const moe = expertBytes(c, (name) => bytes.get(name));
   if (!moe) return undefined;
@@ -116,7 +121,8 @@ export function renderReport(r: InspectReport): string {
   }
   if (r.converted) {
     const c = r.converted;
-    lines.push(`converted:    ${c.tensors} tensors (${formatBytes(c.bytes)}) not viewable in place, converted once into ${c.file}${c.reused ? ' (the cache held it)' : ''}`);
+    const into = c.pending ? `a read converts them once into ${c.file}${c.reused ? ' (the cache holds it)' : ''}` : `converted once into ${c.file}${c.reused ? ' (the cache held it)' : ''}`;
+    lines.push(`converted:    ${c.tensors} tensors (${formatBytes(c.bytes)}) not viewable in place: ${into}`);
   }
   lines.push('config:');
   for (const [k, v] of Object.entries(r.config as Record<string, unknown>)) lines.push(`  ${k}: ${JSON.stringify(v)}`);
@@ -137,7 +143,8 @@ export function registerInspect(program: Command): void {
     .option('--parts <spec>', 'sepweight: parts to map ("f", "b 0-5", "7-12", "75-80 e")')
     .action(
       action(async (filePath: string, opts: { json?: boolean; parts?: string }) => {
-        const weights = await readWeights(filePath, { parts: opts.parts });
+        // Headers and config only: tensors a read converts (gpt-oss's HF experts) are reported, not made.
+        const weights = await readWeights(filePath, { parts: opts.parts, convert: false });
         try {
           const report = inspectReport(weights);
           process.stdout.write(opts.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report));

@@ -10,6 +10,12 @@ export interface ReadOptions {
   /** false: leave vocabulary sidecars unread (ajc1 .tokenizer, llama2.c tokenizer.bin, a sepweight tree's), as when the caller brings its own tokenizer. */
   vocabulary?: boolean;
   /**
+   * false: leave tensors the format cannot view in place unconverted (gpt-oss's HF experts), as
+   * `weightmap inspect` does: ModelWeights.converted lists them as `pending`, and the weights lack
+   * them (no engine runs them). Default true.
+   */
+  convert?: boolean;
+  /**
    * GGUF and ajc1: start mapping the tensors into the process (native prefaultGgufWeights,
    * prefaultWeightSpans) while the rest is read, for an engine about to read them all in place
    * (loadModel). Default false.

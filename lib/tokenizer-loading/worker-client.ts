@@ -1,6 +1,7 @@
 /**
  * The JS thread's side of the tokenizer worker (worker.ts): one worker per process, started on
- * the first request and ended after a few idle seconds; it never keeps the process alive.
+ * the first request and ended after a few idle seconds; it never keeps the process alive. It also
+ * runs the formats' jobs: the writers' vocabulary conversions and the readers' converted files.
  */
 import * as nodePath from 'node:path';
 import type { Worker } from 'node:worker_threads';
@@ -11,6 +12,8 @@ import { recipeOf } from '../tokenizers/recipes';
 import type { EncodeOptions, Tokenizer } from '../tokenizers/types';
 import { setVocabularyRunner, type VocabularyResult } from '../formats/vocabulary/vocab-offload';
 import type { VocabularyReply, VocabularyRequest } from './vocabulary-jobs';
+import { setConversionRunner, type ConversionJob } from '../formats/containers/conversion-offload';
+import type { ConversionReply, ConversionRequest } from './conversion-jobs';
 
 const IDLE_MS = 5000;
 
@@ -22,9 +25,9 @@ function startWorker(): Worker {
 }
 
 /** A request before it is numbered. */
-type Unsent<T = Request | VocabularyRequest> = T extends unknown ? Omit<T, 'id'> : never;
+type Unsent<T = Request | VocabularyRequest | ConversionRequest> = T extends unknown ? Omit<T, 'id'> : never;
 
-type AnyReply = Reply | VocabularyReply;
+type AnyReply = Reply | VocabularyReply | ConversionReply;
 
 type Pending = { resolve: (reply: AnyReply) => void; reject: (error: Error) => void };
 
@@ -145,3 +148,13 @@ export async function vocabularyInWorker(job: VocabularyRequest['job']): Promise
 }
 
 setVocabularyRunner(vocabularyInWorker);
+
+/** Writes a reader's converted file in the worker (lib/formats/containers/converted-file.ts); 'here' in any other worker thread. */
+export async function conversionInWorker(job: ConversionJob): Promise<'written' | 'here'> {
+  if (!workerThreads().isMainThread) return 'here';
+  const reply = await tokenizerWorker().request({ op: 'conversion', job });
+  if (!('written' in reply)) throw new Error('the tokenizer worker replied to a conversion request with no file written');
+  return 'written';
+}
+
+setConversionRunner(conversionInWorker);

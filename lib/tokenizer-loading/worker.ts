@@ -1,7 +1,8 @@
 /**
  * The tokenizer worker thread: builds tokenizers (packing the BPE and WordPiece ones, and storing
- * them in the cache folder), encodes long texts and converts vocabularies for the writers
- * (vocabulary-jobs.ts), so that none of it holds the JS thread (worker-client.ts).
+ * them in the cache folder), encodes long texts, converts vocabularies for the writers
+ * (vocabulary-jobs.ts) and writes the readers' converted tensors (conversion-jobs.ts), so that
+ * none of it holds the JS thread (worker-client.ts).
  */
 import { parentPort } from 'node:worker_threads';
 import { writeCachedTokenizer } from '../tokenizers/cache';
@@ -9,6 +10,7 @@ import { packTokenizer, unpackTokenizer } from '../tokenizers/packed';
 import type { Tokenizer } from '../tokenizers/types';
 import { MISSING_RECIPE, sendError, type Recipe, type Reply, type Request } from '../tokenizers/worker-protocol';
 import { runVocabularyJob, type VocabularyReply, type VocabularyRequest } from './vocabulary-jobs';
+import { runConversionJob, type ConversionReply, type ConversionRequest } from './conversion-jobs';
 
 /** Tokenizers made for encode requests, most recently used last. */
 const made = new Map<number, Tokenizer>();
@@ -60,9 +62,13 @@ function handle(request: Request): { reply: Reply; transfer: ArrayBuffer[] } {
   }
 }
 
-/** A vocabulary job (vocabulary-jobs.ts): it reads files asynchronously, so it answers when done. */
-async function handleVocabulary(request: VocabularyRequest): Promise<{ reply: VocabularyReply | Reply; transfer: ArrayBuffer[] }> {
+/** A vocabulary or conversion job: each reads and writes files asynchronously, so it answers when done (encodes run between its steps). */
+async function handleJob(request: VocabularyRequest | ConversionRequest): Promise<{ reply: VocabularyReply | ConversionReply | Reply; transfer: ArrayBuffer[] }> {
   try {
+    if (request.op === 'conversion') {
+      await runConversionJob(request.job);
+      return { reply: { id: request.id, written: true }, transfer: [] };
+    }
     const { result, transfer } = await runVocabularyJob(request.job);
     return { reply: { id: request.id, vocabulary: result }, transfer };
   } catch (error) {
@@ -70,9 +76,9 @@ async function handleVocabulary(request: VocabularyRequest): Promise<{ reply: Vo
   }
 }
 
-parentPort!.on('message', (request: Request | VocabularyRequest) => {
-  if (request.op === 'vocabulary') {
-    void handleVocabulary(request).then(({ reply, transfer }) => parentPort!.postMessage(reply, transfer));
+parentPort!.on('message', (request: Request | VocabularyRequest | ConversionRequest) => {
+  if (request.op === 'vocabulary' || request.op === 'conversion') {
+    void handleJob(request).then(({ reply, transfer }) => parentPort!.postMessage(reply, transfer));
     return;
   }
   const { reply, transfer } = handle(request);

@@ -15,7 +15,7 @@
  * No row of the fused, interleaved or transposed tensors is a row of the engine's [out, in] expert
  * matrices, and ggml's MXFP4 block ({e8m0; qs[16]}: qs[j] low nibble element j, high j + 16) orders
  * the nibbles otherwise: the experts and their gate/up biases are converted (converted-file.ts
- * caches them), each expert's gate, up and down as a matrix of the source's dtype (MXFP4: ggml's
+ * caches them; the tokenizer worker writes its file), each expert's gate, up and down as a matrix of the source's dtype (MXFP4: ggml's
  * blocks, the same values). Shapes and dtypes are checked before anything is converted. The
  * writer's side (../writing/gptoss-hf-output.ts) puts canonical tensors back into this layout.
  */
@@ -146,7 +146,7 @@ function elements(bytes: Uint8Array, size: number): Uint8Array | Uint16Array | U
   return bytes;
 }
 
-/** Output rows converted between two turns of the event loop (the writer awaits each chunk). */
+/** Output rows per chunk: the file's writer awaits each chunk's write. */
 const ROWS_PER_CHUNK = 64;
 
 /**

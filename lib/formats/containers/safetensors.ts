@@ -7,8 +7,8 @@
  *
  * HF model folders: `config.json` plus `model.safetensors`, or shards listed by
  * `model.safetensors.index.json` (`weight_map`: name -> shard file); a lone .safetensors file
- * takes the config.json beside it (gpt-oss's experts, which are no views, converted into a mapped
- * cache file: gptoss-hf.ts, converted-file.ts). Llama/Qwen3 and BERT configs (hf-config.ts) give decoder or
+ * takes the config.json beside it (gpt-oss's experts, which are no views, converted, in the
+ * tokenizer worker, into a mapped cache file: gptoss-hf.ts, converted-file.ts). Llama/Qwen3 and BERT configs (hf-config.ts) give decoder or
  * encoder weights with canonical names (a `bert.` prefix and legacy LayerNorm gamma/beta are
  * normalised; rotary inv_freq, position_ids and MLM `cls.*` heads are dropped); anything else
  * reads as 'unknown' with the file's names.
@@ -25,8 +25,9 @@ import * as nodePath from 'node:path';
 import { rangeError, UnsupportedError } from '../../base/errors';
 import { architectureOf } from '../../architectures';
 import { DECODER_NAMES, DECODER_VARIANTS, decoderCheckpointNames, decoderFusedTensors, isDecoderConfig, type FusedPart } from '../../architectures/decoder';
-import { convertedFile, type ConvertedFile } from './converted-file';
-import { GPTOSS_HF_CONVERSION, gptossHfPlan } from './gptoss-hf';
+import { conversionRecord, convertedFile, plannedFile, writeConvertedFile } from './converted-file';
+import type { ConversionJob } from './conversion-offload';
+import { GPTOSS_HF_CONVERSION, gptossHfPlan, type GptossHfPlan } from './gptoss-hf';
 import type { GptossHfOutput } from '../writing/gptoss-hf-output';
 import { mapFile, type MappedSource } from '../../addon/mapping';
 import { DTYPE_BYTES, isGgmlBlockDType, numel, rowBlockView, type DType, type PlainDType, type ModelWeights, type TensorView, type TokenizerData } from '../../addon/weights';
@@ -214,8 +215,11 @@ function layerCounts(config: ModelConfig): [string, number][] {
   return architectureOf(config)?.layerCounts(config) ?? [];
 }
 
-/** `keys`: the checkpoint's own names, which decide its naming (the views' names unless some were converted). */
-function canonicalize(config: ModelConfig, views: TensorView[], path: string, keys: TensorView[] = views): TensorView[] {
+/**
+ * `keys`: the checkpoint's own names, which decide its naming (the views' names unless some were
+ * converted); `pending`: canonical names left unconverted (ReadOptions.convert false), not missing.
+ */
+function canonicalize(config: ModelConfig, views: TensorView[], path: string, keys: TensorView[] = views, pending: ReadonlySet<string> = new Set()): TensorView[] {
   for (const [key, layers] of layerCounts(config)) checkLayerCount(key, layers, keys.length, { path });
   const arch = architectureTensors(config, keys);
   if (!arch) return views;
@@ -244,23 +248,60 @@ function canonicalize(config: ModelConfig, views: TensorView[], path: string, ke
   }
   const have = new Set(out.map((v) => v.name));
   for (const s of arch.specs) {
-    if (!s.optional && !have.has(s.name)) fail('MISSING_TENSOR', `the checkpoint has no '${s.name}'`, { path, expected: s.name, found: 'absent' });
+    if (!s.optional && !have.has(s.name) && !pending.has(s.name)) fail('MISSING_TENSOR', `the checkpoint has no '${s.name}'`, { path, expected: s.name, found: 'absent' });
   }
   return out;
 }
 
-/**
- * A variant whose HF experts are not views (gpt-oss: hfExpertLayout): its checkpoint's views with
- * the expert tensors replaced by their converted forms, mapped from the cache's file (written now
- * when the cache does not hold it); undefined for other configs.
- */
-async function convertExperts(config: ModelConfig, views: TensorView[], files: string[], path: string): Promise<{ views: TensorView[]; file: ConvertedFile; summary: NonNullable<ModelWeights['converted']> } | undefined> {
+/** The conversion of a variant whose HF experts are not views (gpt-oss: hfExpertLayout): the views kept and the tensors to make; undefined for other configs. */
+function expertPlan(config: ModelConfig, views: TensorView[], path: string): GptossHfPlan | undefined {
   if (!isDecoderConfig(config) || DECODER_VARIANTS[config.architecture].hfExpertLayout !== 'fused-gate-up') return undefined;
   for (const [key, layers] of layerCounts(config)) checkLayerCount(key, layers, views.length, { path });
-  const plan = gptossHfPlan(config, views, decoderCheckpointNames(views.map((v) => v.name)));
-  const file = await convertedFile(GPTOSS_HF_CONVERSION, files, plan.converted);
+  return gptossHfPlan(config, views, decoderCheckpointNames(views.map((v) => v.name)));
+}
+
+interface Experts {
+  views: TensorView[];
+  /** The converted file's mapping (absent when not converted: ReadOptions.convert false). */
+  source?: MappedSource;
+  summary: NonNullable<ModelWeights['converted']>;
+}
+
+/**
+ * The checkpoint's views with the expert tensors of a variant whose HF experts are not views
+ * replaced by their converted forms, mapped from the cache's file (written now, off the JS thread,
+ * when the cache does not hold it); with `convert` false, without them (the summary lists them as
+ * pending) and nothing written. Undefined for other configs.
+ */
+async function convertExperts(config: ModelConfig, views: TensorView[], files: string[], path: string, convert: boolean): Promise<Experts | undefined> {
+  const plan = expertPlan(config, views, path);
+  if (!plan) return undefined;
   const bytes = plan.converted.reduce((n, t) => n + t.byteLength, 0);
-  return { views: [...plan.views, ...file.views], file, summary: { file: file.path, tensors: plan.converted.length, bytes, reused: file.reused } };
+  const tensors = plan.converted.length;
+  if (!convert) {
+    const planned = plannedFile(GPTOSS_HF_CONVERSION, files, plan.converted);
+    const pending = plan.converted.map((t) => ({ name: t.name, dtype: t.dtype, shape: [...t.shape], byteLength: t.byteLength }));
+    return { views: plan.views, summary: { file: planned.path, tensors, bytes, reused: planned.cached, pending } };
+  }
+  const file = await convertedFile(GPTOSS_HF_CONVERSION, path, files, plan.converted);
+  return { views: [...plan.views, ...file.views], source: file.source, summary: { file: file.path, tensors, bytes, reused: file.reused } };
+}
+
+/**
+ * The converted experts' file of the checkpoint at `job.checkpoint` written to `job.file` (the
+ * tokenizer worker's conversion job: converted-file.ts): the checkpoint read again and the same
+ * tensors planned as its reader plans them.
+ */
+export async function writeConvertedExperts(job: ConversionJob): Promise<void> {
+  if (job.conversion !== GPTOSS_HF_CONVERSION) throw new UnsupportedError(`no conversion '${job.conversion}' (this one writes '${GPTOSS_HF_CONVERSION}')`);
+  const checkpoint = openCheckpoint(job.checkpoint);
+  try {
+    const plan = expertPlan(checkpoint.config, checkpoint.views, job.checkpoint);
+    if (!plan) throw new UnsupportedError(`${job.checkpoint} has no tensors to convert`);
+    await writeConvertedFile(job.file, conversionRecord(GPTOSS_HF_CONVERSION, checkpoint.files, plan.converted), plan.converted);
+  } finally {
+    for (const s of checkpoint.sources) s.close();
+  }
 }
 
 /** A BERT folder's WordPiece vocabulary (vocab.txt or tokenizer.json), for writers that embed it (EMBD). */
@@ -269,7 +310,17 @@ async function bertVocabulary(dir: string): Promise<TokenizerData | undefined> {
   return v?.kind === 'wordpiece' ? wordPieceData(v) : undefined;
 }
 
-async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeights> {
+/** A checkpoint's files mapped and parsed (views named as in the files), and its config.json. */
+interface Checkpoint {
+  files: string[];
+  configDir: string;
+  sources: MappedSource[];
+  views: TensorView[];
+  metadata: Record<string, string>;
+  config: ModelConfig;
+}
+
+function openCheckpoint(path: string): Checkpoint {
   const where = locate(path);
   const sources: MappedSource[] = [];
   try {
@@ -297,11 +348,21 @@ async function read(path: string, _options: ReadOptions = {}): Promise<ModelWeig
       }
     }
     const hf = readHfFolderConfig(where.configDir);
-    const config: ModelConfig = hf?.config ?? { architecture: 'unknown' };
-    const converted = await convertExperts(config, views, where.files, path);
-    if (converted) sources.push(converted.file.source);
-    const tensors = canonicalize(config, converted?.views ?? views, path, views);
-    const tokenizer = architectureOf(config)?.hfVocabulary === 'wordpiece' ? await bertVocabulary(where.configDir) : undefined;
+    return { files: where.files, configDir: where.configDir, sources, views, metadata, config: hf?.config ?? { architecture: 'unknown' } };
+  } catch (error) {
+    for (const s of sources) s.close();
+    throw error;
+  }
+}
+
+async function read(path: string, options: ReadOptions = {}): Promise<ModelWeights> {
+  const { files, configDir, sources, views, metadata, config } = openCheckpoint(path);
+  try {
+    const converted = await convertExperts(config, views, files, path, options.convert !== false);
+    if (converted?.source) sources.push(converted.source);
+    const pending = new Set(converted?.summary.pending?.map((t) => t.name));
+    const tensors = canonicalize(config, converted?.views ?? views, path, views, pending);
+    const tokenizer = architectureOf(config)?.hfVocabulary === 'wordpiece' ? await bertVocabulary(configDir) : undefined;
     return {
       format: 'safetensors', path, architecture: config.architecture, config, tensors, metadata, ...(tokenizer ? { tokenizer } : {}), sources,
       ...(converted ? { converted: converted.summary } : {}),
