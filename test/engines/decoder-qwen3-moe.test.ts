@@ -340,8 +340,8 @@ describe('GGUF', () => {
 });
 
 /**
- * |weightmap − llama.cpp| per logit, per form (largest |logit| here 14.4; every position's margin
- * 8.4 or more in every table, planted). f32: sums in another order. f16: llama.cpp rounds the
+ * |weightmap − llama.cpp| per logit, per form (largest |logit| here 14.8; every position's margin
+ * 8.2 or more in every table, planted). f32: sums in another order. f16: llama.cpp rounds the
  * activations of f16 matrices to f16, weightmap keeps them f32. The quantized forms: both sides
  * quantize the activations to 8 bits (weightmap per 32 values, llama.cpp per 32 for Q8_0 and per
  * 256 for the K-quants), rounding at different boundaries. The weightmap-converted q8_0 and

@@ -8,9 +8,11 @@
  *
  * Routing is made non-degenerate: the router rows are scaled so that logits spread over several
  * units (several experts win across positions, no near ties; the tests check both on the
- * reference; seed 116 is one whose k-th / (k+1)-th router gaps are all above 0.2 on PROMPT, and above 0.03 on the dequantized weights of each llama-quantize form). The
- * margins are planted (plantedHead): every position's top logit wins by 8.4 or more on PROMPT, so
- * argmax and greedy tokens are compared for the quantized types too. 256 wide so that
+ * reference; seed 116 is one whose k-th / (k+1)-th router gaps on PROMPT are all above 0.2, and
+ * above 0.03 on the dequantized weights of each llama-quantize form: quantizing moves the router's
+ * logits, and few seeds keep every gap wide under Q4_K_M). The margins are planted (plantedHead):
+ * every position's top logit wins by 8.2 or more on PROMPT (in llama.cpp's tables of every form),
+ * so argmax and greedy tokens are compared for the quantized types too. 256 wide so that
  * llama-quantize's K-quants apply to every matrix.
  */
 import * as fs from 'node:fs';
