@@ -92,6 +92,7 @@ const QUANTIZED = ['qwen3moe-llama-Q8_0', 'qwen3moe-llama-Q6_K', 'qwen3moe-llama
 type Form = keyof typeof CONVERTED | (typeof QUANTIZED)[number];
 const QUANTIZE = path.join(LLAMA_CPP, 'build', 'bin', 'llama-quantize');
 const quantizable = fs.existsSync(QUANTIZE);
+const quantizeNote = quantizable ? 'llama-quantize' : 'llama-quantize: not built in the peer cache, skipped';
 
 /** llama.cpp's logits (argmax, the two largest, ids 0..3) at each PROMPT position and its greedy tokens, per form. */
 const REFERENCE: Record<Form, FamilyReference> = {
@@ -266,12 +267,12 @@ describe('GGUF', () => {
 
   test.each(Object.keys(CONVERTED) as (keyof typeof CONVERTED)[])('%s: logits of every prompt position as llama.cpp computes them; argmax and greedy tokens equal', (form) => againstLlamaCpp(form));
 
-  (quantizable ? test.each : test.skip.each)(QUANTIZED)(`%s (llama-quantize${quantizable ? '' : ': not built in the peer cache, skipped'}): logits of every prompt position as llama.cpp computes them; argmax and greedy tokens equal`, (form) => againstLlamaCpp(form));
+  (quantizable ? test.each : test.skip.each)(QUANTIZED)(`%s (${quantizeNote}): logits of every prompt position as llama.cpp computes them; argmax and greedy tokens equal`, (form) => againstLlamaCpp(form));
 
   // Quantizing the weights moves the router's logits (Q4_K's embedding most, which dominates the
   // residual stream); a near tie there would let either engine's activation rounding pick another
   // expert (0.3 to 0.8 on the compared logits). So the quantized model itself routes with wide gaps.
-  (quantizable ? test.each : test.skip.each)(QUANTIZED)('%s: the float64 reference on its dequantized weights routes every row with a k-th / (k+1)-th router gap above 0.03', async (form) => {
+  (quantizable ? test.each : test.skip.each)(QUANTIZED)(`%s (${quantizeNote}): the float64 reference on its dequantized weights routes every row with a k-th / (k+1)-th router gap above 0.03`, async (form) => {
     const w = await ws.read(files[form]!);
     const weights = new Map<string, Float32Array>();
     const shapes = new Map<string, number[]>();
