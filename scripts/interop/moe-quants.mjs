@@ -9,7 +9,10 @@
  * prompt's positions (at the argmax, the runner-up and ids 0..3, as the test compares), each
  * engine's largest distance from the exact path on the same quantized weights (weightmap with
  * quant 'f32': dequantized once, no activation quantization), the positions whose argmax differs
- * with llama.cpp's and the exact run's margins there, and whether the greedy tokens agree.
+ * with llama.cpp's and the exact run's margins there, and whether the greedy tokens agree. The test
+ * itself compares these types with llama.cpp's tables (its llama-quantize forms); this script adds
+ * the distances from the exact run, which tell one engine's activation rounding from the other's
+ * (a wide one on one side only: look for a router near tie on that type's weights).
  *
  *   npm run build:ts && node scripts/interop/moe-quants.mjs [--types Q4_K_M,Q6_K,Q8_0] [--greedy 6]
  */

@@ -8,7 +8,12 @@
  *
  * Routing is made non-degenerate: the router rows are scaled so that logits spread over several
  * units (several experts win across positions, no near ties; the tests check both on the
- * reference). 256 wide so that llama-quantize's K-quants apply to every matrix.
+ * reference; seed 116 is one whose k-th / (k+1)-th router gaps on PROMPT are all above 0.2, and
+ * above 0.03 on the dequantized weights of each llama-quantize form: quantizing moves the router's
+ * logits, and few seeds keep every gap wide under Q4_K_M). The margins are planted (plantedHead):
+ * every position's top logit wins by 8.2 or more on PROMPT (in llama.cpp's tables of every form),
+ * so argmax and greedy tokens are compared for the quantized types too. 256 wide so that
+ * llama-quantize's K-quants apply to every matrix.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -43,9 +48,15 @@ export const MOE_HF = {
 
 /** Router rows × this (after the 1/√in scale of every matrix): logits a few units apart. */
 const ROUTER_GAIN = 6;
+/** Embedding values uniform in ±this: the embedding dominates the residual stream (planted margins). */
+const EMBED_GAIN = 4;
+/** The length of each output head row (a unit embedding × this). */
+const HEAD_GAIN = 1;
+/** Ids the head never predicts (unk, BOS, EOS): NEXT maps each to itself and no other id to it. */
+const FIXED_IDS = 3;
 
 /** The model of `hf` (MOE_HF or a variant of it) with weights from `seed`. */
-export function tinyQwen3Moe(hf: Record<string, unknown> = MOE_HF, seed = 72): TinyDecoder {
+export function tinyQwen3Moe(hf: Record<string, unknown> = MOE_HF, seed = 116): TinyDecoder {
   const n = (k: string) => hf[k] as number;
   const d = n('hidden_size'), hd = n('head_dim'), ff = n('moe_intermediate_size'), experts = n('num_experts');
   const rand = mulberry32(seed);
@@ -58,7 +69,9 @@ export function tinyQwen3Moe(hf: Record<string, unknown> = MOE_HF, seed = 72): T
   };
   const matrix = (name: string, rows: number, cols: number, gain = 1) => add(name, [rows, cols], uniform(rows * cols, gain * Math.sqrt(3 / cols)));
   const norm = (name: string, size: number) => add(name, [size], uniform(size, 0.3, 1));
-  add('model.embed_tokens.weight', [n('vocab_size'), d], uniform(n('vocab_size') * d, 1));
+  const vocab = n('vocab_size');
+  const embed = uniform(vocab * d, EMBED_GAIN);
+  add('model.embed_tokens.weight', [vocab, d], embed);
   for (let l = 0; l < n('num_hidden_layers'); l++) {
     const p = `model.layers.${l}.`;
     norm(`${p}input_layernorm.weight`, d);
@@ -77,8 +90,31 @@ export function tinyQwen3Moe(hf: Record<string, unknown> = MOE_HF, seed = 72): T
     }
   }
   norm('model.norm.weight', d);
-  add('lm_head.weight', [n('vocab_size'), d], uniform(n('vocab_size') * d, 1));
+  add('lm_head.weight', [vocab, d], plantedHead(embed, vocab, d, rand));
   return { hf, weights, shapes };
+}
+
+/**
+ * Planted margins (as scripts/interop/gptoss-gguf.py's): the head's row of NEXT[x] is the unit
+ * embedding of x × HEAD_GAIN, NEXT a seeded permutation of the ids but FIXED_IDS (each its own);
+ * the embedding dominates the residual stream, so each position's argmax is NEXT of its token by a
+ * margin far above every quantized type's noise, and greedy decoding follows NEXT.
+ */
+function plantedHead(embed: Float32Array, vocab: number, d: number, rand: () => number): Float32Array {
+  const next = Array.from({ length: vocab }, (_, i) => i);
+  for (let i = vocab - 1; i > FIXED_IDS; i--) {
+    const j = FIXED_IDS + Math.floor(rand() * (i - FIXED_IDS + 1));
+    [next[i], next[j]] = [next[j], next[i]];
+  }
+  const head = new Float32Array(vocab * d);
+  for (let x = 0; x < vocab; x++) {
+    const row = embed.subarray(x * d, (x + 1) * d);
+    let ss = 0;
+    for (const v of row) ss += v * v;
+    const scale = HEAD_GAIN / Math.sqrt(ss);
+    for (let i = 0; i < d; i++) head[next[x] * d + i] = row[i] * scale;
+  }
+  return head;
 }
 
 /** The model's HF folder (config.json, model.safetensors, the Llama-2 tokenizer files) in a new folder `dir`. */
