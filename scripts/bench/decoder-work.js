@@ -32,7 +32,7 @@ function kvBytesPerToken(kvBytesPerPosition, first, steps) {
  * only: `linear` (the layers' matrices, plus the classifier's once per prompt; int8 work in a
  * quantized engine) and `attention` (q·k and p·v over an average of (prompt + 1) / 2 positions, f32).
  */
-function prefillMacsPerToken(weights, prompt) {
+function prefillMacsPerToken(weights, prompt, depth = 0) {
   const c = weights.config;
   let linear = 0;
   for (const t of weights.tensors) {
@@ -40,7 +40,8 @@ function prefillMacsPerToken(weights, prompt) {
     linear += t.shape[0] * t.shape[1];
   }
   linear += (c.vocabSize * c.hiddenSize) / prompt;
-  const attention = c.numLayers * c.numHeads * c.headDim * 2 * ((prompt + 1) / 2);
+  // positions seen: depth (already cached, --depth) plus (prompt + 1) / 2 of the prompt's own, on average
+  const attention = c.numLayers * c.numHeads * c.headDim * 2 * (depth + (prompt + 1) / 2);
   return { linear, attention };
 }
 

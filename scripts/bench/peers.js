@@ -17,13 +17,15 @@
 // f32 attention for prefill and embeddings.
 // The peers are installed on first use into a cache folder (peers/cache.js; building llama-bench
 // takes tens of minutes on 2 busy cores), models are generated there too. Needs `npm run build:ts` (dist/) and the addon.
+// --depth D: both decoder timings start after D cached positions (llama-bench -d; an untimed prefill on
+// weightmap's side), the bound counting the KV cache read from D on: the long-context rows.
 // --quick: 2 rounds instead of 3. A run past --run-timeout seconds is killed and left out of its
 // row (oversubscribed, llama.cpp's spinning threads can slow down a hundredfold).
 //   node scripts/bench/peers.js [--quick] [--pairs 3] [--types q4_k_m,q4_0,q6_k,q8_0] [--threads 1,2]
-//                               [--prompt 512] [--decode 128] [--only decoder,embed,moe] [--run-timeout 900] [--moe-layers N]
+//                               [--prompt 512] [--decode 128] [--depth 0] [--only decoder,embed,moe] [--run-timeout 900] [--moe-layers N]
 //                               [--peers llama-bench,node-llama-cpp] [--json]
 'use strict';
-require('../args').scriptArgs('peers.js [--quick] [--pairs 3] [--types q4_k_m,q4_0,q6_k,q8_0] [--threads 1,2] [--prompt 512] [--decode 128] [--only decoder,embed,moe] [--run-timeout 900] [--moe-layers N] [--peers llama-bench,node-llama-cpp] [--json]', { options: { 'moe-layers': 'string', quick: 'boolean', pairs: 'string', types: 'string', threads: 'string', prompt: 'string', decode: 'string', only: 'string', 'run-timeout': 'string', peers: 'string', json: 'boolean' } });
+require('../args').scriptArgs('peers.js [--quick] [--pairs 3] [--types q4_k_m,q4_0,q6_k,q8_0] [--threads 1,2] [--prompt 512] [--decode 128] [--depth 0] [--only decoder,embed,moe] [--run-timeout 900] [--moe-layers N] [--peers llama-bench,node-llama-cpp] [--json]', { options: { 'moe-layers': 'string', quick: 'boolean', pairs: 'string', types: 'string', threads: 'string', prompt: 'string', decode: 'string', depth: 'string', only: 'string', 'run-timeout': 'string', peers: 'string', json: 'boolean' } });
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
@@ -51,6 +53,9 @@ const ONLY = opt('only', 'decoder,embed,moe').split(',');
 const MOE_LAYERS = opt('moe-layers') === undefined ? undefined : Number(opt('moe-layers'));
 const RUN_TIMEOUT = Number(opt('run-timeout', '900'));
 const SIDES = opt('peers', 'llama-bench,node-llama-cpp').split(',');
+// Cached positions before both timings (llama-bench -d): long-context rows.
+const DEPTH = Number(opt('depth', '0'));
+if (DEPTH > 0 && SIDES.includes('node-llama-cpp')) throw new Error('--depth: the node-llama-cpp side has no depth; name the peers: --peers llama-bench');
 
 function median(xs) {
   const s = [...xs].sort((a, b) => a - b);
@@ -88,12 +93,12 @@ function decoderSides() {
   const child = (script, ...rest) => runJson(process.execPath, [path.join(__dirname, 'peers', script), ...rest], RUN_TIMEOUT);
   const info = {};
   const makers = {
-    weightmap: () => (file, vocab, threads) => child('decoder-weightmap.js', file, threads, PROMPT, DECODE),
+    weightmap: () => (file, vocab, threads) => child('decoder-weightmap.js', file, threads, PROMPT, DECODE, DEPTH),
     'llama-bench': () => {
       const bench = cache.llamaBench();
       info['llama.cpp'] = `${bench.release} (${bench.commit})`;
       return (file, vocab, threads) => {
-        const rows = runJson(bench.path, ['-m', file, '-t', threads, '-p', PROMPT, '-n', DECODE, '-r', '1', '-o', 'json'], RUN_TIMEOUT, bench.env);
+        const rows = runJson(bench.path, ['-m', file, '-t', threads, '-p', PROMPT, '-n', DECODE, '-d', DEPTH, '-r', '1', '-o', 'json'], RUN_TIMEOUT, bench.env);
         return {
           prefill: rows.find((r) => r.n_prompt > 0 && r.n_gen === 0).avg_ts,
           decode: rows.find((r) => r.n_gen > 0 && r.n_prompt === 0).avg_ts,
@@ -173,14 +178,14 @@ async function decoderRows() {
     const weights = await readWeights(file);
     const c = weights.config;
     const kvF16BytesPerPosition = c.numLayers * 2 * c.numKvHeads * c.headDim * 2;
-    const work = { bytesPerToken: bytesPerToken(weights) + kvBytesPerToken(kvF16BytesPerPosition, 0, DECODE), macs: prefillMacsPerToken(weights, PROMPT) };
+    const work = { bytesPerToken: bytesPerToken(weights) + kvBytesPerToken(kvF16BytesPerPosition, DEPTH, DECODE), macs: prefillMacsPerToken(weights, PROMPT, DEPTH) };
     const vocab = weights.config.vocabSize;
     for (const threads of THREADS) {
       const measures = Object.fromEntries(
         Object.entries(sides).map(([name, s]) => [name, { measure: () => s.run(file, vocab, threads), bound: (peak) => s.bound(work, peak) }]),
       );
       const result = await interleave(`${type} ${threads}t`, measures, threads, weights.sources[0].bytes);
-      rows.push({ model: `Qwen3-0.6B ${type.toUpperCase()}`, threads, decodeMBPerToken: work.bytesPerToken / 1e6, ...result });
+      rows.push({ model: `Qwen3-0.6B ${type.toUpperCase()}${DEPTH ? ` at depth ${DEPTH}` : ''}`, threads, decodeMBPerToken: work.bytesPerToken / 1e6, ...result });
     }
     closeWeights(weights);
   }
@@ -188,7 +193,7 @@ async function decoderRows() {
 }
 
 async function main() {
-  const report = { command: `node scripts/bench/peers.js ${args.join(' ')}`.trim(), cpu: os.cpus()[0]?.model, machine: machine(), pairs: PAIRS, prompt: PROMPT, decode: DECODE };
+  const report = { command: `node scripts/bench/peers.js ${args.join(' ')}`.trim(), cpu: os.cpus()[0]?.model, machine: machine(), pairs: PAIRS, prompt: PROMPT, decode: DECODE, depth: DEPTH };
   if (ONLY.includes('decoder')) report.decoder = await decoderRows();
   if (ONLY.includes('moe')) {
     report.moe = await moeRows({ threads: THREADS, interleave, decoderSides, cache, prompt: PROMPT, decode: DECODE, layers: MOE_LAYERS, denseFile: ggufModel('q8_0'), runTimeout: RUN_TIMEOUT });
