@@ -102,7 +102,13 @@ export class DecoderEngine {
   private readonly sessions = new Set<DecoderEngineSession>();
   private loop: DecodeLoop<DecoderEngineSession> | undefined;
 
-  private constructor(model: NativeDecoderModel, config: DecoderConfig, private readonly weightsPath: string) {
+  private constructor(
+    model: NativeDecoderModel,
+    config: DecoderConfig,
+    private readonly weightsPath: string,
+    /** The engine runs from layer 0 (it embeds token ids; evalHidden is a pipeline stage's). */
+    private readonly embeds: boolean,
+  ) {
     this.native = model;
     this.config = config;
     this.loadInfo = model.loadInfo;
@@ -121,7 +127,7 @@ export class DecoderEngine {
     } catch (error) {
       throw fromNativeError(error, 'DecoderEngine', weights.path);
     }
-    return new DecoderEngine(model, weights.config as DecoderConfig, weights.path);
+    return new DecoderEngine(model, weights.config as DecoderConfig, weights.path, (layers?.[0] ?? 0) === 0);
   }
 
   get disposed(): boolean {
@@ -150,7 +156,7 @@ export class DecoderEngine {
       throw fromNativeError(error, 'DecoderEngine', this.weightsPath);
     }
     const loop = options.batched ? (this.loop ??= new DecodeLoop(this)) : undefined;
-    const wrapped = new DecoderEngineSession(session, this.config.vocabSize, this.weightsPath, () => this.sessions.delete(wrapped), loop);
+    const wrapped = new DecoderEngineSession(session, this.config.vocabSize, this.weightsPath, () => this.sessions.delete(wrapped), loop, this.embeds);
     this.sessions.add(wrapped);
     return wrapped;
   }
@@ -255,6 +261,7 @@ export class DecoderEngineSession extends KvSession<NativeDecoderSession> {
     weightsPath: string,
     onDispose: () => void,
     private readonly loop?: DecodeLoop<DecoderEngineSession>,
+    private readonly embeds = true,
   ) {
     super(session, { name: 'DecoderEngineSession', weightsPath, deferStart: true }, onDispose);
   }
@@ -282,6 +289,10 @@ export class DecoderEngineSession extends KvSession<NativeDecoderSession> {
    * (here and from eval()) to the hidden states of every new position [n, hiddenSize].
    */
   evalHidden(hidden: Float32Array, options: { signal?: AbortSignal } = {}): Promise<Float32Array> {
+    if (this.embeds) {
+      const error = new RangeError('evalHidden: this engine starts at layer 0 and takes token ids (evalRows for embedding rows)');
+      return Promise.reject(Object.assign(error, { code: 'ERR_OUT_OF_RANGE' }));
+    }
     return this.enqueue(options.signal, (session) => session.eval(hidden));
   }
 

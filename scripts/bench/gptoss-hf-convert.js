@@ -10,6 +10,8 @@
  *
  *   node scripts/bench/gptoss-hf-convert.js FOLDER...
  */
+'use strict';
+const { positionals } = require('../args').scriptArgs('gptoss-hf-convert.js FOLDER...', { positionals: [1, Infinity] });
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -26,7 +28,7 @@ function schedstat() {
 }
 
 (async () => {
-  for (const dir of process.argv.slice(2)) {
+  for (const dir of positionals) {
     const cache = fs.mkdtempSync(path.join(os.tmpdir(), 'weightmap-convert-bench-'));
     process.env.WEIGHTMAP_CACHE = cache;
     let stall = 0;
