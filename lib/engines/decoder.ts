@@ -21,7 +21,7 @@ import {
   type DecoderQuant,
   type KvCacheType,
 } from '../architectures/decoder';
-import { AbortError, DisposedError, UnsupportedError, WeightFormatError } from '../base/errors';
+import { AbortError, DisposedError, rangeError, UnsupportedError, WeightFormatError } from '../base/errors';
 import { native } from '../addon/native';
 import type { ModelWeights } from '../addon/weights';
 import { DecodeLoop, type BatchStepRow } from './decode-loop';
@@ -290,8 +290,7 @@ export class DecoderEngineSession extends KvSession<NativeDecoderSession> {
    */
   evalHidden(hidden: Float32Array, options: { signal?: AbortSignal } = {}): Promise<Float32Array> {
     if (this.embeds) {
-      const error = new RangeError('evalHidden: this engine starts at layer 0 and takes token ids (evalRows for embedding rows)');
-      return Promise.reject(Object.assign(error, { code: 'ERR_OUT_OF_RANGE' }));
+      return Promise.reject(rangeError('evalHidden: this engine starts at layer 0 and takes token ids (evalRows for embedding rows)'));
     }
     return this.enqueue(options.signal, (session) => session.eval(hidden));
   }

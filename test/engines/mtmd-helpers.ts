@@ -26,7 +26,7 @@ export function replyBytes(tokenizer: Tokenizer, ids: readonly number[]): Buffer
 export function mtmdCliReply(cli: string, args: string[], env: Record<string, string> = {}): Buffer {
   // llama.cpp prints through common_log's worker thread, which may not have written the reply's
   // last pieces when the process exits (common/log.h): a reply cut short is run again.
-  for (let attempt = 0; attempt < 4; attempt++) {
+  for (let attempt = 0; attempt < 8; attempt++) {
     const run = spawnSync(cli, args, { env: { ...process.env, ...env, MTMD_TEST_RESPONSE_MARKER: MARKER }, timeout: 600_000 });
     if (run.status !== 0) throw new Error(`llama-mtmd-cli failed (status ${run.status}, signal ${run.signal}): ${String(run.stderr).slice(-2000)}`);
     const out = run.stdout as Buffer;
@@ -37,7 +37,7 @@ export function mtmdCliReply(cli: string, args: string[], env: Record<string, st
     if (whole[0] !== 0x0a) throw new Error(`llama-mtmd-cli: no newline after the prompt: ${out.toString().slice(-2000)}`);
     if (whole.subarray(whole.length - 2).toString() === '\n\n') return whole.subarray(1, whole.length - 2);
   }
-  throw new Error("llama-mtmd-cli's reply was cut short four times");
+  throw new Error("llama-mtmd-cli's reply was cut short eight times");
 }
 
 /** scripts/interop/mtmd-logits.cpp compiled into `dir`; its path. */
