@@ -19,7 +19,7 @@ import { dequantize } from '../../lib/formats/quantization/dequantize';
 import { tempDir } from '../helpers/fixtures';
 import { maxAbsDiff } from '../engines/decoder-helpers';
 import { GPTOSS_PROMPT as PROMPT, gptossFiles, gptossUsable, type GptossFiles } from '../engines/gptoss-models';
-import { compileLib, killAll, spawnStage, type StageProcess } from './stages';
+import { compileLib, expectStagesEqualOneProcess, killAll, spawnStage, type StageProcess } from './stages';
 
 jest.setTimeout(180_000);
 const suite = gptossUsable ? describe : describe.skip;
@@ -76,29 +76,9 @@ suite('gpt-oss as a sepweight tree, in 2 stage processes', () => {
   });
 
   test('2 stages: the single process\'s logits bit for bit (themselves the GGUF file\'s) and its greedy tokens', async () => {
-    const ref = await loadModel(tree, { threads: 1, contextLength: 64 });
-    models.push(ref);
+    const ref = await expectStagesEqualOneProcess(tree, PROMPT, [['0-0', stages[0]], ['1-1', stages[1]]], models);
     const gguf = await loadModel(files.f32, { threads: 1, contextLength: 64 });
     models.push(gguf);
     expect(await ref.logits(PROMPT)).toEqual(await gguf.logits(PROMPT));
-    const model = await loadModel(tree, {
-      threads: 1,
-      contextLength: 64,
-      tokenizer: ref.tokenizer,
-      pipeline: [
-        { layers: '0-0', address: stages[0].address },
-        { layers: '1-1', address: stages[1].address },
-      ],
-    });
-    models.push(model);
-    expect(await model.logits(PROMPT)).toEqual(await ref.logits(PROMPT));
-    const greedy = async (m: Model) => {
-      const gen = m.generate(PROMPT, { maxTokens: 8, temperature: 0 });
-      await gen.text();
-      return [...gen.tokens];
-    };
-    const want = await greedy(ref);
-    expect(want).toHaveLength(8);
-    expect(await greedy(model)).toEqual(want);
   });
 });

@@ -8,14 +8,14 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { convert } from '../../lib/formats/writing/convert';
-import { loadModel, type Model } from '../../lib/models/model';
+import type { Model } from '../../lib/models/model';
 import { readWeights } from '../../lib/formats';
 import { closeWeights } from '../../lib/addon/weights';
 import { WeightFormatError } from '../../lib/base/errors';
 import { tempDir } from '../helpers/fixtures';
 import { PROMPT } from '../engines/family-models';
 import { qwen3MoeFolder, tinyQwen3Moe } from '../engines/qwen3-moe-models';
-import { compileLib, killAll, spawnStage, type StageProcess } from './stages';
+import { compileLib, expectStagesEqualOneProcess, killAll, spawnStage, type StageProcess } from './stages';
 
 jest.setTimeout(180_000);
 
@@ -51,27 +51,7 @@ test('the tree keeps one file per expert and reads back as the Qwen3-MoE config'
 });
 
 test('2 stages: the single process\'s logits bit for bit and its greedy tokens', async () => {
-  const ref = await loadModel(tree, { threads: 1, contextLength: 64 });
-  models.push(ref);
-  const model = await loadModel(tree, {
-    threads: 1,
-    contextLength: 64,
-    tokenizer: ref.tokenizer,
-    pipeline: [
-      { layers: '0-1', address: stages[0].address },
-      { layers: '2-2', address: stages[1].address },
-    ],
-  });
-  models.push(model);
-  expect(await model.logits(PROMPT)).toEqual(await ref.logits(PROMPT));
-  const greedy = async (m: Model) => {
-    const gen = m.generate(PROMPT, { maxTokens: 8, temperature: 0 });
-    await gen.text();
-    return [...gen.tokens];
-  };
-  const want = await greedy(ref);
-  expect(want).toHaveLength(8);
-  expect(await greedy(model)).toEqual(want);
+  await expectStagesEqualOneProcess(tree, PROMPT, [['0-1', stages[0]], ['2-2', stages[1]]], models);
 });
 
 test('a tree with an expert past the count, or an expert of the wrong shape, is a typed WeightFormatError', async () => {

@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as ts from 'typescript';
+import { loadModel, type Model } from '../../lib/models/model';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -72,4 +73,31 @@ export async function killAll(stages: (StageProcess | undefined)[]): Promise<voi
       await s.exited;
     }),
   );
+}
+
+/**
+ * Loads `tree` whole and over two stages (`layers` of each, at their addresses) and checks the stages
+ * give the single process's logits after `prompt` bit for bit and its 8 greedy tokens; the models are
+ * pushed to `models` (the caller disposes them). Resolves to the single process's model.
+ */
+export async function expectStagesEqualOneProcess(tree: string, prompt: number[], stages: [string, StageProcess][], models: Model[]): Promise<Model> {
+  const ref = await loadModel(tree, { threads: 1, contextLength: 64 });
+  models.push(ref);
+  const model = await loadModel(tree, {
+    threads: 1,
+    contextLength: 64,
+    tokenizer: ref.tokenizer,
+    pipeline: stages.map(([layers, stage]) => ({ layers, address: stage.address })),
+  });
+  models.push(model);
+  expect(await model.logits(prompt)).toEqual(await ref.logits(prompt));
+  const greedy = async (m: Model) => {
+    const gen = m.generate(prompt, { maxTokens: 8, temperature: 0 });
+    await gen.text();
+    return [...gen.tokens];
+  };
+  const want = await greedy(ref);
+  expect(want).toHaveLength(8);
+  expect(await greedy(model)).toEqual(want);
+  return ref;
 }
