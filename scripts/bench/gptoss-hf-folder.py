@@ -9,6 +9,8 @@ The MXFP4 form: random bytes for the e2m1 pairs, exponents 118..127; bf16 values
 """
 import json, os, sys
 import numpy as np
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'interop'))
+from safetensors_file import write_safetensors  # noqa: E402
 out, form, E = sys.argv[1], sys.argv[2], int(sys.argv[3])
 d = f = 2880; heads, hd, kv, vocab = 64, 64, 8, 64
 rng = np.random.default_rng(1)
@@ -30,13 +32,7 @@ if form == 'mxfp4':
     add(p + 'mlp.experts.down_proj_scales', 'U8', rng.integers(118, 128, (E, d, f//32), dtype=np.uint8))
 else:
     add(p + 'mlp.experts.gate_up_proj', 'BF16', bf((E, d, 2*f))); add(p + 'mlp.experts.down_proj', 'BF16', bf((E, f, d)))
-header, at = {}, 0
-for n, dt, a in named:
-    header[n] = {'dtype': dt, 'shape': list(a.shape), 'data_offsets': [at, at + a.nbytes]}; at += a.nbytes
-t = json.dumps(header).encode(); t += b' ' * (-len(t) % 8)
-with open(os.path.join(out, 'model.safetensors'), 'wb') as fh:
-    fh.write(len(t).to_bytes(8, 'little')); fh.write(t)
-    for _, _, a in named: fh.write(np.ascontiguousarray(a).tobytes())
+write_safetensors(os.path.join(out, 'model.safetensors'), named)
 json.dump({'architectures': ['GptOssForCausalLM'], 'model_type': 'gpt_oss', 'hidden_size': d, 'intermediate_size': f, 'num_hidden_layers': 1,
            'num_attention_heads': heads, 'num_key_value_heads': kv, 'head_dim': hd, 'vocab_size': vocab, 'num_local_experts': E, 'num_experts_per_tok': 4,
            'sliding_window': 128, 'layer_types': ['sliding_attention'], 'attention_bias': True, 'rope_theta': 150000, 'swiglu_limit': 7.0,

@@ -34,6 +34,8 @@ import sys
 
 import numpy as np
 
+from safetensors_file import write_safetensors
+
 source, out = sys.argv[1], sys.argv[2]
 sys.path.insert(0, os.path.join(source, 'gguf-py'))
 import gguf  # noqa: E402
@@ -126,23 +128,6 @@ def write(file, mxfp4, tensors=tensors, stacked=stacked):
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-
-
-def write_safetensors(path, named):
-    """A safetensors file by hand: u64 LE header length, the JSON header (padded to 8), the data."""
-    header, blobs, at = {'__metadata__': {'format': 'pt'}}, [], 0
-    for name, dtype, array in named:
-        data = np.ascontiguousarray(array).tobytes()
-        header[name] = {'dtype': dtype, 'shape': list(array.shape), 'data_offsets': [at, at + len(data)]}
-        blobs.append(data)
-        at += len(data)
-    text = json.dumps(header).encode()
-    text += b' ' * (-len(text) % 8)
-    with open(path, 'wb') as f:
-        f.write(len(text).to_bytes(8, 'little'))
-        f.write(text)
-        for data in blobs:
-            f.write(data)
 
 
 def interleave(a, b, axis):

@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import shutil
-import struct
 import sys
 
 p = argparse.ArgumentParser()
@@ -35,6 +34,7 @@ a = p.parse_args()
 sys.path.insert(0, os.path.join(a.source, 'gguf-py'))
 import gguf  # noqa: E402
 import numpy as np  # noqa: E402
+from safetensors_file import write_safetensors  # noqa: E402
 
 reader = gguf.GGUFReader(a.vocab)
 def field(name):
@@ -62,22 +62,10 @@ for i in range(L):
     hf[pre + 'mlp.fc2.weight'] = mat(H, F)
     hf[pre + 'norm2.weight'], hf[pre + 'norm2.bias'] = ln()
 
-# The HF folder: safetensors written by hand (an 8-byte header size, the JSON header, the data).
+# The HF folder (safetensors_file.py writes the file by hand).
 folder = os.path.join(a.out, 'hf')
 os.makedirs(folder, exist_ok=True)
-header, offset, blobs = {}, 0, []
-for name, t in hf.items():
-    b = t.tobytes()
-    header[name] = {'dtype': 'F32', 'shape': list(t.shape), 'data_offsets': [offset, offset + len(b)]}
-    offset += len(b)
-    blobs.append(b)
-hj = json.dumps(header).encode('utf-8')
-hj += b' ' * ((8 - len(hj) % 8) % 8)
-with open(os.path.join(folder, 'model.safetensors'), 'wb') as f:
-    f.write(struct.pack('<Q', len(hj)))
-    f.write(hj)
-    for b in blobs:
-        f.write(b)
+write_safetensors(os.path.join(folder, 'model.safetensors'), [(name, 'F32', t) for name, t in hf.items()])
 config = {
     'architectures': ['NomicBertModel'], 'model_type': 'nomic_bert', 'activation_function': 'swiglu', 'n_embd': H, 'n_head': a.heads,
     'n_layer': L, 'n_inner': F, 'n_positions': a.positions, 'layer_norm_epsilon': 1e-12, 'rotary_emb_base': a.rope_base,
