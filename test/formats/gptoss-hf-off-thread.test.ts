@@ -87,34 +87,17 @@ suite('gpt-oss HF experts converted off the JS thread', () => {
     expect(inWorker.tensors.map((t) => [t.name, t.dtype, t.shape, t.byteLength])).toEqual(here.tensors.map((t) => [t.name, t.dtype, t.shape, t.byteLength]));
   }, 120_000);
 
-  test('the event loop turns while the worker converts, and the file is written to its end while the JS thread is held', async () => {
+  test('the file is written to its end while the JS thread is held (the conversion runs off it)', async () => {
     const folder = made.hfF32;
     const full = fs.statSync((await readIn(freshCache(), folder)).converted!.file).size;
     expect(full).toBeGreaterThan(12e6);
 
-    // The ticks from the job's dispatch to the worker's answer: none could turn if the conversion
-    // held the loop from its first chunk to its last.
-    let ticks = 0;
-    let inFlight = false;
-    let done = false;
-    const tick = () => {
-      if (inFlight) ticks++;
-      if (!done) setImmediate(tick);
-    };
-    setConversionRunner(async (job) => {
-      inFlight = true;
-      return conversionInWorker(job).finally(() => (inFlight = false));
-    });
-    setImmediate(tick);
-    await readIn(freshCache(), folder).finally(() => (done = true));
-    expect(ticks).toBeGreaterThanOrEqual(2);
-
-    // Once the job is sent, this thread sleeps until the file is whole (60 s at most, a guard
+    // Once the job is sent, this thread sleeps until the file is whole (150 s at most, under the test's own timeout: a guard
     // against a hang, not a measure): only a conversion off this thread ends it.
     let size = -1;
     setConversionRunner(async (job) => {
       const answer = conversionInWorker(job); // posted to the worker before it returns
-      const until = Date.now() + 60_000;
+      const until = Date.now() + 150_000;
       const sizeOf = () => fs.statSync(job.file, { throwIfNoEntry: false })?.size ?? 0;
       for (size = sizeOf(); size < full && Date.now() < until; size = sizeOf()) holdThread(5);
       return answer;
